@@ -1,0 +1,40 @@
+// Typed exceptions of the public API. Every message names the function, the argument and the
+// value, e.g. "gemm(cublas-sgemm): lda (3) < rows of A (5)".
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace mixsolve {
+
+// Base of every exception mixsolve throws.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A caller passed a bad argument (size, leading dimension, null pointer, wrong memory space).
+class InvalidArgument : public Error {
+ public:
+  using Error::Error;
+};
+
+// The operation is valid but this backend / build / device cannot do it.
+class NotSupported : public Error {
+ public:
+  using Error::Error;
+};
+
+// Input values lie outside the range a number format can hold (e.g. |a| > 65504 for FP16).
+class RangeError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A CUDA runtime, cuBLAS or cuSOLVER call failed; the message names the call and the code.
+class DeviceError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace mixsolve

@@ -1,0 +1,48 @@
+#include "mixsolve/core/gpu.hpp"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "mixsolve/core/cuda_check.hpp"
+
+namespace mixsolve {
+
+bool gpu_available() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver" error so later queries start clean
+    return false;
+  }
+  return count > 0;
+}
+
+namespace {
+std::string cuda_version_string(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+}  // namespace
+
+DeviceInfo device_info(int device) {
+  if (!gpu_available()) throw DeviceError("device_info: no CUDA GPU is available");
+  cudaDeviceProp prop{};
+  MIXSOLVE_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  DeviceInfo info;
+  info.name = prop.name;
+  info.compute_capability = prop.major * 10 + prop.minor;
+  info.multiprocessors = prop.multiProcessorCount;
+  info.memory_gib = static_cast<double>(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0);
+  int v = 0;
+  MIXSOLVE_CUDA_CHECK(cudaDriverGetVersion(&v));
+  info.driver_version = cuda_version_string(v);
+  MIXSOLVE_CUDA_CHECK(cudaRuntimeGetVersion(&v));
+  info.runtime_version = cuda_version_string(v);
+  int major = 0, minor = 0, patch = 0;
+  cublasGetProperty(MAJOR_VERSION, &major);
+  cublasGetProperty(MINOR_VERSION, &minor);
+  cublasGetProperty(PATCH_LEVEL, &patch);
+  info.cublas_version =
+      std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+  return info;
+}
+
+}  // namespace mixsolve

@@ -1,0 +1,103 @@
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <string>
+
+#include "mixsolve/core/cuda_check.hpp"
+#include "mixsolve/core/device_buffer.hpp"
+#include "mixsolve/core/norms.hpp"
+
+namespace mixsolve {
+
+namespace {
+
+// Partial sums kept in double; max relative error combined through the bit pattern of a
+// non-negative double, which orders like an unsigned integer.
+struct DeviceAccumulators {
+  double diff_sq;
+  double ref_sq;
+  unsigned long long max_rel_bits;
+  unsigned long long nonfinite;
+};
+
+template <class T>
+__global__ void compare_kernel(const T* c, std::int64_t ldc, const double* ref, std::int64_t ldr,
+                               std::int64_t rows, std::int64_t cols, DeviceAccumulators* acc) {
+  double diff_sq = 0, ref_sq = 0, max_rel = 0;
+  unsigned long long nonfinite = 0;
+  const std::int64_t total = rows * cols;
+  for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < total;
+       idx += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t i = idx % rows, j = idx / rows;
+    const double v = static_cast<double>(c[i + j * ldc]);
+    const double r = ref[i + j * ldr];
+    if (!isfinite(v)) { ++nonfinite; continue; }
+    const double d = v - r;
+    diff_sq += d * d;
+    ref_sq += r * r;
+    if (r != 0) max_rel = fmax(max_rel, fabs(d) / fabs(r));
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    diff_sq += __shfl_down_sync(0xffffffffu, diff_sq, offset);
+    ref_sq += __shfl_down_sync(0xffffffffu, ref_sq, offset);
+    max_rel = fmax(max_rel, __shfl_down_sync(0xffffffffu, max_rel, offset));
+    nonfinite += __shfl_down_sync(0xffffffffu, nonfinite, offset);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    atomicAdd(&acc->diff_sq, diff_sq);
+    atomicAdd(&acc->ref_sq, ref_sq);
+    atomicMax(&acc->max_rel_bits, static_cast<unsigned long long>(__double_as_longlong(max_rel)));
+    atomicAdd(&acc->nonfinite, nonfinite);
+  }
+}
+
+template <class T>
+ErrorStats compare_impl(const MatrixView<const T>& c, const MatrixView<const double>& ref, cudaStream_t stream) {
+  detail::check_view("compare_to_reference", "c", c);
+  detail::check_view("compare_to_reference", "ref", ref);
+  if (c.rows != ref.rows || c.cols != ref.cols)
+    throw InvalidArgument("compare_to_reference: c is " + std::to_string(c.rows) + " x " +
+                          std::to_string(c.cols) + " but ref is " + std::to_string(ref.rows) + " x " +
+                          std::to_string(ref.cols));
+  if (c.memory != ref.memory)
+    throw InvalidArgument("compare_to_reference: c and ref must both be on the host or the device");
+  ErrorStats s;
+  if (c.empty()) return s;
+  double diff_sq = 0, ref_sq = 0;
+  if (c.memory == Memory::Host) {
+    for (std::int64_t j = 0; j < c.cols; ++j)
+      for (std::int64_t i = 0; i < c.rows; ++i) {
+        const double v = static_cast<double>(c(i, j)), r = ref(i, j);
+        if (!std::isfinite(v)) { ++s.nonfinite; continue; }
+        diff_sq += (v - r) * (v - r);
+        ref_sq += r * r;
+        if (r != 0) s.max_relative_error = std::fmax(s.max_relative_error, std::fabs(v - r) / std::fabs(r));
+      }
+  } else {
+    DeviceBuffer<DeviceAccumulators> acc(1);
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(acc.data(), 0, sizeof(DeviceAccumulators), stream));
+    compare_kernel<<<1024, 256, 0, stream>>>(c.data, c.ld, ref.data, ref.ld, c.rows, c.cols, acc.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    DeviceAccumulators h{};
+    acc.copy_to_host(&h, 1, stream);
+    diff_sq = h.diff_sq;
+    ref_sq = h.ref_sq;
+    s.max_relative_error = __builtin_bit_cast(double, h.max_rel_bits);
+    s.nonfinite = static_cast<std::int64_t>(h.nonfinite);
+  }
+  s.relative_error = ref_sq > 0 ? std::sqrt(diff_sq / ref_sq) : std::sqrt(diff_sq);
+  return s;
+}
+
+}  // namespace
+
+ErrorStats compare_to_reference(const MatrixView<const float>& c, const MatrixView<const double>& ref,
+                                CUstream_st* stream) {
+  return compare_impl(c, ref, stream);
+}
+ErrorStats compare_to_reference(const MatrixView<const double>& c, const MatrixView<const double>& ref,
+                                CUstream_st* stream) {
+  return compare_impl(c, ref, stream);
+}
+
+}  // namespace mixsolve

@@ -1,0 +1,113 @@
+// Bit-exact FP32 -> FP16 (round to nearest even) and FP32 -> TF32 (round to nearest, ties away)
+// conversions that give the same bits on host and device. On the device they are the hardware
+// conversions (cvt.rn.f16.f32 through __float2half_rn, and cvt.rna.tf32.f32); on the host they are
+// integer re-implementations of the same rounding, tested bit for bit against the GPU.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "mixsolve/core/hd.hpp"
+
+#if defined(__CUDACC__)
+#include <cuda_fp16.h>
+#endif
+
+namespace mixsolve::formats {
+
+MIXSOLVE_HD inline std::uint32_t float_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+#endif
+}
+
+MIXSOLVE_HD inline float bits_float(std::uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+#endif
+}
+
+constexpr std::uint16_t kHalfCanonicalNaN = 0x7FFF;
+constexpr float kHalfMax = 65504.0f;
+
+// Host model of cvt.rn.f16.f32: IEEE binary16, round to nearest, ties to even, with subnormals.
+inline std::uint16_t float_to_half_bits_rn_host(float f) {
+  const std::uint32_t x = float_bits(f);
+  const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
+  const std::uint32_t ax = x & 0x7FFFFFFFu;
+  if (ax > 0x7F800000u) return kHalfCanonicalNaN;          // NaN (the GPU returns 0x7FFF)
+  if (ax >= 0x477FF000u) return sign | 0x7C00u;             // >= 65520 rounds to Inf
+  if (ax >= 0x38800000u) {                                  // normal binary16 (>= 2^-14)
+    const std::uint32_t rounded = ax + 0xFFFu + ((ax >> 13) & 1u);   // RNE at bit 13
+    return static_cast<std::uint16_t>(sign | ((rounded - 0x38000000u) >> 13));  // rebias 127 -> 15
+  }
+  if (ax <= 0x33000000u) return sign;                       // <= 2^-25: ties to even give 0
+  // Subnormal binary16: k * 2^-24 with k = m * 2^(e - 126).
+  const std::uint32_t e = ax >> 23;
+  const std::uint32_t m = (ax & 0x7FFFFFu) | 0x800000u;
+  const std::uint32_t shift = 126u - e;                     // 14 .. 24
+  std::uint32_t k = m >> shift;
+  const std::uint32_t rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+  if (rem > half || (rem == half && (k & 1u))) ++k;
+  return static_cast<std::uint16_t>(sign | k);
+}
+
+inline float half_bits_to_float_host(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+  if (e == 0x1F) return bits_float(sign | 0x7F800000u | (m << 13));  // Inf / NaN
+  if (e != 0) return bits_float(sign | ((e + 112u) << 23) | (m << 13));
+  // zero or subnormal: m * 2^-24, exact in float
+  const float v = static_cast<float>(m) * 0x1p-24f;
+  return sign ? -v : v;
+}
+
+MIXSOLVE_HD inline std::uint16_t float_to_half_bits_rn(float f) {
+#if defined(__CUDA_ARCH__)
+  return __half_as_ushort(__float2half_rn(f));
+#else
+  return float_to_half_bits_rn_host(f);
+#endif
+}
+
+MIXSOLVE_HD inline float half_bits_to_float(std::uint16_t h) {
+#if defined(__CUDA_ARCH__)
+  return __half2float(__ushort_as_half(h));
+#else
+  return half_bits_to_float_host(h);
+#endif
+}
+
+// Host model of cvt.rna.tf32.f32: keep 10 explicit mantissa bits, round half away from zero
+// (add half an ulp of TF32 to the magnitude bits and truncate; a carry into the exponent gives
+// the next binade or Inf). Inf passes through; NaN stays NaN.
+inline std::uint32_t float_to_tf32_bits_rna_host(float f) {
+  const std::uint32_t x = float_bits(f);
+  if ((x & 0x7F800000u) == 0x7F800000u)
+    return (x & 0x7FFFFFu) ? 0x7FFFFFFFu : x;
+  return (x + 0x1000u) & 0xFFFFE000u;
+}
+
+MIXSOLVE_HD inline std::uint32_t float_to_tf32_bits_rna(float f) {
+#if defined(__CUDA_ARCH__)
+  std::uint32_t out;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(out) : "f"(f));
+  return out;
+#else
+  return float_to_tf32_bits_rna_host(f);
+#endif
+}
+
+// TF32 values are FP32 bit patterns with the low 13 mantissa bits zero.
+MIXSOLVE_HD inline float to_tf32_rna(float f) { return bits_float(float_to_tf32_bits_rna(f)); }
+MIXSOLVE_HD inline float to_f16_rn(float f) { return half_bits_to_float(float_to_half_bits_rn(f)); }
+
+}  // namespace mixsolve::formats

@@ -1,0 +1,15 @@
+// Internal: each backend family adds its instances to the registry's list.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "mixsolve/gemm/backend.hpp"
+
+namespace mixsolve::gemm {
+
+void add_host_backends(std::vector<std::unique_ptr<Backend>>& out);
+void add_cublas_backends(std::vector<std::unique_ptr<Backend>>& out);
+void add_corrected_sgemm_backends(std::vector<std::unique_ptr<Backend>>& out);
+
+}  // namespace mixsolve::gemm

@@ -1,0 +1,207 @@
+// Error-corrected SGEMM backends on tensor cores (seed 000): halfhalf, tf32tf32, and the
+// Markidis baseline. Each call packs op(A) and op(B) into hi/lo tensor-core operands in the
+// Context's workspace (one memory pass) and runs one fused kernel for all products.
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../../backends.hpp"
+#include "../device_common.hpp"
+#include "mixsolve/core/cuda_check.hpp"
+#include "mixsolve/core/error.hpp"
+#include "mma_sync_kernel.cuh"
+#include "pack.cuh"
+
+namespace mixsolve::gemm {
+
+namespace {
+
+using corrected::Accumulation;
+using corrected::Element;
+using corrected::MmaSyncConfig;
+using corrected::PackSource;
+using corrected::Scheme;
+
+std::int64_t round_up(std::int64_t v, std::int64_t multiple) { return (v + multiple - 1) / multiple * multiple; }
+
+struct PackedLayout {
+  std::int64_t rows_a, rows_b, depth;  // padded
+  std::size_t element_bytes;
+};
+
+PackedLayout layout_for(const Scheme& s, const GemmShape& shape) {
+  return {round_up(shape.m, MmaSyncConfig::kTileM), round_up(shape.n, MmaSyncConfig::kTileN),
+          round_up(shape.k, MmaSyncConfig::kPadDepth), s.element == Element::Fp16 ? 2u : 4u};
+}
+
+struct Workspace {
+  unsigned int* overflow = nullptr;  // [2]: A, B
+  unsigned int* row_max_a = nullptr;
+  unsigned int* row_max_b = nullptr;
+  void* a_hi = nullptr;
+  void* a_lo = nullptr;
+  void* b_hi = nullptr;
+  void* b_lo = nullptr;
+  std::size_t bytes = 0;
+};
+
+Workspace carve(void* base, const PackedLayout& l) {
+  detail::WorkspaceCarver ws(base);
+  Workspace w;
+  w.overflow = ws.take<unsigned int>(2);
+  w.row_max_a = ws.take<unsigned int>(l.rows_a);
+  w.row_max_b = ws.take<unsigned int>(l.rows_b);
+  w.a_hi = ws.take<char>(l.rows_a * l.depth * l.element_bytes);
+  w.a_lo = ws.take<char>(l.rows_a * l.depth * l.element_bytes);
+  w.b_hi = ws.take<char>(l.rows_b * l.depth * l.element_bytes);
+  w.b_lo = ws.take<char>(l.rows_b * l.depth * l.element_bytes);
+  w.bytes = ws.bytes();
+  return w;
+}
+
+template <Element E, bool kScaled, bool kRowScaling, bool kCheck>
+void launch_pack(const PackSource& src, std::int64_t padded_rows, std::int64_t padded_depth,
+                 const unsigned int* row_max, void* hi, void* lo, unsigned int* overflow, cudaStream_t stream) {
+  using T = typename corrected::PackedType<E>::type;
+  const dim3 grid(unsigned(padded_depth / corrected::kPackTile), unsigned(padded_rows / corrected::kPackTile));
+  corrected::pack_split_kernel<E, kScaled, kRowScaling, kCheck><<<grid, dim3(32, 8), 0, stream>>>(
+      src, padded_depth, row_max, static_cast<T*>(hi), static_cast<T*>(lo), overflow);
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+template <Element E, Accumulation A>
+void launch_gemm(const corrected::MmaSyncParams& params, std::int64_t padded_m, std::int64_t padded_n,
+                 cudaStream_t stream) {
+  auto kernel = corrected::corrected_sgemm_mma_sync_kernel<E, A>;
+  static const cudaError_t attribute_status =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, MmaSyncConfig::kSharedBytes);
+  MIXSOLVE_CUDA_CHECK(attribute_status);
+  const dim3 grid(unsigned(padded_m / MmaSyncConfig::kTileM), unsigned(padded_n / MmaSyncConfig::kTileN));
+  kernel<<<grid, MmaSyncConfig::kThreads, MmaSyncConfig::kSharedBytes, stream>>>(params);
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+class CorrectedSgemm final : public Backend {
+ public:
+  CorrectedSgemm(std::string name, std::string description, Scheme scheme)
+      : name_(std::move(name)), description_(std::move(description)), scheme_(scheme) {}
+
+  std::string name() const override { return name_; }
+  std::string description() const override { return description_; }
+  DataType data_type() const override { return DataType::F32; }
+  Memory memory() const override { return Memory::Device; }
+  std::string unavailable_reason(const Context& ctx) const override { return detail::require_device(ctx, 80); }
+  std::size_t workspace_bytes(const GemmShape& s) const override { return carve(nullptr, layout_for(scheme_, s)).bytes; }
+
+ protected:
+  void run_f32(Context& ctx, const GemmArgs<float>& a) const override {
+    const GemmShape shape = shape_of(a);
+    const PackedLayout l = layout_for(scheme_, shape);
+    const Workspace w = carve(ctx.workspace(carve(nullptr, l).bytes), l);
+    cudaStream_t stream = ctx.stream();
+
+    // op(A) as m rows of depth k; op(B) as n rows (its columns) of depth k.
+    const PackSource src_a{a.a, a.lda, a.op_a == Op::T, a.m, a.k};
+    const PackSource src_b{a.b, a.ldb, a.op_b == Op::N, a.n, a.k};
+
+    if (scheme_.check_range)
+      MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(w.overflow, 0, 2 * sizeof(unsigned int), stream));
+    if (scheme_.row_scaling) {
+      MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(w.row_max_a, 0, l.rows_a * sizeof(unsigned int), stream));
+      MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(w.row_max_b, 0, l.rows_b * sizeof(unsigned int), stream));
+      launch_row_max(src_a, w.row_max_a, stream);
+      launch_row_max(src_b, w.row_max_b, stream);
+    }
+    pack(src_a, l.rows_a, l.depth, w.row_max_a, w.a_hi, w.a_lo, w.overflow, stream);
+    pack(src_b, l.rows_b, l.depth, w.row_max_b, w.b_hi, w.b_lo, w.overflow + 1, stream);
+    if (scheme_.check_range) report_overflow(w.overflow, stream);
+
+    corrected::MmaSyncParams p{};
+    p.a_hi = w.a_hi;
+    p.a_lo = w.a_lo;
+    p.b_hi = w.b_hi;
+    p.b_lo = w.b_lo;
+    p.padded_depth_bytes = l.depth * std::int64_t(l.element_bytes);
+    p.k_tiles = int(p.padded_depth_bytes / MmaSyncConfig::kRowBytes);
+    p.m = a.m;
+    p.n = a.n;
+    p.alpha = a.alpha;
+    p.beta = a.beta;
+    p.c = a.c;
+    p.ldc = a.ldc;
+    p.row_max_a = scheme_.row_scaling ? w.row_max_a : nullptr;
+    p.row_max_b = scheme_.row_scaling ? w.row_max_b : nullptr;
+    if (scheme_.element == Element::Fp16) {
+      if (scheme_.accumulation == Accumulation::CorrectedRoundToNearest)
+        launch_gemm<Element::Fp16, Accumulation::CorrectedRoundToNearest>(p, l.rows_a, l.rows_b, stream);
+      else
+        launch_gemm<Element::Fp16, Accumulation::MarkidisFourProducts>(p, l.rows_a, l.rows_b, stream);
+    } else {
+      launch_gemm<Element::Tf32, Accumulation::CorrectedRoundToNearest>(p, l.rows_a, l.rows_b, stream);
+    }
+  }
+
+ private:
+  static void launch_row_max(const PackSource& src, unsigned int* row_max, cudaStream_t stream) {
+    const std::int64_t strips = (src.depth + corrected::kPackTile - 1) / corrected::kPackTile;
+    const dim3 grid(unsigned(strips < 16 ? strips : 16), unsigned((src.rows + corrected::kPackTile - 1) / corrected::kPackTile));
+    corrected::row_max_kernel<<<grid, dim3(32, 8), 0, stream>>>(src, row_max);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+  }
+
+  void pack(const PackSource& src, std::int64_t rows, std::int64_t depth, const unsigned int* row_max, void* hi,
+            void* lo, unsigned int* overflow, cudaStream_t stream) const {
+    const Scheme& s = scheme_;
+    if (s.element == Element::Tf32)
+      launch_pack<Element::Tf32, true, false, false>(src, rows, depth, row_max, hi, lo, overflow, stream);
+    else if (s.row_scaling)
+      launch_pack<Element::Fp16, true, true, false>(src, rows, depth, row_max, hi, lo, overflow, stream);
+    else if (s.scaled_residual)
+      launch_pack<Element::Fp16, true, false, true>(src, rows, depth, row_max, hi, lo, overflow, stream);
+    else
+      launch_pack<Element::Fp16, false, false, true>(src, rows, depth, row_max, hi, lo, overflow, stream);
+  }
+
+  void report_overflow(const unsigned int* overflow, cudaStream_t stream) const {
+    unsigned int counts[2] = {0, 0};
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(counts, overflow, sizeof counts, cudaMemcpyDeviceToHost, stream));
+    MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    for (int i = 0; i < 2; ++i)
+      if (counts[i] > 0)
+        throw RangeError("gemm(" + name_ + "): " + std::to_string(counts[i]) + " entries of " + (i ? "B" : "A") +
+                         " are finite but overflow FP16 (|x| >= 65520); the backend \"halfhalf\" scales rows "
+                         "and columns into range");
+  }
+
+  std::string name_, description_;
+  Scheme scheme_;
+};
+
+}  // namespace
+
+void add_corrected_sgemm_backends(std::vector<std::unique_ptr<Backend>>& out) {
+  out.push_back(std::make_unique<CorrectedSgemm>(
+      "halfhalf",
+      "FP16 tensor cores, seed 000 halfhalf split (eqs. 15-18) with power-of-two row/column scaling into FP16 "
+      "range, 3 products (eq. 20), main product added outside the TC with RN (mma.sync)",
+      Scheme{Element::Fp16, Accumulation::CorrectedRoundToNearest, true, true, false}));
+  out.push_back(std::make_unique<CorrectedSgemm>(
+      "halfhalf-unscaled",
+      "halfhalf exactly as seed 000 (no exponent shift: small values underflow FP16); synchronises once to "
+      "report values beyond FP16 range",
+      Scheme{Element::Fp16, Accumulation::CorrectedRoundToNearest, true, false, true}));
+  out.push_back(std::make_unique<CorrectedSgemm>(
+      "tf32tf32",
+      "TF32 tensor cores, seed 000 tf32tf32 split (cvt.rna), 3 products (eq. 20), main product added outside "
+      "the TC with RN (mma.sync); full FP32 exponent range",
+      Scheme{Element::Tf32, Accumulation::CorrectedRoundToNearest, true, false, false}));
+  out.push_back(std::make_unique<CorrectedSgemm>(
+      "markidis",
+      "FP16 tensor cores, Markidis et al. (seed 000 eqs. 1-5): 4 products accumulated inside the TC (RZ); "
+      "synchronises once to report values beyond FP16 range",
+      Scheme{Element::Fp16, Accumulation::MarkidisFourProducts, false, false, true}));
+}
+
+}  // namespace mixsolve::gemm

@@ -1,0 +1,231 @@
+// Fused error-corrected SGEMM on tensor cores with mma.sync (sm_80 and later).
+//
+// Inputs are the packed hi/lo operands of pack.cuh (k contiguous, padded): one CTA computes a
+// 128 x 128 tile of C from 4-stage cp.async pipelines of 128 x 64-byte slices of A_hi, A_lo, B_hi,
+// B_lo (32 FP16 or 16 TF32 values of k). 8 warps (2 x 4) each own a 64 x 32 sub-tile: 4 x 4 MMA
+// tiles of m16n8. Fragments come from shared memory by ldmatrix; rows are 64 bytes with the
+// 16-byte chunks XOR-swizzled so that ldmatrix and cp.async are free of bank conflicts.
+//
+// Accumulation (scheme.hpp):
+//   CorrectedRoundToNearest, per MMA k-step (k = 16 for FP16, 8 for TF32), seed 000 eq. (20):
+//       x  = mma(A_lo, B_hi, 0) ; x = mma(A_hi, B_lo, x)      corrections, scaled by 2^11
+//       x *= 2^-11                                            exact (power of two)
+//       x  = mma(A_hi, B_hi, x)                               main product of this step
+//       acc += x                                              FP32 add, round to nearest (§3.2)
+//     so the tensor core's RZ truncation only touches one k-step's partial sum, never acc.
+//   MarkidisFourProducts, seed 000 Listing 2: acc = mma(dA,dB,acc); mma(dA,B); mma(A,dB); mma(A,B).
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "pack.cuh"
+#include "scheme.hpp"
+
+namespace mixsolve::gemm::corrected {
+
+struct MmaSyncConfig {
+  static constexpr int kTileM = 128, kTileN = 128;
+  static constexpr int kRowBytes = 64;  // bytes of k per stage and row
+  static constexpr int kStages = 4;
+  static constexpr int kThreads = 256;
+  static constexpr int kWarpsM = 2, kWarpsN = 4;
+  static constexpr int kWarpTileM = kTileM / kWarpsM;  // 64
+  static constexpr int kWarpTileN = kTileN / kWarpsN;  // 32
+  static constexpr int kMmaTilesM = kWarpTileM / 16;   // 4
+  static constexpr int kMmaTilesN = kWarpTileN / 8;    // 4
+  static constexpr int kOperandBytes = kTileM * kRowBytes;          // one of A_hi, A_lo, B_hi, B_lo
+  static constexpr int kStageBytes = 4 * kOperandBytes;             // 32 KiB
+  static constexpr int kSharedBytes = kStages * kStageBytes;        // 128 KiB
+  static constexpr int kPadDepth = 32;  // elements of k the packed operands are padded to
+};
+
+struct MmaSyncParams {
+  const void* a_hi;
+  const void* a_lo;
+  const void* b_hi;
+  const void* b_lo;
+  std::int64_t padded_depth_bytes;  // row pitch of the packed operands
+  int k_tiles;                      // padded_depth_bytes / kRowBytes
+  std::int64_t m, n;
+  float alpha, beta;
+  float* c;
+  std::int64_t ldc;
+  const unsigned int* row_max_a;  // non-null: undo the power-of-two row / column scaling
+  const unsigned int* row_max_b;
+};
+
+namespace mma_detail {
+
+__device__ __forceinline__ unsigned smem_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// Byte offset of 16-byte chunk `chunk` (0..3) of row `row` in a 64-byte-row operand tile.
+__device__ __forceinline__ int swizzled_offset(int row, int chunk) {
+  return row * MmaSyncConfig::kRowBytes + ((chunk ^ ((row >> 1) & 3)) << 4);
+}
+
+__device__ __forceinline__ void cp_async_16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+
+// d = a * b + c on one m16n8 tile (k = 16 for FP16, 8 for TF32), FP32 accumulate.
+template <Element E>
+__device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], const float (&c)[4]) {
+  if constexpr (E == Element::Fp16) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
+                   "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+  } else {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
+                   "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+  }
+}
+
+}  // namespace mma_detail
+
+template <Element E, Accumulation Acc>
+__global__ void __launch_bounds__(MmaSyncConfig::kThreads, 1) corrected_sgemm_mma_sync_kernel(MmaSyncParams p) {
+  using Cfg = MmaSyncConfig;
+  using namespace mma_detail;
+  extern __shared__ __align__(128) unsigned char shared[];
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int warp_m = warp / Cfg::kWarpsN, warp_n = warp % Cfg::kWarpsN;
+  const std::int64_t tile_m0 = std::int64_t(blockIdx.x) * Cfg::kTileM;
+  const std::int64_t tile_n0 = std::int64_t(blockIdx.y) * Cfg::kTileN;
+
+  // Global sources of this CTA's rows for the four operands.
+  const char* sources[4] = {
+      static_cast<const char*>(p.a_hi) + tile_m0 * p.padded_depth_bytes,
+      static_cast<const char*>(p.a_lo) + tile_m0 * p.padded_depth_bytes,
+      static_cast<const char*>(p.b_hi) + tile_n0 * p.padded_depth_bytes,
+      static_cast<const char*>(p.b_lo) + tile_n0 * p.padded_depth_bytes,
+  };
+  const unsigned shared_base = smem_address(shared);
+
+  // Each thread copies 2 chunks of 16 bytes of each operand per stage (128 rows x 4 chunks).
+  auto load_stage = [&](int stage, int k_tile) {
+    const unsigned stage_base = shared_base + stage * Cfg::kStageBytes;
+#pragma unroll
+    for (int operand = 0; operand < 4; ++operand) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int chunk_id = tid + i * Cfg::kThreads;
+        const int row = chunk_id >> 2, chunk = chunk_id & 3;
+        const char* src = sources[operand] + row * p.padded_depth_bytes + std::int64_t(k_tile) * Cfg::kRowBytes + chunk * 16;
+        cp_async_16(stage_base + operand * Cfg::kOperandBytes + swizzled_offset(row, chunk), src);
+      }
+    }
+  };
+
+  float acc[Cfg::kMmaTilesM][Cfg::kMmaTilesN][4];
+#pragma unroll
+  for (int i = 0; i < Cfg::kMmaTilesM; ++i)
+#pragma unroll
+    for (int j = 0; j < Cfg::kMmaTilesN; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < Cfg::kStages - 1; ++s) {
+    if (s < p.k_tiles) load_stage(s, s);
+    cp_async_commit();
+  }
+
+  // ldmatrix row / chunk of this lane (see the fragment layouts of mma.m16n8k16 / m16n8k8).
+  const int a_row = warp_m * Cfg::kWarpTileM + (lane & 15);
+  const int a_chunk = lane >> 4;
+  const int b_row = warp_n * Cfg::kWarpTileN + (lane & 7) + ((lane >> 4) << 3);
+  const int b_chunk = (lane >> 3) & 1;
+  const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+
+  for (int k_tile = 0; k_tile < p.k_tiles; ++k_tile) {
+    cp_async_wait<Cfg::kStages - 2>();
+    __syncthreads();
+    const int next = k_tile + Cfg::kStages - 1;
+    if (next < p.k_tiles) load_stage(next % Cfg::kStages, next);
+    cp_async_commit();
+
+    const unsigned stage_base = shared_base + (k_tile % Cfg::kStages) * Cfg::kStageBytes;
+#pragma unroll
+    for (int k_step = 0; k_step < 2; ++k_step) {  // two MMA k-steps of 32 bytes per stage
+      unsigned a_hi[Cfg::kMmaTilesM][4], a_lo[Cfg::kMmaTilesM][4];
+      unsigned b_hi[Cfg::kMmaTilesN][2], b_lo[Cfg::kMmaTilesN][2];
+#pragma unroll
+      for (int i = 0; i < Cfg::kMmaTilesM; ++i) {
+        const int offset = swizzled_offset(a_row + i * 16, k_step * 2 + a_chunk);
+        ldmatrix_x4(a_hi[i], stage_base + 0 * Cfg::kOperandBytes + offset);
+        ldmatrix_x4(a_lo[i], stage_base + 1 * Cfg::kOperandBytes + offset);
+      }
+#pragma unroll
+      for (int j = 0; j < Cfg::kMmaTilesN; j += 2) {
+        const int offset = swizzled_offset(b_row + j * 8, k_step * 2 + b_chunk);
+        unsigned r[4];
+        ldmatrix_x4(r, stage_base + 2 * Cfg::kOperandBytes + offset);
+        b_hi[j][0] = r[0]; b_hi[j][1] = r[1]; b_hi[j + 1][0] = r[2]; b_hi[j + 1][1] = r[3];
+        ldmatrix_x4(r, stage_base + 3 * Cfg::kOperandBytes + offset);
+        b_lo[j][0] = r[0]; b_lo[j][1] = r[1]; b_lo[j + 1][0] = r[2]; b_lo[j + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int i = 0; i < Cfg::kMmaTilesM; ++i)
+#pragma unroll
+        for (int j = 0; j < Cfg::kMmaTilesN; ++j) {
+          if constexpr (Acc == Accumulation::CorrectedRoundToNearest) {
+            float x[4];
+            mma<E>(x, a_lo[i], b_hi[j], zero);
+            mma<E>(x, a_hi[i], b_lo[j], x);
+#pragma unroll
+            for (int r = 0; r < 4; ++r) x[r] *= 0x1p-11f;  // seed 000 eq. (20): / 2^11
+            mma<E>(x, a_hi[i], b_hi[j], x);
+#pragma unroll
+            for (int r = 0; r < 4; ++r) acc[i][j][r] += x[r];  // outside the TC: RN (§3.2)
+          } else {
+            mma<E>(acc[i][j], a_lo[i], b_lo[j], acc[i][j]);
+            mma<E>(acc[i][j], a_lo[i], b_hi[j], acc[i][j]);
+            mma<E>(acc[i][j], a_hi[i], b_lo[j], acc[i][j]);
+            mma<E>(acc[i][j], a_hi[i], b_hi[j], acc[i][j]);
+          }
+        }
+    }
+  }
+  cp_async_wait<0>();
+
+  // Epilogue: C = alpha * 2^-(s_i + s_j) * acc + beta * C (the scaling undone exactly).
+  const int group = lane >> 2, quad = lane & 3;
+#pragma unroll
+  for (int i = 0; i < Cfg::kMmaTilesM; ++i)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const std::int64_t row = tile_m0 + warp_m * Cfg::kWarpTileM + i * 16 + group + half * 8;
+      if (row >= p.m) continue;
+      const int row_shift = p.row_max_a ? row_scale_exponent(p.row_max_a[row]) : 0;
+#pragma unroll
+      for (int j = 0; j < Cfg::kMmaTilesN; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const std::int64_t col = tile_n0 + warp_n * Cfg::kWarpTileN + j * 8 + quad * 2 + e;
+          if (col >= p.n) continue;
+          float v = acc[i][j][half * 2 + e];
+          if (p.row_max_a) v = scalbnf(v, -(row_shift + row_scale_exponent(p.row_max_b[col])));
+          float* out = p.c + row + col * p.ldc;
+          *out = p.beta == 0.0f ? p.alpha * v : fmaf(p.alpha, v, p.beta * *out);
+        }
+    }
+}
+
+}  // namespace mixsolve::gemm::corrected

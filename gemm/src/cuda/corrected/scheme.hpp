@@ -1,0 +1,28 @@
+// The corrected-SGEMM variants: how operands are split and how the products are accumulated.
+#pragma once
+
+#include <cstdint>
+
+namespace mixsolve::gemm::corrected {
+
+enum class Element { Fp16, Tf32 };
+
+enum class Accumulation {
+  // seed 000 eqs. (1)-(5): all four products accumulate inside the tensor core (RZ).
+  MarkidisFourProducts,
+  // seed 000 eq. (20) with §3.2: per MMA k-step, the two correction products (scaled by 2^11)
+  // accumulate from zero inside the tensor core, are scaled by 2^-11, the main product is added
+  // to them in the tensor core, and that step's sum is added to the FP32 accumulator outside the
+  // tensor core with round-to-nearest. The long-running sum is never truncated (RZ) by the TC.
+  CorrectedRoundToNearest,
+};
+
+struct Scheme {
+  Element element;
+  Accumulation accumulation;
+  bool scaled_residual;  // lo = split((v - hi) * 2^11) (halfhalf, tf32tf32) or unscaled (Markidis)
+  bool row_scaling;      // power-of-two scaling of rows of op(A) / columns of op(B) into FP16 range
+  bool check_range;      // count finite values whose hi part overflows, and throw RangeError
+};
+
+}  // namespace mixsolve::gemm::corrected
