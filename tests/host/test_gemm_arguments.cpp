@@ -1,0 +1,164 @@
+// Argument checking and the empty / degenerate cases shared by every backend.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "mixsolve/gemm/registry.hpp"
+
+namespace {
+
+using namespace mixsolve;
+using namespace mixsolve::gemm;
+
+// Expects `f` to throw E whose message contains every string of `parts`.
+template <class E, class F>
+void expect_error(F f, std::initializer_list<const char*> parts) {
+  try {
+    f();
+    FAIL() << "expected an exception mentioning " << *parts.begin();
+  } catch (const E& e) {
+    for (const char* p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+  }
+}
+
+struct Fixture {
+  std::vector<float> a = std::vector<float>(64, 1.0f), b = std::vector<float>(64, 1.0f), c = std::vector<float>(64, 2.0f);
+  GemmArgs<float> args() {
+    GemmArgs<float> g;
+    g.m = 4; g.n = 4; g.k = 4;
+    g.a = a.data(); g.lda = 4;
+    g.b = b.data(); g.ldb = 4;
+    g.c = c.data(); g.ldc = 4;
+    return g;
+  }
+};
+
+TEST(GemmArguments, NegativeSizesNameTheArgumentAndValue) {
+  Fixture f;
+  Context ctx = Context::host_only();
+  const Backend& be = find_backend("host-fp32");
+  auto g = f.args();
+  g.m = -1;
+  expect_error<InvalidArgument>([&] { be.run(ctx, g); }, {"host-fp32", "m (-1) < 0"});
+  g = f.args(); g.n = -2;
+  expect_error<InvalidArgument>([&] { be.run(ctx, g); }, {"n (-2) < 0"});
+  g = f.args(); g.k = -3;
+  expect_error<InvalidArgument>([&] { be.run(ctx, g); }, {"k (-3) < 0"});
+}
+
+TEST(GemmArguments, LeadingDimensionsSmallerThanRowsAreRejected) {
+  Fixture f;
+  Context ctx = Context::host_only();
+  const Backend& be = find_backend("host-fp32");
+  auto g = f.args();
+  g.lda = 3;
+  expect_error<InvalidArgument>([&] { be.run(ctx, g); }, {"lda (3)", "(4"});
+  g = f.args(); g.op_b = Op::T; g.n = 5; g.ldb = 4;
+  expect_error<InvalidArgument>([&] { be.run(ctx, g); }, {"ldb (4)", "(5", "op_b = T"});
+  g = f.args(); g.ldc = 2;
+  expect_error<InvalidArgument>([&] { be.run(ctx, g); }, {"ldc (2) < m (4)"});
+  g = f.args(); g.m = 0; g.lda = 0;
+  expect_error<InvalidArgument>([&] { be.run(ctx, g); }, {"lda (0)"});
+}
+
+TEST(GemmArguments, NullPointersWithElementsAreRejected) {
+  Fixture f;
+  Context ctx = Context::host_only();
+  const Backend& be = find_backend("host-fp32");
+  auto g = f.args();
+  g.a = nullptr;
+  expect_error<InvalidArgument>([&] { be.run(ctx, g); }, {"A is null"});
+  g = f.args(); g.b = nullptr;
+  expect_error<InvalidArgument>([&] { be.run(ctx, g); }, {"B is null"});
+  g = f.args(); g.c = nullptr;
+  expect_error<InvalidArgument>([&] { be.run(ctx, g); }, {"C is null"});
+}
+
+TEST(GemmArguments, WrongDataTypeIsNotSupported) {
+  Context ctx = Context::host_only();
+  std::vector<double> d(16, 1.0);
+  GemmArgs<double> g{Op::N, Op::N, 4, 4, 4, 1.0, d.data(), 4, d.data(), 4, 0.0, d.data(), 4};
+  expect_error<NotSupported>([&] { find_backend("host-fp32").run(ctx, g); }, {"host-fp32", "FP64"});
+}
+
+TEST(GemmArguments, DeviceBackendOnHostOnlyContextSaysItNeedsAGpu) {
+  Fixture f;
+  Context ctx = Context::host_only();
+  auto g = f.args();
+  expect_error<NotSupported>([&] { find_backend("halfhalf").run(ctx, g); }, {"halfhalf", "needs a GPU"});
+}
+
+TEST(GemmArguments, EmptyProblemsAreNoOps) {
+  Fixture f;
+  Context ctx = Context::host_only();
+  for (const Backend* be : available_backends(ctx)) {
+    if (be->data_type() != DataType::F32) continue;
+    auto g = f.args();
+    g.m = 0;
+    g.a = nullptr;
+    g.c = nullptr;
+    be->run(ctx, g);
+    g = f.args();
+    g.n = 0;
+    g.b = nullptr;
+    be->run(ctx, g);
+    for (float v : f.c) ASSERT_EQ(v, 2.0f);
+  }
+}
+
+TEST(GemmArguments, ZeroDepthOrZeroAlphaScalesCByBeta) {
+  Context ctx = Context::host_only();
+  for (const Backend* be : available_backends(ctx)) {
+    if (be->data_type() != DataType::F32) continue;
+    Fixture f;
+    auto g = f.args();
+    g.k = 0;
+    g.a = nullptr;
+    g.b = nullptr;
+    g.beta = 0.5f;
+    be->run(ctx, g);
+    for (int i = 0; i < 16; ++i) ASSERT_EQ(f.c[i], 1.0f) << be->name();
+    for (int i = 16; i < 64; ++i) ASSERT_EQ(f.c[i], 2.0f) << be->name() << ": outside C";
+    g = f.args();
+    g.alpha = 0.0f;
+    g.beta = 3.0f;
+    be->run(ctx, g);  // A and B not read
+    for (int j = 0; j < 4; ++j)
+      for (int i = 0; i < 4; ++i) ASSERT_EQ(f.c[i + 4 * j], 3.0f) << be->name();
+  }
+}
+
+TEST(GemmArguments, BetaZeroDoesNotPropagateNanFromC) {
+  Context ctx = Context::host_only();
+  for (const Backend* be : available_backends(ctx)) {
+    if (be->data_type() != DataType::F32) continue;
+    Fixture f;
+    std::fill(f.c.begin(), f.c.end(), NAN);
+    auto g = f.args();
+    be->run(ctx, g);
+    for (int j = 0; j < 4; ++j)
+      for (int i = 0; i < 4; ++i) ASSERT_EQ(f.c[i + 4 * j], 4.0f) << be->name();
+  }
+}
+
+TEST(GemmArguments, NanAndInfInInputsPropagateToTheEntriesTheyTouch) {
+  Context ctx = Context::host_only();
+  for (const Backend* be : available_backends(ctx)) {
+    if (be->data_type() != DataType::F32) continue;
+    Fixture f;
+    f.a[1] = NAN;           // A(1, 0): row 1 of C
+    f.b[2 + 4 * 3] = INFINITY;  // B(2, 3): column 3 of C
+    auto g = f.args();
+    be->run(ctx, g);
+    for (int j = 0; j < 4; ++j)
+      for (int i = 0; i < 4; ++i) {
+        const float v = f.c[i + 4 * j];
+        if (i == 1 || j == 3) EXPECT_FALSE(std::isfinite(v)) << be->name() << " (" << i << "," << j << ")";
+        else EXPECT_EQ(v, 4.0f) << be->name() << " (" << i << "," << j << ")";
+      }
+  }
+}
+
+}  // namespace
