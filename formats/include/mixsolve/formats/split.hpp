@@ -51,8 +51,10 @@ MIXSOLVE_HD inline HalfSplit split_markidis(float v) {
   return {hi, float_to_half_bits_rn(v - half_bits_to_float(hi))};
 }
 
-// seed 000 §3.3: eqs. (15)-(16) with cvt.rna.tf32.f32 in place of toF16.
+// seed 000 §3.3: eqs. (15)-(16) with cvt.rna.tf32.f32 in place of toF16. NaN is kept as NaN
+// (the conversion alone would turn it into Inf).
 MIXSOLVE_HD inline Tf32Split split_tf32tf32(float v) {
+  if (v != v) return {0x7FFFFFFFu, 0};
   const std::uint32_t hi = float_to_tf32_bits_rna(v);
   if ((hi & 0x7F800000u) == 0x7F800000u) return {hi, 0};
   const float residual = (v - bits_float(hi)) * kResidualScale;  // exact in FP32

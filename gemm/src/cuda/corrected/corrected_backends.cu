@@ -3,6 +3,7 @@
 // Context's workspace (one memory pass) and runs one fused kernel for all products.
 #include <cuda_runtime.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "mixsolve/core/error.hpp"
 #include "mma_sync_kernel.cuh"
 #include "pack.cuh"
+#include "wgmma_kernel.cuh"
 
 namespace mixsolve::gemm {
 
@@ -20,7 +22,7 @@ namespace {
 
 using corrected::Accumulation;
 using corrected::Element;
-using corrected::MmaSyncConfig;
+using Tile = corrected::MmaSyncConfig<2>;  // tile sizes do not depend on the stage count
 using corrected::PackSource;
 using corrected::Scheme;
 
@@ -32,8 +34,9 @@ struct PackedLayout {
 };
 
 PackedLayout layout_for(const Scheme& s, const GemmShape& shape) {
-  return {round_up(shape.m, MmaSyncConfig::kTileM), round_up(shape.n, MmaSyncConfig::kTileN),
-          round_up(shape.k, MmaSyncConfig::kPadDepth), s.element == Element::Fp16 ? 2u : 4u};
+  const std::size_t element_bytes = s.element == Element::Fp16 ? 2u : 4u;
+  return {round_up(shape.m, Tile::kTileM), round_up(shape.n, Tile::kTileN),
+          round_up(shape.k, corrected::kPackedDepthBytes / element_bytes), element_bytes};
 }
 
 struct Workspace {
@@ -71,16 +74,68 @@ void launch_pack(const PackSource& src, std::int64_t padded_rows, std::int64_t p
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 
-template <Element E, Accumulation A>
-void launch_gemm(const corrected::MmaSyncParams& params, std::int64_t padded_m, std::int64_t padded_n,
-                 cudaStream_t stream) {
-  auto kernel = corrected::corrected_sgemm_mma_sync_kernel<E, A>;
+template <Element E, Accumulation A, int Stages>
+void launch_gemm_stages(const corrected::MmaSyncParams& params, std::int64_t padded_m, std::int64_t padded_n,
+                        cudaStream_t stream) {
+  using Cfg = corrected::MmaSyncConfig<Stages>;
+  auto kernel = corrected::corrected_sgemm_mma_sync_kernel<E, A, Stages>;
   static const cudaError_t attribute_status =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, MmaSyncConfig::kSharedBytes);
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSharedBytes);
   MIXSOLVE_CUDA_CHECK(attribute_status);
-  const dim3 grid(unsigned(padded_m / MmaSyncConfig::kTileM), unsigned(padded_n / MmaSyncConfig::kTileN));
-  kernel<<<grid, MmaSyncConfig::kThreads, MmaSyncConfig::kSharedBytes, stream>>>(params);
+  const dim3 grid(unsigned(padded_m / Cfg::kTileM), unsigned(padded_n / Cfg::kTileN));
+  kernel<<<grid, Cfg::kThreads, Cfg::kSharedBytes, stream>>>(params);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+// True when this build has the wgmma kernel for `device` (compiled for sm_90a, device is sm_90).
+bool wgmma_available(int device) {
+  static int cached[64];  // 0 unknown, 1 yes, 2 no
+  if (device < 0 || device >= 64) return false;
+  if (cached[device] == 0) {
+    int major = 0;
+    MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    int found = 0;
+    if (major == 9) {
+      int* flag = nullptr;
+      MIXSOLVE_CUDA_CHECK(cudaMalloc(&flag, sizeof(int)));
+      corrected::wgmma_probe_kernel<<<1, 1>>>(flag);
+      const cudaError_t launch = cudaGetLastError();
+      if (launch == cudaSuccess) MIXSOLVE_CUDA_CHECK(cudaMemcpy(&found, flag, sizeof(int), cudaMemcpyDeviceToHost));
+      cudaFree(flag);
+    }
+    cached[device] = found ? 1 : 2;
+  }
+  return cached[device] == 1;
+}
+
+template <Element E, bool Fold>
+void launch_wgmma_variant(const Context& ctx, const corrected::WgmmaParams& params, std::int64_t padded_m, std::int64_t padded_n) {
+  using Cfg = corrected::WgmmaConfig;
+  auto kernel = corrected::corrected_sgemm_wgmma_kernel<E, Fold>;
+  static const cudaError_t attribute_status =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSharedBytes);
+  MIXSOLVE_CUDA_CHECK(attribute_status);
+  const dim3 grid(unsigned(padded_m / Cfg::kTileM), unsigned(padded_n / Cfg::kTileN));
+  kernel<<<grid, Cfg::kThreads, Cfg::kSharedBytes, ctx.stream()>>>(params);
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+template <Element E>
+void launch_wgmma(const Context& ctx, const corrected::WgmmaParams& params, std::int64_t padded_m, std::int64_t padded_n) {
+  if (std::getenv("MIXSOLVE_WGMMA_FOLD")) launch_wgmma_variant<E, true>(ctx, params, padded_m, padded_n);  // TEMPORARY A/B
+  else launch_wgmma_variant<E, false>(ctx, params, padded_m, padded_n);
+}
+
+// 3 stages (192 KiB) where the device allows it (sm_90: 227 KiB), else 2 (sm_80: 163 KiB).
+template <Element E, Accumulation A>
+void launch_gemm(const Context& ctx, const corrected::MmaSyncParams& params, std::int64_t padded_m,
+                 std::int64_t padded_n) {
+  int max_shared = 0;
+  MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&max_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx.device()));
+  if (max_shared >= corrected::MmaSyncConfig<3>::kSharedBytes)
+    launch_gemm_stages<E, A, 3>(params, padded_m, padded_n, ctx.stream());
+  else
+    launch_gemm_stages<E, A, 2>(params, padded_m, padded_n, ctx.stream());
 }
 
 class CorrectedSgemm final : public Backend {
@@ -120,11 +175,11 @@ class CorrectedSgemm final : public Backend {
 
     corrected::MmaSyncParams p{};
     p.a_hi = w.a_hi;
-    p.a_lo = w.a_lo;
+    p.a_lo_offset = static_cast<const char*>(w.a_lo) - static_cast<const char*>(w.a_hi);
     p.b_hi = w.b_hi;
-    p.b_lo = w.b_lo;
+    p.b_lo_offset = static_cast<const char*>(w.b_lo) - static_cast<const char*>(w.b_hi);
     p.padded_depth_bytes = l.depth * std::int64_t(l.element_bytes);
-    p.k_tiles = int(p.padded_depth_bytes / MmaSyncConfig::kRowBytes);
+    p.k_tiles = int(p.padded_depth_bytes / corrected::kPackedDepthBytes);
     p.m = a.m;
     p.n = a.n;
     p.alpha = a.alpha;
@@ -133,13 +188,21 @@ class CorrectedSgemm final : public Backend {
     p.ldc = a.ldc;
     p.row_max_a = scheme_.row_scaling ? w.row_max_a : nullptr;
     p.row_max_b = scheme_.row_scaling ? w.row_max_b : nullptr;
+    if (scheme_.accumulation == Accumulation::CorrectedRoundToNearest && scheme_.path == corrected::KernelPath::Auto &&
+        wgmma_available(ctx.device())) {
+      const corrected::WgmmaParams w{p.a_hi, p.a_lo_offset, p.b_hi, p.b_lo_offset, p.padded_depth_bytes, p.k_tiles,
+                                     p.m, p.n, p.alpha, p.beta, p.c, p.ldc, p.row_max_a, p.row_max_b};
+      if (scheme_.element == Element::Fp16) launch_wgmma<Element::Fp16>(ctx, w, l.rows_a, l.rows_b);
+      else launch_wgmma<Element::Tf32>(ctx, w, l.rows_a, l.rows_b);
+      return;
+    }
     if (scheme_.element == Element::Fp16) {
       if (scheme_.accumulation == Accumulation::CorrectedRoundToNearest)
-        launch_gemm<Element::Fp16, Accumulation::CorrectedRoundToNearest>(p, l.rows_a, l.rows_b, stream);
+        launch_gemm<Element::Fp16, Accumulation::CorrectedRoundToNearest>(ctx, p, l.rows_a, l.rows_b);
       else
-        launch_gemm<Element::Fp16, Accumulation::MarkidisFourProducts>(p, l.rows_a, l.rows_b, stream);
+        launch_gemm<Element::Fp16, Accumulation::MarkidisFourProducts>(ctx, p, l.rows_a, l.rows_b);
     } else {
-      launch_gemm<Element::Tf32, Accumulation::CorrectedRoundToNearest>(p, l.rows_a, l.rows_b, stream);
+      launch_gemm<Element::Tf32, Accumulation::CorrectedRoundToNearest>(ctx, p, l.rows_a, l.rows_b);
     }
   }
 
@@ -182,11 +245,15 @@ class CorrectedSgemm final : public Backend {
 }  // namespace
 
 void add_corrected_sgemm_backends(std::vector<std::unique_ptr<Backend>>& out) {
+  const Scheme halfhalf{Element::Fp16, Accumulation::CorrectedRoundToNearest, true, true, false};
+  const Scheme tf32tf32{Element::Tf32, Accumulation::CorrectedRoundToNearest, true, false, false};
+  Scheme halfhalf_mma_sync = halfhalf, tf32tf32_mma_sync = tf32tf32;
+  halfhalf_mma_sync.path = tf32tf32_mma_sync.path = corrected::KernelPath::MmaSync;
   out.push_back(std::make_unique<CorrectedSgemm>(
       "halfhalf",
       "FP16 tensor cores, seed 000 halfhalf split (eqs. 15-18) with power-of-two row/column scaling into FP16 "
-      "range, 3 products (eq. 20), main product added outside the TC with RN (mma.sync)",
-      Scheme{Element::Fp16, Accumulation::CorrectedRoundToNearest, true, true, false}));
+      "range, 3 products (eq. 20), main product added outside the TC with RN (wgmma on sm_90a, else mma.sync)",
+      halfhalf));
   out.push_back(std::make_unique<CorrectedSgemm>(
       "halfhalf-unscaled",
       "halfhalf exactly as seed 000 (no exponent shift: small values underflow FP16); synchronises once to "
@@ -195,8 +262,14 @@ void add_corrected_sgemm_backends(std::vector<std::unique_ptr<Backend>>& out) {
   out.push_back(std::make_unique<CorrectedSgemm>(
       "tf32tf32",
       "TF32 tensor cores, seed 000 tf32tf32 split (cvt.rna), 3 products (eq. 20), main product added outside "
-      "the TC with RN (mma.sync); full FP32 exponent range",
-      Scheme{Element::Tf32, Accumulation::CorrectedRoundToNearest, true, false, false}));
+      "the TC with RN (wgmma on sm_90a, else mma.sync); full FP32 exponent range",
+      tf32tf32));
+  out.push_back(std::make_unique<CorrectedSgemm>(
+      "halfhalf-mma-sync", "halfhalf on the mma.sync kernel (the sm_80 path), selectable on any GPU",
+      halfhalf_mma_sync));
+  out.push_back(std::make_unique<CorrectedSgemm>(
+      "tf32tf32-mma-sync", "tf32tf32 on the mma.sync kernel (the sm_80 path), selectable on any GPU",
+      tf32tf32_mma_sync));
   out.push_back(std::make_unique<CorrectedSgemm>(
       "markidis",
       "FP16 tensor cores, Markidis et al. (seed 000 eqs. 1-5): 4 products accumulated inside the TC (RZ); "

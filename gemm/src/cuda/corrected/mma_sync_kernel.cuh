@@ -1,18 +1,21 @@
 // Fused error-corrected SGEMM on tensor cores with mma.sync (sm_80 and later).
 //
 // Inputs are the packed hi/lo operands of pack.cuh (k contiguous, padded): one CTA computes a
-// 128 x 128 tile of C from 4-stage cp.async pipelines of 128 x 64-byte slices of A_hi, A_lo, B_hi,
-// B_lo (32 FP16 or 16 TF32 values of k). 8 warps (2 x 4) each own a 64 x 32 sub-tile: 4 x 4 MMA
-// tiles of m16n8. Fragments come from shared memory by ldmatrix; rows are 64 bytes with the
-// 16-byte chunks XOR-swizzled so that ldmatrix and cp.async are free of bank conflicts.
+// 128 x 128 tile of C from a multi-stage cp.async pipeline of 128 x 128-byte slices of A_hi, A_lo,
+// B_hi, B_lo (64 FP16 or 32 TF32 values of k; 3 stages on Hopper, 2 where shared memory is
+// smaller). 8 warps (2 x 4) each own a 64 x 32 sub-tile: 4 x 4 MMA tiles of m16n8. Fragments come
+// from shared memory by ldmatrix; the 16-byte chunks of each 128-byte row are XOR-swizzled with
+// the row index so that ldmatrix and cp.async are free of bank conflicts.
 //
 // Accumulation (scheme.hpp):
 //   CorrectedRoundToNearest, per MMA k-step (k = 16 for FP16, 8 for TF32), seed 000 eq. (20):
 //       x  = mma(A_lo, B_hi, 0) ; x = mma(A_hi, B_lo, x)      corrections, scaled by 2^11
 //       x *= 2^-11                                            exact (power of two)
 //       x  = mma(A_hi, B_hi, x)                               main product of this step
-//       acc += x                                              FP32 add, round to nearest (§3.2)
-//     so the tensor core's RZ truncation only touches one k-step's partial sum, never acc.
+//       part += x                                             FP32 add, round to nearest (§3.2)
+//     and every kChunkTiles slices (512 values of k) acc += part, part = 0: a two-level sum, so
+//     the sequential FP32 additions grow like k/512 + 32 rather than k/16. The tensor core's RZ
+//     truncation only ever touches one k-step's partial sum.
 //   MarkidisFourProducts, seed 000 Listing 2: acc = mma(dA,dB,acc); mma(dA,B); mma(A,dB); mma(A,B).
 #pragma once
 
@@ -25,10 +28,14 @@
 
 namespace mixsolve::gemm::corrected {
 
+template <int Stages>
 struct MmaSyncConfig {
   static constexpr int kTileM = 128, kTileN = 128;
-  static constexpr int kRowBytes = 64;  // bytes of k per stage and row
-  static constexpr int kStages = 4;
+  static constexpr int kRowBytes = 128;  // bytes of k per stage and row
+  static constexpr int kChunksPerRow = kRowBytes / 16;
+  static constexpr int kKSteps = kRowBytes / 32;  // MMA k-steps (32 bytes of k) per stage
+  static constexpr int kStages = Stages;
+  static constexpr int kChunkTiles = 1024 / kRowBytes;  // slices summed in `part` before acc
   static constexpr int kThreads = 256;
   static constexpr int kWarpsM = 2, kWarpsN = 4;
   static constexpr int kWarpTileM = kTileM / kWarpsM;  // 64
@@ -36,18 +43,20 @@ struct MmaSyncConfig {
   static constexpr int kMmaTilesM = kWarpTileM / 16;   // 4
   static constexpr int kMmaTilesN = kWarpTileN / 8;    // 4
   static constexpr int kOperandBytes = kTileM * kRowBytes;          // one of A_hi, A_lo, B_hi, B_lo
-  static constexpr int kStageBytes = 4 * kOperandBytes;             // 32 KiB
-  static constexpr int kSharedBytes = kStages * kStageBytes;        // 128 KiB
-  static constexpr int kPadDepth = 32;  // elements of k the packed operands are padded to
+  static constexpr int kStageBytes = 4 * kOperandBytes;             // 64 KiB
+  static constexpr int kSharedBytes = kStages * kStageBytes;
 };
+
+// k of the packed operands is padded to a multiple of this many bytes (one stage slice).
+constexpr int kPackedDepthBytes = 128;
 
 struct MmaSyncParams {
   const void* a_hi;
-  const void* a_lo;
+  std::int64_t a_lo_offset;  // bytes from a_hi to a_lo
   const void* b_hi;
-  const void* b_lo;
+  std::int64_t b_lo_offset;
   std::int64_t padded_depth_bytes;  // row pitch of the packed operands
-  int k_tiles;                      // padded_depth_bytes / kRowBytes
+  int k_tiles;                      // padded_depth_bytes / 128
   std::int64_t m, n;
   float alpha, beta;
   float* c;
@@ -62,9 +71,10 @@ __device__ __forceinline__ unsigned smem_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-// Byte offset of 16-byte chunk `chunk` (0..3) of row `row` in a 64-byte-row operand tile.
+// Byte offset of 16-byte chunk `chunk` (0..7) of row `row` in a 128-byte-row operand tile: the
+// 8 rows one ldmatrix phase reads land in 8 different chunk columns, i.e. all 32 banks.
 __device__ __forceinline__ int swizzled_offset(int row, int chunk) {
-  return row * MmaSyncConfig::kRowBytes + ((chunk ^ ((row >> 1) & 3)) << 4);
+  return row * 128 + ((chunk ^ (row & 7)) << 4);
 }
 
 __device__ __forceinline__ void cp_async_16(unsigned dst, const void* src) {
@@ -98,9 +108,9 @@ __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], const
 
 }  // namespace mma_detail
 
-template <Element E, Accumulation Acc>
-__global__ void __launch_bounds__(MmaSyncConfig::kThreads, 1) corrected_sgemm_mma_sync_kernel(MmaSyncParams p) {
-  using Cfg = MmaSyncConfig;
+template <Element E, Accumulation Acc, int Stages>
+__global__ void __launch_bounds__(256, 1) corrected_sgemm_mma_sync_kernel(MmaSyncParams p) {
+  using Cfg = MmaSyncConfig<Stages>;
   using namespace mma_detail;
   extern __shared__ __align__(128) unsigned char shared[];
 
@@ -109,37 +119,37 @@ __global__ void __launch_bounds__(MmaSyncConfig::kThreads, 1) corrected_sgemm_mm
   const std::int64_t tile_m0 = std::int64_t(blockIdx.x) * Cfg::kTileM;
   const std::int64_t tile_n0 = std::int64_t(blockIdx.y) * Cfg::kTileN;
 
-  // Global sources of this CTA's rows for the four operands.
-  const char* sources[4] = {
-      static_cast<const char*>(p.a_hi) + tile_m0 * p.padded_depth_bytes,
-      static_cast<const char*>(p.a_lo) + tile_m0 * p.padded_depth_bytes,
-      static_cast<const char*>(p.b_hi) + tile_n0 * p.padded_depth_bytes,
-      static_cast<const char*>(p.b_lo) + tile_n0 * p.padded_depth_bytes,
-  };
+  // Global sources of this CTA's rows: operand 0/1 = A hi/lo, 2/3 = B hi/lo; each lo array lies
+  // a fixed distance after its hi array.
+  const char* a_source = static_cast<const char*>(p.a_hi) + tile_m0 * p.padded_depth_bytes;
+  const char* b_source = static_cast<const char*>(p.b_hi) + tile_n0 * p.padded_depth_bytes;
   const unsigned shared_base = smem_address(shared);
 
-  // Each thread copies 2 chunks of 16 bytes of each operand per stage (128 rows x 4 chunks).
+  // Each thread copies 4 chunks of 16 bytes of each operand per stage (128 rows x 8 chunks).
   auto load_stage = [&](int stage, int k_tile) {
     const unsigned stage_base = shared_base + stage * Cfg::kStageBytes;
 #pragma unroll
     for (int operand = 0; operand < 4; ++operand) {
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
+      for (int i = 0; i < Cfg::kTileM * Cfg::kChunksPerRow / Cfg::kThreads; ++i) {
         const int chunk_id = tid + i * Cfg::kThreads;
-        const int row = chunk_id >> 2, chunk = chunk_id & 3;
-        const char* src = sources[operand] + row * p.padded_depth_bytes + std::int64_t(k_tile) * Cfg::kRowBytes + chunk * 16;
+        const int row = chunk_id / Cfg::kChunksPerRow, chunk = chunk_id % Cfg::kChunksPerRow;
+        const char* src = (operand < 2 ? a_source + (operand & 1) * p.a_lo_offset : b_source + (operand & 1) * p.b_lo_offset) +
+                          row * p.padded_depth_bytes + std::int64_t(k_tile) * Cfg::kRowBytes + chunk * 16;
         cp_async_16(stage_base + operand * Cfg::kOperandBytes + swizzled_offset(row, chunk), src);
       }
     }
   };
 
+  constexpr bool kCorrected = Acc == Accumulation::CorrectedRoundToNearest;
   float acc[Cfg::kMmaTilesM][Cfg::kMmaTilesN][4];
+  float part[Cfg::kMmaTilesM][Cfg::kMmaTilesN][4];  // the chunk sum (corrected schemes only)
 #pragma unroll
   for (int i = 0; i < Cfg::kMmaTilesM; ++i)
 #pragma unroll
     for (int j = 0; j < Cfg::kMmaTilesN; ++j)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
+      for (int r = 0; r < 4; ++r) acc[i][j][r] = part[i][j][r] = 0.0f;
 
 #pragma unroll
   for (int s = 0; s < Cfg::kStages - 1; ++s) {
@@ -163,15 +173,9 @@ __global__ void __launch_bounds__(MmaSyncConfig::kThreads, 1) corrected_sgemm_mm
 
     const unsigned stage_base = shared_base + (k_tile % Cfg::kStages) * Cfg::kStageBytes;
 #pragma unroll
-    for (int k_step = 0; k_step < 2; ++k_step) {  // two MMA k-steps of 32 bytes per stage
-      unsigned a_hi[Cfg::kMmaTilesM][4], a_lo[Cfg::kMmaTilesM][4];
+    for (int k_step = 0; k_step < Cfg::kKSteps; ++k_step) {  // MMA k-steps of 32 bytes
+      // B fragments of the whole warp tile; A fragments one m-tile at a time (fewer live registers).
       unsigned b_hi[Cfg::kMmaTilesN][2], b_lo[Cfg::kMmaTilesN][2];
-#pragma unroll
-      for (int i = 0; i < Cfg::kMmaTilesM; ++i) {
-        const int offset = swizzled_offset(a_row + i * 16, k_step * 2 + a_chunk);
-        ldmatrix_x4(a_hi[i], stage_base + 0 * Cfg::kOperandBytes + offset);
-        ldmatrix_x4(a_lo[i], stage_base + 1 * Cfg::kOperandBytes + offset);
-      }
 #pragma unroll
       for (int j = 0; j < Cfg::kMmaTilesN; j += 2) {
         const int offset = swizzled_offset(b_row + j * 8, k_step * 2 + b_chunk);
@@ -182,25 +186,43 @@ __global__ void __launch_bounds__(MmaSyncConfig::kThreads, 1) corrected_sgemm_mm
         b_lo[j][0] = r[0]; b_lo[j][1] = r[1]; b_lo[j + 1][0] = r[2]; b_lo[j + 1][1] = r[3];
       }
 #pragma unroll
-      for (int i = 0; i < Cfg::kMmaTilesM; ++i)
+      for (int i = 0; i < Cfg::kMmaTilesM; ++i) {
+        unsigned a_hi[4], a_lo[4];
+        const int offset = swizzled_offset(a_row + i * 16, k_step * 2 + a_chunk);
+        ldmatrix_x4(a_hi, stage_base + 0 * Cfg::kOperandBytes + offset);
+        ldmatrix_x4(a_lo, stage_base + 1 * Cfg::kOperandBytes + offset);
 #pragma unroll
         for (int j = 0; j < Cfg::kMmaTilesN; ++j) {
-          if constexpr (Acc == Accumulation::CorrectedRoundToNearest) {
+          if constexpr (kCorrected) {
             float x[4];
-            mma<E>(x, a_lo[i], b_hi[j], zero);
-            mma<E>(x, a_hi[i], b_lo[j], x);
+            mma<E>(x, a_lo, b_hi[j], zero);
+            mma<E>(x, a_hi, b_lo[j], x);
 #pragma unroll
             for (int r = 0; r < 4; ++r) x[r] *= 0x1p-11f;  // seed 000 eq. (20): / 2^11
-            mma<E>(x, a_hi[i], b_hi[j], x);
+            mma<E>(x, a_hi, b_hi[j], x);
 #pragma unroll
-            for (int r = 0; r < 4; ++r) acc[i][j][r] += x[r];  // outside the TC: RN (§3.2)
+            for (int r = 0; r < 4; ++r) part[i][j][r] += x[r];  // outside the TC: RN (§3.2)
           } else {
-            mma<E>(acc[i][j], a_lo[i], b_lo[j], acc[i][j]);
-            mma<E>(acc[i][j], a_lo[i], b_hi[j], acc[i][j]);
-            mma<E>(acc[i][j], a_hi[i], b_lo[j], acc[i][j]);
-            mma<E>(acc[i][j], a_hi[i], b_hi[j], acc[i][j]);
+            mma<E>(acc[i][j], a_lo, b_lo[j], acc[i][j]);
+            mma<E>(acc[i][j], a_lo, b_hi[j], acc[i][j]);
+            mma<E>(acc[i][j], a_hi, b_lo[j], acc[i][j]);
+            mma<E>(acc[i][j], a_hi, b_hi[j], acc[i][j]);
           }
         }
+      }
+    }
+    if constexpr (kCorrected) {
+      if ((k_tile + 1) % Cfg::kChunkTiles == 0 || k_tile + 1 == p.k_tiles) {
+#pragma unroll
+        for (int i = 0; i < Cfg::kMmaTilesM; ++i)
+#pragma unroll
+          for (int j = 0; j < Cfg::kMmaTilesN; ++j)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+              acc[i][j][r] += part[i][j][r];
+              part[i][j][r] = 0.0f;
+            }
+      }
     }
   }
   cp_async_wait<0>();

@@ -17,12 +17,19 @@ enum class Accumulation {
   CorrectedRoundToNearest,
 };
 
+// Which kernel runs the products.
+enum class KernelPath {
+  Auto,      // wgmma where the build and the device support it (sm_90a on Hopper), else mma.sync
+  MmaSync,   // mma.sync + ldmatrix + cp.async (sm_80 and later)
+};
+
 struct Scheme {
   Element element;
   Accumulation accumulation;
   bool scaled_residual;  // lo = split((v - hi) * 2^11) (halfhalf, tf32tf32) or unscaled (Markidis)
   bool row_scaling;      // power-of-two scaling of rows of op(A) / columns of op(B) into FP16 range
   bool check_range;      // count finite values whose hi part overflows, and throw RangeError
+  KernelPath path = KernelPath::Auto;
 };
 
 }  // namespace mixsolve::gemm::corrected
