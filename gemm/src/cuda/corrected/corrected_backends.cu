@@ -3,7 +3,6 @@
 // Context's workspace (one memory pass) and runs one fused kernel for all products.
 #include <cuda_runtime.h>
 
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -108,22 +107,16 @@ bool wgmma_available(int device) {
   return cached[device] == 1;
 }
 
-template <Element E, bool Fold>
-void launch_wgmma_variant(const Context& ctx, const corrected::WgmmaParams& params, std::int64_t padded_m, std::int64_t padded_n) {
+template <Element E>
+void launch_wgmma(const Context& ctx, const corrected::WgmmaParams& params, std::int64_t padded_m, std::int64_t padded_n) {
   using Cfg = corrected::WgmmaConfig;
-  auto kernel = corrected::corrected_sgemm_wgmma_kernel<E, Fold>;
+  auto kernel = corrected::corrected_sgemm_wgmma_kernel<E>;
   static const cudaError_t attribute_status =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSharedBytes);
   MIXSOLVE_CUDA_CHECK(attribute_status);
   const dim3 grid(unsigned(padded_m / Cfg::kTileM), unsigned(padded_n / Cfg::kTileN));
   kernel<<<grid, Cfg::kThreads, Cfg::kSharedBytes, ctx.stream()>>>(params);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
-}
-
-template <Element E>
-void launch_wgmma(const Context& ctx, const corrected::WgmmaParams& params, std::int64_t padded_m, std::int64_t padded_n) {
-  if (std::getenv("MIXSOLVE_WGMMA_FOLD")) launch_wgmma_variant<E, true>(ctx, params, padded_m, padded_n);  // TEMPORARY A/B
-  else launch_wgmma_variant<E, false>(ctx, params, padded_m, padded_n);
 }
 
 // 3 stages (192 KiB) where the device allows it (sm_90: 227 KiB), else 2 (sm_80: 163 KiB).

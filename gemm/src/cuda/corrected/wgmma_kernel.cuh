@@ -5,14 +5,15 @@
 // 64 x 128 half of the tile with wgmma.m64n128k16 (FP16) or m64n128k8 (TF32), operands read from
 // shared memory through matrix descriptors. cp.async loads run one slice ahead.
 //
-// Accumulation, seed 000 eq. (20) and §3.2, arranged for asynchronous tensor cores:
-//   y  += A_lo B_hi + A_hi B_lo      inside the TC over the whole k (the 2^11-scaled corrections;
-//                                    seed §3.5 keeps these in the TC: their RZ error is 2^-11 smaller)
-//   x   = A_hi B_hi                  inside the TC over one 128-byte k-slice (64 FP16 / 32 TF32)
-//   acc += x                         FP32 add, round to nearest, outside the TC
-//   C   = acc + y * 2^-11            at the end
-// so RZ truncation touches only a 64-wide (FP16) partial sum of the main product, and the wait for
-// x overlaps with the correction products still in flight.
+// Accumulation, seed 000 eq. (20) and §3.2, per 128-byte k-slice (64 FP16 / 32 TF32 values of k):
+//   x    = A_lo B_hi + A_hi B_lo      inside the TC, from zero (corrections, scaled by 2^11)
+//   x   *= 2^-11                      exact
+//   x   += A_hi B_hi                  inside the TC (the main product of this slice)
+//   part += x                         FP32 add, round to nearest, outside the TC
+// and every 8 slices acc += part: RZ truncation only touches one slice's partial sum, and the
+// sequential FP32 additions grow like k/512 + 8, not k/64. (Measured alternative, git history:
+// corrections in a third accumulator kept in the TC over all of k and one-level sums were 3-9%
+// faster on the H100 but about twice the error, and lost to split-K SGEMM at n = 256, k = 8192.)
 #pragma once
 
 #include <cstdint>
@@ -29,7 +30,8 @@ struct WgmmaConfig {
   static constexpr int kChunksPerRow = kRowBytes / 16;
   static constexpr int kKSteps = kRowBytes / 32;  // wgmma k-steps (32 bytes of k each) per slice
   static constexpr int kStages = 3;
-  static constexpr int kThreads = 256;  // two warpgroups
+  static constexpr int kSlicesPerPart = 8;  // slices summed in `part` before it goes into acc
+  static constexpr int kThreads = 256;      // two warpgroups
   static constexpr int kOperandBytes = kTileM * kRowBytes;  // 16 KiB
   static constexpr int kStageBytes = 4 * kOperandBytes;      // 64 KiB
   static constexpr int kSharedBytes = kStages * kStageBytes + 1024;  // + alignment slack
@@ -111,7 +113,7 @@ __device__ __forceinline__ void fence_registers(float (&d)[64]) {
 // Writes 1 to *out when the wgmma path was compiled (sm_90a), so the host can choose it.
 __global__ void wgmma_probe_kernel(int* out) { *out = MIXSOLVE_HAS_WGMMA; }
 
-template <Element E, bool FoldCorrections>
+template <Element E>
 __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1) corrected_sgemm_wgmma_kernel(WgmmaParams p) {
 #if MIXSOLVE_HAS_WGMMA
   using Cfg = WgmmaConfig;
@@ -143,11 +145,12 @@ __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1) corrected_sgemm_wgmm
       }
   };
 
-  float acc[64], x[64], y[64];
+  float acc[64], x[64], part[64];
 #pragma unroll
-  for (int i = 0; i < 64; ++i) acc[i] = x[i] = y[i] = 0.0f;
+  for (int i = 0; i < 64; ++i) acc[i] = x[i] = part[i] = 0.0f;
 
-  // Prologue: slices 0 and 1 in flight.
+  // Prologue: slices 0 and 1 in flight. Each iteration waits for its own wgmmas, so the stage of
+  // slice k_tile - 1 is free once every thread has passed the next barrier.
   load_stage(0, 0);
   cp_async_commit();
   if (p.k_tiles > 1) load_stage(1, 1);
@@ -157,8 +160,8 @@ __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1) corrected_sgemm_wgmm
     cp_async_wait<1>();  // slice k_tile has landed (the next one may still be in flight)
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // cp.async writes -> wgmma reads
     __syncthreads();
-    // Every wgmma of slice k_tile - 1 completed before the barrier (wait below), so its stage is
-    // free: fetch slice k_tile + 2 into it.
+    // Every wgmma of slice k_tile - 1 completed before the barrier, so its stage is free: fetch
+    // slice k_tile + 2 into it.
     if (k_tile + 2 < p.k_tiles) load_stage((k_tile + 2) % Cfg::kStages, k_tile + 2);
     cp_async_commit();
 
@@ -168,60 +171,36 @@ __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1) corrected_sgemm_wgmm
     const unsigned b_hi = stage_base + 2 * Cfg::kOperandBytes;
     const unsigned b_lo = stage_base + 3 * Cfg::kOperandBytes;
 
-    if constexpr (FoldCorrections) {
-      // x = (A_lo B_hi + A_hi B_lo) * 2^-11 + A_hi B_hi over this slice; part += x; every 8
-      // slices acc += part (y serves as `part`).
-      fence_registers(x);
-      wgmma_fence();
+    fence_registers(x);
+    wgmma_fence();
 #pragma unroll
-      for (int s = 0; s < Cfg::kKSteps; ++s) {
-        wgmma<E>(x, make_descriptor(a_lo + 32 * s), make_descriptor(b_hi + 32 * s), s > 0);
-        wgmma<E>(x, make_descriptor(a_hi + 32 * s), make_descriptor(b_lo + 32 * s), 1);
+    for (int s = 0; s < Cfg::kKSteps; ++s) {
+      wgmma<E>(x, make_descriptor(a_lo + 32 * s), make_descriptor(b_hi + 32 * s), s > 0);
+      wgmma<E>(x, make_descriptor(a_hi + 32 * s), make_descriptor(b_lo + 32 * s), 1);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_registers(x);
+#pragma unroll
+    for (int i = 0; i < 64; ++i) x[i] *= 0x1p-11f;  // seed 000 eq. (20): / 2^11
+    fence_registers(x);
+    wgmma_fence();
+#pragma unroll
+    for (int s = 0; s < Cfg::kKSteps; ++s)
+      wgmma<E>(x, make_descriptor(a_hi + 32 * s), make_descriptor(b_hi + 32 * s), 1);
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_registers(x);
+#pragma unroll
+    for (int i = 0; i < 64; ++i) part[i] += x[i];  // outside the TC: RN (§3.2)
+    if ((k_tile + 1) % Cfg::kSlicesPerPart == 0 || k_tile + 1 == p.k_tiles) {
+#pragma unroll
+      for (int i = 0; i < 64; ++i) {
+        acc[i] += part[i];
+        part[i] = 0.0f;
       }
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_registers(x);
-#pragma unroll
-      for (int i = 0; i < 64; ++i) x[i] *= 0x1p-11f;  // seed 000 eq. (20): / 2^11
-      fence_registers(x);
-      wgmma_fence();
-#pragma unroll
-      for (int s = 0; s < Cfg::kKSteps; ++s)
-        wgmma<E>(x, make_descriptor(a_hi + 32 * s), make_descriptor(b_hi + 32 * s), 1);
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_registers(x);
-#pragma unroll
-      for (int i = 0; i < 64; ++i) y[i] += x[i];  // outside the TC: RN (§3.2)
-      if ((k_tile + 1) % 8 == 0 || k_tile + 1 == p.k_tiles) {
-#pragma unroll
-        for (int i = 0; i < 64; ++i) {
-          acc[i] += y[i];
-          y[i] = 0.0f;
-        }
-      }
-    } else {
-      fence_registers(x);
-      fence_registers(y);
-      wgmma_fence();
-#pragma unroll
-      for (int s = 0; s < Cfg::kKSteps; ++s)  // main product of this slice, from zero
-        wgmma<E>(x, make_descriptor(a_hi + 32 * s), make_descriptor(b_hi + 32 * s), s > 0);
-      wgmma_commit();
-#pragma unroll
-      for (int s = 0; s < Cfg::kKSteps; ++s) {  // corrections, accumulated over all of k
-        wgmma<E>(y, make_descriptor(a_lo + 32 * s), make_descriptor(b_hi + 32 * s), 1);
-        wgmma<E>(y, make_descriptor(a_hi + 32 * s), make_descriptor(b_lo + 32 * s), 1);
-      }
-      wgmma_commit();
-      wgmma_wait<1>();  // x is complete; the corrections may still run
-      fence_registers(x);
-#pragma unroll
-      for (int i = 0; i < 64; ++i) acc[i] += x[i];  // outside the TC: RN (§3.2)
     }
   }
-  wgmma_wait<0>();
-  fence_registers(y);
   cp_async_wait<0>();
 
   // Epilogue. Register 4*nb + r of the m64n128 accumulator holds row 16*warp + lane/4 + 8*(r/2),
@@ -239,7 +218,7 @@ __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1) corrected_sgemm_wgmm
         const std::int64_t col = tile_n0 + nb * 8 + (lane % 4) * 2 + e;
         if (col >= p.n) continue;
         const int r = nb * 4 + half * 2 + e;
-        float v = FoldCorrections ? acc[r] : acc[r] + y[r] * 0x1p-11f;  // seed 000 eq. (20)
+        float v = acc[r];
         if (p.row_max_a) v = scalbnf(v, -(row_shift + row_scale_exponent(p.row_max_b[col])));
         float* out = p.c + row + col * p.ldc;
         *out = p.beta == 0.0f ? p.alpha * v : fmaf(p.alpha, v, p.beta * *out);
