@@ -39,8 +39,9 @@ void expect_same16(std::uint32_t device, std::uint32_t host, float v, const char
 }
 void expect_same32(std::uint32_t device, std::uint32_t host, float v, const char* what) {
   if (is_nan32(device) || is_nan32(host))
-    EXPECT_TRUE(is_nan32(device) && is_nan32(host)) << what << " of " << v << std::hex << " (device " << device
-                                                    << " host " << host << ")";
+    EXPECT_TRUE(is_nan32(device) && is_nan32(host)) << what << " of " << v << std::hex << " (input bits "
+                                                    << formats::float_bits(v) << " device " << device << " host "
+                                                    << host << ")";
   else EXPECT_EQ(device, host) << what << " of " << v << " (device " << std::hex << device << " host " << host << ")";
 }
 

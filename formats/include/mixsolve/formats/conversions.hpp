@@ -88,10 +88,14 @@ MIXSOLVE_HD inline float half_bits_to_float(std::uint16_t h) {
 
 // Host model of cvt.rna.tf32.f32: keep 10 explicit mantissa bits, round half away from zero by
 // adding half an ulp of TF32 to the bit pattern and truncating (a carry into the exponent gives
-// the next binade or Inf). The instruction does exactly this to every bit pattern, NaN included:
-// on the H100 a NaN whose payload lies below bit 13 comes back as Inf (GpuFormats test). Callers
-// that must keep NaN (split_tf32tf32) test for it first.
-inline std::uint32_t float_to_tf32_bits_rna_host(float f) { return (float_bits(f) + 0x1000u) & 0xFFFFE000u; }
+// the next binade or Inf). NaN bit patterns are truncated without rounding, as the instruction
+// does on the H100 (GpuFormats test): a NaN whose payload lies below bit 13 comes back as Inf, so
+// callers that must keep NaN (split_tf32tf32) test for it first.
+inline std::uint32_t float_to_tf32_bits_rna_host(float f) {
+  const std::uint32_t x = float_bits(f);
+  const bool nan = (x & 0x7F800000u) == 0x7F800000u && (x & 0x7FFFFFu) != 0;
+  return nan ? (x & 0xFFFFE000u) : ((x + 0x1000u) & 0xFFFFE000u);
+}
 
 MIXSOLVE_HD inline std::uint32_t float_to_tf32_bits_rna(float f) {
 #if defined(__CUDA_ARCH__)

@@ -61,6 +61,16 @@ MIXSOLVE_HD inline Tf32Split split_tf32tf32(float v) {
   return {hi, float_to_tf32_bits_rna(residual)};
 }
 
+// tf32tf32 without the 2^11 residual scaling. TF32 has FP32's 8-bit exponent, so the residual
+// only leaves the normal range for |v| below about 2^-115; in exchange the correction products
+// need no rescaling and share the main product's accumulator (one tensor-core chain, no extra wait).
+MIXSOLVE_HD inline Tf32Split split_tf32tf32_unscaled(float v) {
+  if (v != v) return {0x7FFFFFFFu, 0};
+  const std::uint32_t hi = float_to_tf32_bits_rna(v);
+  if ((hi & 0x7F800000u) == 0x7F800000u) return {hi, 0};
+  return {hi, float_to_tf32_bits_rna(v - bits_float(hi))};
+}
+
 // The value a split represents, evaluated in double (exact: both parts have <= 11 bits).
 inline double join_halfhalf(HalfSplit s) {
   return double(half_bits_to_float_host(s.hi)) + double(half_bits_to_float_host(s.lo)) / 2048.0;
@@ -71,6 +81,7 @@ inline double join_markidis(HalfSplit s) {
 inline double join_tf32tf32(Tf32Split s) {
   return double(bits_float(s.hi)) + double(bits_float(s.lo)) / 2048.0;
 }
+inline double join_tf32tf32_unscaled(Tf32Split s) { return double(bits_float(s.hi)) + double(bits_float(s.lo)); }
 
 // Mantissa bits of v (of 23) that a split reproduces, as counted in seed 000 Table 1:
 // 23 when hi + lo == v exactly, else 23 minus the number of trailing mantissa bits lost.

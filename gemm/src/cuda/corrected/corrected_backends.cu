@@ -1,6 +1,8 @@
 // Error-corrected SGEMM backends on tensor cores (seed 000): halfhalf, tf32tf32, and the
 // Markidis baseline. Each call packs op(A) and op(B) into hi/lo tensor-core operands in the
 // Context's workspace (one memory pass) and runs one fused kernel for all products.
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
 #include <memory>
@@ -73,16 +75,14 @@ void launch_pack(const PackSource& src, std::int64_t padded_rows, std::int64_t p
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 
-template <Element E, Accumulation A, int Stages>
-void launch_gemm_stages(const corrected::MmaSyncParams& params, std::int64_t padded_m, std::int64_t padded_n,
-                        cudaStream_t stream) {
+template <Element E, Accumulation A, int Stages, bool Scaled>
+void launch_gemm_stages(const corrected::MmaSyncParams& params, cudaStream_t stream) {
   using Cfg = corrected::MmaSyncConfig<Stages>;
-  auto kernel = corrected::corrected_sgemm_mma_sync_kernel<E, A, Stages>;
+  auto kernel = corrected::corrected_sgemm_mma_sync_kernel<E, A, Stages, Scaled>;
   static const cudaError_t attribute_status =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSharedBytes);
   MIXSOLVE_CUDA_CHECK(attribute_status);
-  const dim3 grid(unsigned(padded_m / Cfg::kTileM), unsigned(padded_n / Cfg::kTileN));
-  kernel<<<grid, Cfg::kThreads, Cfg::kSharedBytes, stream>>>(params);
+  kernel<<<unsigned(params.tiles_m) * unsigned(params.tiles_n), Cfg::kThreads, Cfg::kSharedBytes, stream>>>(params);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 
@@ -107,28 +107,61 @@ bool wgmma_available(int device) {
   return cached[device] == 1;
 }
 
-template <Element E>
-void launch_wgmma(const Context& ctx, const corrected::WgmmaParams& params, std::int64_t padded_m, std::int64_t padded_n) {
+// cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult status{};
+    MIXSOLVE_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &status));
+    if (status != cudaDriverEntryPointSuccess || fn == nullptr)
+      throw DeviceError("cuTensorMapEncodeTiled is not available from the installed driver");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  return encode;
+}
+
+// A 2-D tensor map over `2 * rows` packed rows (hi rows, then lo rows) of `depth_bytes` bytes,
+// boxes of 128 rows x 128 bytes in wgmma's 128-byte swizzle.
+CUtensorMap packed_operand_map(const void* hi, std::int64_t rows, std::int64_t depth_bytes, Element e) {
+  CUtensorMap map{};
+  const std::size_t element = e == Element::Fp16 ? 2 : 4;
+  const cuuint64_t dims[2] = {cuuint64_t(depth_bytes / element), cuuint64_t(2 * rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(depth_bytes)};
+  const cuuint32_t box[2] = {cuuint32_t(128 / element), 128};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult r = tensor_map_encoder()(
+      &map, e == Element::Fp16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_UINT32, 2, const_cast<void*>(hi),
+      dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) throw DeviceError("cuTensorMapEncodeTiled failed with CUresult " + std::to_string(int(r)));
+  return map;
+}
+
+template <Element E, bool Scaled>
+void launch_wgmma(const Context& ctx, const corrected::WgmmaParams& params) {
   using Cfg = corrected::WgmmaConfig;
-  auto kernel = corrected::corrected_sgemm_wgmma_kernel<E>;
-  static const cudaError_t attribute_status =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSharedBytes);
-  MIXSOLVE_CUDA_CHECK(attribute_status);
-  const dim3 grid(unsigned(padded_m / Cfg::kTileM), unsigned(padded_n / Cfg::kTileN));
-  kernel<<<grid, Cfg::kThreads, Cfg::kSharedBytes, ctx.stream()>>>(params);
+  const unsigned grid = unsigned(params.tiles_m) * unsigned(params.tiles_n);
+  // The tensor maps cover hi rows followed by lo rows: the workspace must lay them out so.
+  if (params.a_lo_offset != std::int64_t(params.tiles_m) * Cfg::kTileM * params.padded_depth_bytes ||
+      params.b_lo_offset != std::int64_t(params.tiles_n) * Cfg::kTileN * params.padded_depth_bytes)
+    throw Error("corrected SGEMM: packed lo operands do not follow their hi operands (workspace layout bug)");
+  const CUtensorMap map_a = packed_operand_map(params.a_hi, std::int64_t(params.tiles_m) * Cfg::kTileM, params.padded_depth_bytes, E);
+  const CUtensorMap map_b = packed_operand_map(params.b_hi, std::int64_t(params.tiles_n) * Cfg::kTileN, params.padded_depth_bytes, E);
+  auto kernel = corrected::corrected_sgemm_wgmma_ws_kernel<E, Scaled>;
+  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSharedBytes));
+  kernel<<<grid, Cfg::kThreads, Cfg::kSharedBytes, ctx.stream()>>>(map_a, map_b, params);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 
 // 3 stages (192 KiB) where the device allows it (sm_90: 227 KiB), else 2 (sm_80: 163 KiB).
-template <Element E, Accumulation A>
-void launch_gemm(const Context& ctx, const corrected::MmaSyncParams& params, std::int64_t padded_m,
-                 std::int64_t padded_n) {
+template <Element E, Accumulation A, bool Scaled>
+void launch_gemm(const Context& ctx, const corrected::MmaSyncParams& params) {
   int max_shared = 0;
   MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&max_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx.device()));
   if (max_shared >= corrected::MmaSyncConfig<3>::kSharedBytes)
-    launch_gemm_stages<E, A, 3>(params, padded_m, padded_n, ctx.stream());
+    launch_gemm_stages<E, A, 3, Scaled>(params, ctx.stream());
   else
-    launch_gemm_stages<E, A, 2>(params, padded_m, padded_n, ctx.stream());
+    launch_gemm_stages<E, A, 2, Scaled>(params, ctx.stream());
 }
 
 class CorrectedSgemm final : public Backend {
@@ -175,6 +208,8 @@ class CorrectedSgemm final : public Backend {
     p.k_tiles = int(p.padded_depth_bytes / corrected::kPackedDepthBytes);
     p.m = a.m;
     p.n = a.n;
+    p.tiles_m = int(l.rows_a / Tile::kTileM);
+    p.tiles_n = int(l.rows_b / Tile::kTileN);
     p.alpha = a.alpha;
     p.beta = a.beta;
     p.c = a.c;
@@ -183,19 +218,21 @@ class CorrectedSgemm final : public Backend {
     p.row_max_b = scheme_.row_scaling ? w.row_max_b : nullptr;
     if (scheme_.accumulation == Accumulation::CorrectedRoundToNearest && scheme_.path == corrected::KernelPath::Auto &&
         wgmma_available(ctx.device())) {
-      const corrected::WgmmaParams w{p.a_hi, p.a_lo_offset, p.b_hi, p.b_lo_offset, p.padded_depth_bytes, p.k_tiles,
-                                     p.m, p.n, p.alpha, p.beta, p.c, p.ldc, p.row_max_a, p.row_max_b};
-      if (scheme_.element == Element::Fp16) launch_wgmma<Element::Fp16>(ctx, w, l.rows_a, l.rows_b);
-      else launch_wgmma<Element::Tf32>(ctx, w, l.rows_a, l.rows_b);
+      const corrected::WgmmaParams w{p.a_hi,    p.a_lo_offset, p.b_hi,  p.b_lo_offset, p.padded_depth_bytes,
+                                     p.k_tiles, p.m,           p.n,     p.tiles_m,     p.tiles_n,
+                                     p.alpha,   p.beta,        p.c,     p.ldc,         p.row_max_a,
+                                     p.row_max_b};
+      if (scheme_.element == Element::Fp16) launch_wgmma<Element::Fp16, true>(ctx, w);
+      else launch_wgmma<Element::Tf32, false>(ctx, w);
       return;
     }
     if (scheme_.element == Element::Fp16) {
       if (scheme_.accumulation == Accumulation::CorrectedRoundToNearest)
-        launch_gemm<Element::Fp16, Accumulation::CorrectedRoundToNearest>(ctx, p, l.rows_a, l.rows_b);
+        launch_gemm<Element::Fp16, Accumulation::CorrectedRoundToNearest, true>(ctx, p);
       else
-        launch_gemm<Element::Fp16, Accumulation::MarkidisFourProducts>(ctx, p, l.rows_a, l.rows_b);
+        launch_gemm<Element::Fp16, Accumulation::MarkidisFourProducts, false>(ctx, p);
     } else {
-      launch_gemm<Element::Tf32, Accumulation::CorrectedRoundToNearest>(ctx, p, l.rows_a, l.rows_b);
+      launch_gemm<Element::Tf32, Accumulation::CorrectedRoundToNearest, false>(ctx, p);
     }
   }
 
@@ -211,7 +248,7 @@ class CorrectedSgemm final : public Backend {
             void* lo, unsigned int* overflow, cudaStream_t stream) const {
     const Scheme& s = scheme_;
     if (s.element == Element::Tf32)
-      launch_pack<Element::Tf32, true, false, false>(src, rows, depth, row_max, hi, lo, overflow, stream);
+      launch_pack<Element::Tf32, false, false, false>(src, rows, depth, row_max, hi, lo, overflow, stream);
     else if (s.row_scaling)
       launch_pack<Element::Fp16, true, true, false>(src, rows, depth, row_max, hi, lo, overflow, stream);
     else if (s.scaled_residual)
@@ -239,13 +276,15 @@ class CorrectedSgemm final : public Backend {
 
 void add_corrected_sgemm_backends(std::vector<std::unique_ptr<Backend>>& out) {
   const Scheme halfhalf{Element::Fp16, Accumulation::CorrectedRoundToNearest, true, true, false};
-  const Scheme tf32tf32{Element::Tf32, Accumulation::CorrectedRoundToNearest, true, false, false};
+  // TF32 keeps FP32's exponent range, so the residual needs no 2^11 scaling (seed 000 eq. 14 is
+  // about FP16 underflow): unscaled, the corrections share the main product's tensor-core chain.
+  const Scheme tf32tf32{Element::Tf32, Accumulation::CorrectedRoundToNearest, false, false, false};
   Scheme halfhalf_mma_sync = halfhalf, tf32tf32_mma_sync = tf32tf32;
   halfhalf_mma_sync.path = tf32tf32_mma_sync.path = corrected::KernelPath::MmaSync;
   out.push_back(std::make_unique<CorrectedSgemm>(
       "halfhalf",
       "FP16 tensor cores, seed 000 halfhalf split (eqs. 15-18) with power-of-two row/column scaling into FP16 "
-      "range, 3 products (eq. 20), main product added outside the TC with RN (wgmma on sm_90a, else mma.sync)",
+      "range, 3 products (eq. 20), slice sums added outside the TC with RN (wgmma on sm_90a, else mma.sync)",
       halfhalf));
   out.push_back(std::make_unique<CorrectedSgemm>(
       "halfhalf-unscaled",
@@ -254,8 +293,8 @@ void add_corrected_sgemm_backends(std::vector<std::unique_ptr<Backend>>& out) {
       Scheme{Element::Fp16, Accumulation::CorrectedRoundToNearest, true, false, true}));
   out.push_back(std::make_unique<CorrectedSgemm>(
       "tf32tf32",
-      "TF32 tensor cores, seed 000 tf32tf32 split (cvt.rna), 3 products (eq. 20), main product added outside "
-      "the TC with RN (wgmma on sm_90a, else mma.sync); full FP32 exponent range",
+      "TF32 tensor cores, seed 000 tf32tf32 split (cvt.rna; residual unscaled: TF32 has FP32's exponent "
+      "range), 3 products (eq. 20), slice sums added outside the TC with RN (wgmma on sm_90a, else mma.sync)",
       tf32tf32));
   out.push_back(std::make_unique<CorrectedSgemm>(
       "halfhalf-mma-sync", "halfhalf on the mma.sync kernel (the sm_80 path), selectable on any GPU",

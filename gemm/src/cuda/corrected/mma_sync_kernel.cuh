@@ -58,6 +58,7 @@ struct MmaSyncParams {
   std::int64_t padded_depth_bytes;  // row pitch of the packed operands
   int k_tiles;                      // padded_depth_bytes / 128
   std::int64_t m, n;
+  int tiles_m, tiles_n;  // output tiles (grid = tiles_m * tiles_n blocks, grouped rasterization)
   float alpha, beta;
   float* c;
   std::int64_t ldc;
@@ -108,7 +109,7 @@ __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], const
 
 }  // namespace mma_detail
 
-template <Element E, Accumulation Acc, int Stages>
+template <Element E, Accumulation Acc, int Stages, bool ScaledResidual>
 __global__ void __launch_bounds__(256, 1) corrected_sgemm_mma_sync_kernel(MmaSyncParams p) {
   using Cfg = MmaSyncConfig<Stages>;
   using namespace mma_detail;
@@ -116,8 +117,9 @@ __global__ void __launch_bounds__(256, 1) corrected_sgemm_mma_sync_kernel(MmaSyn
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int warp_m = warp / Cfg::kWarpsN, warp_n = warp % Cfg::kWarpsN;
-  const std::int64_t tile_m0 = std::int64_t(blockIdx.x) * Cfg::kTileM;
-  const std::int64_t tile_n0 = std::int64_t(blockIdx.y) * Cfg::kTileN;
+  const TileCoordinates tile = grouped_tile(blockIdx.x, p.tiles_m, p.tiles_n);
+  const std::int64_t tile_m0 = std::int64_t(tile.m) * Cfg::kTileM;
+  const std::int64_t tile_n0 = std::int64_t(tile.n) * Cfg::kTileN;
 
   // Global sources of this CTA's rows: operand 0/1 = A hi/lo, 2/3 = B hi/lo; each lo array lies
   // a fixed distance after its hi array.
@@ -197,8 +199,10 @@ __global__ void __launch_bounds__(256, 1) corrected_sgemm_mma_sync_kernel(MmaSyn
             float x[4];
             mma<E>(x, a_lo, b_hi[j], zero);
             mma<E>(x, a_hi, b_lo[j], x);
+            if constexpr (ScaledResidual) {
 #pragma unroll
-            for (int r = 0; r < 4; ++r) x[r] *= 0x1p-11f;  // seed 000 eq. (20): / 2^11
+              for (int r = 0; r < 4; ++r) x[r] *= 0x1p-11f;  // seed 000 eq. (20): / 2^11
+            }
             mma<E>(x, a_hi, b_hi[j], x);
 #pragma unroll
             for (int r = 0; r < 4; ++r) part[i][j][r] += x[r];  // outside the TC: RN (§3.2)

@@ -35,6 +35,22 @@ __device__ __forceinline__ int row_scale_exponent(unsigned int max_abs_bits) {
 
 constexpr int kPackTile = 32;
 
+// Grouped rasterization of a 1-D grid over tiles_m x tiles_n output tiles: consecutive blocks walk
+// down a group of kGroup tile rows before moving right, so the blocks running at once share a few
+// A and B tiles in L2 instead of streaming all of A per wave.
+struct TileCoordinates {
+  int m, n;
+};
+__device__ __forceinline__ TileCoordinates grouped_tile(int linear, int tiles_m, int tiles_n) {
+  constexpr int kGroup = 8;
+  const int per_group = kGroup * tiles_n;
+  const int group = linear / per_group;
+  const int first_m = group * kGroup;
+  const int group_rows = min(tiles_m - first_m, kGroup);
+  const int within = linear % per_group;
+  return {first_m + within % group_rows, within / group_rows};
+}
+
 // Per-row max |x| of the packed operand, as float bits (non-negative floats order like unsigned
 // ints; NaN bits exceed Inf's, so a row with NaN reports NaN). `row_max` must start at 0.
 __global__ void row_max_kernel(PackSource src, unsigned int* row_max) {
@@ -99,7 +115,7 @@ __global__ void pack_split_kernel(PackSource src, std::int64_t padded_depth, con
       lo[out] = s.lo;
       if constexpr (kCheckRange) overflows += (isfinite(v) && !formats::is_finite_bits16(s.hi)) ? 1u : 0u;
     } else {
-      const formats::Tf32Split s = formats::split_tf32tf32(v);
+      const formats::Tf32Split s = kScaledResidual ? formats::split_tf32tf32(v) : formats::split_tf32tf32_unscaled(v);
       hi[out] = s.hi;
       lo[out] = s.lo;
     }

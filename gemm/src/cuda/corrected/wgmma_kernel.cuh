@@ -1,20 +1,31 @@
-// Fused error-corrected SGEMM on Hopper tensor cores with wgmma (sm_90a).
+// Fused error-corrected SGEMM on Hopper tensor cores with wgmma (sm_90a), warp-specialized.
 //
-// Same packed hi/lo operands, 128 x 128 CTA tile and 128-byte-swizzled shared-memory stages as the
-// mma.sync kernel (the swizzle is wgmma's 128B K-major layout). Two warpgroups each compute a
-// 64 x 128 half of the tile with wgmma.m64n128k16 (FP16) or m64n128k8 (TF32), operands read from
-// shared memory through matrix descriptors. cp.async loads run one slice ahead.
+// Same packed hi/lo operands and 128 x 128 CTA tile as the mma.sync kernel. One thread of warpgroup
+// 0 loads 128-byte k-slices of A_hi, A_lo, B_hi, B_lo with TMA (bulk tensor copies, 128-byte
+// swizzle: the layout wgmma reads) into a 3-stage ring, completion counted in bytes on a "full"
+// mbarrier per stage. Warpgroups 1 and 2 each compute a 64 x 128 half of the tile with
+// wgmma.m64n128k16 (FP16) or m64n128k8 (TF32), operands read from shared memory through matrix
+// descriptors, and arrive on the stage's "empty" mbarrier when done. There is no CTA-wide barrier
+// in the main loop, so the two consumers drift apart and one's waits overlap the other's tensor
+// core work. setmaxnreg moves registers to the consumers (producer 40, consumers 232).
 //
 // Accumulation, seed 000 eq. (20) and §3.2, per 128-byte k-slice (64 FP16 / 32 TF32 values of k):
-//   x    = A_lo B_hi + A_hi B_lo      inside the TC, from zero (corrections, scaled by 2^11)
-//   x   *= 2^-11                      exact
+//   x    = A_lo B_hi + A_hi B_lo      inside the TC, from zero (corrections)
+//   x   *= 2^-11                      exact; only when the residual is scaled by 2^11 (halfhalf:
+//                                     the FP16 residual needs it; the TF32 one does not)
 //   x   += A_hi B_hi                  inside the TC (the main product of this slice)
 //   part += x                         FP32 add, round to nearest, outside the TC
 // and every 8 slices acc += part: RZ truncation only touches one slice's partial sum, and the
-// sequential FP32 additions grow like k/512 + 8, not k/64. (Measured alternative, git history:
-// corrections in a third accumulator kept in the TC over all of k and one-level sums were 3-9%
-// faster on the H100 but about twice the error, and lost to split-K SGEMM at n = 256, k = 8192.)
+// sequential FP32 additions grow like k/512 + 8, not k/64.
+//
+// Measured alternatives (H100, notes in docs/benchmarks.md; code in git history): corrections in a
+// third accumulator kept in the TC over all of k with one-level sums was 3-9% faster but about
+// twice the error, and lost to split-K SGEMM at n = 256, k = 8192; a cooperative kernel (all 256
+// threads load with cp.async, one barrier per slice) was 15% slower; a warp-specialized kernel
+// whose producer used cp.async instead of TMA was 25% slower.
 #pragma once
+
+#include <cuda.h>
 
 #include <cstdint>
 
@@ -27,14 +38,14 @@ namespace mixsolve::gemm::corrected {
 struct WgmmaConfig {
   static constexpr int kTileM = 128, kTileN = 128;
   static constexpr int kRowBytes = 128;  // bytes of k per stage and row (the 128B swizzle width)
-  static constexpr int kChunksPerRow = kRowBytes / 16;
   static constexpr int kKSteps = kRowBytes / 32;  // wgmma k-steps (32 bytes of k each) per slice
   static constexpr int kStages = 3;
   static constexpr int kSlicesPerPart = 8;  // slices summed in `part` before it goes into acc
-  static constexpr int kThreads = 256;      // two warpgroups
+  static constexpr int kThreads = 384;      // producer warpgroup + two consumer warpgroups
   static constexpr int kOperandBytes = kTileM * kRowBytes;  // 16 KiB
   static constexpr int kStageBytes = 4 * kOperandBytes;      // 64 KiB
-  static constexpr int kSharedBytes = kStages * kStageBytes + 1024;  // + alignment slack
+  static constexpr int kBarrierBytes = 2 * kStages * 8;
+  static constexpr int kSharedBytes = kStages * kStageBytes + 1024 + kBarrierBytes;  // + 1024-byte alignment slack
 };
 
 struct WgmmaParams {
@@ -45,6 +56,7 @@ struct WgmmaParams {
   std::int64_t padded_depth_bytes;
   int k_tiles;
   std::int64_t m, n;
+  int tiles_m, tiles_n;  // output tiles (grid = tiles_m * tiles_n blocks, grouped rasterization)
   float alpha, beta;
   float* c;
   std::int64_t ldc;
@@ -92,7 +104,40 @@ __device__ __forceinline__ void wgmma_m64n128k8_tf32(float (&d)[64], std::uint64
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
       : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
-#endif
+
+// mbarrier helpers (shared::cta addresses).
+__device__ __forceinline__ void mbarrier_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbarrier_wait(unsigned bar, unsigned parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nWAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Arrives on `bar` once every cp.async this thread issued so far has landed.
+__device__ __forceinline__ void cp_async_arrive(unsigned bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive_expect_bytes(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Bulk tensor copy (TMA) of the box at (x, y) of `map` into shared memory at `dst`; completion is
+// counted in bytes on mbarrier `bar`.
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const CUtensorMap& map, int x, int y, unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<std::uint64_t>(&map)), "r"(x), "r"(y), "r"(bar)
+      : "memory");
+}
+template <int N>
+__device__ __forceinline__ void set_max_registers_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N)); }
+template <int N>
+__device__ __forceinline__ void set_max_registers_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N)); }
+#endif  // MIXSOLVE_HAS_WGMMA
 
 template <Element E>
 __device__ __forceinline__ void wgmma(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b, int accumulate) {
@@ -110,64 +155,90 @@ __device__ __forceinline__ void fence_registers(float (&d)[64]) {
 
 }  // namespace wgmma_detail
 
+// C = alpha * 2^-(s_i + s_j) * acc + beta * C for one warpgroup's 64 x 128 tile at (row0, col0).
+// Register 4*nb + r of the m64n128 accumulator holds row 16*warp + lane/4 + 8*(r/2), column
+// 8*nb + 2*(lane%4) + r%2 of the tile.
+__device__ __forceinline__ void store_wgmma_tile(const WgmmaParams& p, const float (&acc)[64], std::int64_t row0,
+                                                 std::int64_t col0, int lane_in_group) {
+  const int warp = lane_in_group / 32, lane = lane_in_group % 32;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const std::int64_t row = row0 + warp * 16 + lane / 4 + half * 8;
+    if (row >= p.m) continue;
+    const int row_shift = p.row_max_a ? row_scale_exponent(p.row_max_a[row]) : 0;
+#pragma unroll
+    for (int nb = 0; nb < 16; ++nb)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const std::int64_t col = col0 + nb * 8 + (lane % 4) * 2 + e;
+        if (col >= p.n) continue;
+        float v = acc[nb * 4 + half * 2 + e];
+        if (p.row_max_a) v = scalbnf(v, -(row_shift + row_scale_exponent(p.row_max_b[col])));
+        float* out = p.c + row + col * p.ldc;
+        *out = p.beta == 0.0f ? p.alpha * v : fmaf(p.alpha, v, p.beta * *out);
+      }
+  }
+}
+
 // Writes 1 to *out when the wgmma path was compiled (sm_90a), so the host can choose it.
 __global__ void wgmma_probe_kernel(int* out) { *out = MIXSOLVE_HAS_WGMMA; }
 
-template <Element E>
-__global__ void __launch_bounds__(WgmmaConfig::kThreads, 1) corrected_sgemm_wgmma_kernel(WgmmaParams p) {
+template <Element E, bool ScaledResidual>
+__global__ void __launch_bounds__(WgmmaConfig::kThreads, 1)
+    corrected_sgemm_wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                                    WgmmaParams p) {
 #if MIXSOLVE_HAS_WGMMA
   using Cfg = WgmmaConfig;
   using namespace wgmma_detail;
-  using mma_detail::cp_async_16;
-  using mma_detail::cp_async_commit;
-  using mma_detail::cp_async_wait;
   extern __shared__ unsigned char shared_raw[];
-  // wgmma's swizzle pattern repeats every 1024 bytes: align the stages to it.
   const unsigned shared_base = (mma_detail::smem_address(shared_raw) + 1023u) & ~1023u;
-
+  const unsigned full_barriers = shared_base + Cfg::kStages * Cfg::kStageBytes;  // [kStages] x 8 bytes
+  const unsigned empty_barriers = full_barriers + Cfg::kStages * 8;
   const int tid = threadIdx.x, warpgroup = tid / 128, lane_in_group = tid % 128;
-  const std::int64_t tile_m0 = std::int64_t(blockIdx.x) * Cfg::kTileM;
-  const std::int64_t tile_n0 = std::int64_t(blockIdx.y) * Cfg::kTileN;
-  const char* a_source = static_cast<const char*>(p.a_hi) + tile_m0 * p.padded_depth_bytes;
-  const char* b_source = static_cast<const char*>(p.b_hi) + tile_n0 * p.padded_depth_bytes;
+  const TileCoordinates tile = grouped_tile(blockIdx.x, p.tiles_m, p.tiles_n);
+  const std::int64_t tile_m0 = std::int64_t(tile.m) * Cfg::kTileM;
+  const std::int64_t tile_n0 = std::int64_t(tile.n) * Cfg::kTileN;
 
-  auto load_stage = [&](int stage, int k_tile) {
-    const unsigned stage_base = shared_base + stage * Cfg::kStageBytes;
-#pragma unroll
-    for (int operand = 0; operand < 4; ++operand)
-#pragma unroll
-      for (int i = 0; i < Cfg::kTileM * Cfg::kChunksPerRow / Cfg::kThreads; ++i) {
-        const int chunk_id = tid + i * Cfg::kThreads;
-        const int row = chunk_id / Cfg::kChunksPerRow, chunk = chunk_id % Cfg::kChunksPerRow;
-        const char* src = (operand < 2 ? a_source + (operand & 1) * p.a_lo_offset : b_source + (operand & 1) * p.b_lo_offset) +
-                          row * p.padded_depth_bytes + std::int64_t(k_tile) * Cfg::kRowBytes + chunk * 16;
-        cp_async_16(stage_base + operand * Cfg::kOperandBytes + mma_detail::swizzled_offset(row, chunk), src);
+  if (tid == 0) {
+    for (int s = 0; s < Cfg::kStages; ++s) {
+      mbarrier_init(full_barriers + 8 * s, 1);     // the producer's arrival + the TMA bytes
+      mbarrier_init(empty_barriers + 8 * s, 256);  // one arrival per consumer thread
+    }
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {  // producer
+    set_max_registers_dec<40>();
+    if (lane_in_group == 0) {
+      const int rows_a = static_cast<int>(p.a_lo_offset / p.padded_depth_bytes);
+      const int rows_b = static_cast<int>(p.b_lo_offset / p.padded_depth_bytes);
+      const int elements_per_slice = Cfg::kRowBytes / (E == Element::Fp16 ? 2 : 4);
+      for (int k_tile = 0; k_tile < p.k_tiles; ++k_tile) {
+        const int stage = k_tile % Cfg::kStages, round = k_tile / Cfg::kStages;
+        if (round > 0) mbarrier_wait(empty_barriers + 8 * stage, (round - 1) & 1);
+        const unsigned full = full_barriers + 8 * stage;
+        const unsigned stage_base = shared_base + stage * Cfg::kStageBytes;
+        const int x = k_tile * elements_per_slice;
+        mbarrier_arrive_expect_bytes(full, Cfg::kStageBytes);
+        tma_load_2d(stage_base + 0 * Cfg::kOperandBytes, map_a, x, int(tile_m0), full);
+        tma_load_2d(stage_base + 1 * Cfg::kOperandBytes, map_a, x, rows_a + int(tile_m0), full);
+        tma_load_2d(stage_base + 2 * Cfg::kOperandBytes, map_b, x, int(tile_n0), full);
+        tma_load_2d(stage_base + 3 * Cfg::kOperandBytes, map_b, x, rows_b + int(tile_n0), full);
       }
-  };
-
+    }
+  } else {  // consumers
+  set_max_registers_inc<232>();
+  const int consumer = warpgroup - 1;  // rows consumer*64 .. +63 of the tile
   float acc[64], x[64], part[64];
 #pragma unroll
   for (int i = 0; i < 64; ++i) acc[i] = x[i] = part[i] = 0.0f;
 
-  // Prologue: slices 0 and 1 in flight. Each iteration waits for its own wgmmas, so the stage of
-  // slice k_tile - 1 is free once every thread has passed the next barrier.
-  load_stage(0, 0);
-  cp_async_commit();
-  if (p.k_tiles > 1) load_stage(1, 1);
-  cp_async_commit();
-
   for (int k_tile = 0; k_tile < p.k_tiles; ++k_tile) {
-    cp_async_wait<1>();  // slice k_tile has landed (the next one may still be in flight)
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // cp.async writes -> wgmma reads
-    __syncthreads();
-    // Every wgmma of slice k_tile - 1 completed before the barrier, so its stage is free: fetch
-    // slice k_tile + 2 into it.
-    if (k_tile + 2 < p.k_tiles) load_stage((k_tile + 2) % Cfg::kStages, k_tile + 2);
-    cp_async_commit();
-
-    const unsigned stage_base = shared_base + (k_tile % Cfg::kStages) * Cfg::kStageBytes;
-    const unsigned a_hi = stage_base + 0 * Cfg::kOperandBytes + warpgroup * 64 * Cfg::kRowBytes;
-    const unsigned a_lo = stage_base + 1 * Cfg::kOperandBytes + warpgroup * 64 * Cfg::kRowBytes;
+    const int stage = k_tile % Cfg::kStages, round = k_tile / Cfg::kStages;
+    mbarrier_wait(full_barriers + 8 * stage, round & 1);  // TMA writes and wgmma reads: both async proxy
+    const unsigned stage_base = shared_base + stage * Cfg::kStageBytes;
+    const unsigned a_hi = stage_base + 0 * Cfg::kOperandBytes + consumer * 64 * Cfg::kRowBytes;
+    const unsigned a_lo = stage_base + 1 * Cfg::kOperandBytes + consumer * 64 * Cfg::kRowBytes;
     const unsigned b_hi = stage_base + 2 * Cfg::kOperandBytes;
     const unsigned b_lo = stage_base + 3 * Cfg::kOperandBytes;
 
@@ -178,19 +249,22 @@ __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1) corrected_sgemm_wgmm
       wgmma<E>(x, make_descriptor(a_lo + 32 * s), make_descriptor(b_hi + 32 * s), s > 0);
       wgmma<E>(x, make_descriptor(a_hi + 32 * s), make_descriptor(b_lo + 32 * s), 1);
     }
-    wgmma_commit();
-    wgmma_wait<0>();
-    fence_registers(x);
+    if constexpr (ScaledResidual) {  // bring the corrections back to scale before the main product
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_registers(x);
 #pragma unroll
-    for (int i = 0; i < 64; ++i) x[i] *= 0x1p-11f;  // seed 000 eq. (20): / 2^11
-    fence_registers(x);
-    wgmma_fence();
+      for (int i = 0; i < 64; ++i) x[i] *= 0x1p-11f;  // seed 000 eq. (20): / 2^11
+      fence_registers(x);
+      wgmma_fence();
+    }
 #pragma unroll
     for (int s = 0; s < Cfg::kKSteps; ++s)
       wgmma<E>(x, make_descriptor(a_hi + 32 * s), make_descriptor(b_hi + 32 * s), 1);
     wgmma_commit();
     wgmma_wait<0>();
     fence_registers(x);
+    mbarrier_arrive(empty_barriers + 8 * stage);  // this stage's operands are no longer read
 #pragma unroll
     for (int i = 0; i < 64; ++i) part[i] += x[i];  // outside the TC: RN (§3.2)
     if ((k_tile + 1) % Cfg::kSlicesPerPart == 0 || k_tile + 1 == p.k_tiles) {
@@ -201,28 +275,7 @@ __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1) corrected_sgemm_wgmm
       }
     }
   }
-  cp_async_wait<0>();
-
-  // Epilogue. Register 4*nb + r of the m64n128 accumulator holds row 16*warp + lane/4 + 8*(r/2),
-  // column 8*nb + 2*(lane%4) + r%2 of the warpgroup's 64 x 128 tile.
-  const int warp = lane_in_group / 32, lane = lane_in_group % 32;
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const std::int64_t row = tile_m0 + warpgroup * 64 + warp * 16 + lane / 4 + half * 8;
-    if (row >= p.m) continue;
-    const int row_shift = p.row_max_a ? row_scale_exponent(p.row_max_a[row]) : 0;
-#pragma unroll
-    for (int nb = 0; nb < 16; ++nb)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const std::int64_t col = tile_n0 + nb * 8 + (lane % 4) * 2 + e;
-        if (col >= p.n) continue;
-        const int r = nb * 4 + half * 2 + e;
-        float v = acc[r];
-        if (p.row_max_a) v = scalbnf(v, -(row_shift + row_scale_exponent(p.row_max_b[col])));
-        float* out = p.c + row + col * p.ldc;
-        *out = p.beta == 0.0f ? p.alpha * v : fmaf(p.alpha, v, p.beta * *out);
-      }
+  store_wgmma_tile(p, acc, tile_m0 + consumer * 64, tile_n0, lane_in_group);
   }
 #endif
 }
