@@ -140,7 +140,11 @@ CUtensorMap packed_operand_map(const void* hi, std::int64_t rows, std::int64_t d
 template <Element E, bool Scaled>
 void launch_wgmma(const Context& ctx, const corrected::WgmmaParams& params) {
   using Cfg = corrected::WgmmaConfig;
-  const unsigned grid = unsigned(params.tiles_m) * unsigned(params.tiles_n);
+  // Persistent grid: one CTA per multiprocessor (the kernel takes the whole shared memory of one).
+  int multiprocessors = 0;
+  MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, ctx.device()));
+  const std::int64_t tiles = std::int64_t(params.tiles_m) * params.tiles_n;
+  const unsigned grid = unsigned(tiles < multiprocessors ? tiles : multiprocessors);
   // The tensor maps cover hi rows followed by lo rows: the workspace must lay them out so.
   if (params.a_lo_offset != std::int64_t(params.tiles_m) * Cfg::kTileM * params.padded_depth_bytes ||
       params.b_lo_offset != std::int64_t(params.tiles_n) * Cfg::kTileN * params.padded_depth_bytes)

@@ -7,7 +7,11 @@
 // wgmma.m64n128k16 (FP16) or m64n128k8 (TF32), operands read from shared memory through matrix
 // descriptors, and arrive on the stage's "empty" mbarrier when done. There is no CTA-wide barrier
 // in the main loop, so the two consumers drift apart and one's waits overlap the other's tensor
-// core work. setmaxnreg moves registers to the consumers (producer 40, consumers 232).
+// core work. setmaxnreg moves registers to the consumers (producer 40, consumers 232). The grid is
+// persistent (one CTA per multiprocessor walking the tiles in grouped order): the CTAs in flight
+// work on neighbouring tiles and share their A and B slices in L2, which a 128 x 128 tile of
+// four operand arrays (~96 flop per byte) needs at large n, and the producer loads the next tile
+// while the consumers store the last.
 //
 // Accumulation, seed 000 eq. (20) and §3.2, per 128-byte k-slice (64 FP16 / 32 TF32 values of k):
 //   x    = A_lo B_hi + A_hi B_lo      inside the TC, from zero (corrections)
@@ -195,9 +199,7 @@ __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1)
   const unsigned full_barriers = shared_base + Cfg::kStages * Cfg::kStageBytes;  // [kStages] x 8 bytes
   const unsigned empty_barriers = full_barriers + Cfg::kStages * 8;
   const int tid = threadIdx.x, warpgroup = tid / 128, lane_in_group = tid % 128;
-  const TileCoordinates tile = grouped_tile(blockIdx.x, p.tiles_m, p.tiles_n);
-  const std::int64_t tile_m0 = std::int64_t(tile.m) * Cfg::kTileM;
-  const std::int64_t tile_n0 = std::int64_t(tile.n) * Cfg::kTileN;
+  const int tiles = p.tiles_m * p.tiles_n;
 
   if (tid == 0) {
     for (int s = 0; s < Cfg::kStages; ++s) {
@@ -207,75 +209,89 @@ __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1)
   }
   __syncthreads();
 
+  // Persistent: each CTA walks the tiles blockIdx.x, blockIdx.x + gridDim.x, ... in grouped order,
+  // so the CTAs resident at one time work on neighbouring tiles and share A and B slices in L2.
+  // The stage ring continues across tiles: `slice` counts every slice this CTA has handled.
   if (warpgroup == 0) {  // producer
     set_max_registers_dec<40>();
     if (lane_in_group == 0) {
       const int rows_a = static_cast<int>(p.a_lo_offset / p.padded_depth_bytes);
       const int rows_b = static_cast<int>(p.b_lo_offset / p.padded_depth_bytes);
       const int elements_per_slice = Cfg::kRowBytes / (E == Element::Fp16 ? 2 : 4);
-      for (int k_tile = 0; k_tile < p.k_tiles; ++k_tile) {
-        const int stage = k_tile % Cfg::kStages, round = k_tile / Cfg::kStages;
-        if (round > 0) mbarrier_wait(empty_barriers + 8 * stage, (round - 1) & 1);
-        const unsigned full = full_barriers + 8 * stage;
-        const unsigned stage_base = shared_base + stage * Cfg::kStageBytes;
-        const int x = k_tile * elements_per_slice;
-        mbarrier_arrive_expect_bytes(full, Cfg::kStageBytes);
-        tma_load_2d(stage_base + 0 * Cfg::kOperandBytes, map_a, x, int(tile_m0), full);
-        tma_load_2d(stage_base + 1 * Cfg::kOperandBytes, map_a, x, rows_a + int(tile_m0), full);
-        tma_load_2d(stage_base + 2 * Cfg::kOperandBytes, map_b, x, int(tile_n0), full);
-        tma_load_2d(stage_base + 3 * Cfg::kOperandBytes, map_b, x, rows_b + int(tile_n0), full);
+      int slice = 0;
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const TileCoordinates tile = grouped_tile(t, p.tiles_m, p.tiles_n);
+        const int row_a = tile.m * Cfg::kTileM, row_b = tile.n * Cfg::kTileN;
+        for (int k_tile = 0; k_tile < p.k_tiles; ++k_tile, ++slice) {
+          const int stage = slice % Cfg::kStages, round = slice / Cfg::kStages;
+          if (round > 0) mbarrier_wait(empty_barriers + 8 * stage, (round - 1) & 1);
+          const unsigned full = full_barriers + 8 * stage;
+          const unsigned stage_base = shared_base + stage * Cfg::kStageBytes;
+          const int x = k_tile * elements_per_slice;
+          mbarrier_arrive_expect_bytes(full, Cfg::kStageBytes);
+          tma_load_2d(stage_base + 0 * Cfg::kOperandBytes, map_a, x, row_a, full);
+          tma_load_2d(stage_base + 1 * Cfg::kOperandBytes, map_a, x, rows_a + row_a, full);
+          tma_load_2d(stage_base + 2 * Cfg::kOperandBytes, map_b, x, row_b, full);
+          tma_load_2d(stage_base + 3 * Cfg::kOperandBytes, map_b, x, rows_b + row_b, full);
+        }
       }
     }
   } else {  // consumers
-  set_max_registers_inc<232>();
-  const int consumer = warpgroup - 1;  // rows consumer*64 .. +63 of the tile
-  float acc[64], x[64], part[64];
+    set_max_registers_inc<232>();
+    const int consumer = warpgroup - 1;  // rows consumer*64 .. +63 of the tile
+    int slice = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      const TileCoordinates tile = grouped_tile(t, p.tiles_m, p.tiles_n);
+      float acc[64], x[64], part[64];
 #pragma unroll
-  for (int i = 0; i < 64; ++i) acc[i] = x[i] = part[i] = 0.0f;
+      for (int i = 0; i < 64; ++i) acc[i] = x[i] = part[i] = 0.0f;
 
-  for (int k_tile = 0; k_tile < p.k_tiles; ++k_tile) {
-    const int stage = k_tile % Cfg::kStages, round = k_tile / Cfg::kStages;
-    mbarrier_wait(full_barriers + 8 * stage, round & 1);  // TMA writes and wgmma reads: both async proxy
-    const unsigned stage_base = shared_base + stage * Cfg::kStageBytes;
-    const unsigned a_hi = stage_base + 0 * Cfg::kOperandBytes + consumer * 64 * Cfg::kRowBytes;
-    const unsigned a_lo = stage_base + 1 * Cfg::kOperandBytes + consumer * 64 * Cfg::kRowBytes;
-    const unsigned b_hi = stage_base + 2 * Cfg::kOperandBytes;
-    const unsigned b_lo = stage_base + 3 * Cfg::kOperandBytes;
+      for (int k_tile = 0; k_tile < p.k_tiles; ++k_tile, ++slice) {
+        const int stage = slice % Cfg::kStages, round = slice / Cfg::kStages;
+        mbarrier_wait(full_barriers + 8 * stage, round & 1);  // TMA writes and wgmma reads: both async proxy
+        const unsigned stage_base = shared_base + stage * Cfg::kStageBytes;
+        const unsigned a_hi = stage_base + 0 * Cfg::kOperandBytes + consumer * 64 * Cfg::kRowBytes;
+        const unsigned a_lo = stage_base + 1 * Cfg::kOperandBytes + consumer * 64 * Cfg::kRowBytes;
+        const unsigned b_hi = stage_base + 2 * Cfg::kOperandBytes;
+        const unsigned b_lo = stage_base + 3 * Cfg::kOperandBytes;
 
-    fence_registers(x);
-    wgmma_fence();
+        fence_registers(x);
+        wgmma_fence();
 #pragma unroll
-    for (int s = 0; s < Cfg::kKSteps; ++s) {
-      wgmma<E>(x, make_descriptor(a_lo + 32 * s), make_descriptor(b_hi + 32 * s), s > 0);
-      wgmma<E>(x, make_descriptor(a_hi + 32 * s), make_descriptor(b_lo + 32 * s), 1);
-    }
-    if constexpr (ScaledResidual) {  // bring the corrections back to scale before the main product
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_registers(x);
+        for (int s = 0; s < Cfg::kKSteps; ++s) {
+          wgmma<E>(x, make_descriptor(a_lo + 32 * s), make_descriptor(b_hi + 32 * s), s > 0);
+          wgmma<E>(x, make_descriptor(a_hi + 32 * s), make_descriptor(b_lo + 32 * s), 1);
+        }
+        if constexpr (ScaledResidual) {  // bring the corrections back to scale before the main product
+          wgmma_commit();
+          wgmma_wait<0>();
+          fence_registers(x);
 #pragma unroll
-      for (int i = 0; i < 64; ++i) x[i] *= 0x1p-11f;  // seed 000 eq. (20): / 2^11
-      fence_registers(x);
-      wgmma_fence();
-    }
+          for (int i = 0; i < 64; ++i) x[i] *= 0x1p-11f;  // seed 000 eq. (20): / 2^11
+          fence_registers(x);
+          wgmma_fence();
+        }
 #pragma unroll
-    for (int s = 0; s < Cfg::kKSteps; ++s)
-      wgmma<E>(x, make_descriptor(a_hi + 32 * s), make_descriptor(b_hi + 32 * s), 1);
-    wgmma_commit();
-    wgmma_wait<0>();
-    fence_registers(x);
-    mbarrier_arrive(empty_barriers + 8 * stage);  // this stage's operands are no longer read
+        for (int s = 0; s < Cfg::kKSteps; ++s)
+          wgmma<E>(x, make_descriptor(a_hi + 32 * s), make_descriptor(b_hi + 32 * s), 1);
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_registers(x);
+        mbarrier_arrive(empty_barriers + 8 * stage);  // this stage's operands are no longer read
 #pragma unroll
-    for (int i = 0; i < 64; ++i) part[i] += x[i];  // outside the TC: RN (§3.2)
-    if ((k_tile + 1) % Cfg::kSlicesPerPart == 0 || k_tile + 1 == p.k_tiles) {
+        for (int i = 0; i < 64; ++i) part[i] += x[i];  // outside the TC: RN (§3.2)
+        if ((k_tile + 1) % Cfg::kSlicesPerPart == 0 || k_tile + 1 == p.k_tiles) {
 #pragma unroll
-      for (int i = 0; i < 64; ++i) {
-        acc[i] += part[i];
-        part[i] = 0.0f;
+          for (int i = 0; i < 64; ++i) {
+            acc[i] += part[i];
+            part[i] = 0.0f;
+          }
+        }
       }
+      // The producer is already loading the next tile's first slices while this tile is stored.
+      store_wgmma_tile(p, acc, std::int64_t(tile.m) * Cfg::kTileM + consumer * 64, std::int64_t(tile.n) * Cfg::kTileN,
+                       lane_in_group);
     }
-  }
-  store_wgmma_tile(p, acc, tile_m0 + consumer * 64, tile_n0, lane_in_group);
   }
 #endif
 }
