@@ -2,6 +2,7 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
@@ -79,6 +80,21 @@ inline double componentwise_error(const HostMatrix<float>& c, const Reference& r
 // |c - c_hat| <= (2 u_input + u_input^2 + (k + 1) u_accumulate) (|A||B|) + O(u^2) terms.
 inline double inner_product_bound(std::int64_t k, double u_input, double u_accumulate) {
   return 2 * u_input + u_input * u_input + double(k + 2) * u_accumulate;
+}
+
+// Checks an FP64 product c = a b (m x k times k x n, packed column-major) against a long-double
+// evaluation: |c - exact| <= (k + 2) 2^-53 sum |a_ip b_pj| for every entry.
+inline void expect_fp64_product_accurate(const std::vector<double>& a, const std::vector<double>& b,
+                                         const std::vector<double>& c, std::int64_t m, std::int64_t n, std::int64_t k) {
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < m; ++i) {
+      long double exact = 0, magnitude = 0;
+      for (std::int64_t p = 0; p < k; ++p) {
+        exact += (long double)a[i + p * m] * b[p + j * k];
+        magnitude += std::fabs((long double)a[i + p * m] * b[p + j * k]);
+      }
+      ASSERT_LE(std::fabs((long double)c[i + j * m] - exact), (k + 2) * 0x1p-53 * magnitude) << "entry (" << i << ", " << j << ")";
+    }
 }
 
 }  // namespace mixsolve::testing

@@ -104,15 +104,7 @@ TEST(GpuBackends, DgemmMatchesLongDoubleReference) {
   GemmArgs<double> g{Op::N, Op::N, m, n, k, 1.0, da.data(), m, db.data(), k, 0.0, dc.data(), m};
   find_backend("cublas-dgemm").run(ctx, g);
   c = dc.to_host(ctx.stream());
-  for (std::int64_t j = 0; j < n; ++j)
-    for (std::int64_t i = 0; i < m; ++i) {
-      long double exact = 0, magnitude = 0;
-      for (std::int64_t p = 0; p < k; ++p) {
-        exact += (long double)a[i + p * m] * b[p + j * k];
-        magnitude += std::fabs((long double)a[i + p * m] * b[p + j * k]);
-      }
-      ASSERT_LE(std::fabs((long double)c[i + j * m] - exact), (k + 2) * 0x1p-53 * magnitude);
-    }
+  mixsolve::testing::expect_fp64_product_accurate(a, b, c, m, n, k);
 }
 
 // Relative error (seed 000 eq. 6) of backend `name` on an m x n x k product of the given classes.

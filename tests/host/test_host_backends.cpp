@@ -88,15 +88,7 @@ TEST(HostBackends, Fp64BackendMatchesLongDoubleReference) {
   Context ctx = Context::host_only();
   GemmArgs<double> args{Op::N, Op::N, m, n, k, 1.0, a.data(), m, b.data(), k, 0.0, c.data(), m};
   find_backend("host-fp64").run(ctx, args);
-  for (std::int64_t j = 0; j < n; ++j)
-    for (std::int64_t i = 0; i < m; ++i) {
-      long double exact = 0, magnitude = 0;
-      for (std::int64_t p = 0; p < k; ++p) {
-        exact += (long double)a[i + p * m] * b[p + j * k];
-        magnitude += std::fabs((long double)a[i + p * m] * b[p + j * k]);
-      }
-      ASSERT_LE(std::fabs((long double)c[i + j * m] - exact), (k + 2) * 0x1p-53 * magnitude);
-    }
+  mixsolve::testing::expect_fp64_product_accurate(a, b, c, m, n, k);
 }
 
 TEST(Registry, ListsEveryBackendOnceAndFindsThemByName) {
