@@ -9,13 +9,14 @@
 //
 // Accumulation (scheme.hpp):
 //   CorrectedRoundToNearest, per MMA k-step (k = 16 for FP16, 8 for TF32), seed 000 eq. (20):
-//       x  = mma(A_lo, B_hi, 0) ; x = mma(A_hi, B_lo, x)      corrections, scaled by 2^11
-//       x *= 2^-11                                            exact (power of two)
+//       x  = mma(A_lo, B_hi, 0) ; x = mma(A_hi, B_lo, x)      corrections
+//       x *= 2^-11                                            exact; only if the residual is
+//                                                             scaled by 2^11 (halfhalf)
 //       x  = mma(A_hi, B_hi, x)                               main product of this step
 //       part += x                                             FP32 add, round to nearest (§3.2)
-//     and every kChunkTiles slices (512 values of k) acc += part, part = 0: a two-level sum, so
-//     the sequential FP32 additions grow like k/512 + 32 rather than k/16. The tensor core's RZ
-//     truncation only ever touches one k-step's partial sum.
+//     and every kChunkTiles = 8 slices (512 FP16 / 256 TF32 values of k) acc += part, part = 0: a
+//     two-level sum, so the sequential FP32 additions grow like k/512 + 32 (FP16) rather than k/16.
+//     The tensor core's RZ truncation only ever touches one k-step's partial sum.
 //   MarkidisFourProducts, seed 000 Listing 2: acc = mma(dA,dB,acc); mma(dA,B); mma(A,dB); mma(A,B).
 #pragma once
 
@@ -35,7 +36,7 @@ struct MmaSyncConfig {
   static constexpr int kChunksPerRow = kRowBytes / 16;
   static constexpr int kKSteps = kRowBytes / 32;  // MMA k-steps (32 bytes of k) per stage
   static constexpr int kStages = Stages;
-  static constexpr int kChunkTiles = 1024 / kRowBytes;  // slices summed in `part` before acc
+  static constexpr int kChunkTiles = 8;  // slices summed in `part` before it goes into acc
   static constexpr int kThreads = 256;
   static constexpr int kWarpsM = 2, kWarpsN = 4;
   static constexpr int kWarpTileM = kTileM / kWarpsM;  // 64
