@@ -147,6 +147,22 @@ TEST(GpuBackends, UnscaledFp16BackendsReportOverflowInsteadOfReturningGarbage) {
   }
 }
 
+TEST(GpuBackends, SizesBeyondABackendsIndexRangeAreNotSupported) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  DeviceBuffer<float> tiny(16);
+  const std::int64_t huge = std::int64_t{1} << 31;  // ld and m only: nothing is read or written
+  for (const Backend* be : device_f32_backends(ctx)) {
+    GemmArgs<float> g{Op::N, Op::N, huge, 1, 1, 1.0f, tiny.data(), huge, tiny.data(), 1, 0.0f, tiny.data(), huge};
+    try {
+      be->run(ctx, g);
+      ADD_FAILURE() << be->name() << " accepted m = 2^31";
+    } catch (const NotSupported& e) {
+      EXPECT_NE(std::string(e.what()).find("m (2147483648)"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(GpuBackends, NanAndInfPropagateToTouchedEntriesOnly) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;

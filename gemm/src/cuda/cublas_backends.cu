@@ -19,6 +19,8 @@ namespace {
 
 cublasOperation_t to_cublas(Op op) { return op == Op::N ? CUBLAS_OP_N : CUBLAS_OP_T; }
 
+constexpr std::int64_t kCublasSizeLimit = 2147483647;  // cuBLAS's int sizes
+
 // Sets the math mode for one call and restores the default afterwards, so that backends sharing
 // the Context's handle do not leak settings into each other.
 class MathModeScope {
@@ -40,6 +42,7 @@ class CublasDgemm final : public Backend {
 
  protected:
   void run_f64(Context& ctx, const GemmArgs<double>& a) const override {
+    detail::require_sizes_at_most(name(), a, kCublasSizeLimit);
     MathModeScope mode(ctx.cublas(), CUBLAS_DEFAULT_MATH);
     MIXSOLVE_CUBLAS_CHECK(cublasDgemm(ctx.cublas(), to_cublas(a.op_a), to_cublas(a.op_b), int(a.m), int(a.n), int(a.k),
                                       &a.alpha, a.a, int(a.lda), a.b, int(a.ldb), &a.beta, a.c, int(a.ldc)));
@@ -57,6 +60,7 @@ class CublasSgemm final : public Backend {
 
  protected:
   void run_f32(Context& ctx, const GemmArgs<float>& a) const override {
+    detail::require_sizes_at_most(name(), a, kCublasSizeLimit);
     MathModeScope mode(ctx.cublas(), CUBLAS_PEDANTIC_MATH);
     MIXSOLVE_CUBLAS_CHECK(cublasSgemm(ctx.cublas(), to_cublas(a.op_a), to_cublas(a.op_b), int(a.m), int(a.n), int(a.k),
                                       &a.alpha, a.a, int(a.lda), a.b, int(a.ldb), &a.beta, a.c, int(a.ldc)));
@@ -73,6 +77,7 @@ class CublasTf32 final : public Backend {
 
  protected:
   void run_f32(Context& ctx, const GemmArgs<float>& a) const override {
+    detail::require_sizes_at_most(name(), a, kCublasSizeLimit);
     MathModeScope mode(ctx.cublas(), CUBLAS_DEFAULT_MATH);
     MIXSOLVE_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), to_cublas(a.op_a), to_cublas(a.op_b), int(a.m), int(a.n), int(a.k),
                                        &a.alpha, a.a, CUDA_R_32F, int(a.lda), a.b, CUDA_R_32F, int(a.ldb), &a.beta,
@@ -117,6 +122,7 @@ class CublasHalfPrecision final : public Backend {
 
  protected:
   void run_f32(Context& ctx, const GemmArgs<float>& a) const override {
+    detail::require_sizes_at_most(name(), a, kCublasSizeLimit);
     const GemmShape s = shape_of(a);
     detail::WorkspaceCarver ws(ctx.workspace(workspace_bytes(s)));
     unsigned int* overflow = ws.take<unsigned int>(2);

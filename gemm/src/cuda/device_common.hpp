@@ -4,13 +4,28 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "mixsolve/core/context.hpp"
+#include "mixsolve/core/error.hpp"
+#include "mixsolve/gemm/backend.hpp"
 
 namespace mixsolve::gemm::detail {
 
 // Empty if ctx has a GPU of compute capability >= min_cc (e.g. 80), else the reason.
 std::string require_device(const Context& ctx, int min_cc);
+
+// Throws NotSupported naming the first of m, n, k, lda, ldb, ldc that exceeds `limit` (cuBLAS takes
+// 32-bit sizes; the corrected kernels index tiles with 32-bit integers).
+template <class T>
+void require_sizes_at_most(const std::string& backend, const GemmArgs<T>& a, std::int64_t limit) {
+  const std::pair<const char*, std::int64_t> sizes[] = {{"m", a.m},     {"n", a.n},     {"k", a.k},
+                                                         {"lda", a.lda}, {"ldb", a.ldb}, {"ldc", a.ldc}};
+  for (const auto& [name, value] : sizes)
+    if (value > limit)
+      throw NotSupported("gemm(" + backend + "): " + name + " (" + std::to_string(value) + ") exceeds this backend's limit (" +
+                         std::to_string(limit) + ")");
+}
 
 // Hands out consecutive 256-byte aligned pieces of one workspace allocation.
 class WorkspaceCarver {

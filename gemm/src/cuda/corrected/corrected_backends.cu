@@ -182,6 +182,7 @@ class CorrectedSgemm final : public Backend {
 
  protected:
   void run_f32(Context& ctx, const GemmArgs<float>& a) const override {
+    detail::require_sizes_at_most(name_, a, std::int64_t{1} << 30);  // 32-bit tile and TMA coordinates
     const GemmShape shape = shape_of(a);
     const PackedLayout l = layout_for(scheme_, shape);
     const Workspace w = carve(ctx.workspace(carve(nullptr, l).bytes), l);
