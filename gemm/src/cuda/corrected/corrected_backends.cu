@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,7 @@ namespace {
 
 using corrected::Accumulation;
 using corrected::Element;
-using Tile = corrected::MmaSyncConfig<2>;  // tile sizes do not depend on the stage count
+using Tile = corrected::MmaSyncConfig<2>;  // 128 x 128, the same for every stage count and for wgmma
 using corrected::PackSource;
 using corrected::Scheme;
 
@@ -87,9 +88,12 @@ void launch_gemm_stages(const corrected::MmaSyncParams& params, cudaStream_t str
 }
 
 // True when this build has the wgmma kernel for `device` (compiled for sm_90a, device is sm_90).
+// The first call per device launches a probe kernel and waits for it (once per process).
 bool wgmma_available(int device) {
+  static std::mutex mutex;
   static int cached[64];  // 0 unknown, 1 yes, 2 no
   if (device < 0 || device >= 64) return false;
+  const std::lock_guard<std::mutex> lock(mutex);
   if (cached[device] == 0) {
     int major = 0;
     MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
@@ -152,7 +156,9 @@ void launch_wgmma(const Context& ctx, const corrected::WgmmaParams& params) {
   const CUtensorMap map_a = packed_operand_map(params.a_hi, std::int64_t(params.tiles_m) * Cfg::kTileM, params.padded_depth_bytes, E);
   const CUtensorMap map_b = packed_operand_map(params.b_hi, std::int64_t(params.tiles_n) * Cfg::kTileN, params.padded_depth_bytes, E);
   auto kernel = corrected::corrected_sgemm_wgmma_ws_kernel<E, Scaled>;
-  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSharedBytes));
+  static const cudaError_t attribute_status =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSharedBytes);
+  MIXSOLVE_CUDA_CHECK(attribute_status);
   kernel<<<grid, Cfg::kThreads, Cfg::kSharedBytes, ctx.stream()>>>(map_a, map_b, params);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
@@ -223,12 +229,12 @@ class CorrectedSgemm final : public Backend {
     p.row_max_b = scheme_.row_scaling ? w.row_max_b : nullptr;
     if (scheme_.accumulation == Accumulation::CorrectedRoundToNearest && scheme_.path == corrected::KernelPath::Auto &&
         wgmma_available(ctx.device())) {
-      const corrected::WgmmaParams w{p.a_hi,    p.a_lo_offset, p.b_hi,  p.b_lo_offset, p.padded_depth_bytes,
-                                     p.k_tiles, p.m,           p.n,     p.tiles_m,     p.tiles_n,
-                                     p.alpha,   p.beta,        p.c,     p.ldc,         p.row_max_a,
-                                     p.row_max_b};
-      if (scheme_.element == Element::Fp16) launch_wgmma<Element::Fp16, true>(ctx, w);
-      else launch_wgmma<Element::Tf32, false>(ctx, w);
+      const corrected::WgmmaParams params{p.a_hi,    p.a_lo_offset, p.b_hi,  p.b_lo_offset, p.padded_depth_bytes,
+                                          p.k_tiles, p.m,           p.n,     p.tiles_m,     p.tiles_n,
+                                          p.alpha,   p.beta,        p.c,     p.ldc,         p.row_max_a,
+                                          p.row_max_b};
+      if (scheme_.element == Element::Fp16) launch_wgmma<Element::Fp16, true>(ctx, params);
+      else launch_wgmma<Element::Tf32, false>(ctx, params);
       return;
     }
     if (scheme_.element == Element::Fp16) {
