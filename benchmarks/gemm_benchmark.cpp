@@ -2,9 +2,12 @@
 // same run, on square problems (n in --sizes) and over a k-sweep for the four input classes of
 // seed 000 §4.1. Prints tables and writes JSON (--json FILE).
 //
-//   gemm_benchmark [--sizes 4096,8192,16384] [--sweep-n 2048] [--sweep-k 256,1024,4096,16384]
-//                  [--backends a,b,...] [--reps 5] [--json out.json]
+//   gemm_benchmark [--sizes 4096,8192,16384] [--shapes 16384x16384x256,...] [--sweep-n 2048]
+//                  [--sweep-k 256,1024,4096,16384] [--backends a,b,...] [--reps 5] [--json out.json]
+//
+// --shapes adds rectangular m x n x k problems (e.g. the trailing updates of a blocked LU).
 #include <cstdio>
+#include <cstdint>
 #include <fstream>
 
 #include "bench_common.hpp"
@@ -33,26 +36,40 @@ int main(int argc, char** argv) try {
               out.value("cuda_driver", "").c_str(), out.value("cuda_runtime", "").c_str(), out.value("cublas", "").c_str(),
               out["date"].get<std::string>().c_str());
 
-  // Square problems, uniform(-1,1): TFLOP/s and relative error against cublas-sgemm of this run.
+  // Square (--sizes) and rectangular (--shapes) problems, uniform(-1,1): TFLOP/s and relative
+  // error against cublas-sgemm of this run.
+  struct Shape {
+    std::int64_t m, n, k;
+  };
+  std::vector<Shape> shapes;
+  for (std::int64_t n : sizes) shapes.push_back({n, n, n});
+  for (const std::string& s : opt.list("shapes", "")) {
+    Shape sh{};
+    if (std::sscanf(s.c_str(), "%ldx%ldx%ld", &sh.m, &sh.n, &sh.k) != 3 || sh.m <= 0 || sh.n <= 0 || sh.k <= 0)
+      throw InvalidArgument("--shapes: \"" + s + "\" is not MxNxK with positive sizes");
+    shapes.push_back(sh);
+  }
   const InputClass uniform = seed000_input_classes(2026)[0];
-  std::printf("\nSquare C = A B, uniform(-1,1), median of %d runs; ratios against cublas-sgemm in this run\n", reps);
-  std::printf("%-14s %6s %10s %9s %12s %12s\n", "backend", "n", "TFLOP/s", "x sgemm", "rel. error", "err/sgemm");
-  for (std::int64_t n : sizes) {
-    GemmEvaluator eval(ctx, Memory::Device, n, n, n);
+  std::printf("\nC = A B, uniform(-1,1), median of %d runs; ratios against cublas-sgemm in this run\n", reps);
+  std::printf("%-18s %18s %10s %9s %12s %12s\n", "backend", "m x n x k", "TFLOP/s", "x sgemm", "rel. error", "err/sgemm");
+  for (const Shape& sh : shapes) {
+    GemmEvaluator eval(ctx, Memory::Device, sh.m, sh.n, sh.k);
     eval.set_inputs(uniform);
     const Evaluation sgemm = eval.evaluate(find_backend("cublas-sgemm"), reps);
+    char dims[64];
+    std::snprintf(dims, sizeof dims, "%lldx%lldx%lld", (long long)sh.m, (long long)sh.n, (long long)sh.k);
     for (const Backend* b : backends) {
       const Evaluation e = b->name() == "cublas-sgemm" ? sgemm : eval.evaluate(*b, reps);
       nlohmann::json row = bench::to_json(e);
       row["speedup_vs_sgemm"] = e.tflops / sgemm.tflops;
       row["error_vs_sgemm"] = e.relative_error / sgemm.relative_error;
-      out["square"].push_back(row);
+      out[sh.m == sh.n && sh.n == sh.k ? "square" : "rectangular"].push_back(row);
       if (!e.error.empty()) {
-        std::printf("%-14s %6lld  %s\n", e.backend.c_str(), (long long)n, e.error.c_str());
+        std::printf("%-18s %18s  %s\n", e.backend.c_str(), dims, e.error.c_str());
         continue;
       }
-      std::printf("%-14s %6lld %10.1f %9.2f %12.3e %12.2f\n", e.backend.c_str(), (long long)n, e.tflops,
-                  e.tflops / sgemm.tflops, e.relative_error, e.relative_error / sgemm.relative_error);
+      std::printf("%-18s %18s %10.1f %9.2f %12.3e %12.2f\n", e.backend.c_str(), dims, e.tflops, e.tflops / sgemm.tflops,
+                  e.relative_error, e.relative_error / sgemm.relative_error);
     }
   }
 

@@ -25,6 +25,8 @@ namespace {
 using corrected::Accumulation;
 using corrected::Element;
 using Tile = corrected::MmaSyncConfig<2>;  // 128 x 128, the same for every stage count and for wgmma
+static_assert(Tile::kTileM == corrected::WgmmaConfig::kTileM && Tile::kTileN == corrected::WgmmaConfig::kTileN,
+              "both kernels read the packed operands with the same tile padding");
 using corrected::PackSource;
 using corrected::Scheme;
 
