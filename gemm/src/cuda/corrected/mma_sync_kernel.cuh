@@ -234,21 +234,30 @@ __global__ void __launch_bounds__(256, 1) corrected_sgemm_mma_sync_kernel(MmaSyn
 
   // Epilogue: C = alpha * 2^-(s_i + s_j) * acc + beta * C (the scaling undone exactly).
   const int group = lane >> 2, quad = lane & 3;
+  const bool scaled = p.row_max_a != nullptr;
+  int row_shift[Cfg::kMmaTilesM][2];
 #pragma unroll
   for (int i = 0; i < Cfg::kMmaTilesM; ++i)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const std::int64_t row = tile_m0 + warp_m * Cfg::kWarpTileM + i * 16 + group + half * 8;
-      if (row >= p.m) continue;
-      const int row_shift = p.row_max_a ? row_scale_exponent(p.row_max_a[row]) : 0;
+      row_shift[i][half] = scaled && row < p.m ? row_scale_exponent(p.row_max_a[row]) : 0;
+    }
 #pragma unroll
-      for (int j = 0; j < Cfg::kMmaTilesN; ++j)
+  for (int j = 0; j < Cfg::kMmaTilesN; ++j)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const std::int64_t col = tile_n0 + warp_n * Cfg::kWarpTileN + j * 8 + quad * 2 + e;
-          if (col >= p.n) continue;
+    for (int e = 0; e < 2; ++e) {
+      const std::int64_t col = tile_n0 + warp_n * Cfg::kWarpTileN + j * 8 + quad * 2 + e;
+      if (col >= p.n) continue;
+      const int col_shift = scaled ? row_scale_exponent(p.row_max_b[col]) : 0;
+#pragma unroll
+      for (int i = 0; i < Cfg::kMmaTilesM; ++i)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const std::int64_t row = tile_m0 + warp_m * Cfg::kWarpTileM + i * 16 + group + half * 8;
+          if (row >= p.m) continue;
           float v = acc[i][j][half * 2 + e];
-          if (p.row_max_a) v = scalbnf(v, -(row_shift + row_scale_exponent(p.row_max_b[col])));
+          if (scaled) v = unscale(v, row_shift[i][half] + col_shift);
           float* out = p.c + row + col * p.ldc;
           *out = p.beta == 0.0f ? p.alpha * v : fmaf(p.alpha, v, p.beta * *out);
         }

@@ -27,10 +27,19 @@ struct PackSource {
 // Exponent s for a power-of-two row scale: the scaled row maximum 2^s * max lies in [2^14, 2^15),
 // well inside FP16 (max 65504) with 28 binades of normal numbers below it. seed 000 §4.1 concludes
 // that halfhalf needs such an exponent shift; rows that are zero or hold Inf/NaN are not scaled.
+// Integer work on the bits of the (non-negative) maximum: the epilogue calls this per column.
 __device__ __forceinline__ int row_scale_exponent(unsigned int max_abs_bits) {
-  const float max_abs = __uint_as_float(max_abs_bits);
-  if (!(max_abs > 0.0f) || !isfinite(max_abs)) return 0;
-  return 14 - ilogbf(max_abs);
+  const unsigned int exponent_field = (max_abs_bits >> 23) & 0xFFu;
+  if (max_abs_bits == 0 || exponent_field == 0xFFu) return 0;  // zero row; Inf or NaN
+  if (exponent_field != 0) return 14 - (int(exponent_field) - 127);
+  return 14 - ilogbf(__uint_as_float(max_abs_bits));  // subnormal maximum
+}
+
+// v * 2^-shift with one rounding, as scalbnf(v, -shift), by a multiplication where 2^-shift is a
+// normal float (the common case) -- the undo of the row and column scaling in the epilogues.
+__device__ __forceinline__ float unscale(float v, int shift) {
+  if (shift >= -127 && shift <= 126) return v * __uint_as_float(static_cast<unsigned int>(127 - shift) << 23);
+  return scalbnf(v, -shift);
 }
 
 constexpr int kPackTile = 32;

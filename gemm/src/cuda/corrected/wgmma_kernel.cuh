@@ -165,23 +165,28 @@ __device__ __forceinline__ void fence_registers(float (&d)[64]) {
 __device__ __forceinline__ void store_wgmma_tile(const WgmmaParams& p, const float (&acc)[64], std::int64_t row0,
                                                  std::int64_t col0, int lane_in_group) {
   const int warp = lane_in_group / 32, lane = lane_in_group % 32;
+  const bool scaled = p.row_max_a != nullptr;
+  const std::int64_t rows[2] = {row0 + warp * 16 + lane / 4, row0 + warp * 16 + lane / 4 + 8};
+  int row_shift[2] = {0, 0};
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const std::int64_t row = row0 + warp * 16 + lane / 4 + half * 8;
-    if (row >= p.m) continue;
-    const int row_shift = p.row_max_a ? row_scale_exponent(p.row_max_a[row]) : 0;
+  for (int half = 0; half < 2; ++half)
+    if (scaled && rows[half] < p.m) row_shift[half] = row_scale_exponent(p.row_max_a[rows[half]]);
 #pragma unroll
-    for (int nb = 0; nb < 16; ++nb)
+  for (int nb = 0; nb < 16; ++nb)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const std::int64_t col = col0 + nb * 8 + (lane % 4) * 2 + e;
-        if (col >= p.n) continue;
+    for (int e = 0; e < 2; ++e) {
+      const std::int64_t col = col0 + nb * 8 + (lane % 4) * 2 + e;
+      if (col >= p.n) continue;
+      const int col_shift = scaled ? row_scale_exponent(p.row_max_b[col]) : 0;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        if (rows[half] >= p.m) continue;
         float v = acc[nb * 4 + half * 2 + e];
-        if (p.row_max_a) v = scalbnf(v, -(row_shift + row_scale_exponent(p.row_max_b[col])));
-        float* out = p.c + row + col * p.ldc;
+        if (scaled) v = unscale(v, row_shift[half] + col_shift);
+        float* out = p.c + rows[half] + col * p.ldc;
         *out = p.beta == 0.0f ? p.alpha * v : fmaf(p.alpha, v, p.beta * *out);
       }
-  }
+    }
 }
 
 // Writes 1 to *out when the wgmma path was compiled (sm_90a), so the host can choose it.
