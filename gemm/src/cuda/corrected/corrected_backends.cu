@@ -143,7 +143,7 @@ CUtensorMap packed_operand_map(const void* hi, std::int64_t rows, std::int64_t d
   return map;
 }
 
-template <Element E, bool Scaled>
+template <Element E, bool Scaled, int MainChain>
 void launch_wgmma(const Context& ctx, const corrected::WgmmaParams& params) {
   using Cfg = corrected::WgmmaConfig;
   // Persistent grid: one CTA per multiprocessor (the kernel takes the whole shared memory of one).
@@ -157,7 +157,7 @@ void launch_wgmma(const Context& ctx, const corrected::WgmmaParams& params) {
     throw Error("corrected SGEMM: packed lo operands do not follow their hi operands (workspace layout bug)");
   const CUtensorMap map_a = packed_operand_map(params.a_hi, std::int64_t(params.tiles_m) * Cfg::kTileM, params.padded_depth_bytes, E);
   const CUtensorMap map_b = packed_operand_map(params.b_hi, std::int64_t(params.tiles_n) * Cfg::kTileN, params.padded_depth_bytes, E);
-  auto kernel = corrected::corrected_sgemm_wgmma_ws_kernel<E, Scaled>;
+  auto kernel = corrected::corrected_sgemm_wgmma_ws_kernel<E, Scaled, MainChain>;
   static const cudaError_t attribute_status =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSharedBytes);
   MIXSOLVE_CUDA_CHECK(attribute_status);
@@ -175,6 +175,13 @@ void launch_gemm(const Context& ctx, const corrected::MmaSyncParams& params) {
   else
     launch_gemm_stages<E, A, 2, Scaled>(params, ctx.stream());
 }
+
+// halfhalf on wgmma adds the main product to the FP32 sum every 4 k-steps (a 64-wide slice). On
+// same-signed inputs the tensor core's truncation within such a chain leaves a relative error of
+// ~2.5e-7 whatever k is, while SGEMM's grows like 1.5e-8 sqrt(k): they cross near k = 290
+// (H100/H200, exp_rand(-15,15), docs/kernels.md). Below k = 512 chains of 2 k-steps (error
+// ~1.5e-7) keep halfhalf at least as accurate as SGEMM; they cost 3-4% there and 8-15% at large k.
+constexpr std::int64_t kShortChainBelowK = 512;
 
 class CorrectedSgemm final : public Backend {
  public:
@@ -235,8 +242,9 @@ class CorrectedSgemm final : public Backend {
                                           p.k_tiles, p.m,           p.n,     p.tiles_m,     p.tiles_n,
                                           p.alpha,   p.beta,        p.c,     p.ldc,         p.row_max_a,
                                           p.row_max_b};
-      if (scheme_.element == Element::Fp16) launch_wgmma<Element::Fp16, true>(ctx, params);
-      else launch_wgmma<Element::Tf32, false>(ctx, params);
+      if (scheme_.element == Element::Fp16 && a.k < kShortChainBelowK) launch_wgmma<Element::Fp16, true, 2>(ctx, params);
+      else if (scheme_.element == Element::Fp16) launch_wgmma<Element::Fp16, true, 4>(ctx, params);
+      else launch_wgmma<Element::Tf32, false, 4>(ctx, params);
       return;
     }
     if (scheme_.element == Element::Fp16) {

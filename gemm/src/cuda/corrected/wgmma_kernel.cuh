@@ -17,7 +17,8 @@
 //   x    = A_lo B_hi + A_hi B_lo      inside the TC, from zero (corrections)
 //   x   *= 2^-11                      exact; only when the residual is scaled by 2^11 (halfhalf:
 //                                     the FP16 residual needs it; the TF32 one does not)
-//   x   += A_hi B_hi                  inside the TC (the main product of this slice)
+//   x   += A_hi B_hi                  inside the TC (the main product of this slice), in chains of
+//                                     kMainChain k-steps (4, or 2 for halfhalf at small k), each
 //   part += x                         FP32 add, round to nearest, outside the TC
 // and every 8 slices acc += part: RZ truncation only touches one slice's partial sum, and the
 // sequential FP32 additions grow like k/512 + 8, not k/64.
@@ -192,7 +193,7 @@ __device__ __forceinline__ void store_wgmma_tile(const WgmmaParams& p, const flo
 // Writes 1 to *out when the wgmma path was compiled (sm_90a), so the host can choose it.
 __global__ void wgmma_probe_kernel(int* out) { *out = MIXSOLVE_HAS_WGMMA; }
 
-template <Element E, bool ScaledResidual>
+template <Element E, bool ScaledResidual, int kMainChain>
 __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1)
     corrected_sgemm_wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                                     WgmmaParams p) {
@@ -276,15 +277,23 @@ __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1)
           fence_registers(x);
           wgmma_fence();
         }
+        // The main product in chains of kMainChain k-steps, each added outside the TC with RN.
 #pragma unroll
-        for (int s = 0; s < Cfg::kKSteps; ++s)
-          wgmma<E>(x, make_descriptor(a_hi + 32 * s), make_descriptor(b_hi + 32 * s), 1);
-        wgmma_commit();
-        wgmma_wait<0>();
-        fence_registers(x);
-        mbarrier_arrive(empty_barriers + 8 * stage);  // this stage's operands are no longer read
+        for (int chain = 0; chain < Cfg::kKSteps / kMainChain; ++chain) {
+          if (chain > 0) {
+            fence_registers(x);
+            wgmma_fence();
+          }
 #pragma unroll
-        for (int i = 0; i < 64; ++i) part[i] += x[i];  // outside the TC: RN (§3.2)
+          for (int s = chain * kMainChain; s < (chain + 1) * kMainChain; ++s)  // chains after the first start from 0
+            wgmma<E>(x, make_descriptor(a_hi + 32 * s), make_descriptor(b_hi + 32 * s), chain == 0 || s > chain * kMainChain);
+          wgmma_commit();
+          wgmma_wait<0>();
+          fence_registers(x);
+          if (chain + 1 == Cfg::kKSteps / kMainChain) mbarrier_arrive(empty_barriers + 8 * stage);  // operands no longer read
+#pragma unroll
+          for (int i = 0; i < 64; ++i) part[i] += x[i];  // outside the TC: RN (§3.2)
+        }
         if ((k_tile + 1) % Cfg::kSlicesPerPart == 0 || k_tile + 1 == p.k_tiles) {
 #pragma unroll
           for (int i = 0; i < 64; ++i) {
