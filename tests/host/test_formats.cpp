@@ -102,6 +102,24 @@ TEST(Formats, HostTf32ConversionMatchesIndependentReference) {
   }
 }
 
+TEST(Formats, HostBf16ConversionRoundsToNearestEven) {
+  EXPECT_EQ(float_to_bf16_bits_rn_host(1.0f), 0x3F80);
+  EXPECT_EQ(float_to_bf16_bits_rn_host(bits_float(0x3F808000u)), 0x3F80) << "tie to even (down)";
+  EXPECT_EQ(float_to_bf16_bits_rn_host(bits_float(0x3F818000u)), 0x3F82) << "tie to even (up)";
+  EXPECT_EQ(float_to_bf16_bits_rn_host(bits_float(0x3F808001u)), 0x3F81) << "above the tie";
+  EXPECT_EQ(float_to_bf16_bits_rn_host(std::numeric_limits<float>::max()), 0x7F80) << "rounds to Inf";
+  EXPECT_TRUE(std::isnan(to_bf16_rn_host(std::numeric_limits<float>::quiet_NaN())));
+  std::mt19937 gen(3);
+  for (int i = 0; i < 100000; ++i) {  // against rounding in double: nearest of the two neighbours
+    const float f = bits_float(gen() & 0x7F7FFFFFu);
+    if ((float_bits(f) >> 23) == 0xFE) continue;  // top binade: rounding into overflow, checked above
+    const float r = to_bf16_rn_host(f);
+    const float down = bits_float(float_bits(f) & 0xFFFF0000u), up = bits_float((float_bits(f) & 0xFFFF0000u) + 0x10000u);
+    const double dd = double(f) - double(down), du = double(up) - double(f);
+    ASSERT_EQ(r, dd < du ? down : du < dd ? up : ((float_bits(down) >> 16) & 1 ? up : down)) << f;
+  }
+}
+
 TEST(Formats, HalfhalfSplitErrorIsOneUlpWhileTheScaledResidualIsNormal) {
   // The residual's leading bit sits at most 12 bits below v's (seed 000 §3.3, Fig. 5); scaled by
   // 2^11 it is a normal FP16 number whenever |v| >= 2^-1, and then at most the last bit is lost

@@ -39,6 +39,7 @@ std::pair<double, double> unit_roundoffs(const std::string& name) {
   if (name == "host-fp32") return {0, 0x1p-24};
   if (name == "model-fp16-rz" || name == "model-fp16-rn") return {0x1p-11, 0x1p-23};
   if (name == "model-tf32-rz" || name == "model-tf32-rn") return {0x1p-11, 0x1p-23};
+  if (name == "model-bf16-rz" || name == "model-bf16-rn") return {0x1p-8, 0x1p-23};
   return {0x1p-23, 0x1p-23};  // corrected schemes: the split loses at most one bit of 24
 }
 
@@ -77,7 +78,7 @@ TEST(HostBackends, Fp32BackendsMatchFp64ReferenceForAllTransposesAndOddSizes) {
     for (const Case& cs : cases()) run_case(*b, cs, seed += 10);
     ++tested;
   }
-  EXPECT_GE(tested, 11) << "host-fp32 and the ten tensor-core models";
+  EXPECT_GE(tested, 13) << "host-fp32 and the twelve tensor-core models";
 }
 
 TEST(HostBackends, Fp64BackendMatchesLongDoubleReference) {

@@ -11,6 +11,7 @@ namespace mixsolve::gemm {
 std::string to_string(TcScheme s) {
   switch (s) {
     case TcScheme::Fp16: return "fp16";
+    case TcScheme::Bf16: return "bf16";
     case TcScheme::Tf32: return "tf32";
     case TcScheme::Markidis: return "markidis";
     case TcScheme::Halfhalf: return "halfhalf";
@@ -36,6 +37,7 @@ void split_value(TcScheme s, float v, float& hi, float& lo) {
   using namespace formats;
   switch (s) {
     case TcScheme::Fp16: hi = to_f16_rn(v); lo = 0; return;
+    case TcScheme::Bf16: hi = to_bf16_rn_host(v); lo = 0; return;
     case TcScheme::Tf32: hi = to_tf32_rna(v); lo = 0; return;
     case TcScheme::Markidis: {
       const HalfSplit p = split_markidis(v);
@@ -88,6 +90,7 @@ void tc_model_gemm(const TcModel& model, const GemmArgs<float>& args) {
         const int len = static_cast<int>(k - p < block ? k - p : block);
         switch (model.scheme) {
           case TcScheme::Fp16:
+          case TcScheme::Bf16:
           case TcScheme::Tf32:
             acc = mma_step(ah + p, bh + p, len, acc, main_rounding);
             break;

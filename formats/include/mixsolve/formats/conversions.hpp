@@ -107,6 +107,15 @@ MIXSOLVE_HD inline std::uint32_t float_to_tf32_bits_rna(float f) {
 #endif
 }
 
+// Host model of cvt.rn.bf16.f32: keep the upper 16 bits of the FP32 pattern, round to nearest
+// even (NaN stays NaN).
+inline std::uint16_t float_to_bf16_bits_rn_host(float f) {
+  const std::uint32_t x = float_bits(f);
+  if ((x & 0x7F800000u) == 0x7F800000u && (x & 0x7FFFFFu)) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
+  return static_cast<std::uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+inline float to_bf16_rn_host(float f) { return bits_float(std::uint32_t(float_to_bf16_bits_rn_host(f)) << 16); }
+
 // TF32 values are FP32 bit patterns with the low 13 mantissa bits zero.
 MIXSOLVE_HD inline float to_tf32_rna(float f) { return bits_float(float_to_tf32_bits_rna(f)); }
 MIXSOLVE_HD inline float to_f16_rn(float f) { return half_bits_to_float(float_to_half_bits_rn(f)); }

@@ -16,6 +16,7 @@ namespace mixsolve::gemm {
 
 enum class TcScheme {
   Fp16,      // A, B rounded to FP16; one product
+  Bf16,      // A, B rounded to BF16; one product
   Tf32,      // A, B rounded to TF32 (RNA); one product
   Markidis,  // seed 000 eqs. (1)-(5): four products in the same accumulator, unscaled residuals
   Halfhalf,  // seed 000 eqs. (15)-(18), (20): main product + two corrections scaled by 2^-11

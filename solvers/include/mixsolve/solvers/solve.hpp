@@ -1,0 +1,120 @@
+// Solve A X = B (A square, B with one or several right-hand sides) to FP64 accuracy: factorize A
+// in a cheaper arithmetic, refine in FP64, escalate the precision when refinement fails.
+//
+//   mixsolve::SolveReport r = mixsolve::solve(ctx, A, B, X);          // defaults below
+//
+// A, B, X are views in host or device memory (all three in the same one); A and B are not
+// modified. Host matrices are solved with the host backends (Eigen, and the tensor-core model of
+// gemm/ for the FP16/TF32/halfhalf roundings), so the whole logic runs without a GPU.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mixsolve/core/context.hpp"
+#include "mixsolve/core/error.hpp"
+#include "mixsolve/core/matrix.hpp"
+
+namespace mixsolve {
+
+// Arithmetic of the LU factorization. All but FP64 store the factors in FP32 and differ in the
+// GEMM backend of the trailing updates: FP32 (cublas-sgemm), TF32 (cublas-tf32), FP16 / BF16
+// (tensor cores, inputs rounded), Halfhalf / Tf32tf32 (the corrected tensor-core SGEMM of
+// gemm/, about FP32-accurate).
+enum class Precision { FP64, FP32, TF32, FP16, BF16, Halfhalf, Tf32tf32, Auto };
+
+enum class Refinement {
+  None,     // one solve with the factors, no refinement
+  Classic,  // x += LU \ (b - A x), residuals and updates in FP64
+  Gmres,    // GMRES-IR: the correction from GMRES on A d = r preconditioned by the LU (FP64)
+  Auto,     // Classic for FP64 / FP32-accurate factorizations, Gmres for FP16 / BF16 / TF32
+};
+
+std::string to_string(Precision p);
+std::string to_string(Refinement r);
+Precision parse_precision(const std::string& text);    // "fp16", "halfhalf", "auto", ...
+Refinement parse_refinement(const std::string& text);  // "none", "classic", "gmres", "auto"
+
+struct SolveOptions {
+  // Auto starts with FP16 and escalates FP16 -> Halfhalf -> FP64 when refinement stagnates,
+  // diverges or meets a zero pivot.
+  Precision factorization = Precision::Auto;
+  Refinement refinement = Refinement::Auto;
+  // Stop test (LAPACK dsgesv / cuSOLVER IRS), per right-hand side:
+  //   ||r||_inf < tolerance_factor * sqrt(n) * ||x||_inf * ||A||_inf * eps_64.
+  double tolerance_factor = 1.0;
+  // Refinement steps per factorization: outer iterations (both methods).
+  int max_iterations = 30;
+  // GMRES: restart length and total inner iterations per outer step and right-hand side.
+  int gmres_restart = 50;
+  int gmres_max_inner = 200;
+  // Refactor in FP64 when refinement fails at the requested precision (for Auto: whether FP64 is
+  // the last step of the escalation). The report says when it happened.
+  bool fallback = true;
+  // LU block size; 0 picks one for the matrix size and memory space.
+  int block_size = 0;
+};
+
+// Why one factorization's refinement stopped.
+enum class StopReason { Converged, ZeroPivot, Overflow, Stagnated, Diverged, MaxIterations, NoRefinement };
+std::string to_string(StopReason s);
+
+struct Attempt {
+  Precision precision = Precision::FP64;
+  Refinement refinement = Refinement::Classic;
+  StopReason stop = StopReason::Converged;
+  std::int64_t zero_pivot_column = -1;  // for StopReason::ZeroPivot
+  int iterations = 0;                   // outer refinement iterations
+  int inner_iterations = 0;             // GMRES iterations, all right-hand sides
+  double factorization_seconds = 0, refinement_seconds = 0;
+};
+
+struct SolveReport {
+  bool converged = false;              // every right-hand side met the stop test
+  std::vector<bool> converged_rhs;
+  int iterations = 0;                  // outer refinement iterations, all attempts
+  // Normwise backward error max_j ||b_j - A x_j||_inf / (||A||_inf ||x_j||_inf + ||b_j||_inf)
+  // after each solve (initial and each refinement step), all attempts in order.
+  std::vector<double> backward_error_history;
+  std::vector<Attempt> attempts;       // the precision path actually taken
+  bool fell_back = false;              // an FP64 factorization was needed after a cheaper one
+  double factorization_seconds = 0, refinement_seconds = 0, fallback_seconds = 0, total_seconds = 0;
+  std::size_t peak_workspace_bytes = 0;
+
+  std::string summary() const;         // one line per attempt, for printing
+};
+
+// Exactly singular A: zero pivot in the FP64 factorization.
+class SingularMatrix : public Error {
+ public:
+  SingularMatrix(const std::string& message, std::int64_t column) : Error(message), column_(column) {}
+  std::int64_t column() const { return column_; }
+
+ private:
+  std::int64_t column_;
+};
+
+SolveReport solve(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
+                  const MatrixView<double>& x, const SolveOptions& options = {});
+
+// Factor once, solve many: the factorization (and any escalation) happens on the first solve;
+// later solves reuse the factors of the precision that succeeded. The matrix is copied.
+class Factorization {
+ public:
+  Factorization(Context& ctx, const MatrixView<const double>& a, const SolveOptions& options = {});
+  ~Factorization();
+  Factorization(Factorization&&) noexcept;
+  Factorization& operator=(Factorization&&) noexcept;
+
+  SolveReport solve(const MatrixView<const double>& b, const MatrixView<double>& x);
+  Precision precision() const;  // of the factors in use (Auto before the first solve)
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace mixsolve

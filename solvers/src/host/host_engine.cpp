@@ -1,0 +1,229 @@
+// Host engine: blocked LU with partial pivoting whose trailing updates go through a host GEMM
+// backend (Eigen, or the tensor-core model of gemm/ for FP16 / BF16 / TF32 / halfhalf / tf32tf32
+// rounding), triangular solves in the working precision, FP64 residuals.
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "../engine.hpp"
+#include "mixsolve/gemm/registry.hpp"
+
+namespace mixsolve::solvers_detail {
+
+namespace {
+
+// The host GEMM backend that gives a factorization its rounding.
+const gemm::Backend& host_update_backend(Precision p) {
+  switch (p) {
+    case Precision::FP64: return gemm::find_backend("host-fp64");
+    case Precision::FP32: return gemm::find_backend("host-fp32");
+    case Precision::TF32: return gemm::find_backend("model-tf32-rz");
+    case Precision::FP16: return gemm::find_backend("model-fp16-rz");
+    case Precision::BF16: return gemm::find_backend("model-bf16-rz");
+    case Precision::Halfhalf: return gemm::find_backend("model-halfhalf-rn");
+    case Precision::Tf32tf32: return gemm::find_backend("model-tf32tf32-rn");
+    case Precision::Auto: break;
+  }
+  throw InvalidArgument("host engine: no factorization for precision " + to_string(p));
+}
+
+// Right-looking blocked LU with partial pivoting of the n x n matrix a (leading dimension n),
+// trailing updates A22 -= L21 U12 through `update`. Returns the first zero pivot's column or -1.
+template <class T>
+std::int64_t lu_factor(std::vector<T>& a, std::int64_t n, std::vector<std::int64_t>& pivots, int nb,
+                       const gemm::Backend& update, Context& ctx) {
+  auto at = [&](std::int64_t i, std::int64_t j) -> T& { return a[i + j * n]; };
+  pivots.assign(n, 0);
+  for (std::int64_t j0 = 0; j0 < n; j0 += nb) {
+    const std::int64_t jb = std::min<std::int64_t>(nb, n - j0);
+    for (std::int64_t j = j0; j < j0 + jb; ++j) {  // unblocked panel, working precision
+      std::int64_t p = j;
+      for (std::int64_t i = j + 1; i < n; ++i)
+        if (std::abs(at(i, j)) > std::abs(at(p, j))) p = i;
+      pivots[j] = p;
+      if (at(p, j) == T(0)) return j;
+      if (p != j)
+        for (std::int64_t c = 0; c < n; ++c) std::swap(at(j, c), at(p, c));
+      const T inv = T(1) / at(j, j);
+      for (std::int64_t i = j + 1; i < n; ++i) at(i, j) *= inv;
+      for (std::int64_t c = j + 1; c < j0 + jb; ++c)
+        for (std::int64_t i = j + 1; i < n; ++i) at(i, c) -= at(i, j) * at(j, c);
+    }
+    const std::int64_t rest = n - j0 - jb;
+    if (rest == 0) continue;
+    for (std::int64_t c = j0 + jb; c < n; ++c)  // U12 = L11^-1 A12 (unit lower)
+      for (std::int64_t j = j0; j < j0 + jb; ++j)
+        for (std::int64_t i = j + 1; i < j0 + jb; ++i) at(i, c) -= at(i, j) * at(j, c);
+    gemm::GemmArgs<T> g{gemm::Op::N, gemm::Op::N, rest, rest, jb, T(-1), &at(j0 + jb, j0), n,
+                        &at(j0, j0 + jb), n, T(1), &at(j0 + jb, j0 + jb), n};
+    update.run(ctx, g);  // A22 -= L21 U12 in the backend's arithmetic
+  }
+  return -1;
+}
+
+// y := U^-1 L^-1 P y in precision T, column by column.
+template <class T>
+void lu_solve(const std::vector<T>& lu, std::int64_t n, const std::vector<std::int64_t>& pivots,
+              const MatrixView<double>& y) {
+  std::vector<T> w(n);
+  for (std::int64_t c = 0; c < y.cols; ++c) {
+    for (std::int64_t i = 0; i < n; ++i) w[i] = static_cast<T>(y(i, c));
+    for (std::int64_t i = 0; i < n; ++i) std::swap(w[i], w[pivots[i]]);
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = j + 1; i < n; ++i) w[i] -= lu[i + j * n] * w[j];
+    for (std::int64_t j = n - 1; j >= 0; --j) {
+      w[j] /= lu[j + j * n];
+      for (std::int64_t i = 0; i < j; ++i) w[i] -= lu[i + j * n] * w[j];
+    }
+    for (std::int64_t i = 0; i < n; ++i) y(i, c) = static_cast<double>(w[i]);
+  }
+}
+
+template <class T>
+bool all_finite(const std::vector<T>& v) {
+  return std::all_of(v.begin(), v.end(), [](T x) { return std::isfinite(x); });
+}
+
+class HostEngine final : public Engine {
+ public:
+  HostEngine(Context& ctx, const MatrixView<const double>& a, int block_size) : ctx_(ctx), a_(a.rows * a.rows) {
+    n_ = a.rows;
+    for (std::int64_t j = 0; j < n_; ++j)
+      for (std::int64_t i = 0; i < n_; ++i) a_[i + j * n_] = a(i, j);
+    nb_ = block_size > 0 ? block_size : 32;
+  }
+
+  Memory memory() const override { return Memory::Host; }
+
+  double norm_inf() override {
+    double best = 0;
+    for (std::int64_t i = 0; i < n_; ++i) {
+      double s = 0;
+      for (std::int64_t j = 0; j < n_; ++j) s += std::fabs(a_[i + j * n_]);
+      best = std::max(best, s);
+    }
+    return best;
+  }
+
+  std::pair<std::int64_t, std::int64_t> find_nonfinite(const MatrixView<const double>& m) override {
+    for (std::int64_t j = 0; j < m.cols; ++j)
+      for (std::int64_t i = 0; i < m.rows; ++i)
+        if (!std::isfinite(m(i, j))) return {i, j};
+    return {-1, -1};
+  }
+
+  FactorResult factor(Precision p) override {
+    const gemm::Backend& update = host_update_backend(p);
+    FactorResult result;
+    double_factors_.clear();
+    float_factors_.clear();
+    if (p == Precision::FP64) {
+      double_factors_ = a_;
+      result.zero_pivot_column = lu_factor(double_factors_, n_, pivots_, nb_, update, ctx_);
+      if (result.zero_pivot_column < 0 && !all_finite(double_factors_)) result.status = StopReason::Overflow;
+    } else {
+      float_factors_.resize(a_.size());
+      for (std::size_t i = 0; i < a_.size(); ++i) float_factors_[i] = static_cast<float>(a_[i]);
+      if (!all_finite(float_factors_)) {
+        result.status = StopReason::Overflow;  // beyond FP32's range
+        return result;
+      }
+      result.zero_pivot_column = lu_factor(float_factors_, n_, pivots_, nb_, update, ctx_);
+      if (result.zero_pivot_column < 0 && !all_finite(float_factors_)) result.status = StopReason::Overflow;
+    }
+    if (result.zero_pivot_column >= 0) result.status = StopReason::ZeroPivot;
+    peak_ = std::max(peak_, factors_bytes() + scratch_bytes());
+    return result;
+  }
+
+  void apply_inverse(const MatrixView<double>& y) override {
+    if (!double_factors_.empty()) lu_solve(double_factors_, n_, pivots_, y);
+    else lu_solve(float_factors_, n_, pivots_, y);
+  }
+
+  void residual(const MatrixView<const double>& x, const MatrixView<const double>& b,
+                const MatrixView<double>& r) override {
+    for (std::int64_t c = 0; c < x.cols; ++c) {
+      for (std::int64_t i = 0; i < n_; ++i) r(i, c) = b(i, c);
+      for (std::int64_t j = 0; j < n_; ++j) {
+        const double xj = x(j, c);
+        for (std::int64_t i = 0; i < n_; ++i) r(i, c) -= a_[i + j * n_] * xj;
+      }
+    }
+  }
+
+  void multiply(const double* x, double* y) override {
+    std::fill(y, y + n_, 0.0);
+    for (std::int64_t j = 0; j < n_; ++j)
+      for (std::int64_t i = 0; i < n_; ++i) y[i] += a_[i + j * n_] * x[j];
+  }
+
+  void column_norms_inf(const MatrixView<const double>& m, double* out) override {
+    for (std::int64_t c = 0; c < m.cols; ++c) {
+      double v = 0;
+      for (std::int64_t i = 0; i < m.rows; ++i) v = std::max(v, std::fabs(m(i, c)));
+      out[c] = v;
+    }
+  }
+
+  MatrixView<double> scratch(int slot, std::int64_t cols) override {
+    if (slot >= int(scratch_.size())) scratch_.resize(slot + 1);
+    auto& s = scratch_[slot];
+    if (s.size() < std::size_t(n_ * cols)) s.resize(n_ * cols);
+    peak_ = std::max(peak_, factors_bytes() + scratch_bytes());
+    return host_view(s.data(), n_, cols, std::max<std::int64_t>(n_, 1));
+  }
+
+  void copy(const MatrixView<const double>& src, const MatrixView<double>& dst) override {
+    for (std::int64_t j = 0; j < src.cols; ++j)
+      for (std::int64_t i = 0; i < src.rows; ++i) dst(i, j) = src(i, j);
+  }
+  void axpy(double alpha, const double* x, double* y) override {
+    for (std::int64_t i = 0; i < n_; ++i) y[i] += alpha * x[i];
+  }
+  void scal(double alpha, double* x) override {
+    for (std::int64_t i = 0; i < n_; ++i) x[i] *= alpha;
+  }
+  double dot(const double* x, const double* y) override {
+    double s = 0;
+    for (std::int64_t i = 0; i < n_; ++i) s += x[i] * y[i];
+    return s;
+  }
+  void add(const MatrixView<const double>& x, const MatrixView<double>& y) override {
+    for (std::int64_t j = 0; j < x.cols; ++j)
+      for (std::int64_t i = 0; i < x.rows; ++i) y(i, j) += x(i, j);
+  }
+  void synchronize() override {}
+  std::size_t peak_workspace_bytes() const override { return peak_; }
+
+ private:
+  std::size_t factors_bytes() const {
+    return double_factors_.size() * sizeof(double) + float_factors_.size() * sizeof(float) +
+           pivots_.size() * sizeof(std::int64_t);
+  }
+  std::size_t scratch_bytes() const {
+    std::size_t b = 0;
+    for (const auto& s : scratch_) b += s.size() * sizeof(double);
+    return b;
+  }
+
+  Context& ctx_;
+  std::vector<double> a_;  // the FP64 matrix (a copy: the user's is never touched)
+  std::vector<double> double_factors_;
+  std::vector<float> float_factors_;
+  std::vector<std::int64_t> pivots_;
+  std::vector<std::vector<double>> scratch_;
+  int nb_ = 32;
+  std::size_t peak_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_host_engine(Context& ctx, const MatrixView<const double>& a, int block_size) {
+  return std::make_unique<HostEngine>(ctx, a, block_size);
+}
+
+}  // namespace mixsolve::solvers_detail
