@@ -47,6 +47,7 @@ class Engine {
   // y += alpha x, x *= alpha, x . y, ||x||_2 on vectors of length n.
   virtual void axpy(double alpha, const double* x, double* y) = 0;
   virtual void scal(double alpha, double* x) = 0;
+  virtual void zero(double* x) = 0;
   virtual double dot(const double* x, const double* y) = 0;
   // Y += X for n x k blocks.
   virtual void add(const MatrixView<const double>& x, const MatrixView<double>& y) = 0;

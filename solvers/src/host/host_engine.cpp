@@ -187,6 +187,7 @@ class HostEngine final : public Engine {
   void scal(double alpha, double* x) override {
     for (std::int64_t i = 0; i < n_; ++i) x[i] *= alpha;
   }
+  void zero(double* x) override { std::fill(x, x + n_, 0.0); }
   double dot(const double* x, const double* y) override {
     double s = 0;
     for (std::int64_t i = 0; i < n_; ++i) s += x[i] * y[i];

@@ -1,0 +1,428 @@
+// The solve driver: argument checks, the precision path (escalation and fallback), classic and
+// GMRES iterative refinement for several right-hand sides, the stop test, and the report. All
+// arithmetic goes through an Engine (engine.hpp), so host and device share this logic.
+#include "mixsolve/solvers/solve.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <vector>
+
+#include "engine.hpp"
+
+namespace mixsolve {
+
+using solvers_detail::Engine;
+using solvers_detail::FactorResult;
+
+std::string to_string(Precision p) {
+  switch (p) {
+    case Precision::FP64: return "fp64";
+    case Precision::FP32: return "fp32";
+    case Precision::TF32: return "tf32";
+    case Precision::FP16: return "fp16";
+    case Precision::BF16: return "bf16";
+    case Precision::Halfhalf: return "halfhalf";
+    case Precision::Tf32tf32: return "tf32tf32";
+    case Precision::Auto: return "auto";
+  }
+  return "?";
+}
+
+std::string to_string(Refinement r) {
+  switch (r) {
+    case Refinement::None: return "none";
+    case Refinement::Classic: return "classic";
+    case Refinement::Gmres: return "gmres";
+    case Refinement::Auto: return "auto";
+  }
+  return "?";
+}
+
+std::string to_string(StopReason s) {
+  switch (s) {
+    case StopReason::Converged: return "converged";
+    case StopReason::ZeroPivot: return "zero pivot";
+    case StopReason::Overflow: return "overflow in the factors";
+    case StopReason::Stagnated: return "stagnated";
+    case StopReason::Diverged: return "diverged";
+    case StopReason::MaxIterations: return "iteration limit";
+    case StopReason::NoRefinement: return "no refinement requested";
+  }
+  return "?";
+}
+
+Precision parse_precision(const std::string& text) {
+  for (Precision p : {Precision::FP64, Precision::FP32, Precision::TF32, Precision::FP16, Precision::BF16,
+                      Precision::Halfhalf, Precision::Tf32tf32, Precision::Auto})
+    if (to_string(p) == text) return p;
+  throw InvalidArgument("precision \"" + text + "\" is not one of fp64, fp32, tf32, fp16, bf16, halfhalf, tf32tf32, auto");
+}
+
+Refinement parse_refinement(const std::string& text) {
+  for (Refinement r : {Refinement::None, Refinement::Classic, Refinement::Gmres, Refinement::Auto})
+    if (to_string(r) == text) return r;
+  throw InvalidArgument("refinement \"" + text + "\" is not one of none, classic, gmres, auto");
+}
+
+std::string SolveReport::summary() const {
+  std::ostringstream s;
+  s << (converged ? "converged" : "NOT converged") << " after " << iterations << " refinement iterations, "
+    << total_seconds << " s";
+  if (fell_back) s << " (fell back to FP64)";
+  s << "\n";
+  for (const Attempt& a : attempts) {
+    s << "  " << to_string(a.precision) << " LU + " << to_string(a.refinement) << ": " << to_string(a.stop);
+    if (a.stop == StopReason::ZeroPivot) s << " in column " << a.zero_pivot_column;
+    s << ", " << a.iterations << " iterations";
+    if (a.inner_iterations) s << " (" << a.inner_iterations << " GMRES)";
+    s << ", factorization " << a.factorization_seconds << " s, refinement " << a.refinement_seconds << " s\n";
+  }
+  if (!backward_error_history.empty()) s << "  final backward error " << backward_error_history.back() << "\n";
+  return s.str();
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Inner GMRES tolerance (relative to the preconditioned residual): the outer FP64 loop corrects
+// what the inner solve leaves, so a moderate value suffices.
+constexpr double kGmresTolerance = 1e-8;
+
+// Which refinement runs with factors of precision p under Refinement::Auto: FP32-accurate
+// factors converge fast with classic IR; FP16 / BF16 / TF32 factors need GMRES-IR (Carson and
+// Higham) once the condition number passes ~1/u_low.
+Refinement resolve_refinement(Refinement r, Precision p) {
+  if (r != Refinement::Auto) return r;
+  return (p == Precision::FP16 || p == Precision::BF16 || p == Precision::TF32) ? Refinement::Gmres
+                                                                                : Refinement::Classic;
+}
+
+// The factorizations to try, in order.
+std::vector<Precision> precision_path(const SolveOptions& o) {
+  std::vector<Precision> path;
+  if (o.factorization == Precision::Auto) path = {Precision::FP16, Precision::Halfhalf};
+  else path = {o.factorization};
+  if (o.fallback && path.back() != Precision::FP64) path.push_back(Precision::FP64);
+  return path;
+}
+
+struct Checks {
+  static void arguments(const char* where, const MatrixView<const double>& a, const MatrixView<const double>& b,
+                        const MatrixView<double>& x) {
+    detail::check_view(where, "A", a);
+    detail::check_view(where, "B", b);
+    detail::check_view(where, "X", x);
+    auto fail = [&](const std::string& what) { throw InvalidArgument(std::string(where) + ": " + what); };
+    if (a.rows != a.cols) fail("A is " + std::to_string(a.rows) + " x " + std::to_string(a.cols) + ", not square");
+    if (b.rows != a.rows)
+      fail("B has " + std::to_string(b.rows) + " rows but A is " + std::to_string(a.rows) + " x " + std::to_string(a.cols));
+    if (x.rows != b.rows || x.cols != b.cols)
+      fail("X is " + std::to_string(x.rows) + " x " + std::to_string(x.cols) + " but B is " + std::to_string(b.rows) +
+           " x " + std::to_string(b.cols));
+    if (a.memory != b.memory || a.memory != x.memory)
+      fail(std::string("A, B and X must be in one memory space (A: ") + to_string(a.memory) + ", B: " +
+           to_string(b.memory) + ", X: " + to_string(x.memory) + ")");
+    if (x.data != nullptr && (x.data == b.data || static_cast<const void*>(x.data) == a.data))
+      fail("X must not alias A or B (B is read until the end)");
+  }
+};
+
+}  // namespace
+
+struct Factorization::State {
+  Context* ctx = nullptr;
+  SolveOptions options;
+  std::unique_ptr<Engine> engine;
+  double norm_a = 0;
+  std::vector<Precision> path;
+  std::size_t next = 0;  // index in path of the next factorization to try
+  Precision current = Precision::Auto;
+  bool factored = false;
+};
+
+Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, const SolveOptions& options)
+    : state_(std::make_unique<State>()) {
+  const char* where = "Factorization";
+  detail::check_view(where, "A", a);
+  if (a.rows != a.cols)
+    throw InvalidArgument(std::string(where) + ": A is " + std::to_string(a.rows) + " x " + std::to_string(a.cols) +
+                          ", not square");
+  if (options.max_iterations < 0)
+    throw InvalidArgument(std::string(where) + ": max_iterations (" + std::to_string(options.max_iterations) + ") < 0");
+  if (options.gmres_restart < 1)
+    throw InvalidArgument(std::string(where) + ": gmres_restart (" + std::to_string(options.gmres_restart) + ") < 1");
+  if (!(options.tolerance_factor > 0))
+    throw InvalidArgument(std::string(where) + ": tolerance_factor (" + std::to_string(options.tolerance_factor) + ") <= 0");
+  State& s = *state_;
+  s.ctx = &ctx;
+  s.options = options;
+  if (a.memory == Memory::Device)
+    throw NotSupported(std::string(where) + ": device matrices are not supported yet (the GPU engine is the next step "
+                       "of issue 3); copy A, B, X to the host for now");
+  s.engine = solvers_detail::make_host_engine(ctx, a, options.block_size);
+  const auto bad = s.engine->find_nonfinite(a);
+  if (bad.first >= 0)
+    throw InvalidArgument(std::string(where) + ": A(" + std::to_string(bad.first) + ", " + std::to_string(bad.second) +
+                          ") is NaN or Inf");
+  s.norm_a = s.engine->norm_inf();
+  s.path = precision_path(options);
+}
+
+Factorization::~Factorization() = default;
+Factorization::Factorization(Factorization&&) noexcept = default;
+Factorization& Factorization::operator=(Factorization&&) noexcept = default;
+
+Precision Factorization::precision() const { return state_->factored ? state_->current : Precision::Auto; }
+
+namespace {
+
+// Refinement of one right-hand-side block with the engine's current factors.
+class Refiner {
+ public:
+  Refiner(Engine& e, const SolveOptions& o, double norm_a, const MatrixView<const double>& b, const MatrixView<double>& x)
+      : e_(e), o_(o), norm_a_(norm_a), b_(b), x_(x), k_(b.cols), n_(e.n()) {}
+
+  // Runs one attempt: X = LU \ B, then refinement. Appends to the report.
+  StopReason run(Refinement method, Attempt& attempt, SolveReport& report) {
+    const MatrixView<double> r = e_.scratch(0, k_);
+    e_.copy(b_, x_);
+    e_.apply_inverse(x_);
+    std::vector<double> berr(k_), previous(k_, INFINITY);
+    std::vector<int> slow(k_, 0);
+    std::vector<bool> done(k_, false);
+    evaluate(r, berr, done, report);
+    if (method == Refinement::None) return all(done) ? StopReason::Converged : StopReason::NoRefinement;
+    for (int it = 0; it < o_.max_iterations && !all(done); ++it) {
+      for (std::int64_t j = 0; j < k_; ++j) previous[j] = berr[j];
+      if (method == Refinement::Classic) {
+        const MatrixView<double> d = e_.scratch(1, k_);
+        e_.copy(r, d);
+        e_.apply_inverse(d);
+        for (std::int64_t j = 0; j < k_; ++j)
+          if (!done[j]) e_.axpy(1.0, &d(0, j), &x_(0, j));
+      } else {
+        for (std::int64_t j = 0; j < k_; ++j)
+          if (!done[j]) attempt.inner_iterations += gmres_correction(&r(0, j), &x_(0, j));
+      }
+      ++attempt.iterations;
+      ++report.iterations;
+      evaluate(r, berr, done, report);
+      // Stagnation: less than halving twice in a row. Divergence: the error at least doubled.
+      for (std::int64_t j = 0; j < k_; ++j) {
+        if (done[j]) continue;
+        if (!(berr[j] < 2 * previous[j])) return StopReason::Diverged;
+        slow[j] = berr[j] > 0.5 * previous[j] ? slow[j] + 1 : 0;
+        if (slow[j] >= 2) return StopReason::Stagnated;
+      }
+    }
+    return all(done) ? StopReason::Converged : StopReason::MaxIterations;
+  }
+
+  const std::vector<bool>& converged() const { return converged_; }
+
+ private:
+  static bool all(const std::vector<bool>& v) { return std::all_of(v.begin(), v.end(), [](bool b) { return b; }); }
+
+  // r = b - A x; backward errors; the stop test ||r||_inf < f sqrt(n) ||x||_inf ||A||_inf eps.
+  void evaluate(const MatrixView<double>& r, std::vector<double>& berr, std::vector<bool>& done, SolveReport& report) {
+    e_.residual(x_, b_, r);
+    std::vector<double> rn(k_), xn(k_), bn(k_);
+    e_.column_norms_inf(r, rn.data());
+    e_.column_norms_inf(x_, xn.data());
+    e_.column_norms_inf(b_, bn.data());
+    const double eps = std::numeric_limits<double>::epsilon() * 0.5;  // LAPACK's dlamch('E') = 2^-53, as dsgesv
+    double worst = 0;
+    for (std::int64_t j = 0; j < k_; ++j) {
+      const double denominator = norm_a_ * xn[j] + bn[j];
+      berr[j] = std::isfinite(rn[j]) && std::isfinite(xn[j]) ? (denominator > 0 ? rn[j] / denominator : 0.0) : INFINITY;
+      done[j] = std::isfinite(xn[j]) && rn[j] < o_.tolerance_factor * std::sqrt(double(n_)) * xn[j] * norm_a_ * eps;
+      if (rn[j] == 0) done[j] = true;
+      worst = std::max(worst, berr[j]);
+    }
+    converged_ = done;
+    report.backward_error_history.push_back(worst);
+  }
+
+  // GMRES on (LU)^-1 A d = (LU)^-1 r in FP64 (left preconditioning), restarted; x += d.
+  // Returns the number of inner iterations.
+  int gmres_correction(const double* r, double* x) {
+    const int m = o_.gmres_restart;
+    const MatrixView<double> v = e_.scratch(2, m + 1);
+    const MatrixView<double> work = e_.scratch(3, 2);
+    double* w = &work(0, 0);
+    double* d = &work(0, 1);
+    e_.zero(d);
+    int total = 0;
+    double beta0 = -1;
+    while (total < o_.gmres_max_inner) {
+      // z = (LU)^-1 (r - A d)
+      e_.multiply(d, w);
+      e_.scal(-1.0, w);
+      e_.axpy(1.0, r, w);
+      const MatrixView<double> wv = host_column(w);
+      e_.apply_inverse(wv);
+      const double beta = std::sqrt(e_.dot(w, w));
+      if (beta0 < 0) beta0 = beta;
+      if (beta == 0 || beta <= kGmresTolerance * beta0) break;
+      std::vector<double> h((m + 1) * m, 0.0), cs(m), sn(m), g(m + 1, 0.0);
+      g[0] = beta;
+      e_.copy(wv, column(v, 0));
+      e_.scal(1.0 / beta, &v(0, 0));
+      int j = 0;
+      for (; j < m && total < o_.gmres_max_inner; ++j, ++total) {
+        e_.multiply(&v(0, j), w);
+        e_.apply_inverse(host_column(w));
+        for (int i = 0; i <= j; ++i) {  // modified Gram-Schmidt
+          h[i + j * (m + 1)] = e_.dot(w, &v(0, i));
+          e_.axpy(-h[i + j * (m + 1)], &v(0, i), w);
+        }
+        const double hn = std::sqrt(e_.dot(w, w));
+        h[j + 1 + j * (m + 1)] = hn;
+        if (hn > 0) {
+          e_.copy(host_column(w), column(v, j + 1));
+          e_.scal(1.0 / hn, &v(0, j + 1));
+        }
+        for (int i = 0; i < j; ++i) {  // apply the earlier Givens rotations
+          const double a = h[i + j * (m + 1)], b = h[i + 1 + j * (m + 1)];
+          h[i + j * (m + 1)] = cs[i] * a + sn[i] * b;
+          h[i + 1 + j * (m + 1)] = -sn[i] * a + cs[i] * b;
+        }
+        const double a = h[j + j * (m + 1)], b = h[j + 1 + j * (m + 1)];
+        const double rho = std::hypot(a, b);
+        cs[j] = rho > 0 ? a / rho : 1.0;
+        sn[j] = rho > 0 ? b / rho : 0.0;
+        h[j + j * (m + 1)] = rho;
+        h[j + 1 + j * (m + 1)] = 0;
+        g[j + 1] = -sn[j] * g[j];
+        g[j] = cs[j] * g[j];
+        if (std::fabs(g[j + 1]) <= kGmresTolerance * beta0 || hn == 0) {
+          ++j;
+          ++total;
+          break;
+        }
+      }
+      // y = H^-1 g (upper triangular j x j), d += V y
+      std::vector<double> y(j, 0.0);
+      for (int i = j - 1; i >= 0; --i) {
+        double s = g[i];
+        for (int c = i + 1; c < j; ++c) s -= h[i + c * (m + 1)] * y[c];
+        y[i] = h[i + i * (m + 1)] != 0 ? s / h[i + i * (m + 1)] : 0.0;
+      }
+      for (int i = 0; i < j; ++i) e_.axpy(y[i], &v(0, i), d);
+      if (j == 0) break;
+    }
+    e_.axpy(1.0, d, x);
+    return total;
+  }
+
+  MatrixView<double> column(const MatrixView<double>& m, std::int64_t j) const { return m.block(0, j, n_, 1); }
+  MatrixView<double> host_column(double* p) const { return MatrixView<double>{p, n_, 1, n_, e_.memory()}; }
+
+  Engine& e_;
+  const SolveOptions& o_;
+  double norm_a_;
+  MatrixView<const double> b_;
+  MatrixView<double> x_;
+  std::int64_t k_, n_;
+  std::vector<bool> converged_;
+};
+
+}  // namespace
+
+SolveReport Factorization::solve(const MatrixView<const double>& b, const MatrixView<double>& x) {
+  State& s = *state_;
+  const auto t_start = Clock::now();
+  detail::check_view("solve", "B", b);
+  detail::check_view("solve", "X", x);
+  if (b.rows != s.engine->n())
+    throw InvalidArgument("solve: B has " + std::to_string(b.rows) + " rows but A is " + std::to_string(s.engine->n()) +
+                          " x " + std::to_string(s.engine->n()));
+  if (x.rows != b.rows || x.cols != b.cols)
+    throw InvalidArgument("solve: X is " + std::to_string(x.rows) + " x " + std::to_string(x.cols) + " but B is " +
+                          std::to_string(b.rows) + " x " + std::to_string(b.cols));
+  if (b.memory != s.engine->memory() || x.memory != s.engine->memory())
+    throw InvalidArgument(std::string("solve: B and X must be in ") + to_string(s.engine->memory()) + " memory, as A");
+  if (x.data != nullptr && x.data == b.data) throw InvalidArgument("solve: X must not alias B (B is read until the end)");
+  const auto bad = s.engine->find_nonfinite(b);
+  if (bad.first >= 0)
+    throw InvalidArgument("solve: B(" + std::to_string(bad.first) + ", " + std::to_string(bad.second) + ") is NaN or Inf");
+
+  SolveReport report;
+  report.converged_rhs.assign(b.cols, b.rows == 0);
+  if (b.cols == 0 || b.rows == 0) {
+    report.converged = true;
+    return report;
+  }
+  bool first_attempt = true;
+  bool cheaper_tried = false;
+  while (true) {
+    if (!s.factored) {
+      if (s.next >= s.path.size()) break;  // every factorization tried
+      Attempt attempt;
+      attempt.precision = s.path[s.next++];
+      attempt.refinement = resolve_refinement(s.options.refinement, attempt.precision);
+      const auto t0 = Clock::now();
+      const FactorResult f = s.engine->factor(attempt.precision);
+      s.engine->synchronize();
+      attempt.factorization_seconds = seconds_since(t0);
+      if (f.status != StopReason::Converged) {
+        if (f.status == StopReason::ZeroPivot && attempt.precision == Precision::FP64)
+          throw SingularMatrix("solve: A is singular: zero pivot in column " + std::to_string(f.zero_pivot_column) +
+                                   " of the FP64 LU factorization",
+                               f.zero_pivot_column);
+        attempt.stop = f.status;
+        attempt.zero_pivot_column = f.zero_pivot_column;
+        report.attempts.push_back(attempt);
+        report.factorization_seconds += attempt.factorization_seconds;
+        cheaper_tried = true;
+        continue;
+      }
+      s.factored = true;
+      s.current = attempt.precision;
+      report.attempts.push_back(attempt);
+    } else if (first_attempt) {
+      Attempt attempt;  // reuse of the factors from an earlier solve
+      attempt.precision = s.current;
+      attempt.refinement = resolve_refinement(s.options.refinement, s.current);
+      report.attempts.push_back(attempt);
+    }
+    first_attempt = false;
+    Attempt& attempt = report.attempts.back();
+    const bool is_fallback = attempt.precision == Precision::FP64 && cheaper_tried;
+    const auto t1 = Clock::now();
+    Refiner refiner(*s.engine, s.options, s.norm_a, b, x);
+    attempt.stop = refiner.run(attempt.refinement, attempt, report);
+    s.engine->synchronize();
+    attempt.refinement_seconds = seconds_since(t1);
+    report.converged_rhs = refiner.converged();
+    if (is_fallback) {
+      report.fell_back = true;
+      report.fallback_seconds += attempt.factorization_seconds + attempt.refinement_seconds;
+    } else {
+      report.factorization_seconds += attempt.factorization_seconds;
+      report.refinement_seconds += attempt.refinement_seconds;
+    }
+    if (attempt.stop == StopReason::Converged) break;
+    if (attempt.precision == Precision::FP64 || s.next >= s.path.size()) break;  // nothing higher to try
+    s.factored = false;  // escalate
+    cheaper_tried = true;
+  }
+  report.converged = std::all_of(report.converged_rhs.begin(), report.converged_rhs.end(), [](bool v) { return v; });
+  report.peak_workspace_bytes = s.engine->peak_workspace_bytes();
+  report.total_seconds = seconds_since(t_start);
+  return report;
+}
+
+SolveReport solve(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
+                  const MatrixView<double>& x, const SolveOptions& options) {
+  Checks::arguments("solve", a, b, x);
+  Factorization f(ctx, a, options);
+  return f.solve(b, x);
+}
+
+}  // namespace mixsolve

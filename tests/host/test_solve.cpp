@@ -1,0 +1,274 @@
+// The solve driver on host matrices: refinement paths, escalation, fallback, the stop test,
+// argument errors. Low-precision factorizations use the host tensor-core model (gemm/).
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "mixsolve/core/random.hpp"
+#include "mixsolve/core/test_matrices.hpp"
+#include "mixsolve/solvers/solve.hpp"
+
+namespace {
+
+using namespace mixsolve;
+
+struct Problem {
+  std::int64_t n, k;
+  std::vector<double> a, b, x;
+  Problem(const TestMatrixSpec& spec, std::int64_t n_, std::int64_t k_ = 1) : n(n_), k(k_), a(n_ * n_), b(n_ * k_), x(n_ * k_, NAN) {
+    generate_test_matrix(spec, host_view(a.data(), n, n, n));
+    fill_random(host_view(b.data(), n, k, n), RandomSpec::uniform(-1, 1, spec.seed + 100));
+  }
+  MatrixView<const double> A() const { return host_view<const double>(a.data(), n, n, n); }
+  MatrixView<const double> B() const { return host_view<const double>(b.data(), n, k, n); }
+  MatrixView<double> X() { return host_view(x.data(), n, k, n); }
+};
+
+TestMatrixSpec geo(double cond, std::uint64_t seed = 3) {
+  TestMatrixSpec s;
+  s.spectrum = Spectrum::Geo;
+  s.cond = cond;
+  s.seed = seed;
+  return s;
+}
+
+// The stop test, recomputed independently: ||b - A x||_inf < sqrt(n) ||x||_inf ||A||_inf 2^-53.
+bool meets_stop_test(const Problem& p, std::int64_t column) {
+  const Eigen::Map<const Eigen::MatrixXd> a(p.a.data(), p.n, p.n);
+  const Eigen::Map<const Eigen::VectorXd> b(p.b.data() + column * p.n, p.n), x(p.x.data() + column * p.n, p.n);
+  const double r = (b - a * x).cwiseAbs().maxCoeff();
+  const double norm_a = a.cwiseAbs().rowwise().sum().maxCoeff();
+  return r < std::sqrt(double(p.n)) * x.cwiseAbs().maxCoeff() * norm_a * 0x1p-53;
+}
+
+// Backward error of Eigen's FP64 partial-pivoting LU on the same problem, for comparison.
+double fp64_backward_error(const Problem& p) {
+  const Eigen::Map<const Eigen::MatrixXd> a(p.a.data(), p.n, p.n);
+  const Eigen::Map<const Eigen::MatrixXd> b(p.b.data(), p.n, p.k);
+  const Eigen::MatrixXd x = a.partialPivLu().solve(b);
+  const double norm_a = a.cwiseAbs().rowwise().sum().maxCoeff();
+  double worst = 0;
+  for (std::int64_t j = 0; j < p.k; ++j)
+    worst = std::max(worst, (b.col(j) - a * x.col(j)).cwiseAbs().maxCoeff() /
+                                (norm_a * x.col(j).cwiseAbs().maxCoeff() + b.col(j).cwiseAbs().maxCoeff()));
+  return worst;
+}
+
+SolveReport run(Problem& p, Precision prec, Refinement ref, bool fallback = true) {
+  Context ctx = Context::host_only();
+  SolveOptions o;
+  o.factorization = prec;
+  o.refinement = ref;
+  o.fallback = fallback;
+  o.block_size = 16;  // several blocks even at small n, so the GEMM backend does real work
+  return solve(ctx, p.A(), p.B(), p.X(), o);
+}
+
+void expect_converged_and_accurate(const Problem& p, const SolveReport& r) {
+  ASSERT_TRUE(r.converged) << r.summary();
+  for (std::int64_t j = 0; j < p.k; ++j) EXPECT_TRUE(meets_stop_test(p, j)) << "column " << j;
+  EXPECT_LE(r.backward_error_history.back(), 10 * std::max(fp64_backward_error(p), 0x1p-53)) << r.summary();
+}
+
+TEST(Solve, Fp64FactorizationMeetsTheStopTestWithoutEscalation) {
+  Problem p(geo(1e8), 96);
+  const SolveReport r = run(p, Precision::FP64, Refinement::Classic);
+  expect_converged_and_accurate(p, r);
+  ASSERT_EQ(r.attempts.size(), 1u);
+  EXPECT_EQ(r.attempts[0].precision, Precision::FP64);
+  EXPECT_FALSE(r.fell_back);
+  EXPECT_LE(r.iterations, 2);
+}
+
+TEST(Solve, Fp32ClassicRefinementReachesFp64Accuracy) {
+  Problem p(geo(1e4), 96, 3);
+  const SolveReport r = run(p, Precision::FP32, Refinement::Classic);
+  expect_converged_and_accurate(p, r);
+  ASSERT_EQ(r.attempts.size(), 1u);
+  EXPECT_EQ(r.attempts[0].precision, Precision::FP32);
+  EXPECT_GE(r.iterations, 1) << "an FP32 solve alone is not FP64-accurate";
+  EXPECT_EQ(r.converged_rhs.size(), 3u);
+}
+
+TEST(Solve, HalfhalfAndTf32tf32FactorizationsConvergeLikeFp32) {
+  for (Precision prec : {Precision::Halfhalf, Precision::Tf32tf32}) {
+    Problem p(geo(1e5, 11), 80);
+    const SolveReport r = run(p, prec, Refinement::Auto);
+    SCOPED_TRACE(to_string(prec));
+    expect_converged_and_accurate(p, r);
+    EXPECT_EQ(r.attempts.back().precision, prec);
+    EXPECT_EQ(r.attempts.back().refinement, Refinement::Classic);
+  }
+}
+
+TEST(Solve, Fp16NeedsGmresWhereClassicRefinementFails) {
+  // With FP16 trailing updates (FP32 panels), classic IR stops contracting from cond ~1e5 while
+  // GMRES-IR converges up to ~1e7 (host model, n = 96): cond 1e6 separates them.
+  Problem p(geo(1e6, 5), 96);
+  const SolveReport classic = run(p, Precision::FP16, Refinement::Classic, false);
+  EXPECT_FALSE(classic.converged) << classic.summary();
+  ASSERT_EQ(classic.attempts.size(), 1u);
+  EXPECT_TRUE(classic.attempts[0].stop == StopReason::Diverged || classic.attempts[0].stop == StopReason::Stagnated)
+      << classic.summary();
+  Problem q(geo(1e6, 5), 96);
+  const SolveReport gmres = run(q, Precision::FP16, Refinement::Gmres, false);
+  expect_converged_and_accurate(q, gmres);
+  EXPECT_GT(gmres.attempts[0].inner_iterations, 0);
+}
+
+TEST(Solve, Bf16AndTf32FactorizationsConvergeWithGmres) {
+  for (Precision prec : {Precision::BF16, Precision::TF32}) {
+    Problem p(geo(1e2, 17), 64, 2);
+    const SolveReport r = run(p, prec, Refinement::Auto, false);
+    SCOPED_TRACE(to_string(prec));
+    expect_converged_and_accurate(p, r);
+    EXPECT_EQ(r.attempts[0].refinement, Refinement::Gmres);
+  }
+}
+
+TEST(Solve, AutoEscalatesThroughHalfhalfToFp64AndReportsThePath) {
+  Problem p(geo(1e12, 9), 96);
+  const SolveReport r = run(p, Precision::Auto, Refinement::Auto);
+  expect_converged_and_accurate(p, r);
+  ASSERT_GE(r.attempts.size(), 2u) << r.summary();
+  EXPECT_EQ(r.attempts.front().precision, Precision::FP16);
+  EXPECT_EQ(r.attempts.back().precision, Precision::FP64);
+  EXPECT_EQ(r.attempts[1].precision, Precision::Halfhalf) << "escalation goes up one step at a time";
+  EXPECT_TRUE(r.fell_back);
+  EXPECT_GT(r.fallback_seconds, 0.0);
+  for (std::size_t i = 0; i + 1 < r.attempts.size(); ++i) EXPECT_NE(r.attempts[i].stop, StopReason::Converged);
+}
+
+TEST(Solve, AutoStaysCheapWhenTheMatrixIsWellConditioned) {
+  Problem p(geo(1e2, 21), 96);
+  const SolveReport r = run(p, Precision::Auto, Refinement::Auto);
+  expect_converged_and_accurate(p, r);
+  ASSERT_EQ(r.attempts.size(), 1u) << r.summary();
+  EXPECT_EQ(r.attempts[0].precision, Precision::FP16);
+  EXPECT_FALSE(r.fell_back);
+}
+
+TEST(Solve, FailureIsReportedWhenFallbackIsOff) {
+  Problem p(geo(1e12, 4), 96);
+  const SolveReport r = run(p, Precision::FP32, Refinement::Classic, false);
+  EXPECT_FALSE(r.converged);
+  ASSERT_EQ(r.attempts.size(), 1u);
+  EXPECT_NE(r.attempts[0].stop, StopReason::Converged);
+  EXPECT_FALSE(r.fell_back);
+  EXPECT_LE(r.iterations, 4) << "failure is detected early, not after the iteration limit: " << r.summary();
+}
+
+TEST(Solve, NoRefinementSolvesOnceAndSaysWhetherThatSufficed) {
+  Problem p(geo(1e3, 8), 64);
+  const SolveReport r = run(p, Precision::FP32, Refinement::None, false);
+  EXPECT_EQ(r.iterations, 0);
+  EXPECT_EQ(r.backward_error_history.size(), 1u);
+  EXPECT_FALSE(r.converged) << "an FP32 LU alone does not meet the FP64 stop test";
+  EXPECT_EQ(r.attempts[0].stop, StopReason::NoRefinement);
+}
+
+TEST(Solve, ZeroPivotOnlyInLowPrecisionEscalates) {
+  // 1 + 2^-30 rounds to 1 in FP32: singular there, not in FP64.
+  std::vector<double> a = {1.0, 1.0, 1.0, 1.0 + 0x1p-30}, b = {1.0, 2.0}, x(2);
+  Context ctx = Context::host_only();
+  SolveOptions o;
+  o.factorization = Precision::FP32;
+  const SolveReport r = solve(ctx, host_view<const double>(a.data(), 2, 2, 2), host_view<const double>(b.data(), 2, 1, 2),
+                              host_view(x.data(), 2, 1, 2), o);
+  ASSERT_TRUE(r.converged) << r.summary();
+  ASSERT_EQ(r.attempts.size(), 2u);
+  EXPECT_EQ(r.attempts[0].stop, StopReason::ZeroPivot);
+  EXPECT_EQ(r.attempts[0].zero_pivot_column, 1);
+  EXPECT_EQ(r.attempts[1].precision, Precision::FP64);
+  EXPECT_NEAR(x[1], 0x1p30, 1e-6 * 0x1p30);
+}
+
+TEST(Solve, ExactlySingularMatrixIsAnErrorNamingTheColumn) {
+  std::vector<double> a = {1, 2, 3, 2, 4, 6, 0, 1, 1}, b = {1, 1, 1}, x(3);  // column 1 = 2 * column 0
+  Context ctx = Context::host_only();
+  try {
+    solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 1, 3),
+          host_view(x.data(), 3, 1, 3));
+    FAIL() << "expected SingularMatrix";
+  } catch (const SingularMatrix& e) {
+    EXPECT_EQ(e.column(), 1);
+    EXPECT_NE(std::string(e.what()).find("column 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Solve, BadArgumentsNameTheArgumentAndValue) {
+  Context ctx = Context::host_only();
+  std::vector<double> a(12, 1.0), b(6, 1.0), x(6);
+  auto expect_error = [&](auto call, const char* text) {
+    try {
+      call();
+      ADD_FAILURE() << "expected an error mentioning " << text;
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
+  expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 4, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3)); },
+               "not square");
+  expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 2, 2, 2), host_view(x.data(), 2, 2, 2)); },
+               "B has 2 rows");
+  expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 1, 3)); },
+               "X is 3 x 1");
+  expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 2), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3)); },
+               "ld (2) < rows (3)");
+  expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(b.data(), 3, 2, 3)); },
+               "alias");
+  a[4] = NAN;
+  expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3)); },
+               "A(1, 1) is NaN or Inf");
+  a[4] = 5;
+  b[5] = INFINITY;
+  expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3)); },
+               "B(2, 1) is NaN or Inf");
+  EXPECT_THROW(parse_precision("fp8"), InvalidArgument);
+  EXPECT_EQ(parse_precision("halfhalf"), Precision::Halfhalf);
+}
+
+TEST(Solve, InputsAreNotModified) {
+  Problem p(geo(1e6, 2), 64, 2);
+  const std::vector<double> a0 = p.a, b0 = p.b;
+  run(p, Precision::Auto, Refinement::Auto);
+  EXPECT_EQ(p.a, a0);
+  EXPECT_EQ(p.b, b0);
+}
+
+TEST(Solve, FactorizationIsReusedForLaterRightHandSides) {
+  Problem p(geo(1e3, 12), 64);
+  Context ctx = Context::host_only();
+  SolveOptions o;
+  o.factorization = Precision::FP32;
+  Factorization f(ctx, p.A(), o);
+  EXPECT_EQ(f.precision(), Precision::Auto) << "nothing factored before the first solve";
+  const SolveReport first = f.solve(p.B(), p.X());
+  expect_converged_and_accurate(p, first);
+  EXPECT_EQ(f.precision(), Precision::FP32);
+  fill_random(host_view(p.b.data(), p.n, 1, p.n), RandomSpec::uniform(-1, 1, 999));
+  const SolveReport second = f.solve(p.B(), p.X());
+  expect_converged_and_accurate(p, second);
+  ASSERT_EQ(second.attempts.size(), 1u);
+  EXPECT_EQ(second.attempts[0].factorization_seconds, 0.0) << "no refactorization";
+}
+
+TEST(Solve, EveryFamilyAndSpectrumSolvesUnderAuto) {
+  for (MatrixFamily f : {MatrixFamily::Svd, MatrixFamily::Poev, MatrixFamily::Heev})
+    for (Spectrum s : {Spectrum::Arith, Spectrum::Geo, Spectrum::Cluster0, Spectrum::Cluster1, Spectrum::Logrand}) {
+      TestMatrixSpec spec;
+      spec.family = f;
+      spec.spectrum = s;
+      spec.cond = 1e6;
+      spec.seed = 31;
+      SCOPED_TRACE(spec.name());
+      Problem p(spec, 48);
+      expect_converged_and_accurate(p, run(p, Precision::Auto, Refinement::Auto));
+    }
+}
+
+}  // namespace
