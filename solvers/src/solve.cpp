@@ -366,6 +366,9 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       Attempt attempt;
       attempt.precision = s.path[s.next++];
       attempt.refinement = resolve_refinement(s.options.refinement, attempt.precision);
+      if (s.options.progress)
+        s.options.progress(std::string(cheaper_tried && attempt.precision == Precision::FP64 ? "fallback: " : "") +
+                           "factorization " + to_string(attempt.precision) + " (n = " + std::to_string(s.engine->n()) + ")");
       const auto t0 = Clock::now();
       const FactorResult f = s.engine->factor(attempt.precision);
       s.engine->synchronize();
@@ -394,6 +397,9 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
     first_attempt = false;
     Attempt& attempt = report.attempts.back();
     const bool is_fallback = attempt.precision == Precision::FP64 && cheaper_tried;
+    if (s.options.progress)
+      s.options.progress("refinement " + to_string(attempt.refinement) + " with " + to_string(attempt.precision) +
+                         " factors (" + std::to_string(b.cols) + " right-hand side" + (b.cols > 1 ? "s)" : ")"));
     const auto t1 = Clock::now();
     Refiner refiner(*s.engine, s.options, s.norm_a, b, x);
     attempt.stop = refiner.run(attempt.refinement, attempt, report);

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,6 +57,9 @@ struct SolveOptions {
   bool fallback = true;
   // LU block size; 0 picks one for the matrix size and memory space.
   int block_size = 0;
+  // Called at the start of each phase ("factorization fp16", "refinement gmres", ...), e.g. to
+  // print progress during long solves. May be empty.
+  std::function<void(const std::string& phase)> progress;
 };
 
 // Why one factorization's refinement stopped.

@@ -1,0 +1,143 @@
+// Solve A X = B with mixsolve and print the report.
+//
+//   solve [--matrix svd_geo] [--n 256] [--cond 1e6] [--seed 1] [--scale 1] [--nrhs 1]
+//         [--mtx FILE.mtx] [--precision auto] [--refinement auto] [--max-iterations 30]
+//         [--tolerance-factor 1] [--no-fallback] [--block 0]
+//
+// A is a generated LAWN-41 test matrix (core/test_matrices.hpp: svd|poev|heev _ arith|geo|
+// cluster0|cluster1|logrand [_dominant]) or a Matrix Market file read through CHOLMOD and expanded
+// to a dense matrix (symmetric storage mirrored). For generated problems B = A X_true with a
+// random X_true, so the forward error is printed too.
+#include <cholmod.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "mixsolve/core/gpu.hpp"
+#include "mixsolve/core/random.hpp"
+#include "mixsolve/core/test_matrices.hpp"
+#include "mixsolve/solvers/solve.hpp"
+
+using namespace mixsolve;
+
+namespace {
+
+std::string option(int argc, char** argv, const std::string& name, const std::string& fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (argv[i] == "--" + name) return argv[i + 1];
+  return fallback;
+}
+bool flag(int argc, char** argv, const std::string& name) {
+  for (int i = 1; i < argc; ++i)
+    if (argv[i] == "--" + name) return true;
+  return false;
+}
+
+// Reads a real Matrix Market matrix into a dense column-major n x n array.
+std::vector<double> read_matrix_market(const std::string& path, std::int64_t& n) {
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) throw InvalidArgument("solve: cannot open --mtx file \"" + path + "\"");
+  cholmod_common common;
+  cholmod_start(&common);
+  cholmod_sparse* s = cholmod_read_sparse(f, &common);
+  std::fclose(f);
+  if (!s) {
+    cholmod_finish(&common);
+    throw InvalidArgument("solve: \"" + path + "\" is not a real Matrix Market matrix CHOLMOD can read");
+  }
+  if (s->nrow != s->ncol || s->xtype != CHOLMOD_REAL) {
+    const std::string shape = std::to_string(s->nrow) + " x " + std::to_string(s->ncol);
+    cholmod_free_sparse(&s, &common);
+    cholmod_finish(&common);
+    throw InvalidArgument("solve: the matrix in \"" + path + "\" is " + shape + " (or complex); a square real one is needed");
+  }
+  n = static_cast<std::int64_t>(s->nrow);
+  std::vector<double> dense(n * n, 0.0);
+  const auto* p = static_cast<const SuiteSparse_long*>(s->p);
+  const auto* rows = static_cast<const SuiteSparse_long*>(s->i);
+  const auto* values = static_cast<const double*>(s->x);
+  const bool packed_int = s->itype == CHOLMOD_INT;
+  for (std::int64_t j = 0; j < n; ++j) {
+    const std::int64_t begin = packed_int ? static_cast<const int*>(s->p)[j] : p[j];
+    const std::int64_t end = packed_int ? static_cast<const int*>(s->p)[j + 1] : p[j + 1];
+    for (std::int64_t q = begin; q < end; ++q) {
+      const std::int64_t i = packed_int ? static_cast<const int*>(s->i)[q] : rows[q];
+      dense[i + j * n] += values[q];
+      if (s->stype != 0 && i != j) dense[j + i * n] += values[q];  // symmetric storage: mirror
+    }
+  }
+  cholmod_free_sparse(&s, &common);
+  cholmod_finish(&common);
+  return dense;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  SolveOptions options;
+  options.factorization = parse_precision(option(argc, argv, "precision", "auto"));
+  options.refinement = parse_refinement(option(argc, argv, "refinement", "auto"));
+  options.max_iterations = std::stoi(option(argc, argv, "max-iterations", "30"));
+  options.tolerance_factor = std::stod(option(argc, argv, "tolerance-factor", "1"));
+  options.fallback = !flag(argc, argv, "no-fallback");
+  options.block_size = std::stoi(option(argc, argv, "block", "0"));
+  const auto t_start = std::chrono::steady_clock::now();
+  options.progress = [&](const std::string& phase) {
+    std::printf("[%8.3f s] %s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(),
+                phase.c_str());
+    std::fflush(stdout);
+  };
+  const std::int64_t nrhs = std::stoll(option(argc, argv, "nrhs", "1"));
+
+  std::int64_t n = 0;
+  std::vector<double> a, x_true;
+  std::string description;
+  const std::string mtx = option(argc, argv, "mtx", "");
+  if (!mtx.empty()) {
+    a = read_matrix_market(mtx, n);
+    std::int64_t nonzeros = 0;
+    for (double v : a) nonzeros += v != 0.0;
+    description = mtx + " (dense: " + std::to_string(nonzeros) + " nonzeros)";
+  } else {
+    TestMatrixSpec spec = TestMatrixSpec::parse(option(argc, argv, "matrix", "svd_geo"));
+    spec.cond = std::stod(option(argc, argv, "cond", "1e6"));
+    spec.seed = std::stoull(option(argc, argv, "seed", "1"));
+    spec.scale = std::stod(option(argc, argv, "scale", "1"));
+    n = std::stoll(option(argc, argv, "n", "256"));
+    a.resize(n * n);
+    generate_test_matrix(spec, host_view(a.data(), n, n, n));
+    description = spec.name();
+  }
+  // B = A X_true for generated problems (forward error known); a random B for files.
+  std::vector<double> b(n * nrhs, 0.0), x(n * nrhs, 0.0);
+  x_true.resize(n * nrhs);
+  fill_random(host_view(x_true.data(), n, nrhs, n), RandomSpec::uniform(-1, 1, 42));
+  for (std::int64_t c = 0; c < nrhs; ++c)
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < n; ++i) b[i + c * n] += a[i + j * n] * x_true[j + c * n];
+
+  std::printf("solve: %s, n = %lld, %lld right-hand side(s), factorization %s, refinement %s%s\n", description.c_str(),
+              static_cast<long long>(n), static_cast<long long>(nrhs), to_string(options.factorization).c_str(),
+              to_string(options.refinement).c_str(), options.fallback ? "" : ", no fallback");
+  if (gpu_available())
+    std::printf("(a GPU is present, but this version solves host matrices with the host backends; the GPU engine is "
+                "the next step of issue 3)\n");
+  Context ctx = Context::host_only();
+  const SolveReport report = solve(ctx, host_view<const double>(a.data(), n, n, n),
+                                   host_view<const double>(b.data(), n, nrhs, n), host_view(x.data(), n, nrhs, n), options);
+  std::printf("%s", report.summary().c_str());
+  double forward = 0, scale = 0;
+  for (std::int64_t i = 0; i < n * nrhs; ++i) {
+    forward = std::fmax(forward, std::fabs(x[i] - x_true[i]));
+    scale = std::fmax(scale, std::fabs(x_true[i]));
+  }
+  std::printf("  forward error ||x - x_true||_inf / ||x_true||_inf = %.3g\n", forward / scale);
+  std::printf("  peak workspace %.1f MiB\n", double(report.peak_workspace_bytes) / (1 << 20));
+  return report.converged ? 0 : 2;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "solve: %s\n", e.what());
+  return 1;
+}
