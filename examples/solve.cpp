@@ -2,7 +2,7 @@
 //
 //   solve [--matrix svd_geo] [--n 256] [--cond 1e6] [--seed 1] [--scale 1] [--nrhs 1]
 //         [--mtx FILE.mtx] [--precision auto] [--refinement auto] [--max-iterations 30]
-//         [--tolerance-factor 1] [--no-fallback] [--block 0]
+//         [--tolerance-factor 1] [--no-fallback] [--block 0] [--device host|gpu]
 //
 // A is a generated LAWN-41 test matrix (core/test_matrices.hpp: svd|poev|heev _ arith|geo|
 // cluster0|cluster1|logrand [_dominant]) or a Matrix Market file read through CHOLMOD and expanded
@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/gpu.hpp"
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/core/test_matrices.hpp"
@@ -107,6 +108,10 @@ int main(int argc, char** argv) try {
     spec.seed = std::stoull(option(argc, argv, "seed", "1"));
     spec.scale = std::stod(option(argc, argv, "scale", "1"));
     n = std::stoll(option(argc, argv, "n", "256"));
+    if (n > 4096 && !flag(argc, argv, "allow-slow-generation"))
+      throw InvalidArgument("solve: --n " + std::to_string(n) + ": test matrices are generated on the host (O(n^3), one "
+                            "core; minutes beyond n = 4096). GPU generation is still to come; pass "
+                            "--allow-slow-generation to wait, or use --mtx");
     a.resize(n * n);
     generate_test_matrix(spec, host_view(a.data(), n, n, n));
     description = spec.name();
@@ -119,15 +124,26 @@ int main(int argc, char** argv) try {
     for (std::int64_t j = 0; j < n; ++j)
       for (std::int64_t i = 0; i < n; ++i) b[i + c * n] += a[i + j * n] * x_true[j + c * n];
 
-  std::printf("solve: %s, n = %lld, %lld right-hand side(s), factorization %s, refinement %s%s\n", description.c_str(),
-              static_cast<long long>(n), static_cast<long long>(nrhs), to_string(options.factorization).c_str(),
-              to_string(options.refinement).c_str(), options.fallback ? "" : ", no fallback");
-  if (gpu_available())
-    std::printf("(a GPU is present, but this version solves host matrices with the host backends; the GPU engine is "
-                "the next step of issue 3)\n");
-  Context ctx = Context::host_only();
-  const SolveReport report = solve(ctx, host_view<const double>(a.data(), n, n, n),
-                                   host_view<const double>(b.data(), n, nrhs, n), host_view(x.data(), n, nrhs, n), options);
+  std::printf("solve: %s, n = %lld, %lld right-hand side(s), factorization %s, refinement %s%s, on the %s\n",
+              description.c_str(), static_cast<long long>(n), static_cast<long long>(nrhs),
+              to_string(options.factorization).c_str(), to_string(options.refinement).c_str(),
+              options.fallback ? "" : ", no fallback", option(argc, argv, "device", "host") == "gpu" ? "GPU" : "host");
+  const bool on_gpu = option(argc, argv, "device", "host") == "gpu";
+  if (on_gpu && !gpu_available()) throw NotSupported("solve: --device gpu, but no CUDA GPU is present");
+  Context ctx = on_gpu ? Context() : Context::host_only();
+  SolveReport report;
+  if (on_gpu) {
+    DeviceBuffer<double> da(a.size()), db(b.size()), dx(x.size());
+    da.copy_from_host(a);
+    db.copy_from_host(b);
+    report = solve(ctx, device_view<const double>(da.data(), n, n, n), device_view<const double>(db.data(), n, nrhs, n),
+                   device_view(dx.data(), n, nrhs, n), options);
+    ctx.synchronize();
+    dx.copy_to_host(x.data(), x.size());
+  } else {
+    report = solve(ctx, host_view<const double>(a.data(), n, n, n), host_view<const double>(b.data(), n, nrhs, n),
+                   host_view(x.data(), n, nrhs, n), options);
+  }
   std::printf("%s", report.summary().c_str());
   double forward = 0, scale = 0;
   for (std::int64_t i = 0; i < n * nrhs; ++i) {

@@ -60,5 +60,7 @@ class Engine {
 };
 
 std::unique_ptr<Engine> make_host_engine(Context& ctx, const MatrixView<const double>& a, int block_size);
+// A is read in place (it must outlive the engine and stay unchanged).
+std::unique_ptr<Engine> make_device_engine(Context& ctx, const MatrixView<const double>& a, int block_size);
 
 }  // namespace mixsolve::solvers_detail

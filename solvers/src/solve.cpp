@@ -161,10 +161,12 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
   State& s = *state_;
   s.ctx = &ctx;
   s.options = options;
-  if (a.memory == Memory::Device)
-    throw NotSupported(std::string(where) + ": device matrices are not supported yet (the GPU engine is the next step "
-                       "of issue 3); copy A, B, X to the host for now");
-  s.engine = solvers_detail::make_host_engine(ctx, a, options.block_size);
+  if (a.memory == Memory::Device) {
+    if (!ctx.has_device()) throw InvalidArgument(std::string(where) + ": A is in device memory but the Context is host-only");
+    s.engine = solvers_detail::make_device_engine(ctx, a, options.block_size);
+  } else {
+    s.engine = solvers_detail::make_host_engine(ctx, a, options.block_size);
+  }
   const auto bad = s.engine->find_nonfinite(a);
   if (bad.first >= 0)
     throw InvalidArgument(std::string(where) + ": A(" + std::to_string(bad.first) + ", " + std::to_string(bad.second) +
