@@ -7,7 +7,8 @@
 // A is a generated LAWN-41 test matrix (core/test_matrices.hpp: svd|poev|heev _ arith|geo|
 // cluster0|cluster1|logrand [_dominant]) or a Matrix Market file read through CHOLMOD and expanded
 // to a dense matrix (symmetric storage mirrored). For generated problems B = A X_true with a
-// random X_true, so the forward error is printed too.
+// random X_true, so the forward error is printed too. With --device gpu the matrices live on the
+// GPU (generated there for large n) and the GPU engine solves.
 #include <cholmod.h>
 
 #include <chrono>
@@ -16,10 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/gpu.hpp"
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/core/test_matrices.hpp"
+#include "mixsolve/gemm/registry.hpp"
 #include "mixsolve/solvers/solve.hpp"
 
 using namespace mixsolve;
@@ -93,67 +96,84 @@ int main(int argc, char** argv) try {
   };
   const std::int64_t nrhs = std::stoll(option(argc, argv, "nrhs", "1"));
 
+  const bool on_gpu = option(argc, argv, "device", "host") == "gpu";
+  if (on_gpu && !gpu_available()) throw NotSupported("--device gpu, but no CUDA GPU is present");
+  Context ctx = on_gpu ? Context() : Context::host_only();
+  const Memory memory = on_gpu ? Memory::Device : Memory::Host;
+
+  // A (n x n), X_true (n x nrhs) and B = A X_true, in host or device memory.
   std::int64_t n = 0;
-  std::vector<double> a, x_true;
+  std::vector<double> host_a;
   std::string description;
   const std::string mtx = option(argc, argv, "mtx", "");
+  TestMatrixSpec spec;
   if (!mtx.empty()) {
-    a = read_matrix_market(mtx, n);
+    host_a = read_matrix_market(mtx, n);
     std::int64_t nonzeros = 0;
-    for (double v : a) nonzeros += v != 0.0;
+    for (double v : host_a) nonzeros += v != 0.0;
     description = mtx + " (dense: " + std::to_string(nonzeros) + " nonzeros)";
   } else {
-    TestMatrixSpec spec = TestMatrixSpec::parse(option(argc, argv, "matrix", "svd_geo"));
+    spec = TestMatrixSpec::parse(option(argc, argv, "matrix", "svd_geo"));
     spec.cond = std::stod(option(argc, argv, "cond", "1e6"));
     spec.seed = std::stoull(option(argc, argv, "seed", "1"));
     spec.scale = std::stod(option(argc, argv, "scale", "1"));
     n = std::stoll(option(argc, argv, "n", "256"));
-    if (n > 4096 && !flag(argc, argv, "allow-slow-generation"))
-      throw InvalidArgument("solve: --n " + std::to_string(n) + ": test matrices are generated on the host (O(n^3), one "
-                            "core; minutes beyond n = 4096). GPU generation is still to come; pass "
-                            "--allow-slow-generation to wait, or use --mtx");
-    a.resize(n * n);
-    generate_test_matrix(spec, host_view(a.data(), n, n, n));
+    if (!on_gpu && n > 4096 && !flag(argc, argv, "allow-slow-generation"))
+      throw InvalidArgument("--n " + std::to_string(n) + ": host generation is O(n^3) on one core (minutes beyond "
+                            "n = 4096); use --device gpu, --allow-slow-generation, or --mtx");
     description = spec.name();
   }
-  // B = A X_true for generated problems (forward error known); a random B for files.
-  std::vector<double> b(n * nrhs, 0.0), x(n * nrhs, 0.0);
-  x_true.resize(n * nrhs);
-  fill_random(host_view(x_true.data(), n, nrhs, n), RandomSpec::uniform(-1, 1, 42));
-  for (std::int64_t c = 0; c < nrhs; ++c)
-    for (std::int64_t j = 0; j < n; ++j)
-      for (std::int64_t i = 0; i < n; ++i) b[i + c * n] += a[i + j * n] * x_true[j + c * n];
+  std::vector<double> host_storage;  // host matrices live here
+  DeviceBuffer<double> device_storage;
+  double* storage = nullptr;
+  const std::size_t a_size = n * n, rhs_size = n * nrhs;
+  if (on_gpu) {
+    device_storage = DeviceBuffer<double>(a_size + 3 * rhs_size);
+    storage = device_storage.data();
+  } else {
+    host_storage.resize(a_size + 3 * rhs_size);
+    storage = host_storage.data();
+  }
+  const MatrixView<double> a{storage, n, n, n, memory};
+  const MatrixView<double> x_true{storage + a_size, n, nrhs, n, memory};
+  const MatrixView<double> b{storage + a_size + rhs_size, n, nrhs, n, memory};
+  const MatrixView<double> x{storage + a_size + 2 * rhs_size, n, nrhs, n, memory};
+  if (!mtx.empty()) {
+    if (on_gpu) device_storage.copy_from_host(host_a.data(), a_size);
+    else std::copy(host_a.begin(), host_a.end(), host_storage.begin());
+  } else if (on_gpu) {
+    generate_test_matrix_on_device(spec, a, ctx.stream());
+  } else {
+    generate_test_matrix(spec, a);
+  }
+  fill_random(x_true, RandomSpec::uniform(-1, 1, 42), on_gpu ? ctx.stream() : nullptr);
+  const gemm::Backend& fp64 = gemm::find_backend(on_gpu ? "cublas-dgemm" : "host-fp64");
+  fp64.run(ctx, gemm::GemmArgs<double>{gemm::Op::N, gemm::Op::N, n, nrhs, n, 1.0, a.data, n, x_true.data, n, 0.0, b.data, n});
 
   std::printf("solve: %s, n = %lld, %lld right-hand side(s), factorization %s, refinement %s%s, on the %s\n",
               description.c_str(), static_cast<long long>(n), static_cast<long long>(nrhs),
               to_string(options.factorization).c_str(), to_string(options.refinement).c_str(),
-              options.fallback ? "" : ", no fallback", option(argc, argv, "device", "host") == "gpu" ? "GPU" : "host");
-  const bool on_gpu = option(argc, argv, "device", "host") == "gpu";
-  if (on_gpu && !gpu_available()) throw NotSupported("solve: --device gpu, but no CUDA GPU is present");
-  Context ctx = on_gpu ? Context() : Context::host_only();
-  SolveReport report;
+              options.fallback ? "" : ", no fallback", on_gpu ? "GPU" : "host");
+  const SolveReport report = solve(ctx, a, b, x, options);
+  std::vector<double> xs(rhs_size), xt(rhs_size);
   if (on_gpu) {
-    DeviceBuffer<double> da(a.size()), db(b.size()), dx(x.size());
-    da.copy_from_host(a);
-    db.copy_from_host(b);
-    report = solve(ctx, device_view<const double>(da.data(), n, n, n), device_view<const double>(db.data(), n, nrhs, n),
-                   device_view(dx.data(), n, nrhs, n), options);
     ctx.synchronize();
-    dx.copy_to_host(x.data(), x.size());
+    MIXSOLVE_CUDA_CHECK(cudaMemcpy(xs.data(), x.data, rhs_size * sizeof(double), cudaMemcpyDeviceToHost));
+    MIXSOLVE_CUDA_CHECK(cudaMemcpy(xt.data(), x_true.data, rhs_size * sizeof(double), cudaMemcpyDeviceToHost));
   } else {
-    report = solve(ctx, host_view<const double>(a.data(), n, n, n), host_view<const double>(b.data(), n, nrhs, n),
-                   host_view(x.data(), n, nrhs, n), options);
+    std::copy(x.data, x.data + rhs_size, xs.begin());
+    std::copy(x_true.data, x_true.data + rhs_size, xt.begin());
   }
   std::printf("%s", report.summary().c_str());
   double forward = 0, scale = 0;
-  for (std::int64_t i = 0; i < n * nrhs; ++i) {
-    forward = std::fmax(forward, std::fabs(x[i] - x_true[i]));
-    scale = std::fmax(scale, std::fabs(x_true[i]));
+  for (std::size_t i = 0; i < rhs_size; ++i) {
+    forward = std::fmax(forward, std::fabs(xs[i] - xt[i]));
+    scale = std::fmax(scale, std::fabs(xt[i]));
   }
   std::printf("  forward error ||x - x_true||_inf / ||x_true||_inf = %.3g\n", forward / scale);
   std::printf("  peak workspace %.1f MiB\n", double(report.peak_workspace_bytes) / (1 << 20));
   return report.converged ? 0 : 2;
 } catch (const std::exception& e) {
-  std::fprintf(stderr, "solve: %s\n", e.what());
+  std::fprintf(stderr, "error: %s\n", e.what());
   return 1;
 }

@@ -128,3 +128,27 @@ TEST(GpuSolve, SingularDeviceMatrixIsAnErrorNamingTheColumn) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(GpuTestMatrices, DeviceGeneratedSpectraMatchTheSpec) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t n = 200;
+  for (MatrixFamily f : {MatrixFamily::Svd, MatrixFamily::Poev, MatrixFamily::Heev}) {
+    TestMatrixSpec spec = spec_of(f, Spectrum::Geo, 1e6, 70);
+    SCOPED_TRACE(spec.name());
+    DeviceBuffer<double> da(n * n);
+    generate_test_matrix_on_device(spec, device_view(da.data(), n, n, n), ctx.stream());
+    const std::vector<double> a = da.to_host(ctx.stream());
+    const Eigen::Map<const Eigen::MatrixXd> m(a.data(), n, n);
+    Eigen::VectorXd got = f == MatrixFamily::Svd ? Eigen::VectorXd(Eigen::JacobiSVD<Eigen::MatrixXd>(m).singularValues())
+                                                 : Eigen::VectorXd(Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(m).eigenvalues().cwiseAbs());
+    std::sort(got.data(), got.data() + n, std::greater<double>());
+    const std::vector<double> expected = spectrum_values(spec, n);
+    for (std::int64_t i = 0; i < n; ++i) ASSERT_NEAR(got(i), expected[i], 50 * n * 0x1p-53) << "value " << i;
+    if (f != MatrixFamily::Svd) EXPECT_EQ((m - m.transpose()).norm(), 0.0);
+  }
+}
+
+}  // namespace

@@ -19,6 +19,8 @@
 
 #include "mixsolve/core/matrix.hpp"
 
+struct CUstream_st;
+
 namespace mixsolve {
 
 enum class MatrixFamily { Svd, Poev, Heev };
@@ -45,5 +47,10 @@ std::vector<double> spectrum_values(const TestMatrixSpec& spec, std::int64_t n);
 // Fills the square host matrix `a` (n x n). Host generation costs O(n^3) through Eigen's
 // Householder QR: intended for n up to a few thousand.
 void generate_test_matrix(const TestMatrixSpec& spec, const MatrixView<double>& a);
+
+// The same family on the GPU, for large n: the Haar orthogonal factors come from cuSOLVER's QR of
+// Gaussian matrices drawn on the device (the matrix differs from the host one of the same seed,
+// the spectrum is the same). Synchronises `stream` before returning.
+void generate_test_matrix_on_device(const TestMatrixSpec& spec, const MatrixView<double>& a, CUstream_st* stream = nullptr);
 
 }  // namespace mixsolve
