@@ -93,6 +93,10 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 // what the inner solve leaves, so a moderate value suffices.
 constexpr double kGmresTolerance = 1e-8;
 
+// Refinement steps in a row that may fail to halve the backward error before an attempt is
+// declared stagnated (or diverged).
+constexpr int kBadStepsAllowed = 3;
+
 // Which refinement runs with factors of precision p under Refinement::Auto: FP32-accurate
 // factors converge fast with classic IR; FP16 / BF16 / TF32 factors need GMRES-IR (Carson and
 // Higham) once the condition number passes ~1/u_low.
@@ -195,7 +199,7 @@ class Refiner {
     e_.copy(b_, x_);
     e_.apply_inverse(x_);
     std::vector<double> berr(k_), previous(k_, INFINITY);
-    std::vector<int> slow(k_, 0);
+    std::vector<int> slow(k_, 0), grew(k_, 0);
     std::vector<bool> done(k_, false);
     evaluate(r, berr, done, report);
     if (method == Refinement::None) return all(done) ? StopReason::Converged : StopReason::NoRefinement;
@@ -214,12 +218,20 @@ class Refiner {
       ++attempt.iterations;
       ++report.iterations;
       evaluate(r, berr, done, report);
-      // Stagnation: less than halving twice in a row. Divergence: the error at least doubled.
+      // A step that does not halve the backward error is a bad step (after a backward-stable first
+      // solve, one step may raise the backward error while the forward error still contracts).
+      // Three bad steps in a row end the attempt: "diverged" if each of them made things worse,
+      // else "stagnated". A non-finite iterate ends it at once.
       for (std::int64_t j = 0; j < k_; ++j) {
         if (done[j]) continue;
-        if (!(berr[j] < 2 * previous[j])) return StopReason::Diverged;
-        slow[j] = berr[j] > 0.5 * previous[j] ? slow[j] + 1 : 0;
-        if (slow[j] >= 2) return StopReason::Stagnated;
+        if (!std::isfinite(berr[j])) return StopReason::Diverged;
+        if (berr[j] > 0.5 * previous[j]) {
+          ++slow[j];
+          grew[j] = berr[j] >= previous[j] ? grew[j] + 1 : 0;
+        } else {
+          slow[j] = grew[j] = 0;
+        }
+        if (slow[j] >= kBadStepsAllowed) return grew[j] >= kBadStepsAllowed ? StopReason::Diverged : StopReason::Stagnated;
       }
     }
     return all(done) ? StopReason::Converged : StopReason::MaxIterations;

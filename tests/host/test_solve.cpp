@@ -159,7 +159,7 @@ TEST(Solve, FailureIsReportedWhenFallbackIsOff) {
   ASSERT_EQ(r.attempts.size(), 1u);
   EXPECT_NE(r.attempts[0].stop, StopReason::Converged);
   EXPECT_FALSE(r.fell_back);
-  EXPECT_LE(r.iterations, 4) << "failure is detected early, not after the iteration limit: " << r.summary();
+  EXPECT_LE(r.iterations, 5) << "failure is detected early, not after the iteration limit: " << r.summary();
 }
 
 TEST(Solve, NoRefinementSolvesOnceAndSaysWhetherThatSufficed) {
