@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mixsolve/core/cuda_check.hpp"
+#include "mixsolve/core/cusolver_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/core/test_matrices.hpp"
@@ -16,13 +17,6 @@
 namespace mixsolve {
 
 namespace {
-
-#define MIXSOLVE_CUSOLVER_CALL(call)                                                                     \
-  do {                                                                                                   \
-    cusolverStatus_t status_ = (call);                                                                   \
-    if (status_ != CUSOLVER_STATUS_SUCCESS)                                                              \
-      throw DeviceError(std::string(#call) + " failed with cusolverStatus " + std::to_string(int(status_))); \
-  } while (0)
 
 __global__ void gaussian_kernel(double* g, std::int64_t n, std::uint64_t seed) {
   for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < n * n;
@@ -81,12 +75,12 @@ void random_orthogonal_device(cusolverDnHandle_t solver, cudaStream_t stream, st
   DeviceBuffer<double> tau(n), r_diagonal(n);
   DeviceBuffer<int> info(1);
   int lwork_qr = 0, lwork_q = 0;
-  MIXSOLVE_CUSOLVER_CALL(cusolverDnDgeqrf_bufferSize(solver, int(n), int(n), q, int(n), &lwork_qr));
-  MIXSOLVE_CUSOLVER_CALL(cusolverDnDorgqr_bufferSize(solver, int(n), int(n), int(n), q, int(n), tau.data(), &lwork_q));
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf_bufferSize(solver, int(n), int(n), q, int(n), &lwork_qr));
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnDorgqr_bufferSize(solver, int(n), int(n), int(n), q, int(n), tau.data(), &lwork_q));
   DeviceBuffer<double> work(std::max(std::max(lwork_qr, lwork_q), 1));
-  MIXSOLVE_CUSOLVER_CALL(cusolverDnDgeqrf(solver, int(n), int(n), q, int(n), tau.data(), work.data(), int(work.size()), info.data()));
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf(solver, int(n), int(n), q, int(n), tau.data(), work.data(), int(work.size()), info.data()));
   copy_diagonal_kernel<<<grid_of(n), 256, 0, stream>>>(q, n, r_diagonal.data());
-  MIXSOLVE_CUSOLVER_CALL(cusolverDnDorgqr(solver, int(n), int(n), int(n), q, int(n), tau.data(), work.data(), int(work.size()), info.data()));
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnDorgqr(solver, int(n), int(n), int(n), q, int(n), tau.data(), work.data(), int(work.size()), info.data()));
   scale_columns_kernel<<<grid_of(n * n), 256, 0, stream>>>(q, n, r_diagonal.data(), d);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));  // tau, work and r_diagonal go out of scope
@@ -110,8 +104,8 @@ void generate_test_matrix_on_device(const TestMatrixSpec& spec, const MatrixView
   d.copy_from_host(s, stream);
   cusolverDnHandle_t solver = nullptr;
   cublasHandle_t blas = nullptr;
-  MIXSOLVE_CUSOLVER_CALL(cusolverDnCreate(&solver));
-  MIXSOLVE_CUSOLVER_CALL(cusolverDnSetStream(solver, stream));
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&solver));
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(solver, stream));
   MIXSOLVE_CUBLAS_CHECK(cublasCreate(&blas));
   MIXSOLVE_CUBLAS_CHECK(cublasSetStream(blas, stream));
   try {

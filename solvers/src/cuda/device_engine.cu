@@ -13,19 +13,13 @@
 
 #include "../engine.hpp"
 #include "mixsolve/core/cuda_check.hpp"
+#include "mixsolve/core/cusolver_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/gemm/registry.hpp"
 
 namespace mixsolve::solvers_detail {
 
 namespace {
-
-#define MIXSOLVE_CUSOLVER_CHECK(call)                                                                    \
-  do {                                                                                                   \
-    cusolverStatus_t status_ = (call);                                                                   \
-    if (status_ != CUSOLVER_STATUS_SUCCESS)                                                              \
-      throw DeviceError(std::string(#call) + " failed with cusolverStatus " + std::to_string(int(status_))); \
-  } while (0)
 
 unsigned blocks_for(std::int64_t total) {
   const std::int64_t b = (total + 255) / 256;
