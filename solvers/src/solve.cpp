@@ -272,7 +272,7 @@ class Refiner {
     double* d = &work(0, 1);
     e_.zero(d);
     int total = 0;
-    double beta0 = -1;
+    double beta0 = -1, cycle_start = -1;
     while (total < o_.gmres_max_inner) {
       // z = (LU)^-1 (r - A d)
       e_.multiply(d, w);
@@ -283,6 +283,11 @@ class Refiner {
       const double beta = std::sqrt(e_.dot(w, w));
       if (beta0 < 0) beta0 = beta;
       if (beta == 0 || beta <= kGmresTolerance * beta0) break;
+      // A restart cycle that did not halve the preconditioned residual means the LU is not a
+      // good enough preconditioner: stop here and let the outer loop judge (failing attempts
+      // stay cheap: each inner iteration costs an FP64 mat-vec and two triangular solves).
+      if (cycle_start > 0 && beta > 0.5 * cycle_start) break;
+      cycle_start = beta;
       std::vector<double> h((m + 1) * m, 0.0), cs(m), sn(m), g(m + 1, 0.0);
       g[0] = beta;
       e_.copy(wv, column(v, 0));

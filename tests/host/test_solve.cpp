@@ -120,6 +120,25 @@ TEST(Solve, Fp16NeedsGmresWhereClassicRefinementFails) {
   EXPECT_GT(gmres.attempts[0].inner_iterations, 0);
 }
 
+TEST(Solve, FailingGmresRefinementDoesNotExhaustTheInnerBudget) {
+  // FP16 factors at cond 1e9 (n = 96, host model): GMRES-IR cannot converge. Restart cycles that
+  // do not halve the preconditioned residual end the inner solve, so each outer step costs about
+  // one restart cycle instead of gmres_max_inner iterations.
+  Problem p(geo(1e9, 5), 96);
+  Context ctx = Context::host_only();
+  SolveOptions o;
+  o.factorization = Precision::FP16;
+  o.refinement = Refinement::Gmres;
+  o.fallback = false;
+  const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+  EXPECT_FALSE(r.converged);
+  ASSERT_EQ(r.attempts.size(), 1u);
+  const Attempt& a = r.attempts[0];
+  EXPECT_TRUE(a.stop == StopReason::Stagnated || a.stop == StopReason::Diverged) << r.summary();
+  EXPECT_LE(a.inner_iterations, (a.iterations + 1) * 2 * o.gmres_restart) << r.summary();
+  EXPECT_LT(a.inner_iterations, a.iterations * o.gmres_max_inner) << r.summary();
+}
+
 TEST(Solve, Bf16AndTf32FactorizationsConvergeWithGmres) {
   for (Precision prec : {Precision::BF16, Precision::TF32}) {
     Problem p(geo(1e2, 17), 64, 2);
