@@ -105,6 +105,34 @@ TEST(GpuSolve, FamiliesConvergeUnderAuto) {
       }
 }
 
+TEST(GpuSolve, ZeroPivotInAnFp32PanelIsReportedWithItsColumnAndEscalates) {
+  // Column 700 is zero: every factorization meets a zero pivot there (panel 2 of 256 columns);
+  // the FP32 attempt reports the column, the FP64 one turns it into SingularMatrix.
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t n = 1000;
+  std::vector<double> a(n * n);
+  fill_random(host_view(a.data(), n, n, n), RandomSpec::uniform(-1, 1, 4));
+  for (std::int64_t i = 0; i < n; ++i) a[i + 700 * n] = 0.0;
+  std::vector<double> b(n, 1.0);
+  DeviceBuffer<double> da(a.size()), db(n), dx(n);
+  da.copy_from_host(a);
+  db.copy_from_host(b);
+  SolveOptions o;
+  o.factorization = Precision::FP32;
+  o.fallback = false;
+  const SolveReport r = solve(ctx, device_view<const double>(da.data(), n, n, n), device_view<const double>(db.data(), n, 1, n),
+                              device_view(dx.data(), n, 1, n), o);
+  ASSERT_EQ(r.attempts.size(), 1u);
+  EXPECT_EQ(r.attempts[0].stop, StopReason::ZeroPivot);
+  EXPECT_EQ(r.attempts[0].zero_pivot_column, 700);
+  EXPECT_FALSE(r.converged);
+  o.fallback = true;
+  EXPECT_THROW(solve(ctx, device_view<const double>(da.data(), n, n, n), device_view<const double>(db.data(), n, 1, n),
+                     device_view(dx.data(), n, 1, n), o),
+               SingularMatrix);
+}
+
 TEST(GpuSolve, SingularDeviceMatrixIsAnErrorNamingTheColumn) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;

@@ -1,8 +1,8 @@
 // Device engine (first version): blocked LU with partial pivoting on the GPU whose trailing
 // updates go through the chosen gemm/ backend; FP64 through cuSOLVER dgetrf; FP64 residuals and
 // vector operations through cuBLAS; triangular solves in the working precision with cublas?trsm.
-// Correct first: the panel (cuSOLVER getrf on the tall panel), the row interchanges (one thread
-// per column) and the per-panel zero-pivot check (a synchronisation) are not yet tuned.
+// Correct first: the panel (cuSOLVER getrf on the tall panel) and the row interchanges (one
+// thread per column) are not yet tuned; zero pivots are collected per panel and read at the end.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
@@ -188,18 +188,16 @@ class DeviceEngine final : public Engine {
     MIXSOLVE_CUSOLVER_CHECK(cusolverDnSgetrf_bufferSize(solver_, int(n_), int(std::min<std::int64_t>(nb_, n_)), f, int(n_), &lwork));
     DeviceBuffer<float> work(std::max(lwork, 1));
     DeviceBuffer<int> panel_pivots(nb_);
+    // One info slot per panel, read once at the end: no synchronisation inside the loop. After a
+    // zero pivot the remaining panels compute with Inf/NaN; those factors are discarded.
+    const std::int64_t panels = (n_ + nb_ - 1) / nb_;
+    DeviceBuffer<int> panel_info(std::max<std::int64_t>(panels, 1));
     const float one = 1.0f;
-    for (std::int64_t j0 = 0; j0 < n_; j0 += nb_) {
+    for (std::int64_t j0 = 0, panel_index = 0; j0 < n_; j0 += nb_, ++panel_index) {
       const std::int64_t jb = std::min<std::int64_t>(nb_, n_ - j0), rows = n_ - j0;
       float* panel = f + j0 + j0 * n_;
       MIXSOLVE_CUSOLVER_CHECK(cusolverDnSgetrf(solver_, int(rows), int(jb), panel, int(n_), work.data(),
-                                               panel_pivots.data(), info_.data()));
-      const int info = read_info();  // one synchronisation per panel (first version)
-      if (info > 0) {
-        result.status = StopReason::ZeroPivot;
-        result.zero_pivot_column = j0 + info - 1;
-        return result;
-      }
+                                               panel_pivots.data(), panel_info.data() + panel_index));
       add_panel_pivots_kernel<<<blocks_for(jb), 256, 0, stream()>>>(panel_pivots.data(), int(jb), j0, pivots_.data());
       if (j0 > 0)
         swap_rows_kernel<<<blocks_for(j0), 256, 0, stream()>>>(f, n_, j0, panel_pivots.data(), int(jb), 0, j0);
@@ -217,6 +215,13 @@ class DeviceEngine final : public Engine {
                               f + j0 + (j0 + jb) * n_, n_, 1.0f, f + (j0 + jb) + (j0 + jb) * n_, n_};
       update.run(ctx_, g);
     }
+    const std::vector<int> infos = panel_info.to_host(stream());
+    for (std::int64_t i = 0; i < panels; ++i)
+      if (infos[i] > 0) {
+        result.status = StopReason::ZeroPivot;
+        result.zero_pivot_column = i * nb_ + infos[i] - 1;
+        return result;
+      }
     if (find_nonfinite_in(f, n_, n_, n_).first >= 0) result.status = StopReason::Overflow;
     track_peak();
     return result;
