@@ -105,50 +105,50 @@ TEST(GpuSolve, FamiliesConvergeUnderAuto) {
       }
 }
 
+// A random n x n device matrix whose column `zero_column` is zero, and B = ones.
+struct SingularDeviceProblem {
+  std::int64_t n;
+  DeviceBuffer<double> da, db, dx;
+  SingularDeviceProblem(std::int64_t n_, std::int64_t zero_column, std::uint64_t seed)
+      : n(n_), da(n_ * n_), db(n_), dx(n_) {
+    std::vector<double> a(n * n), b(n, 1.0);
+    fill_random(host_view(a.data(), n, n, n), RandomSpec::uniform(-1, 1, seed));
+    for (std::int64_t i = 0; i < n; ++i) a[i + zero_column * n] = 0.0;
+    da.copy_from_host(a);
+    db.copy_from_host(b);
+  }
+  SolveReport run(Context& ctx, const SolveOptions& o) {
+    return solve(ctx, device_view<const double>(da.data(), n, n, n), device_view<const double>(db.data(), n, 1, n),
+                 device_view(dx.data(), n, 1, n), o);
+  }
+};
+
 TEST(GpuSolve, ZeroPivotInAnFp32PanelIsReportedWithItsColumnAndEscalates) {
   // Column 700 is zero: every factorization meets a zero pivot there (panel 2 of 256 columns);
   // the FP32 attempt reports the column, the FP64 one turns it into SingularMatrix.
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
-  const std::int64_t n = 1000;
-  std::vector<double> a(n * n);
-  fill_random(host_view(a.data(), n, n, n), RandomSpec::uniform(-1, 1, 4));
-  for (std::int64_t i = 0; i < n; ++i) a[i + 700 * n] = 0.0;
-  std::vector<double> b(n, 1.0);
-  DeviceBuffer<double> da(a.size()), db(n), dx(n);
-  da.copy_from_host(a);
-  db.copy_from_host(b);
+  SingularDeviceProblem prob(1000, 700, 4);
   SolveOptions o;
   o.factorization = Precision::FP32;
   o.fallback = false;
-  const SolveReport r = solve(ctx, device_view<const double>(da.data(), n, n, n), device_view<const double>(db.data(), n, 1, n),
-                              device_view(dx.data(), n, 1, n), o);
+  const SolveReport r = prob.run(ctx, o);
   ASSERT_EQ(r.attempts.size(), 1u);
   EXPECT_EQ(r.attempts[0].stop, StopReason::ZeroPivot);
   EXPECT_EQ(r.attempts[0].zero_pivot_column, 700);
   EXPECT_FALSE(r.converged);
   o.fallback = true;
-  EXPECT_THROW(solve(ctx, device_view<const double>(da.data(), n, n, n), device_view<const double>(db.data(), n, 1, n),
-                     device_view(dx.data(), n, 1, n), o),
-               SingularMatrix);
+  EXPECT_THROW(prob.run(ctx, o), SingularMatrix);
 }
 
 TEST(GpuSolve, SingularDeviceMatrixIsAnErrorNamingTheColumn) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
-  const std::int64_t n = 300;
-  std::vector<double> a(n * n);
-  fill_random(host_view(a.data(), n, n, n), RandomSpec::uniform(-1, 1, 3));
-  for (std::int64_t i = 0; i < n; ++i) a[i + 200 * n] = 0.0;  // column 200 is zero
-  std::vector<double> b(n, 1.0);
-  DeviceBuffer<double> da(a.size()), db(n), dx(n);
-  da.copy_from_host(a);
-  db.copy_from_host(b);
+  SingularDeviceProblem prob(300, 200, 3);  // column 200 is zero
   SolveOptions o;
   o.factorization = Precision::FP64;
   try {
-    solve(ctx, device_view<const double>(da.data(), n, n, n), device_view<const double>(db.data(), n, 1, n),
-          device_view(dx.data(), n, 1, n), o);
+    prob.run(ctx, o);
     FAIL() << "expected SingularMatrix";
   } catch (const SingularMatrix& e) {
     EXPECT_EQ(e.column(), 200) << e.what();
