@@ -115,33 +115,13 @@ std::vector<Precision> precision_path(const SolveOptions& o) {
   return path;
 }
 
-struct Checks {
-  static void arguments(const char* where, const MatrixView<const double>& a, const MatrixView<const double>& b,
-                        const MatrixView<double>& x) {
-    detail::check_view(where, "A", a);
-    detail::check_view(where, "B", b);
-    detail::check_view(where, "X", x);
-    auto fail = [&](const std::string& what) { throw InvalidArgument(std::string(where) + ": " + what); };
-    if (a.rows != a.cols) fail("A is " + std::to_string(a.rows) + " x " + std::to_string(a.cols) + ", not square");
-    if (b.rows != a.rows)
-      fail("B has " + std::to_string(b.rows) + " rows but A is " + std::to_string(a.rows) + " x " + std::to_string(a.cols));
-    if (x.rows != b.rows || x.cols != b.cols)
-      fail("X is " + std::to_string(x.rows) + " x " + std::to_string(x.cols) + " but B is " + std::to_string(b.rows) +
-           " x " + std::to_string(b.cols));
-    if (a.memory != b.memory || a.memory != x.memory)
-      fail(std::string("A, B and X must be in one memory space (A: ") + to_string(a.memory) + ", B: " +
-           to_string(b.memory) + ", X: " + to_string(x.memory) + ")");
-    if (x.data != nullptr && (x.data == b.data || static_cast<const void*>(x.data) == a.data))
-      fail("X must not alias A or B (B is read until the end)");
-  }
-};
-
 }  // namespace
 
 struct Factorization::State {
   Context* ctx = nullptr;
   SolveOptions options;
   std::unique_ptr<Engine> engine;
+  const void* user_a = nullptr;  // the caller's A (read in place by the device engine)
   double norm_a = 0;
   std::vector<Precision> path;
   std::size_t next = 0;  // index in path of the next factorization to try
@@ -151,7 +131,7 @@ struct Factorization::State {
 
 Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, const SolveOptions& options)
     : state_(std::make_unique<State>()) {
-  const char* where = "Factorization";
+  const char* where = "solve";
   detail::check_view(where, "A", a);
   if (a.rows != a.cols)
     throw InvalidArgument(std::string(where) + ": A is " + std::to_string(a.rows) + " x " + std::to_string(a.cols) +
@@ -165,6 +145,7 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
   State& s = *state_;
   s.ctx = &ctx;
   s.options = options;
+  s.user_a = a.data;
   if (a.memory == Memory::Device) {
     if (!ctx.has_device()) throw InvalidArgument(std::string(where) + ": A is in device memory but the Context is host-only");
     s.engine = solvers_detail::make_device_engine(ctx, a, options.block_size);
@@ -366,7 +347,8 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
                           std::to_string(b.rows) + " x " + std::to_string(b.cols));
   if (b.memory != s.engine->memory() || x.memory != s.engine->memory())
     throw InvalidArgument(std::string("solve: B and X must be in ") + to_string(s.engine->memory()) + " memory, as A");
-  if (x.data != nullptr && x.data == b.data) throw InvalidArgument("solve: X must not alias B (B is read until the end)");
+  if (x.data != nullptr && (x.data == b.data || static_cast<const void*>(x.data) == s.user_a))
+    throw InvalidArgument("solve: X must not alias A or B (both are read until the end)");
   const auto bad = s.engine->find_nonfinite(b);
   if (bad.first >= 0)
     throw InvalidArgument("solve: B(" + std::to_string(bad.first) + ", " + std::to_string(bad.second) + ") is NaN or Inf");
@@ -445,9 +427,8 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
 
 SolveReport solve(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
                   const MatrixView<double>& x, const SolveOptions& options) {
-  Checks::arguments("solve", a, b, x);
-  Factorization f(ctx, a, options);
-  return f.solve(b, x);
+  Factorization f(ctx, a, options);  // checks A
+  return f.solve(b, x);              // checks B and X
 }
 
 }  // namespace mixsolve
