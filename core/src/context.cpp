@@ -8,7 +8,7 @@
 
 namespace mixsolve {
 
-Context::Context(int device) {
+Context::Context(int device, StreamPriority priority) {
   if (!gpu_available()) throw DeviceError("Context: no CUDA GPU is available (use Context::host_only())");
   int count = 0;
   MIXSOLVE_CUDA_CHECK(cudaGetDeviceCount(&count));
@@ -17,7 +17,10 @@ Context::Context(int device) {
                           std::to_string(count) + ")");
   device_ = device;
   MIXSOLVE_CUDA_CHECK(cudaSetDevice(device_));
-  MIXSOLVE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  int least = 0, greatest = 0;  // numerically: greatest priority is the lowest number
+  MIXSOLVE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  MIXSOLVE_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking,
+                                                   priority == StreamPriority::High ? greatest : least));
   cublasStatus_t st = cublasCreate(&cublas_);
   if (st != CUBLAS_STATUS_SUCCESS) {
     cudaStreamDestroy(stream_);
@@ -40,6 +43,7 @@ Context& Context::operator=(Context&& other) noexcept {
     cublas_ = std::exchange(other.cublas_, nullptr);
     workspace_ = std::exchange(other.workspace_, nullptr);
     workspace_bytes_ = std::exchange(other.workspace_bytes_, 0);
+    multiprocessor_limit_ = std::exchange(other.multiprocessor_limit_, 0);
   }
   return *this;
 }
@@ -80,6 +84,14 @@ void* Context::workspace(std::size_t bytes) {
   MIXSOLVE_CUDA_CHECK(cudaMallocAsync(&workspace_, rounded, stream_));
   workspace_bytes_ = rounded;
   return workspace_;
+}
+
+void Context::set_multiprocessor_limit(int count) {
+  if (count < 0)
+    throw InvalidArgument("Context::set_multiprocessor_limit: count (" + std::to_string(count) + ") < 0");
+  if (!has_device_) throw NotSupported("Context::set_multiprocessor_limit: this is a host-only context");
+  MIXSOLVE_CUBLAS_CHECK(cublasSetSmCountTarget(cublas_, count));
+  multiprocessor_limit_ = count;
 }
 
 void Context::synchronize() const {

@@ -113,7 +113,7 @@ class CublasHalfPrecision final : public Backend {
   std::string description() const override {
     return std::string("cublasGemmEx on ") + (kFp16 ? "FP16" : "BF16") +
            " tensor cores, FP32 accumulate; A and B rounded in the workspace; synchronises once to "
-           "report values beyond the format's range";
+           "report values beyond the format's range (unless check_range is false)";
   }
   DataType data_type() const override { return DataType::F32; }
   Memory memory() const override { return Memory::Device; }
@@ -137,14 +137,16 @@ class CublasHalfPrecision final : public Backend {
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     round_to_16bit_kernel<<<blocks(b_rows * b_cols), 256, 0, stream>>>(a.b, b_rows, b_cols, a.ldb, b16, overflow + 1);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    unsigned int counts[2] = {0, 0};
-    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(counts, overflow, sizeof counts, cudaMemcpyDeviceToHost, stream));
-    MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
-    for (int i = 0; i < 2; ++i)
-      if (counts[i] > 0)
-        throw RangeError("gemm(" + name() + "): " + std::to_string(counts[i]) + " entries of " + (i ? "B" : "A") +
-                         " are finite but overflow " + (kFp16 ? "FP16 (|x| >= 65520)" : "BF16") +
-                         "; use a scaled backend (halfhalf) or tf32tf32");
+    if (a.check_range) {
+      unsigned int counts[2] = {0, 0};
+      MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(counts, overflow, sizeof counts, cudaMemcpyDeviceToHost, stream));
+      MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+      for (int i = 0; i < 2; ++i)
+        if (counts[i] > 0)
+          throw RangeError("gemm(" + name() + "): " + std::to_string(counts[i]) + " entries of " + (i ? "B" : "A") +
+                           " are finite but overflow " + (kFp16 ? "FP16 (|x| >= 65520)" : "BF16") +
+                           "; use a scaled backend (halfhalf) or tf32tf32");
+    }
     const cudaDataType_t t = kFp16 ? CUDA_R_16F : CUDA_R_16BF;
     MathModeScope mode(ctx.cublas(), CUBLAS_DEFAULT_MATH);
     MIXSOLVE_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), to_cublas(a.op_a), to_cublas(a.op_b), int(a.m), int(a.n), int(a.k),

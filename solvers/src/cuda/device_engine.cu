@@ -1,17 +1,23 @@
-// Device engine (first version): blocked LU with partial pivoting on the GPU whose trailing
-// updates go through the chosen gemm/ backend; FP64 through cuSOLVER dgetrf; FP64 residuals and
-// vector operations through cuBLAS; triangular solves in the working precision with cublas?trsm.
-// Correct first: the panel (cuSOLVER getrf on the tall panel) and the row interchanges (one
-// thread per column) are not yet tuned; zero pivots are collected per panel and read at the end.
+// Device engine: blocked right-looking LU with partial pivoting on the GPU, FP32 storage. The
+// panel is factored by the cooperative kernel of lu_kernels.cu in sub-panels of 32 columns; U12
+// by cublasStrsm; the trailing update A22 -= L21 U12 runs on the chosen gemm/ backend. FP64
+// factors come from cuSOLVER dgetrf. Solves gather the pivot permutation and use the
+// bandwidth-bound triangular solver; residuals are FP64 (cuBLAS) on the user's matrix.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <type_traits>
 #include <string>
 #include <vector>
 
 #include "../engine.hpp"
+#include "lu_kernels.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/cusolver_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
@@ -33,39 +39,6 @@ __global__ void convert_kernel(const From* src, std::int64_t lds, To* dst, std::
        idx += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t i = idx % rows, j = idx / rows;
     dst[i + j * ldd] = static_cast<To>(src[i + j * lds]);
-  }
-}
-
-// Applies the panel's row interchanges (1-based, relative to row `first`) to columns [c0, c1).
-template <class T>
-__global__ void swap_rows_kernel(T* a, std::int64_t lda, std::int64_t first, const int* pivots, int count,
-                                 std::int64_t c0, std::int64_t c1) {
-  const std::int64_t c = c0 + blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
-  if (c >= c1) return;
-  T* column = a + c * lda;
-  for (int i = 0; i < count; ++i) {
-    const std::int64_t p = first + pivots[i] - 1;
-    if (p != first + i) {
-      const T t = column[first + i];
-      column[first + i] = column[p];
-      column[p] = t;
-    }
-  }
-}
-
-// Applies a whole factorization's interchanges (global 0-based pivot rows) to the rows of y.
-template <class T>
-__global__ void apply_pivots_kernel(T* y, std::int64_t ldy, std::int64_t cols, const int* pivots, std::int64_t n) {
-  const std::int64_t c = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
-  if (c >= cols) return;
-  T* column = y + c * ldy;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const int p = pivots[i];
-    if (p != i) {
-      const T t = column[i];
-      column[i] = column[p];
-      column[p] = t;
-    }
   }
 }
 
@@ -107,6 +80,119 @@ __global__ void column_abs_max_kernel(const double* m, std::int64_t ld, std::int
   }
 }
 
+// Where the device engine spends its time, for tuning: with MIXSOLVE_LU_PROFILE set in the
+// environment every phase is bracketed by CUDA events on its stream. The LU's phases go to stderr
+// after each factorization (with look-ahead the panel overlaps the others, so they add up to
+// more than the total); the solve phases (triangular solves, residuals, mat-vecs) when the engine
+// ends. Off by default (events cost a little).
+class Profile {
+ public:
+  enum Phase { Panel, RightSwaps, LeftSwaps, RowBlock, Update, kLuPhases, Solve = kLuPhases, Residual, Multiply, kPhases };
+  Profile() : enabled_(std::getenv("MIXSOLVE_LU_PROFILE") != nullptr) {}
+  Profile(const Profile&) = delete;
+  Profile& operator=(const Profile&) = delete;
+  ~Profile() {
+    try {
+      if (enabled_ && count_[Solve] + count_[Residual] + count_[Multiply] > 0) {
+        collect();
+        std::fprintf(stderr, "solve profile: %d solves %.2f ms, %d residuals %.2f ms, %d mat-vecs %.2f ms\n",
+                     count_[Solve], ms_[Solve], count_[Residual], ms_[Residual], count_[Multiply], ms_[Multiply]);
+      }
+    } catch (...) {  // a profile never ends the program
+    }
+    for (auto& r : records_) destroy(r);
+  }
+  bool enabled() const { return enabled_; }
+  void start(Phase phase, cudaStream_t stream) {
+    if (!enabled_) return;
+    Record r{phase, nullptr, nullptr};
+    MIXSOLVE_CUDA_CHECK(cudaEventCreate(&r.start));
+    MIXSOLVE_CUDA_CHECK(cudaEventCreate(&r.stop));
+    MIXSOLVE_CUDA_CHECK(cudaEventRecord(r.start, stream));
+    open_[phase] = records_.size();
+    records_.push_back(r);
+    ++count_[phase];
+  }
+  void stop(Phase phase, cudaStream_t stream) {
+    if (enabled_) MIXSOLVE_CUDA_CHECK(cudaEventRecord(records_[open_[phase]].stop, stream));
+  }
+  void report_factorization(double total_seconds) {
+    if (!enabled_) return;
+    collect();
+    std::fprintf(stderr,
+                 "LU profile: total %.2f ms; panel %.2f, right swaps %.2f, left swaps %.2f, U12 trsm %.2f, "
+                 "trailing update %.2f ms\n",
+                 1e3 * total_seconds, ms_[Panel], ms_[RightSwaps], ms_[LeftSwaps], ms_[RowBlock], ms_[Update]);
+    for (int p = 0; p < kLuPhases; ++p) ms_[p] = count_[p] = 0;
+  }
+
+ private:
+  struct Record {
+    Phase phase;
+    cudaEvent_t start, stop;
+  };
+  static void destroy(Record& r) {
+    cudaEventDestroy(r.start);
+    cudaEventDestroy(r.stop);
+  }
+  // Adds the finished records' times to ms_ and drops them.
+  void collect() {
+    MIXSOLVE_CUDA_CHECK(cudaDeviceSynchronize());
+    for (auto& r : records_) {
+      float t = 0;
+      MIXSOLVE_CUDA_CHECK(cudaEventElapsedTime(&t, r.start, r.stop));
+      ms_[r.phase] += t;
+      destroy(r);
+    }
+    records_.clear();
+  }
+  bool enabled_;
+  std::vector<Record> records_;
+  std::size_t open_[kPhases] = {};
+  double ms_[kPhases] = {};
+  int count_[kPhases] = {};
+};
+
+// An event that orders work between the LU's streams (no timing).
+class StreamEvent {
+ public:
+  StreamEvent() { MIXSOLVE_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+  StreamEvent(const StreamEvent&) = delete;
+  StreamEvent& operator=(const StreamEvent&) = delete;
+  ~StreamEvent() { cudaEventDestroy(event_); }
+  // `waiter` runs what is enqueued next only after what `signaller` has enqueued so far.
+  void order(cudaStream_t signaller, cudaStream_t waiter) {
+    MIXSOLVE_CUDA_CHECK(cudaEventRecord(event_, signaller));
+    MIXSOLVE_CUDA_CHECK(cudaStreamWaitEvent(waiter, event_, 0));
+  }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+// Restores a Context's multiprocessor limit when the factorization ends, however it ends.
+class MultiprocessorLimitScope {
+ public:
+  MultiprocessorLimitScope(Context& ctx, int limit) : ctx_(ctx), saved_(ctx.multiprocessor_limit()) {
+    ctx.set_multiprocessor_limit(limit);
+  }
+  ~MultiprocessorLimitScope() {
+    try {
+      ctx_.set_multiprocessor_limit(saved_);
+    } catch (...) {
+    }
+  }
+
+ private:
+  Context& ctx_;
+  int saved_;
+};
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
 const gemm::Backend& device_update_backend(Precision p) {
   switch (p) {
     case Precision::FP32: return gemm::find_backend("cublas-sgemm");
@@ -120,6 +206,9 @@ const gemm::Backend& device_update_backend(Precision p) {
   throw InvalidArgument("device engine: no FP32-stored factorization for precision " + to_string(p));
 }
 
+// Multiprocessors the panel kernel runs on by default (measured: docs/solver.md).
+constexpr int kDefaultPanelBlocks = 32;
+
 class DeviceEngine final : public Engine {
  public:
   DeviceEngine(Context& ctx, const MatrixView<const double>& a, int block_size) : ctx_(ctx), a_(a) {
@@ -128,11 +217,21 @@ class DeviceEngine final : public Engine {
     MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&solver_));
     MIXSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(solver_, ctx.stream()));
     pivots_ = DeviceBuffer<int>(std::max<std::int64_t>(n_, 1));
+    permutation_ = DeviceBuffer<int>(std::max<std::int64_t>(n_, 1));
+    first_zero_pivot_ = DeviceBuffer<int>(1);
     info_ = DeviceBuffer<int>(1);
     flag_ = DeviceBuffer<unsigned long long>(1);
     column_max_ = DeviceBuffer<double>(64);
+    // Blocks (= multiprocessors) of the cooperative panel kernel; a tuning knob (docs/solver.md).
+    panel_blocks_ = env_int("MIXSOLVE_PANEL_BLOCKS", kDefaultPanelBlocks);
   }
-  ~DeviceEngine() override { cusolverDnDestroy(solver_); }
+  ~DeviceEngine() override {
+    if (swap_stream_) {
+      cudaStreamSynchronize(swap_stream_);
+      cudaStreamDestroy(swap_stream_);
+    }
+    cusolverDnDestroy(solver_);
+  }
 
   Memory memory() const override { return Memory::Device; }
 
@@ -170,7 +269,11 @@ class DeviceEngine final : public Engine {
       // cuSOLVER's pivots are 1-based and sequential; keep them as global 0-based rows.
       add_panel_pivots_kernel<<<blocks_for(n_), 256, 0, stream()>>>(pivots_.data(), int(n_), 0, pivots_.data());
       MIXSOLVE_CUDA_CHECK_LAUNCH();
-      if (find_nonfinite_in(factors64_.data(), n_, n_, n_).first >= 0) result.status = StopReason::Overflow;
+      if (find_nonfinite_in(factors64_.data(), n_, n_, n_).first >= 0) {
+        result.status = StopReason::Overflow;
+        return result;
+      }
+      pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream());
       track_peak();
       return result;
     }
@@ -184,88 +287,78 @@ class DeviceEngine final : public Engine {
       result.status = StopReason::Overflow;  // beyond FP32's range
       return result;
     }
-    int lwork = 0;
-    MIXSOLVE_CUSOLVER_CHECK(cusolverDnSgetrf_bufferSize(solver_, int(n_), int(std::min<std::int64_t>(nb_, n_)), f, int(n_), &lwork));
-    DeviceBuffer<float> work(std::max(lwork, 1));
-    DeviceBuffer<int> panel_pivots(nb_);
-    // One info slot per panel, read once at the end: no synchronisation inside the loop. After a
-    // zero pivot the remaining panels compute with Inf/NaN; those factors are discarded.
-    const std::int64_t panels = (n_ + nb_ - 1) / nb_;
-    DeviceBuffer<int> panel_info(std::max<std::int64_t>(panels, 1));
-    const float one = 1.0f;
-    for (std::int64_t j0 = 0, panel_index = 0; j0 < n_; j0 += nb_, ++panel_index) {
-      const std::int64_t jb = std::min<std::int64_t>(nb_, n_ - j0), rows = n_ - j0;
-      float* panel = f + j0 + j0 * n_;
-      MIXSOLVE_CUSOLVER_CHECK(cusolverDnSgetrf(solver_, int(rows), int(jb), panel, int(n_), work.data(),
-                                               panel_pivots.data(), panel_info.data() + panel_index));
-      add_panel_pivots_kernel<<<blocks_for(jb), 256, 0, stream()>>>(panel_pivots.data(), int(jb), j0, pivots_.data());
-      if (j0 > 0)
-        swap_rows_kernel<<<blocks_for(j0), 256, 0, stream()>>>(f, n_, j0, panel_pivots.data(), int(jb), 0, j0);
-      if (j0 + jb < n_)
-        swap_rows_kernel<<<blocks_for(n_ - j0 - jb), 256, 0, stream()>>>(f, n_, j0, panel_pivots.data(), int(jb),
-                                                                          j0 + jb, n_);
-      MIXSOLVE_CUDA_CHECK_LAUNCH();
-      const std::int64_t rest = n_ - j0 - jb;
-      if (rest == 0) continue;
-      // U12 = L11^-1 A12, then A22 -= L21 U12 in the backend's arithmetic.
-      MIXSOLVE_CUBLAS_CHECK(cublasStrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                                        CUBLAS_DIAG_UNIT, int(jb), int(rest), &one, panel, int(n_),
-                                        f + j0 + (j0 + jb) * n_, int(n_)));
-      gemm::GemmArgs<float> g{gemm::Op::N, gemm::Op::N, rest, rest, jb, -1.0f, f + (j0 + jb) + j0 * n_, n_,
-                              f + j0 + (j0 + jb) * n_, n_, 1.0f, f + (j0 + jb) + (j0 + jb) * n_, n_};
-      update.run(ctx_, g);
+    if (!panel_) {
+      panel_ = std::make_unique<PanelWorkspace>(n_, panel_blocks_);
+      panel_ctx_ = std::make_unique<Context>(ctx_.device(), StreamPriority::High);
+      MIXSOLVE_CUDA_CHECK(cudaStreamCreateWithFlags(&swap_stream_, cudaStreamNonBlocking));
     }
-    const std::vector<int> infos = panel_info.to_host(stream());
-    for (std::int64_t i = 0; i < panels; ++i)
-      if (infos[i] > 0) {
-        result.status = StopReason::ZeroPivot;
-        result.zero_pivot_column = i * nb_ + infos[i] - 1;
-        return result;
-      }
-    if (find_nonfinite_in(f, n_, n_, n_).first >= 0) result.status = StopReason::Overflow;
+    if (!panel_->supported())
+      throw NotSupported("device LU: n = " + std::to_string(n_) +
+                         " rows do not fit the cooperative panel kernel's shared memory on this GPU");
+    // The first zero pivot's column, read once at the end: no synchronisation inside the loop.
+    // After a zero pivot the remaining panels compute with Inf/NaN; those factors are discarded.
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(first_zero_pivot_.data(), 0x7f, sizeof(int), stream()));
+    factor_blocked(update);
+    int first_zero = 0;
+    first_zero_pivot_.copy_to_host(&first_zero, 1, stream());
+    if (first_zero < n_) {
+      result.status = StopReason::ZeroPivot;
+      result.zero_pivot_column = first_zero;
+      return result;
+    }
+    if (find_nonfinite_in(f, n_, n_, n_).first >= 0) {
+      result.status = StopReason::Overflow;
+      return result;
+    }
+    pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream());
     track_peak();
     return result;
   }
 
   void apply_inverse(const MatrixView<double>& y) override {
+    profile_.start(Profile::Solve, stream());
+    apply_inverse_unprofiled(y);
+    profile_.stop(Profile::Solve, stream());
+  }
+
+  void apply_inverse_unprofiled(const MatrixView<double>& y) {
     const std::int64_t k = y.cols;
     if (precision_ == Precision::FP64) {
-      apply_pivots_kernel<<<blocks_for(k), 256, 0, stream()>>>(y.data, y.ld, k, pivots_.data(), n_);
-      MIXSOLVE_CUDA_CHECK_LAUNCH();
-      const double one = 1.0;
-      MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                                        CUBLAS_DIAG_UNIT, int(n_), int(k), &one, factors64_.data(), int(n_), y.data, int(y.ld)));
-      MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                                        CUBLAS_DIAG_NON_UNIT, int(n_), int(k), &one, factors64_.data(), int(n_), y.data,
-                                        int(y.ld)));
+      // In place: y = P y through a copy, then the two triangles.
+      if (solve64_.size() < std::size_t(n_ * k)) solve64_ = DeviceBuffer<double>(n_ * k);
+      gather_rows(y.data, y.ld, permutation_.data(), n_, k, solve64_.data(), n_, stream());
+      solve_triangles(factors64_.data(), solve64_.data(), k);
+      copy(device_view<const double>(solve64_.data(), n_, k, n_), y);
       return;
     }
     if (solve_buffer_.size() < std::size_t(n_ * k)) solve_buffer_ = DeviceBuffer<float>(n_ * k);
     float* w = solve_buffer_.data();
-    convert_kernel<<<blocks_for(n_ * k), 256, 0, stream()>>>(y.data, y.ld, w, n_, n_, k);
-    apply_pivots_kernel<<<blocks_for(k), 256, 0, stream()>>>(w, n_, k, pivots_.data(), n_);
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-    const float one = 1.0f;
-    MIXSOLVE_CUBLAS_CHECK(cublasStrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                                      CUBLAS_DIAG_UNIT, int(n_), int(k), &one, factors32_.data(), int(n_), w, int(n_)));
-    MIXSOLVE_CUBLAS_CHECK(cublasStrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                                      CUBLAS_DIAG_NON_UNIT, int(n_), int(k), &one, factors32_.data(), int(n_), w, int(n_)));
+    gather_rows(y.data, y.ld, permutation_.data(), n_, k, w, n_, stream());
+    solve_triangles(factors32_.data(), w, k);
     convert_kernel<<<blocks_for(n_ * k), 256, 0, stream()>>>(w, n_, y.data, y.ld, n_, k);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
 
   void residual(const MatrixView<const double>& x, const MatrixView<const double>& b,
                 const MatrixView<double>& r) override {
+    profile_.start(Profile::Residual, stream());
     copy(b, r);
     const double minus_one = -1.0, one = 1.0;
-    MIXSOLVE_CUBLAS_CHECK(cublasDgemm(ctx_.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, int(n_), int(x.cols), int(n_), &minus_one,
-                                      a_.data, int(a_.ld), x.data, int(x.ld), &one, r.data, int(r.ld)));
+    if (x.cols == 1)  // DGEMM with one column is not a GEMV in every cuBLAS
+      MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(n_), int(n_), &minus_one, a_.data, int(a_.ld),
+                                        x.data, 1, &one, r.data, 1));
+    else
+      MIXSOLVE_CUBLAS_CHECK(cublasDgemm(ctx_.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, int(n_), int(x.cols), int(n_), &minus_one,
+                                        a_.data, int(a_.ld), x.data, int(x.ld), &one, r.data, int(r.ld)));
+    profile_.stop(Profile::Residual, stream());
   }
 
   void multiply(const double* x, double* y) override {
+    profile_.start(Profile::Multiply, stream());
     const double one = 1.0, zero = 0.0;
     MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(n_), int(n_), &one, a_.data, int(a_.ld), x, 1,
                                       &zero, y, 1));
+    profile_.stop(Profile::Multiply, stream());
   }
 
   void column_norms_inf(const MatrixView<const double>& m, double* out) override {
@@ -305,6 +398,130 @@ class DeviceEngine final : public Engine {
  private:
   cudaStream_t stream() const { return ctx_.stream(); }
 
+  // Right-looking blocked LU of factors32_ with look-ahead. Three streams:
+  //  * main (the user's context): right-hand row swaps, U12, and the trailing update, split so
+  //    that the next panel's columns are updated first;
+  //  * panel (high priority, its own context): the next panel, factored while the main stream
+  //    updates the rest of the trailing matrix; the main stream's GEMMs are asked to leave
+  //    panel_blocks_ multiprocessors free for it;
+  //  * swaps: the interchanges on the finished L columns to the left, which nothing in the
+  //    factorization reads again, so they overlap the GEMMs; joined at the end.
+  // MIXSOLVE_LU_LOOKAHEAD=0 in the environment runs the same steps on the main stream alone.
+  void factor_blocked(const gemm::Backend& update) {
+    float* f = factors32_.data();
+    cudaStream_t main = stream();
+    const bool look_ahead = env_int("MIXSOLVE_LU_LOOKAHEAD", 1) != 0;
+    cudaStream_t panel = look_ahead ? panel_ctx_->stream() : main;
+    cudaStream_t left = look_ahead ? swap_stream_ : main;
+    Context& panel_ctx = look_ahead ? *panel_ctx_ : ctx_;
+    int multiprocessors = 0;
+    MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, ctx_.device()));
+    MultiprocessorLimitScope limit(ctx_, look_ahead ? std::max(1, multiprocessors - panel_->blocks()) : 0);
+    StreamEvent to_panel, from_panel, to_left, from_left;
+    Profile& profile = profile_;
+    const auto started = std::chrono::steady_clock::now();
+
+    auto trailing_update = [&](std::int64_t j0, std::int64_t jb, std::int64_t c0, std::int64_t c1) {
+      const std::int64_t rows = n_ - j0 - jb;
+      update.run(ctx_, gemm::GemmArgs<float>{gemm::Op::N, gemm::Op::N, rows, c1 - c0, jb, -1.0f, f + (j0 + jb) + j0 * n_,
+                                             n_, f + j0 + c0 * n_, n_, 1.0f, f + (j0 + jb) + c0 * n_, n_, false});
+    };
+
+    to_panel.order(main, panel);
+    profile.start(Profile::Panel, panel);
+    factor_panel(panel_ctx, 0, std::min<std::int64_t>(nb_, n_));
+    profile.stop(Profile::Panel, panel);
+    for (std::int64_t j0 = 0; j0 < n_; j0 += nb_) {
+      const std::int64_t jb = std::min<std::int64_t>(nb_, n_ - j0), next = j0 + jb, rest = n_ - next;
+      from_panel.order(panel, main);
+      profile.start(Profile::RightSwaps, main);
+      swap_rows(f, n_, pivots_.data(), j0, int(jb), next, n_, n_, n_, main);
+      profile.stop(Profile::RightSwaps, main);
+      if (j0 > 0) {
+        // Columns [0, j0) were last read by the previous step's update, enqueued before this point.
+        to_left.order(main, left);
+        profile.start(Profile::LeftSwaps, left);
+        swap_rows(f, n_, pivots_.data(), j0, int(jb), 0, j0, j0, j0, left);
+        profile.stop(Profile::LeftSwaps, left);
+      }
+      if (rest == 0) break;
+      // U12 = L11^-1 A12, then A22 -= L21 U12 in the backend's arithmetic: the next panel's
+      // columns first, then (beside the next panel's factorization) the others.
+      profile.start(Profile::RowBlock, main);
+      const float one = 1.0f;
+      MIXSOLVE_CUBLAS_CHECK(cublasStrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                                        CUBLAS_DIAG_UNIT, int(jb), int(rest), &one, f + j0 + j0 * n_, int(n_),
+                                        f + j0 + next * n_, int(n_)));
+      profile.stop(Profile::RowBlock, main);
+      const std::int64_t next_jb = std::min<std::int64_t>(nb_, rest);
+      profile.start(Profile::Update, main);
+      trailing_update(j0, jb, next, next + next_jb);
+      to_panel.order(main, panel);
+      profile.start(Profile::Panel, panel);
+      factor_panel(panel_ctx, next, next_jb);
+      profile.stop(Profile::Panel, panel);
+      if (rest > next_jb) trailing_update(j0, jb, next + next_jb, n_);
+      profile.stop(Profile::Update, main);
+    }
+    from_left.order(left, main);
+    from_panel.order(panel, main);
+    if (profile.enabled()) {
+      ctx_.synchronize();
+      profile.report_factorization(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    }
+  }
+
+  // The panel [j0, j0 + jb) of the FP32 factors, rows j0 .. n-1: blocked, with sub-panels of
+  // kPanelBaseWidth columns factored by the cooperative kernel. Their small updates inside the
+  // panel run in FP32 (cuBLAS): they are a few percent of the flops, and the pivot choice then
+  // sees FP32-accurate columns whatever the trailing update's arithmetic.
+  void factor_panel(Context& ctx, std::int64_t j0, std::int64_t jb) {
+    float* f = factors32_.data();
+    const float one = 1.0f;
+    for (std::int64_t s = 0; s < jb; s += kPanelBaseWidth) {
+      const std::int64_t c = j0 + s, ws = std::min<std::int64_t>(kPanelBaseWidth, jb - s);
+      panel_->factor(f + c + c * n_, n_, n_ - c, int(ws), pivots_.data() + c, c, first_zero_pivot_.data(), c,
+                     ctx.stream());
+      swap_rows(f, n_, pivots_.data(), c, int(ws), j0, j0 + jb, c, c + ws, ctx.stream());
+      const std::int64_t right = jb - s - ws;
+      if (right == 0) continue;
+      MIXSOLVE_CUBLAS_CHECK(cublasStrsm(ctx.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                                        CUBLAS_DIAG_UNIT, int(ws), int(right), &one, f + c + c * n_, int(n_),
+                                        f + c + (c + ws) * n_, int(n_)));
+      gemm::find_backend("cublas-sgemm")
+          .run(ctx, gemm::GemmArgs<float>{gemm::Op::N, gemm::Op::N, n_ - c - ws, right, ws, -1.0f,
+                                           f + (c + ws) + c * n_, n_, f + c + (c + ws) * n_, n_, 1.0f,
+                                           f + (c + ws) + (c + ws) * n_, n_});
+    }
+  }
+
+  // w := U^-1 L^-1 w for n x k, in the factors' precision. One or a few vectors (refinement,
+  // GMRES) go through the bandwidth-bound solver; blocks of many through cuBLAS trsm.
+  template <class T>
+  void solve_triangles(const T* lu, T* w, std::int64_t k) {
+    constexpr std::int64_t kMaxVectorsOneByOne = 4;
+    if (k <= kMaxVectorsOneByOne) {
+      if (!triangular_) triangular_ = std::make_unique<TriangularSolver>(n_);
+      for (std::int64_t c = 0; c < k; ++c) {
+        triangular_->solve_lower_unit(lu, n_, w + c * n_, stream());
+        triangular_->solve_upper(lu, n_, w + c * n_, stream());
+      }
+      return;
+    }
+    const T one = 1;
+    if constexpr (std::is_same_v<T, float>) {
+      MIXSOLVE_CUBLAS_CHECK(cublasStrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                                        CUBLAS_DIAG_UNIT, int(n_), int(k), &one, lu, int(n_), w, int(n_)));
+      MIXSOLVE_CUBLAS_CHECK(cublasStrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                                        CUBLAS_DIAG_NON_UNIT, int(n_), int(k), &one, lu, int(n_), w, int(n_)));
+    } else {
+      MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                                        CUBLAS_DIAG_UNIT, int(n_), int(k), &one, lu, int(n_), w, int(n_)));
+      MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                                        CUBLAS_DIAG_NON_UNIT, int(n_), int(k), &one, lu, int(n_), w, int(n_)));
+    }
+  }
+
   int read_info() {
     int info = 0;
     info_.copy_to_host(&info, 1, stream());
@@ -326,7 +543,8 @@ class DeviceEngine final : public Engine {
   }
 
   void track_peak() {
-    std::size_t bytes = factors32_.bytes() + factors64_.bytes() + pivots_.bytes() + solve_buffer_.bytes() +
+    std::size_t bytes = factors32_.bytes() + factors64_.bytes() + 2 * pivots_.bytes() + solve_buffer_.bytes() +
+                        solve64_.bytes() +
                         ctx_.workspace_capacity();
     for (const auto& s : scratch_) bytes += s.bytes();
     peak_ = std::max(peak_, bytes);
@@ -337,8 +555,14 @@ class DeviceEngine final : public Engine {
   cusolverDnHandle_t solver_ = nullptr;
   Precision precision_ = Precision::FP64;
   DeviceBuffer<float> factors32_, solve_buffer_;
-  DeviceBuffer<double> factors64_, column_max_;
-  DeviceBuffer<int> pivots_, info_;
+  DeviceBuffer<double> factors64_, solve64_, column_max_;
+  DeviceBuffer<int> pivots_, permutation_, info_, first_zero_pivot_;
+  std::unique_ptr<PanelWorkspace> panel_;
+  Profile profile_;
+  std::unique_ptr<Context> panel_ctx_;  // the look-ahead panel's stream and cuBLAS handle
+  cudaStream_t swap_stream_ = nullptr;  // the left-hand row interchanges
+  int panel_blocks_ = 32;
+  std::unique_ptr<TriangularSolver> triangular_;
   DeviceBuffer<unsigned long long> flag_;
   std::vector<DeviceBuffer<double>> scratch_;
   std::int64_t nb_ = 256;

@@ -9,10 +9,14 @@
 
 namespace mixsolve {
 
+// Priority of a Context's stream: work on a High stream is scheduled first when multiprocessors
+// free up (the LU's look-ahead panel runs on one, beside the trailing update).
+enum class StreamPriority { Normal, High };
+
 class Context {
  public:
   // A context on GPU `device` with its own stream. Throws DeviceError if there is no such GPU.
-  explicit Context(int device = 0);
+  explicit Context(int device = 0, StreamPriority priority = StreamPriority::Normal);
   // A context for host backends only: no GPU is touched.
   static Context host_only();
 
@@ -35,6 +39,12 @@ class Context {
 
   void synchronize() const;
 
+  // Multiprocessors the work launched through this context should occupy (0, the default: all).
+  // The persistent corrected-SGEMM kernels size their grids by it and cuBLAS gets it as its SM
+  // count target, so that work on another stream (a look-ahead panel) finds room to run.
+  void set_multiprocessor_limit(int count);
+  int multiprocessor_limit() const { return multiprocessor_limit_; }
+
  private:
   struct HostOnlyTag {};
   explicit Context(HostOnlyTag) {}
@@ -46,6 +56,7 @@ class Context {
   cublasHandle_t cublas_ = nullptr;
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;
+  int multiprocessor_limit_ = 0;
 };
 
 }  // namespace mixsolve

@@ -41,6 +41,11 @@ struct GemmArgs {
   T beta = T(0);
   T* c = nullptr;
   std::int64_t ldc = 1;
+  // Backends that round A and B into a narrower range without scaling (cublas-fp16, cublas-bf16,
+  // halfhalf-unscaled) count the entries that overflow and throw RangeError, at the cost of one
+  // synchronisation. false: no check; an overflow becomes Inf in C (a caller that checks C for
+  // non-finite entries itself, like the LU, skips the synchronisation).
+  bool check_range = true;
 };
 
 struct GemmShape {

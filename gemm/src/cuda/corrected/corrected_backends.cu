@@ -149,6 +149,8 @@ void launch_wgmma(const Context& ctx, const corrected::WgmmaParams& params) {
   // Persistent grid: one CTA per multiprocessor (the kernel takes the whole shared memory of one).
   int multiprocessors = 0;
   MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, ctx.device()));
+  if (ctx.multiprocessor_limit() > 0 && ctx.multiprocessor_limit() < multiprocessors)
+    multiprocessors = ctx.multiprocessor_limit();
   const std::int64_t tiles = std::int64_t(params.tiles_m) * params.tiles_n;
   const unsigned grid = unsigned(tiles < multiprocessors ? tiles : multiprocessors);
   // The tensor maps cover hi rows followed by lo rows: the workspace must lay them out so.
@@ -207,7 +209,8 @@ class CorrectedSgemm final : public Backend {
     const PackSource src_a{a.a, a.lda, a.op_a == Op::T, a.m, a.k};
     const PackSource src_b{a.b, a.ldb, a.op_b == Op::N, a.n, a.k};
 
-    if (scheme_.check_range)
+    const bool check_range = scheme_.check_range && a.check_range;
+    if (check_range)
       MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(w.overflow, 0, 2 * sizeof(unsigned int), stream));
     if (scheme_.row_scaling) {
       MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(w.row_max_a, 0, l.rows_a * sizeof(unsigned int), stream));
@@ -217,7 +220,7 @@ class CorrectedSgemm final : public Backend {
     }
     pack(src_a, l.rows_a, l.depth, w.row_max_a, w.a_hi, w.a_lo, w.overflow, stream);
     pack(src_b, l.rows_b, l.depth, w.row_max_b, w.b_hi, w.b_lo, w.overflow + 1, stream);
-    if (scheme_.check_range) report_overflow(w.overflow, stream);
+    if (check_range) report_overflow(w.overflow, stream);
 
     corrected::MmaSyncParams p{};
     p.a_hi = w.a_hi;

@@ -1,0 +1,74 @@
+// Internal: the GPU kernels of the device LU and its solves (lu_kernels.cu), behind host
+// launchers. Matrices are column-major; row indices in pivot arrays are global and 0-based.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "mixsolve/core/device_buffer.hpp"
+
+namespace mixsolve::solvers_detail {
+
+// Columns one launch of the cooperative panel kernel factors (the base of the blocked panel).
+constexpr int kPanelBaseWidth = 32;
+
+// Scratch the cooperative panel kernel exchanges its per-block pivot candidates through.
+class PanelWorkspace {
+ public:
+  // Sized for panels of up to `max_rows` rows on the current device, on at most `max_blocks`
+  // blocks (one per multiprocessor; fewer leave room for concurrent work; 0: all). More blocks
+  // are taken where one block's share of the rows would not fit in shared memory;
+  // `supported()` is false where even all multiprocessors are not enough.
+  PanelWorkspace(std::int64_t max_rows, int max_blocks);
+  bool supported() const { return supported_; }
+  int blocks() const { return grid_; }
+
+  // Factors the m x w panel `a` (w <= kPanelBaseWidth <= m) in place with partial pivoting, as
+  // LAPACK's getf2 does: pivots[j] = row_offset + (row of the pivot of column j within the panel).
+  // A zero pivot lowers *first_zero_pivot (device int) to column_offset + j and leaves that column
+  // unscaled. One grid-wide synchronisation per column; no host synchronisation.
+  void factor(float* a, std::int64_t lda, std::int64_t m, int w, int* pivots, std::int64_t row_offset,
+              int* first_zero_pivot, std::int64_t column_offset, cudaStream_t stream);
+
+ private:
+  bool supported_ = false;
+  int grid_ = 0;
+  int rows_per_block_ = 0;
+  std::size_t shared_bytes_ = 0;
+  DeviceBuffer<float> candidate_values_, candidate_rows_, diagonal_rows_;
+  DeviceBuffer<int> candidate_indices_;
+};
+
+// Applies the row interchanges pivots[first .. first+count) (sequentially, LAPACK's laswp) to the
+// columns [c0, c1) of a except those in [skip0, skip1).
+void swap_rows(float* a, std::int64_t lda, const int* pivots, std::int64_t first, int count, std::int64_t c0,
+               std::int64_t c1, std::int64_t skip0, std::int64_t skip1, cudaStream_t stream);
+
+// The row permutation of a factorization's sequential interchanges, as a gather list:
+// (P y)[i] = y[permutation[i]]. Computed on the host from the device pivots (one copy).
+void pivots_to_permutation(const int* pivots, std::int64_t n, int* permutation, cudaStream_t stream);
+
+// w(:, c) = T(y(permutation, c)) for an n x k block (T = float or double).
+template <class T>
+void gather_rows(const double* y, std::int64_t ldy, const int* permutation, std::int64_t n, std::int64_t k, T* w,
+                 std::int64_t ldw, cudaStream_t stream);
+
+// Solves L x = b (unit lower) or U x = b (upper) in place for one vector, with the triangle of
+// the n x n factor `lu`. Bandwidth-bound: blocks of rows proceed as soon as the blocks they
+// depend on have published their part of x (flags in `sync`), so the factor is read once.
+class TriangularSolver {
+ public:
+  explicit TriangularSolver(std::int64_t n);
+  template <class T>
+  void solve_lower_unit(const T* lu, std::int64_t ld, T* x, cudaStream_t stream);
+  template <class T>
+  void solve_upper(const T* lu, std::int64_t ld, T* x, cudaStream_t stream);
+
+ private:
+  std::int64_t n_ = 0;
+  unsigned epoch_ = 0;
+  DeviceBuffer<unsigned> flags_, ticket_;
+};
+
+}  // namespace mixsolve::solvers_detail
