@@ -126,6 +126,7 @@ struct Factorization::State {
   std::vector<Precision> path;
   std::size_t next = 0;  // index in path of the next factorization to try
   Precision current = Precision::Auto;
+  Refinement current_refinement = Refinement::Classic;  // the method that converged with the factors
   bool factored = false;
 };
 
@@ -388,11 +389,12 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       }
       s.factored = true;
       s.current = attempt.precision;
+      s.current_refinement = attempt.refinement;
       report.attempts.push_back(attempt);
     } else if (first_attempt) {
-      Attempt attempt;  // reuse of the factors from an earlier solve
+      Attempt attempt;  // reuse of the factors from an earlier solve, with the method that worked
       attempt.precision = s.current;
-      attempt.refinement = resolve_refinement(s.options.refinement, s.current);
+      attempt.refinement = s.current_refinement;
       report.attempts.push_back(attempt);
     }
     first_attempt = false;
@@ -414,7 +416,24 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       report.factorization_seconds += attempt.factorization_seconds;
       report.refinement_seconds += attempt.refinement_seconds;
     }
-    if (attempt.stop == StopReason::Converged) break;
+    if (attempt.stop == StopReason::Converged) {
+      s.current_refinement = attempt.refinement;
+      break;
+    }
+    // Under Refinement::Auto a classic refinement that stalls gets GMRES-IR with the same factors
+    // before anything is refactored: the LU may be good enough as a preconditioner although its
+    // contraction (~ cond * u * growth) is too close to 1 for classic IR (FP32-accurate LUs from
+    // n ~ 32768 at cond 1e6, on the GPU).
+    if (s.options.refinement == Refinement::Auto && attempt.refinement == Refinement::Classic &&
+        attempt.precision != Precision::FP64 &&
+        (attempt.stop == StopReason::Stagnated || attempt.stop == StopReason::Diverged ||
+         attempt.stop == StopReason::MaxIterations)) {
+      Attempt retry;
+      retry.precision = attempt.precision;
+      retry.refinement = Refinement::Gmres;
+      report.attempts.push_back(retry);
+      continue;
+    }
     if (attempt.precision == Precision::FP64 || s.next >= s.path.size()) break;  // nothing higher to try
     s.factored = false;  // escalate
     cheaper_tried = true;

@@ -76,6 +76,28 @@ TEST(GpuSolve, EveryFactorizationPrecisionMeetsTheStopTest) {
   }
 }
 
+TEST(GpuSolve, SizesOffTheBlockGridAndManyRightHandSides) {
+  // Sizes that are not multiples of the panel (256), its 32-column sub-panels or the triangular
+  // solver's row blocks (128 / 64), one vector (bandwidth-bound solves) and six (cuBLAS trsm).
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  for (std::int64_t n : {33, 333, 1531})
+    for (std::int64_t k : {1, 6})
+      for (Precision p : {Precision::FP32, Precision::FP64}) {
+        DeviceProblem prob(spec_of(MatrixFamily::Svd, Spectrum::Geo, 1e4, 70 + n), n, k);
+        SolveOptions o;
+        o.factorization = p;
+        o.fallback = false;
+        const SolveReport r = prob.solve_on_device(ctx, o);
+        SCOPED_TRACE(to_string(p) + " n = " + std::to_string(n) + " k = " + std::to_string(k));
+        EXPECT_TRUE(r.converged) << r.summary();
+        EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
+        ASSERT_FALSE(r.backward_error_history.empty());
+        // The first solve with FP32 factors alone is accurate to a few FP32 units (cond 1e4).
+        if (p == Precision::FP32) EXPECT_LT(r.backward_error_history.front(), 1e-5) << r.summary();
+      }
+}
+
 TEST(GpuSolve, AutoEscalatesOnIllConditionedMatricesAndConverges) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;

@@ -149,6 +149,20 @@ TEST(Solve, Bf16AndTf32FactorizationsConvergeWithGmres) {
   }
 }
 
+TEST(Solve, AutoRefinementTriesGmresWithTheSameFactorsWhenClassicStalls) {
+  // FP32 LU at cond 1e9: cond * u_32 > 1, so classic IR cannot contract, while GMRES-IR
+  // preconditioned by the same LU converges. No refactorization happens in between.
+  Problem p(geo(1e9, 4), 96);
+  const SolveReport r = run(p, Precision::FP32, Refinement::Auto, false);
+  ASSERT_EQ(r.attempts.size(), 2u) << r.summary();
+  EXPECT_EQ(r.attempts[0].refinement, Refinement::Classic);
+  EXPECT_NE(r.attempts[0].stop, StopReason::Converged);
+  EXPECT_EQ(r.attempts[1].precision, Precision::FP32);
+  EXPECT_EQ(r.attempts[1].refinement, Refinement::Gmres);
+  EXPECT_EQ(r.attempts[1].factorization_seconds, 0.0) << "the factors are reused";
+  expect_converged_and_accurate(p, r);
+}
+
 TEST(Solve, AutoEscalatesThroughHalfhalfToFp64AndReportsThePath) {
   Problem p(geo(1e12, 9), 96);
   const SolveReport r = run(p, Precision::Auto, Refinement::Auto);

@@ -249,6 +249,8 @@ class DeviceEngine final : public Engine {
 
   FactorResult factor(Precision p) override {
     FactorResult result;
+    triangular32_.reset();  // they refer to the factors being replaced
+    triangular64_.reset();
     precision_ = p;
     if (p == Precision::FP64) {
       factors64_ = DeviceBuffer<double>(n_ * n_);
@@ -274,6 +276,8 @@ class DeviceEngine final : public Engine {
         return result;
       }
       pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream());
+      triangular32_.reset();
+      triangular64_ = std::make_unique<TriangularSolver<double>>(factors64_.data(), n_, n_, stream());
       track_peak();
       return result;
     }
@@ -311,6 +315,8 @@ class DeviceEngine final : public Engine {
       return result;
     }
     pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream());
+    triangular64_.reset();
+    triangular32_ = std::make_unique<TriangularSolver<float>>(f, n_, n_, stream());
     track_peak();
     return result;
   }
@@ -501,10 +507,10 @@ class DeviceEngine final : public Engine {
   void solve_triangles(const T* lu, T* w, std::int64_t k) {
     constexpr std::int64_t kMaxVectorsOneByOne = 4;
     if (k <= kMaxVectorsOneByOne) {
-      if (!triangular_) triangular_ = std::make_unique<TriangularSolver>(n_);
-      for (std::int64_t c = 0; c < k; ++c) {
-        triangular_->solve_lower_unit(lu, n_, w + c * n_, stream());
-        triangular_->solve_upper(lu, n_, w + c * n_, stream());
+      if constexpr (std::is_same_v<T, float>) {
+        for (std::int64_t c = 0; c < k; ++c) triangular32_->solve(w + c * n_, stream());
+      } else {
+        for (std::int64_t c = 0; c < k; ++c) triangular64_->solve(w + c * n_, stream());
       }
       return;
     }
@@ -544,7 +550,8 @@ class DeviceEngine final : public Engine {
 
   void track_peak() {
     std::size_t bytes = factors32_.bytes() + factors64_.bytes() + 2 * pivots_.bytes() + solve_buffer_.bytes() +
-                        solve64_.bytes() +
+                        solve64_.bytes() + (triangular32_ ? triangular32_->bytes() : 0) +
+                        (triangular64_ ? triangular64_->bytes() : 0) +
                         ctx_.workspace_capacity();
     for (const auto& s : scratch_) bytes += s.bytes();
     peak_ = std::max(peak_, bytes);
@@ -562,7 +569,8 @@ class DeviceEngine final : public Engine {
   std::unique_ptr<Context> panel_ctx_;  // the look-ahead panel's stream and cuBLAS handle
   cudaStream_t swap_stream_ = nullptr;  // the left-hand row interchanges
   int panel_blocks_ = 32;
-  std::unique_ptr<TriangularSolver> triangular_;
+  std::unique_ptr<TriangularSolver<float>> triangular32_;  // for the current factors
+  std::unique_ptr<TriangularSolver<double>> triangular64_;
   DeviceBuffer<unsigned long long> flag_;
   std::vector<DeviceBuffer<double>> scratch_;
   std::int64_t nb_ = 256;

@@ -199,41 +199,81 @@ __global__ void gather_rows_kernel(const double* y, std::int64_t ldy, const int*
 }
 
 // ---------------------------------------------------------------------------------------------
-// Triangular solve for one vector. cublas<t>trsv/trsm with one right-hand side run a chain of
+// Triangular solves for one vector. cublas<t>trsv/trsm with one right-hand side run a chain of
 // small dependent steps and reach a fraction of the memory bandwidth. Here each block of
-// kSolveRows rows of x is one thread block; blocks take tickets in launch order (so a block only
+// SolveRows<T> rows of x is one thread block; blocks take tickets in launch order (so a block only
 // waits for blocks that are already running), accumulate the products of their row of the
-// factor with the parts of x already published, then solve their diagonal triangle with one warp
-// and publish their part with a flag. The factor is read once, and the critical path is one
-// small triangle per block of rows.
-constexpr int kSolveRows = 64;
+// factor with the parts of x already published, then apply the precomputed inverse of their
+// diagonal block (a small mat-vec instead of a sequential substitution) and publish their part
+// with a flag. The factor is read once; the critical path is one flag hand-over, one tile
+// product and one small mat-vec per block of rows.
+template <class T>
+struct SolveRows {
+  static constexpr int value = sizeof(T) == 4 ? 128 : 64;  // the inversion kernel holds two tiles in shared memory
+};
 constexpr int kSolveThreads = 256;
-constexpr int kSolveColumnGroups = kSolveThreads / kSolveRows;
+
+// Inverts the diagonal blocks: blockIdx.y == 0 the unit lower triangles of L, 1 the upper
+// triangles of U (column c of the inverse by thread c, column-oriented substitution). A short last
+// block is padded with the identity.
+template <class T>
+__global__ void invert_diagonal_blocks_kernel(const T* lu, std::int64_t ld, std::int64_t n, T* inverses) {
+  constexpr int B = SolveRows<T>::value;
+  extern __shared__ unsigned char shared_bytes[];
+  T* tile = reinterpret_cast<T*>(shared_bytes);  // tile[i * B + k] = factor(r0 + i, r0 + k)
+  T* y = tile + B * B;                           // y[k * B + c]: column c of the inverse
+  const bool lower = blockIdx.y == 0;
+  const std::int64_t r0 = std::int64_t(blockIdx.x) * B;
+  const int rows = int(min(std::int64_t(B), n - r0));
+  for (int idx = threadIdx.x; idx < B * B; idx += blockDim.x) {
+    const int i = idx % B, k = idx / B;
+    T v = i < rows && k < rows ? lu[(r0 + i) + (r0 + k) * ld] : T(i == k ? 1 : 0);
+    if (lower && i == k) v = 1;  // the unit diagonal of L (U's diagonal is stored there)
+    tile[i * B + k] = v;
+  }
+  const int c = threadIdx.x;
+  for (int k = 0; k < B; ++k) y[k * B + c] = T(k == c ? 1 : 0);
+  __syncthreads();
+  if (lower) {
+    for (int k = c; k < B; ++k) {
+      const T yk = y[k * B + c];
+      for (int i = k + 1; i < B; ++i) y[i * B + c] -= tile[i * B + k] * yk;
+    }
+  } else {
+    for (int k = c; k >= 0; --k) {
+      const T yk = y[k * B + c] / tile[k * B + k];
+      y[k * B + c] = yk;
+      for (int i = 0; i < k; ++i) y[i * B + c] -= tile[i * B + k] * yk;
+    }
+  }
+  __syncthreads();
+  T* out = inverses + (std::int64_t(blockIdx.y) * gridDim.x + blockIdx.x) * B * B;  // column-major B x B
+  for (int idx = threadIdx.x; idx < B * B; idx += blockDim.x) out[idx] = y[(idx % B) * B + idx / B];
+}
 
 template <class T, bool kLower>
 __global__ void __launch_bounds__(kSolveThreads)
-    triangular_solve_kernel(const T* lu, std::int64_t ld, std::int64_t n, T* x, unsigned* flags, unsigned epoch,
-                            unsigned* ticket) {
-  __shared__ T partial[kSolveColumnGroups][kSolveRows];
-  __shared__ T diagonal[kSolveRows][kSolveRows + 1];
-  __shared__ int ticket_taken;
-  const int row_blocks = int((n + kSolveRows - 1) / kSolveRows);
+    triangular_solve_kernel(const T* lu, std::int64_t ld, std::int64_t n, const T* inverses, T* x, unsigned* flags,
+                            unsigned epoch, unsigned* ticket) {
+  constexpr int B = SolveRows<T>::value, kGroups = kSolveThreads / B;
+  __shared__ T partial[kGroups][B];
+  __shared__ T y[B];
+  __shared__ int ticket_taken, ready_end;
+  const int row_blocks = int((n + B - 1) / B);
   if (threadIdx.x == 0) ticket_taken = int(atomicAdd(ticket, 1u));
   __syncthreads();
   const int t = ticket_taken;
   const int rb = kLower ? t : row_blocks - 1 - t;
-  const std::int64_t r0 = std::int64_t(rb) * kSolveRows;
-  const int rows = int(min(std::int64_t(kSolveRows), n - r0));
-  const int r = threadIdx.x % kSolveRows, group = threadIdx.x / kSolveRows;
+  const std::int64_t r0 = std::int64_t(rb) * B;
+  const int rows = int(min(std::int64_t(B), n - r0));
+  const int r = threadIdx.x % B, group = threadIdx.x / B;
 
   // Off-diagonal blocks in the order they are finished; one barrier per run of published blocks
   // (thread 0 waits for the first and takes every later one already published).
-  __shared__ int ready_end;
   T acc = 0;
   for (int step = 0; step < t;) {
     if (threadIdx.x == 0) {
-      const int cb = kLower ? step : row_blocks - 1 - step;
-      while (*(volatile unsigned*)(flags + cb) != epoch) __nanosleep(20);
+      while (*(volatile unsigned*)(flags + (kLower ? step : row_blocks - 1 - step)) != epoch) __nanosleep(20);
       int end = step + 1;
       while (end < t && *(volatile unsigned*)(flags + (kLower ? end : row_blocks - 1 - end)) == epoch) ++end;
       __threadfence();
@@ -242,48 +282,35 @@ __global__ void __launch_bounds__(kSolveThreads)
     __syncthreads();
     const int end = ready_end;
     for (; step < end; ++step) {
-      const std::int64_t c0 = std::int64_t(kLower ? step : row_blocks - 1 - step) * kSolveRows;
-      const int cols = int(min(std::int64_t(kSolveRows), n - c0));
+      const std::int64_t c0 = std::int64_t(kLower ? step : row_blocks - 1 - step) * B;
+      const int cols = int(min(std::int64_t(B), n - c0));
       if (r < rows)
-        for (int c = group; c < cols; c += kSolveColumnGroups) acc += lu[(r0 + r) + (c0 + c) * ld] * __ldcg(x + c0 + c);
+        for (int c = group; c < cols; c += kGroups) acc += lu[(r0 + r) + (c0 + c) * ld] * __ldcg(x + c0 + c);
     }
     __syncthreads();  // ready_end is rewritten next round
   }
   partial[group][r] = acc;
-  for (int idx = threadIdx.x; idx < kSolveRows * kSolveRows; idx += kSolveThreads) {
-    const int rr = idx % kSolveRows, c = idx / kSolveRows;
-    diagonal[rr][c] = (rr < rows && c < rows) ? lu[(r0 + rr) + (r0 + c) * ld] : T(0);
+  __syncthreads();
+  if (threadIdx.x < B) {
+    T sum = 0;
+    for (int g = 0; g < kGroups; ++g) sum += partial[g][threadIdx.x];
+    y[threadIdx.x] = threadIdx.x < rows ? x[r0 + threadIdx.x] - sum : T(0);
   }
   __syncthreads();
-  if (threadIdx.x >= 32) return;
-  const int lane = threadIdx.x;
-  // Lane l holds rows l and l + 32 of this block.
-  T v[2];
-  for (int h = 0; h < 2; ++h) {
-    const int row = lane + 32 * h;
-    T s = 0;
-    for (int g = 0; g < kSolveColumnGroups; ++g) s += partial[g][row];
-    v[h] = row < rows ? x[r0 + row] - s : T(0);
+  // x(block) = inverse(diagonal block) * y
+  const T* inverse = inverses + (std::int64_t(kLower ? 0 : 1) * row_blocks + rb) * B * B;
+  T v = 0;
+  for (int c = group; c < B; c += kGroups) v += inverse[r + c * B] * y[c];
+  partial[group][r] = v;
+  __syncthreads();
+  if (threadIdx.x < rows) {
+    T sum = 0;
+    for (int g = 0; g < kGroups; ++g) sum += partial[g][threadIdx.x];
+    __stcg(x + r0 + threadIdx.x, sum);
   }
-  if (kLower) {
-    for (int c = 0; c < rows; ++c) {
-      const T xc = __shfl_sync(0xffffffffu, c < 32 ? v[0] : v[1], c & 31);
-      if (lane > c) v[0] -= diagonal[lane][c] * xc;
-      if (lane + 32 > c) v[1] -= diagonal[lane + 32][c] * xc;
-    }
-  } else {
-    for (int c = rows - 1; c >= 0; --c) {
-      if (lane == (c & 31)) v[c >> 5] /= diagonal[c][c];
-      const T xc = __shfl_sync(0xffffffffu, c < 32 ? v[0] : v[1], c & 31);
-      if (lane < c) v[0] -= diagonal[lane][c] * xc;
-      if (lane + 32 < c) v[1] -= diagonal[lane + 32][c] * xc;
-    }
-  }
-  for (int h = 0; h < 2; ++h)
-    if (lane + 32 * h < rows) __stcg(x + r0 + lane + 32 * h, v[h]);
   __threadfence();
-  __syncwarp();
-  if (lane == 0) atomicExch(flags + rb, epoch);
+  __syncthreads();
+  if (threadIdx.x == 0) atomicExch(flags + rb, epoch);
 }
 
 }  // namespace
@@ -370,34 +397,37 @@ template void gather_rows<float>(const double*, std::int64_t, const int*, std::i
 template void gather_rows<double>(const double*, std::int64_t, const int*, std::int64_t, std::int64_t, double*,
                                   std::int64_t, cudaStream_t);
 
-TriangularSolver::TriangularSolver(std::int64_t n) : n_(n) {
-  const std::int64_t blocks = std::max<std::int64_t>((n + kSolveRows - 1) / kSolveRows, 1);
+template <class T>
+TriangularSolver<T>::TriangularSolver(const T* lu, std::int64_t n, std::int64_t ld, cudaStream_t stream)
+    : lu_(lu), n_(n), ld_(ld) {
+  constexpr int B = SolveRows<T>::value;
+  const std::int64_t blocks = std::max<std::int64_t>((n + B - 1) / B, 1);
   flags_ = DeviceBuffer<unsigned>(blocks);
   ticket_ = DeviceBuffer<unsigned>(1);
-  MIXSOLVE_CUDA_CHECK(cudaMemset(flags_.data(), 0, flags_.bytes()));
-}
-
-template <class T>
-void TriangularSolver::solve_lower_unit(const T* lu, std::int64_t ld, T* x, cudaStream_t stream) {
-  if (n_ == 0) return;
-  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(ticket_.data(), 0, sizeof(unsigned), stream));
-  triangular_solve_kernel<T, true><<<unsigned(flags_.size()), kSolveThreads, 0, stream>>>(
-      lu, ld, n_, x, flags_.data(), ++epoch_, ticket_.data());
+  inverses_ = DeviceBuffer<T>(2 * blocks * B * B);
+  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(flags_.data(), 0, flags_.bytes(), stream));
+  if (n == 0) return;
+  const int shared = int(2 * B * B * sizeof(T));
+  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(invert_diagonal_blocks_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+  invert_diagonal_blocks_kernel<T><<<dim3(unsigned(blocks), 2), B, shared, stream>>>(lu, ld, n, inverses_.data());
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 
 template <class T>
-void TriangularSolver::solve_upper(const T* lu, std::int64_t ld, T* x, cudaStream_t stream) {
+void TriangularSolver<T>::solve(T* x, cudaStream_t stream) {
   if (n_ == 0) return;
+  const unsigned blocks = unsigned(flags_.size());
   MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(ticket_.data(), 0, sizeof(unsigned), stream));
-  triangular_solve_kernel<T, false><<<unsigned(flags_.size()), kSolveThreads, 0, stream>>>(
-      lu, ld, n_, x, flags_.data(), ++epoch_, ticket_.data());
+  triangular_solve_kernel<T, true><<<blocks, kSolveThreads, 0, stream>>>(lu_, ld_, n_, inverses_.data(), x, flags_.data(),
+                                                                         ++epoch_, ticket_.data());
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(ticket_.data(), 0, sizeof(unsigned), stream));
+  triangular_solve_kernel<T, false><<<blocks, kSolveThreads, 0, stream>>>(lu_, ld_, n_, inverses_.data(), x, flags_.data(),
+                                                                          ++epoch_, ticket_.data());
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 
-template void TriangularSolver::solve_lower_unit<float>(const float*, std::int64_t, float*, cudaStream_t);
-template void TriangularSolver::solve_lower_unit<double>(const double*, std::int64_t, double*, cudaStream_t);
-template void TriangularSolver::solve_upper<float>(const float*, std::int64_t, float*, cudaStream_t);
-template void TriangularSolver::solve_upper<double>(const double*, std::int64_t, double*, cudaStream_t);
+template class TriangularSolver<float>;
+template class TriangularSolver<double>;
 
 }  // namespace mixsolve::solvers_detail
