@@ -256,6 +256,11 @@ __global__ void __launch_bounds__(kSolveThreads)
     triangular_solve_kernel(const T* lu, std::int64_t ld, std::int64_t n, const T* inverses, T* x, unsigned* flags,
                             unsigned epoch, unsigned* ticket) {
   constexpr int B = SolveRows<T>::value, kGroups = kSolveThreads / B;
+  // The tile of the block this one depends on last and the inverse of its own diagonal block,
+  // fetched before the wait: after the last flag only x and shared memory are read.
+  extern __shared__ unsigned char shared_bytes[];
+  T* last_tile = reinterpret_cast<T*>(shared_bytes);  // column-major B x B
+  T* inverse = last_tile + B * B;                      // column-major B x B
   __shared__ T partial[kGroups][B];
   __shared__ T y[B];
   __shared__ int ticket_taken, ready_end;
@@ -267,27 +272,55 @@ __global__ void __launch_bounds__(kSolveThreads)
   const std::int64_t r0 = std::int64_t(rb) * B;
   const int rows = int(min(std::int64_t(B), n - r0));
   const int r = threadIdx.x % B, group = threadIdx.x / B;
+  auto block_of_step = [&](int step) { return kLower ? step : row_blocks - 1 - step; };
 
-  // Off-diagonal blocks in the order they are finished; one barrier per run of published blocks
-  // (thread 0 waits for the first and takes every later one already published).
+  const T* own_inverse = inverses + (std::int64_t(kLower ? 0 : 1) * row_blocks + rb) * B * B;
+  for (int idx = threadIdx.x; idx < B * B; idx += kSolveThreads) inverse[idx] = own_inverse[idx];
+  if (t > 0) {
+    const std::int64_t c0 = std::int64_t(block_of_step(t - 1)) * B;
+    const int cols = int(min(std::int64_t(B), n - c0));
+    for (int idx = threadIdx.x; idx < B * B; idx += kSolveThreads) {
+      const int i = idx % B, c = idx / B;
+      last_tile[idx] = i < rows && c < cols ? lu[(r0 + i) + (c0 + c) * ld] : T(0);
+    }
+  }
+
+  // Off-diagonal blocks but the last, in the order they are finished; one barrier per run of
+  // published blocks (thread 0 waits for the first and takes every later one already published).
   T acc = 0;
-  for (int step = 0; step < t;) {
+  for (int step = 0; step < t - 1;) {
     if (threadIdx.x == 0) {
-      while (*(volatile unsigned*)(flags + (kLower ? step : row_blocks - 1 - step)) != epoch) __nanosleep(20);
+      while (*(volatile unsigned*)(flags + block_of_step(step)) != epoch) __nanosleep(20);
       int end = step + 1;
-      while (end < t && *(volatile unsigned*)(flags + (kLower ? end : row_blocks - 1 - end)) == epoch) ++end;
+      while (end < t - 1 && *(volatile unsigned*)(flags + block_of_step(end)) == epoch) ++end;
       __threadfence();
       ready_end = end;
     }
     __syncthreads();
     const int end = ready_end;
     for (; step < end; ++step) {
-      const std::int64_t c0 = std::int64_t(kLower ? step : row_blocks - 1 - step) * B;
-      const int cols = int(min(std::int64_t(B), n - c0));
-      if (r < rows)
+      const std::int64_t c0 = std::int64_t(block_of_step(step)) * B;
+      const int cols = int(min(std::int64_t(B), n - c0));  // short: the last block, first for U
+      // Unrolled so that each thread has many independent loads in flight.
+      if (r < rows) {
+#pragma unroll 16
         for (int c = group; c < cols; c += kGroups) acc += lu[(r0 + r) + (c0 + c) * ld] * __ldcg(x + c0 + c);
+      }
     }
     __syncthreads();  // ready_end is rewritten next round
+  }
+  // The last dependency: its tile is in shared memory.
+  if (t > 0) {
+    const int cb = block_of_step(t - 1);
+    if (threadIdx.x == 0) {
+      while (*(volatile unsigned*)(flags + cb) != epoch) __nanosleep(20);
+      __threadfence();
+    }
+    __syncthreads();
+    const std::int64_t c0 = std::int64_t(cb) * B;
+    const int cols = int(min(std::int64_t(B), n - c0));
+    if (r < rows)
+      for (int c = group; c < cols; c += kGroups) acc += last_tile[r + c * B] * __ldcg(x + c0 + c);
   }
   partial[group][r] = acc;
   __syncthreads();
@@ -298,7 +331,6 @@ __global__ void __launch_bounds__(kSolveThreads)
   }
   __syncthreads();
   // x(block) = inverse(diagonal block) * y
-  const T* inverse = inverses + (std::int64_t(kLower ? 0 : 1) * row_blocks + rb) * B * B;
   T v = 0;
   for (int c = group; c < B; c += kGroups) v += inverse[r + c * B] * y[c];
   partial[group][r] = v;
@@ -416,14 +448,22 @@ TriangularSolver<T>::TriangularSolver(const T* lu, std::int64_t n, std::int64_t 
 template <class T>
 void TriangularSolver<T>::solve(T* x, cudaStream_t stream) {
   if (n_ == 0) return;
+  constexpr int B = SolveRows<T>::value;
+  const int shared = int(2 * B * B * sizeof(T));
+  static const cudaError_t lower_attribute = cudaFuncSetAttribute(
+      triangular_solve_kernel<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
+  static const cudaError_t upper_attribute = cudaFuncSetAttribute(
+      triangular_solve_kernel<T, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
+  MIXSOLVE_CUDA_CHECK(lower_attribute);
+  MIXSOLVE_CUDA_CHECK(upper_attribute);
   const unsigned blocks = unsigned(flags_.size());
   MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(ticket_.data(), 0, sizeof(unsigned), stream));
-  triangular_solve_kernel<T, true><<<blocks, kSolveThreads, 0, stream>>>(lu_, ld_, n_, inverses_.data(), x, flags_.data(),
-                                                                         ++epoch_, ticket_.data());
+  triangular_solve_kernel<T, true><<<blocks, kSolveThreads, shared, stream>>>(lu_, ld_, n_, inverses_.data(), x,
+                                                                              flags_.data(), ++epoch_, ticket_.data());
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(ticket_.data(), 0, sizeof(unsigned), stream));
-  triangular_solve_kernel<T, false><<<blocks, kSolveThreads, 0, stream>>>(lu_, ld_, n_, inverses_.data(), x, flags_.data(),
-                                                                          ++epoch_, ticket_.data());
+  triangular_solve_kernel<T, false><<<blocks, kSolveThreads, shared, stream>>>(lu_, ld_, n_, inverses_.data(), x,
+                                                                               flags_.data(), ++epoch_, ticket_.data());
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 
