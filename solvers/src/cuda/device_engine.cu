@@ -1,6 +1,7 @@
-// Device engine: blocked right-looking LU with partial pivoting on the GPU, FP32 storage. The
-// panel is factored by the cooperative kernel of lu_kernels.cu in sub-panels of 32 columns; U12
-// by cublasStrsm; the trailing update A22 -= L21 U12 runs on the chosen gemm/ backend. FP64
+// Device engine: blocked right-looking LU with partial pivoting and look-ahead on the GPU, FP32
+// storage (design: docs/solver.md). The panel is factored by the cooperative kernel of
+// lu_kernels.cu in sub-panels of 32 columns on its own stream while the trailing update
+// A22 -= L21 U12 runs on the chosen gemm/ backend; U12 by cublasStrsm. FP64
 // factors come from cuSOLVER dgetrf. Solves gather the pivot permutation and use the
 // bandwidth-bound triangular solver; residuals are FP64 (cuBLAS) on the user's matrix.
 #include <cublas_v2.h>
