@@ -485,6 +485,7 @@ class DeviceEngine final : public Engine {
   void factor_panel(Context& ctx, std::int64_t j0, std::int64_t jb) {
     float* f = factors32_.data();
     const float one = 1.0f;
+    const gemm::Backend& fp32 = gemm::find_backend("cublas-sgemm");  // looked up once per panel
     for (std::int64_t s = 0; s < jb; s += kPanelBaseWidth) {
       const std::int64_t c = j0 + s, ws = std::min<std::int64_t>(kPanelBaseWidth, jb - s);
       panel_->factor(f + c + c * n_, n_, n_ - c, int(ws), pivots_.data() + c, c, first_zero_pivot_.data(), c,
@@ -495,8 +496,7 @@ class DeviceEngine final : public Engine {
       MIXSOLVE_CUBLAS_CHECK(cublasStrsm(ctx.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
                                         CUBLAS_DIAG_UNIT, int(ws), int(right), &one, f + c + c * n_, int(n_),
                                         f + c + (c + ws) * n_, int(n_)));
-      gemm::find_backend("cublas-sgemm")
-          .run(ctx, gemm::GemmArgs<float>{gemm::Op::N, gemm::Op::N, n_ - c - ws, right, ws, -1.0f,
+      fp32.run(ctx, gemm::GemmArgs<float>{gemm::Op::N, gemm::Op::N, n_ - c - ws, right, ws, -1.0f,
                                            f + (c + ws) + c * n_, n_, f + c + (c + ws) * n_, n_, 1.0f,
                                            f + (c + ws) + (c + ws) * n_, n_});
     }
