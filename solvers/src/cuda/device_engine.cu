@@ -1,6 +1,6 @@
 // Device engine: blocked right-looking LU with partial pivoting and look-ahead on the GPU, FP32
-// storage (design: docs/solver.md). The panel is factored by the cooperative kernel of
-// lu_kernels.cu in sub-panels of 32 columns on its own stream while the trailing update
+// storage (design: docs/solver.md). Each panel is factored by one launch of the cooperative
+// kernel of lu_kernels.cu on its own stream while the trailing update
 // A22 -= L21 U12 runs on the chosen gemm/ backend; U12 by cublasStrsm. FP64
 // factors come from cuSOLVER dgetrf. Solves gather the pivot permutation and use the
 // bandwidth-bound triangular solver; residuals are FP64 (cuBLAS) on the user's matrix.
@@ -214,7 +214,7 @@ class DeviceEngine final : public Engine {
  public:
   DeviceEngine(Context& ctx, const MatrixView<const double>& a, int block_size) : ctx_(ctx), a_(a) {
     n_ = a.rows;
-    nb_ = block_size > 0 ? block_size : 256;
+    nb_ = std::min<std::int64_t>(block_size > 0 ? block_size : 256, kPanelMaxWidth);
     MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&solver_));
     MIXSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(solver_, ctx.stream()));
     pivots_ = DeviceBuffer<int>(std::max<std::int64_t>(n_, 1));
@@ -478,28 +478,12 @@ class DeviceEngine final : public Engine {
     }
   }
 
-  // The panel [j0, j0 + jb) of the FP32 factors, rows j0 .. n-1: blocked, with sub-panels of
-  // kPanelBaseWidth columns factored by the cooperative kernel. Their small updates inside the
-  // panel run in FP32 (cuBLAS): they are a few percent of the flops, and the pivot choice then
-  // sees FP32-accurate columns whatever the trailing update's arithmetic.
+  // The panel [j0, j0 + jb) of the FP32 factors, rows j0 .. n-1, in one cooperative launch
+  // (lu_kernels.cu: FP32 arithmetic inside the panel, so the pivot search sees FP32-accurate
+  // columns whatever the trailing update's arithmetic).
   void factor_panel(Context& ctx, std::int64_t j0, std::int64_t jb) {
-    float* f = factors32_.data();
-    const float one = 1.0f;
-    const gemm::Backend& fp32 = gemm::find_backend("cublas-sgemm");  // looked up once per panel
-    for (std::int64_t s = 0; s < jb; s += kPanelBaseWidth) {
-      const std::int64_t c = j0 + s, ws = std::min<std::int64_t>(kPanelBaseWidth, jb - s);
-      panel_->factor(f + c + c * n_, n_, n_ - c, int(ws), pivots_.data() + c, c, first_zero_pivot_.data(), c,
-                     ctx.stream());
-      swap_rows(f, n_, pivots_.data(), c, int(ws), j0, j0 + jb, c, c + ws, ctx.stream());
-      const std::int64_t right = jb - s - ws;
-      if (right == 0) continue;
-      MIXSOLVE_CUBLAS_CHECK(cublasStrsm(ctx.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                                        CUBLAS_DIAG_UNIT, int(ws), int(right), &one, f + c + c * n_, int(n_),
-                                        f + c + (c + ws) * n_, int(n_)));
-      fp32.run(ctx, gemm::GemmArgs<float>{gemm::Op::N, gemm::Op::N, n_ - c - ws, right, ws, -1.0f,
-                                           f + (c + ws) + c * n_, n_, f + c + (c + ws) * n_, n_, 1.0f,
-                                           f + (c + ws) + (c + ws) * n_, n_});
-    }
+    panel_->factor(factors32_.data() + j0 + j0 * n_, n_, n_ - j0, int(jb), pivots_.data() + j0, j0,
+                   first_zero_pivot_.data(), j0, ctx.stream());
   }
 
   // w := U^-1 L^-1 w for n x k, in the factors' precision. One or a few vectors (refinement,

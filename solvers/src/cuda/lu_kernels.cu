@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <climits>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "lu_kernels.hpp"
 #include "mixsolve/core/cuda_check.hpp"
+#include "mixsolve/core/error.hpp"
 
 namespace mixsolve::solvers_detail {
 
@@ -22,35 +24,80 @@ unsigned blocks_for(std::int64_t total, int threads = 256) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Panel factorization. Partial pivoting needs one global argmax per column, so a panel of n
-// columns costs n grid-wide synchronisations; launching a kernel (or several) per column, as a
-// cuSOLVER getrf on a tall panel does, costs several times more. Here one cooperative launch keeps
-// its share of the m x w panel in shared memory for all w columns, and per column:
-//   1. each block finds its candidate (largest |a(i,j)|, i >= j, lowest index on ties, as isamax)
-//      and publishes it with its whole row, the owner of row j publishes row j;
-//   2. grid.sync();
-//   3. every block picks the winner from the published candidates (redundantly, so no second
-//      synchronisation), swaps rows j and p where it owns them, scales its part of column j by
-//      1/pivot and applies the rank-1 update to its rows.
-// The exchange buffers alternate by column parity: a block can only overwrite buffer j % 2 for
-// column j + 2 after the synchronisation of column j + 1, which every reader of column j passed.
+// Panel factorization. Partial pivoting needs one global argmax per column, so a panel of w
+// columns costs w grid-wide exchanges; launching a kernel (or several) per column, as a cuSOLVER
+// getrf on a tall panel does, costs several times more. Here one cooperative launch factors the
+// whole m x w panel (w <= kPanelMaxWidth). Each block owns a contiguous range of rows. The panel
+// is blocked by sub-panels of kPanelSubWidth columns (LAPACK's getrf inside getrf2's place):
+//   a. the block loads its rows of the sub-panel into shared memory and, per column j:
+//      1. finds its candidate (largest |a(i,j)|, i >= j, lowest index on ties, as isamax) and
+//         publishes it with its row of the sub-panel; the owner of row j publishes row j;
+//      2. reads every block's publication (this is also the barrier, see `publish`);
+//      3. picks the winner (every block, redundantly), swaps rows j and p where it owns them,
+//         scales its part of column j by 1/pivot and applies the rank-1 update to its rows;
+//   b. writes the sub-panel back and applies the sub-panel's interchanges to the panel's other
+//      columns (the rows that move are staged through global memory: two grid synchronisations);
+//   c. every block computes U12 = L11^-1 A12 for the sub-panel's rows (a 32 x 32 unit lower
+//      solve per column of the rest of the panel) into shared memory; the owners of the rows
+//      store it in the next sub-panel's step b;
+//   d. updates its own rows of the rest of the panel: A22 -= L21 U12 (FP32, shared-memory L21).
+// FP32 throughout: these are a few percent of the LU's flops, and the pivot search then sees
+// FP32-accurate columns whatever the trailing update's arithmetic.
 constexpr int kPanelThreads = 256;
 constexpr int kPanelMinRowsPerBlock = 64;
-constexpr int kTileStride = kPanelBaseWidth + 1;  // padded row of the shared tile: no bank conflicts
+constexpr int kSub = kPanelSubWidth;
+constexpr int kTileStride = kSub + 1;   // padded row of the shared tile: no bank conflicts
+constexpr int kSlotWords = 1 + kSub;    // a block's publication: its candidate, the candidate's row
+constexpr unsigned kNoCandidate = 0xffffu;  // a block with no row at or below the diagonal
+constexpr unsigned kMaxTag = 0xffffu;       // tags are 16 bits; 0 is never current
+constexpr int kUpdateChunk = 32;        // columns of A22 one thread updates per task in step d
+static_assert(kSub == 32, "the interchange bookkeeping of step b uses one lane per sub-panel row");
+
+__host__ __device__ inline int round_up4(std::int64_t v) { return int((v + 3) / 4 * 4); }
+
+// The dynamic shared memory of the panel kernel, in floats, in layout order (each part 16-byte
+// aligned; U12's rows padded with zeros to whole kUpdateChunks): the block's rows of the
+// sub-panel, U12 and L11.
+struct PanelShared {
+  int tile, u12_stride, u12, l11;
+  __host__ __device__ PanelShared(int rows_per_block, int w)
+      : tile(round_up4(std::int64_t(rows_per_block) * kTileStride)),
+        u12_stride(w > kSub ? (w - kSub + kUpdateChunk - 1) / kUpdateChunk * kUpdateChunk : 0),
+        u12(kSub * u12_stride),
+        l11(round_up4(kSub * kTileStride)) {}
+  __host__ __device__ std::size_t bytes() const { return std::size_t(tile + u12 + l11) * sizeof(float); }
+};
 
 struct PanelArgs {
   float* a;
   std::int64_t lda;
   int m, w, rows_per_block;
-  float* candidate_values;  // [2][grid]
-  int* candidate_indices;   // [2][grid]
-  float* candidate_rows;    // [2][grid][kPanelBaseWidth]
-  float* diagonal_rows;     // [2][kPanelBaseWidth]
+  unsigned long long* exchange;  // [2][blocks * kSlotWords + kSub]: per column parity
+  float* moved_rows;             // [2 * kSub][kPanelMaxWidth]: step b's staging
   int* pivots;
   std::int64_t row_offset;
   int* first_zero_pivot;
   std::int64_t column_offset;
+  unsigned tag0;  // column j publishes with tag tag0 + j (unique across launches)
 };
+
+// Publications are 64-bit words, a 16-bit tag above a 48-bit payload (a float, or a block's
+// candidate: its row within the block above its |value|). 64-bit accesses are single-copy atomic,
+// so a reader that sees the current column's tag sees the current payload: no fence, and waiting
+// for every block's words is the grid-wide barrier of the column (one L2 round trip instead of a
+// grid.sync plus a read). A block overwrites a word of
+// parity j % 2 for column j + 2 only after reading everything for column j + 1, which every block
+// published after it had read column j.
+__device__ inline void publish(unsigned long long* word, unsigned tag, unsigned long long payload) {
+  const unsigned long long v = (static_cast<unsigned long long>(tag) << 48) | payload;
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(word), "l"(v) : "memory");
+}
+__device__ inline unsigned long long load_word(const unsigned long long* word) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(word) : "memory");
+  return v;
+}
+__device__ inline bool tagged(unsigned long long v, unsigned tag) { return static_cast<unsigned>(v >> 48) == tag; }
 
 // Combines two (|value|, row) candidates: the larger value, the lower row on ties. NaN never wins.
 __device__ inline void take_better(float& value, int& row, float other_value, int other_row) {
@@ -61,114 +108,263 @@ __device__ inline void take_better(float& value, int& row, float other_value, in
 }
 
 __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
-  // rows_per_block x kTileStride (this block's rows, row-major), then every block's candidate row
-  extern __shared__ float tile[];
-  float* all_rows = tile + p.rows_per_block * kTileStride;
-  __shared__ float warp_value[kPanelThreads / 32];
-  __shared__ int warp_row[kPanelThreads / 32];
-  __shared__ float pivot_row[kPanelBaseWidth], old_diagonal_row[kPanelBaseWidth];
-  __shared__ int block_best_row, winner;
-
+  extern __shared__ float4 shared4[];
   const cg::grid_group grid = cg::this_grid();
   const int block = blockIdx.x, blocks = gridDim.x;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int r0 = block * p.rows_per_block;
   const int rows = max(0, min(p.m, r0 + p.rows_per_block) - r0);
-  const int w = p.w;
+  const PanelShared layout(p.rows_per_block, p.w);
+  float* tile = reinterpret_cast<float*>(shared4);  // [local row * kTileStride + sub-panel column]
+  float* u12 = tile + layout.tile;                   // [k * u12_stride + column right of the sub-panel]
+  float* l11 = u12 + layout.u12;                     // [i * kTileStride + k]
+  __shared__ float warp_value[kPanelThreads / 32];
+  __shared__ int warp_row[kPanelThreads / 32];
+  __shared__ float pivot_row[kSub];
+  __shared__ int sub_pivots[kSub];
+  __shared__ int move_to[2 * kSub], move_from[2 * kSub], moves;
+  const auto owned = [&](int row) { return row >= r0 && row < r0 + rows; };
 
-  for (int c = 0; c < w; ++c)
-    for (int r = threadIdx.x; r < rows; r += kPanelThreads) tile[r * kTileStride + c] = p.a[(r0 + r) + c * p.lda];
-  __syncthreads();
-
-  for (int j = 0; j < w; ++j) {
-    const int parity = j & 1;
-    // 1. This block's candidate.
-    float best = -1.0f;
-    int best_row = INT_MAX;
-    for (int r = threadIdx.x; r < rows; r += kPanelThreads)
-      if (r0 + r >= j) take_better(best, best_row, fabsf(tile[r * kTileStride + j]), r0 + r);
-    for (int o = 16; o > 0; o >>= 1)
-      take_better(best, best_row, __shfl_down_sync(0xffffffffu, best, o), __shfl_down_sync(0xffffffffu, best_row, o));
-    if (lane == 0) {
-      warp_value[warp] = best;
-      warp_row[warp] = best_row;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      for (int v = 1; v < kPanelThreads / 32; ++v) take_better(best, best_row, warp_value[v], warp_row[v]);
-      block_best_row = best_row;
-      __stcg(p.candidate_values + parity * blocks + block, best);
-      __stcg(p.candidate_indices + parity * blocks + block, best_row);
-    }
-    __syncthreads();
-    if (threadIdx.x < w) {
-      const int local = block_best_row - r0;
-      const float v = (local >= 0 && local < rows) ? tile[local * kTileStride + threadIdx.x] : 0.0f;
-      __stcg(p.candidate_rows + (parity * blocks + block) * kPanelBaseWidth + threadIdx.x, v);
-      if (j >= r0 && j < r0 + rows)
-        __stcg(p.diagonal_rows + parity * kPanelBaseWidth + threadIdx.x, tile[(j - r0) * kTileStride + threadIdx.x]);
-    }
-    // 2.
-    grid.sync();
-    // 3. The winner (read through L2: another SM wrote it). Every candidate row is fetched in the
-    //    same round trip as the candidates' values, so the pivot row needs no second one.
-    for (int idx = threadIdx.x; idx < blocks * kPanelBaseWidth; idx += kPanelThreads)
-      all_rows[idx] = __ldcg(p.candidate_rows + parity * blocks * kPanelBaseWidth + idx);
-    if (threadIdx.x < w) old_diagonal_row[threadIdx.x] = __ldcg(p.diagonal_rows + parity * kPanelBaseWidth + threadIdx.x);
-    if (warp == 0) {
-      float v = -1.0f;
-      int row = INT_MAX, from = 0;
-      for (int b = lane; b < blocks; b += 32) {
-        const float bv = __ldcg(p.candidate_values + parity * blocks + b);
-        const int br = __ldcg(p.candidate_indices + parity * blocks + b);
-        if (bv > v || (bv == v && br < row)) {
-          v = bv;
-          row = br;
-          from = b;
-        }
+  for (int s = 0; s < p.w; s += kSub) {
+    const int ws = min(kSub, p.w - s), right = p.w - s - ws;
+    // a. The sub-panel, column by column. Rows [s - kSub, s) hold the previous sub-panel's U12,
+    //    which reaches global memory only in step b (see step c): they come from shared memory.
+    for (int c = 0; c < ws; ++c)
+      for (int r = threadIdx.x; r < rows; r += kPanelThreads) {
+        const int row = r0 + r;
+        tile[r * kTileStride + c] = s > 0 && row >= s - kSub && row < s
+                                        ? u12[(row - (s - kSub)) * layout.u12_stride + c]
+                                        : __ldcg(p.a + row + (s + c) * p.lda);
       }
-      for (int o = 16; o > 0; o >>= 1) {
-        const float ov = __shfl_down_sync(0xffffffffu, v, o);
-        const int orow = __shfl_down_sync(0xffffffffu, row, o), ofrom = __shfl_down_sync(0xffffffffu, from, o);
-        if (ov > v || (ov == v && orow < row)) {
-          v = ov;
-          row = orow;
-          from = ofrom;
-        }
-      }
+    __syncthreads();
+    for (int jj = 0; jj < ws; ++jj) {
+      const int j = s + jj;
+      const unsigned tag = p.tag0 + unsigned(j);
+      unsigned long long* slots = p.exchange + (j & 1) * (blocks * kSlotWords + kSub);
+      unsigned long long* diagonal_slot = slots + blocks * kSlotWords;
+      // 1. This block's candidate: per warp, then (step 2) over the warps.
+      float best = -1.0f;
+      int best_row = INT_MAX;
+      for (int r = threadIdx.x; r < rows; r += kPanelThreads)
+        if (r0 + r >= j) take_better(best, best_row, fabsf(tile[r * kTileStride + jj]), r0 + r);
+      for (int o = 16; o > 0; o >>= 1)
+        take_better(best, best_row, __shfl_down_sync(0xffffffffu, best, o), __shfl_down_sync(0xffffffffu, best_row, o));
       if (lane == 0) {
-        winner = from;
-        // An all-NaN column leaves no candidate: treat it as a zero pivot at row j.
-        block_best_row = row == INT_MAX ? j : row;
+        warp_value[warp] = best;
+        warp_row[warp] = best_row;
+      }
+      __syncthreads();
+      // 2. Warp 0 publishes the block's candidate (the packed (local row, |value|) word and the
+      //    candidate's row of the sub-panel; row j where the block owns it), polls every block's
+      //    candidate word (one lane per block: one poller per word keeps the L2 quiet), picks the
+      //    winner (every block, redundantly), fetches the winner's row and row j (one more round
+      //    trip, 2 words per lane), and swaps rows j and p where this block owns them.
+      if (warp == 0) {
+        best = lane < kPanelThreads / 32 ? warp_value[lane] : -1.0f;
+        best_row = lane < kPanelThreads / 32 ? warp_row[lane] : INT_MAX;
+        for (int o = 16; o > 0; o >>= 1)
+          take_better(best, best_row, __shfl_down_sync(0xffffffffu, best, o), __shfl_down_sync(0xffffffffu, best_row, o));
+        best = __shfl_sync(0xffffffffu, best, 0);
+        best_row = __shfl_sync(0xffffffffu, best_row, 0);
+        const bool found = best_row != INT_MAX;
+        if (lane < ws) {
+          const float v = found ? tile[(best_row - r0) * kTileStride + lane] : 0.0f;
+          publish(slots + block * kSlotWords + 1 + lane, tag, __float_as_uint(v));
+          if (owned(j)) publish(diagonal_slot + lane, tag, __float_as_uint(tile[(j - r0) * kTileStride + lane]));
+        }
+        if (lane == 0)
+          publish(slots + block * kSlotWords, tag,
+                  static_cast<unsigned long long>(found ? best_row - r0 : kNoCandidate) << 32 | __float_as_uint(best));
+        float v = -1.0f;
+        int row = INT_MAX, from = 0;
+        for (int b = lane; b < blocks; b += 32) {
+          unsigned long long word = load_word(slots + b * kSlotWords);
+          while (!tagged(word, tag)) word = load_word(slots + b * kSlotWords);
+          const unsigned local = static_cast<unsigned>(word >> 32) & 0xffffu;
+          const float bv = __uint_as_float(static_cast<unsigned>(word));
+          const int br = local == kNoCandidate ? INT_MAX : b * p.rows_per_block + int(local);
+          if (bv > v || (bv == v && br < row)) {
+            v = bv;
+            row = br;
+            from = b;
+          }
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+          const float ov = __shfl_down_sync(0xffffffffu, v, o);
+          const int orow = __shfl_down_sync(0xffffffffu, row, o), ofrom = __shfl_down_sync(0xffffffffu, from, o);
+          if (ov > v || (ov == v && orow < row)) {
+            v = ov;
+            row = orow;
+            from = ofrom;
+          }
+        }
+        row = __shfl_sync(0xffffffffu, row, 0);
+        from = __shfl_sync(0xffffffffu, from, 0);
+        const int pivot = row == INT_MAX ? j : row;  // an all-NaN column: a zero pivot at row j
+        if (lane < ws) {
+          const unsigned long long* winner_word = slots + from * kSlotWords + 1 + lane;
+          unsigned long long diagonal = load_word(diagonal_slot + lane), winner = load_word(winner_word);
+          while (!tagged(diagonal, tag)) diagonal = load_word(diagonal_slot + lane);
+          while (!tagged(winner, tag)) winner = load_word(winner_word);
+          const float old_j = __uint_as_float(static_cast<unsigned>(diagonal));
+          const float moved = pivot == j ? old_j : __uint_as_float(static_cast<unsigned>(winner));
+          pivot_row[lane] = moved;
+          if (pivot != j) {
+            if (owned(j)) tile[(j - r0) * kTileStride + lane] = moved;
+            if (owned(pivot)) tile[(pivot - r0) * kTileStride + lane] = old_j;
+          }
+        }
+        if (lane == 0) {
+          sub_pivots[jj] = pivot;
+          if (block == 0) p.pivots[j] = int(p.row_offset + pivot);
+        }
+      }
+      __syncthreads();
+      const float pivot_value = pivot_row[jj];
+      if (pivot_value == 0.0f) {
+        if (block == 0 && threadIdx.x == 0) atomicMin(p.first_zero_pivot, int(p.column_offset + j));
+        continue;  // as getf2: no scaling, and the update would add zeros
+      }
+      for (int r = threadIdx.x; r < rows; r += kPanelThreads) {
+        if (r0 + r <= j) continue;
+        float* row = tile + r * kTileStride;
+        const float l = row[jj] / pivot_value;
+        row[jj] = l;
+        for (int c = jj + 1; c < ws; ++c) row[c] = fmaf(-l, pivot_row[c], row[c]);
       }
     }
     __syncthreads();
-    const int pivot = block_best_row;
-    if (threadIdx.x < w)
-      pivot_row[threadIdx.x] = pivot == j ? old_diagonal_row[threadIdx.x] : all_rows[winner * kPanelBaseWidth + threadIdx.x];
-    if (block == 0 && threadIdx.x == 0) p.pivots[j] = int(p.row_offset + pivot);
-    __syncthreads();
-    if (threadIdx.x < w && pivot != j) {
-      if (j >= r0 && j < r0 + rows) tile[(j - r0) * kTileStride + threadIdx.x] = pivot_row[threadIdx.x];
-      if (pivot >= r0 && pivot < r0 + rows) tile[(pivot - r0) * kTileStride + threadIdx.x] = old_diagonal_row[threadIdx.x];
+    for (int c = 0; c < ws; ++c)  // rows above s are unchanged, or the previous U12 (step b stores it)
+      for (int r = max(0, s - r0) + threadIdx.x; r < rows; r += kPanelThreads)
+        p.a[(r0 + r) + (s + c) * p.lda] = tile[r * kTileStride + c];
+    if (p.w == ws) break;  // a panel of one sub-panel is done
+
+    // b. The sub-panel's interchanges on the panel's other columns. Warp 0 turns the sequential
+    //    swaps j <-> sub_pivots[j] into moves "row `to` receives the old row `from`": lane i
+    //    tracks row s + i of the sub-panel and lane k the k-th row below it that took part.
+    if (warp == 0) {
+      int from_inside = s + lane;
+      int below_row = -1, from_below = -1, below = 0;
+      for (int jj = 0; jj < ws; ++jj) {
+        const int j = s + jj, pv = sub_pivots[jj];
+        if (pv == j) continue;
+        const int old_j = __shfl_sync(0xffffffffu, from_inside, jj);
+        if (pv < s + ws) {
+          const int old_pv = __shfl_sync(0xffffffffu, from_inside, pv - s);
+          if (lane == jj) from_inside = old_pv;
+          if (lane == pv - s) from_inside = old_j;
+        } else {
+          const unsigned seen = __ballot_sync(0xffffffffu, below_row == pv);
+          const int at = seen ? __ffs(seen) - 1 : below;
+          if (!seen) {
+            if (lane == below) below_row = from_below = pv;
+            ++below;
+          }
+          const int old_pv = __shfl_sync(0xffffffffu, from_below, at);
+          if (lane == jj) from_inside = old_pv;
+          if (lane == at) from_below = old_j;
+        }
+      }
+      const unsigned before = (1u << lane) - 1u;
+      const bool inside_moves = lane < ws && from_inside != s + lane, below_moves = lane < below && from_below != below_row;
+      const unsigned inside_mask = __ballot_sync(0xffffffffu, inside_moves), below_mask = __ballot_sync(0xffffffffu, below_moves);
+      if (inside_moves) {
+        move_to[__popc(inside_mask & before)] = s + lane;
+        move_from[__popc(inside_mask & before)] = from_inside;
+      }
+      if (below_moves) {
+        move_to[__popc(inside_mask) + __popc(below_mask & before)] = below_row;
+        move_from[__popc(inside_mask) + __popc(below_mask & before)] = from_below;
+      }
+      if (lane == 0) moves = __popc(inside_mask) + __popc(below_mask);
     }
     __syncthreads();
-    const float pivot_value = pivot_row[j];
-    if (pivot_value == 0.0f) {
-      if (block == 0 && threadIdx.x == 0) atomicMin(p.first_zero_pivot, int(p.column_offset + j));
-      continue;  // as getf2: no scaling, and the update would add zeros
+    //    A warp moves one row: its lanes load all of the row's columns at once, then store them.
+    const int others = p.w - ws;  // the columns outside the sub-panel
+    const auto column_of = [&](int c) { return std::int64_t(c < s ? c : c + ws) * p.lda; };
+    constexpr int kPerLane = kPanelMaxWidth / 32;
+    for (int mv = warp; mv < moves; mv += kPanelThreads / 32) {
+      if (!owned(move_from[mv])) continue;
+      float v[kPerLane];
+#pragma unroll
+      for (int q = 0; q < kPerLane; ++q)
+        if (lane + 32 * q < others) v[q] = __ldcg(p.a + move_from[mv] + column_of(lane + 32 * q));
+#pragma unroll
+      for (int q = 0; q < kPerLane; ++q)
+        if (lane + 32 * q < others) p.moved_rows[mv * kPanelMaxWidth + lane + 32 * q] = v[q];
     }
-    for (int r = threadIdx.x; r < rows; r += kPanelThreads) {
-      if (r0 + r <= j) continue;
-      float* row = tile + r * kTileStride;
-      const float l = row[j] / pivot_value;
-      row[j] = l;
-      for (int c = j + 1; c < w; ++c) row[c] = fmaf(-l, pivot_row[c], row[c]);
+    grid.sync();
+    for (int mv = warp; mv < moves; mv += kPanelThreads / 32) {
+      if (!owned(move_to[mv])) continue;
+      float v[kPerLane];
+#pragma unroll
+      for (int q = 0; q < kPerLane; ++q)
+        if (lane + 32 * q < others) v[q] = __ldcg(p.moved_rows + mv * kPanelMaxWidth + lane + 32 * q);
+#pragma unroll
+      for (int q = 0; q < kPerLane; ++q)
+        if (lane + 32 * q < others) p.a[move_to[mv] + column_of(lane + 32 * q)] = v[q];
     }
+    if (s > 0) {  // the previous sub-panel's U12, now that every block has read that A12
+      const int u_columns = p.w - s;
+      for (int idx = threadIdx.x; idx < kSub * u_columns; idx += kPanelThreads) {
+        const int i = idx % kSub, c = idx / kSub;
+        if (owned(s - kSub + i)) p.a[(s - kSub + i) + std::int64_t(s + c) * p.lda] = u12[i * layout.u12_stride + c];
+      }
+    }
+    grid.sync();
+    if (right == 0) continue;
+
+    // c. U12 = L11^-1 A12: thread c solves column c of the rest of the panel in registers (ws ==
+    //    kSub here: only the last sub-panel is narrower, and it has nothing to its right). Every
+    //    block keeps U12 in shared memory; it is stored over A12 in the next step b, after a grid
+    //    synchronisation: storing it now would race with slower blocks still reading A12.
+    for (int idx = threadIdx.x; idx < kSub * kSub; idx += kPanelThreads) {
+      const int i = idx % kSub, k = idx / kSub;
+      l11[i * kTileStride + k] = k < i ? __ldcg(p.a + (s + i) + (s + k) * p.lda) : 0.0f;
+    }
+    __syncthreads();
+    for (int c = threadIdx.x; c < layout.u12_stride; c += kPanelThreads) {
+      float column[kSub];
+      const float* a12 = p.a + s + std::int64_t(s + kSub + c) * p.lda;
+#pragma unroll
+      for (int i = 0; i < kSub; ++i) column[i] = c < right ? __ldcg(a12 + i) : 0.0f;
+#pragma unroll
+      for (int k = 0; k < kSub; ++k)
+#pragma unroll
+        for (int i = k + 1; i < kSub; ++i) column[i] = fmaf(-l11[i * kTileStride + k], column[k], column[i]);
+#pragma unroll
+      for (int i = 0; i < kSub; ++i) u12[i * layout.u12_stride + c] = column[i];
+    }
+    __syncthreads();
+    // d. A22 -= L21 U12 on this block's rows below the sub-panel; a task is one row and
+    //    kUpdateChunk columns, loaded at once (one round trip), U12 read as broadcast float4s.
+    const int first = max(0, s + kSub - r0), update_rows = rows - first;
+    const int chunks = (right + kUpdateChunk - 1) / kUpdateChunk;
+    for (int task = threadIdx.x; task < update_rows * chunks; task += kPanelThreads) {
+      const int r = first + task % update_rows, c0 = (task / update_rows) * kUpdateChunk;
+      float* out = p.a + (r0 + r) + std::int64_t(s + kSub + c0) * p.lda;
+      float acc[kUpdateChunk];
+#pragma unroll
+      for (int q = 0; q < kUpdateChunk; ++q) acc[q] = c0 + q < right ? __ldcg(out + std::int64_t(q) * p.lda) : 0.0f;
+#pragma unroll
+      for (int k = 0; k < kSub; ++k) {
+        const float l = tile[r * kTileStride + k];
+        const float* u = u12 + k * layout.u12_stride + c0;  // zero past `right`, up to the stride
+#pragma unroll
+        for (int q = 0; q < kUpdateChunk; q += 4) {
+          const float4 u4 = *reinterpret_cast<const float4*>(u + q);
+          acc[q] = fmaf(-l, u4.x, acc[q]);
+          acc[q + 1] = fmaf(-l, u4.y, acc[q + 1]);
+          acc[q + 2] = fmaf(-l, u4.z, acc[q + 2]);
+          acc[q + 3] = fmaf(-l, u4.w, acc[q + 3]);
+        }
+      }
+#pragma unroll
+      for (int q = 0; q < kUpdateChunk; ++q)
+        if (c0 + q < right) out[std::int64_t(q) * p.lda] = acc[q];
+    }
+    __syncthreads();  // the tile is reloaded next
   }
-  __syncthreads();
-  for (int c = 0; c < w; ++c)
-    for (int r = threadIdx.x; r < rows; r += kPanelThreads) p.a[(r0 + r) + c * p.lda] = tile[r * kTileStride + c];
 }
 
 // One thread per column applies the interchanges in order (LAPACK's laswp).
@@ -355,43 +551,50 @@ PanelWorkspace::PanelWorkspace(std::int64_t max_rows, int max_blocks) {
   MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&max_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
-  // The kernel's own shared variables (rounded up) and the candidate rows of up to all SMs.
-  const std::size_t static_bytes = 2048 + std::size_t(sms) * kPanelBaseWidth * sizeof(float);
-  const std::int64_t fit = (std::int64_t(max_shared) - std::int64_t(static_bytes)) / (kTileStride * sizeof(float));
   // One block per multiprocessor at most (the cooperative launch needs every block resident), and
-  // enough blocks for each block's rows to fit in its shared memory.
-  const std::int64_t least = (max_rows + fit - 1) / fit;
+  // enough blocks for each block's rows of a sub-panel to fit in its shared memory beside U12
+  // and L11 (and the kernel's static shared variables).
+  cudaFuncAttributes attributes{};
+  MIXSOLVE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, panel_lu_kernel));
+  const int max_dynamic = max_shared - int(attributes.sharedSizeBytes);
+  const std::size_t fixed = PanelShared(0, kPanelMaxWidth).bytes();
+  const std::int64_t fit =
+      std::max<std::int64_t>(0, std::int64_t(max_dynamic) - std::int64_t(fixed)) / (kTileStride * sizeof(float));
+  const std::int64_t least = fit > 0 ? (max_rows + fit - 1) / fit : std::int64_t(sms) + 1;
   grid_ = int(std::min<std::int64_t>(sms, std::max<std::int64_t>(least, max_blocks > 0 ? max_blocks : sms)));
   supported_ = cooperative != 0 && max_rows > 0 && least <= sms;
   if (!supported_) return;
-  const std::int64_t needed = (max_rows + grid_ - 1) / grid_;
-  shared_bytes_ = (std::size_t(std::max<std::int64_t>(needed, kPanelMinRowsPerBlock)) * kTileStride +
-                   std::size_t(grid_) * kPanelBaseWidth) * sizeof(float);
-  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(panel_lu_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           int(std::min<std::size_t>(shared_bytes_, std::size_t(max_shared)))));
-  candidate_values_ = DeviceBuffer<float>(2 * grid_);
-  candidate_indices_ = DeviceBuffer<int>(2 * grid_);
-  candidate_rows_ = DeviceBuffer<float>(2 * grid_ * kPanelBaseWidth);
-  diagonal_rows_ = DeviceBuffer<float>(2 * kPanelBaseWidth);
+  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(panel_lu_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_dynamic));
+  exchange_ = DeviceBuffer<unsigned long long>(2 * (std::size_t(grid_) * kSlotWords + kSub));
+  moved_rows_ = DeviceBuffer<float>(2 * kSub * kPanelMaxWidth);
+  MIXSOLVE_CUDA_CHECK(cudaMemset(exchange_.data(), 0, exchange_.bytes()));  // tag 0 is never current
 }
 
 void PanelWorkspace::factor(float* a, std::int64_t lda, std::int64_t m, int w, int* pivots, std::int64_t row_offset,
                             int* first_zero_pivot, std::int64_t column_offset, cudaStream_t stream) {
+  if (w <= 0) return;
+  if (w > kPanelMaxWidth || w > m)
+    throw InvalidArgument("PanelWorkspace::factor: w = " + std::to_string(w) + " must be at most kPanelMaxWidth = " +
+                          std::to_string(kPanelMaxWidth) + " and m = " + std::to_string(m));
+  if (next_tag_ + unsigned(w) > kMaxTag) {  // tags would wrap: start again from a clean slate
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(exchange_.data(), 0, exchange_.bytes(), stream));
+    next_tag_ = 1;
+  }
   const int blocks = int(std::min<std::int64_t>(grid_, (m + kPanelMinRowsPerBlock - 1) / kPanelMinRowsPerBlock));
   PanelArgs args{a,
                  lda,
                  int(m),
                  w,
                  int((m + blocks - 1) / blocks),
-                 candidate_values_.data(),
-                 candidate_indices_.data(),
-                 candidate_rows_.data(),
-                 diagonal_rows_.data(),
+                 exchange_.data(),
+                 moved_rows_.data(),
                  pivots,
                  row_offset,
                  first_zero_pivot,
-                 column_offset};
-  const std::size_t shared = (std::size_t(args.rows_per_block) * kTileStride + std::size_t(blocks) * kPanelBaseWidth) * sizeof(float);
+                 column_offset,
+                 next_tag_};
+  next_tag_ += unsigned(w);
+  const std::size_t shared = PanelShared(args.rows_per_block, w).bytes();
   void* params[] = {&args};
   MIXSOLVE_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(panel_lu_kernel), dim3(blocks),
                                                   dim3(kPanelThreads), params, shared, stream));

@@ -10,10 +10,13 @@
 
 namespace mixsolve::solvers_detail {
 
-// Columns one launch of the cooperative panel kernel factors (the base of the blocked panel).
-constexpr int kPanelBaseWidth = 32;
+// The cooperative panel kernel factors panels of up to kPanelMaxWidth columns in one launch,
+// kPanelSubWidth columns at a time in shared memory.
+constexpr int kPanelSubWidth = 32;
+constexpr int kPanelMaxWidth = 256;
 
-// Scratch the cooperative panel kernel exchanges its per-block pivot candidates through.
+// Scratch the cooperative panel kernel exchanges its per-block pivot candidates and interchanged
+// rows through.
 class PanelWorkspace {
  public:
   // Sized for panels of up to `max_rows` rows on the current device, on at most `max_blocks`
@@ -24,20 +27,21 @@ class PanelWorkspace {
   bool supported() const { return supported_; }
   int blocks() const { return grid_; }
 
-  // Factors the m x w panel `a` (w <= kPanelBaseWidth <= m) in place with partial pivoting, as
-  // LAPACK's getf2 does: pivots[j] = row_offset + (row of the pivot of column j within the panel).
-  // A zero pivot lowers *first_zero_pivot (device int) to column_offset + j and leaves that column
-  // unscaled. One grid-wide synchronisation per column; no host synchronisation.
+  // Factors the m x w panel `a` (w <= kPanelMaxWidth, w <= m) in place with partial pivoting, as
+  // LAPACK's getrf does (P a = L U, unit lower L below the diagonal, U on and above it, every
+  // interchange applied to all w columns): pivots[j] = row_offset + (row of the pivot of column j
+  // within the panel). A zero pivot lowers *first_zero_pivot (device int) to column_offset + j and
+  // leaves that column unscaled. One launch, one grid-wide exchange per column, no host
+  // synchronisation. Launches on one workspace must be ordered (one stream, or events).
   void factor(float* a, std::int64_t lda, std::int64_t m, int w, int* pivots, std::int64_t row_offset,
               int* first_zero_pivot, std::int64_t column_offset, cudaStream_t stream);
 
  private:
   bool supported_ = false;
   int grid_ = 0;
-  int rows_per_block_ = 0;
-  std::size_t shared_bytes_ = 0;
-  DeviceBuffer<float> candidate_values_, candidate_rows_, diagonal_rows_;
-  DeviceBuffer<int> candidate_indices_;
+  unsigned next_tag_ = 1;                      // of the next launch's first column
+  DeviceBuffer<unsigned long long> exchange_;  // tagged publications
+  DeviceBuffer<float> moved_rows_;
 };
 
 // Applies the row interchanges pivots[first .. first+count) (sequentially, LAPACK's laswp) to the

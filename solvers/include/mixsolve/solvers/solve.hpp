@@ -55,7 +55,7 @@ struct SolveOptions {
   // Refactor in FP64 when refinement fails at the requested precision (for Auto: whether FP64 is
   // the last step of the escalation). The report says when it happened.
   bool fallback = true;
-  // LU block size; 0 picks one for the matrix size and memory space.
+  // LU block size; 0 picks one for the matrix size and memory space (the GPU LU takes at most 256).
   int block_size = 0;
   // Called at the start of each phase ("factorization fp16", "refinement gmres", ...), e.g. to
   // print progress during long solves. May be empty.

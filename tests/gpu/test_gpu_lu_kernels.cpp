@@ -1,0 +1,134 @@
+// The device LU's panel kernel (solvers/src/cuda/lu_kernels.cu) on its own: P A = L U to FP32
+// accuracy, the partial-pivoting bound |L| <= 1, LAPACK's pivot and zero-pivot conventions, for
+// panels that take one sub-panel, several, and a short last one, on one or many blocks.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "cuda/lu_kernels.hpp"
+#include "gpu_test_support.hpp"
+#include "mixsolve/core/device_buffer.hpp"
+
+namespace {
+
+using mixsolve::DeviceBuffer;
+using mixsolve::solvers_detail::kPanelMaxWidth;
+using mixsolve::solvers_detail::PanelWorkspace;
+
+struct PanelResult {
+  std::vector<float> lu;
+  std::vector<int> pivots;
+  int first_zero = 0;
+};
+
+// Factors the m x w column-major panel `a` (leading dimension lda >= m) on the device.
+PanelResult factor_on_device(PanelWorkspace& workspace, const std::vector<float>& a, std::int64_t m, int w,
+                             std::int64_t lda, std::int64_t row_offset) {
+  DeviceBuffer<float> da(lda * w);
+  da.copy_from_host(a);
+  DeviceBuffer<int> pivots(w), first_zero(1);
+  const int none = 1 << 30;
+  first_zero.copy_from_host(std::vector<int>{none});
+  workspace.factor(da.data(), lda, m, w, pivots.data(), row_offset, first_zero.data(), 7, nullptr);
+  PanelResult r{da.to_host(), pivots.to_host(), 0};
+  r.first_zero = first_zero.to_host()[0];
+  if (r.first_zero == none) r.first_zero = -1;
+  return r;
+}
+
+// max_ij |(P A - L U)_ij| / (|L| |U|)_ij in units of w * 2^-24, and max |L_ij|.
+struct Check {
+  double residual_ratio = 0, largest_multiplier = 0;
+};
+Check check_factors(const std::vector<float>& a, const PanelResult& r, std::int64_t m, int w, std::int64_t lda,
+                    std::int64_t row_offset) {
+  std::vector<std::int64_t> row(m);  // (P A)(i, :) = A(row[i], :)
+  std::iota(row.begin(), row.end(), 0);
+  for (int j = 0; j < w; ++j) std::swap(row[j], row[r.pivots[j] - row_offset]);
+  Check c;
+  for (std::int64_t i = 0; i < m; ++i)
+    for (int j = 0; j < w; ++j) {
+      double lu = 0, abs_lu = 0;
+      for (int k = 0; k <= std::min<std::int64_t>(i, j); ++k) {
+        const double l = k == i ? 1.0 : r.lu[i + k * lda], u = r.lu[k + j * lda];
+        lu += l * u;
+        abs_lu += std::fabs(l * u);
+      }
+      const double diff = std::fabs(double(a[row[i] + j * lda]) - lu);
+      c.residual_ratio = std::max(c.residual_ratio, diff / ((abs_lu + 1e-300) * w * 0x1p-24));
+    }
+  for (std::int64_t i = 0; i < m; ++i)
+    for (int j = 0; j < std::min<std::int64_t>(i, w); ++j) c.largest_multiplier = std::max(c.largest_multiplier, double(std::fabs(r.lu[i + j * lda])));
+  return c;
+}
+
+TEST(GpuPanel, FactorsToFp32AccuracyWithPartialPivoting) {
+  MIXSOLVE_REQUIRE_GPU();
+  PanelWorkspace workspace(20000, 32);  // one workspace for every case: the tags carry over launches
+  ASSERT_TRUE(workspace.supported());
+  std::mt19937_64 rng(42);
+  std::normal_distribution<float> normal;
+  struct Case {
+    std::int64_t m;
+    int w;
+  };
+  for (const Case& t : {Case{1, 1}, Case{40, 31}, Case{300, 32}, Case{300, 33}, Case{1000, 100}, Case{256, 256},
+                        Case{5000, 256}, Case{20000, 96}}) {
+    const std::int64_t lda = t.m + 3, row_offset = 11;
+    std::vector<float> a(lda * t.w);
+    for (float& v : a) v = normal(rng);
+    const PanelResult r = factor_on_device(workspace, a, t.m, t.w, lda, row_offset);
+    for (int j = 0; j < t.w; ++j) {
+      ASSERT_GE(r.pivots[j], row_offset + j) << "m " << t.m << " w " << t.w << " column " << j;
+      ASSERT_LT(r.pivots[j], row_offset + t.m);
+    }
+    EXPECT_EQ(r.first_zero, -1);
+    const Check c = check_factors(a, r, t.m, t.w, lda, row_offset);
+    EXPECT_LE(c.residual_ratio, 2.0) << "m " << t.m << " w " << t.w;
+    EXPECT_LE(c.largest_multiplier, 1.0) << "m " << t.m << " w " << t.w;
+    // Rows past m (the leading-dimension padding) are not touched.
+    for (int j = 0; j < t.w; ++j)
+      for (std::int64_t i = t.m; i < lda; ++i) ASSERT_EQ(r.lu[i + j * lda], a[i + j * lda]);
+  }
+}
+
+TEST(GpuPanel, TiesPickTheLowestRowAndAZeroColumnIsReported) {
+  MIXSOLVE_REQUIRE_GPU();
+  PanelWorkspace workspace(4096, 32);
+  const std::int64_t m = 4096;
+  const int w = 64;
+  // Column 0: |a| = 1 everywhere (a tie over all rows, as isamax: the first row wins). Column 40
+  // is zero: after the first 40 eliminations it still is, a zero pivot at panel column 40.
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  std::vector<float> a(m * w);
+  for (std::int64_t i = 0; i < m; ++i) {
+    a[i] = (i % 3 == 0) ? -1.0f : 1.0f;
+    for (int j = 1; j < w; ++j) a[i + j * m] = j == 40 ? 0.0f : uniform(rng);
+  }
+  const PanelResult r = factor_on_device(workspace, a, m, w, m, 0);
+  EXPECT_EQ(r.pivots[0], 0);
+  EXPECT_EQ(r.first_zero, 7 + 40);  // column_offset 7
+  EXPECT_EQ(r.pivots[40], 40);      // an all-zero column: no interchange, as getf2
+  for (std::int64_t i = 41; i < m; ++i) ASSERT_EQ(r.lu[i + 40 * m], 0.0f) << "row " << i << ": unscaled";
+  // With the zero pivot left in U, P A = L U still holds for the whole panel.
+  const Check c = check_factors(a, r, m, w, m, 0);
+  EXPECT_LE(c.residual_ratio, 2.0);
+  EXPECT_LE(c.largest_multiplier, 1.0);
+}
+
+TEST(GpuPanel, RejectsPanelsWiderThanSupported) {
+  MIXSOLVE_REQUIRE_GPU();
+  PanelWorkspace workspace(1024, 8);
+  DeviceBuffer<float> a(1024 * (kPanelMaxWidth + 1));
+  DeviceBuffer<int> pivots(kPanelMaxWidth + 1), zero(1);
+  EXPECT_THROW(workspace.factor(a.data(), 1024, 1024, kPanelMaxWidth + 1, pivots.data(), 0, zero.data(), 0, nullptr),
+               mixsolve::InvalidArgument);
+  EXPECT_THROW(workspace.factor(a.data(), 1024, 10, 11, pivots.data(), 0, zero.data(), 0, nullptr), mixsolve::InvalidArgument);
+}
+
+}  // namespace
