@@ -49,6 +49,7 @@ std::string to_string(StopReason s) {
     case StopReason::Stagnated: return "stagnated";
     case StopReason::Diverged: return "diverged";
     case StopReason::MaxIterations: return "iteration limit";
+    case StopReason::TooSlow: return "too slow (GMRES would exceed gmres_max_inner)";
     case StopReason::NoRefinement: return "no refinement requested";
   }
   return "?";
@@ -90,12 +91,22 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Inner GMRES tolerance (relative to the preconditioned residual): the outer FP64 loop corrects
-// what the inner solve leaves, so a moderate value suffices.
+// what the inner solve leaves, so a moderate value suffices. A later outer step, whose backward
+// error is already close to the stop test, only asks for the reduction it still needs (times a
+// safety factor of 10), down to this.
 constexpr double kGmresTolerance = 1e-8;
+constexpr double kGmresLoosest = 1e-2;
 
 // Refinement steps in a row that may fail to halve the backward error before an attempt is
-// declared stagnated (or diverged).
-constexpr int kBadStepsAllowed = 3;
+// declared stagnated (or diverged). A GMRES-IR step that converged inner solve should reduce
+// the backward error by orders of magnitude, so one that does not halve it ends the attempt (each
+// costs up to gmres_max_inner triangular-solve pairs and mat-vecs).
+constexpr int kBadStepsAllowedClassic = 3;
+constexpr int kBadStepsAllowedGmres = 1;
+
+// GMRES iterations after which the convergence rate is trusted to predict the rest (judged at
+// the end of a restart cycle).
+constexpr int kGmresJudgeAfter = 16;
 
 // Which refinement runs with factors of precision p under Refinement::Auto: FP32-accurate
 // factors converge fast with classic IR; FP16 / BF16 / TF32 factors need GMRES-IR (Carson and
@@ -185,6 +196,8 @@ class Refiner {
     std::vector<bool> done(k_, false);
     evaluate(r, berr, done, report);
     if (method == Refinement::None) return all(done) ? StopReason::Converged : StopReason::NoRefinement;
+    const int bad_steps_allowed = method == Refinement::Gmres ? kBadStepsAllowedGmres : kBadStepsAllowedClassic;
+    too_slow_ = false;
     for (int it = 0; it < o_.max_iterations && !all(done); ++it) {
       for (std::int64_t j = 0; j < k_; ++j) previous[j] = berr[j];
       if (method == Refinement::Classic) {
@@ -195,15 +208,21 @@ class Refiner {
           if (!done[j]) e_.axpy(1.0, &d(0, j), &x_(0, j));
       } else {
         for (std::int64_t j = 0; j < k_; ++j)
-          if (!done[j]) attempt.inner_iterations += gmres_correction(&r(0, j), &x_(0, j));
+          if (!done[j]) {
+            const double needed = 0.1 * stop_test_backward_error() / berr[j];
+            const double target = std::clamp(needed, kGmresTolerance, kGmresLoosest);
+            attempt.inner_iterations += gmres_correction(&r(0, j), &x_(0, j), target);
+          }
       }
       ++attempt.iterations;
       ++report.iterations;
       evaluate(r, berr, done, report);
       // A step that does not halve the backward error is a bad step (after a backward-stable first
       // solve, one step may raise the backward error while the forward error still contracts).
-      // Three bad steps in a row end the attempt: "diverged" if each of them made things worse,
-      // else "stagnated". A non-finite iterate ends it at once.
+      // Three bad steps in a row (one for GMRES) end the attempt: "diverged" if each of them made
+      // things worse, else "stagnated". A non-finite iterate ends it at once; so does a GMRES
+      // whose rate predicted more than its budget (after its correction has been applied).
+      if (too_slow_ && !all(done)) return StopReason::TooSlow;
       for (std::int64_t j = 0; j < k_; ++j) {
         if (done[j]) continue;
         if (!std::isfinite(berr[j])) return StopReason::Diverged;
@@ -213,7 +232,8 @@ class Refiner {
         } else {
           slow[j] = grew[j] = 0;
         }
-        if (slow[j] >= kBadStepsAllowed) return grew[j] >= kBadStepsAllowed ? StopReason::Diverged : StopReason::Stagnated;
+        if (slow[j] >= bad_steps_allowed)
+          return grew[j] >= bad_steps_allowed ? StopReason::Diverged : StopReason::Stagnated;
       }
     }
     return all(done) ? StopReason::Converged : StopReason::MaxIterations;
@@ -244,9 +264,14 @@ class Refiner {
     report.backward_error_history.push_back(worst);
   }
 
-  // GMRES on (LU)^-1 A d = (LU)^-1 r in FP64 (left preconditioning), restarted; x += d.
-  // Returns the number of inner iterations.
-  int gmres_correction(const double* r, double* x) {
+  // The backward error below which the stop test holds (about: it bounds ||r|| by ||A|| ||x||).
+  double stop_test_backward_error() const {
+    return o_.tolerance_factor * std::sqrt(double(n_)) * std::numeric_limits<double>::epsilon() * 0.5;
+  }
+
+  // GMRES on (LU)^-1 A d = (LU)^-1 r in FP64 (left preconditioning), restarted, until the
+  // preconditioned residual falls by `target`; x += d. Returns the number of inner iterations.
+  int gmres_correction(const double* r, double* x, double target) {
     const int m = o_.gmres_restart;
     const MatrixView<double> v = e_.scratch(2, m + 1);
     const MatrixView<double> work = e_.scratch(3, 2);
@@ -264,7 +289,7 @@ class Refiner {
       e_.apply_inverse(wv);
       const double beta = std::sqrt(e_.dot(w, w));
       if (beta0 < 0) beta0 = beta;
-      if (beta == 0 || beta <= kGmresTolerance * beta0) break;
+      if (beta == 0 || beta <= target * beta0) break;
       // A restart cycle that did not halve the preconditioned residual means the LU is not a
       // good enough preconditioner: stop here and let the outer loop judge (failing attempts
       // stay cheap: each inner iteration costs an FP64 mat-vec and two triangular solves).
@@ -301,10 +326,24 @@ class Refiner {
         h[j + 1 + j * (m + 1)] = 0;
         g[j + 1] = -sn[j] * g[j];
         g[j] = cs[j] * g[j];
-        if (std::fabs(g[j + 1]) <= kGmresTolerance * beta0 || hn == 0) {
+        if (std::fabs(g[j + 1]) <= target * beta0 || hn == 0) {
           ++j;
           ++total;
           break;
+        }
+        // The budget, judged at the end of a restart cycle (GMRES often plateaus while it resolves
+        // outlying eigenvalues, then converges fast; a shorter window mistakes the plateau for
+        // the rate): the geometric mean rate so far, extrapolated to the target.
+        const int iterations = total + 1;
+        if (j + 1 == m && iterations >= kGmresJudgeAfter) {
+          const double rate = std::pow(std::fabs(g[j + 1]) / beta0, 1.0 / iterations);
+          const double predicted = rate < 1 ? std::log(target) / std::log(rate) : INFINITY;
+          if (predicted > o_.gmres_max_inner) {
+            too_slow_ = true;
+            ++j;
+            ++total;
+            break;
+          }
         }
       }
       // y = H^-1 g (upper triangular j x j), d += V y
@@ -315,7 +354,7 @@ class Refiner {
         y[i] = h[i + i * (m + 1)] != 0 ? s / h[i + i * (m + 1)] : 0.0;
       }
       for (int i = 0; i < j; ++i) e_.axpy(y[i], &v(0, i), d);
-      if (j == 0) break;
+      if (j == 0 || too_slow_) break;
     }
     e_.axpy(1.0, d, x);
     return total;
@@ -331,6 +370,7 @@ class Refiner {
   MatrixView<double> x_;
   std::int64_t k_, n_;
   std::vector<bool> converged_;
+  bool too_slow_ = false;  // a GMRES of this attempt predicted more iterations than its budget
 };
 
 }  // namespace

@@ -134,9 +134,39 @@ TEST(Solve, FailingGmresRefinementDoesNotExhaustTheInnerBudget) {
   EXPECT_FALSE(r.converged);
   ASSERT_EQ(r.attempts.size(), 1u);
   const Attempt& a = r.attempts[0];
-  EXPECT_TRUE(a.stop == StopReason::Stagnated || a.stop == StopReason::Diverged) << r.summary();
+  EXPECT_TRUE(a.stop == StopReason::Stagnated || a.stop == StopReason::Diverged || a.stop == StopReason::TooSlow)
+      << r.summary();
   EXPECT_LE(a.inner_iterations, (a.iterations + 1) * 2 * o.gmres_restart) << r.summary();
   EXPECT_LT(a.inner_iterations, a.iterations * o.gmres_max_inner) << r.summary();
+}
+
+TEST(Solve, GmresThatWouldOverrunItsBudgetEndsTheAttemptEarly) {
+  // FP16 factors at cond 1e6 (n = 96, host model) converge with GMRES-IR (restart 25) within
+  // the default budget. With a budget of 30 inner iterations, the rate over the first restart
+  // cycle (~43 iterations predicted) says it would overrun: the attempt ends after one outer step
+  // (its correction applied) and the FP64 fallback finishes the solve.
+  Context ctx = Context::host_only();
+  SolveOptions o;
+  o.factorization = Precision::FP16;
+  o.refinement = Refinement::Gmres;
+  o.gmres_restart = 25;
+  Problem probe(geo(1e6, 5), 96);
+  o.fallback = false;
+  const SolveReport unlimited = solve(ctx, probe.A(), probe.B(), probe.X(), o);
+  expect_converged_and_accurate(probe, unlimited);
+
+  Problem p(geo(1e6, 5), 96);
+  o.fallback = true;
+  o.gmres_max_inner = 30;
+  const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+  expect_converged_and_accurate(p, r);
+  ASSERT_EQ(r.attempts.size(), 2u) << r.summary();
+  EXPECT_EQ(r.attempts[0].stop, StopReason::TooSlow) << r.summary();
+  EXPECT_EQ(r.attempts[0].iterations, 1) << r.summary();
+  EXPECT_EQ(r.attempts[0].inner_iterations, 25 * int(p.k)) << r.summary();  // judged after one cycle
+  EXPECT_TRUE(r.fell_back);
+  EXPECT_EQ(r.attempts[1].precision, Precision::FP64);
+  EXPECT_NE(r.summary().find("too slow"), std::string::npos) << r.summary();
 }
 
 TEST(Solve, Bf16AndTf32FactorizationsConvergeWithGmres) {

@@ -49,7 +49,11 @@ struct SolveOptions {
   double tolerance_factor = 1.0;
   // Refinement steps per factorization: outer iterations (both methods).
   int max_iterations = 30;
-  // GMRES: restart length and total inner iterations per outer step and right-hand side.
+  // GMRES: restart length and total inner iterations per outer step and right-hand side. The
+  // inner iteration limit is also a budget: at the end of a restart cycle (from 16 iterations on),
+  // an outer step whose convergence rate so far predicts more than gmres_max_inner iterations ends
+  // the attempt (StopReason::TooSlow), so a preconditioner too weak for the matrix is dropped
+  // early. An outer GMRES step that does not halve the backward error also ends it.
   int gmres_restart = 50;
   int gmres_max_inner = 200;
   // Refactor in FP64 when refinement fails at the requested precision (for Auto: whether FP64 is
@@ -63,7 +67,7 @@ struct SolveOptions {
 };
 
 // Why one factorization's refinement stopped.
-enum class StopReason { Converged, ZeroPivot, Overflow, Stagnated, Diverged, MaxIterations, NoRefinement };
+enum class StopReason { Converged, ZeroPivot, Overflow, Stagnated, Diverged, MaxIterations, TooSlow, NoRefinement };
 std::string to_string(StopReason s);
 
 struct Attempt {
