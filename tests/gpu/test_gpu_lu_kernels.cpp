@@ -121,6 +121,46 @@ TEST(GpuPanel, TiesPickTheLowestRowAndAZeroColumnIsReported) {
   EXPECT_LE(c.largest_multiplier, 1.0);
 }
 
+TEST(GpuPanel, InterchangesAppliedAsMovesMatchSequentialSwaps) {
+  // A panel's interchanges (rows first .. first+count-1 swapped in order with rows at or below
+  // them: inside the panel, below it, some rows hit twice) applied to the other columns through
+  // interchanges_to_moves + apply_row_moves, against LAPACK's laswp order on the host.
+  MIXSOLVE_REQUIRE_GPU();
+  const std::int64_t n = 1500, lda = 1503, first = 512;
+  std::mt19937_64 rng(11);
+  for (int count : {1, 37, kPanelMaxWidth}) {
+    std::vector<int> pivots(n, 0);
+    std::uniform_int_distribution<std::int64_t> below(first + count, n - 1);
+    for (int i = 0; i < count; ++i) {
+      const std::int64_t row = first + i;
+      switch (rng() % 4) {
+        case 0: pivots[row] = int(row); break;                                                  // none
+        case 1: pivots[row] = int(row + rng() % std::uint64_t(first + count - row)); break;     // inside
+        case 2: pivots[row] = int(below(rng)); break;                                           // below
+        default: pivots[row] = int(first + count + (rng() % 3)); break;                         // repeated rows
+      }
+    }
+    std::vector<float> a(lda * n);
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = float(i);
+    std::vector<float> expected = a;
+    const std::int64_t skip0 = first, skip1 = first + count;
+    for (std::int64_t c = 0; c < n; ++c) {
+      if (c >= skip0 && c < skip1) continue;
+      for (int i = 0; i < count; ++i) std::swap(expected[first + i + c * lda], expected[pivots[first + i] + c * lda]);
+    }
+    DeviceBuffer<float> da(a.size());
+    da.copy_from_host(a);
+    DeviceBuffer<int> dp(n), to(2 * kPanelMaxWidth), from(2 * kPanelMaxWidth), moves(1);
+    dp.copy_from_host(pivots);
+    mixsolve::solvers_detail::interchanges_to_moves(dp.data(), first, count, to.data(), from.data(), moves.data(), nullptr);
+    mixsolve::solvers_detail::apply_row_moves(da.data(), lda, to.data(), from.data(), moves.data(), 0, n, skip0, skip1,
+                                              nullptr);
+    const std::vector<float> got = da.to_host();
+    EXPECT_LE(moves.to_host()[0], 2 * count);
+    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expected[i]) << "count " << count << " index " << i;
+  }
+}
+
 TEST(GpuPanel, RejectsPanelsWiderThanSupported) {
   MIXSOLVE_REQUIRE_GPU();
   PanelWorkspace workspace(1024, 8);

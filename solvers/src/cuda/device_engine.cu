@@ -294,6 +294,10 @@ class DeviceEngine final : public Engine {
     }
     if (!panel_) {
       panel_ = std::make_unique<PanelWorkspace>(n_, panel_blocks_);
+      const std::int64_t panels = (n_ + nb_ - 1) / nb_;
+      move_to_ = DeviceBuffer<int>(panels * 2 * kPanelMaxWidth);
+      move_from_ = DeviceBuffer<int>(panels * 2 * kPanelMaxWidth);
+      move_count_ = DeviceBuffer<int>(panels);
       panel_ctx_ = std::make_unique<Context>(ctx_.device(), StreamPriority::High);
       MIXSOLVE_CUDA_CHECK(cudaStreamCreateWithFlags(&swap_stream_, cudaStreamNonBlocking));
     }
@@ -406,8 +410,8 @@ class DeviceEngine final : public Engine {
   cudaStream_t stream() const { return ctx_.stream(); }
 
   // Right-looking blocked LU of factors32_ with look-ahead. Three streams:
-  //  * main (the user's context): right-hand row swaps, U12, and the trailing update, split so
-  //    that the next panel's columns are updated first;
+  //  * main (the user's context): right-hand row interchanges, U12 and the trailing update, the
+  //    next panel's columns first (all three steps), then the rest beside the next panel;
   //  * panel (high priority, its own context): the next panel, factored while the main stream
   //    updates the rest of the trailing matrix; the main stream's GEMMs are asked to leave
   //    panel_blocks_ multiprocessors free for it;
@@ -441,34 +445,48 @@ class DeviceEngine final : public Engine {
     for (std::int64_t j0 = 0; j0 < n_; j0 += nb_) {
       const std::int64_t jb = std::min<std::int64_t>(nb_, n_ - j0), next = j0 + jb, rest = n_ - next;
       from_panel.order(panel, main);
+      // The panel's interchanges as moves (one slot per panel: the left-hand stream reads them
+      // later), applied to the columns right of the panel.
+      const std::int64_t slot = j0 / nb_;
+      int* to = move_to_.data() + slot * 2 * kPanelMaxWidth;
+      int* from = move_from_.data() + slot * 2 * kPanelMaxWidth;
+      int* moves = move_count_.data() + slot;
       profile.start(Profile::RightSwaps, main);
-      swap_rows(f, n_, pivots_.data(), j0, int(jb), next, n_, n_, n_, main);
+      interchanges_to_moves(pivots_.data(), j0, int(jb), to, from, moves, main);
       profile.stop(Profile::RightSwaps, main);
       if (j0 > 0) {
         // Columns [0, j0) were last read by the previous step's update, enqueued before this point.
         to_left.order(main, left);
         profile.start(Profile::LeftSwaps, left);
-        swap_rows(f, n_, pivots_.data(), j0, int(jb), 0, j0, j0, j0, left);
+        apply_row_moves(f, n_, to, from, moves, 0, j0, j0, j0, left);
         profile.stop(Profile::LeftSwaps, left);
       }
+      // The columns [c0, c1) right of the panel: interchanges, U12 = L11^-1 A12, and
+      // A22 -= L21 U12 in the backend's arithmetic.
+      const auto update_columns = [&](std::int64_t c0, std::int64_t c1) {
+        profile.start(Profile::RightSwaps, main);
+        apply_row_moves(f, n_, to, from, moves, c0, c1, c1, c1, main);
+        profile.stop(Profile::RightSwaps, main);
+        profile.start(Profile::RowBlock, main);
+        const float one = 1.0f;
+        MIXSOLVE_CUBLAS_CHECK(cublasStrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                                          CUBLAS_DIAG_UNIT, int(jb), int(c1 - c0), &one, f + j0 + j0 * n_, int(n_),
+                                          f + j0 + c0 * n_, int(n_)));
+        profile.stop(Profile::RowBlock, main);
+        profile.start(Profile::Update, main);
+        trailing_update(j0, jb, c0, c1);
+        profile.stop(Profile::Update, main);
+      };
       if (rest == 0) break;
-      // U12 = L11^-1 A12, then A22 -= L21 U12 in the backend's arithmetic: the next panel's
-      // columns first, then (beside the next panel's factorization) the others.
-      profile.start(Profile::RowBlock, main);
-      const float one = 1.0f;
-      MIXSOLVE_CUBLAS_CHECK(cublasStrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                                        CUBLAS_DIAG_UNIT, int(jb), int(rest), &one, f + j0 + j0 * n_, int(n_),
-                                        f + j0 + next * n_, int(n_)));
-      profile.stop(Profile::RowBlock, main);
+      // Only the next panel's columns are on the critical path: they are brought up to date
+      // first and the next panel starts; the other columns follow beside it.
       const std::int64_t next_jb = std::min<std::int64_t>(nb_, rest);
-      profile.start(Profile::Update, main);
-      trailing_update(j0, jb, next, next + next_jb);
+      update_columns(next, next + next_jb);
       to_panel.order(main, panel);
       profile.start(Profile::Panel, panel);
       factor_panel(panel_ctx, next, next_jb);
       profile.stop(Profile::Panel, panel);
-      if (rest > next_jb) trailing_update(j0, jb, next + next_jb, n_);
-      profile.stop(Profile::Update, main);
+      if (rest > next_jb) update_columns(next + next_jb, n_);
     }
     from_left.order(left, main);
     from_panel.order(panel, main);
@@ -534,7 +552,8 @@ class DeviceEngine final : public Engine {
   }
 
   void track_peak() {
-    std::size_t bytes = factors32_.bytes() + factors64_.bytes() + 2 * pivots_.bytes() + solve_buffer_.bytes() +
+    std::size_t bytes = factors32_.bytes() + factors64_.bytes() + 2 * pivots_.bytes() + move_to_.bytes() +
+                        move_from_.bytes() + move_count_.bytes() + solve_buffer_.bytes() +
                         solve64_.bytes() + (triangular32_ ? triangular32_->bytes() : 0) +
                         (triangular64_ ? triangular64_->bytes() : 0) +
                         ctx_.workspace_capacity();
@@ -549,6 +568,7 @@ class DeviceEngine final : public Engine {
   DeviceBuffer<float> factors32_, solve_buffer_;
   DeviceBuffer<double> factors64_, solve64_, column_max_;
   DeviceBuffer<int> pivots_, permutation_, info_, first_zero_pivot_;
+  DeviceBuffer<int> move_to_, move_from_, move_count_;  // each panel's interchanges as row moves
   std::unique_ptr<PanelWorkspace> panel_;
   Profile profile_;
   std::unique_ptr<Context> panel_ctx_;  // the look-ahead panel's stream and cuBLAS handle

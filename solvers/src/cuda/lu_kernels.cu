@@ -43,7 +43,7 @@ unsigned blocks_for(std::int64_t total, int threads = 256) {
 //   d. updates its own rows of the rest of the panel: A22 -= L21 U12 (FP32, shared-memory L21).
 // FP32 throughout: these are a few percent of the LU's flops, and the pivot search then sees
 // FP32-accurate columns whatever the trailing update's arithmetic.
-constexpr int kPanelThreads = 256;
+constexpr int kPanelThreads = 512;
 constexpr int kPanelMinRowsPerBlock = 64;
 constexpr int kSub = kPanelSubWidth;
 constexpr int kTileStride = kSub + 1;   // padded row of the shared tile: no bank conflicts
@@ -367,21 +367,88 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
   }
 }
 
-// One thread per column applies the interchanges in order (LAPACK's laswp).
-__global__ void swap_rows_kernel(float* a, std::int64_t lda, const int* pivots, std::int64_t first, int count,
-                                 std::int64_t c0, std::int64_t c1, std::int64_t skip0, std::int64_t skip1) {
-  std::int64_t c = c0 + blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+// ---------------------------------------------------------------------------------------------
+// Row interchanges of a panel on the other columns. Applied in order with one thread per column
+// (LAPACK's laswp), each swap waits for the previous one: 2 x 256 dependent memory round trips
+// per column and panel. Here one warp first turns the panel's sequential swaps into moves ("row
+// to[i] receives the old row from[i]": the panel's rows and at most as many rows below), then a
+// warp per column loads every moved value at once and stores them (one round trip).
+constexpr int kMaxMoves = 2 * kPanelMaxWidth;
+
+__global__ void interchanges_to_moves_kernel(const int* pivots, std::int64_t first, int count, int* to, int* from,
+                                             int* moves) {
+  __shared__ int inside_from[kPanelMaxWidth];                  // the source of row first + i
+  __shared__ int below_row[kPanelMaxWidth], below_from[kPanelMaxWidth];  // rows below the panel's
+  __shared__ int below_count, panel_pivots[kPanelMaxWidth];
+  const int lane = threadIdx.x;
+  for (int i = lane; i < count; i += 32) {
+    inside_from[i] = int(first) + i;
+    panel_pivots[i] = pivots[first + i];  // loaded at once, not one round trip per swap
+  }
+  if (lane == 0) below_count = 0;
+  __syncwarp();
+  for (int i = 0; i < count; ++i) {
+    const int row = int(first) + i, pivot = panel_pivots[i];
+    if (pivot == row) continue;
+    if (pivot < first + count) {
+      if (lane == 0) {
+        const int t = inside_from[i];
+        inside_from[i] = inside_from[pivot - first];
+        inside_from[pivot - first] = t;
+      }
+    } else {
+      int at = -1;
+      for (int b = lane; b < below_count; b += 32)
+        if (below_row[b] == pivot) at = b;
+      for (int o = 16; o > 0; o >>= 1) at = max(at, __shfl_xor_sync(0xffffffffu, at, o));
+      if (lane == 0) {
+        if (at < 0) {
+          at = below_count++;
+          below_row[at] = below_from[at] = pivot;
+        }
+        const int t = inside_from[i];
+        inside_from[i] = below_from[at];
+        below_from[at] = t;
+      }
+    }
+    __syncwarp();
+  }
+  if (lane == 0) {
+    int m = 0;
+    for (int i = 0; i < count; ++i)
+      if (inside_from[i] != int(first) + i) {
+        to[m] = int(first) + i;
+        from[m++] = inside_from[i];
+      }
+    for (int b = 0; b < below_count; ++b)
+      if (below_from[b] != below_row[b]) {
+        to[m] = below_row[b];
+        from[m++] = below_from[b];
+      }
+    *moves = m;
+  }
+}
+
+constexpr int kMovesPerLane = kMaxMoves / 32;
+constexpr int kMoveWarps = 4;  // columns per block
+
+__global__ void __launch_bounds__(32 * kMoveWarps)
+    apply_row_moves_kernel(float* a, std::int64_t lda, const int* to, const int* from, const int* moves,
+                           std::int64_t c0, std::int64_t c1, std::int64_t skip0, std::int64_t skip1) {
+  const int lane = threadIdx.x & 31;
+  std::int64_t c = c0 + std::int64_t(blockIdx.x) * kMoveWarps + (threadIdx.x >> 5);
   if (c >= skip0) c += skip1 - skip0;
   if (c >= c1) return;
+  const int count = *moves;
   float* column = a + c * lda;
-  for (int i = 0; i < count; ++i) {
-    const std::int64_t row = first + i, pivot = pivots[first + i];
-    if (pivot != row) {
-      const float t = column[row];
-      column[row] = column[pivot];
-      column[pivot] = t;
-    }
-  }
+  float v[kMovesPerLane];
+#pragma unroll
+  for (int q = 0; q < kMovesPerLane; ++q)
+    if (lane + 32 * q < count) v[q] = column[from[lane + 32 * q]];
+  __syncwarp();  // every value is read before any is overwritten (the moves form cycles)
+#pragma unroll
+  for (int q = 0; q < kMovesPerLane; ++q)
+    if (lane + 32 * q < count) column[to[lane + 32 * q]] = v[q];
 }
 
 template <class T>
@@ -600,13 +667,23 @@ void PanelWorkspace::factor(float* a, std::int64_t lda, std::int64_t m, int w, i
                                                   dim3(kPanelThreads), params, shared, stream));
 }
 
-void swap_rows(float* a, std::int64_t lda, const int* pivots, std::int64_t first, int count, std::int64_t c0,
-               std::int64_t c1, std::int64_t skip0, std::int64_t skip1, cudaStream_t stream) {
+void interchanges_to_moves(const int* pivots, std::int64_t first, int count, int* to, int* from, int* moves,
+                           cudaStream_t stream) {
+  if (count < 0 || count > kPanelMaxWidth)
+    throw InvalidArgument("interchanges_to_moves: count = " + std::to_string(count) + " is not in [0, " +
+                          std::to_string(kPanelMaxWidth) + "]");
+  interchanges_to_moves_kernel<<<1, 32, 0, stream>>>(pivots, first, count, to, from, moves);
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+void apply_row_moves(float* a, std::int64_t lda, const int* to, const int* from, const int* moves, std::int64_t c0,
+                     std::int64_t c1, std::int64_t skip0, std::int64_t skip1, cudaStream_t stream) {
   skip0 = std::clamp(skip0, c0, c1);
   skip1 = std::clamp(skip1, skip0, c1);
   const std::int64_t columns = (c1 - c0) - (skip1 - skip0);
-  if (columns <= 0 || count <= 0) return;
-  swap_rows_kernel<<<blocks_for(columns, 128), 128, 0, stream>>>(a, lda, pivots, first, count, c0, c1, skip0, skip1);
+  if (columns <= 0) return;
+  apply_row_moves_kernel<<<unsigned((columns + kMoveWarps - 1) / kMoveWarps), 32 * kMoveWarps, 0, stream>>>(
+      a, lda, to, from, moves, c0, c1, skip0, skip1);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 

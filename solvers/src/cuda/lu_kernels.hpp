@@ -44,10 +44,15 @@ class PanelWorkspace {
   DeviceBuffer<float> moved_rows_;
 };
 
-// Applies the row interchanges pivots[first .. first+count) (sequentially, LAPACK's laswp) to the
-// columns [c0, c1) of a except those in [skip0, skip1).
-void swap_rows(float* a, std::int64_t lda, const int* pivots, std::int64_t first, int count, std::int64_t c0,
-               std::int64_t c1, std::int64_t skip0, std::int64_t skip1, cudaStream_t stream);
+// The sequential row interchanges pivots[first .. first+count) (count <= kPanelMaxWidth, global
+// rows, LAPACK's ipiv) as moves: row to[i] receives the old row from[i], for i < *moves <= 2 count
+// (device arrays; one warp on the device, no host synchronisation).
+void interchanges_to_moves(const int* pivots, std::int64_t first, int count, int* to, int* from, int* moves,
+                           cudaStream_t stream);
+
+// Applies such moves to the columns [c0, c1) of a except those in [skip0, skip1).
+void apply_row_moves(float* a, std::int64_t lda, const int* to, const int* from, const int* moves, std::int64_t c0,
+                     std::int64_t c1, std::int64_t skip0, std::int64_t skip1, cudaStream_t stream);
 
 // The row permutation of a factorization's sequential interchanges, as a gather list:
 // (P y)[i] = y[permutation[i]]. Computed on the host from the device pivots (one copy).
