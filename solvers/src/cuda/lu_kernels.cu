@@ -474,7 +474,7 @@ template <class T>
 struct SolveRows {
   static constexpr int value = sizeof(T) == 4 ? 128 : 64;  // the inversion kernel holds two tiles in shared memory
 };
-constexpr int kSolveThreads = 256;
+constexpr int kSolveThreads = 1024;
 
 // Inverts the diagonal blocks: blockIdx.y == 0 the unit lower triangles of L, 1 the upper
 // triangles of U (column c of the inverse by thread c, column-oriented substitution). A short last
