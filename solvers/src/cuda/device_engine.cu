@@ -254,8 +254,10 @@ class DeviceEngine final : public Engine {
     triangular64_.reset();
     precision_ = p;
     if (p == Precision::FP64) {
-      factors64_ = DeviceBuffer<double>(n_ * n_);
+      // The FP32 factors go first: the FP64 ones never sit beside them (peak 8 n^2, not 12 n^2).
       factors32_ = DeviceBuffer<float>();
+      solve_buffer_ = DeviceBuffer<float>();
+      factors64_ = DeviceBuffer<double>(n_ * n_);
       MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(factors64_.data(), n_ * sizeof(double), a_.data, a_.ld * sizeof(double),
                                             n_ * sizeof(double), n_, cudaMemcpyDeviceToDevice, stream()));
       int lwork = 0;
@@ -263,6 +265,7 @@ class DeviceEngine final : public Engine {
       DeviceBuffer<double> work(std::max(lwork, 1));
       MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf(solver_, int(n_), int(n_), factors64_.data(), int(n_), work.data(),
                                                pivots_.data(), info_.data()));
+      track_peak(work.bytes());
       const int info = read_info();
       if (info > 0) {
         result.status = StopReason::ZeroPivot;
@@ -551,8 +554,9 @@ class DeviceEngine final : public Engine {
     return {std::int64_t(first % rows), std::int64_t(first / rows)};
   }
 
-  void track_peak() {
-    std::size_t bytes = factors32_.bytes() + factors64_.bytes() + 2 * pivots_.bytes() + move_to_.bytes() +
+  // `transient`: a workspace that lives only during the current step.
+  void track_peak(std::size_t transient = 0) {
+    std::size_t bytes = transient + factors32_.bytes() + factors64_.bytes() + 2 * pivots_.bytes() + move_to_.bytes() +
                         move_from_.bytes() + move_count_.bytes() + solve_buffer_.bytes() +
                         solve64_.bytes() + (triangular32_ ? triangular32_->bytes() : 0) +
                         (triangular64_ ? triangular64_->bytes() : 0) +
