@@ -4,7 +4,8 @@
 // random x_true, then
 //   * cusolverDnDgetrf + getrs (the FP64 baseline every ratio refers to),
 //   * cusolverDnIRSXgesv with each lowest precision of --irs (GMRES or classical refinement),
-//   * mixsolve::solve with each factorization precision of --precisions.
+//   * mixsolve::solve with each factorization precision of --precisions ("auto:fp32" or
+//     "auto:fp16+halfhalf": auto with that SolveOptions::auto_path).
 // Each method runs --warmup times untimed, then --reps times; the median time is reported, with
 // the iterations, the normwise backward error ||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf)
 // computed here for every method alike, the forward error, and the device memory the method
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -199,7 +201,14 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
   Outcome out;
   out.method = "mixsolve " + precision;
   SolveOptions options;
-  options.factorization = parse_precision(precision);
+  // "auto:fp32" or "auto:fp16+halfhalf" runs auto with that auto_path.
+  const std::size_t colon = precision.find(':');
+  options.factorization = parse_precision(precision.substr(0, colon));
+  if (colon != std::string::npos) {
+    options.auto_path.clear();
+    std::stringstream list(precision.substr(colon + 1));
+    for (std::string name; std::getline(list, name, '+');) options.auto_path.push_back(parse_precision(name));
+  }
   DeviceBuffer<double> x(n);
   SolveReport report;
   for (int rep = 0; rep < warmup + reps; ++rep) {

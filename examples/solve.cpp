@@ -1,7 +1,7 @@
 // Solve A X = B with mixsolve and print the report.
 //
 //   solve [--matrix svd_geo] [--n 256] [--cond 1e6] [--seed 1] [--scale 1] [--nrhs 1]
-//         [--mtx FILE.mtx] [--precision auto] [--refinement auto] [--max-iterations 30]
+//         [--mtx FILE.mtx] [--precision auto] [--auto-path fp32] [--refinement auto] [--max-iterations 30]
 //         [--tolerance-factor 1] [--no-fallback] [--block 0] [--device host|gpu]
 //
 // A is a generated LAWN-41 test matrix (core/test_matrices.hpp: svd|poev|heev _ arith|geo|
@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,11 @@ std::vector<double> read_matrix_market(const std::string& path, std::int64_t& n)
 int main(int argc, char** argv) try {
   SolveOptions options;
   options.factorization = parse_precision(option(argc, argv, "precision", "auto"));
+  if (const std::string path = option(argc, argv, "auto-path", ""); !path.empty()) {  // else the library's default
+    options.auto_path.clear();
+    std::stringstream list(path);
+    for (std::string name; std::getline(list, name, ',');) options.auto_path.push_back(parse_precision(name));
+  }
   options.refinement = parse_refinement(option(argc, argv, "refinement", "auto"));
   options.max_iterations = std::stoi(option(argc, argv, "max-iterations", "30"));
   options.tolerance_factor = std::stod(option(argc, argv, "tolerance-factor", "1"));

@@ -120,7 +120,7 @@ Refinement resolve_refinement(Refinement r, Precision p) {
 // The factorizations to try, in order.
 std::vector<Precision> precision_path(const SolveOptions& o) {
   std::vector<Precision> path;
-  if (o.factorization == Precision::Auto) path = {Precision::FP16, Precision::Halfhalf};
+  if (o.factorization == Precision::Auto) path = o.auto_path;
   else path = {o.factorization};
   if (o.fallback && path.back() != Precision::FP64) path.push_back(Precision::FP64);
   return path;
@@ -152,6 +152,12 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
     throw InvalidArgument(std::string(where) + ": max_iterations (" + std::to_string(options.max_iterations) + ") < 0");
   if (options.gmres_restart < 1)
     throw InvalidArgument(std::string(where) + ": gmres_restart (" + std::to_string(options.gmres_restart) + ") < 1");
+  if (options.factorization == Precision::Auto) {
+    if (options.auto_path.empty()) throw InvalidArgument(std::string(where) + ": auto_path is empty");
+    for (std::size_t i = 0; i < options.auto_path.size(); ++i)
+      if (options.auto_path[i] == Precision::Auto)
+        throw InvalidArgument(std::string(where) + ": auto_path[" + std::to_string(i) + "] is auto");
+  }
   if (!(options.tolerance_factor > 0))
     throw InvalidArgument(std::string(where) + ": tolerance_factor (" + std::to_string(options.tolerance_factor) + ") <= 0");
   State& s = *state_;

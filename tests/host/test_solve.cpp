@@ -215,6 +215,26 @@ TEST(Solve, AutoStaysCheapWhenTheMatrixIsWellConditioned) {
   EXPECT_FALSE(r.fell_back);
 }
 
+TEST(Solve, AutoFollowsTheConfiguredPath) {
+  Problem p(geo(1e12, 9), 96);
+  Context ctx = Context::host_only();
+  SolveOptions o;
+  o.auto_path = {Precision::FP32};
+  const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+  expect_converged_and_accurate(p, r);
+  ASSERT_GE(r.attempts.size(), 2u) << r.summary();
+  EXPECT_EQ(r.attempts.front().precision, Precision::FP32);
+  EXPECT_EQ(r.attempts.back().precision, Precision::FP64);
+  for (const Attempt& a : r.attempts) EXPECT_NE(a.precision, Precision::FP16) << r.summary();
+
+  Problem q(geo(1e2, 21), 96);
+  o.auto_path = {Precision::Tf32tf32, Precision::FP32};
+  const SolveReport cheap = solve(ctx, q.A(), q.B(), q.X(), o);
+  expect_converged_and_accurate(q, cheap);
+  ASSERT_EQ(cheap.attempts.size(), 1u) << cheap.summary();
+  EXPECT_EQ(cheap.attempts[0].precision, Precision::Tf32tf32);
+}
+
 TEST(Solve, FailureIsReportedWhenFallbackIsOff) {
   Problem p(geo(1e12, 4), 96);
   const SolveReport r = run(p, Precision::FP32, Refinement::Classic, false);
@@ -291,6 +311,14 @@ TEST(Solve, BadArgumentsNameTheArgumentAndValue) {
   b[5] = INFINITY;
   expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3)); },
                "B(2, 1) is NaN or Inf");
+  b[5] = 1;
+  SolveOptions bad_path;
+  bad_path.auto_path = {};
+  expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3), bad_path); },
+               "auto_path is empty");
+  bad_path.auto_path = {Precision::FP32, Precision::Auto};
+  expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3), bad_path); },
+               "auto_path[1] is auto");
   EXPECT_THROW(parse_precision("fp8"), InvalidArgument);
   EXPECT_EQ(parse_precision("halfhalf"), Precision::Halfhalf);
 }

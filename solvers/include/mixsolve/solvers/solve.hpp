@@ -40,9 +40,15 @@ Precision parse_precision(const std::string& text);    // "fp16", "halfhalf", "a
 Refinement parse_refinement(const std::string& text);  // "none", "classic", "gmres", "auto"
 
 struct SolveOptions {
-  // Auto starts with FP16 and escalates FP16 -> Halfhalf -> FP64 when refinement stagnates,
-  // diverges or meets a zero pivot.
+  // Auto tries the factorizations of auto_path in order (then FP64 when fallback is on), going up
+  // one step when refinement stagnates, diverges, is too slow, or the LU meets a zero pivot or
+  // overflows.
   Precision factorization = Precision::Auto;
+  // Default FP16 -> Halfhalf (the cheapest in bits first). On the H100 measured so far {FP32} is
+  // faster at every condition number (docs/benchmarks.md): the GPU FP16 LU is not yet faster
+  // than the FP32 one, and its GMRES-IR costs more than FP32's classic IR. Must not be empty or
+  // contain Auto.
+  std::vector<Precision> auto_path = {Precision::FP16, Precision::Halfhalf};
   Refinement refinement = Refinement::Auto;
   // Stop test (LAPACK dsgesv / cuSOLVER IRS), per right-hand side:
   //   ||r||_inf < tolerance_factor * sqrt(n) * ||x||_inf * ||A||_inf * eps_64.
