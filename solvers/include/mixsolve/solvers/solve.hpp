@@ -46,8 +46,8 @@ struct SolveOptions {
   Precision factorization = Precision::Auto;
   // Default FP16 -> Halfhalf (the cheapest in bits first). On the H100 measured so far {FP32} is
   // faster at every condition number (docs/benchmarks.md): the GPU FP16 LU is not yet faster
-  // than the FP32 one, and its GMRES-IR costs more than FP32's classic IR. Must not be empty or
-  // contain Auto.
+  // than the FP32 one, and its GMRES-IR costs more than FP32's classic IR. On the H200, FP16 is
+  // faster at n = 32768, cond 1e2. Must not be empty or contain Auto.
   std::vector<Precision> auto_path = {Precision::FP16, Precision::Halfhalf};
   Refinement refinement = Refinement::Auto;
   // Stop test (LAPACK dsgesv / cuSOLVER IRS), per right-hand side:
