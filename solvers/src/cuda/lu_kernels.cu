@@ -32,9 +32,10 @@ unsigned blocks_for(std::int64_t total, int threads = 256) {
 //   a. the block loads its rows of the sub-panel into shared memory and, per column j:
 //      1. finds its candidate (largest |a(i,j)|, i >= j, lowest index on ties, as isamax) and
 //         publishes it with its row of the sub-panel; the owner of row j publishes row j;
-//      2. reads every block's publication (this is also the barrier, see `publish`);
-//      3. picks the winner (every block, redundantly), swaps rows j and p where it owns them,
-//         scales its part of column j by 1/pivot and applies the rank-1 update to its rows;
+//      2. polls every block's candidate (this is also the barrier, see `publish`), picks the
+//         winner (every block, redundantly) and fetches the winner's row and row j;
+//      3. swaps rows j and p where it owns them, scales its part of column j by 1/pivot and
+//         applies the rank-1 update to its rows;
 //   b. writes the sub-panel back and applies the sub-panel's interchanges to the panel's other
 //      columns (the rows that move are staged through global memory: two grid synchronisations);
 //   c. every block computes U12 = L11^-1 A12 for the sub-panel's rows (a 32 x 32 unit lower
@@ -83,11 +84,12 @@ struct PanelArgs {
 
 // Publications are 64-bit words, a 16-bit tag above a 48-bit payload (a float, or a block's
 // candidate: its row within the block above its |value|). 64-bit accesses are single-copy atomic,
-// so a reader that sees the current column's tag sees the current payload: no fence, and waiting
-// for every block's words is the grid-wide barrier of the column (one L2 round trip instead of a
-// grid.sync plus a read). A block overwrites a word of
-// parity j % 2 for column j + 2 only after reading everything for column j + 1, which every block
-// published after it had read column j.
+// so a reader that sees the current column's tag sees the current payload: no fence. Waiting for
+// every block's candidate word is the grid-wide barrier of the column; the winner's row and row j
+// follow in a second round trip (fetching every block's row at once instead was slower: L2
+// contention). A block overwrites a word of parity j % 2 for column j + 2 only after it has seen
+// every candidate of column j + 1, which each block published after it had fetched what it
+// needed of column j.
 __device__ inline void publish(unsigned long long* word, unsigned tag, unsigned long long payload) {
   const unsigned long long v = (static_cast<unsigned long long>(tag) << 48) | payload;
   asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(word), "l"(v) : "memory");
