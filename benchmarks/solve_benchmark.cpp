@@ -6,6 +6,7 @@
 //   * cusolverDnIRSXgesv with each lowest precision of --irs (GMRES or classical refinement),
 //   * mixsolve::solve with each factorization precision of --precisions ("auto:fp32" or
 //     "auto:fp16+halfhalf": auto with that SolveOptions::auto_path).
+// --block sets SolveOptions::block_size (the LU panel width; 0: the library's choice).
 // Each method runs --warmup times untimed, then --reps times; the median time is reported, with
 // the iterations, the normwise backward error ||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf)
 // computed here for every method alike, the forward error, and the device memory the method
@@ -196,11 +197,13 @@ Outcome run_irs(Context& ctx, cusolverDnHandle_t solver, const Problem& p, const
   return out;
 }
 
-Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precision, int warmup, int reps) {
+Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precision, int block_size, int warmup,
+                     int reps) {
   const std::int64_t n = p.n;
   Outcome out;
   out.method = "mixsolve " + precision;
   SolveOptions options;
+  options.block_size = block_size;
   // "auto:fp32" or "auto:fp16+halfhalf" runs auto with that auto_path.
   const std::size_t colon = precision.find(':');
   options.factorization = parse_precision(precision.substr(0, colon));
@@ -248,6 +251,7 @@ int main(int argc, char** argv) try {
   const auto irs = opt.list("irs", "32F,TF32,16F,16BF");
   const bool gmres = opt.get("irs-refinement", "gmres") == "gmres";
   const int warmup = int(opt.sizes("warmup", "1")[0]), reps = int(opt.sizes("reps", "3")[0]);
+  const int block_size = int(opt.sizes("block", "0")[0]);  // SolveOptions::block_size (0: the library's choice)
   const std::string json_path = opt.get("json", "");
 
   Context ctx;
@@ -272,7 +276,7 @@ int main(int argc, char** argv) try {
         std::vector<Outcome> outcomes;
         outcomes.push_back(run_dgetrf(ctx, solver, p, warmup, reps));
         for (const std::string& lowest : irs) outcomes.push_back(run_irs(ctx, solver, p, lowest, gmres, warmup, reps));
-        for (const std::string& precision : precisions) outcomes.push_back(run_mixsolve(ctx, p, precision, warmup, reps));
+        for (const std::string& precision : precisions) outcomes.push_back(run_mixsolve(ctx, p, precision, block_size, warmup, reps));
         const double baseline = median(outcomes.front().seconds);
         for (const Outcome& o : outcomes) {
           const double t = median(o.seconds);
