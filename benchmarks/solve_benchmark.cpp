@@ -251,7 +251,7 @@ int main(int argc, char** argv) try {
   const auto irs = opt.list("irs", "32F,TF32,16F,16BF");
   const bool gmres = opt.get("irs-refinement", "gmres") == "gmres";
   const int warmup = int(opt.sizes("warmup", "1")[0]), reps = int(opt.sizes("reps", "3")[0]);
-  const int block_size = int(opt.sizes("block", "0")[0]);  // SolveOptions::block_size (0: the library's choice)
+  const int block_size = std::stoi(opt.get("block", "0"));  // SolveOptions::block_size (0: the library's choice)
   const std::string json_path = opt.get("json", "");
 
   Context ctx;

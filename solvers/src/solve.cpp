@@ -257,12 +257,11 @@ class Refiner {
     e_.column_norms_inf(r, rn.data());
     e_.column_norms_inf(x_, xn.data());
     e_.column_norms_inf(b_, bn.data());
-    const double eps = std::numeric_limits<double>::epsilon() * 0.5;  // LAPACK's dlamch('E') = 2^-53, as dsgesv
     double worst = 0;
     for (std::int64_t j = 0; j < k_; ++j) {
       const double denominator = norm_a_ * xn[j] + bn[j];
       berr[j] = std::isfinite(rn[j]) && std::isfinite(xn[j]) ? (denominator > 0 ? rn[j] / denominator : 0.0) : INFINITY;
-      done[j] = std::isfinite(xn[j]) && rn[j] < o_.tolerance_factor * std::sqrt(double(n_)) * xn[j] * norm_a_ * eps;
+      done[j] = std::isfinite(xn[j]) && rn[j] < stop_test_backward_error() * xn[j] * norm_a_;
       if (rn[j] == 0) done[j] = true;
       worst = std::max(worst, berr[j]);
     }
@@ -270,7 +269,8 @@ class Refiner {
     report.backward_error_history.push_back(worst);
   }
 
-  // The backward error below which the stop test holds (about: it bounds ||r|| by ||A|| ||x||).
+  // The stop test is ||r|| < stop_test_backward_error() ||A|| ||x||: about the backward error it
+  // asks for. eps = LAPACK's dlamch('E') = 2^-53, as dsgesv.
   double stop_test_backward_error() const {
     return o_.tolerance_factor * std::sqrt(double(n_)) * std::numeric_limits<double>::epsilon() * 0.5;
   }
