@@ -1,6 +1,7 @@
 // The device LU's panel kernel (solvers/src/cuda/lu_kernels.cu) on its own: P A = L U to FP32
 // accuracy, the partial-pivoting bound |L| <= 1, LAPACK's pivot and zero-pivot conventions, for
-// panels that take one sub-panel, several, and a short last one, on one or many blocks.
+// panels that take one sub-panel, several, and a short last one, on one or many blocks; and the
+// triangular solver of the refinement against FP64 substitution.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -169,6 +170,61 @@ TEST(GpuPanel, RejectsPanelsWiderThanSupported) {
   EXPECT_THROW(workspace.factor(a.data(), 1024, 1024, kPanelMaxWidth + 1, pivots.data(), 0, zero.data(), 0, nullptr),
                mixsolve::InvalidArgument);
   EXPECT_THROW(workspace.factor(a.data(), 1024, 10, 11, pivots.data(), 0, zero.data(), 0, nullptr), mixsolve::InvalidArgument);
+}
+
+// TriangularSolver (x := U^-1 L^-1 x) against an FP64 substitution on the host, for factors
+// whose triangles are well conditioned (off-diagonal entries below 1/n, diag(U) in [1, 2]), so
+// the forward error is a few n u. Several solves with one solver (the launch tags advance),
+// short last blocks, and leading dimensions that do and do not allow 16-byte copies.
+template <class T>
+void check_triangular_solver(std::int64_t n, std::int64_t ld, int solves) {
+  std::mt19937_64 rng(std::uint64_t(n * 31 + ld));
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<T> lu(ld * n, T(0));
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < n; ++i) lu[i + j * ld] = T(i == j ? 1.5 + 0.5 * u(rng) : u(rng) / double(n));
+  DeviceBuffer<T> factors(lu.size());
+  factors.copy_from_host(lu);
+  mixsolve::solvers_detail::TriangularSolver<T> solver(factors.data(), n, ld, nullptr);
+  const double unit_roundoff = sizeof(T) == 4 ? 0x1p-24 : 0x1p-53;
+  for (int k = 0; k < solves; ++k) {
+    std::vector<T> b(n);
+    for (auto& v : b) v = T(u(rng));
+    std::vector<double> x(b.begin(), b.end());
+    for (std::int64_t i = 0; i < n; ++i)  // L (unit diagonal)
+      for (std::int64_t j = 0; j < i; ++j) x[i] -= double(lu[i + j * ld]) * x[j];
+    for (std::int64_t i = n - 1; i >= 0; --i) {  // U
+      for (std::int64_t j = i + 1; j < n; ++j) x[i] -= double(lu[i + j * ld]) * x[j];
+      x[i] /= double(lu[i + i * ld]);
+    }
+    DeviceBuffer<T> dx(n);
+    dx.copy_from_host(b);
+    solver.solve(dx.data(), nullptr);
+    const std::vector<T> got = dx.to_host();
+    double error = 0, norm = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      error = std::max(error, std::fabs(double(got[i]) - x[i]));
+      norm = std::max(norm, std::fabs(x[i]));
+    }
+    EXPECT_LE(error, 4.0 * double(n) * unit_roundoff * norm) << "n " << n << " ld " << ld << " solve " << k;
+  }
+}
+
+TEST(GpuTriangularSolver, MatchesSubstitutionInFp64ForFp32Factors) {
+  MIXSOLVE_REQUIRE_GPU();
+  check_triangular_solver<float>(1, 1, 2);
+  check_triangular_solver<float>(127, 130, 2);
+  check_triangular_solver<float>(1000, 1003, 2);  // element copies (ld not a multiple of 4)
+  check_triangular_solver<float>(1500, 1504, 3);  // 16-byte copies, short last block
+  check_triangular_solver<float>(2048, 2048, 2);
+}
+
+TEST(GpuTriangularSolver, MatchesSubstitutionInFp64ForFp64Factors) {
+  MIXSOLVE_REQUIRE_GPU();
+  check_triangular_solver<double>(63, 63, 2);
+  check_triangular_solver<double>(700, 701, 2);   // element copies
+  check_triangular_solver<double>(1000, 1002, 3); // 16-byte copies, short last block
+  check_triangular_solver<double>(1024, 1024, 2);
 }
 
 }  // namespace
