@@ -5,7 +5,8 @@
 //   * cusolverDnDgetrf + getrs (the FP64 baseline every ratio refers to),
 //   * cusolverDnIRSXgesv with each lowest precision of --irs (GMRES or classical refinement),
 //   * mixsolve::solve with each factorization precision of --precisions ("auto:fp32" or
-//     "auto:fp16+halfhalf": auto with that SolveOptions::auto_path).
+//     "auto:fp16+halfhalf": auto with that SolveOptions::auto_path; a "-unscaled" suffix, e.g.
+//     "fp16-unscaled", turns SolveOptions::range_scaling off).
 // --block sets SolveOptions::block_size (the LU panel width; 0: the library's choice).
 // Each method runs --warmup times untimed, then --reps times; the median time is reported, with
 // the iterations, the normwise backward error ||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf)
@@ -204,12 +205,20 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
   out.method = "mixsolve " + precision;
   SolveOptions options;
   options.block_size = block_size;
-  // "auto:fp32" or "auto:fp16+halfhalf" runs auto with that auto_path.
-  const std::size_t colon = precision.find(':');
-  options.factorization = parse_precision(precision.substr(0, colon));
+  // "auto:fp32" or "auto:fp16+halfhalf" runs auto with that auto_path; "fp16-unscaled" turns
+  // SolveOptions::range_scaling off.
+  const std::string unscaled_suffix = "-unscaled";
+  std::string name = precision;
+  if (name.size() > unscaled_suffix.size() &&
+      name.compare(name.size() - unscaled_suffix.size(), unscaled_suffix.size(), unscaled_suffix) == 0) {
+    options.range_scaling = false;
+    name.resize(name.size() - unscaled_suffix.size());
+  }
+  const std::size_t colon = name.find(':');
+  options.factorization = parse_precision(name.substr(0, colon));
   if (colon != std::string::npos) {
     options.auto_path.clear();
-    std::stringstream list(precision.substr(colon + 1));
+    std::stringstream list(name.substr(colon + 1));
     for (std::string name; std::getline(list, name, '+');) options.auto_path.push_back(parse_precision(name));
   }
   DeviceBuffer<double> x(n);
@@ -227,6 +236,10 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
   out.path.clear();
   for (const Attempt& a : report.attempts) {
     if (!out.path.empty()) out.path += " -> ";
+    if (a.stop == StopReason::Overflow || a.stop == StopReason::ZeroPivot) {  // the LU itself failed
+      out.path += to_string(a.precision) + (a.stop == StopReason::Overflow ? " overflow" : " zero pivot");
+      continue;
+    }
     out.path += to_string(a.precision) + "/" + to_string(a.refinement) + "(" + std::to_string(a.iterations);
     if (a.inner_iterations > 0) out.path += "," + std::to_string(a.inner_iterations) + " inner";
     out.path += ")";

@@ -2,7 +2,7 @@
 //
 //   solve [--matrix svd_geo] [--n 256] [--cond 1e6] [--seed 1] [--scale 1] [--nrhs 1]
 //         [--mtx FILE.mtx] [--precision auto] [--auto-path fp32] [--refinement auto] [--max-iterations 30]
-//         [--tolerance-factor 1] [--no-fallback] [--block 0] [--device host|gpu]
+//         [--tolerance-factor 1] [--no-fallback] [--no-range-scaling] [--block 0] [--device host|gpu]
 //
 // A is a generated LAWN-41 test matrix (core/test_matrices.hpp: svd|poev|heev _ arith|geo|
 // cluster0|cluster1|logrand [_dominant]) or a Matrix Market file read through CHOLMOD and expanded
@@ -93,6 +93,7 @@ int main(int argc, char** argv) try {
   options.max_iterations = std::stoi(option(argc, argv, "max-iterations", "30"));
   options.tolerance_factor = std::stod(option(argc, argv, "tolerance-factor", "1"));
   options.fallback = !flag(argc, argv, "no-fallback");
+  options.range_scaling = !flag(argc, argv, "no-range-scaling");
   options.block_size = std::stoi(option(argc, argv, "block", "0"));
   const auto t_start = std::chrono::steady_clock::now();
   options.progress = [&](const std::string& phase) {

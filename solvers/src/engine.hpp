@@ -3,16 +3,67 @@
 // or device memory and does the arithmetic there.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "mixsolve/core/context.hpp"
+#include "mixsolve/core/hd.hpp"
 #include "mixsolve/core/matrix.hpp"
 #include "mixsolve/solvers/solve.hpp"
 
 namespace mixsolve::solvers_detail {
+
+// Range scaling (SolveOptions::range_scaling; Higham, Pranesh & Zounon 2019, "Squeezing a
+// matrix into half precision", Alg. 2.2 with powers of two, so every scaling is exact): the LU
+// factors M = mu R A S and A^-1 = mu S M^-1 R.
+//
+// The power of two that brings a row's or column's largest magnitude `largest` into [1/2, 1)
+// (1 for an all-zero row or column, which the LU then reports as a zero pivot).
+MIXSOLVE_HD inline double equilibrating_power_of_two(double largest) {
+  if (!(largest > 0)) return 1.0;
+  int exponent = 0;
+  frexp(largest, &exponent);  // largest = m 2^exponent, m in [1/2, 1)
+  return ldexp(1.0, -exponent);
+}
+
+struct RangeScaling {
+  bool two_sided = false;  // R and S equilibrate the rows and columns; else R = S = I
+  double mu = 1.0;         // mu R A S has its largest entry in [1/2, 1)
+};
+
+// Why the scaled entries end below 1 and not near FP16's top (the paper's mu = 0.1 x_max): U's
+// entries grow with the elimination and go through FP16 in the trailing updates. With A's
+// largest entry scaled to 2^10, the FP16 LU failed before any refinement step at n = 16384 on
+// `arith` matrices (cond 1e2 .. 1e10, H100), where the unscaled one converged; below 1 the
+// growth has 2^16 of room, and entries 2^14 below the largest are still normal.
+//
+// Two-sided equilibration changes the preconditioned operator (GMRES-IR then works with
+// S X S^-1 for an X near I): on well-scaled matrices it cost ~20% more GMRES iterations (host
+// model, FP16, svd_geo cond 1e6, n = 96, three seeds), while a power of two for the whole
+// matrix changes nothing but the exponents. So R and S are used only where the rows' or
+// columns' largest entries spread over more than kEquilibrationSpread: with the whole matrix
+// scaled into [-1, 1], a row or column whose largest entry lies below 2^-13 would be held with
+// FP16's subnormal spacing 2^-24, coarser than FP16's unit roundoff relative to that entry.
+constexpr double kEquilibrationSpread = 0x1p12;
+inline RangeScaling choose_range_scaling(const std::vector<double>& row_largest,
+                                         const std::vector<double>& column_largest) {
+  double largest = 0, smallest = INFINITY;
+  for (const std::vector<double>* v : {&row_largest, &column_largest})
+    for (double x : *v) {
+      largest = std::max(largest, x);
+      smallest = std::min(smallest, x);
+    }
+  RangeScaling s;
+  if (!(largest > 0)) return s;  // A = 0: nothing to scale (the LU reports the zero pivot)
+  s.two_sided = smallest < largest / kEquilibrationSpread;
+  s.mu = s.two_sided ? 1.0 : equilibrating_power_of_two(largest);
+  return s;
+}
 
 struct FactorResult {
   StopReason status = StopReason::Converged;  // Converged (factors usable), ZeroPivot or Overflow
@@ -30,7 +81,9 @@ class Engine {
   // Position of a NaN or Inf in `m` (same memory space), or {-1, -1}.
   virtual std::pair<std::int64_t, std::int64_t> find_nonfinite(const MatrixView<const double>& m) = 0;
   // Factorizes A in precision p (replacing earlier factors).
-  virtual FactorResult factor(Precision p) = 0;
+  // range_scaling: factor mu R A S (SolveOptions::range_scaling; only asked for FP16 / BF16);
+  // apply_inverse then applies A^-1 ~ mu S (LU)^-1 R.
+  virtual FactorResult factor(Precision p, bool range_scaling) = 0;
   // y := (LU)^-1 P y for an n x k FP64 block, in the working precision of the factors.
   virtual void apply_inverse(const MatrixView<double>& y) = 0;
   // r := b - A x in FP64.
@@ -49,6 +102,11 @@ class Engine {
   virtual void scal(double alpha, double* x) = 0;
   virtual void zero(double* x) = 0;
   virtual double dot(const double* x, const double* y) = 0;
+  // GMRES's Arnoldi step: w -= V (V^T w), twice (classical Gram-Schmidt with one
+  // reorthogonalization, CGS2: as stable as modified Gram-Schmidt, in two mat-vecs per pass
+  // instead of a synchronising dot per column), for the first `count` columns V of v. Writes the
+  // sum of the two passes' projections to h[0 .. count) and returns ||w||_2.
+  virtual double orthogonalize(const MatrixView<const double>& v, std::int64_t count, double* w, double* h) = 0;
   // Y += X for n x k blocks.
   virtual void add(const MatrixView<const double>& x, const MatrixView<double>& y) = 0;
 

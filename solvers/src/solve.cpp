@@ -75,7 +75,8 @@ std::string SolveReport::summary() const {
   if (fell_back) s << " (fell back to FP64)";
   s << "\n";
   for (const Attempt& a : attempts) {
-    s << "  " << to_string(a.precision) << " LU + " << to_string(a.refinement) << ": " << to_string(a.stop);
+    s << "  " << to_string(a.precision) << (a.range_scaled ? " (range-scaled)" : "") << " LU + "
+      << to_string(a.refinement) << ": " << to_string(a.stop);
     if (a.stop == StopReason::ZeroPivot) s << " in column " << a.zero_pivot_column;
     s << ", " << a.iterations << " iterations";
     if (a.inner_iterations) s << " (" << a.inner_iterations << " GMRES)";
@@ -86,6 +87,11 @@ std::string SolveReport::summary() const {
 }
 
 namespace {
+
+// The factorizations SolveOptions::range_scaling applies to: FP16's exponent range is narrow
+// (normal from 2^-14 to 65504); BF16 has FP32's, and scaling (in FP64, before A is rounded)
+// also lets entries beyond FP32's range factorize.
+bool range_limited(Precision p) { return p == Precision::FP16 || p == Precision::BF16; }
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -309,11 +315,7 @@ class Refiner {
       for (; j < m && total < o_.gmres_max_inner; ++j, ++total) {
         e_.multiply(&v(0, j), w);
         e_.apply_inverse(host_column(w));
-        for (int i = 0; i <= j; ++i) {  // modified Gram-Schmidt
-          h[i + j * (m + 1)] = e_.dot(w, &v(0, i));
-          e_.axpy(-h[i + j * (m + 1)], &v(0, i), w);
-        }
-        const double hn = std::sqrt(e_.dot(w, w));
+        const double hn = e_.orthogonalize(v, j + 1, w, &h[j * (m + 1)]);
         h[j + 1 + j * (m + 1)] = hn;
         if (hn > 0) {
           e_.copy(host_column(w), column(v, j + 1));
@@ -418,7 +420,8 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
         s.options.progress(std::string(cheaper_tried && attempt.precision == Precision::FP64 ? "fallback: " : "") +
                            "factorization " + to_string(attempt.precision) + " (n = " + std::to_string(s.engine->n()) + ")");
       const auto t0 = Clock::now();
-      const FactorResult f = s.engine->factor(attempt.precision);
+      attempt.range_scaled = s.options.range_scaling && range_limited(attempt.precision);
+      const FactorResult f = s.engine->factor(attempt.precision, attempt.range_scaled);
       s.engine->synchronize();
       attempt.factorization_seconds = seconds_since(t0);
       if (f.status != StopReason::Converged) {

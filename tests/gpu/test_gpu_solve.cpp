@@ -76,6 +76,49 @@ TEST(GpuSolve, EveryFactorizationPrecisionMeetsTheStopTest) {
   }
 }
 
+TEST(GpuSolve, RangeScalingLetsFp16AndBf16FactorBadlyScaledMatrices) {
+  // The device engine's range scaling (SolveOptions::range_scaling) on the cases of the host
+  // tests, at n = 1000 with two right-hand sides: entries near 2^40 (beyond FP16), near 2^-30
+  // (below its normal range), near 2^200 (beyond FP32, for BF16), and columns scaled by 2^0 ..
+  // 2^-30 (the two-sided equilibration). Unscaled, the first overflows.
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t n = 1000;
+  struct Case {
+    Precision precision;
+    double scale;
+    bool spread_columns;
+  };
+  for (const Case c : {Case{Precision::FP16, 0x1p40, false}, Case{Precision::FP16, 0x1p-30, false},
+                       Case{Precision::BF16, 0x1p200, false}, Case{Precision::FP16, 1.0, true}}) {
+    TestMatrixSpec spec = spec_of(MatrixFamily::Svd, Spectrum::Geo, 1e2, 60);
+    spec.scale = c.scale;
+    DeviceProblem prob(spec, n, 2);
+    if (c.spread_columns) {
+      for (std::int64_t j = 0; j < n; ++j)
+        for (std::int64_t i = 0; i < n; ++i) prob.a[i + j * n] *= std::ldexp(1.0, -int(30 * j / (n - 1)));
+      prob.da.copy_from_host(prob.a);
+    }
+    SolveOptions o;
+    o.factorization = c.precision;
+    o.refinement = Refinement::Gmres;
+    o.fallback = false;
+    const SolveReport r = prob.solve_on_device(ctx, o);
+    SCOPED_TRACE(to_string(c.precision) + " scale " + std::to_string(c.scale) + (c.spread_columns ? " spread columns" : ""));
+    EXPECT_TRUE(r.converged) << r.summary();
+    EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
+    ASSERT_EQ(r.attempts.size(), 1u) << r.summary();
+    EXPECT_TRUE(r.attempts[0].range_scaled);
+    std::printf("%s", r.summary().c_str());
+    if (c.scale == 0x1p40) {
+      o.range_scaling = false;
+      const SolveReport unscaled = prob.solve_on_device(ctx, o);
+      ASSERT_FALSE(unscaled.attempts.empty());
+      EXPECT_EQ(unscaled.attempts[0].stop, StopReason::Overflow) << unscaled.summary();
+    }
+  }
+}
+
 TEST(GpuSolve, SizesOffTheBlockGridAndManyRightHandSides) {
   // Sizes that are not multiples of the panel (256), its 32-column sub-panels or the triangular
   // solver's row blocks (128 / 64), one vector (bandwidth-bound solves) and six (cuBLAS trsm).

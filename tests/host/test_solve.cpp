@@ -58,12 +58,13 @@ double fp64_backward_error(const Problem& p) {
   return worst;
 }
 
-SolveReport run(Problem& p, Precision prec, Refinement ref, bool fallback = true) {
+SolveReport run(Problem& p, Precision prec, Refinement ref, bool fallback = true, bool range_scaling = true) {
   Context ctx = Context::host_only();
   SolveOptions o;
   o.factorization = prec;
   o.refinement = ref;
   o.fallback = fallback;
+  o.range_scaling = range_scaling;
   o.block_size = 16;  // several blocks even at small n, so the GEMM backend does real work
   return solve(ctx, p.A(), p.B(), p.X(), o);
 }
@@ -118,6 +119,75 @@ TEST(Solve, Fp16NeedsGmresWhereClassicRefinementFails) {
   const SolveReport gmres = run(q, Precision::FP16, Refinement::Gmres, false);
   expect_converged_and_accurate(q, gmres);
   EXPECT_GT(gmres.attempts[0].inner_iterations, 0);
+}
+
+TEST(Solve, RangeScalingLetsFp16FactorEntriesBeyondItsRange) {
+  // Entries near 2^40 overflow FP16 (65504) in the trailing updates' inputs: unscaled, the FP16
+  // LU overflows and escalates; range-scaled (mu A with entries in [-1, 1]) it converges
+  // with the FP16 factors.
+  TestMatrixSpec spec = geo(1e3, 7);
+  spec.scale = 0x1p40;
+  Problem p(spec, 64);
+  const SolveReport unscaled = run(p, Precision::FP16, Refinement::Gmres, false, false);
+  ASSERT_FALSE(unscaled.attempts.empty());
+  EXPECT_EQ(unscaled.attempts[0].stop, StopReason::Overflow) << unscaled.summary();
+  EXPECT_FALSE(unscaled.attempts[0].range_scaled);
+  Problem q(spec, 64);
+  const SolveReport scaled = run(q, Precision::FP16, Refinement::Gmres, false, true);
+  expect_converged_and_accurate(q, scaled);
+  ASSERT_EQ(scaled.attempts.size(), 1u) << scaled.summary();
+  EXPECT_TRUE(scaled.attempts[0].range_scaled);
+  EXPECT_NE(scaled.summary().find("fp16 (range-scaled) LU"), std::string::npos) << scaled.summary();
+}
+
+TEST(Solve, RangeScalingKeepsTinyEntriesAboveFp16Underflow) {
+  // Entries near 2^-30 are zero or subnormal in FP16 (normal from 2^-14): unscaled, the FP16
+  // updates lose them and refinement cannot recover; range-scaled it converges.
+  TestMatrixSpec spec = geo(1e3, 8);
+  spec.scale = 0x1p-30;
+  Problem p(spec, 64);
+  const SolveReport unscaled = run(p, Precision::FP16, Refinement::Gmres, false, false);
+  EXPECT_FALSE(unscaled.converged) << unscaled.summary();
+  Problem q(spec, 64);
+  const SolveReport scaled = run(q, Precision::FP16, Refinement::Gmres, false, true);
+  expect_converged_and_accurate(q, scaled);
+  ASSERT_EQ(scaled.attempts.size(), 1u) << scaled.summary();
+}
+
+TEST(Solve, RangeScalingEquilibratesBadlyScaledRows) {
+  // Columns scaled by 2^0 .. 2^-30 (powers of two): the column maxima spread far beyond 2^12, so
+  // the FP16 LU factors mu R A S with S undoing the scaling. Unscaled, the small columns' entries
+  // of U fall below FP16's range in the trailing updates' inputs and their updates are lost: the
+  // preconditioner is poor, and GMRES (which converges in at most n iterations here) needs
+  // several times more iterations.
+  const std::int64_t n = 64;
+  Problem p(geo(1e2, 10), n);
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < n; ++i) p.a[i + j * n] *= std::ldexp(1.0, -int(30 * j / (n - 1)));
+  Problem q = p;
+  const SolveReport unscaled = run(p, Precision::FP16, Refinement::Gmres, false, false);
+  const SolveReport scaled = run(q, Precision::FP16, Refinement::Gmres, false, true);
+  expect_converged_and_accurate(q, scaled);
+  ASSERT_EQ(scaled.attempts.size(), 1u) << scaled.summary();
+  EXPECT_TRUE(scaled.attempts[0].range_scaled);
+  EXPECT_LT(4 * scaled.attempts[0].inner_iterations, unscaled.attempts[0].inner_iterations)
+      << scaled.summary() << unscaled.summary();
+}
+
+TEST(Solve, RangeScalingLetsBf16FactorEntriesBeyondFp32Range) {
+  // A is rounded through FP32 for every cheaper factorization; entries near 2^200 overflow it.
+  // Range scaling happens in FP64 first, so the BF16 LU sees entries in [-1, 1].
+  TestMatrixSpec spec = geo(1e2, 9);
+  spec.scale = 0x1p200;
+  Problem p(spec, 64);
+  const SolveReport unscaled = run(p, Precision::BF16, Refinement::Gmres, false, false);
+  ASSERT_FALSE(unscaled.attempts.empty());
+  EXPECT_EQ(unscaled.attempts[0].stop, StopReason::Overflow) << unscaled.summary();
+  Problem q(spec, 64);
+  const SolveReport scaled = run(q, Precision::BF16, Refinement::Gmres, false, true);
+  expect_converged_and_accurate(q, scaled);
+  ASSERT_EQ(scaled.attempts.size(), 1u) << scaled.summary();
+  EXPECT_TRUE(scaled.attempts[0].range_scaled);
 }
 
 TEST(Solve, FailingGmresRefinementDoesNotExhaustTheInnerBudget) {

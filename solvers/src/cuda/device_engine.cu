@@ -33,13 +33,19 @@ unsigned blocks_for(std::int64_t total) {
   return unsigned(std::min<std::int64_t>(std::max<std::int64_t>(b, 1), 65535));
 }
 
+// dst = To(src), or To(mu * diag(row_factor) * src * diag(column_factor)) where the factors
+// are given (powers of two: exact in FP64 before the one rounding to To).
 template <class From, class To>
 __global__ void convert_kernel(const From* src, std::int64_t lds, To* dst, std::int64_t ldd, std::int64_t rows,
-                               std::int64_t cols) {
+                               std::int64_t cols, const double* row_factor = nullptr,
+                               const double* column_factor = nullptr, double mu = 1.0) {
   for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < rows * cols;
        idx += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t i = idx % rows, j = idx / rows;
-    dst[i + j * ldd] = static_cast<To>(src[i + j * lds]);
+    double v = double(src[i + j * lds]) * mu;
+    if (row_factor) v *= row_factor[i];
+    if (column_factor) v *= column_factor[j];
+    dst[i + j * ldd] = static_cast<To>(v);
   }
 }
 
@@ -66,18 +72,50 @@ __global__ void row_abs_sums_kernel(const double* a, std::int64_t lda, std::int6
   sums[i] = s;
 }
 
-__global__ void column_abs_max_kernel(const double* m, std::int64_t ld, std::int64_t rows, double* out) {
-  // one block per column
+// max_i |row_factor_i m(i, blockIdx.x)| (row_factor may be null), in thread 0 of a block per
+// column.
+__device__ double column_abs_max_in_block(const double* m, std::int64_t ld, std::int64_t rows,
+                                          const double* row_factor) {
   double v = 0;
-  for (std::int64_t i = threadIdx.x; i < rows; i += blockDim.x) v = fmax(v, fabs(m[i + blockIdx.x * ld]));
+  for (std::int64_t i = threadIdx.x; i < rows; i += blockDim.x)
+    v = fmax(v, fabs(m[i + blockIdx.x * ld]) * (row_factor ? row_factor[i] : 1.0));
   for (int o = 16; o > 0; o /= 2) v = fmax(v, __shfl_down_sync(0xffffffffu, v, o));
   __shared__ double warp_max[32];
   if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x / 32] = v;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    double r = 0;
+  double r = 0;
+  if (threadIdx.x == 0)
     for (int w = 0; w < (blockDim.x + 31) / 32; ++w) r = fmax(r, warp_max[w]);
-    out[blockIdx.x] = r;
+  return r;
+}
+
+__global__ void column_abs_max_kernel(const double* m, std::int64_t ld, std::int64_t rows, double* out) {
+  const double r = column_abs_max_in_block(m, ld, rows, nullptr);
+  if (threadIdx.x == 0) out[blockIdx.x] = r;
+}
+
+// Range scaling: largest[i] = max_j |a_ij| as the bits of a non-negative double (whose order is
+// the integer order, so atomicMax combines the blocks' column ranges).
+constexpr int kRowMaxColumns = 64;
+__global__ void row_abs_max_kernel(const double* a, std::int64_t lda, std::int64_t n, unsigned long long* largest) {
+  const std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const std::int64_t j0 = std::int64_t(blockIdx.y) * kRowMaxColumns, j1 = min(n, j0 + kRowMaxColumns);
+  double v = 0;
+  for (std::int64_t j = j0; j < j1; ++j) v = fmax(v, fabs(a[i + j * lda]));
+  atomicMax(largest + i, static_cast<unsigned long long>(__double_as_longlong(v)));
+}
+
+// For each column j of m (one block per column): the power of two
+// factor[j] that brings max_i |row_factor_i m_ij| into [1/2, 1) (row_factor may be null), and
+// optionally its reciprocal.
+__global__ void column_factors_kernel(const double* m, std::int64_t ld, std::int64_t rows, const double* row_factor,
+                                      double* factor, double* reciprocal) {
+  const double r = column_abs_max_in_block(m, ld, rows, row_factor);
+  if (threadIdx.x == 0) {
+    const double f = equilibrating_power_of_two(r);
+    factor[blockIdx.x] = f;
+    if (reciprocal) reciprocal[blockIdx.x] = 1.0 / f;
   }
 }
 
@@ -248,11 +286,13 @@ class DeviceEngine final : public Engine {
     return find_nonfinite_in(m.data, m.ld, m.rows, m.cols);
   }
 
-  FactorResult factor(Precision p) override {
+  FactorResult factor(Precision p, bool range_scaling) override {
     FactorResult result;
     triangular32_.reset();  // they refer to the factors being replaced
     triangular64_.reset();
     precision_ = p;
+    two_sided_ = false;
+    mu_ = 1.0;
     if (p == Precision::FP64) {
       // The FP32 factors go first: the FP64 ones never sit beside them (peak 8 n^2, not 12 n^2).
       factors32_ = DeviceBuffer<float>();
@@ -289,7 +329,9 @@ class DeviceEngine final : public Engine {
     factors64_ = DeviceBuffer<double>();
     factors32_ = DeviceBuffer<float>(n_ * n_);
     float* f = factors32_.data();
-    convert_kernel<<<blocks_for(n_ * n_), 256, 0, stream()>>>(a_.data, a_.ld, f, n_, n_, n_);
+    if (range_scaling) compute_range_scaling();
+    convert_kernel<<<blocks_for(n_ * n_), 256, 0, stream()>>>(a_.data, a_.ld, f, n_, n_, n_, row_factor(),
+                                                              column_factor(), mu_);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     if (find_nonfinite_in(f, n_, n_, n_).first >= 0) {
       result.status = StopReason::Overflow;  // beyond FP32's range
@@ -347,9 +389,17 @@ class DeviceEngine final : public Engine {
     }
     if (solve_buffer_.size() < std::size_t(n_ * k)) solve_buffer_ = DeviceBuffer<float>(n_ * k);
     float* w = solve_buffer_.data();
-    gather_rows(y.data, y.ld, permutation_.data(), n_, k, w, n_, stream());
+    // A^-1 = mu S M^-1 R for the factors M of mu R A S (R = S = I, mu = 1 unscaled). Each
+    // column also gets a power of two sigma that brings max |R y| to [1/2, 1) before it is
+    // rounded to FP32: a residual's size follows A's scale and may lie outside FP32's range.
+    if (vector_scale_.size() < std::size_t(2 * k)) vector_scale_ = DeviceBuffer<double>(2 * k);
+    double *sigma = vector_scale_.data(), *inverse_sigma = sigma + k;
+    column_factors_kernel<<<unsigned(k), 256, 0, stream()>>>(y.data, y.ld, n_, row_factor(), sigma, inverse_sigma);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    gather_rows(y.data, y.ld, permutation_.data(), n_, k, w, n_, stream(), row_factor(), sigma);
     solve_triangles(factors32_.data(), w, k);
-    convert_kernel<<<blocks_for(n_ * k), 256, 0, stream()>>>(w, n_, y.data, y.ld, n_, k);
+    convert_kernel<<<blocks_for(n_ * k), 256, 0, stream()>>>(w, n_, y.data, y.ld, n_, k, column_factor(),
+                                                             inverse_sigma, mu_);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
 
@@ -402,6 +452,24 @@ class DeviceEngine final : public Engine {
     double r = 0;  // host pointer mode: cuBLAS returns after the result is written (a synchronisation)
     MIXSOLVE_CUBLAS_CHECK(cublasDdot(ctx_.cublas(), int(n_), x, 1, y, 1, &r));
     return r;
+  }
+  double orthogonalize(const MatrixView<const double>& v, std::int64_t count, double* w, double* h) override {
+    if (projection_.size() < std::size_t(2 * count)) projection_ = DeviceBuffer<double>(2 * count);
+    double *sum = projection_.data(), *pass = sum + count;
+    const double one = 1.0, minus_one = -1.0, zero = 0.0;
+    cublasHandle_t handle = ctx_.cublas();
+    for (int p = 0; p < 2; ++p) {
+      double* target = p == 0 ? sum : pass;
+      MIXSOLVE_CUBLAS_CHECK(cublasDgemv(handle, CUBLAS_OP_T, int(n_), int(count), &one, v.data, int(v.ld), w, 1, &zero,
+                                        target, 1));
+      MIXSOLVE_CUBLAS_CHECK(cublasDgemv(handle, CUBLAS_OP_N, int(n_), int(count), &minus_one, v.data, int(v.ld), target,
+                                        1, &one, w, 1));
+    }
+    MIXSOLVE_CUBLAS_CHECK(cublasDaxpy(handle, int(count), &one, pass, 1, sum, 1));
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(h, sum, count * sizeof(double), cudaMemcpyDeviceToHost, stream()));
+    double norm = 0;  // host pointer mode: returns once written, after the copy above (same stream)
+    MIXSOLVE_CUBLAS_CHECK(cublasDnrm2(handle, int(n_), w, 1, &norm));
+    return norm;
   }
   void add(const MatrixView<const double>& x, const MatrixView<double>& y) override {
     for (std::int64_t j = 0; j < x.cols; ++j) axpy(1.0, x.data + j * x.ld, y.data + j * y.ld);
@@ -558,11 +626,38 @@ class DeviceEngine final : public Engine {
   void track_peak(std::size_t transient = 0) {
     std::size_t bytes = transient + factors32_.bytes() + factors64_.bytes() + 2 * pivots_.bytes() + move_to_.bytes() +
                         move_from_.bytes() + move_count_.bytes() + solve_buffer_.bytes() +
-                        solve64_.bytes() + (triangular32_ ? triangular32_->bytes() : 0) +
+                        solve64_.bytes() + row_factor_.bytes() + column_factor_.bytes() + vector_scale_.bytes() + projection_.bytes() +
+                        (triangular32_ ? triangular32_->bytes() : 0) +
                         (triangular64_ ? triangular64_->bytes() : 0) +
                         ctx_.workspace_capacity();
     for (const auto& s : scratch_) bytes += s.bytes();
     peak_ = std::max(peak_, bytes);
+  }
+
+  // R, S and mu of SolveOptions::range_scaling (engine.hpp): the rows' and columns' maxima on
+  // the device, the choice on the host, then R from the rows and S from the columns of R A.
+  void compute_range_scaling() {
+    DeviceBuffer<double> row_largest(n_), column_largest(n_);
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(row_largest.data(), 0, row_largest.bytes(), stream()));
+    const dim3 grid(unsigned((n_ + 255) / 256), unsigned((n_ + kRowMaxColumns - 1) / kRowMaxColumns));
+    row_abs_max_kernel<<<grid, 256, 0, stream()>>>(a_.data, a_.ld, n_,
+                                                    reinterpret_cast<unsigned long long*>(row_largest.data()));
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    column_abs_max_kernel<<<unsigned(n_), 256, 0, stream()>>>(a_.data, a_.ld, n_, column_largest.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    const std::vector<double> rows = row_largest.to_host(stream()), columns = column_largest.to_host(stream());
+    const RangeScaling choice = choose_range_scaling(rows, columns);
+    mu_ = choice.mu;
+    two_sided_ = choice.two_sided;
+    if (!two_sided_) return;
+    std::vector<double> r(n_);
+    for (std::int64_t i = 0; i < n_; ++i) r[i] = equilibrating_power_of_two(rows[i]);
+    row_factor_ = DeviceBuffer<double>(n_);
+    column_factor_ = DeviceBuffer<double>(n_);
+    row_factor_.copy_from_host(r, stream());
+    column_factors_kernel<<<unsigned(n_), 256, 0, stream()>>>(a_.data, a_.ld, n_, row_factor_.data(),
+                                                              column_factor_.data(), nullptr);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
 
   Context& ctx_;
@@ -571,6 +666,15 @@ class DeviceEngine final : public Engine {
   Precision precision_ = Precision::FP64;
   DeviceBuffer<float> factors32_, solve_buffer_;
   DeviceBuffer<double> factors64_, solve64_, column_max_;
+  const double* row_factor() const { return two_sided_ ? row_factor_.data() : nullptr; }
+  const double* column_factor() const { return two_sided_ ? column_factor_.data() : nullptr; }
+
+  // Range scaling of the current FP32 factors: they are of mu R A S (R = S = I unless two_sided_).
+  DeviceBuffer<double> row_factor_, column_factor_;
+  bool two_sided_ = false;
+  double mu_ = 1.0;
+  DeviceBuffer<double> vector_scale_;  // apply_inverse: each column's sigma and 1 / sigma
+  DeviceBuffer<double> projection_;    // orthogonalize: the projections of the two passes
   DeviceBuffer<int> pivots_, permutation_, info_, first_zero_pivot_;
   DeviceBuffer<int> move_to_, move_from_, move_count_;  // each panel's interchanges as row moves
   std::unique_ptr<PanelWorkspace> panel_;

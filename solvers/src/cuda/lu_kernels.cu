@@ -460,11 +460,15 @@ __global__ void __launch_bounds__(32 * kMoveWarps)
 
 template <class T>
 __global__ void gather_rows_kernel(const double* y, std::int64_t ldy, const int* permutation, std::int64_t n,
-                                   std::int64_t k, T* w, std::int64_t ldw) {
+                                   std::int64_t k, T* w, std::int64_t ldw, const double* row_factor,
+                                   const double* column_factor) {
   for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < n * k;
        idx += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t i = idx % n, c = idx / n;
-    w[i + c * ldw] = static_cast<T>(y[permutation[i] + c * ldy]);
+    const std::int64_t i = idx % n, c = idx / n, row = permutation[i];
+    double v = y[row + c * ldy];
+    if (row_factor) v *= row_factor[row];
+    if (column_factor) v *= column_factor[c];
+    w[i + c * ldw] = static_cast<T>(v);
   }
 }
 
@@ -785,15 +789,17 @@ void pivots_to_permutation(const int* pivots, std::int64_t n, int* permutation, 
 
 template <class T>
 void gather_rows(const double* y, std::int64_t ldy, const int* permutation, std::int64_t n, std::int64_t k, T* w,
-                 std::int64_t ldw, cudaStream_t stream) {
+                 std::int64_t ldw, cudaStream_t stream, const double* row_factor,
+                 const double* column_factor) {
   if (n * k == 0) return;
-  gather_rows_kernel<<<blocks_for(n * k), 256, 0, stream>>>(y, ldy, permutation, n, k, w, ldw);
+  gather_rows_kernel<<<blocks_for(n * k), 256, 0, stream>>>(y, ldy, permutation, n, k, w, ldw, row_factor,
+                                                            column_factor);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 template void gather_rows<float>(const double*, std::int64_t, const int*, std::int64_t, std::int64_t, float*,
-                                 std::int64_t, cudaStream_t);
+                                 std::int64_t, cudaStream_t, const double*, const double*);
 template void gather_rows<double>(const double*, std::int64_t, const int*, std::int64_t, std::int64_t, double*,
-                                  std::int64_t, cudaStream_t);
+                                  std::int64_t, cudaStream_t, const double*, const double*);
 
 template <class T>
 TriangularSolver<T>::TriangularSolver(const T* lu, std::int64_t n, std::int64_t ld, cudaStream_t stream)

@@ -58,10 +58,12 @@ void apply_row_moves(float* a, std::int64_t lda, const int* to, const int* from,
 // (P y)[i] = y[permutation[i]]. Computed on the host from the device pivots (one copy).
 void pivots_to_permutation(const int* pivots, std::int64_t n, int* permutation, cudaStream_t stream);
 
-// w(:, c) = T(y(permutation, c)) for an n x k block (T = float or double).
+// w(:, c) = T(y(permutation, c)) for an n x k block (T = float or double); with the factors,
+// w(:, c) = T(column_factor_c (R y)(permutation, c)), R = diag(row_factor) (either may be null).
 template <class T>
 void gather_rows(const double* y, std::int64_t ldy, const int* permutation, std::int64_t n, std::int64_t k, T* w,
-                 std::int64_t ldw, cudaStream_t stream);
+                 std::int64_t ldw, cudaStream_t stream, const double* row_factor = nullptr,
+                 const double* column_factor = nullptr);
 
 // x := U^-1 L^-1 x for one vector, with the unit lower L and upper U stored in the n x n `lu`.
 // Bandwidth-bound: blocks of rows proceed as soon as the blocks they depend on have published

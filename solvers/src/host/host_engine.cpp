@@ -115,18 +115,25 @@ class HostEngine final : public Engine {
     return {-1, -1};
   }
 
-  FactorResult factor(Precision p) override {
+  FactorResult factor(Precision p, bool range_scaling) override {
     const gemm::Backend& update = host_update_backend(p);
     FactorResult result;
     double_factors_.clear();
     float_factors_.clear();
+    row_scale_.clear();
+    column_scale_.clear();
+    mu_ = 1.0;
+    if (range_scaling && p != Precision::FP64) compute_range_scaling();
     if (p == Precision::FP64) {
       double_factors_ = a_;
       result.zero_pivot_column = lu_factor(double_factors_, n_, pivots_, nb_, update, ctx_);
       if (result.zero_pivot_column < 0 && !all_finite(double_factors_)) result.status = StopReason::Overflow;
     } else {
       float_factors_.resize(a_.size());
-      for (std::size_t i = 0; i < a_.size(); ++i) float_factors_[i] = static_cast<float>(a_[i]);
+      // mu R A S: products of powers of two, exact in FP64 before the one rounding
+      for (std::int64_t j = 0; j < n_; ++j)
+        for (std::int64_t i = 0; i < n_; ++i)
+          float_factors_[i + j * n_] = static_cast<float>(a_[i + j * n_] * mu_ * row_scale(i) * column_scale(j));
       if (!all_finite(float_factors_)) {
         result.status = StopReason::Overflow;  // beyond FP32's range
         return result;
@@ -140,8 +147,21 @@ class HostEngine final : public Engine {
   }
 
   void apply_inverse(const MatrixView<double>& y) override {
-    if (!double_factors_.empty()) lu_solve(double_factors_, n_, pivots_, y);
-    else lu_solve(float_factors_, n_, pivots_, y);
+    if (!double_factors_.empty()) {
+      lu_solve(double_factors_, n_, pivots_, y);
+      return;
+    }
+    // A^-1 = mu S M^-1 R for the factors M of mu R A S (R = S = I, mu = 1 unscaled). Each
+    // column also gets a power of two sigma that brings max |R y| to [1/2, 1) before it is
+    // rounded to FP32: a residual's size follows A's scale and may lie outside FP32's range.
+    for (std::int64_t c = 0; c < y.cols; ++c) {
+      double largest = 0;
+      for (std::int64_t i = 0; i < n_; ++i) largest = std::max(largest, std::fabs(y(i, c)) * row_scale(i));
+      const double sigma = equilibrating_power_of_two(largest);
+      for (std::int64_t i = 0; i < n_; ++i) y(i, c) *= row_scale(i) * sigma;
+      lu_solve(float_factors_, n_, pivots_, y.block(0, c, n_, 1));
+      for (std::int64_t i = 0; i < n_; ++i) y(i, c) *= mu_ * column_scale(i) / sigma;
+    }
   }
 
   void residual(const MatrixView<const double>& x, const MatrixView<const double>& b,
@@ -193,6 +213,22 @@ class HostEngine final : public Engine {
     for (std::int64_t i = 0; i < n_; ++i) s += x[i] * y[i];
     return s;
   }
+  double orthogonalize(const MatrixView<const double>& v, std::int64_t count, double* w, double* h) override {
+    std::fill(h, h + count, 0.0);
+    std::vector<double> projection(count);
+    for (int pass = 0; pass < 2; ++pass) {
+      for (std::int64_t c = 0; c < count; ++c) {
+        double s = 0;
+        for (std::int64_t i = 0; i < n_; ++i) s += v(i, c) * w[i];
+        projection[c] = s;
+      }
+      for (std::int64_t c = 0; c < count; ++c) {
+        for (std::int64_t i = 0; i < n_; ++i) w[i] -= projection[c] * v(i, c);
+        h[c] += projection[c];
+      }
+    }
+    return std::sqrt(dot(w, w));
+  }
   void add(const MatrixView<const double>& x, const MatrixView<double>& y) override {
     for (std::int64_t j = 0; j < x.cols; ++j)
       for (std::int64_t i = 0; i < x.rows; ++i) y(i, j) += x(i, j);
@@ -201,9 +237,34 @@ class HostEngine final : public Engine {
   std::size_t peak_workspace_bytes() const override { return peak_; }
 
  private:
+  // R, S and mu of SolveOptions::range_scaling (engine.hpp): R from the rows, S from the
+  // columns of R A; both only where the rows' or columns' maxima spread widely.
+  void compute_range_scaling() {
+    std::vector<double> row_largest(n_, 0.0), column_largest(n_, 0.0);
+    for (std::int64_t j = 0; j < n_; ++j)
+      for (std::int64_t i = 0; i < n_; ++i) {
+        const double v = std::fabs(a_[i + j * n_]);
+        row_largest[i] = std::max(row_largest[i], v);
+        column_largest[j] = std::max(column_largest[j], v);
+      }
+    const RangeScaling choice = choose_range_scaling(row_largest, column_largest);
+    mu_ = choice.mu;
+    row_scale_.clear();
+    column_scale_.clear();
+    if (!choice.two_sided) return;
+    row_scale_.resize(n_);
+    column_scale_.resize(n_);
+    for (std::int64_t i = 0; i < n_; ++i) row_scale_[i] = equilibrating_power_of_two(row_largest[i]);
+    for (std::int64_t j = 0; j < n_; ++j) {
+      double largest = 0;
+      for (std::int64_t i = 0; i < n_; ++i) largest = std::max(largest, std::fabs(a_[i + j * n_]) * row_scale_[i]);
+      column_scale_[j] = equilibrating_power_of_two(largest);
+    }
+  }
+
   std::size_t factors_bytes() const {
     return double_factors_.size() * sizeof(double) + float_factors_.size() * sizeof(float) +
-           pivots_.size() * sizeof(std::int64_t);
+           pivots_.size() * sizeof(std::int64_t) + (row_scale_.size() + column_scale_.size()) * sizeof(double);
   }
   std::size_t scratch_bytes() const {
     std::size_t b = 0;
@@ -216,6 +277,10 @@ class HostEngine final : public Engine {
   std::vector<double> double_factors_;
   std::vector<float> float_factors_;
   std::vector<std::int64_t> pivots_;
+  std::vector<double> row_scale_, column_scale_;  // R and S; empty: identities
+  double mu_ = 1.0;
+  double row_scale(std::int64_t i) const { return row_scale_.empty() ? 1.0 : row_scale_[i]; }
+  double column_scale(std::int64_t j) const { return column_scale_.empty() ? 1.0 : column_scale_[j]; }
   std::vector<std::vector<double>> scratch_;
   int nb_ = 32;
   std::size_t peak_ = 0;

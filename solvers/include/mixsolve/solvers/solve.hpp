@@ -65,6 +65,15 @@ struct SolveOptions {
   // Refactor in FP64 when refinement fails at the requested precision (for Auto: whether FP64 is
   // the last step of the escalation). The report says when it happened.
   bool fallback = true;
+  // Range scaling of FP16 and BF16 factorizations (Higham, Pranesh & Zounon 2019, "Squeezing a
+  // matrix into half precision"): they factor mu A, a power of two times A with its largest
+  // entry in [1/2, 1); where A's rows' or columns' largest entries spread over more than 2^12,
+  // mu R A S with diagonal R and S (powers of two, so every scaling is exact) that bring each
+  // row's and column's largest entry into [1/2, 1). Entries beyond FP16's range, near its
+  // underflow, or beyond FP32's (A is rounded through FP32) then factorize; refinement works
+  // with A itself. Off: A is rounded as it is, and an overflow escalates. Other precisions are
+  // never scaled.
+  bool range_scaling = true;
   // LU block size; 0 picks one for the matrix size and memory space (the GPU LU takes at most 256).
   int block_size = 0;
   // Called at the start of each phase ("factorization fp16", "refinement gmres", ...), e.g. to
@@ -81,6 +90,7 @@ struct Attempt {
   Refinement refinement = Refinement::Classic;
   StopReason stop = StopReason::Converged;
   std::int64_t zero_pivot_column = -1;  // for StopReason::ZeroPivot
+  bool range_scaled = false;            // the LU factored mu R A S (SolveOptions::range_scaling)
   int iterations = 0;                   // outer refinement iterations
   int inner_iterations = 0;             // GMRES iterations, all right-hand sides
   double factorization_seconds = 0, refinement_seconds = 0;
