@@ -144,6 +144,7 @@ struct Factorization::State {
   std::size_t next = 0;  // index in path of the next factorization to try
   Precision current = Precision::Auto;
   Refinement current_refinement = Refinement::Classic;  // the method that converged with the factors
+  double current_factor_seconds = 0;                     // the time the current factors took
   bool factored = false;
 };
 
@@ -195,11 +196,15 @@ namespace {
 // Refinement of one right-hand-side block with the engine's current factors.
 class Refiner {
  public:
-  Refiner(Engine& e, const SolveOptions& o, double norm_a, const MatrixView<const double>& b, const MatrixView<double>& x)
-      : e_(e), o_(o), norm_a_(norm_a), b_(b), x_(x), k_(b.cols), n_(e.n()) {}
+  // time_budget: seconds of refinement after which GMRES gives way to refactoring one rung up
+  // (SolveOptions::escalate_by_cost; INFINITY where there is no higher rung).
+  Refiner(Engine& e, const SolveOptions& o, double norm_a, const MatrixView<const double>& b, const MatrixView<double>& x,
+          double time_budget)
+      : e_(e), o_(o), norm_a_(norm_a), b_(b), x_(x), k_(b.cols), n_(e.n()), time_budget_(time_budget) {}
 
   // Runs one attempt: X = LU \ B, then refinement. Appends to the report.
   StopReason run(Refinement method, Attempt& attempt, SolveReport& report) {
+    start_ = Clock::now();
     const MatrixView<double> r = e_.scratch(0, k_);
     e_.copy(b_, x_);
     e_.apply_inverse(x_);
@@ -284,6 +289,7 @@ class Refiner {
   // GMRES on (LU)^-1 A d = (LU)^-1 r in FP64 (left preconditioning), restarted, until the
   // preconditioned residual falls by `target`; x += d. Returns the number of inner iterations.
   int gmres_correction(const double* r, double* x, double target) {
+    const auto gmres_start = Clock::now();
     const int m = o_.gmres_restart;
     const MatrixView<double> v = e_.scratch(2, m + 1);
     const MatrixView<double> work = e_.scratch(3, 2);
@@ -341,12 +347,15 @@ class Refiner {
         }
         // The budget, judged at the end of a restart cycle (GMRES often plateaus while it resolves
         // outlying eigenvalues, then converges fast; a shorter window mistakes the plateau for
-        // the rate): the geometric mean rate so far, extrapolated to the target.
+        // the rate): the geometric mean rate so far, extrapolated to the target, against
+        // gmres_max_inner and (escalate_by_cost) against the time refactoring would take.
         const int iterations = total + 1;
         if (j + 1 == m && iterations >= kGmresJudgeAfter) {
           const double rate = std::pow(std::fabs(g[j + 1]) / beta0, 1.0 / iterations);
           const double predicted = rate < 1 ? std::log(target) / std::log(rate) : INFINITY;
-          if (predicted > o_.gmres_max_inner) {
+          const double per_iteration = seconds_since(gmres_start) / iterations;
+          const double predicted_seconds = seconds_since(start_) + (predicted - iterations) * per_iteration;
+          if (predicted > o_.gmres_max_inner || predicted_seconds > time_budget_) {
             too_slow_ = true;
             ++j;
             ++total;
@@ -378,7 +387,9 @@ class Refiner {
   MatrixView<double> x_;
   std::int64_t k_, n_;
   std::vector<bool> converged_;
-  bool too_slow_ = false;  // a GMRES of this attempt predicted more iterations than its budget
+  bool too_slow_ = false;  // a GMRES of this attempt predicted more iterations or time than its budget
+  double time_budget_;
+  Clock::time_point start_;  // of this attempt's refinement
 };
 
 }  // namespace
@@ -438,6 +449,7 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       }
       s.factored = true;
       s.current = attempt.precision;
+      s.current_factor_seconds = attempt.factorization_seconds;
       s.current_refinement = attempt.refinement;
       report.attempts.push_back(attempt);
     } else if (first_attempt) {
@@ -453,7 +465,9 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       s.options.progress("refinement " + to_string(attempt.refinement) + " with " + to_string(attempt.precision) +
                          " factors (" + std::to_string(b.cols) + " right-hand side" + (b.cols > 1 ? "s)" : ")"));
     const auto t1 = Clock::now();
-    Refiner refiner(*s.engine, s.options, s.norm_a, b, x);
+    const bool higher_rung = s.next < s.path.size() && attempt.precision != Precision::FP64;
+    Refiner refiner(*s.engine, s.options, s.norm_a, b, x,
+                    s.options.escalate_by_cost && higher_rung ? s.current_factor_seconds : INFINITY);
     attempt.stop = refiner.run(attempt.refinement, attempt, report);
     s.engine->synchronize();
     attempt.refinement_seconds = seconds_since(t1);

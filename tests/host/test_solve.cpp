@@ -263,14 +263,14 @@ TEST(Solve, AutoRefinementTriesGmresWithTheSameFactorsWhenClassicStalls) {
   expect_converged_and_accurate(p, r);
 }
 
-TEST(Solve, AutoEscalatesThroughHalfhalfToFp64AndReportsThePath) {
+TEST(Solve, AutoEscalatesThroughFp32ToFp64AndReportsThePath) {
   Problem p(geo(1e12, 9), 96);
   const SolveReport r = run(p, Precision::Auto, Refinement::Auto);
   expect_converged_and_accurate(p, r);
   ASSERT_GE(r.attempts.size(), 2u) << r.summary();
   EXPECT_EQ(r.attempts.front().precision, Precision::FP16);
   EXPECT_EQ(r.attempts.back().precision, Precision::FP64);
-  EXPECT_EQ(r.attempts[1].precision, Precision::Halfhalf) << "escalation goes up one step at a time";
+  EXPECT_EQ(r.attempts[1].precision, Precision::FP32) << "escalation goes up one step at a time";
   EXPECT_TRUE(r.fell_back);
   EXPECT_GT(r.fallback_seconds, 0.0);
   for (std::size_t i = 0; i + 1 < r.attempts.size(); ++i) EXPECT_NE(r.attempts[i].stop, StopReason::Converged);

@@ -44,11 +44,14 @@ struct SolveOptions {
   // one step when refinement stagnates, diverges, is too slow, or the LU meets a zero pivot or
   // overflows.
   Precision factorization = Precision::Auto;
-  // Default FP16 -> Halfhalf (the cheapest in bits first). On the H100 measured so far {FP32} is
-  // faster at every condition number (docs/benchmarks.md): the GPU FP16 LU is not yet faster
-  // than the FP32 one, and its GMRES-IR costs more than FP32's classic IR. On the H200, FP16 is
-  // faster at n = 32768, cond 1e2. Must not be empty or contain Auto.
-  std::vector<Precision> auto_path = {Precision::FP16, Precision::Halfhalf};
+  // Default FP16 -> FP32: the cheapest in bits first, then an FP32-accurate LU. FP32 rather
+  // than halfhalf (the example) as the second rung because the FP32 LU is the faster of
+  // the two FP32-accurate ones on the H100 (n = 16384: 0.16 s against 0.21 s with the same
+  // refinement steps; docs/benchmarks.md): the corrected-SGEMM updates inside the LU run
+  // slower than cuBLAS SGEMM at k = 256. FP16 first pays off from n = 32768 (1.08x FP64 there,
+  // FP32 0.87x); at n = 16384, {FP32} alone is faster at every condition number measured.
+  // Must not be empty or contain Auto.
+  std::vector<Precision> auto_path = {Precision::FP16, Precision::FP32};
   Refinement refinement = Refinement::Auto;
   // Stop test (LAPACK dsgesv / cuSOLVER IRS), per right-hand side:
   //   ||r||_inf < tolerance_factor * sqrt(n) * ||x||_inf * ||A||_inf * eps_64.
@@ -62,6 +65,12 @@ struct SolveOptions {
   // early. An outer GMRES step that does not halve the backward error also ends it.
   int gmres_restart = 50;
   int gmres_max_inner = 200;
+  // When a higher rung remains (auto's next precision, or the FP64 fallback), a GMRES attempt
+  // also ends as TooSlow at the end of a restart cycle if the time it has spent refining plus
+  // the predicted time of the current inner solve exceeds the time its factorization took:
+  // refactoring one rung up costs at least that much and usually converges in a few steps. The
+  // rule calibrates itself on the machine (measured times) but makes the path depend on timing.
+  bool escalate_by_cost = true;
   // Refactor in FP64 when refinement fails at the requested precision (for Auto: whether FP64 is
   // the last step of the escalation). The report says when it happened.
   bool fallback = true;
