@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 #include <vector>
@@ -111,7 +113,7 @@ constexpr int kBadStepsAllowedClassic = 3;
 constexpr int kBadStepsAllowedGmres = 1;
 
 // GMRES iterations after which the convergence rate is trusted to predict the rest (judged at
-// the end of a restart cycle).
+// each restart).
 constexpr int kGmresJudgeAfter = 16;
 
 // Which refinement runs with factors of precision p under Refinement::Auto: FP32-accurate
@@ -312,6 +314,28 @@ class Refiner {
       // good enough preconditioner: stop here and let the outer loop judge (failing attempts
       // stay cheap: each inner iteration costs an FP64 mat-vec and two triangular solves).
       if (cycle_start > 0 && beta > 0.5 * cycle_start) break;
+      // The budget, judged at each restart from kGmresJudgeAfter iterations on, on the true
+      // preconditioned residual: the geometric-mean rate so far, extrapolated to the target,
+      // against gmres_max_inner and (escalate_by_cost) against the time refactoring would
+      // take. Judging inside a cycle, on its Givens estimate, missed attempts whose cycles each
+      // "converged" early: with the preconditioner applied in FP32 the estimate runs ahead of
+      // the true residual, and fp16 at n = 16384 (arith, cond 1e6) took 376 iterations in
+      // cycles shorter than the restart length. Judging after less than a full cycle mistook
+      // GMRES's plateau (while it resolves outlying eigenvalues) for its rate.
+      if (cycle_start > 0 && total >= kGmresJudgeAfter) {
+        const double rate = std::pow(beta / beta0, 1.0 / total);
+        const double predicted = rate < 1 ? std::log(target) / std::log(rate) : INFINITY;
+        const double per_iteration = seconds_since(gmres_start) / total;
+        const double predicted_seconds = seconds_since(start_) + (predicted - total) * per_iteration;
+        if (trace_)
+          std::fprintf(stderr, "gmres: %d iterations, rate %.4f, predicted %.0f, %.4f s per iteration, "
+                       "refinement %.3f s so far, predicted %.3f s, budget %.3f s\n", total, rate, predicted,
+                       per_iteration, seconds_since(start_), predicted_seconds, time_budget_);
+        if (predicted > o_.gmres_max_inner || predicted_seconds > time_budget_) {
+          too_slow_ = true;
+          break;
+        }
+      }
       cycle_start = beta;
       std::vector<double> h((m + 1) * m, 0.0), cs(m), sn(m), g(m + 1, 0.0);
       g[0] = beta;
@@ -345,23 +369,6 @@ class Refiner {
           ++total;
           break;
         }
-        // The budget, judged at the end of a restart cycle (GMRES often plateaus while it resolves
-        // outlying eigenvalues, then converges fast; a shorter window mistakes the plateau for
-        // the rate): the geometric mean rate so far, extrapolated to the target, against
-        // gmres_max_inner and (escalate_by_cost) against the time refactoring would take.
-        const int iterations = total + 1;
-        if (j + 1 == m && iterations >= kGmresJudgeAfter) {
-          const double rate = std::pow(std::fabs(g[j + 1]) / beta0, 1.0 / iterations);
-          const double predicted = rate < 1 ? std::log(target) / std::log(rate) : INFINITY;
-          const double per_iteration = seconds_since(gmres_start) / iterations;
-          const double predicted_seconds = seconds_since(start_) + (predicted - iterations) * per_iteration;
-          if (predicted > o_.gmres_max_inner || predicted_seconds > time_budget_) {
-            too_slow_ = true;
-            ++j;
-            ++total;
-            break;
-          }
-        }
       }
       // y = H^-1 g (upper triangular j x j), d += V y
       std::vector<double> y(j, 0.0);
@@ -390,6 +397,8 @@ class Refiner {
   bool too_slow_ = false;  // a GMRES of this attempt predicted more iterations or time than its budget
   double time_budget_;
   Clock::time_point start_;  // of this attempt's refinement
+  // MIXSOLVE_GMRES_TRACE in the environment: each budget judgement goes to stderr (for tuning).
+  bool trace_ = std::getenv("MIXSOLVE_GMRES_TRACE") != nullptr;
 };
 
 }  // namespace

@@ -59,14 +59,14 @@ struct SolveOptions {
   // Refinement steps per factorization: outer iterations (both methods).
   int max_iterations = 30;
   // GMRES: restart length and total inner iterations per outer step and right-hand side. The
-  // inner iteration limit is also a budget: at the end of a restart cycle (from 16 iterations on),
+  // inner iteration limit is also a budget: at each restart (from 16 iterations on),
   // an outer step whose convergence rate so far predicts more than gmres_max_inner iterations ends
   // the attempt (StopReason::TooSlow), so a preconditioner too weak for the matrix is dropped
   // early. An outer GMRES step that does not halve the backward error also ends it.
   int gmres_restart = 50;
   int gmres_max_inner = 200;
   // When a higher rung remains (auto's next precision, or the FP64 fallback), a GMRES attempt
-  // also ends as TooSlow at the end of a restart cycle if the time it has spent refining plus
+  // also ends as TooSlow at a restart if the time it has spent refining plus
   // the predicted time of the current inner solve exceeds the time its factorization took:
   // refactoring one rung up costs at least that much and usually converges in a few steps. The
   // rule calibrates itself on the machine (measured times) but makes the path depend on timing.
