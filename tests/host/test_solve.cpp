@@ -239,14 +239,40 @@ TEST(Solve, GmresThatWouldOverrunItsBudgetEndsTheAttemptEarly) {
   EXPECT_NE(r.summary().find("too slow"), std::string::npos) << r.summary();
 }
 
-TEST(Solve, Bf16AndTf32FactorizationsConvergeWithGmres) {
+TEST(Solve, Bf16AndTf32FactorizationsConvergeWithGmresAndUnderAuto) {
   for (Precision prec : {Precision::BF16, Precision::TF32}) {
-    Problem p(geo(1e2, 17), 64, 2);
-    const SolveReport r = run(p, prec, Refinement::Auto, false);
     SCOPED_TRACE(to_string(prec));
+    Problem p(geo(1e2, 17), 64, 2);
+    const SolveReport r = run(p, prec, Refinement::Gmres, false);
     expect_converged_and_accurate(p, r);
+    ASSERT_EQ(r.attempts.size(), 1u) << r.summary();
     EXPECT_EQ(r.attempts[0].refinement, Refinement::Gmres);
+    Problem q(geo(1e2, 17), 64, 2);
+    const SolveReport a = run(q, prec, Refinement::Auto, false);
+    expect_converged_and_accurate(q, a);
+    EXPECT_EQ(a.attempts[0].refinement, Refinement::Classic) << "Auto starts with classic IR";
+    for (const Attempt& t : a.attempts) EXPECT_EQ(t.precision, prec) << a.summary();
   }
+}
+
+TEST(Solve, AutoRefinementOfFp16FactorsIsClassicUntilItStallsThenGmres) {
+  // Cond 1e2: classic IR converges with the FP16 factors. Cond 1e6 (n = 96, host model): classic
+  // IR stalls, and GMRES-IR with the same factors converges (Fp16NeedsGmresWhereClassicRefinementFails).
+  Problem easy(geo(1e2, 5), 96);
+  const SolveReport e = run(easy, Precision::FP16, Refinement::Auto, false);
+  expect_converged_and_accurate(easy, e);
+  ASSERT_EQ(e.attempts.size(), 1u) << e.summary();
+  EXPECT_EQ(e.attempts[0].refinement, Refinement::Classic);
+
+  Problem hard(geo(1e6, 5), 96);
+  const SolveReport h = run(hard, Precision::FP16, Refinement::Auto, false);
+  expect_converged_and_accurate(hard, h);
+  ASSERT_EQ(h.attempts.size(), 2u) << h.summary();
+  EXPECT_EQ(h.attempts[0].refinement, Refinement::Classic);
+  EXPECT_NE(h.attempts[0].stop, StopReason::Converged);
+  EXPECT_EQ(h.attempts[1].precision, Precision::FP16);
+  EXPECT_EQ(h.attempts[1].refinement, Refinement::Gmres);
+  EXPECT_EQ(h.attempts[1].factorization_seconds, 0.0) << "the factors are reused";
 }
 
 TEST(Solve, AutoRefinementTriesGmresWithTheSameFactorsWhenClassicStalls) {
@@ -270,7 +296,11 @@ TEST(Solve, AutoEscalatesThroughFp32ToFp64AndReportsThePath) {
   ASSERT_GE(r.attempts.size(), 2u) << r.summary();
   EXPECT_EQ(r.attempts.front().precision, Precision::FP16);
   EXPECT_EQ(r.attempts.back().precision, Precision::FP64);
-  EXPECT_EQ(r.attempts[1].precision, Precision::FP32) << "escalation goes up one step at a time";
+  std::vector<Precision> rungs;  // the precisions in order (a GMRES retry repeats one)
+  for (const Attempt& a : r.attempts)
+    if (rungs.empty() || rungs.back() != a.precision) rungs.push_back(a.precision);
+  EXPECT_EQ(rungs, (std::vector<Precision>{Precision::FP16, Precision::FP32, Precision::FP64}))
+      << "escalation goes up one step at a time: " << r.summary();
   EXPECT_TRUE(r.fell_back);
   EXPECT_GT(r.fallback_seconds, 0.0);
   for (std::size_t i = 0; i + 1 < r.attempts.size(); ++i) EXPECT_NE(r.attempts[i].stop, StopReason::Converged);

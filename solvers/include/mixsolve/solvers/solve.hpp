@@ -31,7 +31,7 @@ enum class Refinement {
   None,     // one solve with the factors, no refinement
   Classic,  // x += LU \ (b - A x), residuals and updates in FP64
   Gmres,    // GMRES-IR: the correction from GMRES on A d = r preconditioned by the LU (FP64)
-  Auto,     // Classic for FP64 / FP32-accurate factorizations, Gmres for FP16 / BF16 / TF32
+  Auto,     // Classic first; when it stalls, Gmres with the same factors (no refactorization)
 };
 
 std::string to_string(Precision p);
