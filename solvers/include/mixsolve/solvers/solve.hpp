@@ -48,8 +48,8 @@ struct SolveOptions {
   // than halfhalf (the example) as the second rung because the FP32 LU is the faster of
   // the two FP32-accurate ones on the H100 (n = 16384: 0.16 s against 0.21 s with the same
   // refinement steps; docs/benchmarks.md): the corrected-SGEMM updates inside the LU run
-  // slower than cuBLAS SGEMM at k = 256. FP16 first pays off from n = 32768 (1.08x FP64 there,
-  // FP32 0.87x); at n = 16384, {FP32} alone is faster at every condition number measured.
+  // slower than cuBLAS SGEMM at k = 256. FP16 first is the faster at cond 1e2 (1.33x FP64 at
+  // n = 32768 against 0.88x for FP32); {FP32} alone from cond 1e4, where FP16 fails.
   // Must not be empty or contain Auto.
   std::vector<Precision> auto_path = {Precision::FP16, Precision::FP32};
   Refinement refinement = Refinement::Auto;
