@@ -493,9 +493,13 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
     // Under Refinement::Auto a classic refinement that stalls gets GMRES-IR with the same factors
     // before anything is refactored: the LU may be good enough as a preconditioner although its
     // contraction (~ cond * u * growth) is too close to 1 for classic IR (FP32-accurate LUs from
-    // n ~ 32768 at cond 1e6, on the GPU).
+    // n ~ 32768 at cond 1e6, on the GPU). Not while another factorization short of FP64 remains
+    // on the path: refactoring one rung up then costs about as much as the retry and converges
+    // where it did not (H100, n = 16384 and 32768, `auto`: every FP16 retry from cond 1e4 failed or
+    // was cut off by its budget after 50-81 GMRES iterations, 95-265 ms, before FP32 converged).
+    const bool cheaper_rung_left = s.next < s.path.size() && s.path[s.next] != Precision::FP64;
     if (s.options.refinement == Refinement::Auto && attempt.refinement == Refinement::Classic &&
-        attempt.precision != Precision::FP64 &&
+        attempt.precision != Precision::FP64 && !cheaper_rung_left &&
         (attempt.stop == StopReason::Stagnated || attempt.stop == StopReason::Diverged ||
          attempt.stop == StopReason::MaxIterations)) {
       Attempt retry;

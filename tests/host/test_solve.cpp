@@ -301,6 +301,8 @@ TEST(Solve, AutoEscalatesThroughFp32ToFp64AndReportsThePath) {
     if (rungs.empty() || rungs.back() != a.precision) rungs.push_back(a.precision);
   EXPECT_EQ(rungs, (std::vector<Precision>{Precision::FP16, Precision::FP32, Precision::FP64}))
       << "escalation goes up one step at a time: " << r.summary();
+  EXPECT_EQ(r.attempts[1].precision, Precision::FP32)
+      << "with FP32 left on the path, FP16's stalled classic IR escalates without a GMRES retry";
   EXPECT_TRUE(r.fell_back);
   EXPECT_GT(r.fallback_seconds, 0.0);
   for (std::size_t i = 0; i + 1 < r.attempts.size(); ++i) EXPECT_NE(r.attempts[i].stop, StopReason::Converged);
