@@ -121,23 +121,31 @@ TEST(Solve, Fp16NeedsGmresWhereClassicRefinementFails) {
   EXPECT_GT(gmres.attempts[0].inner_iterations, 0);
 }
 
+// The same problem (spec, n = 64) solved by GMRES-IR with `prec` factors, without and with
+// range scaling (no fallback). The scaled solve must converge with those factors alone.
+struct RangeScalingRuns {
+  SolveReport unscaled, scaled;
+};
+RangeScalingRuns solve_unscaled_and_scaled(const TestMatrixSpec& spec, Precision prec) {
+  Problem p(spec, 64), q(spec, 64);
+  RangeScalingRuns r{run(p, prec, Refinement::Gmres, false, false), run(q, prec, Refinement::Gmres, false, true)};
+  expect_converged_and_accurate(q, r.scaled);
+  EXPECT_EQ(r.scaled.attempts.size(), 1u) << r.scaled.summary();
+  EXPECT_TRUE(!r.scaled.attempts.empty() && r.scaled.attempts[0].range_scaled) << r.scaled.summary();
+  return r;
+}
+
 TEST(Solve, RangeScalingLetsFp16FactorEntriesBeyondItsRange) {
   // Entries near 2^40 overflow FP16 (65504) in the trailing updates' inputs: unscaled, the FP16
   // LU overflows and escalates; range-scaled (mu A with entries in [-1, 1]) it converges
   // with the FP16 factors.
   TestMatrixSpec spec = geo(1e3, 7);
   spec.scale = 0x1p40;
-  Problem p(spec, 64);
-  const SolveReport unscaled = run(p, Precision::FP16, Refinement::Gmres, false, false);
-  ASSERT_FALSE(unscaled.attempts.empty());
-  EXPECT_EQ(unscaled.attempts[0].stop, StopReason::Overflow) << unscaled.summary();
-  EXPECT_FALSE(unscaled.attempts[0].range_scaled);
-  Problem q(spec, 64);
-  const SolveReport scaled = run(q, Precision::FP16, Refinement::Gmres, false, true);
-  expect_converged_and_accurate(q, scaled);
-  ASSERT_EQ(scaled.attempts.size(), 1u) << scaled.summary();
-  EXPECT_TRUE(scaled.attempts[0].range_scaled);
-  EXPECT_NE(scaled.summary().find("fp16 (range-scaled) LU"), std::string::npos) << scaled.summary();
+  const RangeScalingRuns r = solve_unscaled_and_scaled(spec, Precision::FP16);
+  ASSERT_FALSE(r.unscaled.attempts.empty());
+  EXPECT_EQ(r.unscaled.attempts[0].stop, StopReason::Overflow) << r.unscaled.summary();
+  EXPECT_FALSE(r.unscaled.attempts[0].range_scaled);
+  EXPECT_NE(r.scaled.summary().find("fp16 (range-scaled) LU"), std::string::npos) << r.scaled.summary();
 }
 
 TEST(Solve, RangeScalingKeepsTinyEntriesAboveFp16Underflow) {
@@ -145,16 +153,11 @@ TEST(Solve, RangeScalingKeepsTinyEntriesAboveFp16Underflow) {
   // updates lose them and refinement cannot recover; range-scaled it converges.
   TestMatrixSpec spec = geo(1e3, 8);
   spec.scale = 0x1p-30;
-  Problem p(spec, 64);
-  const SolveReport unscaled = run(p, Precision::FP16, Refinement::Gmres, false, false);
-  EXPECT_FALSE(unscaled.converged) << unscaled.summary();
-  Problem q(spec, 64);
-  const SolveReport scaled = run(q, Precision::FP16, Refinement::Gmres, false, true);
-  expect_converged_and_accurate(q, scaled);
-  ASSERT_EQ(scaled.attempts.size(), 1u) << scaled.summary();
+  const RangeScalingRuns r = solve_unscaled_and_scaled(spec, Precision::FP16);
+  EXPECT_FALSE(r.unscaled.converged) << r.unscaled.summary();
 }
 
-TEST(Solve, RangeScalingEquilibratesBadlyScaledRows) {
+TEST(Solve, RangeScalingEquilibratesBadlyScaledColumns) {
   // Columns scaled by 2^0 .. 2^-30 (powers of two): the column maxima spread far beyond 2^12, so
   // the FP16 LU factors mu R A S with S undoing the scaling. Unscaled, the small columns' entries
   // of U fall below FP16's range in the trailing updates' inputs and their updates are lost: the
@@ -179,15 +182,9 @@ TEST(Solve, RangeScalingLetsBf16FactorEntriesBeyondFp32Range) {
   // Range scaling happens in FP64 first, so the BF16 LU sees entries in [-1, 1].
   TestMatrixSpec spec = geo(1e2, 9);
   spec.scale = 0x1p200;
-  Problem p(spec, 64);
-  const SolveReport unscaled = run(p, Precision::BF16, Refinement::Gmres, false, false);
-  ASSERT_FALSE(unscaled.attempts.empty());
-  EXPECT_EQ(unscaled.attempts[0].stop, StopReason::Overflow) << unscaled.summary();
-  Problem q(spec, 64);
-  const SolveReport scaled = run(q, Precision::BF16, Refinement::Gmres, false, true);
-  expect_converged_and_accurate(q, scaled);
-  ASSERT_EQ(scaled.attempts.size(), 1u) << scaled.summary();
-  EXPECT_TRUE(scaled.attempts[0].range_scaled);
+  const RangeScalingRuns r = solve_unscaled_and_scaled(spec, Precision::BF16);
+  ASSERT_FALSE(r.unscaled.attempts.empty());
+  EXPECT_EQ(r.unscaled.attempts[0].stop, StopReason::Overflow) << r.unscaled.summary();
 }
 
 TEST(Solve, FailingGmresRefinementDoesNotExhaustTheInnerBudget) {

@@ -626,13 +626,18 @@ class DeviceEngine final : public Engine {
   void track_peak(std::size_t transient = 0) {
     std::size_t bytes = transient + factors32_.bytes() + factors64_.bytes() + 2 * pivots_.bytes() + move_to_.bytes() +
                         move_from_.bytes() + move_count_.bytes() + solve_buffer_.bytes() +
-                        solve64_.bytes() + row_factor_.bytes() + column_factor_.bytes() + vector_scale_.bytes() + projection_.bytes() +
+                        solve64_.bytes() + row_factor_.bytes() + column_factor_.bytes() + vector_scale_.bytes() +
+                        projection_.bytes() +
                         (triangular32_ ? triangular32_->bytes() : 0) +
                         (triangular64_ ? triangular64_->bytes() : 0) +
                         ctx_.workspace_capacity();
     for (const auto& s : scratch_) bytes += s.bytes();
     peak_ = std::max(peak_, bytes);
   }
+
+  // R and S of the current range scaling, or null for identities.
+  const double* row_factor() const { return two_sided_ ? row_factor_.data() : nullptr; }
+  const double* column_factor() const { return two_sided_ ? column_factor_.data() : nullptr; }
 
   // R, S and mu of SolveOptions::range_scaling (engine.hpp): the rows' and columns' maxima on
   // the device, the choice on the host, then R from the rows and S from the columns of R A.
@@ -666,9 +671,6 @@ class DeviceEngine final : public Engine {
   Precision precision_ = Precision::FP64;
   DeviceBuffer<float> factors32_, solve_buffer_;
   DeviceBuffer<double> factors64_, solve64_, column_max_;
-  const double* row_factor() const { return two_sided_ ? row_factor_.data() : nullptr; }
-  const double* column_factor() const { return two_sided_ ? column_factor_.data() : nullptr; }
-
   // Range scaling of the current FP32 factors: they are of mu R A S (R = S = I unless two_sided_).
   DeviceBuffer<double> row_factor_, column_factor_;
   bool two_sided_ = false;
