@@ -28,6 +28,7 @@ std::string to_string(Precision p) {
     case Precision::BF16: return "bf16";
     case Precision::Halfhalf: return "halfhalf";
     case Precision::Tf32tf32: return "tf32tf32";
+    case Precision::Fp16x3: return "fp16x3";
     case Precision::Auto: return "auto";
   }
   return "?";
@@ -59,9 +60,9 @@ std::string to_string(StopReason s) {
 
 Precision parse_precision(const std::string& text) {
   for (Precision p : {Precision::FP64, Precision::FP32, Precision::TF32, Precision::FP16, Precision::BF16,
-                      Precision::Halfhalf, Precision::Tf32tf32, Precision::Auto})
+                      Precision::Halfhalf, Precision::Tf32tf32, Precision::Fp16x3, Precision::Auto})
     if (to_string(p) == text) return p;
-  throw InvalidArgument("precision \"" + text + "\" is not one of fp64, fp32, tf32, fp16, bf16, halfhalf, tf32tf32, auto");
+  throw InvalidArgument("precision \"" + text + "\" is not one of fp64, fp32, tf32, fp16, bf16, halfhalf, tf32tf32, fp16x3, auto");
 }
 
 Refinement parse_refinement(const std::string& text) {
@@ -91,9 +92,10 @@ std::string SolveReport::summary() const {
 namespace {
 
 // The factorizations SolveOptions::range_scaling applies to: FP16's exponent range is narrow
-// (normal from 2^-14 to 65504); BF16 has FP32's, and scaling (in FP64, before A is rounded)
-// also lets entries beyond FP32's range factorize.
-bool range_limited(Precision p) { return p == Precision::FP16 || p == Precision::BF16; }
+// (normal from 2^-14 to 65504; fp16x3's lo parts keep full precision only above 2^-3); BF16 has
+// FP32's, and scaling (in FP64, before A is rounded) also lets entries beyond FP32's range
+// factorize.
+bool range_limited(Precision p) { return p == Precision::FP16 || p == Precision::BF16 || p == Precision::Fp16x3; }
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }

@@ -61,7 +61,7 @@ TEST(GpuSolve, EveryFactorizationPrecisionMeetsTheStopTest) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
   for (Precision p : {Precision::FP64, Precision::FP32, Precision::Halfhalf, Precision::Tf32tf32, Precision::TF32,
-                      Precision::FP16, Precision::BF16}) {
+                      Precision::FP16, Precision::BF16, Precision::Fp16x3}) {
     DeviceProblem prob(spec_of(MatrixFamily::Svd, Spectrum::Geo, 1e3, 50), 1024, 2);
     SolveOptions o;
     o.factorization = p;
@@ -76,6 +76,29 @@ TEST(GpuSolve, EveryFactorizationPrecisionMeetsTheStopTest) {
     EXPECT_GT(r.peak_workspace_bytes, 0u);
     std::printf("%-9s %s", to_string(p).c_str(), r.summary().c_str());
   }
+}
+
+TEST(GpuSolve, Fp16x3FactorsRefineLikeFp32AndFasterThanFp16) {
+  // Classic IR contracts by about kappa u per step, u the LU's effective unit roundoff: fp16x3
+  // (22 bits) should need about FP32's steps and, at cond 1e3, clearly fewer than FP16 (11 bits).
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  int steps[3] = {};
+  const Precision precisions[3] = {Precision::FP32, Precision::Fp16x3, Precision::FP16};
+  DeviceProblem prob(spec_of(MatrixFamily::Svd, Spectrum::Geo, 1e3, 51), 2048, 1);  // generated once (host SVD)
+  for (int i = 0; i < 3; ++i) {
+    SolveOptions o;
+    o.factorization = precisions[i];
+    o.refinement = Refinement::Classic;
+    o.fallback = false;
+    const SolveReport r = prob.solve_on_device(ctx, o);
+    EXPECT_TRUE(r.converged) << r.summary();
+    EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
+    steps[i] = r.iterations;
+    std::printf("%-7s %d classic steps\n", to_string(precisions[i]).c_str(), r.iterations);
+  }
+  EXPECT_LE(steps[1], steps[0] + 1);
+  EXPECT_LT(steps[1], steps[2]);
 }
 
 TEST(GpuSolve, RangeScalingLetsFp16AndBf16FactorBadlyScaledMatrices) {
@@ -152,7 +175,8 @@ TEST(GpuSolve, AutoEscalatesOnIllConditionedMatricesAndConverges) {
   EXPECT_TRUE(r.converged) << r.summary();
   EXPECT_LT(prob.stop_test_ratio(), 1.0);
   ASSERT_GE(r.attempts.size(), 2u) << r.summary();
-  EXPECT_EQ(r.attempts.front().precision, Precision::FP16);
+  EXPECT_EQ(r.attempts.front().precision, SolveOptions{}.auto_path.front());
+  EXPECT_EQ(r.attempts.back().precision, Precision::FP64);
   EXPECT_EQ(prob.da.to_host(), a0) << "A untouched";
   EXPECT_EQ(prob.db.to_host(), b0) << "B untouched";
   std::printf("%s", r.summary().c_str());

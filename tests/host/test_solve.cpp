@@ -95,8 +95,8 @@ TEST(Solve, Fp32ClassicRefinementReachesFp64Accuracy) {
   EXPECT_EQ(r.converged_rhs.size(), 3u);
 }
 
-TEST(Solve, HalfhalfAndTf32tf32FactorizationsConvergeLikeFp32) {
-  for (Precision prec : {Precision::Halfhalf, Precision::Tf32tf32}) {
+TEST(Solve, CorrectedFactorizationsConvergeLikeFp32) {
+  for (Precision prec : {Precision::Halfhalf, Precision::Tf32tf32, Precision::Fp16x3}) {
     Problem p(geo(1e5, 11), 80);
     const SolveReport r = run(p, prec, Refinement::Auto);
     SCOPED_TRACE(to_string(prec));
@@ -286,17 +286,24 @@ TEST(Solve, AutoRefinementTriesGmresWithTheSameFactorsWhenClassicStalls) {
   expect_converged_and_accurate(p, r);
 }
 
-TEST(Solve, AutoEscalatesThroughFp32ToFp64AndReportsThePath) {
-  Problem p(geo(1e12, 9), 96);
-  const SolveReport r = run(p, Precision::Auto, Refinement::Auto);
-  expect_converged_and_accurate(p, r);
-  ASSERT_GE(r.attempts.size(), 2u) << r.summary();
-  EXPECT_EQ(r.attempts.front().precision, Precision::FP16);
-  EXPECT_EQ(r.attempts.back().precision, Precision::FP64);
-  std::vector<Precision> rungs;  // the precisions in order (a GMRES retry repeats one)
+// The precisions of r's attempts in order, a GMRES retry with the same factors counted once.
+std::vector<Precision> rungs_of(const SolveReport& r) {
+  std::vector<Precision> rungs;
   for (const Attempt& a : r.attempts)
     if (rungs.empty() || rungs.back() != a.precision) rungs.push_back(a.precision);
-  EXPECT_EQ(rungs, (std::vector<Precision>{Precision::FP16, Precision::FP32, Precision::FP64}))
+  return rungs;
+}
+
+TEST(Solve, AutoEscalatesOneRungAtATimeAndReportsThePath) {
+  Problem p(geo(1e12, 9), 96);
+  Context ctx = Context::host_only();
+  SolveOptions o;
+  o.auto_path = {Precision::FP16, Precision::FP32};
+  o.block_size = 16;
+  const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+  expect_converged_and_accurate(p, r);
+  ASSERT_GE(r.attempts.size(), 2u) << r.summary();
+  EXPECT_EQ(rungs_of(r), (std::vector<Precision>{Precision::FP16, Precision::FP32, Precision::FP64}))
       << "escalation goes up one step at a time: " << r.summary();
   EXPECT_EQ(r.attempts[1].precision, Precision::FP32)
       << "with FP32 left on the path, FP16's stalled classic IR escalates without a GMRES retry";
@@ -305,12 +312,23 @@ TEST(Solve, AutoEscalatesThroughFp32ToFp64AndReportsThePath) {
   for (std::size_t i = 0; i + 1 < r.attempts.size(); ++i) EXPECT_NE(r.attempts[i].stop, StopReason::Converged);
 }
 
+TEST(Solve, DefaultAutoTriesFp16x3WithGmresBeforeFallingBackToFp64) {
+  Problem p(geo(1e12, 9), 96);
+  const SolveReport r = run(p, Precision::Auto, Refinement::Auto);
+  expect_converged_and_accurate(p, r);
+  EXPECT_EQ(rungs_of(r), (std::vector<Precision>{Precision::Fp16x3, Precision::FP64})) << r.summary();
+  ASSERT_EQ(r.attempts.size(), 3u) << r.summary();
+  EXPECT_EQ(r.attempts[0].refinement, Refinement::Classic);
+  EXPECT_EQ(r.attempts[1].refinement, Refinement::Gmres) << "FP64 is next: the same factors get GMRES first";
+  EXPECT_TRUE(r.fell_back);
+}
+
 TEST(Solve, AutoStaysCheapWhenTheMatrixIsWellConditioned) {
   Problem p(geo(1e2, 21), 96);
   const SolveReport r = run(p, Precision::Auto, Refinement::Auto);
   expect_converged_and_accurate(p, r);
   ASSERT_EQ(r.attempts.size(), 1u) << r.summary();
-  EXPECT_EQ(r.attempts[0].precision, Precision::FP16);
+  EXPECT_EQ(r.attempts[0].precision, Precision::Fp16x3);
   EXPECT_FALSE(r.fell_back);
 }
 
@@ -420,6 +438,7 @@ TEST(Solve, BadArgumentsNameTheArgumentAndValue) {
                "auto_path[1] is auto");
   EXPECT_THROW(parse_precision("fp8"), InvalidArgument);
   EXPECT_EQ(parse_precision("halfhalf"), Precision::Halfhalf);
+  EXPECT_EQ(parse_precision("fp16x3"), Precision::Fp16x3);
 }
 
 TEST(Solve, InputsAreNotModified) {

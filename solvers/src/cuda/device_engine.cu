@@ -240,6 +240,7 @@ const gemm::Backend& device_update_backend(Precision p) {
     case Precision::BF16: return gemm::find_backend("cublas-bf16");
     case Precision::Halfhalf: return gemm::find_backend("halfhalf");
     case Precision::Tf32tf32: return gemm::find_backend("tf32tf32");
+    case Precision::Fp16x3: return gemm::find_backend("cublas-fp16x3");
     default: break;
   }
   throw InvalidArgument("device engine: no FP32-stored factorization for precision " + to_string(p));

@@ -24,8 +24,10 @@ namespace mixsolve {
 // Arithmetic of the LU factorization. All but FP64 store the factors in FP32 and differ in the
 // GEMM backend of the trailing updates: FP32 (cublas-sgemm), TF32 (cublas-tf32), FP16 / BF16
 // (tensor cores, inputs rounded), Halfhalf / Tf32tf32 (the corrected tensor-core SGEMM of
-// gemm/, about FP32-accurate).
-enum class Precision { FP64, FP32, TF32, FP16, BF16, Halfhalf, Tf32tf32, Auto };
+// gemm/, about FP32-accurate), Fp16x3 (FP16 hi/lo split, three products in one FP16 tensor-core
+// GEMM of inner dimension 3k: cublas-fp16x3; ~22 bits on data of order 1, at close to the
+// cost of an FP16 update because the update is bound by reading and writing A22).
+enum class Precision { FP64, FP32, TF32, FP16, BF16, Halfhalf, Tf32tf32, Fp16x3, Auto };
 
 enum class Refinement {
   None,     // one solve with the factors, no refinement
@@ -44,14 +46,12 @@ struct SolveOptions {
   // one step when refinement stagnates, diverges, is too slow, or the LU meets a zero pivot or
   // overflows.
   Precision factorization = Precision::Auto;
-  // Default FP16 -> FP32: the cheapest in bits first, then an FP32-accurate LU. FP32 rather
-  // than halfhalf (the example) as the second rung because the FP32 LU is the faster of
-  // the two FP32-accurate ones on the H100 (n = 16384: 0.16 s against 0.21 s with the same
-  // refinement steps; docs/benchmarks.md): the corrected-SGEMM updates inside the LU run
-  // slower than cuBLAS SGEMM at k = 256. FP16 first is the faster at cond 1e2 (1.33x FP64 at
-  // n = 32768 against 0.88x for FP32); {FP32} alone from cond 1e4, where FP16 fails.
-  // Must not be empty or contain Auto.
-  std::vector<Precision> auto_path = {Precision::FP16, Precision::FP32};
+  // Default {Fp16x3}: FP32-like factors at about the cost of an FP16 LU, so a second cheap rung
+  // gains nothing (H100, session 5: n = 16384, geo, cond 1e2 / 1e4 / 1e6: fp16x3 1.05 / 1.03 /
+  // 0.84x cuSOLVER dgetrf+getrs, fp16 0.93 / 0.38 / 0.38x, fp32 0.91 / 0.88 / 0.75x; n = 32768,
+  // cond 1e2: fp16x3 1.44x, fp16 1.29x; docs/benchmarks.md). With FP64 next, a stalled classic
+  // IR gets a GMRES-IR retry on the same factors first. Must not be empty or contain Auto.
+  std::vector<Precision> auto_path = {Precision::Fp16x3};
   Refinement refinement = Refinement::Auto;
   // Stop test (LAPACK dsgesv / cuSOLVER IRS), per right-hand side:
   //   ||r||_inf < tolerance_factor * sqrt(n) * ||x||_inf * ||A||_inf * eps_64.
