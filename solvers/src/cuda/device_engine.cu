@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <tuple>
 #include <type_traits>
 #include <string>
 #include <vector>
@@ -201,9 +202,13 @@ class StreamEvent {
   ~StreamEvent() { cudaEventDestroy(event_); }
   // `waiter` runs what is enqueued next only after what `signaller` has enqueued so far.
   void order(cudaStream_t signaller, cudaStream_t waiter) {
-    MIXSOLVE_CUDA_CHECK(cudaEventRecord(event_, signaller));
-    MIXSOLVE_CUDA_CHECK(cudaStreamWaitEvent(waiter, event_, 0));
+    record(signaller);
+    wait_in(waiter);
   }
+  // The same in two parts: record marks what `signaller` has enqueued so far; wait_in makes
+  // `waiter` wait for the latest record.
+  void record(cudaStream_t signaller) { MIXSOLVE_CUDA_CHECK(cudaEventRecord(event_, signaller)); }
+  void wait_in(cudaStream_t waiter) { MIXSOLVE_CUDA_CHECK(cudaStreamWaitEvent(waiter, event_, 0)); }
 
  private:
   cudaEvent_t event_ = nullptr;
@@ -248,6 +253,8 @@ const gemm::Backend& device_update_backend(Precision p) {
 
 // Multiprocessors the panel kernel runs on by default (measured: docs/solver.md).
 constexpr int kDefaultPanelBlocks = 32;
+// Panels whose updates the columns beyond the look-ahead receive at once (factor_blocked).
+constexpr int kDefaultUpdateGroup = 2;
 
 class DeviceEngine final : public Engine {
  public:
@@ -481,87 +488,131 @@ class DeviceEngine final : public Engine {
  private:
   cudaStream_t stream() const { return ctx_.stream(); }
 
-  // Right-looking blocked LU of factors32_ with look-ahead. Three streams:
-  //  * main (the user's context): right-hand row interchanges, U12 and the trailing update, the
-  //    next panel's columns first (all three steps), then the rest beside the next panel;
-  //  * panel (high priority, its own context): the next panel, factored while the main stream
-  //    updates the rest of the trailing matrix; the main stream's GEMMs are asked to leave
-  //    panel_blocks_ multiprocessors free for it;
-  //  * swaps: the interchanges on the finished L columns to the left, which nothing in the
-  //    factorization reads again, so they overlap the GEMMs; joined at the end.
-  // MIXSOLVE_LU_LOOKAHEAD=0 in the environment runs the same steps on the main stream alone.
+  // Right-looking blocked LU of factors32_ with look-ahead, on three streams besides the user's:
+  //  * chain (high priority, the panel's context): per panel p, its interchanges as moves, the
+  //    update of panel p + 1's columns (interchanges, U12 = L11^-1 A12, A22 -= L21 U12), then
+  //    panel p + 1 (the cooperative kernel). This is the LU's critical path;
+  //  * bulk (the user's context): the update of the columns beyond the next panel, with a
+  //    multiprocessor limit that leaves panel_blocks_ multiprocessors to the panel kernel;
+  //  * left: the interchanges on the finished L columns to the left, which nothing reads again.
+  // Delayed updates: the bulk columns receive the updates of `group` panels at once,
+  // A22 -= [L21 ...] [U12; ...] with k = group x 256. At k = 256 the trailing update is bound by
+  // reading and writing A22 (FP32), not by the tensor cores, so grouping two panels halves that
+  // traffic. A bulk update does the next `group` panels' columns first, one event each, so the
+  // chain waits only for the columns it needs next, not for the whole bulk update.
+  // MIXSOLVE_LU_LOOKAHEAD=0 in the environment runs everything on the user's stream;
+  // MIXSOLVE_LU_GROUP=<g> sets the group (1: a bulk update after every panel).
   void factor_blocked(const gemm::Backend& update) {
     float* f = factors32_.data();
-    cudaStream_t main = stream();
     const bool look_ahead = env_int("MIXSOLVE_LU_LOOKAHEAD", 1) != 0;
-    cudaStream_t panel = look_ahead ? panel_ctx_->stream() : main;
-    cudaStream_t left = look_ahead ? swap_stream_ : main;
-    Context& panel_ctx = look_ahead ? *panel_ctx_ : ctx_;
+    const std::int64_t group = std::max(1, env_int("MIXSOLVE_LU_GROUP", kDefaultUpdateGroup));
+    Context& bulk_ctx = ctx_;
+    Context& chain_ctx = look_ahead ? *panel_ctx_ : ctx_;
+    cudaStream_t bulk = bulk_ctx.stream(), chain = chain_ctx.stream();
+    cudaStream_t left = look_ahead ? swap_stream_ : bulk;
     int multiprocessors = 0;
     MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, ctx_.device()));
-    MultiprocessorLimitScope limit(ctx_, look_ahead ? std::max(1, multiprocessors - panel_->blocks()) : 0);
-    StreamEvent to_panel, from_panel, to_left, from_left;
+    MultiprocessorLimitScope limit(bulk_ctx, look_ahead ? std::max(1, multiprocessors - panel_->blocks()) : 0);
     Profile& profile = profile_;
     const auto started = std::chrono::steady_clock::now();
-
-    auto trailing_update = [&](std::int64_t j0, std::int64_t jb, std::int64_t c0, std::int64_t c1) {
-      const std::int64_t rows = n_ - j0 - jb;
-      update.run(ctx_, gemm::GemmArgs<float>{gemm::Op::N, gemm::Op::N, rows, c1 - c0, jb, -1.0f, f + (j0 + jb) + j0 * n_,
-                                             n_, f + j0 + c0 * n_, n_, 1.0f, f + (j0 + jb) + c0 * n_, n_, false});
+    const std::int64_t panels = (n_ + nb_ - 1) / nb_;
+    // to_chain: the FP32 copy, then each bulk update's start; moves_ready: a panel's moves and the
+    // pending L columns' interchanges, for the bulk and left streams; bulk_done: the L columns a
+    // bulk update read, for the left stream; column_ready[q]: panel q's columns are up to date
+    // but for the panels the chain applies itself.
+    StreamEvent to_chain, moves_ready, bulk_done, from_left, from_chain;
+    std::vector<std::unique_ptr<StreamEvent>> column_ready(panels);
+    const auto first_column = [&](std::int64_t q) { return std::min(q * nb_, n_); };  // of panel q
+    const auto at = [&](std::int64_t row, std::int64_t column) { return f + row + column * n_; };
+    // Panel q's interchanges, as moves (one slot per panel: the left-hand stream reads them later).
+    const auto move_slot = [&](std::int64_t q) {
+      return std::tuple<int*, int*, int*>{move_to_.data() + q * 2 * kPanelMaxWidth,
+                                          move_from_.data() + q * 2 * kPanelMaxWidth, move_count_.data() + q};
+    };
+    // The updates of panels [p0, p1] on the columns [c0, c1), on c's stream: their interchanges
+    // in order, then per panel U12 = L11^-1 A12 (cublasStrsm) and the update of the group's later
+    // block rows, then one update of every row below the group with k = the group's width.
+    const auto apply_panels = [&](Context& c, std::int64_t p0, std::int64_t p1, std::int64_t c0, std::int64_t c1) {
+      cudaStream_t s = c.stream();
+      const auto multiply_subtract = [&](std::int64_t r0, std::int64_t r1, std::int64_t k0, std::int64_t k1) {
+        profile.start(Profile::Update, s);
+        update.run(c, gemm::GemmArgs<float>{gemm::Op::N, gemm::Op::N, r1 - r0, c1 - c0, k1 - k0, -1.0f, at(r0, k0), n_,
+                                            at(k0, c0), n_, 1.0f, at(r0, c0), n_, false});
+        profile.stop(Profile::Update, s);
+      };
+      profile.start(Profile::RightSwaps, s);
+      for (std::int64_t q = p0; q <= p1; ++q) {
+        const auto [to, from, moves] = move_slot(q);
+        apply_row_moves(f, n_, to, from, moves, c0, c1, c1, c1, s);
+      }
+      profile.stop(Profile::RightSwaps, s);
+      const std::int64_t below = first_column(p1 + 1);
+      for (std::int64_t q = p0; q <= p1; ++q) {
+        const std::int64_t j0 = first_column(q), jb = first_column(q + 1) - j0;
+        profile.start(Profile::RowBlock, s);
+        const float one = 1.0f;
+        MIXSOLVE_CUBLAS_CHECK(cublasStrsm(c.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                                          CUBLAS_DIAG_UNIT, int(jb), int(c1 - c0), &one, at(j0, j0), int(n_),
+                                          at(j0, c0), int(n_)));
+        profile.stop(Profile::RowBlock, s);
+        if (q < p1) multiply_subtract(j0 + jb, below, j0, j0 + jb);
+      }
+      if (below < n_) multiply_subtract(below, n_, first_column(p0), below);
     };
 
-    to_panel.order(main, panel);
-    profile.start(Profile::Panel, panel);
-    factor_panel(panel_ctx, 0, std::min<std::int64_t>(nb_, n_));
-    profile.stop(Profile::Panel, panel);
-    for (std::int64_t j0 = 0; j0 < n_; j0 += nb_) {
-      const std::int64_t jb = std::min<std::int64_t>(nb_, n_ - j0), next = j0 + jb, rest = n_ - next;
-      from_panel.order(panel, main);
-      // The panel's interchanges as moves (one slot per panel: the left-hand stream reads them
-      // later), applied to the columns right of the panel.
-      const std::int64_t slot = j0 / nb_;
-      int* to = move_to_.data() + slot * 2 * kPanelMaxWidth;
-      int* from = move_from_.data() + slot * 2 * kPanelMaxWidth;
-      int* moves = move_count_.data() + slot;
-      profile.start(Profile::RightSwaps, main);
-      interchanges_to_moves(pivots_.data(), j0, int(jb), to, from, moves, main);
-      profile.stop(Profile::RightSwaps, main);
-      if (j0 > 0) {
-        // Columns [0, j0) were last read by the previous step's update, enqueued before this point.
-        to_left.order(main, left);
+    to_chain.order(bulk, chain);
+    profile.start(Profile::Panel, chain);
+    factor_panel(chain_ctx, 0, std::min<std::int64_t>(nb_, n_));
+    profile.stop(Profile::Panel, chain);
+    std::int64_t pending = 0;  // the first panel whose update the bulk columns lack
+    for (std::int64_t p = 0; p < panels; ++p) {
+      const std::int64_t j0 = first_column(p);
+      const auto [to, from, moves] = move_slot(p);
+      profile.start(Profile::RightSwaps, chain);
+      interchanges_to_moves(pivots_.data(), j0, int(first_column(p + 1) - j0), to, from, moves, chain);
+      profile.stop(Profile::RightSwaps, chain);
+      // The interchanges on the L columns to the left: the pending panels' on the chain (the
+      // pending updates read them next), the older ones on the left-hand stream once the last
+      // bulk update has read them.
+      const std::int64_t pending_column = first_column(pending);
+      if (pending_column < j0) {
+        profile.start(Profile::LeftSwaps, chain);
+        apply_row_moves(f, n_, to, from, moves, pending_column, j0, j0, j0, chain);
+        profile.stop(Profile::LeftSwaps, chain);
+      }
+      moves_ready.record(chain);
+      if (pending_column > 0) {
+        moves_ready.wait_in(left);
+        bulk_done.wait_in(left);
         profile.start(Profile::LeftSwaps, left);
-        apply_row_moves(f, n_, to, from, moves, 0, j0, j0, j0, left);
+        apply_row_moves(f, n_, to, from, moves, 0, pending_column, pending_column, pending_column, left);
         profile.stop(Profile::LeftSwaps, left);
       }
-      // The columns [c0, c1) right of the panel: interchanges, U12 = L11^-1 A12, and
-      // A22 -= L21 U12 in the backend's arithmetic.
-      const auto update_columns = [&](std::int64_t c0, std::int64_t c1) {
-        profile.start(Profile::RightSwaps, main);
-        apply_row_moves(f, n_, to, from, moves, c0, c1, c1, c1, main);
-        profile.stop(Profile::RightSwaps, main);
-        profile.start(Profile::RowBlock, main);
-        const float one = 1.0f;
-        MIXSOLVE_CUBLAS_CHECK(cublasStrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                                          CUBLAS_DIAG_UNIT, int(jb), int(c1 - c0), &one, f + j0 + j0 * n_, int(n_),
-                                          f + j0 + c0 * n_, int(n_)));
-        profile.stop(Profile::RowBlock, main);
-        profile.start(Profile::Update, main);
-        trailing_update(j0, jb, c0, c1);
-        profile.stop(Profile::Update, main);
-      };
-      if (rest == 0) break;
-      // Only the next panel's columns are on the critical path: they are brought up to date
-      // first and the next panel starts; the other columns follow beside it.
-      const std::int64_t next_jb = std::min<std::int64_t>(nb_, rest);
-      update_columns(next, next + next_jb);
-      to_panel.order(main, panel);
-      profile.start(Profile::Panel, panel);
-      factor_panel(panel_ctx, next, next_jb);
-      profile.stop(Profile::Panel, panel);
-      if (rest > next_jb) update_columns(next + next_jb, n_);
+      if (p + 1 == panels) break;
+      // The next panel's columns, then the next panel, on the chain.
+      const std::int64_t next = first_column(p + 1), after_next = first_column(p + 2);
+      if (column_ready[p + 1]) column_ready[p + 1]->wait_in(chain);
+      apply_panels(chain_ctx, pending, p, next, after_next);
+      profile.start(Profile::Panel, chain);
+      factor_panel(chain_ctx, next, after_next - next);
+      profile.stop(Profile::Panel, chain);
+      // A bulk update once `group` panels are pending: the next panels' columns one by one (the
+      // chain waits for each), then the rest.
+      if (after_next < n_ && p + 1 - pending >= group) {
+        moves_ready.wait_in(bulk);
+        std::int64_t q = p + 2;
+        for (; q < std::min(panels, p + 2 + group); ++q) {
+          apply_panels(bulk_ctx, pending, p, first_column(q), first_column(q + 1));
+          if (!column_ready[q]) column_ready[q] = std::make_unique<StreamEvent>();
+          column_ready[q]->record(bulk);
+        }
+        if (q < panels) apply_panels(bulk_ctx, pending, p, first_column(q), n_);
+        bulk_done.record(bulk);
+        pending = p + 1;
+      }
     }
-    from_left.order(left, main);
-    from_panel.order(panel, main);
+    from_left.order(left, bulk);
+    from_chain.order(chain, bulk);
     if (profile.enabled()) {
       ctx_.synchronize();
       profile.report_factorization(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
@@ -631,7 +682,7 @@ class DeviceEngine final : public Engine {
                         projection_.bytes() +
                         (triangular32_ ? triangular32_->bytes() : 0) +
                         (triangular64_ ? triangular64_->bytes() : 0) +
-                        ctx_.workspace_capacity();
+                        ctx_.workspace_capacity() + (panel_ctx_ ? panel_ctx_->workspace_capacity() : 0);
     for (const auto& s : scratch_) bytes += s.bytes();
     peak_ = std::max(peak_, bytes);
   }
