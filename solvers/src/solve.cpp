@@ -117,6 +117,11 @@ constexpr int kBadStepsAllowedGmres = 1;
 // GMRES iterations after which the convergence rate is trusted to predict the rest (judged at
 // each restart).
 constexpr int kGmresJudgeAfter = 16;
+// SolveOptions::escalate_by_cost: the next rung's factorization is estimated at this multiple of
+// the current one's time (measured ratios in solve.hpp). Was 1 while the path was FP16 -> FP32;
+// with fp16x3 -> FP64 at n = 32768, cond 1e6, the factor 1 sent a GMRES that had 38 iterations
+// behind it to the FP64 LU (1.41 s, 0.53x dgetrf+getrs; H100).
+constexpr double kNextRungCostFactor = 2.0;
 
 // The first refinement under Refinement::Auto: classic IR, for every precision. FP16 / BF16 /
 // TF32 factors need GMRES-IR (Carson and Higham) once cond * u_low passes ~1, but below that
@@ -476,7 +481,8 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
     const auto t1 = Clock::now();
     const bool higher_rung = s.next < s.path.size() && attempt.precision != Precision::FP64;
     Refiner refiner(*s.engine, s.options, s.norm_a, b, x,
-                    s.options.escalate_by_cost && higher_rung ? s.current_factor_seconds : INFINITY);
+                    s.options.escalate_by_cost && higher_rung ? kNextRungCostFactor * s.current_factor_seconds
+                                                               : INFINITY);
     attempt.stop = refiner.run(attempt.refinement, attempt, report);
     s.engine->synchronize();
     attempt.refinement_seconds = seconds_since(t1);
