@@ -25,7 +25,7 @@ int main(int argc, char** argv) try {
   const auto sizes = opt.sizes("sizes", "4096,8192,16384");
   const auto sweep_n = opt.sizes("sweep-n", "2048").front();
   const auto sweep_k = opt.sizes("sweep-k", "256,1024,4096,16384");
-  const auto names = opt.list("backends", "cublas-sgemm,cublas-tf32,cublas-fp16,cublas-bf16,halfhalf,tf32tf32,halfhalf-mma-sync,tf32tf32-mma-sync,markidis,cublas-dgemm");
+  const auto names = opt.list("backends", "cublas-sgemm,cublas-tf32,cublas-fp16,cublas-bf16,cublas-fp16x3,halfhalf,tf32tf32,halfhalf-mma-sync,tf32tf32-mma-sync,markidis,cublas-dgemm");
   const int reps = std::stoi(opt.get("reps", "5"));
   Context ctx;
   std::vector<const Backend*> backends;
