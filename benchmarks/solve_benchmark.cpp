@@ -260,7 +260,7 @@ int main(int argc, char** argv) try {
   const auto sizes = opt.sizes("sizes", "8192,16384");
   const auto spectra = opt.list("spectra", "geo,arith");
   const auto conds = opt.list("conds", "1e2,1e4,1e6,1e8,1e10");
-  const auto precisions = opt.list("precisions", "fp64,fp32,tf32,fp16,bf16,halfhalf,tf32tf32,auto");
+  const auto precisions = opt.list("precisions", "fp64,fp32,tf32,fp16,bf16,halfhalf,tf32tf32,fp16x3,auto");
   const auto irs = opt.list("irs", "32F,TF32,16F,16BF");
   const bool gmres = opt.get("irs-refinement", "gmres") == "gmres";
   const int warmup = int(opt.sizes("warmup", "1")[0]), reps = int(opt.sizes("reps", "3")[0]);

@@ -100,7 +100,7 @@ TEST(Registry, ListsEveryBackendOnceAndFindsThemByName) {
     EXPECT_EQ(&find_backend(b->name()), b);
     EXPECT_FALSE(b->description().empty());
   }
-  for (const char* required : {"cublas-dgemm", "cublas-sgemm", "cublas-tf32", "cublas-fp16", "cublas-bf16", "halfhalf",
+  for (const char* required : {"cublas-dgemm", "cublas-sgemm", "cublas-tf32", "cublas-fp16", "cublas-bf16", "cublas-fp16x3", "halfhalf",
                                "tf32tf32", "markidis", "host-fp64", "host-fp32", "model-halfhalf-rz",
                                "model-halfhalf-rn"})
     EXPECT_TRUE(names.count(required)) << required;
