@@ -85,6 +85,34 @@ class CublasTf32 final : public Backend {
   }
 };
 
+// The stored shapes of A and B (op(A) is m x k, op(B) is k x n).
+struct StoredShapes {
+  std::int64_t a_rows, a_cols, b_rows, b_cols;
+};
+StoredShapes stored_shapes(const GemmArgs<float>& a) {
+  return {a.op_a == Op::N ? a.m : a.k, a.op_a == Op::N ? a.k : a.m, a.op_b == Op::N ? a.k : a.n,
+          a.op_b == Op::N ? a.n : a.k};
+}
+
+// Grid of the element-wise conversion kernels (grid-stride loops).
+unsigned conversion_blocks(std::int64_t total) {
+  return unsigned((total + 255) / 256 < 8192 ? (total + 255) / 256 : 8192);
+}
+
+// With check_range, reads the conversion kernels' overflow counts of A and B (one
+// synchronisation) and throws RangeError naming the operand, the count and `format`.
+void report_overflows(const GemmArgs<float>& a, const unsigned int* overflow, cudaStream_t stream,
+                      const std::string& backend, const std::string& format) {
+  if (!a.check_range) return;
+  unsigned int counts[2] = {0, 0};
+  MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(counts, overflow, sizeof counts, cudaMemcpyDeviceToHost, stream));
+  MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (int i = 0; i < 2; ++i)
+    if (counts[i] > 0)
+      throw RangeError("gemm(" + backend + "): " + std::to_string(counts[i]) + " entries of " + (i ? "B" : "A") +
+                       " are finite but overflow " + format + "; use a scaled backend (halfhalf) or tf32tf32");
+}
+
 // Rounds a rows x cols FP32 matrix (leading dimension ld) to a packed 16-bit copy and counts
 // finite entries that overflow the 16-bit format (they would silently become Inf).
 template <class Half>
@@ -126,27 +154,18 @@ class CublasHalfPrecision final : public Backend {
     const GemmShape s = shape_of(a);
     detail::WorkspaceCarver ws(ctx.workspace(workspace_bytes(s)));
     unsigned int* overflow = ws.take<unsigned int>(2);
-    const std::int64_t a_rows = a.op_a == Op::N ? a.m : a.k, a_cols = a.op_a == Op::N ? a.k : a.m;
-    const std::int64_t b_rows = a.op_b == Op::N ? a.k : a.n, b_cols = a.op_b == Op::N ? a.n : a.k;
+    const auto [a_rows, a_cols, b_rows, b_cols] = stored_shapes(a);
     Half* a16 = ws.take<Half>(a_rows * a_cols);
     Half* b16 = ws.take<Half>(b_rows * b_cols);
     cudaStream_t stream = ctx.stream();
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(overflow, 0, 2 * sizeof(unsigned int), stream));
-    auto blocks = [](std::int64_t total) { return unsigned((total + 255) / 256 < 8192 ? (total + 255) / 256 : 8192); };
-    round_to_16bit_kernel<<<blocks(a_rows * a_cols), 256, 0, stream>>>(a.a, a_rows, a_cols, a.lda, a16, overflow);
+    round_to_16bit_kernel<<<conversion_blocks(a_rows * a_cols), 256, 0, stream>>>(a.a, a_rows, a_cols, a.lda, a16,
+                                                                                   overflow);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    round_to_16bit_kernel<<<blocks(b_rows * b_cols), 256, 0, stream>>>(a.b, b_rows, b_cols, a.ldb, b16, overflow + 1);
+    round_to_16bit_kernel<<<conversion_blocks(b_rows * b_cols), 256, 0, stream>>>(a.b, b_rows, b_cols, a.ldb, b16,
+                                                                                   overflow + 1);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    if (a.check_range) {
-      unsigned int counts[2] = {0, 0};
-      MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(counts, overflow, sizeof counts, cudaMemcpyDeviceToHost, stream));
-      MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
-      for (int i = 0; i < 2; ++i)
-        if (counts[i] > 0)
-          throw RangeError("gemm(" + name() + "): " + std::to_string(counts[i]) + " entries of " + (i ? "B" : "A") +
-                           " are finite but overflow " + (kFp16 ? "FP16 (|x| >= 65520)" : "BF16") +
-                           "; use a scaled backend (halfhalf) or tf32tf32");
-    }
+    report_overflows(a, overflow, stream, name(), kFp16 ? "FP16 (|x| >= 65520)" : "BF16");
     const cudaDataType_t t = kFp16 ? CUDA_R_16F : CUDA_R_16BF;
     MathModeScope mode(ctx.cublas(), CUBLAS_DEFAULT_MATH);
     MIXSOLVE_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), to_cublas(a.op_a), to_cublas(a.op_b), int(a.m), int(a.n), int(a.k),
@@ -226,28 +245,18 @@ class CublasFp16x3 final : public Backend {
     const GemmShape s = shape_of(a);
     detail::WorkspaceCarver ws(ctx.workspace(workspace_bytes(s)));
     unsigned int* overflow = ws.take<unsigned int>(2);
-    const std::int64_t a_rows = a.op_a == Op::N ? a.m : a.k, a_cols = a.op_a == Op::N ? a.k : a.m;
-    const std::int64_t b_rows = a.op_b == Op::N ? a.k : a.n, b_cols = a.op_b == Op::N ? a.n : a.k;
+    const auto [a_rows, a_cols, b_rows, b_cols] = stored_shapes(a);
     __half* a3 = ws.take<__half>(3 * a_rows * a_cols);
     __half* b3 = ws.take<__half>(3 * b_rows * b_cols);
     cudaStream_t stream = ctx.stream();
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(overflow, 0, 2 * sizeof(unsigned int), stream));
-    auto blocks = [](std::int64_t total) { return unsigned((total + 255) / 256 < 8192 ? (total + 255) / 256 : 8192); };
-    split_three_fp16_kernel<<<blocks(a_rows * a_cols), 256, 0, stream>>>(a.a, a_rows, a_cols, a.lda, a.op_a == Op::N,
-                                                                         0, 0, 1, a3, overflow);
+    split_three_fp16_kernel<<<conversion_blocks(a_rows * a_cols), 256, 0, stream>>>(
+        a.a, a_rows, a_cols, a.lda, a.op_a == Op::N, 0, 0, 1, a3, overflow);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    split_three_fp16_kernel<<<blocks(b_rows * b_cols), 256, 0, stream>>>(a.b, b_rows, b_cols, a.ldb, a.op_b == Op::T,
-                                                                         0, 1, 0, b3, overflow + 1);
+    split_three_fp16_kernel<<<conversion_blocks(b_rows * b_cols), 256, 0, stream>>>(
+        a.b, b_rows, b_cols, a.ldb, a.op_b == Op::T, 0, 1, 0, b3, overflow + 1);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    if (a.check_range) {
-      unsigned int counts[2] = {0, 0};
-      MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(counts, overflow, sizeof counts, cudaMemcpyDeviceToHost, stream));
-      MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
-      for (int i = 0; i < 2; ++i)
-        if (counts[i] > 0)
-          throw RangeError("gemm(" + name() + "): " + std::to_string(counts[i]) + " entries of " + (i ? "B" : "A") +
-                           " are finite but overflow FP16 (|x| >= 65520); use a scaled backend (halfhalf) or tf32tf32");
-    }
+    report_overflows(a, overflow, stream, name(), "FP16 (|x| >= 65520)");
     // The packed copies: op(A) = A is m x 3k (ld m), A^T is stored 3k x m (ld 3k); likewise B.
     const std::int64_t lda3 = a.op_a == Op::N ? a_rows : 3 * a_rows, ldb3 = a.op_b == Op::N ? 3 * b_rows : b_rows;
     MathModeScope mode(ctx.cublas(), CUBLAS_DEFAULT_MATH);
