@@ -25,29 +25,20 @@ unsigned blocks_for(std::int64_t total, int threads = 256) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Panel factorization with tournament pivoting (communication-avoiding LU, "CALU": Grigori,
-// Demmel and Xiang, SIAM J. Matrix Anal. Appl. 32(4), 2011). Partial pivoting needs one
-// grid-wide argmax per column: 32 exchanges per 32-column sub-panel, ~3.7 us per column on an
-// H100 (measured, session 4). A tournament picks a sub-panel's 32 pivot rows with one exchange:
-// each block factors its own rows with partial pivoting and proposes the rows it pivoted on; the
-// proposals are factored once more, and the rows that win are the pivots. This is not GEPP (|L|
-// is not bounded by 1, only small in practice); the refinement and the FP64 fallback cover the
-// difference, as they cover the low-precision update. One cooperative launch factors the whole
-// m x w panel (w <= kPanelMaxWidth); each block owns a contiguous range of rows. Per sub-panel of
-// kPanelSubWidth columns (LAPACK's getrf inside getrf2's place):
-//   a. the block loads its rows of the sub-panel into shared memory and
-//      1. factors those at or below the sub-panel's diagonal with partial pivoting (tile_lu:
-//         block barriers only) and publishes the original values of the (up to) 32 rows it
-//         pivoted on; the owners of the sub-panel's top 32 rows publish those too;
-//      2. grid.sync; every block, redundantly, factors all proposals (in rounds where they do not
-//         fit its shared memory, the winners so far against the next proposals). The first 32
-//         rows of that factorization are the pivots, in order, and hold L11 and U11;
-//      3. warp 0 turns the pivots into LAPACK's sequential interchanges and into moves ("row
-//         `to` receives the old row `from`");
-//      4. the block reloads its rows and computes its rows of L21 = A21 U11^-1 (the rows that
-//         move in come from the published top rows), and stores the sub-panel;
-//   b. applies the moves to the panel's other columns (the rows that move are staged through
-//      global memory: two grid synchronisations);
+// Panel factorization. Partial pivoting needs one global argmax per column, so a panel of w
+// columns costs w grid-wide exchanges; launching a kernel (or several) per column, as a cuSOLVER
+// getrf on a tall panel does, costs several times more. Here one cooperative launch factors the
+// whole m x w panel (w <= kPanelMaxWidth). Each block owns a contiguous range of rows. The panel
+// is blocked by sub-panels of kPanelSubWidth columns (LAPACK's getrf inside getrf2's place):
+//   a. the block loads its rows of the sub-panel into shared memory and, per column j:
+//      1. finds its candidate (largest |a(i,j)|, i >= j, lowest index on ties, as isamax) and
+//         publishes it with its row of the sub-panel; the owner of row j publishes row j;
+//      2. polls every block's candidate (this is also the barrier, see `publish`), picks the
+//         winner (every block, redundantly) and fetches the winner's row and row j;
+//      3. swaps rows j and p where it owns them, scales its part of column j by 1/pivot and
+//         applies the rank-1 update to its rows;
+//   b. writes the sub-panel back and applies the sub-panel's interchanges to the panel's other
+//      columns (the rows that move are staged through global memory: two grid synchronisations);
 //   c. every block computes U12 = L11^-1 A12 for the sub-panel's rows (a 32 x 32 unit lower
 //      solve per column of the rest of the panel) into shared memory; the owners of the rows
 //      store it in the next sub-panel's step b;
@@ -55,187 +46,69 @@ unsigned blocks_for(std::int64_t total, int threads = 256) {
 // FP32 throughout: these are a few percent of the LU's flops, and the pivot search then sees
 // FP32-accurate columns whatever the trailing update's arithmetic.
 constexpr int kPanelThreads = 512;
-constexpr int kPanelWarps = kPanelThreads / 32;
 constexpr int kPanelMinRowsPerBlock = 64;
 constexpr int kSub = kPanelSubWidth;
-constexpr int kTileStride = kSub + 1;  // padded row of the shared tile: no bank conflicts
-constexpr int kUpdateChunk = 32;       // columns of A22 one thread updates per task in step d
-static_assert(kSub == 32, "the interchange bookkeeping of step a3 uses one lane per sub-panel row");
+constexpr int kTileStride = kSub + 1;   // padded row of the shared tile: no bank conflicts
+constexpr int kSlotWords = 1 + kSub;    // a block's publication: its candidate, the candidate's row
+constexpr unsigned kNoCandidate = 0xffffu;  // a block with no row at or below the diagonal
+constexpr unsigned kMaxTag = 0xffffu;       // tags are 16 bits; 0 is never current
+constexpr int kUpdateChunk = 32;        // columns of A22 one thread updates per task in step d
+static_assert(kSub == 32, "the interchange bookkeeping of step b uses one lane per sub-panel row");
 
 __host__ __device__ inline int round_up4(std::int64_t v) { return int((v + 3) / 4 * 4); }
 
-// The dynamic shared memory of the panel kernel, in 4-byte words, in layout order (each part
-// 16-byte aligned; U12's rows padded with zeros to whole kUpdateChunks): the tile (the block's
-// rows of the sub-panel, or the proposals in step a2), the tile rows' panel rows and proposal
-// slots, U12, L11 (L11 and U11 in step a) and the proposals' prefix counts per block.
+// The dynamic shared memory of the panel kernel, in floats, in layout order (each part 16-byte
+// aligned; U12's rows padded with zeros to whole kUpdateChunks): the block's rows of the
+// sub-panel, U12 and L11.
 struct PanelShared {
-  int tile, ids, slots, u12_stride, u12, l11, counts;
-  __host__ __device__ PanelShared(int tile_rows, int w, int blocks)
-      : tile(round_up4(std::int64_t(tile_rows) * kTileStride)),
-        ids(round_up4(tile_rows)),
-        slots(round_up4(tile_rows)),
+  int tile, u12_stride, u12, l11;
+  __host__ __device__ PanelShared(int rows_per_block, int w)
+      : tile(round_up4(std::int64_t(rows_per_block) * kTileStride)),
         u12_stride(w > kSub ? (w - kSub + kUpdateChunk - 1) / kUpdateChunk * kUpdateChunk : 0),
         u12(kSub * u12_stride),
-        l11(round_up4(kSub * kTileStride)),
-        counts(round_up4(blocks + 1)) {}
-  __host__ __device__ std::size_t bytes() const {
-    return std::size_t(tile + ids + slots + u12 + l11 + counts) * 4;
-  }
-  // Shared memory per tile row.
-  static constexpr std::size_t kRowBytes = (kTileStride + 2) * 4;
+        l11(round_up4(kSub * kTileStride)) {}
+  __host__ __device__ std::size_t bytes() const { return std::size_t(tile + u12 + l11) * sizeof(float); }
 };
 
 struct PanelArgs {
   float* a;
   std::int64_t lda;
-  int m, w, rows_per_block, tile_rows;
-  float* proposals;    // [blocks * kSub + kSub][kSub]: the proposed rows' values, then the top rows
-  int* proposal_rows;  // [blocks * kSub]: their panel rows
-  float* moved_rows;   // [2 * kSub][kPanelMaxWidth]: step b's staging
+  int m, w, rows_per_block;
+  unsigned long long* exchange;  // [2][blocks * kSlotWords + kSub]: per column parity
+  float* moved_rows;             // [2 * kSub][kPanelMaxWidth]: step b's staging
   int* pivots;
   std::int64_t row_offset;
   int* first_zero_pivot;
   std::int64_t column_offset;
+  unsigned tag0;  // column j publishes with tag tag0 + j (unique across launches)
 };
 
-// 64-bit words that the triangular solver publishes its parts of x through: single-copy atomic,
-// so a reader that sees a word's current tag sees its current payload, no fence.
+// Publications are 64-bit words, a 16-bit tag above a 48-bit payload (a float, or a block's
+// candidate: its row within the block above its |value|). 64-bit accesses are single-copy atomic,
+// so a reader that sees the current column's tag sees the current payload: no fence. Waiting for
+// every block's candidate word is the grid-wide barrier of the column; the winner's row and row j
+// follow in a second round trip (fetching every block's row at once instead was slower: L2
+// contention). A block overwrites a word of parity j % 2 for column j + 2 only after it has seen
+// every candidate of column j + 1, which each block published after it had fetched what it
+// needed of column j.
 __device__ inline void store_word(unsigned long long* word, unsigned long long v) {
   asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(word), "l"(v) : "memory");
+}
+__device__ inline void publish(unsigned long long* word, unsigned tag, unsigned long long payload) {
+  store_word(word, (static_cast<unsigned long long>(tag) << 48) | payload);
 }
 __device__ inline unsigned long long load_word(const unsigned long long* word) {
   unsigned long long v;
   asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(word) : "memory");
   return v;
 }
+__device__ inline bool tagged(unsigned long long v, unsigned tag) { return static_cast<unsigned>(v >> 48) == tag; }
 
-// Rows one tile_lu call factors: kLuRowsPerThread per thread, in registers.
-constexpr int kLuRowsPerThread = 2;
-constexpr int kLuRows = kPanelThreads * kLuRowsPerThread;
-
-// The pivot search compares keys: 0 for no row, 1 for NaN, 2 + the bits of |value| otherwise
-// (the bits of non-negative floats order as the floats do). Ties go to the lower row, as isamax.
-__device__ inline unsigned pivot_key(float value) {
-  const float a = fabsf(value);
-  return a == a ? __float_as_uint(a) + 2u : 1u;
-}
-// The warp's best (key, row): every lane gets it, and the lane that holds it. Two warp
-// reductions (redux.sync) instead of a five-step shuffle tree: the search is on the critical path
-// of every column.
-struct WarpBest {
-  unsigned key;
-  int row, lane;
-};
-__device__ inline WarpBest warp_best(unsigned key, int row) {
-  const unsigned top = __reduce_max_sync(0xffffffffu, key);
-  const int lowest = __reduce_min_sync(0xffffffffu, key == top ? row : INT_MAX);
-  const unsigned holders = __ballot_sync(0xffffffffu, key == top && row == lowest);
-  return WarpBest{top, lowest, __ffs(holders) - 1};
-}
-
-// A warp's best candidate of a column with its row: the slots tile_lu exchanges through, two
-// sets (by column parity) so that one barrier per column suffices.
-struct alignas(16) LuExchange {
-  float values[2][kPanelWarps][kSub];  // first: 16-byte aligned rows
-  unsigned key[2][kPanelWarps];
-  int row[2][kPanelWarps], position[2][kPanelWarps];
-};
-
-// LU with partial pivoting, as getf2 (a zero pivot leaves its column unscaled), of the columns
-// [0, ws) of up to kLuRows rows of the tile: the rows at the positions winners[0 .. held), then
-// those at [begin, begin + count - held). The tile is only read: the rows are factored in
-// registers. Writes the pivots' positions, in order, to pivots[0 .. min(ws, count)) (which may
-// be `winners`) and their factored rows (L left of the diagonal, U from it) to lu (stride
-// kTileStride); returns the first column with a zero pivot, ws if none. Per column: one block
-// barrier; every warp then reduces the warps' candidates itself and reads the pivot row from the
-// winning warp's slot. A NaN loses to every number, and wins only where the column has nothing
-// else left (a NaN pivot, as getf2 would take).
-__device__ int tile_lu(const float* tile, const int* tile_rows, const int* winners, int held, int begin, int count,
-                       int ws, int* pivots, float* lu, LuExchange& x) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int steps = min(ws, count);
-  float v[kLuRowsPerThread][kSub];
-  int row[kLuRowsPerThread], position[kLuRowsPerThread];
-  bool live[kLuRowsPerThread];
-#pragma unroll
-  for (int k = 0; k < kLuRowsPerThread; ++k) {
-    const int i = threadIdx.x + k * kPanelThreads;
-    live[k] = i < count;
-    position[k] = !live[k] ? 0 : i < held ? winners[i] : begin + (i - held);
-    row[k] = live[k] ? tile_rows[position[k]] : INT_MAX;
-#pragma unroll
-    for (int c = 0; c < kSub; ++c) v[k][c] = live[k] && c < ws ? tile[position[k] * kTileStride + c] : 0.0f;
-  }
-  __syncthreads();  // every winner is read before `pivots` (which may be `winners`) is written
-  int zero_column = ws;
-#pragma unroll
-  for (int j = 0; j < kSub; ++j) {
-    if (j >= steps) break;
-    const int parity = j & 1;
-    // This thread's best row, then the warp's.
-    unsigned key = 0;
-    int best_row = INT_MAX, best_k = 0;
-#pragma unroll
-    for (int k = 0; k < kLuRowsPerThread; ++k) {
-      const unsigned rk = live[k] ? pivot_key(v[k][j]) : 0u;
-      if (rk > key || (rk == key && rk != 0u && row[k] < best_row)) {
-        key = rk;
-        best_row = row[k];
-        best_k = k;
-      }
-    }
-    const WarpBest mine = warp_best(key, best_row);
-    if (lane == mine.lane) {  // publish the warp's best row (none: key 0)
-      x.key[parity][warp] = mine.key;
-      x.row[parity][warp] = mine.row;
-#pragma unroll
-      for (int k = 0; k < kLuRowsPerThread; ++k)
-        if (k == best_k) {
-          x.position[parity][warp] = position[k];
-#pragma unroll
-          for (int c = 0; c < kSub; ++c) x.values[parity][warp][c] = v[k][c];
-        }
-    }
-    __syncthreads();
-    const WarpBest all = warp_best(lane < kPanelWarps ? x.key[parity][lane] : 0u,
-                                   lane < kPanelWarps ? x.row[parity][lane] : INT_MAX);
-    const float* pivot_row = x.values[parity][all.lane];
-    const float pivot_value = pivot_row[j];
-    if (pivot_value == 0.0f && zero_column == ws) zero_column = j;
-    if (warp == 0) {
-      if (lane < ws) lu[j * kTileStride + lane] = pivot_row[lane];
-      if (lane == 0) pivots[j] = x.position[parity][all.lane];
-    }
-#pragma unroll
-    for (int k = 0; k < kLuRowsPerThread; ++k) {
-      if (!live[k]) continue;
-      if (row[k] == all.row) {
-        live[k] = false;  // the pivot row: finished
-        continue;
-      }
-      if (pivot_value == 0.0f) continue;
-      const float l = v[k][j] / pivot_value;
-      v[k][j] = l;
-#pragma unroll
-      for (int c = j + 1; c < kSub; ++c) v[k][c] = fmaf(-l, pivot_row[c], v[k][c]);
-    }
-  }
-  __syncthreads();  // the caller reads pivots and lu next
-  return zero_column;
-}
-
-// L U = A where U is the upper triangle (with its diagonal) of the ws x ws `lu11` (stride
-// kTileStride): row v := v U^-1 in place, as getf2 would have computed that row's multipliers
-// (a zero pivot leaves its column unscaled).
-__device__ inline void solve_with_u11(float (&v)[kSub], const float* lu11, int ws) {
-#pragma unroll
-  for (int k = 0; k < kSub; ++k) {
-    if (k >= ws) break;
-    float x = v[k];
-#pragma unroll
-    for (int i = 0; i < k; ++i) x = fmaf(-v[i], lu11[i * kTileStride + k], x);
-    const float u = lu11[k * kTileStride + k];
-    v[k] = u != 0.0f ? x / u : x;
+// Combines two (|value|, row) candidates: the larger value, the lower row on ties. NaN never wins.
+__device__ inline void take_better(float& value, int& row, float other_value, int other_row) {
+  if (other_value > value || (other_value == value && other_row < row)) {
+    value = other_value;
+    row = other_row;
   }
 }
 
@@ -246,165 +119,158 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int r0 = block * p.rows_per_block;
   const int rows = max(0, min(p.m, r0 + p.rows_per_block) - r0);
-  const PanelShared layout(p.tile_rows, p.w, blocks);
-  float* tile = reinterpret_cast<float*>(shared4);          // [position * kTileStride + sub-panel column]
-  int* tile_rows = reinterpret_cast<int*>(tile + layout.tile);  // the panel row at each position
-  int* tile_slots = tile_rows + layout.ids;                   // the proposal slot at each position
-  float* u12 = reinterpret_cast<float*>(tile_slots + layout.slots);  // [k * u12_stride + column right of the sub-panel]
-  float* l11 = u12 + layout.u12;                              // [i * kTileStride + k]
-  int* proposals_before = reinterpret_cast<int*>(l11 + layout.l11);  // [block]: proposals of the blocks before
-  __shared__ LuExchange lu_exchange;
-  __shared__ int pivot_positions[kSub];  // tile_lu's pivots, as tile positions, in order
-  __shared__ int pivot_rows[kSub];       // the sub-panel's pivots, as panel rows, in order
-  __shared__ int move_to[2 * kSub], move_from[2 * kSub], moves, zero_column;
+  const PanelShared layout(p.rows_per_block, p.w);
+  float* tile = reinterpret_cast<float*>(shared4);  // [local row * kTileStride + sub-panel column]
+  float* u12 = tile + layout.tile;                   // [k * u12_stride + column right of the sub-panel]
+  float* l11 = u12 + layout.u12;                     // [i * kTileStride + k]
+  __shared__ float warp_value[kPanelThreads / 32];
+  __shared__ int warp_row[kPanelThreads / 32];
+  __shared__ float pivot_row[kSub];
+  __shared__ int sub_pivots[kSub];
+  __shared__ int move_to[2 * kSub], move_from[2 * kSub], moves;
   const auto owned = [&](int row) { return row >= r0 && row < r0 + rows; };
-  // Block b's proposals in sub-panel s: its rows at or below the diagonal, at most ws.
-  const auto proposals_of = [&](int b, int s, int ws) {
-    const int begin = max(b * p.rows_per_block, s), end = min(p.m, (b + 1) * p.rows_per_block);
-    return max(0, min(ws, end - begin));
-  };
 
   for (int s = 0; s < p.w; s += kSub) {
     const int ws = min(kSub, p.w - s), right = p.w - s - ws;
-    const int own_first = max(0, s - r0);  // this block's first position at or below the diagonal
-    const int own_count = max(0, rows - own_first);
-    const auto load_own_rows = [&] {
-      for (int idx = threadIdx.x; idx < own_count * ws; idx += kPanelThreads) {
-        const int r = own_first + idx % own_count, c = idx / own_count;
-        tile[r * kTileStride + c] = __ldcg(p.a + (r0 + r) + std::int64_t(s + c) * p.lda);
+    // a. The sub-panel, column by column. Rows [s - kSub, s) hold the previous sub-panel's U12,
+    //    which reaches global memory only in step b (see step c): they come from shared memory.
+    for (int c = 0; c < ws; ++c)
+      for (int r = threadIdx.x; r < rows; r += kPanelThreads) {
+        const int row = r0 + r;
+        tile[r * kTileStride + c] = s > 0 && row >= s - kSub && row < s
+                                        ? u12[(row - (s - kSub)) * layout.u12_stride + c]
+                                        : __ldcg(p.a + row + (s + c) * p.lda);
       }
-    };
-    // a1. This block's proposals: partial pivoting on its rows at or below the diagonal, in
-    //     rounds of kLuRows rows (the winners so far against the next rows). Rows above s are
-    //     finished (or hold the previous U12, which reaches global memory in step b).
-    load_own_rows();
-    for (int r = own_first + threadIdx.x; r < rows; r += kPanelThreads) tile_rows[r] = r0 + r;
     __syncthreads();
-    int held = 0;
-    for (int begin = own_first; begin < rows;) {
-      const int take = min(rows - begin, kLuRows - held);
-      tile_lu(tile, tile_rows, pivot_positions, held, begin, held + take, ws, pivot_positions, l11, lu_exchange);
-      held = min(ws, held + take);
-      begin += take;
-    }
-    const int proposed = held;  // min(ws, own_count)
-    float* top_rows = p.proposals + std::size_t(blocks) * kSub * kSub;  // [i][c]: row s + i, original
-    for (int idx = threadIdx.x; idx < (proposed + ws) * ws; idx += kPanelThreads) {
-      const int i = idx / ws, c = idx % ws;
-      if (i < proposed) {  // the tile still holds the original rows
-        const int position = pivot_positions[i];
-        p.proposals[(std::size_t(block) * kSub + i) * kSub + c] = tile[position * kTileStride + c];
-        if (c == 0) p.proposal_rows[block * kSub + i] = tile_rows[position];
-      } else if (owned(s + i - proposed)) {
-        const int t = i - proposed;
-        top_rows[t * kSub + c] = tile[(s + t - r0) * kTileStride + c];
-      }
-    }
-    grid.sync();
-
-    // a2. The final rounds, in every block. The proposals come in chunks that fill the tile
-    //     from position kSub; the winners of the chunk before wait in positions [0, kSub).
-    if (warp == 0) {  // exclusive prefix sums of the blocks' proposal counts
-      int carry = 0;
-      for (int b0 = 0; b0 <= blocks; b0 += 32) {
-        const int b = b0 + lane;
-        const int count = b < blocks ? proposals_of(b, s, ws) : 0;
-        int inclusive = count;
-        for (int o = 1; o < 32; o <<= 1) {
-          const int t = __shfl_up_sync(0xffffffffu, inclusive, o);
-          if (lane >= o) inclusive += t;
-        }
-        if (b <= blocks) proposals_before[b] = carry + inclusive - count;
-        carry += __shfl_sync(0xffffffffu, inclusive, 31);
-      }
-    }
-    __syncthreads();
-    const int total = proposals_before[blocks];  // >= ws: the panel has m - s >= ws such rows
-    int zero = ws;
-    held = 0;
-    for (int next = 0; next < total;) {
-      if (held > 0) {  // the winners so far to positions [0, held), through registers
-        float value[kLuRowsPerThread];
-        int row[kLuRowsPerThread];
-#pragma unroll
-        for (int k = 0; k < kLuRowsPerThread; ++k) {
-          const int idx = threadIdx.x + k * kPanelThreads, i = idx / ws, c = idx % ws;
-          if (idx < held * ws) {
-            value[k] = tile[pivot_positions[i] * kTileStride + c];
-            row[k] = tile_rows[pivot_positions[i]];
-          }
-        }
-        __syncthreads();
-#pragma unroll
-        for (int k = 0; k < kLuRowsPerThread; ++k) {
-          const int idx = threadIdx.x + k * kPanelThreads, i = idx / ws, c = idx % ws;
-          if (idx < held * ws) {
-            tile[i * kTileStride + c] = value[k];
-            if (c == 0) tile_rows[i] = row[k];
-          }
-        }
-        if (threadIdx.x < held) pivot_positions[threadIdx.x] = threadIdx.x;
-      }
-      const int take = min(total - next, p.tile_rows - kSub);
-      for (int q = threadIdx.x; q < take; q += kPanelThreads) {
-        const int t = next + q;  // the proposal number t: find its block
-        int lo = 0, hi = blocks - 1;
-        while (lo < hi) {
-          const int mid = (lo + hi + 1) / 2;
-          if (proposals_before[mid] <= t) lo = mid; else hi = mid - 1;
-        }
-        const int slot = lo * kSub + (t - proposals_before[lo]);
-        tile_slots[kSub + q] = slot;
-        tile_rows[kSub + q] = __ldcg(p.proposal_rows + slot);
+    for (int jj = 0; jj < ws; ++jj) {
+      const int j = s + jj;
+      const unsigned tag = p.tag0 + unsigned(j);
+      unsigned long long* slots = p.exchange + (j & 1) * (blocks * kSlotWords + kSub);
+      unsigned long long* diagonal_slot = slots + blocks * kSlotWords;
+      // 1. This block's candidate: per warp, then (step 2) over the warps.
+      float best = -1.0f;
+      int best_row = INT_MAX;
+      for (int r = threadIdx.x; r < rows; r += kPanelThreads)
+        if (r0 + r >= j) take_better(best, best_row, fabsf(tile[r * kTileStride + jj]), r0 + r);
+      for (int o = 16; o > 0; o >>= 1)
+        take_better(best, best_row, __shfl_down_sync(0xffffffffu, best, o), __shfl_down_sync(0xffffffffu, best_row, o));
+      if (lane == 0) {
+        warp_value[warp] = best;
+        warp_row[warp] = best_row;
       }
       __syncthreads();
-      for (int idx = threadIdx.x; idx < take * ws; idx += kPanelThreads) {
-        const int q = kSub + idx / ws, c = idx % ws;
-        tile[q * kTileStride + c] = __ldcg(p.proposals + std::size_t(tile_slots[q]) * kSub + c);
+      // 2. Warp 0 publishes the block's candidate (the packed (local row, |value|) word and the
+      //    candidate's row of the sub-panel; row j where the block owns it), polls every block's
+      //    candidate word (one lane per block: one poller per word keeps the L2 quiet), picks the
+      //    winner (every block, redundantly), fetches the winner's row and row j (one more round
+      //    trip, 2 words per lane), and swaps rows j and p where this block owns them.
+      if (warp == 0) {
+        best = lane < kPanelThreads / 32 ? warp_value[lane] : -1.0f;
+        best_row = lane < kPanelThreads / 32 ? warp_row[lane] : INT_MAX;
+        for (int o = 16; o > 0; o >>= 1)
+          take_better(best, best_row, __shfl_down_sync(0xffffffffu, best, o), __shfl_down_sync(0xffffffffu, best_row, o));
+        best = __shfl_sync(0xffffffffu, best, 0);
+        best_row = __shfl_sync(0xffffffffu, best_row, 0);
+        const bool found = best_row != INT_MAX;
+        if (lane < ws) {
+          const float v = found ? tile[(best_row - r0) * kTileStride + lane] : 0.0f;
+          publish(slots + block * kSlotWords + 1 + lane, tag, __float_as_uint(v));
+          if (owned(j)) publish(diagonal_slot + lane, tag, __float_as_uint(tile[(j - r0) * kTileStride + lane]));
+        }
+        if (lane == 0)
+          publish(slots + block * kSlotWords, tag,
+                  static_cast<unsigned long long>(found ? best_row - r0 : kNoCandidate) << 32 | __float_as_uint(best));
+        float v = -1.0f;
+        int row = INT_MAX, from = 0;
+        for (int b = lane; b < blocks; b += 32) {
+          unsigned long long word = load_word(slots + b * kSlotWords);
+          while (!tagged(word, tag)) word = load_word(slots + b * kSlotWords);
+          const unsigned local = static_cast<unsigned>(word >> 32) & 0xffffu;
+          const float bv = __uint_as_float(static_cast<unsigned>(word));
+          const int br = local == kNoCandidate ? INT_MAX : b * p.rows_per_block + int(local);
+          if (bv > v || (bv == v && br < row)) {
+            v = bv;
+            row = br;
+            from = b;
+          }
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+          const float ov = __shfl_down_sync(0xffffffffu, v, o);
+          const int orow = __shfl_down_sync(0xffffffffu, row, o), ofrom = __shfl_down_sync(0xffffffffu, from, o);
+          if (ov > v || (ov == v && orow < row)) {
+            v = ov;
+            row = orow;
+            from = ofrom;
+          }
+        }
+        row = __shfl_sync(0xffffffffu, row, 0);
+        from = __shfl_sync(0xffffffffu, from, 0);
+        const int pivot = row == INT_MAX ? j : row;  // an all-NaN column: a zero pivot at row j
+        if (lane < ws) {
+          const unsigned long long* winner_word = slots + from * kSlotWords + 1 + lane;
+          unsigned long long diagonal = load_word(diagonal_slot + lane), winner = load_word(winner_word);
+          while (!tagged(diagonal, tag)) diagonal = load_word(diagonal_slot + lane);
+          while (!tagged(winner, tag)) winner = load_word(winner_word);
+          const float old_j = __uint_as_float(static_cast<unsigned>(diagonal));
+          const float moved = pivot == j ? old_j : __uint_as_float(static_cast<unsigned>(winner));
+          pivot_row[lane] = moved;
+          if (pivot != j) {
+            if (owned(j)) tile[(j - r0) * kTileStride + lane] = moved;
+            if (owned(pivot)) tile[(pivot - r0) * kTileStride + lane] = old_j;
+          }
+        }
+        if (lane == 0) {
+          sub_pivots[jj] = pivot;
+          if (block == 0) p.pivots[j] = int(p.row_offset + pivot);
+        }
       }
       __syncthreads();
-      for (int begin = kSub; begin < kSub + take;) {
-        const int t = min(kSub + take - begin, kLuRows - held);
-        zero = tile_lu(tile, tile_rows, pivot_positions, held, begin, held + t, ws, pivot_positions, l11, lu_exchange);
-        held = min(ws, held + t);
-        begin += t;
+      const float pivot_value = pivot_row[jj];
+      if (pivot_value == 0.0f) {
+        if (block == 0 && threadIdx.x == 0) atomicMin(p.first_zero_pivot, int(p.column_offset + j));
+        continue;  // as getf2: no scaling, and the update would add zeros
       }
-      next += take;
+      for (int r = threadIdx.x; r < rows; r += kPanelThreads) {
+        if (r0 + r <= j) continue;
+        float* row = tile + r * kTileStride;
+        const float l = row[jj] / pivot_value;
+        row[jj] = l;
+        for (int c = jj + 1; c < ws; ++c) row[c] = fmaf(-l, pivot_row[c], row[c]);
+      }
     }
-    // l11 holds the pivots' factored rows: L11 and U11.
-    if (threadIdx.x < ws) pivot_rows[threadIdx.x] = tile_rows[pivot_positions[threadIdx.x]];
-    if (threadIdx.x == 0) zero_column = zero;
     __syncthreads();
-    if (block == 0 && threadIdx.x == 0 && zero_column < ws)
-      atomicMin(p.first_zero_pivot, int(p.column_offset + s + zero_column));
+    for (int c = 0; c < ws; ++c)  // rows above s are unchanged, or the previous U12 (step b stores it)
+      for (int r = max(0, s - r0) + threadIdx.x; r < rows; r += kPanelThreads)
+        p.a[(r0 + r) + (s + c) * p.lda] = tile[r * kTileStride + c];
+    if (p.w == ws) break;  // a panel of one sub-panel is done
 
-    // a3. Warp 0: the sequential interchanges that bring the pivots to rows s, s+1, ... (LAPACK's
-    //     ipiv), and the moves they amount to. Lane i tracks which original row position s + i
-    //     holds; lane k the k-th position below the sub-panel's rows that took part.
+    // b. The sub-panel's interchanges on the panel's other columns. Warp 0 turns the sequential
+    //    swaps j <-> sub_pivots[j] into moves "row `to` receives the old row `from`": lane i
+    //    tracks row s + i of the sub-panel and lane k the k-th row below it that took part.
+    //    (interchanges_to_moves_kernel does the same for a whole panel in shared memory; sharing
+    //    that version here cost ~6 ms of the panel's critical path at n = 16384, measured.)
     if (warp == 0) {
       int from_inside = s + lane;
       int below_row = -1, from_below = -1, below = 0;
       for (int jj = 0; jj < ws; ++jj) {
-        const int wanted = pivot_rows[jj];
-        const unsigned inside = __ballot_sync(0xffffffffu, lane < ws && from_inside == wanted);
-        const unsigned seen = __ballot_sync(0xffffffffu, lane < below && from_below == wanted);
+        const int j = s + jj, pv = sub_pivots[jj];
+        if (pv == j) continue;
         const int old_j = __shfl_sync(0xffffffffu, from_inside, jj);
-        int position;
-        if (inside) {
-          const int at = __ffs(inside) - 1;
-          position = s + at;
-          if (lane == at) from_inside = old_j;
+        if (pv < s + ws) {
+          const int old_pv = __shfl_sync(0xffffffffu, from_inside, pv - s);
+          if (lane == jj) from_inside = old_pv;
+          if (lane == pv - s) from_inside = old_j;
         } else {
+          const unsigned seen = __ballot_sync(0xffffffffu, below_row == pv);
           const int at = seen ? __ffs(seen) - 1 : below;
-          position = seen ? __shfl_sync(0xffffffffu, below_row, at) : wanted;
           if (!seen) {
-            if (lane == below) below_row = wanted;
+            if (lane == below) below_row = from_below = pv;
             ++below;
           }
+          const int old_pv = __shfl_sync(0xffffffffu, from_below, at);
+          if (lane == jj) from_inside = old_pv;
           if (lane == at) from_below = old_j;
         }
-        if (lane == jj) from_inside = wanted;
-        if (block == 0 && lane == 0) p.pivots[s + jj] = int(p.row_offset + position);
       }
       const unsigned before = (1u << lane) - 1u;
       const bool inside_moves = lane < ws && from_inside != s + lane, below_moves = lane < below && from_below != below_row;
@@ -419,37 +285,7 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
       }
       if (lane == 0) moves = __popc(inside_mask) + __popc(below_mask);
     }
-    // a4. This block's rows of the factored sub-panel: L11 / U11 on the sub-panel's rows, and
-    //     L21 = A21 U11^-1 below (from the original rows: global memory still holds them; a row
-    //     that moves below the sub-panel's rows is one of its original top rows, published in a1).
-    load_own_rows();
     __syncthreads();
-    for (int r = own_first + threadIdx.x; r < rows; r += kPanelThreads) {
-      const int row = r0 + r;
-      float* out = tile + r * kTileStride;
-      if (row < s + ws) {
-        for (int c = 0; c < ws; ++c) out[c] = l11[(row - s) * kTileStride + c];
-        continue;
-      }
-      int from = row;
-      for (int mv = 0; mv < moves; ++mv)
-        if (move_to[mv] == row) from = move_from[mv];
-      const float* source = from == row ? out : top_rows + (from - s) * kSub;
-      float v[kSub];
-#pragma unroll
-      for (int c = 0; c < kSub; ++c) v[c] = c < ws ? (from == row ? source[c] : __ldcg(source + c)) : 0.0f;
-      solve_with_u11(v, l11, ws);
-#pragma unroll
-      for (int c = 0; c < kSub; ++c)
-        if (c < ws) out[c] = v[c];
-    }
-    __syncthreads();
-    for (int c = 0; c < ws; ++c)  // rows above s are unchanged, or the previous U12 (step b stores it)
-      for (int r = own_first + threadIdx.x; r < rows; r += kPanelThreads)
-        p.a[(r0 + r) + (s + c) * p.lda] = tile[r * kTileStride + c];
-    if (p.w == ws) break;  // a panel of one sub-panel is done
-
-    // b. The sub-panel's interchanges on the panel's other columns.
     //    A warp moves one row: its lanes load all of the row's columns at once, then store them.
     const int others = p.w - ws;  // the columns outside the sub-panel
     const auto column_of = [&](int c) { return std::int64_t(c < s ? c : c + ws) * p.lda; };
@@ -873,25 +709,22 @@ PanelWorkspace::PanelWorkspace(std::int64_t max_rows, int max_blocks) {
   MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&max_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
   // One block per multiprocessor at most (the cooperative launch needs every block resident), and
-  // enough blocks for each block's rows of a sub-panel to fit in its shared memory beside U12,
-  // L11 and the prefix counts (and the kernel's static shared variables). The final round of the
-  // tournament takes up to max_tile_rows_ proposals at once.
+  // enough blocks for each block's rows of a sub-panel to fit in its shared memory beside U12
+  // and L11 (and the kernel's static shared variables).
   cudaFuncAttributes attributes{};
   MIXSOLVE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, panel_lu_kernel));
   const int max_dynamic = max_shared - int(attributes.sharedSizeBytes);
-  const std::size_t fixed = PanelShared(0, kPanelMaxWidth, sms).bytes();
+  const std::size_t fixed = PanelShared(0, kPanelMaxWidth).bytes();
   const std::int64_t fit =
-      std::max<std::int64_t>(0, std::int64_t(max_dynamic) - std::int64_t(fixed)) / std::int64_t(PanelShared::kRowBytes);
+      std::max<std::int64_t>(0, std::int64_t(max_dynamic) - std::int64_t(fixed)) / (kTileStride * sizeof(float));
   const std::int64_t least = fit > 0 ? (max_rows + fit - 1) / fit : std::int64_t(sms) + 1;
   grid_ = int(std::min<std::int64_t>(sms, std::max<std::int64_t>(least, max_blocks > 0 ? max_blocks : sms)));
-  max_tile_rows_ = int(std::min<std::int64_t>(fit, INT_MAX));
-  // Rounds of the final tournament need room for the 32 winners and more proposals.
-  supported_ = cooperative != 0 && max_rows > 0 && least <= sms && fit >= 2 * kSub;
+  supported_ = cooperative != 0 && max_rows > 0 && least <= sms;
   if (!supported_) return;
   MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(panel_lu_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_dynamic));
-  proposals_ = DeviceBuffer<float>((std::size_t(grid_) + 1) * kSub * kSub);
-  proposal_rows_ = DeviceBuffer<int>(std::size_t(grid_) * kSub);
+  exchange_ = DeviceBuffer<unsigned long long>(2 * (std::size_t(grid_) * kSlotWords + kSub));
   moved_rows_ = DeviceBuffer<float>(2 * kSub * kPanelMaxWidth);
+  MIXSOLVE_CUDA_CHECK(cudaMemset(exchange_.data(), 0, exchange_.bytes()));  // tag 0 is never current
 }
 
 void PanelWorkspace::factor(float* a, std::int64_t lda, std::int64_t m, int w, int* pivots, std::int64_t row_offset,
@@ -900,25 +733,25 @@ void PanelWorkspace::factor(float* a, std::int64_t lda, std::int64_t m, int w, i
   if (w > kPanelMaxWidth || w > m)
     throw InvalidArgument("PanelWorkspace::factor: w = " + std::to_string(w) + " must be at most kPanelMaxWidth = " +
                           std::to_string(kPanelMaxWidth) + " and m = " + std::to_string(m));
+  if (next_tag_ + unsigned(w) > kMaxTag) {  // tags would wrap: start again from a clean slate
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(exchange_.data(), 0, exchange_.bytes(), stream));
+    next_tag_ = 1;
+  }
   const int blocks = int(std::min<std::int64_t>(grid_, (m + kPanelMinRowsPerBlock - 1) / kPanelMinRowsPerBlock));
-  const int rows_per_block = int((m + blocks - 1) / blocks);
-  // The tile holds a block's rows, and (after kSub rows for the winners of a chunk) all
-  // proposals at once where they fit: one chunk.
-  const int tile_rows = std::max(rows_per_block, std::min((blocks + 1) * kSub, max_tile_rows_));
   PanelArgs args{a,
                  lda,
                  int(m),
                  w,
-                 rows_per_block,
-                 tile_rows,
-                 proposals_.data(),
-                 proposal_rows_.data(),
+                 int((m + blocks - 1) / blocks),
+                 exchange_.data(),
                  moved_rows_.data(),
                  pivots,
                  row_offset,
                  first_zero_pivot,
-                 column_offset};
-  const std::size_t shared = PanelShared(tile_rows, w, blocks).bytes();
+                 column_offset,
+                 next_tag_};
+  next_tag_ += unsigned(w);
+  const std::size_t shared = PanelShared(args.rows_per_block, w).bytes();
   void* params[] = {&args};
   MIXSOLVE_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(panel_lu_kernel), dim3(blocks),
                                                   dim3(kPanelThreads), params, shared, stream));

@@ -15,7 +15,7 @@ namespace mixsolve::solvers_detail {
 constexpr int kPanelSubWidth = 32;
 constexpr int kPanelMaxWidth = 256;
 
-// Scratch the cooperative panel kernel exchanges its per-block pivot proposals and interchanged
+// Scratch the cooperative panel kernel exchanges its per-block pivot candidates and interchanged
 // rows through.
 class PanelWorkspace {
  public:
@@ -27,23 +27,20 @@ class PanelWorkspace {
   bool supported() const { return supported_; }
   int blocks() const { return grid_; }
 
-  // Factors the m x w panel `a` (w <= kPanelMaxWidth, w <= m) in place, P a = L U as LAPACK's
-  // getrf stores it (unit lower L below the diagonal, U on and above it, every interchange
-  // applied to all w columns, pivots[j] = row_offset + (row of the pivot of column j within the
-  // panel), sequential interchanges), with tournament pivoting per 32-column sub-panel: the
-  // pivots are not GEPP's, and |L| may exceed 1 (lu_kernels.cu). A zero pivot lowers
-  // *first_zero_pivot (device int) to column_offset + j and leaves that column unscaled. One
-  // launch, three grid-wide synchronisations per sub-panel, no host synchronisation. Launches on
-  // one workspace must be ordered (one stream, or events).
+  // Factors the m x w panel `a` (w <= kPanelMaxWidth, w <= m) in place with partial pivoting, as
+  // LAPACK's getrf does (P a = L U, unit lower L below the diagonal, U on and above it, every
+  // interchange applied to all w columns): pivots[j] = row_offset + (row of the pivot of column j
+  // within the panel). A zero pivot lowers *first_zero_pivot (device int) to column_offset + j and
+  // leaves that column unscaled. One launch, one grid-wide exchange per column, no host
+  // synchronisation. Launches on one workspace must be ordered (one stream, or events).
   void factor(float* a, std::int64_t lda, std::int64_t m, int w, int* pivots, std::int64_t row_offset,
               int* first_zero_pivot, std::int64_t column_offset, cudaStream_t stream);
 
  private:
   bool supported_ = false;
   int grid_ = 0;
-  int max_tile_rows_ = 0;              // proposals the final round takes at once
-  DeviceBuffer<float> proposals_;      // each block's proposed rows, and the sub-panel's top rows
-  DeviceBuffer<int> proposal_rows_;    // their rows in the panel
+  unsigned next_tag_ = 1;                      // of the next launch's first column
+  DeviceBuffer<unsigned long long> exchange_;  // tagged publications
   DeviceBuffer<float> moved_rows_;
 };
 
