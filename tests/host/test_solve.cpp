@@ -256,6 +256,17 @@ TEST(Solve, Bf16AndTf32FactorizationsConvergeWithGmresAndUnderAuto) {
   }
 }
 
+// Two attempts: classic IR that did not converge, then GMRES-IR at `precision` with the same
+// factors (no second factorization).
+void expect_classic_then_gmres_on_the_same_factors(const SolveReport& r, Precision precision) {
+  ASSERT_EQ(r.attempts.size(), 2u) << r.summary();
+  EXPECT_EQ(r.attempts[0].refinement, Refinement::Classic);
+  EXPECT_NE(r.attempts[0].stop, StopReason::Converged);
+  EXPECT_EQ(r.attempts[1].precision, precision);
+  EXPECT_EQ(r.attempts[1].refinement, Refinement::Gmres);
+  EXPECT_EQ(r.attempts[1].factorization_seconds, 0.0) << "the factors are reused";
+}
+
 TEST(Solve, AutoRefinementOfFp16FactorsIsClassicUntilItStallsThenGmres) {
   // Cond 1e2: classic IR converges with the FP16 factors. Cond 1e6 (n = 96, host model): classic
   // IR stalls, and GMRES-IR with the same factors converges (Fp16NeedsGmresWhereClassicRefinementFails).
@@ -268,12 +279,7 @@ TEST(Solve, AutoRefinementOfFp16FactorsIsClassicUntilItStallsThenGmres) {
   Problem hard(geo(1e6, 5), 96);
   const SolveReport h = run(hard, Precision::FP16, Refinement::Auto, false);
   expect_converged_and_accurate(hard, h);
-  ASSERT_EQ(h.attempts.size(), 2u) << h.summary();
-  EXPECT_EQ(h.attempts[0].refinement, Refinement::Classic);
-  EXPECT_NE(h.attempts[0].stop, StopReason::Converged);
-  EXPECT_EQ(h.attempts[1].precision, Precision::FP16);
-  EXPECT_EQ(h.attempts[1].refinement, Refinement::Gmres);
-  EXPECT_EQ(h.attempts[1].factorization_seconds, 0.0) << "the factors are reused";
+  expect_classic_then_gmres_on_the_same_factors(h, Precision::FP16);
 }
 
 TEST(Solve, AutoRefinementTriesGmresWithTheSameFactorsWhenClassicStalls) {
@@ -281,12 +287,7 @@ TEST(Solve, AutoRefinementTriesGmresWithTheSameFactorsWhenClassicStalls) {
   // preconditioned by the same LU converges. No refactorization happens in between.
   Problem p(geo(1e9, 4), 96);
   const SolveReport r = run(p, Precision::FP32, Refinement::Auto, false);
-  ASSERT_EQ(r.attempts.size(), 2u) << r.summary();
-  EXPECT_EQ(r.attempts[0].refinement, Refinement::Classic);
-  EXPECT_NE(r.attempts[0].stop, StopReason::Converged);
-  EXPECT_EQ(r.attempts[1].precision, Precision::FP32);
-  EXPECT_EQ(r.attempts[1].refinement, Refinement::Gmres);
-  EXPECT_EQ(r.attempts[1].factorization_seconds, 0.0) << "the factors are reused";
+  expect_classic_then_gmres_on_the_same_factors(r, Precision::FP32);
   expect_converged_and_accurate(p, r);
 }
 

@@ -67,13 +67,19 @@ class CublasSgemm final : public Backend {
   }
 };
 
-class CublasTf32 final : public Backend {
+// FP32 data on the tensor cores of sm_80 and later: what the TF32 and 16-bit cuBLAS backends
+// share.
+class TensorCoreF32Backend : public Backend {
  public:
-  std::string name() const override { return "cublas-tf32"; }
-  std::string description() const override { return "cublasGemmEx, FP32 data on TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32)"; }
   DataType data_type() const override { return DataType::F32; }
   Memory memory() const override { return Memory::Device; }
   std::string unavailable_reason(const Context& ctx) const override { return detail::require_device(ctx, 80); }
+};
+
+class CublasTf32 final : public TensorCoreF32Backend {
+ public:
+  std::string name() const override { return "cublas-tf32"; }
+  std::string description() const override { return "cublasGemmEx, FP32 data on TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32)"; }
 
  protected:
   void run_f32(Context& ctx, const GemmArgs<float>& a) const override {
@@ -133,7 +139,7 @@ __global__ void round_to_16bit_kernel(const float* src, std::int64_t rows, std::
 }
 
 template <class Half>
-class CublasHalfPrecision final : public Backend {
+class CublasHalfPrecision final : public TensorCoreF32Backend {
   static constexpr bool kFp16 = std::is_same_v<Half, __half>;
 
  public:
@@ -143,9 +149,6 @@ class CublasHalfPrecision final : public Backend {
            " tensor cores, FP32 accumulate; A and B rounded in the workspace; synchronises once to "
            "report values beyond the format's range (unless check_range is false)";
   }
-  DataType data_type() const override { return DataType::F32; }
-  Memory memory() const override { return Memory::Device; }
-  std::string unavailable_reason(const Context& ctx) const override { return detail::require_device(ctx, 80); }
   std::size_t workspace_bytes(const GemmShape& s) const override { return plan(nullptr, s).bytes(); }
 
  protected:
@@ -223,7 +226,7 @@ __global__ void split_three_fp16_kernel(const float* src, std::int64_t rows, std
 // lo is not scaled by 2^11 (seed 000 §3.3): it is subnormal in FP16 for |v| < 2^-3, so values
 // keep ~22 bits relative to |v| >= 2^-3 and an absolute 2^-25 below. Suited to data scaled to
 // O(1), as the LU's range scaling does.
-class CublasFp16x3 final : public Backend {
+class CublasFp16x3 final : public TensorCoreF32Backend {
  public:
   std::string name() const override { return "cublas-fp16x3"; }
   std::string description() const override {
@@ -231,9 +234,6 @@ class CublasFp16x3 final : public Backend {
            "accumulate in the tensor cores; synchronises once to report values beyond FP16's range (unless "
            "check_range is false)";
   }
-  DataType data_type() const override { return DataType::F32; }
-  Memory memory() const override { return Memory::Device; }
-  std::string unavailable_reason(const Context& ctx) const override { return detail::require_device(ctx, 80); }
   std::size_t workspace_bytes(const GemmShape& s) const override { return plan(nullptr, s).bytes(); }
 
  protected:
