@@ -92,9 +92,9 @@ std::string SolveReport::summary() const {
 namespace {
 
 // The factorizations SolveOptions::range_scaling applies to: FP16's exponent range is narrow
-// (normal from 2^-14 to 65504; fp16x3's lo parts keep full precision only above 2^-3); BF16 has
-// FP32's, and scaling (in FP64, before A is rounded) also lets entries beyond FP32's range
-// factorize.
+// (normal from 2^-14 to 65504); BF16 and fp16x3 (whose GEMM scales its operands by powers of
+// two itself) keep FP32's, and scaling (in FP64, before A is rounded to the FP32 copy) also lets
+// entries beyond FP32's range factorize.
 bool range_limited(Precision p) { return p == Precision::FP16 || p == Precision::BF16 || p == Precision::Fp16x3; }
 
 using Clock = std::chrono::steady_clock;

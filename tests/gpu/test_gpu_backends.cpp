@@ -24,7 +24,8 @@ std::pair<double, double> unit_roundoffs(const std::string& name) {
   if (name == "cublas-sgemm") return {0, 0x1p-24};
   if (name == "cublas-tf32" || name == "cublas-fp16") return {0x1p-11, 0x1p-23};
   if (name == "cublas-bf16") return {0x1p-8, 0x1p-23};
-  // hi + lo keeps 22 bits (lo rounded), and the omitted lo x lo product is below 2^-22 |a||b|.
+  // hi + lo keeps 22 bits (lo rounded; the operands are scaled so that lo stays normal), and the
+  // omitted lo x lo product is below 2^-22 |a||b|.
   if (name == "cublas-fp16x3") return {0x1p-22, 0x1p-23};
   return {0x1p-23, 0x1p-23};  // halfhalf, tf32tf32, markidis: one bit of 24 lost by the split
 }
@@ -130,6 +131,29 @@ TEST(GpuBackends, HalfhalfScalesValuesBeyondFp16RangeInsteadOfOverflowing) {
     const double hh = device_relative_error(ctx, "halfhalf", 64, k, sa, sb);
     EXPECT_LE(hh, mixsolve::testing::inner_product_bound(k, 0x1p-23, 0x1p-23)) << sa.name();
   }
+}
+
+TEST(GpuBackends, Fp16x3ScalesEachOperandSoAnyMagnitudeKeepsItsAccuracy) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  // An LU's U12 blocks shrink with the Schur complements: 2^-30 would be below FP16's subnormals.
+  const std::int64_t n = 64, k = 512;
+  const double bound = mixsolve::testing::inner_product_bound(k, 0x1p-22, 0x1p-23);
+  const RandomSpec unit = RandomSpec::uniform(-1, 1, 81);
+  for (const RandomSpec& other : {RandomSpec::uniform(-0x1p-30, 0x1p-30, 82), RandomSpec::uniform(-0x1p40, 0x1p40, 83),
+                                  RandomSpec::exp_rand(-45, -35, 84), RandomSpec::uniform(-1, 1, 85)}) {
+    EXPECT_LE(device_relative_error(ctx, "cublas-fp16x3", n, k, unit, other), bound) << other.name();
+    EXPECT_LE(device_relative_error(ctx, "cublas-fp16x3", n, k, other, unit), bound) << other.name();
+  }
+  // Scaling A by a power of two scales the product by it, bit for bit.
+  DeviceProblem p(Op::N, Op::T, 33, 17, 300, 2, unit, RandomSpec::uniform(-1, 1, 86), true);
+  const HostMatrix<float> c = p.run(ctx, find_backend("cublas-fp16x3"), Op::N, Op::T, 33, 17, 300, -1.0f, 0.5f);
+  std::vector<float> a = p.a.data;
+  for (float& v : a) v *= 0x1p-50f;
+  p.da.copy_from_host(a);
+  p.dc.copy_from_host(p.c0.data);
+  const HostMatrix<float> c_scaled = p.run(ctx, find_backend("cublas-fp16x3"), Op::N, Op::T, 33, 17, 300, -0x1p50f, 0.5f);
+  for (std::size_t i = 0; i < c.data.size(); ++i) ASSERT_EQ(c_scaled.data[i], c.data[i]) << "entry " << i;
 }
 
 TEST(GpuBackends, UnscaledFp16BackendsReportOverflowInsteadOfReturningGarbage) {

@@ -91,4 +91,48 @@ TEST(TcModel, HalfhalfLosesAccuracyBelowFp16RangeWhileTf32tf32DoesNot) {
   EXPECT_GT(halfhalf, tf32tf32);
 }
 
+// C = A B (m x k times k x n, both packed) by host backend `name`.
+std::vector<float> host_product(const std::string& name, const HostMatrix<float>& a, const HostMatrix<float>& b) {
+  std::vector<float> c(a.rows * b.cols, 0.0f);
+  Context ctx = Context::host_only();
+  GemmArgs<float> args{Op::N, Op::N, a.rows, b.cols, a.cols, 1.0f, a.data.data(), a.ld, b.data.data(), b.ld, 0.0f,
+                       c.data(), a.rows};
+  find_backend(name).run(ctx, args);
+  return c;
+}
+
+TEST(TcModel, Fp16x3IsAccurateWhateverTheOperandsMagnitudes) {
+  // An LU's trailing Schur complements shrink towards the smallest singular values, so its U12
+  // blocks get small. Unscaled (model-markidis-rz), lo is subnormal in FP16 below 2^-3 and hi
+  // below 2^-14; fp16x3 scales each operand by a power of two first (formats::fp16x3_operand_shift).
+  const std::int64_t k = 256;
+  const double bound = mixsolve::testing::inner_product_bound(k, 0x1p-22, 0x1p-23);
+  const RandomSpec magnitudes[] = {RandomSpec::uniform(-1, 1, 51), RandomSpec::uniform(-0x1p-12, 0x1p-12, 52),
+                                   RandomSpec::uniform(-0x1p-30, 0x1p-30, 53), RandomSpec::uniform(-0x1p40, 0x1p40, 54),
+                                   RandomSpec::exp_rand(-20, 0, 55)};
+  for (const RandomSpec& sa : magnitudes)
+    for (const RandomSpec& sb : {RandomSpec::uniform(-1, 1, 61), RandomSpec::uniform(-0x1p-20, 0x1p-20, 62)})
+      EXPECT_LE(relative_error_of("model-fp16x3-rz", 8, 8, k, sa, sb), bound) << sa.name() << " x " << sb.name();
+  // What the scaling fixes: the unscaled split of values below 2^-12.
+  const auto unit = RandomSpec::uniform(-1, 1, 61), small = RandomSpec::uniform(-0x1p-12, 0x1p-12, 52);
+  const double scaled = relative_error_of("model-fp16x3-rz", 8, 8, k, unit, small);
+  const double unscaled = relative_error_of("model-markidis-rz", 8, 8, k, unit, small);
+  std::printf("k=%lld, B in (-2^-12, 2^-12): relative error fp16x3 %.3g, unscaled Markidis %.3g\n",
+              static_cast<long long>(k), scaled, unscaled);
+  EXPECT_GT(unscaled, 64 * scaled);
+}
+
+TEST(TcModel, Fp16x3ScalingIsExact) {
+  // Scaling an operand by a power of two scales the product by it, bit for bit: the operand's own
+  // power of two absorbs it.
+  const std::int64_t m = 9, n = 7, k = 100;
+  HostMatrix<float> a(m, k, m), b(k, n, k);
+  fill_random(a.view(), RandomSpec::uniform(-1, 1, 71));
+  fill_random(b.view(), RandomSpec::uniform(-1, 1, 72));
+  const std::vector<float> c = host_product("model-fp16x3-rz", a, b);
+  for (float& v : a.data) v *= 0x1p-37f;
+  const std::vector<float> scaled = host_product("model-fp16x3-rz", a, b);
+  for (std::size_t i = 0; i < c.size(); ++i) ASSERT_EQ(scaled[i], c[i] * 0x1p-37f) << "entry " << i;
+}
+
 }  // namespace

@@ -1,9 +1,11 @@
 // cuBLAS backends: FP64 and FP32 (pedantic) GEMM, TF32 tensor cores, and FP16 / BF16 tensor
 // cores on FP32 data converted in the workspace. These are the baselines: no error correction.
+// Besides them, cublas-fp16x3: an FP16 hi/lo split with three products in one cuBLAS GEMM.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "device_common.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/error.hpp"
+#include "mixsolve/formats/split.hpp"
 
 namespace mixsolve::gemm {
 
@@ -187,25 +190,55 @@ class CublasHalfPrecision final : public TensorCoreF32Backend {
   }
 };
 
-// Splits a rows x cols FP32 matrix (leading dimension ld) into FP16 hi = toF16(v) and
-// lo = toF16(v - hi) (seed 000 eqs. (1)-(4), Markidis et al.'s split: v - hi is exact in FP32)
-// and writes three packed copies side by side along the inner dimension of the product, in the
-// order `pattern` gives (0 = hi, 1 = lo): along columns where the inner dimension is the stored
-// matrix's columns (op(A) = A, op(B) = B^T), else along rows. Counts finite entries whose hi part
-// overflows FP16.
-__global__ void split_three_fp16_kernel(const float* src, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+// One operand of an fp16x3 product as stored: rows x cols, leading dimension ld.
+struct StoredOperand {
+  const float* data;
+  std::int64_t rows, cols, ld;
+};
+
+// The largest finite |value| of each operand (blockIdx.y: 0 = A, 1 = B) as FP32 bits in
+// max_bits[operand], which starts at 0: non-negative floats order as their bits.
+__global__ void max_abs_finite_kernel(StoredOperand a, StoredOperand b, unsigned int* max_bits) {
+  const StoredOperand op = blockIdx.y == 0 ? a : b;
+  const std::int64_t total = op.rows * op.cols;
+  float local = 0;
+  for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < total;
+       idx += std::int64_t(gridDim.x) * blockDim.x) {
+    const float v = fabsf(op.data[idx % op.rows + (idx / op.rows) * op.ld]);
+    if (v <= 3.402823466e38f && v > local) local = v;  // NaN and Inf fail the first test
+  }
+  for (int offset = 16; offset > 0; offset /= 2) local = fmaxf(local, __shfl_xor_sync(0xFFFFFFFFu, local, offset));
+  if ((threadIdx.x & 31) == 0 && local > 0) atomicMax(&max_bits[blockIdx.y], __float_as_uint(local));
+}
+
+// Scales a stored operand by 2^shift (formats::fp16x3_operand_shift of its largest finite
+// |value|, max_bits[operand]), splits it into FP16 hi = toF16(v) and lo = toF16(v - hi) (seed 000
+// eqs. (1)-(4), Markidis et al.'s split: v - hi is exact in FP32) and writes three packed copies
+// side by side along the inner dimension of the product, in the order `pattern` gives (0 = hi,
+// 1 = lo): along columns where the inner dimension is the stored matrix's columns (op(A) = A,
+// op(B) = B^T), else along rows. Counts finite entries whose hi part overflows FP16 (only
+// beyond 2^78, where the shift's clamp binds). With `scalars` (the launch for B), thread 0 also
+// writes cuBLAS's alpha * 2^-(shift_A + shift_B) and beta there.
+__global__ void split_three_fp16_kernel(StoredOperand op, int operand, const unsigned int* max_bits,
                                         bool inner_along_columns, int pattern0, int pattern1, int pattern2, __half* dst,
-                                        unsigned int* overflow_count) {
+                                        unsigned int* overflow_count, float alpha, float beta, float* scalars) {
+  const int shift = formats::fp16x3_operand_shift(__uint_as_float(max_bits[operand]));
+  const float scale = ldexpf(1.0f, shift);
+  if (scalars && blockIdx.x == 0 && threadIdx.x == 0) {
+    const int shift_a = formats::fp16x3_operand_shift(__uint_as_float(max_bits[0]));
+    scalars[0] = alpha * ldexpf(1.0f, -(shift_a + shift));
+    scalars[1] = beta;
+  }
   unsigned int overflows = 0;
-  const std::int64_t total = rows * cols;
+  const std::int64_t rows = op.rows, total = op.rows * op.cols;
   const int pattern[3] = {pattern0, pattern1, pattern2};
   for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < total;
        idx += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t i = idx % rows, j = idx / rows;
-    const float v = src[i + j * ld];
-    const __half hi = __float2half_rn(v);
-    const __half lo = __float2half_rn(v - __half2float(hi));
-    overflows += (isfinite(v) && !isfinite(__half2float(hi))) ? 1u : 0u;
+    const float v = op.data[i + j * op.ld];
+    const formats::HalfSplit split = formats::split_markidis(v * scale);
+    const __half hi = __ushort_as_half(split.hi), lo = __ushort_as_half(split.lo);
+    overflows += (isfinite(v) && !formats::is_finite_bits16(split.hi)) ? 1u : 0u;
     for (int copy = 0; copy < 3; ++copy) {
       const __half h = pattern[copy] == 0 ? hi : lo;
       // Copy `copy` is the stored matrix shifted by copy x cols (along columns) or placed in
@@ -217,22 +250,34 @@ __global__ void split_three_fp16_kernel(const float* src, std::int64_t rows, std
   if (overflows) atomicAdd(overflow_count, overflows);
 }
 
+// Sets cuBLAS's pointer mode for one call and restores host mode afterwards.
+class DevicePointerModeScope {
+ public:
+  explicit DevicePointerModeScope(cublasHandle_t h) : h_(h) {
+    MIXSOLVE_CUBLAS_CHECK(cublasSetPointerMode(h_, CUBLAS_POINTER_MODE_DEVICE));
+  }
+  ~DevicePointerModeScope() { cublasSetPointerMode(h_, CUBLAS_POINTER_MODE_HOST); }
+
+ private:
+  cublasHandle_t h_;
+};
+
 // Three of the four products of Markidis et al.'s corrected product (seed 000 eq. (5), without
 // the lo x lo term, which is below 2^-22 of |A||B|) as ONE cuBLAS FP16 GEMM over an inner
 // dimension of 3k:  [A_hi A_hi A_lo] [B_hi; B_lo; B_hi] = A_hi B_hi + A_hi B_lo + A_lo B_hi.
 // C is read and written once, as in a single FP16 GEMM, which is what an LU's trailing update
 // at k = 256 is bound by; the corrections ride on that traffic. Unlike the corrected kernels
-// (halfhalf), everything accumulates inside the tensor cores (truncation, seed 000 §3.2) and
-// lo is not scaled by 2^11 (seed 000 §3.3): it is subnormal in FP16 for |v| < 2^-3, so values
-// keep ~22 bits relative to |v| >= 2^-3 and an absolute 2^-25 below. Suited to data scaled to
-// O(1), as the LU's range scaling does.
+// (halfhalf), everything accumulates inside the tensor cores (truncation, seed 000 §3.2), and
+// lo is not scaled by 2^11 (seed 000 §3.3): each operand is scaled by a power of two instead
+// (formats::fp16x3_operand_shift: its largest |value| to [2^14, 2^15)), found on the device and
+// undone in alpha (cuBLAS's device pointer mode), so nothing synchronises and the product is
+// ~22-bit accurate whatever the operands' magnitudes.
 class CublasFp16x3 final : public TensorCoreF32Backend {
  public:
   std::string name() const override { return "cublas-fp16x3"; }
   std::string description() const override {
-    return "FP16 hi/lo split (Markidis); hi*hi + hi*lo + lo*hi as one cublasGemmEx of inner dimension 3k, FP32 "
-           "accumulate in the tensor cores; synchronises once to report values beyond FP16's range (unless "
-           "check_range is false)";
+    return "FP16 hi/lo split (Markidis) of operands scaled by powers of two; hi*hi + hi*lo + lo*hi as one "
+           "cublasGemmEx of inner dimension 3k, FP32 accumulate in the tensor cores";
   }
   std::size_t workspace_bytes(const GemmShape& s) const override { return plan(nullptr, s).bytes(); }
 
@@ -244,31 +289,39 @@ class CublasFp16x3 final : public TensorCoreF32Backend {
                          std::to_string(kCublasSizeLimit / 3) + ")");
     const GemmShape s = shape_of(a);
     detail::WorkspaceCarver ws(ctx.workspace(workspace_bytes(s)));
-    unsigned int* overflow = ws.take<unsigned int>(2);
+    unsigned int* counters = ws.take<unsigned int>(4);  // max_bits of A and B, overflows of A and B
+    float* scalars = ws.take<float>(2);                    // alpha * 2^-(shift_A + shift_B), beta
     const auto [a_rows, a_cols, b_rows, b_cols] = stored_shapes(a);
     __half* a3 = ws.take<__half>(3 * a_rows * a_cols);
     __half* b3 = ws.take<__half>(3 * b_rows * b_cols);
     cudaStream_t stream = ctx.stream();
-    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(overflow, 0, 2 * sizeof(unsigned int), stream));
+    const StoredOperand op_a{a.a, a_rows, a_cols, a.lda}, op_b{a.b, b_rows, b_cols, a.ldb};
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(counters, 0, 4 * sizeof(unsigned int), stream));
+    const unsigned reduce_blocks = std::min(conversion_blocks(std::max(a_rows * a_cols, b_rows * b_cols)), 1024u);
+    max_abs_finite_kernel<<<dim3(reduce_blocks, 2), 256, 0, stream>>>(op_a, op_b, counters);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
     split_three_fp16_kernel<<<conversion_blocks(a_rows * a_cols), 256, 0, stream>>>(
-        a.a, a_rows, a_cols, a.lda, a.op_a == Op::N, 0, 0, 1, a3, overflow);
+        op_a, 0, counters, a.op_a == Op::N, 0, 0, 1, a3, counters + 2, 0.0f, 0.0f, nullptr);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     split_three_fp16_kernel<<<conversion_blocks(b_rows * b_cols), 256, 0, stream>>>(
-        a.b, b_rows, b_cols, a.ldb, a.op_b == Op::T, 0, 1, 0, b3, overflow + 1);
+        op_b, 1, counters, a.op_b == Op::T, 0, 1, 0, b3, counters + 3, a.alpha, a.beta, scalars);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    report_overflows(a, overflow, stream, name(), "FP16 (|x| >= 65520)");
+    report_overflows(a, counters + 2, stream, name(), "FP16 after scaling by 2^-63 (|x| >= 2^78)");
     // The packed copies: op(A) = A is m x 3k (ld m), A^T is stored 3k x m (ld 3k); likewise B.
     const std::int64_t lda3 = a.op_a == Op::N ? a_rows : 3 * a_rows, ldb3 = a.op_b == Op::N ? 3 * b_rows : b_rows;
     MathModeScope mode(ctx.cublas(), CUBLAS_DEFAULT_MATH);
+    DevicePointerModeScope pointers(ctx.cublas());
     MIXSOLVE_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), to_cublas(a.op_a), to_cublas(a.op_b), int(a.m), int(a.n),
-                                       int(3 * a.k), &a.alpha, a3, CUDA_R_16F, int(lda3), b3, CUDA_R_16F, int(ldb3),
-                                       &a.beta, a.c, CUDA_R_32F, int(a.ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                                       int(3 * a.k), scalars, a3, CUDA_R_16F, int(lda3), b3, CUDA_R_16F, int(ldb3),
+                                       scalars + 1, a.c, CUDA_R_32F, int(a.ldc), CUBLAS_COMPUTE_32F,
+                                       CUBLAS_GEMM_DEFAULT));
   }
 
  private:
   static detail::WorkspaceCarver plan(void* base, const GemmShape& s) {
     detail::WorkspaceCarver ws(base);
-    ws.take<unsigned int>(2);
+    ws.take<unsigned int>(4);
+    ws.take<float>(2);
     ws.take<__half>(3 * s.m * s.k);
     ws.take<__half>(3 * s.k * s.n);
     return ws;

@@ -90,7 +90,8 @@ class TcModelBackend final : public Backend {
 void add_host_backends(std::vector<std::unique_ptr<Backend>>& out) {
   out.push_back(std::make_unique<EigenFp64Backend>());
   out.push_back(std::make_unique<EigenFp32Backend>());
-  for (TcScheme s : {TcScheme::Fp16, TcScheme::Bf16, TcScheme::Tf32, TcScheme::Markidis, TcScheme::Halfhalf, TcScheme::Tf32tf32})
+  for (TcScheme s : {TcScheme::Fp16, TcScheme::Bf16, TcScheme::Tf32, TcScheme::Markidis, TcScheme::Halfhalf, TcScheme::Tf32tf32,
+                     TcScheme::Fp16x3})
     for (TcRounding r : {TcRounding::RZ, TcRounding::RN}) out.push_back(std::make_unique<TcModelBackend>(TcModel{s, r}));
 }
 

@@ -25,9 +25,9 @@ const gemm::Backend& host_update_backend(Precision p) {
     case Precision::BF16: return gemm::find_backend("model-bf16-rz");
     case Precision::Halfhalf: return gemm::find_backend("model-halfhalf-rn");
     case Precision::Tf32tf32: return gemm::find_backend("model-tf32tf32-rn");
-    // Markidis's four products truncated in the tensor core: the device's cublas-fp16x3 lacks
-    // only the lo x lo product (below 2^-22 of |L||U|).
-    case Precision::Fp16x3: return gemm::find_backend("model-markidis-rz");
+    // cublas-fp16x3 as the device computes it: scaled operands, three products truncated in
+    // the tensor core.
+    case Precision::Fp16x3: return gemm::find_backend("model-fp16x3-rz");
     case Precision::Auto: break;
   }
   throw InvalidArgument("host engine: no factorization for precision " + to_string(p));

@@ -51,6 +51,32 @@ MIXSOLVE_HD inline HalfSplit split_markidis(float v) {
   return {hi, float_to_half_bits_rn(v - half_bits_to_float(hi))};
 }
 
+// The operand scaling of the fp16x3 GEMM (cublas-fp16x3 and its host model): each operand is
+// multiplied by 2^shift, the power of two that puts its largest finite |value| in [2^14, 2^15),
+// before the Markidis split, and the product by 2^-(shift_A + shift_B) afterwards (exact). Then
+// hi is below FP16's 65504 and lo = toF16(v - hi) stays a normal FP16 number (>= 2^-14) for
+// |v| down to 2^-15 of the largest entry, so values keep ~22 bits over 15 binades below the
+// largest and an absolute error below 2^-40 of it under that. Unscaled, lo is subnormal for
+// |v| < 2^-3 and hi for |v| < 2^-14: in an LU the trailing Schur complements shrink towards
+// the smallest singular values, and their updates lost most of their bits.
+// max_abs is the largest finite |value| (0 for an operand without one: shift 0). The shift is
+// clamped to [-63, 63] so that 2^-(shift_A + shift_B) is a normal FP32 number.
+constexpr int kFp16x3ScaledTopExponent = 15;  // the largest |value| lands in [2^14, 2^15)
+constexpr int kFp16x3MaxShift = 63;
+
+MIXSOLVE_HD inline int fp16x3_operand_shift(float max_abs) {
+  if (!(max_abs > 0.0f) || !(max_abs <= 3.402823466e38f)) return 0;  // zero, NaN or Inf
+  int bias_shift = 0;
+  if (max_abs < 1.17549435e-38f) {  // subnormal: scale into the normal range (exact)
+    max_abs *= 18446744073709551616.0f;  // 2^64
+    bias_shift = 64;
+  }
+  // max_abs in [2^(exponent - 1), 2^exponent), as frexp gives it
+  const int exponent = int((float_bits(max_abs) >> 23) & 0xFFu) - 126 - bias_shift;
+  const int shift = kFp16x3ScaledTopExponent - exponent;
+  return shift < -kFp16x3MaxShift ? -kFp16x3MaxShift : shift > kFp16x3MaxShift ? kFp16x3MaxShift : shift;
+}
+
 // seed 000 §3.3: eqs. (15)-(16) with cvt.rna.tf32.f32 in place of toF16. NaN is kept as NaN
 // (the conversion alone would turn it into Inf).
 MIXSOLVE_HD inline Tf32Split split_tf32tf32(float v) {

@@ -21,6 +21,8 @@ enum class TcScheme {
   Markidis,  // seed 000 eqs. (1)-(5): four products in the same accumulator, unscaled residuals
   Halfhalf,  // seed 000 eqs. (15)-(18), (20): main product + two corrections scaled by 2^-11
   Tf32tf32,  // the same with TF32 splits
+  Fp16x3,    // cublas-fp16x3: operands scaled by powers of two (formats::fp16x3_operand_shift),
+             // Markidis split, hi*hi + hi*lo + lo*hi as one product of inner dimension 3k
 };
 
 enum class TcRounding { RZ, RN };

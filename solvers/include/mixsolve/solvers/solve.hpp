@@ -25,8 +25,8 @@ namespace mixsolve {
 // GEMM backend of the trailing updates: FP32 (cublas-sgemm), TF32 (cublas-tf32), FP16 / BF16
 // (tensor cores, inputs rounded), Halfhalf / Tf32tf32 (the corrected tensor-core SGEMM of
 // gemm/, about FP32-accurate), Fp16x3 (FP16 hi/lo split, three products in one FP16 tensor-core
-// GEMM of inner dimension 3k: cublas-fp16x3; ~22 bits on data of order 1, at close to the
-// cost of an FP16 update because the update is bound by reading and writing A22).
+// GEMM of inner dimension 3k on operands scaled by powers of two: cublas-fp16x3; ~22 bits, at
+// close to the cost of an FP16 update because the update is bound by reading and writing A22).
 enum class Precision { FP64, FP32, TF32, FP16, BF16, Halfhalf, Tf32tf32, Fp16x3, Auto };
 
 enum class Refinement {
