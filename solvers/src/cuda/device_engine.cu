@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <tuple>
 #include <type_traits>
@@ -34,43 +35,98 @@ unsigned blocks_for(std::int64_t total) {
   return unsigned(std::min<std::int64_t>(std::max<std::int64_t>(b, 1), 65535));
 }
 
+// Element-wise kernels over a rows x cols column-major matrix: a block takes 256 rows (one per
+// thread, coalesced) of kStripeColumns columns; no 64-bit division per element.
+constexpr int kStripeColumns = 16;
+dim3 stripe_grid(std::int64_t rows, std::int64_t cols) {
+  return dim3(unsigned(std::max<std::int64_t>(1, (rows + 255) / 256)),
+              unsigned(std::clamp<std::int64_t>((cols + kStripeColumns - 1) / kStripeColumns, 1, 65535)));
+}
+#define MIXSOLVE_FOR_EACH_STRIPE_ELEMENT(i, j, rows, cols)                                                        \
+  for (std::int64_t j##_0 = std::int64_t(blockIdx.y) * kStripeColumns; j##_0 < (cols);                          \
+       j##_0 += std::int64_t(gridDim.y) * kStripeColumns)                                                       \
+    for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (rows); i += std::int64_t(gridDim.x) * blockDim.x) \
+      for (std::int64_t j = j##_0; j < min(std::int64_t(cols), j##_0 + kStripeColumns); ++j)
+
 // dst = To(src), or To(mu * diag(row_factor) * src * diag(column_factor)) where the factors
-// are given (powers of two: exact in FP64 before the one rounding to To).
+// are given (powers of two: exact in FP64 before the one rounding to To). With first_nonfinite,
+// the smallest i + j rows of a result that is NaN or Inf (beyond To's range) lowers it.
 template <class From, class To>
 __global__ void convert_kernel(const From* src, std::int64_t lds, To* dst, std::int64_t ldd, std::int64_t rows,
                                std::int64_t cols, const double* row_factor = nullptr,
-                               const double* column_factor = nullptr, double mu = 1.0) {
-  for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < rows * cols;
-       idx += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t i = idx % rows, j = idx / rows;
+                               const double* column_factor = nullptr, double mu = 1.0,
+                               unsigned long long* first_nonfinite = nullptr) {
+  MIXSOLVE_FOR_EACH_STRIPE_ELEMENT(i, j, rows, cols) {
     double v = double(src[i + j * lds]) * mu;
     if (row_factor) v *= row_factor[i];
     if (column_factor) v *= column_factor[j];
-    dst[i + j * ldd] = static_cast<To>(v);
+    const To t = static_cast<To>(v);
+    if (first_nonfinite && !isfinite(double(t))) atomicMin(first_nonfinite, static_cast<unsigned long long>(i + j * rows));
+    dst[i + j * ldd] = t;
   }
-}
-
-__global__ void add_panel_pivots_kernel(const int* panel, int count, std::int64_t first, int* global) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < count) global[first + i] = int(first + panel[i] - 1);
 }
 
 template <class T>
 __global__ void count_nonfinite_kernel(const T* a, std::int64_t lda, std::int64_t rows, std::int64_t cols,
                                        unsigned long long* first_bad) {
-  for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < rows * cols;
-       idx += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t i = idx % rows, j = idx / rows;
-    if (!isfinite(double(a[i + j * lda]))) atomicMin(first_bad, static_cast<unsigned long long>(idx));
+  MIXSOLVE_FOR_EACH_STRIPE_ELEMENT(i, j, rows, cols) {
+    if (!isfinite(double(a[i + j * lda]))) atomicMin(first_bad, static_cast<unsigned long long>(i + j * rows));
   }
 }
 
-__global__ void row_abs_sums_kernel(const double* a, std::int64_t lda, std::int64_t n, double* sums) {
-  const std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+// One pass over the n x n matrix A for everything the driver and the range scaling read of it
+// (each pass costs ~0.65 ms at n = 16384; four separate ones took 4.8 ms, H100): a block of
+// kScanRows rows (one per thread) and kScanColumns columns writes its rows' sums of |a_ij| to
+// row_partial_sums[i + n blockIdx.y] (summed in order afterwards: deterministic), and raises
+// the rows' and columns' largest |a_ij| (as the bits of non-negative doubles, whose order is the
+// integer order) and lowers the first NaN/Inf's index i + j n. Non-finite entries count as 0.
+constexpr int kScanRows = 256;
+constexpr int kScanColumns = 256;
+__global__ void __launch_bounds__(kScanRows)
+    scan_matrix_kernel(const double* a, std::int64_t lda, std::int64_t n, double* row_partial_sums,
+                       unsigned long long* row_max, unsigned long long* column_max, unsigned long long* first_bad) {
+  __shared__ double warp_column_max[kScanRows / 32][kScanColumns];
+  const std::int64_t i = std::int64_t(blockIdx.x) * kScanRows + threadIdx.x;
+  const std::int64_t j0 = std::int64_t(blockIdx.y) * kScanColumns, j1 = min(n, j0 + kScanColumns);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  double sum = 0, largest = 0;
+  for (std::int64_t j = j0; j < j1; ++j) {
+    double v = 0;
+    if (i < n) {
+      const double x = a[i + j * lda];
+      if (isfinite(x)) v = fabs(x);
+      else atomicMin(first_bad, static_cast<unsigned long long>(i + j * n));
+    }
+    sum += v;
+    largest = fmax(largest, v);
+    for (int o = 16; o > 0; o /= 2) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
+    if (lane == 0) warp_column_max[warp][j - j0] = v;
+  }
+  if (i < n) {
+    row_partial_sums[i + std::int64_t(blockIdx.y) * n] = sum;
+    atomicMax(row_max + i, static_cast<unsigned long long>(__double_as_longlong(largest)));
+  }
+  __syncthreads();
+  for (std::int64_t c = threadIdx.x; c < j1 - j0; c += blockDim.x) {
+    double m = 0;
+    for (int w = 0; w < kScanRows / 32; ++w) m = fmax(m, warp_column_max[w][c]);
+    atomicMax(column_max + j0 + c, static_cast<unsigned long long>(__double_as_longlong(m)));
+  }
+}
+
+// row_sums[i] = the sum over the stripes s of row_partial_sums[i + n s], in order.
+__global__ void sum_row_partials_kernel(const double* row_partial_sums, std::int64_t n, std::int64_t stripes,
+                                        unsigned long long* row_sums) {
+  const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   double s = 0;
-  for (std::int64_t j = 0; j < n; ++j) s += fabs(a[i + j * lda]);
-  sums[i] = s;
+  for (std::int64_t q = 0; q < stripes; ++q) s += row_partial_sums[i + q * n];
+  row_sums[i] = static_cast<unsigned long long>(__double_as_longlong(s));
+}
+
+__global__ void add_panel_pivots_kernel(const int* panel, int count, std::int64_t first, int* global) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < count) global[first + i] = int(first + panel[i] - 1);
 }
 
 // max_i |row_factor_i m(i, blockIdx.x)| (row_factor may be null), in thread 0 of a block per
@@ -95,18 +151,6 @@ __global__ void column_abs_max_kernel(const double* m, std::int64_t ld, std::int
   if (threadIdx.x == 0) out[blockIdx.x] = r;
 }
 
-// Range scaling: largest[i] = max_j |a_ij| as the bits of a non-negative double (whose order is
-// the integer order, so atomicMax combines the blocks' column ranges).
-constexpr int kRowMaxColumns = 64;
-__global__ void row_abs_max_kernel(const double* a, std::int64_t lda, std::int64_t n, unsigned long long* largest) {
-  const std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
-  if (i >= n) return;
-  const std::int64_t j0 = std::int64_t(blockIdx.y) * kRowMaxColumns, j1 = min(n, j0 + kRowMaxColumns);
-  double v = 0;
-  for (std::int64_t j = j0; j < j1; ++j) v = fmax(v, fabs(a[i + j * lda]));
-  atomicMax(largest + i, static_cast<unsigned long long>(__double_as_longlong(v)));
-}
-
 // For each column j of m (one block per column): the power of two
 // factor[j] that brings max_i |row_factor_i m_ij| into [1/2, 1) (row_factor may be null), and
 // optionally its reciprocal.
@@ -128,7 +172,9 @@ __global__ void column_factors_kernel(const double* m, std::int64_t ld, std::int
 class Profile {
  public:
   enum Phase { Panel, RightSwaps, LeftSwaps, RowBlock, Update, kLuPhases, Solve = kLuPhases, Residual, Multiply, kPhases };
-  Profile() : enabled_(std::getenv("MIXSOLVE_LU_PROFILE") != nullptr) {}
+  Profile() : enabled_(std::getenv("MIXSOLVE_LU_PROFILE") != nullptr) {
+    if (const char* path = std::getenv("MIXSOLVE_LU_TIMELINE"); enabled_ && path) timeline_path_ = path;
+  }
   Profile(const Profile&) = delete;
   Profile& operator=(const Profile&) = delete;
   ~Profile() {
@@ -141,11 +187,21 @@ class Profile {
     } catch (...) {  // a profile never ends the program
     }
     for (auto& r : records_) destroy(r);
+    if (origin_) cudaEventDestroy(origin_);
   }
   bool enabled() const { return enabled_; }
+  // With MIXSOLVE_LU_TIMELINE=<file> as well, each LU phase's start and end (ms since this call,
+  // which marks the factorization's start on `stream`) are appended to the file as CSV lines
+  // "factorization,phase,stream,start_ms,stop_ms", the streams named as given here.
+  void begin_factorization(cudaStream_t stream, std::vector<std::pair<cudaStream_t, std::string>> stream_names) {
+    if (!enabled_) return;
+    if (!origin_) MIXSOLVE_CUDA_CHECK(cudaEventCreate(&origin_));
+    MIXSOLVE_CUDA_CHECK(cudaEventRecord(origin_, stream));
+    stream_names_ = std::move(stream_names);
+  }
   void start(Phase phase, cudaStream_t stream) {
     if (!enabled_) return;
-    Record r{phase, nullptr, nullptr};
+    Record r{phase, stream, nullptr, nullptr};
     MIXSOLVE_CUDA_CHECK(cudaEventCreate(&r.start));
     MIXSOLVE_CUDA_CHECK(cudaEventCreate(&r.stop));
     MIXSOLVE_CUDA_CHECK(cudaEventRecord(r.start, stream));
@@ -158,6 +214,7 @@ class Profile {
   }
   void report_factorization(double total_seconds) {
     if (!enabled_) return;
+    write_timeline();
     collect();
     std::fprintf(stderr,
                  "LU profile: total %.2f ms; panel %.2f, right swaps %.2f, left swaps %.2f, U12 trsm %.2f, "
@@ -169,11 +226,31 @@ class Profile {
  private:
   struct Record {
     Phase phase;
+    cudaStream_t stream;
     cudaEvent_t start, stop;
   };
   static void destroy(Record& r) {
     cudaEventDestroy(r.start);
     cudaEventDestroy(r.stop);
+  }
+  void write_timeline() {
+    if (timeline_path_.empty() || !origin_) return;
+    static const char* const names[kPhases] = {"panel", "right swaps", "left swaps", "U12 trsm", "update",
+                                               "solve", "residual", "mat-vec"};
+    MIXSOLVE_CUDA_CHECK(cudaDeviceSynchronize());
+    std::FILE* out = std::fopen(timeline_path_.c_str(), "a");
+    if (!out) return;
+    for (const Record& r : records_) {
+      std::string stream = "other";
+      for (const auto& [handle, name] : stream_names_)
+        if (handle == r.stream) stream = name;
+      float begin = 0, end = 0;
+      MIXSOLVE_CUDA_CHECK(cudaEventElapsedTime(&begin, origin_, r.start));
+      MIXSOLVE_CUDA_CHECK(cudaEventElapsedTime(&end, origin_, r.stop));
+      std::fprintf(out, "%d,%s,%s,%.4f,%.4f\n", factorizations_, names[r.phase], stream.c_str(), begin, end);
+    }
+    std::fclose(out);
+    ++factorizations_;
   }
   // Adds the finished records' times to ms_ and drops them.
   void collect() {
@@ -187,6 +264,10 @@ class Profile {
     records_.clear();
   }
   bool enabled_;
+  std::string timeline_path_;
+  cudaEvent_t origin_ = nullptr;
+  std::vector<std::pair<cudaStream_t, std::string>> stream_names_;
+  int factorizations_ = 0;
   std::vector<Record> records_;
   std::size_t open_[kPhases] = {};
   double ms_[kPhases] = {};
@@ -282,15 +363,14 @@ class DeviceEngine final : public Engine {
 
   Memory memory() const override { return Memory::Device; }
 
-  double norm_inf() override {
-    DeviceBuffer<double> sums(std::max<std::int64_t>(n_, 1));
-    row_abs_sums_kernel<<<blocks_for(n_), 256, 0, stream()>>>(a_.data, a_.ld, n_, sums.data());
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-    std::vector<double> h = sums.to_host(stream());
-    return h.empty() ? 0.0 : *std::max_element(h.begin(), h.end());
-  }
+  double norm_inf() override { return scan_a().norm_inf; }
 
   std::pair<std::int64_t, std::int64_t> find_nonfinite(const MatrixView<const double>& m) override {
+    if (m.data == a_.data && m.ld == a_.ld && m.rows == n_ && m.cols == n_) {
+      const std::int64_t first = scan_a().first_nonfinite;
+      return first < 0 ? std::pair<std::int64_t, std::int64_t>{-1, -1}
+                       : std::pair<std::int64_t, std::int64_t>{first % n_, first / n_};
+    }
     return find_nonfinite_in(m.data, m.ld, m.rows, m.cols);
   }
 
@@ -338,10 +418,11 @@ class DeviceEngine final : public Engine {
     factors32_ = DeviceBuffer<float>(n_ * n_);
     float* f = factors32_.data();
     if (range_scaling) compute_range_scaling();
-    convert_kernel<<<blocks_for(n_ * n_), 256, 0, stream()>>>(a_.data, a_.ld, f, n_, n_, n_, row_factor(),
-                                                              column_factor(), mu_);
+    reset_first_nonfinite();
+    convert_kernel<<<stripe_grid(n_, n_), 256, 0, stream()>>>(a_.data, a_.ld, f, n_, n_, n_, row_factor(),
+                                                              column_factor(), mu_, flag_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    if (find_nonfinite_in(f, n_, n_, n_).first >= 0) {
+    if (read_first_nonfinite(n_).first >= 0) {
       result.status = StopReason::Overflow;  // beyond FP32's range
       return result;
     }
@@ -406,7 +487,7 @@ class DeviceEngine final : public Engine {
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     gather_rows(y.data, y.ld, permutation_.data(), n_, k, w, n_, stream(), row_factor(), sigma);
     solve_triangles(factors32_.data(), w, k);
-    convert_kernel<<<blocks_for(n_ * k), 256, 0, stream()>>>(w, n_, y.data, y.ld, n_, k, column_factor(),
+    convert_kernel<<<stripe_grid(n_, k), 256, 0, stream()>>>(w, n_, y.data, y.ld, n_, k, column_factor(),
                                                              inverse_sigma, mu_);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
@@ -515,12 +596,14 @@ class DeviceEngine final : public Engine {
     MultiprocessorLimitScope limit(bulk_ctx, look_ahead ? std::max(1, multiprocessors - panel_->blocks()) : 0);
     Profile& profile = profile_;
     const auto started = std::chrono::steady_clock::now();
+    profile.begin_factorization(bulk, {{chain, "chain"}, {bulk, "bulk"}, {left, "left"}});
     const std::int64_t panels = (n_ + nb_ - 1) / nb_;
     // to_chain: the FP32 copy, then each bulk update's start; moves_ready: a panel's moves and the
-    // pending L columns' interchanges, for the bulk and left streams; bulk_done: the L columns a
+    // pending L columns' interchanges, for the bulk stream; left_may_start: the same and the next
+    // panel's columns, for the left stream; bulk_done: the L columns a
     // bulk update read, for the left stream; column_ready[q]: panel q's columns are up to date
     // but for the panels the chain applies itself.
-    StreamEvent to_chain, moves_ready, bulk_done, from_left, from_chain;
+    StreamEvent to_chain, moves_ready, left_may_start, bulk_done, from_left, from_chain;
     std::vector<std::unique_ptr<StreamEvent>> column_ready(panels);
     const auto first_column = [&](std::int64_t q) { return std::min(q * nb_, n_); };  // of panel q
     const auto at = [&](std::int64_t row, std::int64_t column) { return f + row + column * n_; };
@@ -581,18 +664,27 @@ class DeviceEngine final : public Engine {
         profile.stop(Profile::LeftSwaps, chain);
       }
       moves_ready.record(chain);
-      if (pending_column > 0) {
-        moves_ready.wait_in(left);
+      // The older L columns' interchanges start once the chain has updated the next panel's
+      // columns: they saturate the memory bandwidth (one 32-byte sector per 4-byte value), and
+      // beside the chain's short kernels they doubled those (H100, session 7); beside the panel
+      // kernel, which works in L2, they cost little.
+      const auto swap_left_columns = [&, to = to, from = from, moves = moves] {
+        if (pending_column == 0) return;
+        left_may_start.order(chain, left);
         bulk_done.wait_in(left);
         profile.start(Profile::LeftSwaps, left);
         apply_row_moves(f, n_, to, from, moves, 0, pending_column, pending_column, pending_column, left);
         profile.stop(Profile::LeftSwaps, left);
+      };
+      if (p + 1 == panels) {
+        swap_left_columns();
+        break;
       }
-      if (p + 1 == panels) break;
       // The next panel's columns, then the next panel, on the chain.
       const std::int64_t next = first_column(p + 1), after_next = first_column(p + 2);
       if (column_ready[p + 1]) column_ready[p + 1]->wait_in(chain);
       apply_panels(chain_ctx, pending, p, next, after_next);
+      swap_left_columns();
       profile.start(Profile::Panel, chain);
       factor_panel(chain_ctx, next, after_next - next);
       profile.stop(Profile::Panel, chain);
@@ -664,14 +756,62 @@ class DeviceEngine final : public Engine {
   std::pair<std::int64_t, std::int64_t> find_nonfinite_in(const T* data, std::int64_t ld, std::int64_t rows,
                                                           std::int64_t cols) {
     if (rows == 0 || cols == 0) return {-1, -1};
-    const unsigned long long none = ~0ull;
-    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(flag_.data(), &none, sizeof none, cudaMemcpyHostToDevice, stream()));
-    count_nonfinite_kernel<<<blocks_for(rows * cols), 256, 0, stream()>>>(data, ld, rows, cols, flag_.data());
+    reset_first_nonfinite();
+    count_nonfinite_kernel<<<stripe_grid(rows, cols), 256, 0, stream()>>>(data, ld, rows, cols, flag_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
+    return read_first_nonfinite(rows);
+  }
+
+  // flag_ holds the smallest linear index (i + j rows) of a NaN or Inf a kernel met.
+  void reset_first_nonfinite() {
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(flag_.data(), 0xff, sizeof(unsigned long long), stream()));
+  }
+  std::pair<std::int64_t, std::int64_t> read_first_nonfinite(std::int64_t rows) {
     unsigned long long first = 0;
     flag_.copy_to_host(&first, 1, stream());
-    if (first == none) return {-1, -1};
+    if (first == ~0ull) return {-1, -1};
     return {std::int64_t(first % rows), std::int64_t(first / rows)};
+  }
+
+  // What the driver and the range scaling read of A, from one pass (scan_matrix_kernel), once.
+  struct MatrixScan {
+    std::int64_t first_nonfinite = -1;  // i + j n of the first NaN/Inf in column-major order
+    double norm_inf = 0;
+    std::vector<double> row_max, column_max;  // of |a_ij|
+  };
+  const MatrixScan& scan_a() {
+    if (scan_) return *scan_;
+    scan_ = std::make_unique<MatrixScan>();
+    if (n_ == 0) return *scan_;
+    const std::int64_t stripes = (n_ + kScanColumns - 1) / kScanColumns;
+    DeviceBuffer<double> partial_sums(n_ * stripes);
+    // row sums, row maxima, column maxima (doubles as bits), then the first non-finite index
+    DeviceBuffer<unsigned long long> results(3 * n_ + 1);
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(results.data(), 0, 3 * n_ * sizeof(unsigned long long), stream()));
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(results.data() + 3 * n_, 0xff, sizeof(unsigned long long), stream()));
+    const dim3 grid(unsigned((n_ + kScanRows - 1) / kScanRows), unsigned(stripes));
+    scan_matrix_kernel<<<grid, kScanRows, 0, stream()>>>(a_.data, a_.ld, n_, partial_sums.data(),
+                                                         results.data() + n_, results.data() + 2 * n_,
+                                                         results.data() + 3 * n_);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    sum_row_partials_kernel<<<blocks_for(n_), 256, 0, stream()>>>(partial_sums.data(), n_, stripes, results.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    track_peak(partial_sums.bytes() + results.bytes());
+    const std::vector<unsigned long long> bits = results.to_host(stream());
+    const auto value = [&](std::int64_t k) {
+      double d;
+      std::memcpy(&d, &bits[k], sizeof d);
+      return d;
+    };
+    for (std::int64_t i = 0; i < n_; ++i) scan_->norm_inf = std::max(scan_->norm_inf, value(i));
+    scan_->row_max.resize(n_);
+    scan_->column_max.resize(n_);
+    for (std::int64_t i = 0; i < n_; ++i) {
+      scan_->row_max[i] = value(n_ + i);
+      scan_->column_max[i] = value(2 * n_ + i);
+    }
+    if (bits[3 * n_] != ~0ull) scan_->first_nonfinite = std::int64_t(bits[3 * n_]);
+    return *scan_;
   }
 
   // `transient`: a workspace that lives only during the current step.
@@ -694,15 +834,8 @@ class DeviceEngine final : public Engine {
   // R, S and mu of SolveOptions::range_scaling (engine.hpp): the rows' and columns' maxima on
   // the device, the choice on the host, then R from the rows and S from the columns of R A.
   void compute_range_scaling() {
-    DeviceBuffer<double> row_largest(n_), column_largest(n_);
-    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(row_largest.data(), 0, row_largest.bytes(), stream()));
-    const dim3 grid(unsigned((n_ + 255) / 256), unsigned((n_ + kRowMaxColumns - 1) / kRowMaxColumns));
-    row_abs_max_kernel<<<grid, 256, 0, stream()>>>(a_.data, a_.ld, n_,
-                                                    reinterpret_cast<unsigned long long*>(row_largest.data()));
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-    column_abs_max_kernel<<<unsigned(n_), 256, 0, stream()>>>(a_.data, a_.ld, n_, column_largest.data());
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-    const std::vector<double> rows = row_largest.to_host(stream()), columns = column_largest.to_host(stream());
+    const std::vector<double>& rows = scan_a().row_max;
+    const std::vector<double>& columns = scan_a().column_max;
     const RangeScaling choice = choose_range_scaling(rows, columns);
     mu_ = choice.mu;
     two_sided_ = choice.two_sided;
@@ -739,6 +872,7 @@ class DeviceEngine final : public Engine {
   std::unique_ptr<TriangularSolver<float>> triangular32_;  // for the current factors
   std::unique_ptr<TriangularSolver<double>> triangular64_;
   DeviceBuffer<unsigned long long> flag_;
+  std::unique_ptr<MatrixScan> scan_;  // of A, once (scan_a)
   std::vector<DeviceBuffer<double>> scratch_;
   std::int64_t nb_ = 256;
   std::size_t peak_ = 0;

@@ -377,63 +377,88 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
 // ---------------------------------------------------------------------------------------------
 // Row interchanges of a panel on the other columns. Applied in order with one thread per column
 // (LAPACK's laswp), each swap waits for the previous one: 2 x 256 dependent memory round trips
-// per column and panel. Here one warp first turns the panel's sequential swaps into moves ("row
+// per column and panel. Here one block first turns the panel's sequential swaps into moves ("row
 // to[i] receives the old row from[i]": the panel's rows and at most as many rows below), then a
 // warp per column loads every moved value at once and stores them (one round trip).
 constexpr int kMaxMoves = 2 * kPanelMaxWidth;
 
-__global__ void interchanges_to_moves_kernel(const int* pivots, std::int64_t first, int count, int* to, int* from,
-                                             int* moves) {
-  __shared__ int inside_from[kPanelMaxWidth];                  // the source of row first + i
-  __shared__ int below_row[kPanelMaxWidth], below_from[kPanelMaxWidth];  // rows below the panel's
-  __shared__ int below_count, panel_pivots[kPanelMaxWidth];
-  const int lane = threadIdx.x;
-  for (int i = lane; i < count; i += 32) {
-    inside_from[i] = int(first) + i;
-    panel_pivots[i] = pivots[first + i];  // loaded at once, not one round trip per swap
+// Exclusive prefix count of `flag` over the block's threads (blockDim.x = kPanelMaxWidth) in
+// thread order; *total gets the sum. Uses warp ballots and one barrier pair.
+__device__ int block_exclusive_count(bool flag, int* warp_counts, int* total) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  const unsigned ballot = __ballot_sync(0xffffffffu, flag);
+  if (lane == 0) warp_counts[warp] = __popc(ballot);
+  __syncthreads();
+  int before = __popc(ballot & ((1u << lane) - 1u));
+  for (int w = 0; w < warp; ++w) before += warp_counts[w];
+  if (threadIdx.x == 0) {
+    int sum = 0;
+    for (int w = 0; w < warps; ++w) sum += warp_counts[w];
+    *total = sum;
   }
-  if (lane == 0) below_count = 0;
-  __syncwarp();
-  for (int i = 0; i < count; ++i) {
-    const int row = int(first) + i, pivot = panel_pivots[i];
-    if (pivot == row) continue;
-    if (pivot < first + count) {
-      if (lane == 0) {
-        const int t = inside_from[i];
-        inside_from[i] = inside_from[pivot - first];
-        inside_from[pivot - first] = t;
+  __syncthreads();
+  return before;
+}
+
+// One block of kPanelMaxWidth threads. The rows a panel's swaps touch get slots: slot s < count
+// is panel row first + s, slot count + b the b-th distinct pivot row below the panel (in order of
+// first appearance). With the slots numbered, each slot finds the original row it ends up
+// holding, source[s], by following the swaps backwards; every slot whose source changed becomes
+// a move. (A warp that searched the rows below the panel for every swap took ~115 us per panel
+// on the LU's critical path, one thread doing the swaps in order ~33 us; H100, session 7.)
+__global__ void __launch_bounds__(kPanelMaxWidth)
+    interchanges_to_moves_kernel(const int* pivots, std::int64_t first, int count, int* to, int* from, int* moves) {
+  __shared__ int pivot[kPanelMaxWidth], slot_of_swap[kPanelMaxWidth], below_slot[kPanelMaxWidth];
+  __shared__ int source[2 * kPanelMaxWidth], slot_row[2 * kPanelMaxWidth];
+  __shared__ int warp_counts[kPanelMaxWidth / 32], below_count, move_count;
+  const int i = threadIdx.x, end = int(first) + count;
+  if (i < count) pivot[i] = pivots[first + i];
+  __syncthreads();
+  // The first swap whose pivot is this swap's row below the panel numbers that row's slot.
+  int first_use = -1;
+  if (i < count && pivot[i] >= end) {
+    first_use = i;
+    for (int k = 0; k < i; ++k)
+      if (pivot[k] == pivot[i]) {
+        first_use = k;
+        break;
       }
-    } else {
-      int at = -1;
-      for (int b = lane; b < below_count; b += 32)
-        if (below_row[b] == pivot) at = b;
-      for (int o = 16; o > 0; o >>= 1) at = max(at, __shfl_xor_sync(0xffffffffu, at, o));
-      if (lane == 0) {
-        if (at < 0) {
-          at = below_count++;
-          below_row[at] = below_from[at] = pivot;
-        }
-        const int t = inside_from[i];
-        inside_from[i] = below_from[at];
-        below_from[at] = t;
-      }
+  }
+  const int rank = block_exclusive_count(first_use == i, warp_counts, &below_count);
+  if (first_use == i) below_slot[i] = count + rank;
+  if (i < count) {
+    slot_row[i] = int(first) + i;
+    if (first_use == i) slot_row[count + rank] = pivot[i];
+  }
+  __syncthreads();
+  if (i < count) slot_of_swap[i] = pivot[i] >= end ? below_slot[first_use] : pivot[i] - int(first);
+  __syncthreads();
+  // Each slot traces the swaps backwards to the slot its final row started in (all slots at
+  // once: the swaps run sequentially only in this index arithmetic).
+  const int slots = count + below_count;
+  for (int s = i; s < slots; s += kPanelMaxWidth) {
+    int at = s;
+    for (int k = count - 1; k >= 0; --k) {
+      const int other = slot_of_swap[k];
+      at = at == k ? other : at == other ? k : at;
     }
-    __syncwarp();
+    source[s] = slot_row[at];
   }
-  if (lane == 0) {
-    int m = 0;
-    for (int i = 0; i < count; ++i)
-      if (inside_from[i] != int(first) + i) {
-        to[m] = int(first) + i;
-        from[m++] = inside_from[i];
-      }
-    for (int b = 0; b < below_count; ++b)
-      if (below_from[b] != below_row[b]) {
-        to[m] = below_row[b];
-        from[m++] = below_from[b];
-      }
-    *moves = m;
+  __syncthreads();
+  // Moves in slot order (the panel's rows, then the rows below), two slots per thread.
+  int written = 0;
+  for (int half = 0; half < 2; ++half) {
+    const int s = half * kPanelMaxWidth + i;
+    const bool moved = s < slots && source[s] != slot_row[s];
+    const int at = written + block_exclusive_count(moved, warp_counts, &move_count);
+    if (moved) {
+      to[at] = slot_row[s];
+      from[at] = source[s];
+    }
+    written += move_count;
+    __syncthreads();  // move_count is rewritten by the next round
   }
+  if (i == 0) *moves = written;
 }
 
 constexpr int kMovesPerLane = kMaxMoves / 32;
@@ -762,7 +787,7 @@ void interchanges_to_moves(const int* pivots, std::int64_t first, int count, int
   if (count < 0 || count > kPanelMaxWidth)
     throw InvalidArgument("interchanges_to_moves: count = " + std::to_string(count) + " is not in [0, " +
                           std::to_string(kPanelMaxWidth) + "]");
-  interchanges_to_moves_kernel<<<1, 32, 0, stream>>>(pivots, first, count, to, from, moves);
+  interchanges_to_moves_kernel<<<1, kPanelMaxWidth, 0, stream>>>(pivots, first, count, to, from, moves);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 

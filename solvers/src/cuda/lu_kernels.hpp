@@ -46,7 +46,7 @@ class PanelWorkspace {
 
 // The sequential row interchanges pivots[first .. first+count) (count <= kPanelMaxWidth, global
 // rows, LAPACK's ipiv) as moves: row to[i] receives the old row from[i], for i < *moves <= 2 count
-// (device arrays; one warp on the device, no host synchronisation).
+// (device arrays; one thread block on the device, no host synchronisation).
 void interchanges_to_moves(const int* pivots, std::int64_t first, int count, int* to, int* from, int* moves,
                            cudaStream_t stream);
 
