@@ -26,16 +26,34 @@ struct PanelResult {
   int first_zero = 0;
 };
 
-// Factors the m x w column-major panel `a` (leading dimension lda >= m) on the device.
+// Factors the m x w column-major panel `a` (leading dimension lda >= m) on the device; with
+// row_major, stored row-major on the device (leading dimension w + 5, the padding checked to be
+// untouched) and returned column-major.
 PanelResult factor_on_device(PanelWorkspace& workspace, const std::vector<float>& a, std::int64_t m, int w,
-                             std::int64_t lda, std::int64_t row_offset) {
-  DeviceBuffer<float> da(lda * w);
-  da.copy_from_host(a);
+                             std::int64_t lda, std::int64_t row_offset, bool row_major = false) {
+  const std::int64_t ldr = w + 5;
+  std::vector<float> stored = a;
+  if (row_major) {
+    stored.assign(ldr * m, -7.0f);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (int j = 0; j < w; ++j) stored[j + i * ldr] = a[i + j * lda];
+  }
+  DeviceBuffer<float> da(stored.size());
+  da.copy_from_host(stored);
   DeviceBuffer<int> pivots(w), first_zero(1);
   const int none = 1 << 30;
   first_zero.copy_from_host(std::vector<int>{none});
-  workspace.factor(da.data(), lda, m, w, pivots.data(), row_offset, first_zero.data(), 7, nullptr);
+  workspace.factor(da.data(), row_major ? ldr : lda, m, w, pivots.data(), row_offset, first_zero.data(), 7, nullptr,
+                   row_major);
   PanelResult r{da.to_host(), pivots.to_host(), 0};
+  if (row_major) {
+    const std::vector<float> result = r.lu;
+    r.lu = a;
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (int j = 0; j < w; ++j) r.lu[i + j * lda] = result[j + i * ldr];
+      for (std::int64_t j = w; j < ldr; ++j) EXPECT_EQ(result[j + i * ldr], -7.0f) << "row padding, row " << i;
+    }
+  }
   r.first_zero = first_zero.to_host()[0];
   if (r.first_zero == none) r.first_zero = -1;
   return r;
@@ -77,12 +95,14 @@ TEST(GpuPanel, FactorsToFp32AccuracyWithPartialPivoting) {
     std::int64_t m;
     int w;
   };
+  for (bool row_major : {false, true})
   for (const Case& t : {Case{1, 1}, Case{40, 31}, Case{300, 32}, Case{300, 33}, Case{1000, 100}, Case{256, 256},
                         Case{5000, 256}, Case{20000, 96}}) {
+    SCOPED_TRACE(row_major ? "row-major" : "column-major");
     const std::int64_t lda = t.m + 3, row_offset = 11;
     std::vector<float> a(lda * t.w);
     for (float& v : a) v = normal(rng);
-    const PanelResult r = factor_on_device(workspace, a, t.m, t.w, lda, row_offset);
+    const PanelResult r = factor_on_device(workspace, a, t.m, t.w, lda, row_offset, row_major);
     for (int j = 0; j < t.w; ++j) {
       ASSERT_GE(r.pivots[j], row_offset + j) << "m " << t.m << " w " << t.w << " column " << j;
       ASSERT_LT(r.pivots[j], row_offset + t.m);
@@ -111,7 +131,9 @@ TEST(GpuPanel, TiesPickTheLowestRowAndAZeroColumnIsReported) {
     a[i] = (i % 3 == 0) ? -1.0f : 1.0f;
     for (int j = 1; j < w; ++j) a[i + j * m] = j == 40 ? 0.0f : uniform(rng);
   }
-  const PanelResult r = factor_on_device(workspace, a, m, w, m, 0);
+  for (bool row_major : {false, true}) {
+  SCOPED_TRACE(row_major ? "row-major" : "column-major");
+  const PanelResult r = factor_on_device(workspace, a, m, w, m, 0, row_major);
   EXPECT_EQ(r.pivots[0], 0);
   EXPECT_EQ(r.first_zero, 7 + 40);  // column_offset 7
   EXPECT_EQ(r.pivots[40], 40);      // an all-zero column: no interchange, as getf2
@@ -120,6 +142,7 @@ TEST(GpuPanel, TiesPickTheLowestRowAndAZeroColumnIsReported) {
   const Check c = check_factors(a, r, m, w, m, 0);
   EXPECT_LE(c.residual_ratio, 2.0);
   EXPECT_LE(c.largest_multiplier, 1.0);
+  }
 }
 
 TEST(GpuPanel, InterchangesAppliedAsMovesMatchSequentialSwaps) {
@@ -129,7 +152,10 @@ TEST(GpuPanel, InterchangesAppliedAsMovesMatchSequentialSwaps) {
   MIXSOLVE_REQUIRE_GPU();
   const std::int64_t n = 1500, lda = 1503, first = 512;
   std::mt19937_64 rng(11);
+  for (bool row_major : {false, true})
   for (int count : {1, 37, kPanelMaxWidth}) {
+    // element (r, c) of the n x n matrix (leading dimension lda) in the layout under test
+    const auto at = [&](std::int64_t r, std::int64_t c) { return row_major ? c + r * lda : r + c * lda; };
     std::vector<int> pivots(n, 0);
     std::uniform_int_distribution<std::int64_t> below(first + count, n - 1);
     for (int i = 0; i < count; ++i) {
@@ -147,7 +173,7 @@ TEST(GpuPanel, InterchangesAppliedAsMovesMatchSequentialSwaps) {
     const std::int64_t skip0 = first, skip1 = first + count;
     for (std::int64_t c = 0; c < n; ++c) {
       if (c >= skip0 && c < skip1) continue;
-      for (int i = 0; i < count; ++i) std::swap(expected[first + i + c * lda], expected[pivots[first + i] + c * lda]);
+      for (int i = 0; i < count; ++i) std::swap(expected[at(first + i, c)], expected[at(pivots[first + i], c)]);
     }
     DeviceBuffer<float> da(a.size());
     da.copy_from_host(a);
@@ -155,10 +181,11 @@ TEST(GpuPanel, InterchangesAppliedAsMovesMatchSequentialSwaps) {
     dp.copy_from_host(pivots);
     mixsolve::solvers_detail::interchanges_to_moves(dp.data(), first, count, to.data(), from.data(), moves.data(), nullptr);
     mixsolve::solvers_detail::apply_row_moves(da.data(), lda, to.data(), from.data(), moves.data(), 0, n, skip0, skip1,
-                                              nullptr);
+                                              nullptr, row_major);
     const std::vector<float> got = da.to_host();
     EXPECT_LE(moves.to_host()[0], 2 * count);
-    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expected[i]) << "count " << count << " index " << i;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(got[i], expected[i]) << (row_major ? "row-major" : "column-major") << " count " << count << " index " << i;
   }
 }
 

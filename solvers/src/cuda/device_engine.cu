@@ -66,6 +66,53 @@ __global__ void convert_kernel(const From* src, std::int64_t lds, To* dst, std::
   }
 }
 
+// dst = the same conversion as convert_kernel of the n x cols column-major src, stored row-major
+// (element (i, j) at dst[j + i ldd]), through 32 x 32 shared-memory tiles (block 32 x 8).
+__global__ void convert_transposed_kernel(const double* src, std::int64_t lds, float* dst, std::int64_t ldd,
+                                          std::int64_t n, const double* row_factor, const double* column_factor,
+                                          double mu, unsigned long long* first_nonfinite) {
+  __shared__ float tile[32][33];
+  const std::int64_t i0 = std::int64_t(blockIdx.x) * 32, j0 = std::int64_t(blockIdx.y) * 32;
+  for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+    const std::int64_t i = i0 + threadIdx.x, j = j0 + k;
+    if (i < n && j < n) {
+      double v = src[i + j * lds] * mu;
+      if (row_factor) v *= row_factor[i];
+      if (column_factor) v *= column_factor[j];
+      const float t = static_cast<float>(v);
+      if (first_nonfinite && !isfinite(t)) atomicMin(first_nonfinite, static_cast<unsigned long long>(i + j * n));
+      tile[threadIdx.x][k] = t;
+    }
+  }
+  __syncthreads();
+  for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+    const std::int64_t i = i0 + k, j = j0 + threadIdx.x;
+    if (i < n && j < n) dst[j + i * ldd] = tile[k][threadIdx.x];
+  }
+}
+
+// Transposes the n x n matrix a (leading dimension lda) in place: the block at tile (x, y) with
+// x <= y swaps tiles (x, y) and (y, x) through shared memory (block 32 x 8).
+__global__ void transpose_in_place_kernel(float* a, std::int64_t lda, std::int64_t n) {
+  if (blockIdx.x > blockIdx.y) return;
+  __shared__ float upper[32][33], lower[32][33];
+  const std::int64_t r0 = std::int64_t(blockIdx.x) * 32, c0 = std::int64_t(blockIdx.y) * 32;  // tile (r0, c0)
+  for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+    const std::int64_t r = r0 + threadIdx.x, c = c0 + k;
+    if (r < n && c < n) upper[threadIdx.x][k] = a[r + c * lda];
+    const std::int64_t r2 = c0 + threadIdx.x, c2 = r0 + k;
+    if (r2 < n && c2 < n) lower[threadIdx.x][k] = a[r2 + c2 * lda];
+  }
+  __syncthreads();
+  for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+    // element (c0 + threadIdx.x, r0 + k) of the result = (r0 + k, c0 + threadIdx.x) of the input
+    const std::int64_t r = c0 + threadIdx.x, c = r0 + k;
+    if (r < n && c < n) a[r + c * lda] = upper[k][threadIdx.x];
+    const std::int64_t r2 = r0 + threadIdx.x, c2 = c0 + k;
+    if (r2 < n && c2 < n) a[r2 + c2 * lda] = lower[k][threadIdx.x];
+  }
+}
+
 template <class T>
 __global__ void count_nonfinite_kernel(const T* a, std::int64_t lda, std::int64_t rows, std::int64_t cols,
                                        unsigned long long* first_bad) {
@@ -419,8 +466,15 @@ class DeviceEngine final : public Engine {
     float* f = factors32_.data();
     if (range_scaling) compute_range_scaling();
     reset_first_nonfinite();
-    convert_kernel<<<stripe_grid(n_, n_), 256, 0, stream()>>>(a_.data, a_.ld, f, n_, n_, n_, row_factor(),
-                                                              column_factor(), mu_, flag_.data());
+    row_major_ = env_int("MIXSOLVE_LU_ROW_MAJOR", 1) != 0;
+    if (row_major_) {
+      const dim3 tiles(unsigned((n_ + 31) / 32), unsigned((n_ + 31) / 32));
+      convert_transposed_kernel<<<tiles, dim3(32, 8), 0, stream()>>>(a_.data, a_.ld, f, n_, n_, row_factor(),
+                                                                    column_factor(), mu_, flag_.data());
+    } else {
+      convert_kernel<<<stripe_grid(n_, n_), 256, 0, stream()>>>(a_.data, a_.ld, f, n_, n_, n_, row_factor(),
+                                                                column_factor(), mu_, flag_.data());
+    }
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     if (read_first_nonfinite(n_).first >= 0) {
       result.status = StopReason::Overflow;  // beyond FP32's range
@@ -442,6 +496,12 @@ class DeviceEngine final : public Engine {
     // After a zero pivot the remaining panels compute with Inf/NaN; those factors are discarded.
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(first_zero_pivot_.data(), 0x7f, sizeof(int), stream()));
     factor_blocked(update);
+    if (row_major_) {  // the solves read column-major factors
+      const dim3 tiles(unsigned((n_ + 31) / 32), unsigned((n_ + 31) / 32));
+      transpose_in_place_kernel<<<tiles, dim3(32, 8), 0, stream()>>>(f, n_, n_);
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+      row_major_ = false;
+    }
     int first_zero = 0;
     first_zero_pivot_.copy_to_host(&first_zero, 1, stream());
     if (first_zero < n_) {
@@ -606,7 +666,10 @@ class DeviceEngine final : public Engine {
     StreamEvent to_chain, moves_ready, left_may_start, bulk_done, from_left, from_chain;
     std::vector<std::unique_ptr<StreamEvent>> column_ready(panels);
     const auto first_column = [&](std::int64_t q) { return std::min(q * nb_, n_); };  // of panel q
-    const auto at = [&](std::int64_t row, std::int64_t column) { return f + row + column * n_; };
+    // Element (row, column) of the factors; row-major while factoring (row_major_).
+    const auto at = [&](std::int64_t row, std::int64_t column) {
+      return row_major_ ? f + column + row * n_ : f + row + column * n_;
+    };
     // Panel q's interchanges, as moves (one slot per panel: the left-hand stream reads them later).
     const auto move_slot = [&](std::int64_t q) {
       return std::tuple<int*, int*, int*>{move_to_.data() + q * 2 * kPanelMaxWidth,
@@ -619,14 +682,18 @@ class DeviceEngine final : public Engine {
       cudaStream_t s = c.stream();
       const auto multiply_subtract = [&](std::int64_t r0, std::int64_t r1, std::int64_t k0, std::int64_t k1) {
         profile.start(Profile::Update, s);
-        update.run(c, gemm::GemmArgs<float>{gemm::Op::N, gemm::Op::N, r1 - r0, c1 - c0, k1 - k0, -1.0f, at(r0, k0), n_,
-                                            at(k0, c0), n_, 1.0f, at(r0, c0), n_, false});
+        if (row_major_)  // cuBLAS sees the transposes: A22^T -= U12^T L21^T
+          update.run(c, gemm::GemmArgs<float>{gemm::Op::N, gemm::Op::N, c1 - c0, r1 - r0, k1 - k0, -1.0f, at(k0, c0),
+                                              n_, at(r0, k0), n_, 1.0f, at(r0, c0), n_, false});
+        else
+          update.run(c, gemm::GemmArgs<float>{gemm::Op::N, gemm::Op::N, r1 - r0, c1 - c0, k1 - k0, -1.0f, at(r0, k0),
+                                              n_, at(k0, c0), n_, 1.0f, at(r0, c0), n_, false});
         profile.stop(Profile::Update, s);
       };
       profile.start(Profile::RightSwaps, s);
       for (std::int64_t q = p0; q <= p1; ++q) {
         const auto [to, from, moves] = move_slot(q);
-        apply_row_moves(f, n_, to, from, moves, c0, c1, c1, c1, s);
+        apply_row_moves(f, n_, to, from, moves, c0, c1, c1, c1, s, row_major_);
       }
       profile.stop(Profile::RightSwaps, s);
       const std::int64_t below = first_column(p1 + 1);
@@ -634,9 +701,14 @@ class DeviceEngine final : public Engine {
         const std::int64_t j0 = first_column(q), jb = first_column(q + 1) - j0;
         profile.start(Profile::RowBlock, s);
         const float one = 1.0f;
-        MIXSOLVE_CUBLAS_CHECK(cublasStrsm(c.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                                          CUBLAS_DIAG_UNIT, int(jb), int(c1 - c0), &one, at(j0, j0), int(n_),
-                                          at(j0, c0), int(n_)));
+        if (row_major_)  // U12^T = A12^T L11^-T, L11^T unit upper in the transposed storage
+          MIXSOLVE_CUBLAS_CHECK(cublasStrsm(c.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                                            CUBLAS_DIAG_UNIT, int(c1 - c0), int(jb), &one, at(j0, j0), int(n_),
+                                            at(j0, c0), int(n_)));
+        else
+          MIXSOLVE_CUBLAS_CHECK(cublasStrsm(c.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                                            CUBLAS_DIAG_UNIT, int(jb), int(c1 - c0), &one, at(j0, j0), int(n_),
+                                            at(j0, c0), int(n_)));
         profile.stop(Profile::RowBlock, s);
         if (q < p1) multiply_subtract(j0 + jb, below, j0, j0 + jb);
       }
@@ -660,7 +732,7 @@ class DeviceEngine final : public Engine {
       const std::int64_t pending_column = first_column(pending);
       if (pending_column < j0) {
         profile.start(Profile::LeftSwaps, chain);
-        apply_row_moves(f, n_, to, from, moves, pending_column, j0, j0, j0, chain);
+        apply_row_moves(f, n_, to, from, moves, pending_column, j0, j0, j0, chain, row_major_);
         profile.stop(Profile::LeftSwaps, chain);
       }
       moves_ready.record(chain);
@@ -673,7 +745,7 @@ class DeviceEngine final : public Engine {
         left_may_start.order(chain, left);
         bulk_done.wait_in(left);
         profile.start(Profile::LeftSwaps, left);
-        apply_row_moves(f, n_, to, from, moves, 0, pending_column, pending_column, pending_column, left);
+        apply_row_moves(f, n_, to, from, moves, 0, pending_column, pending_column, pending_column, left, row_major_);
         profile.stop(Profile::LeftSwaps, left);
       };
       if (p + 1 == panels) {
@@ -716,7 +788,7 @@ class DeviceEngine final : public Engine {
   // columns whatever the trailing update's arithmetic).
   void factor_panel(Context& ctx, std::int64_t j0, std::int64_t jb) {
     panel_->factor(factors32_.data() + j0 + j0 * n_, n_, n_ - j0, int(jb), pivots_.data() + j0, j0,
-                   first_zero_pivot_.data(), j0, ctx.stream());
+                   first_zero_pivot_.data(), j0, ctx.stream(), row_major_);
   }
 
   // w := U^-1 L^-1 w for n x k, in the factors' precision. One or a few vectors (refinement,
@@ -859,6 +931,10 @@ class DeviceEngine final : public Engine {
   // Range scaling of the current FP32 factors: they are of mu R A S (R = S = I unless two_sided_).
   DeviceBuffer<double> row_factor_, column_factor_;
   bool two_sided_ = false;
+  // The FP32 factors are row-major while factor_blocked runs (MIXSOLVE_LU_ROW_MAJOR, on by
+  // default): a row interchange then moves contiguous runs instead of one 32-byte sector per
+  // 4-byte value, and transposed to column-major afterwards.
+  bool row_major_ = false;
   double mu_ = 1.0;
   DeviceBuffer<double> vector_scale_;  // apply_inverse: each column's sigma and 1 / sigma
   DeviceBuffer<double> projection_;    // orthogonalize: the projections of the two passes

@@ -81,6 +81,7 @@ struct PanelArgs {
   int* first_zero_pivot;
   std::int64_t column_offset;
   unsigned tag0;  // column j publishes with tag tag0 + j (unique across launches)
+  bool row_major;  // element (i, j) at a[j + i lda] (else a[i + j lda])
 };
 
 // Publications are 64-bit words, a 16-bit tag above a 48-bit payload (a float, or a block's
@@ -112,6 +113,43 @@ __device__ inline void take_better(float& value, int& row, float other_value, in
   }
 }
 
+// Step d for a row-major panel: A22 -= L21 U12 on the block's rows [first, rows) and the `right`
+// columns from `column`. A task is kRowsPerUpdateTask rows x 4 columns; a warp's lanes take
+// consecutive column groups of the same rows, so global accesses are contiguous along the rows,
+// L21 is a shared-memory broadcast and U12 one float4 per k.
+constexpr int kRowsPerUpdateTask = 8;
+__device__ void update_rows_row_major(const PanelArgs& p, const float* tile, const float* u12, int u12_stride, int r0,
+                                      int first, int rows, int column, int right) {
+  const int groups = (right + 3) / 4, row_blocks = (rows - first + kRowsPerUpdateTask - 1) / kRowsPerUpdateTask;
+  for (int task = threadIdx.x; task < row_blocks * groups; task += kPanelThreads) {
+    const int c0 = 4 * (task % groups), rb = first + kRowsPerUpdateTask * (task / groups);
+    float acc[kRowsPerUpdateTask][4];
+#pragma unroll
+    for (int q = 0; q < kRowsPerUpdateTask; ++q)
+#pragma unroll
+      for (int t = 0; t < 4; ++t)
+        acc[q][t] = rb + q < rows && c0 + t < right ? __ldcg(p.a + std::int64_t(r0 + rb + q) * p.lda + column + c0 + t)
+                                                    : 0.0f;
+#pragma unroll 8
+    for (int k = 0; k < kSub; ++k) {
+      const float4 u4 = *reinterpret_cast<const float4*>(u12 + k * u12_stride + c0);  // zero past `right`
+#pragma unroll
+      for (int q = 0; q < kRowsPerUpdateTask; ++q) {
+        const float l = rb + q < rows ? tile[(rb + q) * kTileStride + k] : 0.0f;
+        acc[q][0] = fmaf(-l, u4.x, acc[q][0]);
+        acc[q][1] = fmaf(-l, u4.y, acc[q][1]);
+        acc[q][2] = fmaf(-l, u4.z, acc[q][2]);
+        acc[q][3] = fmaf(-l, u4.w, acc[q][3]);
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < kRowsPerUpdateTask; ++q)
+#pragma unroll
+      for (int t = 0; t < 4; ++t)
+        if (rb + q < rows && c0 + t < right) p.a[std::int64_t(r0 + rb + q) * p.lda + column + c0 + t] = acc[q][t];
+  }
+}
+
 __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
   extern __shared__ float4 shared4[];
   const cg::grid_group grid = cg::this_grid();
@@ -129,18 +167,26 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
   __shared__ int sub_pivots[kSub];
   __shared__ int move_to[2 * kSub], move_from[2 * kSub], moves;
   const auto owned = [&](int row) { return row >= r0 && row < r0 + rows; };
+  // Element (i, j) of the panel is p.a[i * rs + j * cs].
+  const std::int64_t rs = p.row_major ? p.lda : 1, cs = p.row_major ? 1 : p.lda;
 
   for (int s = 0; s < p.w; s += kSub) {
     const int ws = min(kSub, p.w - s), right = p.w - s - ws;
     // a. The sub-panel, column by column. Rows [s - kSub, s) hold the previous sub-panel's U12,
     //    which reaches global memory only in step b (see step c): they come from shared memory.
-    for (int c = 0; c < ws; ++c)
-      for (int r = threadIdx.x; r < rows; r += kPanelThreads) {
-        const int row = r0 + r;
-        tile[r * kTileStride + c] = s > 0 && row >= s - kSub && row < s
-                                        ? u12[(row - (s - kSub)) * layout.u12_stride + c]
-                                        : __ldcg(p.a + row + (s + c) * p.lda);
-      }
+    //    Column-major: a warp reads 32 rows of one column; row-major: one row's 32 columns.
+    const auto load_tile = [&](int r, int c) {
+      const int row = r0 + r;
+      tile[r * kTileStride + c] = s > 0 && row >= s - kSub && row < s
+                                      ? u12[(row - (s - kSub)) * layout.u12_stride + c]
+                                      : __ldcg(p.a + row * rs + (s + c) * cs);
+    };
+    if (p.row_major) {
+      for (int idx = threadIdx.x; idx < rows * ws; idx += kPanelThreads) load_tile(idx / ws, idx % ws);
+    } else {
+      for (int c = 0; c < ws; ++c)
+        for (int r = threadIdx.x; r < rows; r += kPanelThreads) load_tile(r, c);
+    }
     __syncthreads();
     for (int jj = 0; jj < ws; ++jj) {
       const int j = s + jj;
@@ -239,9 +285,18 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
       }
     }
     __syncthreads();
-    for (int c = 0; c < ws; ++c)  // rows above s are unchanged, or the previous U12 (step b stores it)
-      for (int r = max(0, s - r0) + threadIdx.x; r < rows; r += kPanelThreads)
-        p.a[(r0 + r) + (s + c) * p.lda] = tile[r * kTileStride + c];
+    // Rows above s are unchanged, or the previous U12 (step b stores it).
+    if (p.row_major) {
+      const int stored = max(0, s - r0);
+      for (int idx = threadIdx.x; idx < (rows - stored) * ws; idx += kPanelThreads) {
+        const int r = stored + idx / ws, c = idx % ws;
+        p.a[(r0 + r) * rs + s + c] = tile[r * kTileStride + c];
+      }
+    } else {
+      for (int c = 0; c < ws; ++c)
+        for (int r = max(0, s - r0) + threadIdx.x; r < rows; r += kPanelThreads)
+          p.a[(r0 + r) + (s + c) * cs] = tile[r * kTileStride + c];
+    }
     if (p.w == ws) break;  // a panel of one sub-panel is done
 
     // b. The sub-panel's interchanges on the panel's other columns. Warp 0 turns the sequential
@@ -288,14 +343,14 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
     __syncthreads();
     //    A warp moves one row: its lanes load all of the row's columns at once, then store them.
     const int others = p.w - ws;  // the columns outside the sub-panel
-    const auto column_of = [&](int c) { return std::int64_t(c < s ? c : c + ws) * p.lda; };
+    const auto column_of = [&](int c) { return std::int64_t(c < s ? c : c + ws) * cs; };
     constexpr int kPerLane = kPanelMaxWidth / 32;
     for (int mv = warp; mv < moves; mv += kPanelThreads / 32) {
       if (!owned(move_from[mv])) continue;
       float v[kPerLane];
 #pragma unroll
       for (int q = 0; q < kPerLane; ++q)
-        if (lane + 32 * q < others) v[q] = __ldcg(p.a + move_from[mv] + column_of(lane + 32 * q));
+        if (lane + 32 * q < others) v[q] = __ldcg(p.a + move_from[mv] * rs + column_of(lane + 32 * q));
 #pragma unroll
       for (int q = 0; q < kPerLane; ++q)
         if (lane + 32 * q < others) p.moved_rows[mv * kPanelMaxWidth + lane + 32 * q] = v[q];
@@ -309,13 +364,14 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
         if (lane + 32 * q < others) v[q] = __ldcg(p.moved_rows + mv * kPanelMaxWidth + lane + 32 * q);
 #pragma unroll
       for (int q = 0; q < kPerLane; ++q)
-        if (lane + 32 * q < others) p.a[move_to[mv] + column_of(lane + 32 * q)] = v[q];
+        if (lane + 32 * q < others) p.a[move_to[mv] * rs + column_of(lane + 32 * q)] = v[q];
     }
     if (s > 0) {  // the previous sub-panel's U12, now that every block has read that A12
       const int u_columns = p.w - s;
       for (int idx = threadIdx.x; idx < kSub * u_columns; idx += kPanelThreads) {
-        const int i = idx % kSub, c = idx / kSub;
-        if (owned(s - kSub + i)) p.a[(s - kSub + i) + std::int64_t(s + c) * p.lda] = u12[i * layout.u12_stride + c];
+        // consecutive threads on contiguous addresses in either layout
+        const int i = p.row_major ? idx / u_columns : idx % kSub, c = p.row_major ? idx % u_columns : idx / kSub;
+        if (owned(s - kSub + i)) p.a[(s - kSub + i) * rs + std::int64_t(s + c) * cs] = u12[i * layout.u12_stride + c];
       }
     }
     grid.sync();
@@ -326,15 +382,15 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
     //    block keeps U12 in shared memory; it is stored over A12 in the next step b, after a grid
     //    synchronisation: storing it now would race with slower blocks still reading A12.
     for (int idx = threadIdx.x; idx < kSub * kSub; idx += kPanelThreads) {
-      const int i = idx % kSub, k = idx / kSub;
-      l11[i * kTileStride + k] = k < i ? __ldcg(p.a + (s + i) + (s + k) * p.lda) : 0.0f;
+      const int i = p.row_major ? idx / kSub : idx % kSub, k = p.row_major ? idx % kSub : idx / kSub;
+      l11[i * kTileStride + k] = k < i ? __ldcg(p.a + (s + i) * rs + (s + k) * cs) : 0.0f;
     }
     __syncthreads();
     for (int c = threadIdx.x; c < layout.u12_stride; c += kPanelThreads) {
       float column[kSub];
-      const float* a12 = p.a + s + std::int64_t(s + kSub + c) * p.lda;
+      const float* a12 = p.a + s * rs + std::int64_t(s + kSub + c) * cs;
 #pragma unroll
-      for (int i = 0; i < kSub; ++i) column[i] = c < right ? __ldcg(a12 + i) : 0.0f;
+      for (int i = 0; i < kSub; ++i) column[i] = c < right ? __ldcg(a12 + i * rs) : 0.0f;
 #pragma unroll
       for (int k = 0; k < kSub; ++k)
 #pragma unroll
@@ -346,13 +402,18 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
     // d. A22 -= L21 U12 on this block's rows below the sub-panel; a task is one row and
     //    kUpdateChunk columns, loaded at once (one round trip), U12 read as broadcast float4s.
     const int first = max(0, s + kSub - r0), update_rows = rows - first;
+    if (p.row_major) {
+      update_rows_row_major(p, tile, u12, layout.u12_stride, r0, first, rows, s + kSub, right);
+      __syncthreads();  // the tile is reloaded next
+      continue;
+    }
     const int chunks = (right + kUpdateChunk - 1) / kUpdateChunk;
     for (int task = threadIdx.x; task < update_rows * chunks; task += kPanelThreads) {
       const int r = first + task % update_rows, c0 = (task / update_rows) * kUpdateChunk;
-      float* out = p.a + (r0 + r) + std::int64_t(s + kSub + c0) * p.lda;
+      float* out = p.a + (r0 + r) * rs + std::int64_t(s + kSub + c0) * cs;
       float acc[kUpdateChunk];
 #pragma unroll
-      for (int q = 0; q < kUpdateChunk; ++q) acc[q] = c0 + q < right ? __ldcg(out + std::int64_t(q) * p.lda) : 0.0f;
+      for (int q = 0; q < kUpdateChunk; ++q) acc[q] = c0 + q < right ? __ldcg(out + std::int64_t(q) * cs) : 0.0f;
 #pragma unroll
       for (int k = 0; k < kSub; ++k) {
         const float l = tile[r * kTileStride + k];
@@ -368,7 +429,7 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
       }
 #pragma unroll
       for (int q = 0; q < kUpdateChunk; ++q)
-        if (c0 + q < right) out[std::int64_t(q) * p.lda] = acc[q];
+        if (c0 + q < right) out[std::int64_t(q) * cs] = acc[q];
     }
     __syncthreads();  // the tile is reloaded next
   }
@@ -481,6 +542,28 @@ __global__ void __launch_bounds__(32 * kMoveWarps)
 #pragma unroll
   for (int q = 0; q < kMovesPerLane; ++q)
     if (lane + 32 * q < count) column[to[lane + 32 * q]] = v[q];
+}
+
+// The same for a row-major matrix (element (i, j) at a[j + i lda]): a moved row is a contiguous
+// run. A block takes kRowMoveColumns columns (two 32-byte sectors) of every moved row: all of
+// them are loaded into shared memory (32 KB) before any is stored (the moves form cycles).
+constexpr int kRowMoveColumns = 16;
+__global__ void __launch_bounds__(256)
+    apply_row_moves_row_major_kernel(float* a, std::int64_t lda, const int* to, const int* from, const int* moves,
+                                     std::int64_t c0, std::int64_t c1, std::int64_t skip0, std::int64_t skip1) {
+  __shared__ float staged[kMaxMoves][kRowMoveColumns];
+  const int count = *moves;
+  const std::int64_t first = c0 + std::int64_t(blockIdx.x) * kRowMoveColumns;
+  const int lane = threadIdx.x % kRowMoveColumns, group = threadIdx.x / kRowMoveColumns;
+  const int groups = blockDim.x / kRowMoveColumns;
+  std::int64_t c = first + lane;  // columns [skip0, skip1) are left out of the numbering
+  if (c >= skip0) c += skip1 - skip0;
+  const bool inside = c < c1;
+  for (int mv = group; mv < count; mv += groups)
+    if (inside) staged[mv][lane] = __ldcg(a + std::int64_t(from[mv]) * lda + c);
+  __syncthreads();
+  for (int mv = group; mv < count; mv += groups)
+    if (inside) a[std::int64_t(to[mv]) * lda + c] = staged[mv][lane];
 }
 
 template <class T>
@@ -753,7 +836,7 @@ PanelWorkspace::PanelWorkspace(std::int64_t max_rows, int max_blocks) {
 }
 
 void PanelWorkspace::factor(float* a, std::int64_t lda, std::int64_t m, int w, int* pivots, std::int64_t row_offset,
-                            int* first_zero_pivot, std::int64_t column_offset, cudaStream_t stream) {
+                            int* first_zero_pivot, std::int64_t column_offset, cudaStream_t stream, bool row_major) {
   if (w <= 0) return;
   if (w > kPanelMaxWidth || w > m)
     throw InvalidArgument("PanelWorkspace::factor: w = " + std::to_string(w) + " must be at most kPanelMaxWidth = " +
@@ -774,7 +857,8 @@ void PanelWorkspace::factor(float* a, std::int64_t lda, std::int64_t m, int w, i
                  row_offset,
                  first_zero_pivot,
                  column_offset,
-                 next_tag_};
+                 next_tag_,
+                 row_major};
   next_tag_ += unsigned(w);
   const std::size_t shared = PanelShared(args.rows_per_block, w).bytes();
   void* params[] = {&args};
@@ -792,11 +876,17 @@ void interchanges_to_moves(const int* pivots, std::int64_t first, int count, int
 }
 
 void apply_row_moves(float* a, std::int64_t lda, const int* to, const int* from, const int* moves, std::int64_t c0,
-                     std::int64_t c1, std::int64_t skip0, std::int64_t skip1, cudaStream_t stream) {
+                     std::int64_t c1, std::int64_t skip0, std::int64_t skip1, cudaStream_t stream, bool row_major) {
   skip0 = std::clamp(skip0, c0, c1);
   skip1 = std::clamp(skip1, skip0, c1);
   const std::int64_t columns = (c1 - c0) - (skip1 - skip0);
   if (columns <= 0) return;
+  if (row_major) {
+    apply_row_moves_row_major_kernel<<<unsigned((columns + kRowMoveColumns - 1) / kRowMoveColumns), 256, 0, stream>>>(
+        a, lda, to, from, moves, c0, c1, skip0, skip1);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    return;
+  }
   apply_row_moves_kernel<<<unsigned((columns + kMoveWarps - 1) / kMoveWarps), 32 * kMoveWarps, 0, stream>>>(
       a, lda, to, from, moves, c0, c1, skip0, skip1);
   MIXSOLVE_CUDA_CHECK_LAUNCH();

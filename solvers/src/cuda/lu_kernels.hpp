@@ -33,8 +33,9 @@ class PanelWorkspace {
   // within the panel). A zero pivot lowers *first_zero_pivot (device int) to column_offset + j and
   // leaves that column unscaled. One launch, one grid-wide exchange per column, no host
   // synchronisation. Launches on one workspace must be ordered (one stream, or events).
+  // row_major: element (i, j) is a[j + i lda] (else a[i + j lda]).
   void factor(float* a, std::int64_t lda, std::int64_t m, int w, int* pivots, std::int64_t row_offset,
-              int* first_zero_pivot, std::int64_t column_offset, cudaStream_t stream);
+              int* first_zero_pivot, std::int64_t column_offset, cudaStream_t stream, bool row_major = false);
 
  private:
   bool supported_ = false;
@@ -50,9 +51,11 @@ class PanelWorkspace {
 void interchanges_to_moves(const int* pivots, std::int64_t first, int count, int* to, int* from, int* moves,
                            cudaStream_t stream);
 
-// Applies such moves to the columns [c0, c1) of a except those in [skip0, skip1).
+// Applies such moves to the columns [c0, c1) of a except those in [skip0, skip1); a is
+// row-major (element (i, j) at a[j + i lda]) where row_major is set.
 void apply_row_moves(float* a, std::int64_t lda, const int* to, const int* from, const int* moves, std::int64_t c0,
-                     std::int64_t c1, std::int64_t skip0, std::int64_t skip1, cudaStream_t stream);
+                     std::int64_t c1, std::int64_t skip0, std::int64_t skip1, cudaStream_t stream,
+                     bool row_major = false);
 
 // The row permutation of a factorization's sequential interchanges, as a gather list:
 // (P y)[i] = y[permutation[i]]. Computed on the host from the device pivots (one copy).
