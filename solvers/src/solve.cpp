@@ -118,7 +118,8 @@ constexpr int kBadStepsAllowedGmres = 1;
 // each restart).
 constexpr int kGmresJudgeAfter = 16;
 // SolveOptions::escalate_by_cost: the next rung's factorization is estimated at this multiple of
-// the current one's time (measured ratios in solve.hpp). Was 1 while the path was FP16 -> FP32;
+// the current one's time (measured ratios in solve.hpp: cuSOLVER's FP64 LU takes 1.5x / 2.4x the
+// fp16x3 LU at n = 16384 / 32768 on the H100, session 7). Was 1 while the path was FP16 -> FP32;
 // with fp16x3 -> FP64 at n = 32768, cond 1e6, the factor 1 sent a GMRES that had 38 iterations
 // behind it to the FP64 LU (1.41 s, 0.53x dgetrf+getrs; H100).
 constexpr double kNextRungCostFactor = 2.0;
@@ -203,11 +204,12 @@ namespace {
 // Refinement of one right-hand-side block with the engine's current factors.
 class Refiner {
  public:
-  // time_budget: seconds of refinement after which GMRES gives way to refactoring one rung up
-  // (SolveOptions::escalate_by_cost; INFINITY where there is no higher rung).
+  // next_rung_seconds: the estimated cost of refactoring one rung up; a GMRES inner solve whose
+  // remaining iterations would take longer gives way to it (SolveOptions::escalate_by_cost;
+  // INFINITY where there is no higher rung).
   Refiner(Engine& e, const SolveOptions& o, double norm_a, const MatrixView<const double>& b, const MatrixView<double>& x,
-          double time_budget)
-      : e_(e), o_(o), norm_a_(norm_a), b_(b), x_(x), k_(b.cols), n_(e.n()), time_budget_(time_budget) {}
+          double next_rung_seconds)
+      : e_(e), o_(o), norm_a_(norm_a), b_(b), x_(x), k_(b.cols), n_(e.n()), next_rung_seconds_(next_rung_seconds) {}
 
   // Runs one attempt: X = LU \ B, then refinement. Appends to the report.
   StopReason run(Refinement method, Attempt& attempt, SolveReport& report) {
@@ -330,13 +332,17 @@ class Refiner {
       if (cycle_start > 0 && total >= kGmresJudgeAfter) {
         const double rate = std::pow(beta / beta0, 1.0 / total);
         const double predicted = rate < 1 ? std::log(target) / std::log(rate) : INFINITY;
+        // The time already spent is sunk: only what this inner solve still needs is weighed
+        // against the next rung's cost. (Counting the attempt's refinement so far made n = 32768,
+        // cond 1e6 give up after 105 of the ~117 iterations it needed once the LU got faster and
+        // the budget with it: 0.68x -> 0.44x dgetrf+getrs, H100, session 7.)
         const double per_iteration = seconds_since(gmres_start) / total;
-        const double predicted_seconds = seconds_since(start_) + (predicted - total) * per_iteration;
+        const double remaining_seconds = (predicted - total) * per_iteration;
         if (trace_)
           std::fprintf(stderr, "gmres: %d iterations, rate %.4f, predicted %.0f, %.4f s per iteration, "
-                       "refinement %.3f s so far, predicted %.3f s, budget %.3f s\n", total, rate, predicted,
-                       per_iteration, seconds_since(start_), predicted_seconds, time_budget_);
-        if (predicted > o_.gmres_max_inner || predicted_seconds > time_budget_) {
+                       "refinement %.3f s so far, %.3f s to go, next rung %.3f s\n", total, rate, predicted,
+                       per_iteration, seconds_since(start_), remaining_seconds, next_rung_seconds_);
+        if (predicted > o_.gmres_max_inner || remaining_seconds > next_rung_seconds_) {
           too_slow_ = true;
           break;
         }
@@ -400,7 +406,7 @@ class Refiner {
   std::int64_t k_, n_;
   std::vector<bool> converged_;
   bool too_slow_ = false;  // a GMRES of this attempt predicted more iterations or time than its budget
-  double time_budget_;
+  double next_rung_seconds_;
   Clock::time_point start_;  // of this attempt's refinement
   // MIXSOLVE_GMRES_TRACE in the environment: each budget judgement goes to stderr (for tuning).
   bool trace_ = std::getenv("MIXSOLVE_GMRES_TRACE") != nullptr;

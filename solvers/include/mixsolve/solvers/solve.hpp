@@ -66,12 +66,12 @@ struct SolveOptions {
   int gmres_restart = 50;
   int gmres_max_inner = 200;
   // When a higher rung remains (auto's next precision, or the FP64 fallback), a GMRES attempt
-  // also ends as TooSlow at a restart if the time it has spent refining plus the predicted time
-  // of the current inner solve exceeds twice the time its factorization took: the estimate of
-  // what refactoring one rung up costs (on the H100 cuSOLVER's FP64 LU takes 1.2x / 1.9x the
-  // fp16x3 LU at n = 16384 / 32768, the FP32 LU ~2x the FP16 LU), after which a few steps
-  // usually converge. The rule calibrates itself on the machine (measured times) but makes the
-  // path depend on timing.
+  // also ends as TooSlow at a restart if the predicted time of the rest of the current inner
+  // solve exceeds twice the time its factorization took: the estimate of what refactoring one
+  // rung up costs (on the H100 cuSOLVER's FP64 LU takes 1.5x / 2.4x the fp16x3 LU at n = 16384 /
+  // 32768, the FP32 LU ~2x the FP16 LU), after which a few steps usually converge. The time
+  // already spent does not count (it is spent either way). The rule calibrates itself on the
+  // machine (measured times) but makes the path depend on timing.
   bool escalate_by_cost = true;
   // Refactor in FP64 when refinement fails at the requested precision (for Auto: whether FP64 is
   // the last step of the escalation). The report says when it happened.
