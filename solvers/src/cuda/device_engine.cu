@@ -1,5 +1,6 @@
 // Device engine: blocked right-looking LU with partial pivoting and look-ahead on the GPU, FP32
-// storage (design: docs/solver.md). Each panel is factored by one launch of the cooperative
+// storage, row-major while it is factored (design: docs/solver.md). Each panel is factored by one
+// launch of the cooperative
 // kernel of lu_kernels.cu on its own stream while the trailing update
 // A22 -= L21 U12 runs on the chosen gemm/ backend; U12 by cublasStrsm. FP64
 // factors come from cuSOLVER dgetrf. Solves gather the pivot permutation and use the

@@ -29,7 +29,9 @@ unsigned blocks_for(std::int64_t total, int threads = 256) {
 // columns costs w grid-wide exchanges; launching a kernel (or several) per column, as a cuSOLVER
 // getrf on a tall panel does, costs several times more. Here one cooperative launch factors the
 // whole m x w panel (w <= kPanelMaxWidth). Each block owns a contiguous range of rows. The panel
-// is blocked by sub-panels of kPanelSubWidth columns (LAPACK's getrf inside getrf2's place):
+// is column-major or row-major (PanelArgs::row_major; the device LU factors row-major, where the
+// global accesses below run along rows). It is blocked by sub-panels of kPanelSubWidth columns
+// (LAPACK's getrf inside getrf2's place):
 //   a. the block loads its rows of the sub-panel into shared memory and, per column j:
 //      1. finds its candidate (largest |a(i,j)|, i >= j, lowest index on ties, as isamax) and
 //         publishes it with its row of the sub-panel; the owner of row j publishes row j;
