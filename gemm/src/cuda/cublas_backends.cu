@@ -108,18 +108,12 @@ unsigned conversion_blocks(std::int64_t total) {
   return unsigned((total + 255) / 256 < 8192 ? (total + 255) / 256 : 8192);
 }
 
-// With check_range, reads the conversion kernels' overflow counts of A and B (one
-// synchronisation) and throws RangeError naming the operand, the count and `format`.
+// With check_range, the conversion kernels' overflow counts of A and B become a RangeError.
 void report_overflows(const GemmArgs<float>& a, const unsigned int* overflow, cudaStream_t stream,
                       const std::string& backend, const std::string& format) {
-  if (!a.check_range) return;
-  unsigned int counts[2] = {0, 0};
-  MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(counts, overflow, sizeof counts, cudaMemcpyDeviceToHost, stream));
-  MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
-  for (int i = 0; i < 2; ++i)
-    if (counts[i] > 0)
-      throw RangeError("gemm(" + backend + "): " + std::to_string(counts[i]) + " entries of " + (i ? "B" : "A") +
-                       " are finite but overflow " + format + "; use a scaled backend (halfhalf) or tf32tf32");
+  if (a.check_range)
+    detail::throw_if_operands_overflowed(overflow, stream, backend, format,
+                                         "use a scaled backend (halfhalf) or tf32tf32");
 }
 
 // Rounds a rows x cols FP32 matrix (leading dimension ld) to a packed 16-bit copy and counts

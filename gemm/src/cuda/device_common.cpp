@@ -18,4 +18,15 @@ std::string require_device(const Context& ctx, int min_cc) {
   return {};
 }
 
+void throw_if_operands_overflowed(const unsigned int* overflow, cudaStream_t stream, const std::string& backend,
+                                  const std::string& format, const std::string& advice) {
+  unsigned int counts[2] = {0, 0};
+  MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(counts, overflow, sizeof counts, cudaMemcpyDeviceToHost, stream));
+  MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (int i = 0; i < 2; ++i)
+    if (counts[i] > 0)
+      throw RangeError("gemm(" + backend + "): " + std::to_string(counts[i]) + " entries of " + (i ? "B" : "A") +
+                       " are finite but overflow " + format + "; " + advice);
+}
+
 }  // namespace mixsolve::gemm::detail

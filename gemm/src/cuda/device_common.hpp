@@ -1,6 +1,8 @@
 // Helpers shared by the device backends: availability checks and workspace carving.
 #pragma once
 
+#include <cuda_runtime.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -14,6 +16,12 @@ namespace mixsolve::gemm::detail {
 
 // Empty if ctx has a GPU of compute capability >= min_cc (e.g. 80), else the reason.
 std::string require_device(const Context& ctx, int min_cc);
+
+// Reads the two device counts overflow[0] (A) and overflow[1] (B) of finite entries that a
+// conversion found beyond `format` (one synchronisation of `stream`) and throws RangeError naming
+// the backend, the operand, the count and `format`, followed by `advice`.
+void throw_if_operands_overflowed(const unsigned int* overflow, cudaStream_t stream, const std::string& backend,
+                                  const std::string& format, const std::string& advice);
 
 // Throws NotSupported naming the first of m, n, k, lda, ldb, ldc that exceeds `limit` (cuBLAS takes
 // 32-bit sizes; the corrected kernels index tiles with 32-bit integers).

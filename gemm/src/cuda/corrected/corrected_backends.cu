@@ -282,14 +282,8 @@ class CorrectedSgemm final : public Backend {
   }
 
   void report_overflow(const unsigned int* overflow, cudaStream_t stream) const {
-    unsigned int counts[2] = {0, 0};
-    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(counts, overflow, sizeof counts, cudaMemcpyDeviceToHost, stream));
-    MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
-    for (int i = 0; i < 2; ++i)
-      if (counts[i] > 0)
-        throw RangeError("gemm(" + name_ + "): " + std::to_string(counts[i]) + " entries of " + (i ? "B" : "A") +
-                         " are finite but overflow FP16 (|x| >= 65520); the backend \"halfhalf\" scales rows "
-                         "and columns into range");
+    detail::throw_if_operands_overflowed(overflow, stream, name_, "FP16 (|x| >= 65520)",
+                                         "the backend \"halfhalf\" scales rows and columns into range");
   }
 
   std::string name_, description_;
