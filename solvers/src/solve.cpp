@@ -129,7 +129,7 @@ constexpr double kNextRungCostFactor = 2.0;
 // classic IR is cheaper per step and overall: FP16 LU at n = 16384, cond 1e2 (H100) converged in
 // 15 classic steps and 27 ms, against 24 GMRES iterations and 70-79 ms; from cond 1e3 classic
 // stagnated after 3 steps (7 ms) and GMRES took over with the same factors (see solve()).
-Refinement resolve_refinement(Refinement r, Precision) { return r == Refinement::Auto ? Refinement::Classic : r; }
+Refinement resolve_refinement(Refinement r) { return r == Refinement::Auto ? Refinement::Classic : r; }
 
 // The factorizations to try, in order.
 std::vector<Precision> precision_path(const SolveOptions& o) {
@@ -458,7 +458,7 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       if (s.next >= s.path.size()) break;  // every factorization tried
       Attempt attempt;
       attempt.precision = s.path[s.next++];
-      attempt.refinement = resolve_refinement(s.options.refinement, attempt.precision);
+      attempt.refinement = resolve_refinement(s.options.refinement);
       if (s.options.progress)
         s.options.progress(std::string(cheaper_tried && attempt.precision == Precision::FP64 ? "fallback: " : "") +
                            "factorization " + to_string(attempt.precision) + " (n = " + std::to_string(s.engine->n()) + ")");
