@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <iomanip>
 #include <sstream>
 #include <vector>
 
@@ -85,7 +86,11 @@ std::string SolveReport::summary() const {
     if (a.inner_iterations) s << " (" << a.inner_iterations << " GMRES)";
     s << ", factorization " << a.factorization_seconds << " s, refinement " << a.refinement_seconds << " s\n";
   }
-  if (!backward_error_history.empty()) s << "  final backward error " << backward_error_history.back() << "\n";
+  if (!backward_error_history.empty()) {
+    s << "  backward error after each solve:";
+    for (double e : backward_error_history) s << " " << std::setprecision(3) << e;
+    s << "\n  final backward error " << std::setprecision(6) << backward_error_history.back() << "\n";
+  }
   return s.str();
 }
 
@@ -211,7 +216,11 @@ class Refiner {
           double next_rung_seconds)
       : e_(e), o_(o), norm_a_(norm_a), b_(b), x_(x), k_(b.cols), n_(e.n()), next_rung_seconds_(next_rung_seconds) {}
 
-  // Runs one attempt: X = LU \ B, then refinement. Appends to the report.
+  // Runs one attempt: X = LU \ B, then refinement. Appends to the report. A GMRES retry after
+  // classic IR with the same factors starts from LU \ B too: from classic's last iterate, whose
+  // residual lies in the directions classic IR cannot reduce, GMRES-IR with FP16 factors
+  // diverged where it converged from LU \ B (host model, n = 96, geo cond 1e6: 9.1e-6 -> 1.1e-5
+  // against 9.8e-6 -> 6.0e-10 -> 2.1e-16).
   StopReason run(Refinement method, Attempt& attempt, SolveReport& report) {
     start_ = Clock::now();
     const MatrixView<double> r = e_.scratch(0, k_);
@@ -220,6 +229,9 @@ class Refiner {
     std::vector<double> berr(k_), previous(k_, INFINITY);
     std::vector<int> slow(k_, 0), grew(k_, 0);
     std::vector<bool> done(k_, false);
+    // GMRES: columns whose inner solves run to kGmresTolerance, since a step with a looser target
+    // failed to halve their backward error (see below).
+    std::vector<bool> tight(k_, false), loose_step(k_, false);
     evaluate(r, berr, done, report);
     if (method == Refinement::None) return all(done) ? StopReason::Converged : StopReason::NoRefinement;
     const int bad_steps_allowed = method == Refinement::Gmres ? kBadStepsAllowedGmres : kBadStepsAllowedClassic;
@@ -236,7 +248,8 @@ class Refiner {
         for (std::int64_t j = 0; j < k_; ++j)
           if (!done[j]) {
             const double needed = 0.1 * stop_test_backward_error() / berr[j];
-            const double target = std::clamp(needed, kGmresTolerance, kGmresLoosest);
+            const double target = tight[j] ? kGmresTolerance : std::clamp(needed, kGmresTolerance, kGmresLoosest);
+            loose_step[j] = target > kGmresTolerance;
             attempt.inner_iterations += gmres_correction(&r(0, j), &x_(0, j), target);
           }
       }
@@ -252,6 +265,15 @@ class Refiner {
       for (std::int64_t j = 0; j < k_; ++j) {
         if (done[j]) continue;
         if (!std::isfinite(berr[j])) return StopReason::Diverged;
+        // A relaxed inner target bounds the preconditioned residual, and the true residual only
+        // up to cond(LU): near the stop test such a step may not halve the backward error. It is
+        // not counted as bad; the column's later inner solves run to kGmresTolerance. (Host
+        // model, fp16x3, n = 1024, arith cond 1e8: 7.5e-15 -> 8.3e-15 with a 1e-2 target, and the
+        // attempt ended in an FP64 LU for a factor of 2.4 to the stop test.)
+        if (method == Refinement::Gmres && loose_step[j] && berr[j] > 0.5 * previous[j]) {
+          tight[j] = true;
+          continue;
+        }
         if (berr[j] > 0.5 * previous[j]) {
           ++slow[j];
           grew[j] = berr[j] >= previous[j] ? grew[j] + 1 : 0;

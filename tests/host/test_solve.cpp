@@ -291,6 +291,21 @@ TEST(Solve, AutoRefinementTriesGmresWithTheSameFactorsWhenClassicStalls) {
   expect_converged_and_accurate(p, r);
 }
 
+TEST(Solve, GmresStepWithARelaxedTargetThatFailsNearTheStopTestIsRetriedWithTheTightTarget) {
+  // FP32 LU, arith cond 1e10: classic IR stalls, the first GMRES-IR step comes close to the stop
+  // test, and the next asks its inner solve only for the little reduction still needed. That
+  // relaxed target bounds the preconditioned residual, not the backward error (cond(LU) apart),
+  // and the step may miss; it must not end the attempt (which cost an FP64 LU before).
+  TestMatrixSpec spec = geo(1e10, 1);
+  spec.spectrum = Spectrum::Arith;
+  Problem p(spec, 256);
+  const SolveReport r = run(p, Precision::FP32, Refinement::Auto, true);
+  expect_classic_then_gmres_on_the_same_factors(r, Precision::FP32);
+  EXPECT_EQ(r.attempts[1].stop, StopReason::Converged) << r.summary();
+  EXPECT_FALSE(r.fell_back) << r.summary();
+  expect_converged_and_accurate(p, r);
+}
+
 // The precisions of r's attempts in order, a GMRES retry with the same factors counted once.
 std::vector<Precision> rungs_of(const SolveReport& r) {
   std::vector<Precision> rungs;
