@@ -65,6 +65,16 @@ inline RangeScaling choose_range_scaling(const std::vector<double>& row_largest,
   return s;
 }
 
+// Up to this many right-hand sides, FP32-stored factors are applied in FP64 arithmetic
+// (Engine::apply_inverse). GMRES-IR applies its preconditioner to one vector at a time and needs
+// it applied in about the working precision once cond(A) u_32 nears 1 (Amestoy, Buttari, Higham,
+// L'Excellent, Mary and Vieuble, "Five-precision GMRES-based iterative refinement", SIAM J.
+// Matrix Anal. Appl. 45(1), 2024; host model, fp16x3, n = 512: geo cond 1e8 50 -> 28 GMRES
+// iterations, arith cond 1e12 55 -> 13; FP16 LU, arith cond 1e10 and 1e12 failed, now converge).
+// On the GPU it reads the same FP32 bytes, so it costs what an FP32 solve does; wider blocks
+// (classic IR on many right-hand sides) go through cuBLAS trsm in FP32.
+constexpr std::int64_t kFp64ApplyMaxColumns = 4;
+
 struct FactorResult {
   StopReason status = StopReason::Converged;  // Converged (factors usable), ZeroPivot or Overflow
   std::int64_t zero_pivot_column = -1;
@@ -84,7 +94,9 @@ class Engine {
   // range_scaling: factor mu R A S (SolveOptions::range_scaling; only asked for FP16 / BF16);
   // apply_inverse then applies A^-1 ~ mu S (LU)^-1 R.
   virtual FactorResult factor(Precision p, bool range_scaling) = 0;
-  // y := (LU)^-1 P y for an n x k FP64 block, in the working precision of the factors.
+  // y := (LU)^-1 P y for an n x k FP64 block: in FP64 arithmetic for FP64 factors, and for
+  // FP32-stored factors up to kFp64ApplyMaxColumns columns (every GMRES application); more
+  // columns with FP32 factors in FP32.
   virtual void apply_inverse(const MatrixView<double>& y) = 0;
   // r := b - A x in FP64.
   virtual void residual(const MatrixView<const double>& x, const MatrixView<const double>& b,

@@ -199,24 +199,25 @@ TEST(GpuPanel, RejectsPanelsWiderThanSupported) {
   EXPECT_THROW(workspace.factor(a.data(), 1024, 10, 11, pivots.data(), 0, zero.data(), 0, nullptr), mixsolve::InvalidArgument);
 }
 
-// TriangularSolver (x := U^-1 L^-1 x) against an FP64 substitution on the host, for factors
-// whose triangles are well conditioned (off-diagonal entries below 1/n, diag(U) in [1, 2]), so
-// the forward error is a few n u. Several solves with one solver (the launch tags advance),
-// short last blocks, and leading dimensions that do and do not allow 16-byte copies.
-template <class T>
+// TriangularSolver (x := U^-1 L^-1 x, factors F, arithmetic V) against an FP64 substitution on
+// the host with the same factors, for triangles that are well conditioned (off-diagonal entries
+// below 1/n, diag(U) in [1, 2]), so the forward error is a few n u of V. Several solves with one
+// solver (the launch tags advance), short last blocks, and leading dimensions that do and do
+// not allow 16-byte copies.
+template <class F, class V>
 void check_triangular_solver(std::int64_t n, std::int64_t ld, int solves) {
   std::mt19937_64 rng(std::uint64_t(n * 31 + ld));
   std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<T> lu(ld * n, T(0));
+  std::vector<F> lu(ld * n, F(0));
   for (std::int64_t j = 0; j < n; ++j)
-    for (std::int64_t i = 0; i < n; ++i) lu[i + j * ld] = T(i == j ? 1.5 + 0.5 * u(rng) : u(rng) / double(n));
-  DeviceBuffer<T> factors(lu.size());
+    for (std::int64_t i = 0; i < n; ++i) lu[i + j * ld] = F(i == j ? 1.5 + 0.5 * u(rng) : u(rng) / double(n));
+  DeviceBuffer<F> factors(lu.size());
   factors.copy_from_host(lu);
-  mixsolve::solvers_detail::TriangularSolver<T> solver(factors.data(), n, ld, nullptr);
-  const double unit_roundoff = sizeof(T) == 4 ? 0x1p-24 : 0x1p-53;
+  mixsolve::solvers_detail::TriangularSolver<F, V> solver(factors.data(), n, ld, nullptr);
+  const double unit_roundoff = sizeof(V) == 4 ? 0x1p-24 : 0x1p-53;
   for (int k = 0; k < solves; ++k) {
-    std::vector<T> b(n);
-    for (auto& v : b) v = T(u(rng));
+    std::vector<V> b(n);
+    for (auto& v : b) v = V(u(rng));
     std::vector<double> x(b.begin(), b.end());
     for (std::int64_t i = 0; i < n; ++i)  // L (unit diagonal)
       for (std::int64_t j = 0; j < i; ++j) x[i] -= double(lu[i + j * ld]) * x[j];
@@ -224,10 +225,10 @@ void check_triangular_solver(std::int64_t n, std::int64_t ld, int solves) {
       for (std::int64_t j = i + 1; j < n; ++j) x[i] -= double(lu[i + j * ld]) * x[j];
       x[i] /= double(lu[i + i * ld]);
     }
-    DeviceBuffer<T> dx(n);
+    DeviceBuffer<V> dx(n);
     dx.copy_from_host(b);
     solver.solve(dx.data(), nullptr);
-    const std::vector<T> got = dx.to_host();
+    const std::vector<V> got = dx.to_host();
     double error = 0, norm = 0;
     for (std::int64_t i = 0; i < n; ++i) {
       error = std::max(error, std::fabs(double(got[i]) - x[i]));
@@ -237,21 +238,21 @@ void check_triangular_solver(std::int64_t n, std::int64_t ld, int solves) {
   }
 }
 
-TEST(GpuTriangularSolver, MatchesSubstitutionInFp64ForFp32Factors) {
+TEST(GpuTriangularSolver, MatchesSubstitutionInFp64ForFp32FactorsAndFp64Vectors) {
   MIXSOLVE_REQUIRE_GPU();
-  check_triangular_solver<float>(1, 1, 2);
-  check_triangular_solver<float>(127, 130, 2);
-  check_triangular_solver<float>(1000, 1003, 2);  // element copies (ld not a multiple of 4)
-  check_triangular_solver<float>(1500, 1504, 3);  // 16-byte copies, short last block
-  check_triangular_solver<float>(2048, 2048, 2);
+  check_triangular_solver<float, double>(1, 1, 2);
+  check_triangular_solver<float, double>(127, 130, 2);
+  check_triangular_solver<float, double>(1000, 1003, 2);  // element copies (ld not a multiple of 4)
+  check_triangular_solver<float, double>(1500, 1504, 3);  // 16-byte copies, short last block
+  check_triangular_solver<float, double>(2048, 2048, 2);
 }
 
 TEST(GpuTriangularSolver, MatchesSubstitutionInFp64ForFp64Factors) {
   MIXSOLVE_REQUIRE_GPU();
-  check_triangular_solver<double>(63, 63, 2);
-  check_triangular_solver<double>(700, 701, 2);   // element copies
-  check_triangular_solver<double>(1000, 1002, 3); // 16-byte copies, short last block
-  check_triangular_solver<double>(1024, 1024, 2);
+  check_triangular_solver<double, double>(63, 63, 2);
+  check_triangular_solver<double, double>(700, 701, 2);   // element copies
+  check_triangular_solver<double, double>(1000, 1002, 3); // 16-byte copies, short last block
+  check_triangular_solver<double, double>(1024, 1024, 2);
 }
 
 }  // namespace

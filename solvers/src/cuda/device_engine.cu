@@ -516,7 +516,7 @@ class DeviceEngine final : public Engine {
     }
     pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream());
     triangular64_.reset();
-    triangular32_ = std::make_unique<TriangularSolver<float>>(f, n_, n_, stream());
+    triangular32_ = std::make_unique<TriangularSolver<float, double>>(f, n_, n_, stream());
     track_peak();
     return result;
   }
@@ -537,10 +537,23 @@ class DeviceEngine final : public Engine {
       copy(device_view<const double>(solve64_.data(), n_, k, n_), y);
       return;
     }
+    // A^-1 = mu S M^-1 R for the factors M of mu R A S (R = S = I, mu = 1 unscaled). Up to
+    // kFp64ApplyMaxColumns columns (engine.hpp) the triangular-solve kernel applies the FP32
+    // factors in FP64 arithmetic.
+    if (k <= kFp64ApplyMaxColumns) {
+      if (solve64_.size() < std::size_t(n_ * k)) solve64_ = DeviceBuffer<double>(n_ * k);
+      double* w = solve64_.data();
+      gather_rows(y.data, y.ld, permutation_.data(), n_, k, w, n_, stream(), row_factor());
+      for (std::int64_t c = 0; c < k; ++c) triangular32_->solve(w + c * n_, stream());
+      convert_kernel<<<stripe_grid(n_, k), 256, 0, stream()>>>(w, n_, y.data, y.ld, n_, k, column_factor(), nullptr,
+                                                               mu_);
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+      return;
+    }
     if (solve_buffer_.size() < std::size_t(n_ * k)) solve_buffer_ = DeviceBuffer<float>(n_ * k);
     float* w = solve_buffer_.data();
-    // A^-1 = mu S M^-1 R for the factors M of mu R A S (R = S = I, mu = 1 unscaled). Each
-    // column also gets a power of two sigma that brings max |R y| to [1/2, 1) before it is
+    // More columns (classic IR; GMRES applies one at a time) go through cublasStrsm in FP32. Each
+    // column then gets a power of two sigma that brings max |R y| to [1/2, 1) before it is
     // rounded to FP32: a residual's size follows A's scale and may lie outside FP32's range.
     if (vector_scale_.size() < std::size_t(2 * k)) vector_scale_ = DeviceBuffer<double>(2 * k);
     double *sigma = vector_scale_.data(), *inverse_sigma = sigma + k;
@@ -796,14 +809,11 @@ class DeviceEngine final : public Engine {
   // GMRES) go through the bandwidth-bound solver; blocks of many through cuBLAS trsm.
   template <class T>
   void solve_triangles(const T* lu, T* w, std::int64_t k) {
-    constexpr std::int64_t kMaxVectorsOneByOne = 4;
-    if (k <= kMaxVectorsOneByOne) {
-      if constexpr (std::is_same_v<T, float>) {
-        for (std::int64_t c = 0; c < k; ++c) triangular32_->solve(w + c * n_, stream());
-      } else {
+    if constexpr (std::is_same_v<T, double>) {
+      if (k <= kFp64ApplyMaxColumns) {
         for (std::int64_t c = 0; c < k; ++c) triangular64_->solve(w + c * n_, stream());
+        return;
       }
-      return;
     }
     const T one = 1;
     if constexpr (std::is_same_v<T, float>) {
@@ -946,7 +956,7 @@ class DeviceEngine final : public Engine {
   std::unique_ptr<Context> panel_ctx_;  // the look-ahead panel's stream and cuBLAS handle
   cudaStream_t swap_stream_ = nullptr;  // the left-hand row interchanges
   int panel_blocks_ = 32;
-  std::unique_ptr<TriangularSolver<float>> triangular32_;  // for the current factors
+  std::unique_ptr<TriangularSolver<float, double>> triangular32_;  // for the current factors, FP64 arithmetic
   std::unique_ptr<TriangularSolver<double>> triangular64_;
   DeviceBuffer<unsigned long long> flag_;
   std::unique_ptr<MatrixScan> scan_;  // of A, once (scan_a)

@@ -585,7 +585,7 @@ __global__ void gather_rows_kernel(const double* y, std::int64_t ldy, const int*
 // ---------------------------------------------------------------------------------------------
 // Triangular solves for one vector. cublas<t>trsv/trsm with one right-hand side run a chain of
 // small dependent steps and reach a fraction of the memory bandwidth. Here each block of
-// SolveRows<T> rows of x is one thread block; blocks take tickets in launch order (so a block only
+// SolveRows<F> rows of x is one thread block; blocks take tickets in launch order (so a block only
 // waits for blocks that are already running), accumulate the products of their row of the
 // factor with the parts of x already published, then apply the precomputed inverse of their
 // diagonal block (a small mat-vec instead of a sequential substitution) and publish their part.
@@ -596,47 +596,52 @@ __global__ void gather_rows_kernel(const double* y, std::int64_t ldy, const int*
 //    FP64), so a reader polls the values themselves: no flag, no fence, one L2 trip per hand-over.
 // At n = 16384 on the H100 this took a solve pair from 2.0 ms (flags, tiles read after the flag)
 // to 0.85 ms, results bit-identical (docs/solver.md).
-template <class T>
+// The factor's type F and the arithmetic's type V may differ: FP32 factors are applied in FP64
+// (V = double), reading the same bytes, so that GMRES-IR's preconditioned operator is applied in
+// the working precision (Amestoy, Buttari, Higham, L'Excellent, Mary and Vieuble, "Five-precision
+// GMRES-based iterative refinement", SIAM J. Matrix Anal. Appl. 45(1), 2024: with the
+// preconditioner applied in precision u_p, GMRES-IR needs about kappa(A) u_p < 1).
+template <class F>
 struct SolveRows {
-  static constexpr int value = sizeof(T) == 4 ? 128 : 64;  // the inversion kernel holds two tiles in shared memory
+  static constexpr int value = sizeof(F) == 4 ? 128 : 64;  // the inversion kernel holds two tiles in shared memory
 };
 constexpr int kSolveThreads = 1024;
 
-// Inverts the diagonal blocks: blockIdx.y == 0 the unit lower triangles of L, 1 the upper
-// triangles of U (column c of the inverse by thread c, column-oriented substitution). A short last
-// block is padded with the identity.
-template <class T>
-__global__ void invert_diagonal_blocks_kernel(const T* lu, std::int64_t ld, std::int64_t n, T* inverses) {
-  constexpr int B = SolveRows<T>::value;
-  extern __shared__ unsigned char shared_bytes[];
-  T* tile = reinterpret_cast<T*>(shared_bytes);  // tile[i * B + k] = factor(r0 + i, r0 + k)
-  T* y = tile + B * B;                           // y[k * B + c]: column c of the inverse
+// Inverts the diagonal blocks in V arithmetic: blockIdx.y == 0 the unit lower triangles of L, 1
+// the upper triangles of U (column c of the inverse by thread c, column-oriented substitution). A
+// short last block is padded with the identity.
+template <class F, class V>
+__global__ void invert_diagonal_blocks_kernel(const F* lu, std::int64_t ld, std::int64_t n, V* inverses) {
+  constexpr int B = SolveRows<F>::value;
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  V* y = reinterpret_cast<V*>(shared_bytes);     // y[k * B + c]: column c of the inverse
+  F* tile = reinterpret_cast<F*>(y + B * B);     // tile[i * B + k] = factor(r0 + i, r0 + k)
   const bool lower = blockIdx.y == 0;
   const std::int64_t r0 = std::int64_t(blockIdx.x) * B;
   const int rows = int(min(std::int64_t(B), n - r0));
   for (int idx = threadIdx.x; idx < B * B; idx += blockDim.x) {
     const int i = idx % B, k = idx / B;
-    T v = i < rows && k < rows ? lu[(r0 + i) + (r0 + k) * ld] : T(i == k ? 1 : 0);
+    F v = i < rows && k < rows ? lu[(r0 + i) + (r0 + k) * ld] : F(i == k ? 1 : 0);
     if (lower && i == k) v = 1;  // the unit diagonal of L (U's diagonal is stored there)
     tile[i * B + k] = v;
   }
   const int c = threadIdx.x;
-  for (int k = 0; k < B; ++k) y[k * B + c] = T(k == c ? 1 : 0);
+  for (int k = 0; k < B; ++k) y[k * B + c] = V(k == c ? 1 : 0);
   __syncthreads();
   if (lower) {
     for (int k = c; k < B; ++k) {
-      const T yk = y[k * B + c];
-      for (int i = k + 1; i < B; ++i) y[i * B + c] -= tile[i * B + k] * yk;
+      const V yk = y[k * B + c];
+      for (int i = k + 1; i < B; ++i) y[i * B + c] -= V(tile[i * B + k]) * yk;
     }
   } else {
     for (int k = c; k >= 0; --k) {
-      const T yk = y[k * B + c] / tile[k * B + k];
+      const V yk = y[k * B + c] / V(tile[k * B + k]);
       y[k * B + c] = yk;
-      for (int i = 0; i < k; ++i) y[i * B + c] -= tile[i * B + k] * yk;
+      for (int i = 0; i < k; ++i) y[i * B + c] -= V(tile[i * B + k]) * yk;
     }
   }
   __syncthreads();
-  T* out = inverses + (std::int64_t(blockIdx.y) * gridDim.x + blockIdx.x) * B * B;  // column-major B x B
+  V* out = inverses + (std::int64_t(blockIdx.y) * gridDim.x + blockIdx.x) * B * B;  // column-major B x B
   for (int idx = threadIdx.x; idx < B * B; idx += blockDim.x) out[idx] = y[(idx % B) * B + idx / B];
 }
 
@@ -661,18 +666,6 @@ __device__ inline void copy_async_wait() { asm volatile("cp.async.wait_group %0;
 template <class T>
 struct TaggedValue;
 template <>
-struct TaggedValue<float> {
-  static constexpr int kWords = 1;
-  __device__ static void store(unsigned long long* w, float v, unsigned tag) {
-    store_word(w, (static_cast<unsigned long long>(tag) << 32) | __float_as_uint(v));
-  }
-  __device__ static bool load(const unsigned long long* w, unsigned tag, float& v) {
-    const unsigned long long a = load_word(w);
-    v = __uint_as_float(unsigned(a));
-    return unsigned(a >> 32) == tag;
-  }
-};
-template <>
 struct TaggedValue<double> {
   static constexpr int kWords = 2;  // low and high halves, each with the tag
   __device__ static void store(unsigned long long* w, double v, unsigned tag) {
@@ -688,21 +681,21 @@ struct TaggedValue<double> {
   }
 };
 
-// x := L^-1 x (kLower, unit diagonal) or U^-1 x for one vector; one thread block per block of
-// B rows, in ticket order. Step s of block t multiplies the tile of the factor in column block
+// x := L^-1 x (kLower, unit diagonal) or U^-1 x for one vector, factors F, arithmetic and x V;
+// one thread block per block of B rows, in ticket order. Step s of block t multiplies the tile of the factor in column block
 // block_of_step(s) by that part of x: tiles stream through a ring of kSolveRing tiles in shared
 // memory (one barrier per step), warp 0 fetches the published parts of x into shared memory.
-template <class T, bool kLower>
+template <class F, class V, bool kLower>
 __global__ void __launch_bounds__(kSolveThreads, 1)
-    triangular_solve_kernel(const T* lu, std::int64_t ld, std::int64_t n, const T* inverses, T* x,
+    triangular_solve_kernel(const F* lu, std::int64_t ld, std::int64_t n, const V* inverses, V* x,
                             unsigned long long* published, unsigned tag, unsigned* ticket, bool vector_copies) {
-  constexpr int B = SolveRows<T>::value, kGroups = kSolveThreads / B, kPerThread = B / kGroups;
-  constexpr int kPerLane = B / 32, kWords = TaggedValue<T>::kWords;
+  constexpr int B = SolveRows<F>::value, kGroups = kSolveThreads / B, kPerThread = B / kGroups;
+  constexpr int kPerLane = B / 32, kWords = TaggedValue<V>::kWords;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  T* ring = reinterpret_cast<T*>(shared_bytes);  // kSolveRing column-major B x B tiles
-  __shared__ T partial[kGroups][B];
-  __shared__ T x_parts[kSolveXSlots][B];
-  __shared__ T y[B];
+  F* ring = reinterpret_cast<F*>(shared_bytes);  // kSolveRing column-major B x B tiles
+  __shared__ V partial[kGroups][B];
+  __shared__ V x_parts[kSolveXSlots][B];
+  __shared__ V y[B];
   __shared__ int ticket_taken;
   const int row_blocks = int((n + B - 1) / B);
   if (threadIdx.x == 0) ticket_taken = int(atomicAdd(ticket, 1u));
@@ -720,20 +713,20 @@ __global__ void __launch_bounds__(kSolveThreads, 1)
     if (step < t) {
       const std::int64_t c0 = std::int64_t(block_of_step(step)) * B;
       const int cols = int(min(std::int64_t(B), n - c0));
-      T* tile = ring + (step % kSolveRing) * B * B;
+      F* tile = ring + (step % kSolveRing) * B * B;
       if (vector_copies) {  // 16-byte pieces of columns; rows past the end are zero-filled
-        constexpr int kPiece = 16 / int(sizeof(T)), kPiecesPerColumn = B / kPiece;
+        constexpr int kPiece = 16 / int(sizeof(F)), kPiecesPerColumn = B / kPiece;
         for (int idx = threadIdx.x; idx < B * kPiecesPerColumn; idx += kSolveThreads) {
           const int c = idx / kPiecesPerColumn, i = (idx % kPiecesPerColumn) * kPiece;
           const int valid = c < cols ? max(0, min(kPiece, rows - i)) : 0;
-          copy_async_16(tile + c * B + i, valid > 0 ? lu + (r0 + i) + (c0 + c) * ld : lu, valid * int(sizeof(T)));
+          copy_async_16(tile + c * B + i, valid > 0 ? lu + (r0 + i) + (c0 + c) * ld : lu, valid * int(sizeof(F)));
         }
       } else {
         for (int idx = threadIdx.x; idx < B * B; idx += kSolveThreads) {
           const int i = idx % B, c = idx / B;
           const bool valid = i < rows && c < cols;
-          copy_async_element<sizeof(T)>(tile + idx, valid ? lu + (r0 + i) + (c0 + c) * ld : lu,
-                                        valid ? int(sizeof(T)) : 0);
+          copy_async_element<sizeof(F)>(tile + idx, valid ? lu + (r0 + i) + (c0 + c) * ld : lu,
+                                        valid ? int(sizeof(F)) : 0);
         }
       }
     }
@@ -741,14 +734,14 @@ __global__ void __launch_bounds__(kSolveThreads, 1)
   };
   for (int s = 0; s < kSolveRing - 1; ++s) start_tile(s);
 
-  T inverse[kPerThread];  // this thread's part of the inverse of the diagonal block
-  const T* own_inverse = inverses + (std::int64_t(kLower ? 0 : 1) * row_blocks + rb) * B * B;
+  V inverse[kPerThread];  // this thread's part of the inverse of the diagonal block
+  const V* own_inverse = inverses + (std::int64_t(kLower ? 0 : 1) * row_blocks + rb) * B * B;
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) inverse[k] = own_inverse[r + (group + kGroups * k) * B];
-  const T own_rhs = threadIdx.x < rows ? x[r0 + threadIdx.x] : T(0);
+  const V own_rhs = threadIdx.x < rows ? x[r0 + threadIdx.x] : V(0);
 
   int x_ready = 0;  // warp 0: the steps whose part of x is in x_parts
-  T acc = 0;
+  V acc = 0;
   for (int s = 0; s < t; ++s) {
     copy_async_wait<kSolveRing - 2>();
     // Warp 0 waits for the part of x of step s and takes those of the next steps already
@@ -759,13 +752,13 @@ __global__ void __launch_bounds__(kSolveThreads, 1)
         int ready = s;
         for (int j = s; j < last; ++j) {
           const std::int64_t c0 = std::int64_t(block_of_step(j)) * B;
-          T v[kPerLane];
+          V v[kPerLane];
           bool ok = true;
 #pragma unroll
           for (int i = 0; i < kPerLane; ++i) {
             const std::int64_t c = c0 + kPerLane * lane + i;
-            v[i] = T(0);
-            if (c < n) ok &= TaggedValue<T>::load(published + c * kWords, tag, v[i]);
+            v[i] = V(0);
+            if (c < n) ok &= TaggedValue<V>::load(published + c * kWords, tag, v[i]);
           }
           if (!__all_sync(0xffffffffu, ok)) break;
 #pragma unroll
@@ -781,29 +774,29 @@ __global__ void __launch_bounds__(kSolveThreads, 1)
     }
     __syncthreads();  // the tile and the part of x of step s are in; step s - 1's slot is free
     start_tile(s + kSolveRing - 1);
-    const T* tile = ring + (s % kSolveRing) * B * B;
-    const T* part = x_parts[s % kSolveXSlots];
+    const F* tile = ring + (s % kSolveRing) * B * B;
+    const V* part = x_parts[s % kSolveXSlots];
 #pragma unroll
-    for (int k = 0; k < kPerThread; ++k) acc += tile[(group + kGroups * k) * B + r] * part[group + kGroups * k];
+    for (int k = 0; k < kPerThread; ++k) acc += V(tile[(group + kGroups * k) * B + r]) * part[group + kGroups * k];
   }
   partial[group][r] = acc;
   __syncthreads();
   if (threadIdx.x < B) {
-    T sum = 0;
+    V sum = 0;
     for (int g = 0; g < kGroups; ++g) sum += partial[g][threadIdx.x];
     y[threadIdx.x] = own_rhs - sum;
   }
   __syncthreads();
   // x(block) = inverse(diagonal block) * y
-  T v = 0;
+  V v = 0;
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) v += inverse[k] * y[group + kGroups * k];
   partial[group][r] = v;
   __syncthreads();
   if (threadIdx.x < rows) {
-    T sum = 0;
+    V sum = 0;
     for (int g = 0; g < kGroups; ++g) sum += partial[g][threadIdx.x];
-    TaggedValue<T>::store(published + (r0 + threadIdx.x) * kWords, sum, tag);
+    TaggedValue<V>::store(published + (r0 + threadIdx.x) * kWords, sum, tag);
     x[r0 + threadIdx.x] = sum;
   }
 }
@@ -918,32 +911,32 @@ template void gather_rows<float>(const double*, std::int64_t, const int*, std::i
 template void gather_rows<double>(const double*, std::int64_t, const int*, std::int64_t, std::int64_t, double*,
                                   std::int64_t, cudaStream_t, const double*, const double*);
 
-template <class T>
-TriangularSolver<T>::TriangularSolver(const T* lu, std::int64_t n, std::int64_t ld, cudaStream_t stream)
+template <class F, class V>
+TriangularSolver<F, V>::TriangularSolver(const F* lu, std::int64_t n, std::int64_t ld, cudaStream_t stream)
     : lu_(lu), n_(n), ld_(ld) {
-  constexpr int B = SolveRows<T>::value;
+  constexpr int B = SolveRows<F>::value;
   const std::int64_t blocks = std::max<std::int64_t>((n + B - 1) / B, 1);
-  published_ = DeviceBuffer<unsigned long long>(std::max<std::int64_t>(n, 1) * TaggedValue<T>::kWords);
+  published_ = DeviceBuffer<unsigned long long>(std::max<std::int64_t>(n, 1) * TaggedValue<V>::kWords);
   ticket_ = DeviceBuffer<unsigned>(1);
-  inverses_ = DeviceBuffer<T>(2 * blocks * B * B);
+  inverses_ = DeviceBuffer<V>(2 * blocks * B * B);
   MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(published_.data(), 0, published_.bytes(), stream));  // tag 0 is never used
-  vector_copies_ = ld % (16 / sizeof(T)) == 0 && reinterpret_cast<std::uintptr_t>(lu) % 16 == 0;
+  vector_copies_ = ld % (16 / sizeof(F)) == 0 && reinterpret_cast<std::uintptr_t>(lu) % 16 == 0;
   if (n == 0) return;
-  const int shared = int(2 * B * B * sizeof(T));
-  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(invert_diagonal_blocks_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
-  invert_diagonal_blocks_kernel<T><<<dim3(unsigned(blocks), 2), B, shared, stream>>>(lu, ld, n, inverses_.data());
+  const int shared = int(B * B * (sizeof(F) + sizeof(V)));
+  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(invert_diagonal_blocks_kernel<F, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+  invert_diagonal_blocks_kernel<F, V><<<dim3(unsigned(blocks), 2), B, shared, stream>>>(lu, ld, n, inverses_.data());
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 
-template <class T>
-void TriangularSolver<T>::solve(T* x, cudaStream_t stream) {
+template <class F, class V>
+void TriangularSolver<F, V>::solve(V* x, cudaStream_t stream) {
   if (n_ == 0) return;
-  constexpr int B = SolveRows<T>::value;
-  const int shared = int(kSolveRing * B * B * sizeof(T));
+  constexpr int B = SolveRows<F>::value;
+  const int shared = int(kSolveRing * B * B * sizeof(F));
   static const cudaError_t lower_attribute = cudaFuncSetAttribute(
-      triangular_solve_kernel<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
+      triangular_solve_kernel<F, V, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
   static const cudaError_t upper_attribute = cudaFuncSetAttribute(
-      triangular_solve_kernel<T, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
+      triangular_solve_kernel<F, V, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
   MIXSOLVE_CUDA_CHECK(lower_attribute);
   MIXSOLVE_CUDA_CHECK(upper_attribute);
   if (tag_ >= 0xfffffffeu) {  // the tags would wrap: start again from a clean slate
@@ -952,16 +945,16 @@ void TriangularSolver<T>::solve(T* x, cudaStream_t stream) {
   }
   const unsigned blocks = unsigned((n_ + B - 1) / B);
   MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(ticket_.data(), 0, sizeof(unsigned), stream));
-  triangular_solve_kernel<T, true><<<blocks, kSolveThreads, shared, stream>>>(
+  triangular_solve_kernel<F, V, true><<<blocks, kSolveThreads, shared, stream>>>(
       lu_, ld_, n_, inverses_.data(), x, published_.data(), ++tag_, ticket_.data(), vector_copies_);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(ticket_.data(), 0, sizeof(unsigned), stream));
-  triangular_solve_kernel<T, false><<<blocks, kSolveThreads, shared, stream>>>(
+  triangular_solve_kernel<F, V, false><<<blocks, kSolveThreads, shared, stream>>>(
       lu_, ld_, n_, inverses_.data(), x, published_.data(), ++tag_, ticket_.data(), vector_copies_);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 
-template class TriangularSolver<float>;
+template class TriangularSolver<float, double>;
 template class TriangularSolver<double>;
 
 }  // namespace mixsolve::solvers_detail

@@ -67,10 +67,11 @@ std::int64_t lu_factor(std::vector<T>& a, std::int64_t n, std::vector<std::int64
   return -1;
 }
 
-// y := U^-1 L^-1 P y in precision T, column by column.
-template <class T>
-void lu_solve(const std::vector<T>& lu, std::int64_t n, const std::vector<std::int64_t>& pivots,
+// y := U^-1 L^-1 P y for factors of type F in the arithmetic of W, column by column.
+template <class W, class F>
+void lu_solve(const std::vector<F>& lu, std::int64_t n, const std::vector<std::int64_t>& pivots,
               const MatrixView<double>& y) {
+  using T = W;
   std::vector<T> w(n);
   for (std::int64_t c = 0; c < y.cols; ++c) {
     for (std::int64_t i = 0; i < n; ++i) w[i] = static_cast<T>(y(i, c));
@@ -151,18 +152,29 @@ class HostEngine final : public Engine {
 
   void apply_inverse(const MatrixView<double>& y) override {
     if (!double_factors_.empty()) {
-      lu_solve(double_factors_, n_, pivots_, y);
+      lu_solve<double>(double_factors_, n_, pivots_, y);
       return;
     }
-    // A^-1 = mu S M^-1 R for the factors M of mu R A S (R = S = I, mu = 1 unscaled). Each
-    // column also gets a power of two sigma that brings max |R y| to [1/2, 1) before it is
-    // rounded to FP32: a residual's size follows A's scale and may lie outside FP32's range.
+    // A^-1 = mu S M^-1 R for the factors M of mu R A S (R = S = I, mu = 1 unscaled). As on the
+    // device (engine.hpp), up to kFp64ApplyMaxColumns columns the FP32 factors are applied in
+    // FP64 arithmetic.
+    if (y.cols <= kFp64ApplyMaxColumns) {
+      for (std::int64_t c = 0; c < y.cols; ++c)
+        for (std::int64_t i = 0; i < n_; ++i) y(i, c) *= row_scale(i);
+      lu_solve<double>(float_factors_, n_, pivots_, y);
+      for (std::int64_t c = 0; c < y.cols; ++c)
+        for (std::int64_t i = 0; i < n_; ++i) y(i, c) *= mu_ * column_scale(i);
+      return;
+    }
+    // More columns are solved in FP32. Each column then gets a power of two sigma that brings
+    // max |R y| to [1/2, 1) before it is rounded to FP32: a residual's size follows A's scale and
+    // may lie outside FP32's range.
     for (std::int64_t c = 0; c < y.cols; ++c) {
       double largest = 0;
       for (std::int64_t i = 0; i < n_; ++i) largest = std::max(largest, std::fabs(y(i, c)) * row_scale(i));
       const double sigma = equilibrating_power_of_two(largest);
       for (std::int64_t i = 0; i < n_; ++i) y(i, c) *= row_scale(i) * sigma;
-      lu_solve(float_factors_, n_, pivots_, y.block(0, c, n_, 1));
+      lu_solve<float>(float_factors_, n_, pivots_, y.block(0, c, n_, 1));
       for (std::int64_t i = 0; i < n_; ++i) y(i, c) *= mu_ * column_scale(i) / sigma;
     }
   }
