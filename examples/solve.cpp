@@ -2,6 +2,7 @@
 //
 //   solve [--matrix svd_geo] [--n 256] [--cond 1e6] [--seed 1] [--scale 1] [--nrhs 1]
 //         [--mtx FILE.mtx] [--precision auto] [--auto-path fp32] [--refinement auto] [--max-iterations 30]
+//         [--gmres-restart 50] [--gmres-max-inner 200]
 //         [--tolerance-factor 1] [--no-fallback] [--no-range-scaling] [--block 0] [--device host|gpu]
 //
 // A is a generated LAWN-41 test matrix (core/test_matrices.hpp: svd|poev|heev _ arith|geo|
@@ -91,6 +92,8 @@ int main(int argc, char** argv) try {
   }
   options.refinement = parse_refinement(option(argc, argv, "refinement", "auto"));
   options.max_iterations = std::stoi(option(argc, argv, "max-iterations", "30"));
+  options.gmres_restart = std::stoi(option(argc, argv, "gmres-restart", std::to_string(options.gmres_restart)));
+  options.gmres_max_inner = std::stoi(option(argc, argv, "gmres-max-inner", std::to_string(options.gmres_max_inner)));
   options.tolerance_factor = std::stod(option(argc, argv, "tolerance-factor", "1"));
   options.fallback = !flag(argc, argv, "no-fallback");
   options.range_scaling = !flag(argc, argv, "no-range-scaling");

@@ -232,6 +232,7 @@ class Refiner {
     // GMRES: columns whose inner solves run to kGmresTolerance, since a step with a looser target
     // failed to halve their backward error (see below).
     std::vector<bool> tight(k_, false), loose_step(k_, false);
+    std::vector<bool> inner_stalled(k_, false);  // the column's last inner solve stagnated
     evaluate(r, berr, done, report);
     if (method == Refinement::None) return all(done) ? StopReason::Converged : StopReason::NoRefinement;
     const int bad_steps_allowed = method == Refinement::Gmres ? kBadStepsAllowedGmres : kBadStepsAllowedClassic;
@@ -251,6 +252,7 @@ class Refiner {
             const double target = tight[j] ? kGmresTolerance : std::clamp(needed, kGmresTolerance, kGmresLoosest);
             loose_step[j] = target > kGmresTolerance;
             attempt.inner_iterations += gmres_correction(&r(0, j), &x_(0, j), target);
+            inner_stalled[j] = inner_stagnated_;
           }
       }
       ++attempt.iterations;
@@ -270,6 +272,12 @@ class Refiner {
         // not counted as bad; the column's later inner solves run to kGmresTolerance. (Host
         // model, fp16x3, n = 1024, arith cond 1e8: 7.5e-15 -> 8.3e-15 with a 1e-2 target, and the
         // attempt ended in an FP64 LU for a factor of 2.4 to the stop test.)
+        // An inner solve that stagnated says the LU is too weak a preconditioner for this matrix:
+        // unless its step still cut the backward error tenfold, the attempt ends here (host
+        // model, fp16x3, n = 512, geo cond 1e10: every inner solve stagnated, each step cut
+        // the backward error by 4x at most, and two more steps cost 100 GMRES iterations).
+        if (method == Refinement::Gmres && inner_stalled[j] && berr[j] > 0.1 * previous[j])
+          return berr[j] >= previous[j] ? StopReason::Diverged : StopReason::Stagnated;
         if (method == Refinement::Gmres && loose_step[j] && berr[j] > 0.5 * previous[j]) {
           tight[j] = true;
           continue;
@@ -343,7 +351,10 @@ class Refiner {
       // A restart cycle that did not halve the preconditioned residual means the LU is not a
       // good enough preconditioner: stop here and let the outer loop judge (failing attempts
       // stay cheap: each inner iteration costs an FP64 mat-vec and two triangular solves).
-      if (cycle_start > 0 && beta > 0.5 * cycle_start) break;
+      if (cycle_start > 0 && beta > 0.5 * cycle_start) {
+        stagnated = true;
+        break;
+      }
       // The budget, judged at each restart from kGmresJudgeAfter iterations on, on the true
       // preconditioned residual: the geometric-mean rate so far, extrapolated to the target,
       // against gmres_max_inner and (escalate_by_cost) against the time refactoring would
@@ -426,6 +437,10 @@ class Refiner {
       if (j == 0 || too_slow_) break;
     }
     e_.axpy(1.0, d, x);
+    inner_stagnated_ = stagnated;
+    if (trace_)
+      std::fprintf(stderr, "gmres: inner solve ended after %d iterations (%s), target %.1e\n", total,
+                   too_slow_ ? "budget" : stagnated ? "stagnated" : "target or limit", target);
     return total;
   }
 
@@ -439,6 +454,7 @@ class Refiner {
   MatrixView<double> x_;
   std::int64_t k_, n_;
   std::vector<bool> converged_;
+  bool inner_stagnated_ = false;  // the last inner solve ended because a cycle stagnated
   bool too_slow_ = false;  // a GMRES of this attempt predicted more iterations or time than its budget
   double next_rung_seconds_;
   Clock::time_point start_;  // of this attempt's refinement
