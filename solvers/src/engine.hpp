@@ -84,6 +84,8 @@ class Engine {
  public:
   virtual ~Engine() = default;
   virtual Memory memory() const = 0;
+  // SolveOptions::auto_min_n's default for this engine.
+  virtual std::int64_t default_auto_min_n() const = 0;
   std::int64_t n() const { return n_; }
 
   // ||A||_inf of the FP64 matrix.

@@ -137,9 +137,10 @@ constexpr double kNextRungCostFactor = 2.0;
 Refinement resolve_refinement(Refinement r) { return r == Refinement::Auto ? Refinement::Classic : r; }
 
 // The factorizations to try, in order.
-std::vector<Precision> precision_path(const SolveOptions& o) {
+std::vector<Precision> precision_path(const SolveOptions& o, std::int64_t n, std::int64_t engine_auto_min_n) {
   std::vector<Precision> path;
-  if (o.factorization == Precision::Auto) path = o.auto_path;
+  const std::int64_t auto_min_n = o.auto_min_n >= 0 ? o.auto_min_n : engine_auto_min_n;
+  if (o.factorization == Precision::Auto) path = n >= auto_min_n ? o.auto_path : std::vector<Precision>{Precision::FP64};
   else path = {o.factorization};
   if (o.fallback && path.back() != Precision::FP64) path.push_back(Precision::FP64);
   return path;
@@ -170,6 +171,9 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
                           ", not square");
   if (options.max_iterations < 0)
     throw InvalidArgument(std::string(where) + ": max_iterations (" + std::to_string(options.max_iterations) + ") < 0");
+  if (options.auto_min_n < -1)
+    throw InvalidArgument(std::string(where) + ": auto_min_n (" + std::to_string(options.auto_min_n) +
+                          ") < -1 (-1: the engine's choice)");
   if (options.gmres_restart < 1)
     throw InvalidArgument(std::string(where) + ": gmres_restart (" + std::to_string(options.gmres_restart) + ") < 1");
   if (options.factorization == Precision::Auto) {
@@ -195,7 +199,7 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
     throw InvalidArgument(std::string(where) + ": A(" + std::to_string(bad.first) + ", " + std::to_string(bad.second) +
                           ") is NaN or Inf");
   s.norm_a = s.engine->norm_inf();
-  s.path = precision_path(options);
+  s.path = precision_path(options, s.engine->n(), s.engine->default_auto_min_n());
 }
 
 Factorization::~Factorization() = default;

@@ -171,7 +171,9 @@ TEST(GpuSolve, AutoEscalatesOnIllConditionedMatricesAndConverges) {
   Context ctx;
   DeviceProblem prob(spec_of(MatrixFamily::Svd, Spectrum::Geo, 1e12, 51), 1024, 1);
   const std::vector<double> a0 = prob.a, b0 = prob.b;
-  const SolveReport r = prob.solve_on_device(ctx, SolveOptions{});
+  SolveOptions o;
+  o.auto_min_n = 0;  // the cheap rung at this small n too
+  const SolveReport r = prob.solve_on_device(ctx, o);
   EXPECT_TRUE(r.converged) << r.summary();
   EXPECT_LT(prob.stop_test_ratio(), 1.0);
   ASSERT_GE(r.attempts.size(), 2u) << r.summary();
@@ -189,11 +191,27 @@ TEST(GpuSolve, FamiliesConvergeUnderAuto) {
     for (Spectrum s : {Spectrum::Arith, Spectrum::Geo, Spectrum::Cluster1})
       for (double cond : {1e2, 1e8}) {
         DeviceProblem prob(spec_of(f, s, cond, 60), 1024, 1);
-        const SolveReport r = prob.solve_on_device(ctx, SolveOptions{});
+        SolveOptions o;
+        o.auto_min_n = 0;  // the cheap rung at this small n too
+        const SolveReport r = prob.solve_on_device(ctx, o);
         SCOPED_TRACE(spec_of(f, s, cond, 60).name());
         EXPECT_TRUE(r.converged) << r.summary();
         EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
       }
+}
+
+TEST(GpuSolve, DefaultAutoFactorsSmallDeviceMatricesInFp64AtOnce) {
+  // Below SolveOptions::auto_min_n (12288 for device matrices by default) the cheap LU does not
+  // beat cuSOLVER's dgetrf, so Auto goes straight to FP64.
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  DeviceProblem prob(spec_of(MatrixFamily::Svd, Spectrum::Geo, 1e2, 61), 1024, 1);
+  const SolveReport r = prob.solve_on_device(ctx, SolveOptions{});
+  EXPECT_TRUE(r.converged) << r.summary();
+  EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
+  ASSERT_EQ(r.attempts.size(), 1u) << r.summary();
+  EXPECT_EQ(r.attempts[0].precision, Precision::FP64);
+  EXPECT_FALSE(r.fell_back) << "not a fallback: no cheaper factorization was tried";
 }
 
 // A random n x n device matrix whose column `zero_column` is zero, and B = ones.

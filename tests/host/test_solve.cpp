@@ -352,6 +352,25 @@ TEST(Solve, AutoStaysCheapWhenTheMatrixIsWellConditioned) {
   EXPECT_FALSE(r.fell_back);
 }
 
+TEST(Solve, AutoFactorsMatricesBelowAutoMinNInFp64AtOnce) {
+  Problem p(geo(1e2, 21), 96);
+  Context ctx = Context::host_only();
+  SolveOptions o;
+  o.auto_min_n = 97;
+  const SolveReport small = solve(ctx, p.A(), p.B(), p.X(), o);
+  expect_converged_and_accurate(p, small);
+  ASSERT_EQ(small.attempts.size(), 1u) << small.summary();
+  EXPECT_EQ(small.attempts[0].precision, Precision::FP64);
+  EXPECT_FALSE(small.fell_back);
+  o.auto_min_n = 96;  // n >= auto_min_n: the cheap path
+  const SolveReport large = solve(ctx, p.A(), p.B(), p.X(), o);
+  EXPECT_EQ(large.attempts.at(0).precision, o.auto_path.front()) << large.summary();
+  o.factorization = Precision::FP32;  // an explicit precision is not affected
+  o.auto_min_n = 1000;
+  const SolveReport explicit_precision = solve(ctx, p.A(), p.B(), p.X(), o);
+  EXPECT_EQ(explicit_precision.attempts.at(0).precision, Precision::FP32) << explicit_precision.summary();
+}
+
 TEST(Solve, AutoFollowsTheConfiguredPath) {
   Problem p(geo(1e12, 9), 96);
   Context ctx = Context::host_only();
@@ -456,6 +475,10 @@ TEST(Solve, BadArgumentsNameTheArgumentAndValue) {
   bad_path.auto_path = {Precision::FP32, Precision::Auto};
   expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3), bad_path); },
                "auto_path[1] is auto");
+  SolveOptions bad_min;
+  bad_min.auto_min_n = -2;
+  expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3), bad_min); },
+               "auto_min_n (-2) < -1");
   EXPECT_THROW(parse_precision("fp8"), InvalidArgument);
   EXPECT_EQ(parse_precision("halfhalf"), Precision::Halfhalf);
   EXPECT_EQ(parse_precision("fp16x3"), Precision::Fp16x3);

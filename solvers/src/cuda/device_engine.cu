@@ -410,6 +410,7 @@ class DeviceEngine final : public Engine {
   }
 
   Memory memory() const override { return Memory::Device; }
+  std::int64_t default_auto_min_n() const override { return 12288; }  // SolveOptions::auto_min_n
 
   double norm_inf() override { return scan_a().norm_inf; }
 

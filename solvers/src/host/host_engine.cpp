@@ -101,6 +101,7 @@ class HostEngine final : public Engine {
   }
 
   Memory memory() const override { return Memory::Host; }
+  std::int64_t default_auto_min_n() const override { return 0; }
 
   double norm_inf() override {
     double best = 0;

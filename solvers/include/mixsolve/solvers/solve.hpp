@@ -52,6 +52,12 @@ struct SolveOptions {
   // cond 1e2: fp16x3 1.44x, fp16 1.29x; docs/benchmarks.md). With FP64 next, a stalled classic
   // IR gets a GMRES-IR retry on the same factors first. Must not be empty or contain Auto.
   std::vector<Precision> auto_path = {Precision::Fp16x3};
+  // Under Auto, matrices with fewer rows than this are factored in FP64 at once: below it the
+  // cheap LU is no faster than cuSOLVER's dgetrf (H100, session 8: n = 8192, fp16x3 0.91x
+  // dgetrf+getrs at best, cond 1e2; n = 12288 1.12x). -1: the engine's choice, 12288 for device
+  // matrices and 0 for host matrices (the host engine's cheap factorizations are rounding
+  // models, there to exercise the refinement and escalation logic at small n).
+  std::int64_t auto_min_n = -1;
   Refinement refinement = Refinement::Auto;
   // Stop test (LAPACK dsgesv / cuSOLVER IRS), per right-hand side:
   //   ||r||_inf < tolerance_factor * sqrt(n) * ||x||_inf * ||A||_inf * eps_64.
