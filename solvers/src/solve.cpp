@@ -271,17 +271,17 @@ class Refiner {
       for (std::int64_t j = 0; j < k_; ++j) {
         if (done[j]) continue;
         if (!std::isfinite(berr[j])) return StopReason::Diverged;
-        // A relaxed inner target bounds the preconditioned residual, and the true residual only
-        // up to cond(LU): near the stop test such a step may not halve the backward error. It is
-        // not counted as bad; the column's later inner solves run to kGmresTolerance. (Host
-        // model, fp16x3, n = 1024, arith cond 1e8: 7.5e-15 -> 8.3e-15 with a 1e-2 target, and the
-        // attempt ended in an FP64 LU for a factor of 2.4 to the stop test.)
         // An inner solve that stagnated says the LU is too weak a preconditioner for this matrix:
         // unless its step still cut the backward error tenfold, the attempt ends here (host
         // model, fp16x3, n = 512, geo cond 1e10: every inner solve stagnated, each step cut
         // the backward error by 4x at most, and two more steps cost 100 GMRES iterations).
         if (method == Refinement::Gmres && inner_stalled[j] && berr[j] > 0.1 * previous[j])
           return berr[j] >= previous[j] ? StopReason::Diverged : StopReason::Stagnated;
+        // A relaxed inner target bounds the preconditioned residual, and the true residual only
+        // up to cond(LU): near the stop test such a step may not halve the backward error. It is
+        // not counted as bad; the column's later inner solves run to kGmresTolerance. (Host
+        // model, fp16x3, n = 1024, arith cond 1e8: 7.5e-15 -> 8.3e-15 with a 1e-2 target, and the
+        // attempt ended in an FP64 LU for a factor of 2.4 to the stop test.)
         if (method == Refinement::Gmres && loose_step[j] && berr[j] > 0.5 * previous[j]) {
           tight[j] = true;
           continue;

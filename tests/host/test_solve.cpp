@@ -306,6 +306,27 @@ TEST(Solve, GmresStepWithARelaxedTargetThatFailsNearTheStopTestIsRetriedWithTheT
   expect_converged_and_accurate(p, r);
 }
 
+TEST(Solve, GmresAttemptEndsAtAStepWhoseInnerSolveStagnated) {
+  // fp16x3 LU, geo cond 1e10 (n = 512): restarted GMRES stagnates in every inner solve, and a step
+  // cuts the backward error by a few times at most. Such a step ends the attempt (before, the
+  // relaxed-target retry ran two more stagnating inner solves, 100 more GMRES iterations).
+  Problem p(geo(1e10, 1), 512);
+  Context ctx = Context::host_only();
+  SolveOptions o;
+  o.factorization = Precision::Fp16x3;
+  o.refinement = Refinement::Gmres;
+  o.fallback = false;
+  o.block_size = 64;
+  const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+  ASSERT_EQ(r.attempts.size(), 1u) << r.summary();
+  const Attempt& a = r.attempts[0];
+  EXPECT_FALSE(r.converged) << r.summary();
+  EXPECT_TRUE(a.stop == StopReason::Stagnated || a.stop == StopReason::Diverged || a.stop == StopReason::TooSlow)
+      << r.summary();
+  EXPECT_EQ(a.iterations, 1) << r.summary();
+  EXPECT_LE(a.inner_iterations, o.gmres_restart + 16) << r.summary();
+}
+
 // The precisions of r's attempts in order, a GMRES retry with the same factors counted once.
 std::vector<Precision> rungs_of(const SolveReport& r) {
   std::vector<Precision> rungs;
