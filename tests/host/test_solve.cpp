@@ -191,22 +191,31 @@ TEST(Solve, RangeScalingLetsBf16FactorEntriesBeyondFp32Range) {
   expect_unscaled_overflowed(r);
 }
 
+// GMRES-IR alone on the factors of `precision`, without the FP64 fallback, on a problem where it
+// cannot converge: one attempt that ends stagnated, diverged or too slow.
+SolveReport failing_gmres_attempt(Problem& p, Precision precision, SolveOptions o = {}) {
+  Context ctx = Context::host_only();
+  o.factorization = precision;
+  o.refinement = Refinement::Gmres;
+  o.fallback = false;
+  const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+  EXPECT_FALSE(r.converged) << r.summary();
+  EXPECT_EQ(r.attempts.size(), 1u) << r.summary();
+  const StopReason stop = r.attempts.at(0).stop;
+  EXPECT_TRUE(stop == StopReason::Stagnated || stop == StopReason::Diverged || stop == StopReason::TooSlow)
+      << r.summary();
+  return r;
+}
+
 TEST(Solve, FailingGmresRefinementDoesNotExhaustTheInnerBudget) {
   // FP16 factors at cond 1e9 (n = 96, host model): GMRES-IR cannot converge. Restart cycles that
   // do not halve the preconditioned residual end the inner solve, so each outer step costs about
   // one restart cycle instead of gmres_max_inner iterations.
   Problem p(geo(1e9, 5), 96);
-  Context ctx = Context::host_only();
-  SolveOptions o;
-  o.factorization = Precision::FP16;
-  o.refinement = Refinement::Gmres;
-  o.fallback = false;
-  const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
-  EXPECT_FALSE(r.converged);
+  const SolveOptions o;
+  const SolveReport r = failing_gmres_attempt(p, Precision::FP16, o);
   ASSERT_EQ(r.attempts.size(), 1u);
   const Attempt& a = r.attempts[0];
-  EXPECT_TRUE(a.stop == StopReason::Stagnated || a.stop == StopReason::Diverged || a.stop == StopReason::TooSlow)
-      << r.summary();
   EXPECT_LE(a.inner_iterations, (a.iterations + 1) * 2 * o.gmres_restart) << r.summary();
   EXPECT_LT(a.inner_iterations, a.iterations * o.gmres_max_inner) << r.summary();
 }
@@ -311,18 +320,11 @@ TEST(Solve, GmresAttemptEndsAtAStepWhoseInnerSolveStagnated) {
   // cuts the backward error by a few times at most. Such a step ends the attempt (before, the
   // relaxed-target retry ran two more stagnating inner solves, 100 more GMRES iterations).
   Problem p(geo(1e10, 1), 512);
-  Context ctx = Context::host_only();
   SolveOptions o;
-  o.factorization = Precision::Fp16x3;
-  o.refinement = Refinement::Gmres;
-  o.fallback = false;
   o.block_size = 64;
-  const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+  const SolveReport r = failing_gmres_attempt(p, Precision::Fp16x3, o);
   ASSERT_EQ(r.attempts.size(), 1u) << r.summary();
   const Attempt& a = r.attempts[0];
-  EXPECT_FALSE(r.converged) << r.summary();
-  EXPECT_TRUE(a.stop == StopReason::Stagnated || a.stop == StopReason::Diverged || a.stop == StopReason::TooSlow)
-      << r.summary();
   EXPECT_EQ(a.iterations, 1) << r.summary();
   EXPECT_LE(a.inner_iterations, o.gmres_restart + 16) << r.summary();
 }

@@ -530,22 +530,15 @@ class DeviceEngine final : public Engine {
 
   void apply_inverse_unprofiled(const MatrixView<double>& y) {
     const std::int64_t k = y.cols;
-    if (precision_ == Precision::FP64) {
-      // In place: y = P y through a copy, then the two triangles.
-      if (solve64_.size() < std::size_t(n_ * k)) solve64_ = DeviceBuffer<double>(n_ * k);
-      gather_rows(y.data, y.ld, permutation_.data(), n_, k, solve64_.data(), n_, stream());
-      solve_triangles(factors64_.data(), solve64_.data(), k);
-      copy(device_view<const double>(solve64_.data(), n_, k, n_), y);
-      return;
-    }
-    // A^-1 = mu S M^-1 R for the factors M of mu R A S (R = S = I, mu = 1 unscaled). Up to
-    // kFp64ApplyMaxColumns columns (engine.hpp) the triangular-solve kernel applies the FP32
-    // factors in FP64 arithmetic.
-    if (k <= kFp64ApplyMaxColumns) {
+    // A^-1 = mu S M^-1 R for the factors M of mu R A S (R = S = I, mu = 1 unscaled, and for FP64
+    // factors). In FP64 arithmetic for FP64 factors, and for FP32 factors up to
+    // kFp64ApplyMaxColumns columns (engine.hpp): y = P R y through a copy, the two triangles,
+    // then mu S.
+    if (precision_ == Precision::FP64 || k <= kFp64ApplyMaxColumns) {
       if (solve64_.size() < std::size_t(n_ * k)) solve64_ = DeviceBuffer<double>(n_ * k);
       double* w = solve64_.data();
       gather_rows(y.data, y.ld, permutation_.data(), n_, k, w, n_, stream(), row_factor());
-      for (std::int64_t c = 0; c < k; ++c) triangular32_->solve(w + c * n_, stream());
+      solve_triangles_in_fp64(w, k);
       convert_kernel<<<stripe_grid(n_, k), 256, 0, stream()>>>(w, n_, y.data, y.ld, n_, k, column_factor(), nullptr,
                                                                mu_);
       MIXSOLVE_CUDA_CHECK_LAUNCH();
@@ -561,7 +554,7 @@ class DeviceEngine final : public Engine {
     column_factors_kernel<<<unsigned(k), 256, 0, stream()>>>(y.data, y.ld, n_, row_factor(), sigma, inverse_sigma);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     gather_rows(y.data, y.ld, permutation_.data(), n_, k, w, n_, stream(), row_factor(), sigma);
-    solve_triangles(factors32_.data(), w, k);
+    solve_triangles_with_cublas(factors32_.data(), w, k);
     convert_kernel<<<stripe_grid(n_, k), 256, 0, stream()>>>(w, n_, y.data, y.ld, n_, k, column_factor(),
                                                              inverse_sigma, mu_);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
@@ -806,28 +799,34 @@ class DeviceEngine final : public Engine {
                    first_zero_pivot_.data(), j0, ctx.stream(), row_major_);
   }
 
-  // w := U^-1 L^-1 w for n x k, in the factors' precision. One or a few vectors (refinement,
-  // GMRES) go through the bandwidth-bound solver; blocks of many through cuBLAS trsm.
-  template <class T>
-  void solve_triangles(const T* lu, T* w, std::int64_t k) {
-    if constexpr (std::is_same_v<T, double>) {
-      if (k <= kFp64ApplyMaxColumns) {
-        for (std::int64_t c = 0; c < k; ++c) triangular64_->solve(w + c * n_, stream());
-        return;
+  // w := U^-1 L^-1 w for an n x k FP64 block with the current factors, in FP64 arithmetic. One or
+  // a few vectors (refinement, GMRES) go through the bandwidth-bound solver (FP32 factors only
+  // reach here that way); blocks of many through cuBLAS trsm.
+  void solve_triangles_in_fp64(double* w, std::int64_t k) {
+    if (k <= kFp64ApplyMaxColumns) {
+      for (std::int64_t c = 0; c < k; ++c) {
+        if (precision_ == Precision::FP64) triangular64_->solve(w + c * n_, stream());
+        else triangular32_->solve(w + c * n_, stream());
       }
+      return;
     }
-    const T one = 1;
-    if constexpr (std::is_same_v<T, float>) {
-      MIXSOLVE_CUBLAS_CHECK(cublasStrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                                        CUBLAS_DIAG_UNIT, int(n_), int(k), &one, lu, int(n_), w, int(n_)));
-      MIXSOLVE_CUBLAS_CHECK(cublasStrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                                        CUBLAS_DIAG_NON_UNIT, int(n_), int(k), &one, lu, int(n_), w, int(n_)));
-    } else {
-      MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                                        CUBLAS_DIAG_UNIT, int(n_), int(k), &one, lu, int(n_), w, int(n_)));
-      MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                                        CUBLAS_DIAG_NON_UNIT, int(n_), int(k), &one, lu, int(n_), w, int(n_)));
-    }
+    solve_triangles_with_cublas(factors64_.data(), w, k);
+  }
+
+  // w := U^-1 L^-1 w for an n x k block by cuBLAS trsm, in the factors' precision.
+  template <class T>
+  void solve_triangles_with_cublas(const T* lu, T* w, std::int64_t k) {
+    const auto trsm = [&](cublasFillMode_t fill, cublasDiagType_t diag) {
+      const T one = 1;
+      if constexpr (std::is_same_v<T, float>)
+        MIXSOLVE_CUBLAS_CHECK(cublasStrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N, diag, int(n_), int(k), &one,
+                                          lu, int(n_), w, int(n_)));
+      else
+        MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N, diag, int(n_), int(k), &one,
+                                          lu, int(n_), w, int(n_)));
+    };
+    trsm(CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_UNIT);
+    trsm(CUBLAS_FILL_MODE_UPPER, CUBLAS_DIAG_NON_UNIT);
   }
 
   int read_info() {

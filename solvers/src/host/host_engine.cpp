@@ -71,10 +71,9 @@ std::int64_t lu_factor(std::vector<T>& a, std::int64_t n, std::vector<std::int64
 template <class W, class F>
 void lu_solve(const std::vector<F>& lu, std::int64_t n, const std::vector<std::int64_t>& pivots,
               const MatrixView<double>& y) {
-  using T = W;
-  std::vector<T> w(n);
+  std::vector<W> w(n);
   for (std::int64_t c = 0; c < y.cols; ++c) {
-    for (std::int64_t i = 0; i < n; ++i) w[i] = static_cast<T>(y(i, c));
+    for (std::int64_t i = 0; i < n; ++i) w[i] = static_cast<W>(y(i, c));
     for (std::int64_t i = 0; i < n; ++i) std::swap(w[i], w[pivots[i]]);
     for (std::int64_t j = 0; j < n; ++j)
       for (std::int64_t i = j + 1; i < n; ++i) w[i] -= lu[i + j * n] * w[j];
