@@ -414,6 +414,9 @@ class Refiner {
         h[j + 1 + j * (m + 1)] = 0;
         g[j + 1] = -sn[j] * g[j];
         g[j] = cs[j] * g[j];
+        if (trace_ && (total + 1) % 4 == 0)
+          std::fprintf(stderr, "gmres: iteration %d, Givens estimate %.3e of the first residual\n", total + 1,
+                       std::fabs(g[j + 1]) / beta0);
         if (std::fabs(g[j + 1]) <= target * beta0 || hn == 0) {
           ++j;
           ++total;

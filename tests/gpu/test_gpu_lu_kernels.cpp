@@ -1,7 +1,8 @@
 // The device LU's panel kernel (solvers/src/cuda/lu_kernels.cu) on its own: P A = L U to FP32
 // accuracy, the partial-pivoting bound |L| <= 1, LAPACK's pivot and zero-pivot conventions, for
 // panels that take one sub-panel, several, and a short last one, on one or many blocks; and the
-// triangular solver of the refinement against FP64 substitution.
+// triangular solver of the refinement and the unit-lower inverse of the block-row solves against
+// FP64 substitution.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -197,6 +198,80 @@ TEST(GpuPanel, RejectsPanelsWiderThanSupported) {
   EXPECT_THROW(workspace.factor(a.data(), 1024, 1024, kPanelMaxWidth + 1, pivots.data(), 0, zero.data(), 0, nullptr),
                mixsolve::InvalidArgument);
   EXPECT_THROW(workspace.factor(a.data(), 1024, 10, 11, pivots.data(), 0, zero.data(), 0, nullptr), mixsolve::InvalidArgument);
+}
+
+// invert_unit_lower against the inverse of the same FP32 L by FP64 substitution on the host. L
+// comes from partial pivoting on a Gaussian matrix (|L| <= 1, as in the LU), so its inverse is
+// moderate. FP64 substitution is accurate to |X^ - X| <= c w u64 |X| |L| |X| (Higham, Accuracy
+// and Stability, 2nd ed., section 14.2), and the result is rounded once to FP32. The upper
+// triangle and diagonal hold garbage, which must be ignored (the LU stores U there).
+void check_unit_lower_inverse(int w, std::int64_t ld, bool row_major) {
+  std::mt19937_64 rng(std::uint64_t(w * 7 + ld));
+  std::normal_distribution<double> normal;
+  std::vector<double> g(std::size_t(w) * w);  // column-major, eliminated in place
+  for (auto& v : g) v = normal(rng);
+  for (int k = 0; k < w; ++k) {
+    int p = k;
+    for (int i = k + 1; i < w; ++i)
+      if (std::fabs(g[i + k * w]) > std::fabs(g[p + k * w])) p = i;
+    for (int j = 0; j < w; ++j) std::swap(g[k + j * w], g[p + j * w]);
+    for (int i = k + 1; i < w; ++i) {
+      g[i + k * w] /= g[k + k * w];
+      for (int j = k + 1; j < w; ++j) g[i + j * w] -= g[i + k * w] * g[k + j * w];
+    }
+  }
+  std::vector<double> l(std::size_t(w) * w, 0.0);  // L as FP32 values
+  std::vector<float> stored(std::size_t(ld) * w, 99.0f);
+  for (int i = 0; i < w; ++i) {
+    l[i + i * w] = 1;
+    for (int k = 0; k < i; ++k) {
+      const float v = float(g[i + k * w]);
+      l[i + k * w] = v;
+      stored[row_major ? k + i * ld : i + k * ld] = v;
+    }
+  }
+  std::vector<double> x(std::size_t(w) * w, 0.0);  // L^-1, column by column
+  for (int c = 0; c < w; ++c) {
+    x[c + c * w] = 1;
+    for (int i = c + 1; i < w; ++i) {
+      double s = 0;
+      for (int k = c; k < i; ++k) s -= l[i + k * w] * x[k + c * w];
+      x[i + c * w] = s;
+    }
+  }
+  std::vector<double> xl(std::size_t(w) * w, 0.0), bound(std::size_t(w) * w, 0.0);  // |X| |L|, |X| |L| |X|
+  for (int j = 0; j < w; ++j)
+    for (int k = 0; k < w; ++k)
+      for (int i = 0; i < w; ++i) xl[i + j * w] += std::fabs(x[i + k * w]) * std::fabs(l[k + j * w]);
+  for (int j = 0; j < w; ++j)
+    for (int k = 0; k < w; ++k)
+      for (int i = 0; i < w; ++i) bound[i + j * w] += xl[i + k * w] * std::fabs(x[k + j * w]);
+  DeviceBuffer<float> da(stored.size()), inverse(std::size_t(w) * w);
+  da.copy_from_host(stored);
+  mixsolve::solvers_detail::invert_unit_lower(da.data(), ld, w, inverse.data(), nullptr, row_major);
+  const std::vector<float> got = inverse.to_host();  // row-major w x w
+  EXPECT_EQ(da.to_host(), stored) << "the input is read only";
+  int bad = 0;
+  for (int i = 0; i < w; ++i)
+    for (int c = 0; c < w; ++c) {
+      const double want = x[i + c * w];
+      const double tolerance = 0x1p-24 * std::fabs(want) + 4.0 * w * 0x1p-53 * bound[i + c * w];
+      if (!(std::fabs(double(got[std::size_t(i) * w + c]) - want) <= tolerance) && bad++ < 5)
+        ADD_FAILURE() << "w " << w << " ld " << ld << (row_major ? " row-major" : " column-major") << ": (" << i
+                      << ", " << c << ") = " << got[std::size_t(i) * w + c] << ", want " << want;
+    }
+}
+
+TEST(GpuUnitLowerInverse, MatchesFp64SubstitutionInBothLayouts) {
+  MIXSOLVE_REQUIRE_GPU();
+  for (bool row_major : {false, true}) {
+    check_unit_lower_inverse(kPanelMaxWidth, 300, row_major);
+    check_unit_lower_inverse(200, 203, row_major);  // a short last panel, columns not a multiple of 8
+    check_unit_lower_inverse(1, 1, row_major);
+  }
+  DeviceBuffer<float> a(1), inverse(1);
+  EXPECT_THROW(mixsolve::solvers_detail::invert_unit_lower(a.data(), 1000, kPanelMaxWidth + 1, inverse.data(), nullptr),
+               mixsolve::InvalidArgument);
 }
 
 // TriangularSolver (x := U^-1 L^-1 x, factors F, arithmetic V) against an FP64 substitution on

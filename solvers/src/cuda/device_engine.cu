@@ -2,7 +2,7 @@
 // storage, row-major while it is factored (design: docs/solver.md). Each panel is factored by one
 // launch of the cooperative
 // kernel of lu_kernels.cu on its own stream while the trailing update
-// A22 -= L21 U12 runs on the chosen gemm/ backend; U12 by cublasStrsm. FP64
+// A22 -= L21 U12 runs on the chosen gemm/ backend; U12 = L11^-1 A12 by a GEMM with L11's inverse. FP64
 // factors come from cuSOLVER dgetrf. Solves gather the pivot permutation and use the
 // bandwidth-bound triangular solver; residuals are FP64 (cuBLAS) on the user's matrix.
 #include <cublas_v2.h>
@@ -265,7 +265,7 @@ class Profile {
     write_timeline();
     collect();
     std::fprintf(stderr,
-                 "LU profile: total %.2f ms; panel %.2f, right swaps %.2f, left swaps %.2f, U12 trsm %.2f, "
+                 "LU profile: total %.2f ms; panel %.2f, right swaps %.2f, left swaps %.2f, U12 %.2f, "
                  "trailing update %.2f ms\n",
                  1e3 * total_seconds, ms_[Panel], ms_[RightSwaps], ms_[LeftSwaps], ms_[RowBlock], ms_[Update]);
     for (int p = 0; p < kLuPhases; ++p) ms_[p] = count_[p] = 0;
@@ -283,7 +283,7 @@ class Profile {
   }
   void write_timeline() {
     if (timeline_path_.empty() || !origin_) return;
-    static const char* const names[kPhases] = {"panel", "right swaps", "left swaps", "U12 trsm", "update",
+    static const char* const names[kPhases] = {"panel", "right swaps", "left swaps", "U12", "update",
                                                "solve", "residual", "mat-vec"};
     MIXSOLVE_CUDA_CHECK(cudaDeviceSynchronize());
     std::FILE* out = std::fopen(timeline_path_.c_str(), "a");
@@ -365,6 +365,10 @@ int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::atoi(v) : fallback;
 }
+bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v && std::strcmp(v, value) == 0;
+}
 
 const gemm::Backend& device_update_backend(Precision p) {
   switch (p) {
@@ -434,6 +438,7 @@ class DeviceEngine final : public Engine {
       // The FP32 factors go first: the FP64 ones never sit beside them (peak 8 n^2, not 12 n^2).
       factors32_ = DeviceBuffer<float>();
       solve_buffer_ = DeviceBuffer<float>();
+      for (DeviceBuffer<float>* b : {&l11_inverses_, &u12_copy_chain_, &u12_copy_bulk_}) *b = DeviceBuffer<float>();
       factors64_ = DeviceBuffer<double>(n_ * n_);
       MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(factors64_.data(), n_ * sizeof(double), a_.data, a_.ld * sizeof(double),
                                             n_ * sizeof(double), n_, cudaMemcpyDeviceToDevice, stream()));
@@ -490,6 +495,11 @@ class DeviceEngine final : public Engine {
       move_count_ = DeviceBuffer<int>(panels);
       panel_ctx_ = std::make_unique<Context>(ctx_.device(), StreamPriority::High);
       MIXSOLVE_CUDA_CHECK(cudaStreamCreateWithFlags(&swap_stream_, cudaStreamNonBlocking));
+    }
+    if (l11_inverses_.size() == 0) {  // released after an FP64 factorization
+      l11_inverses_ = DeviceBuffer<float>(((n_ + nb_ - 1) / nb_) * nb_ * nb_);
+      u12_copy_chain_ = DeviceBuffer<float>(nb_ * nb_);
+      u12_copy_bulk_ = DeviceBuffer<float>(nb_ * n_);
     }
     if (!panel_->supported())
       throw NotSupported("device LU: n = " + std::to_string(n_) +
@@ -683,9 +693,43 @@ class DeviceEngine final : public Engine {
       return std::tuple<int*, int*, int*>{move_to_.data() + q * 2 * kPanelMaxWidth,
                                           move_from_.data() + q * 2 * kPanelMaxWidth, move_count_.data() + q};
     };
+    // U12 = L11^-1 A12 for panel q's block row on the columns [c0, c1): a copy of A12, then an
+    // FP32 GEMM with the inverse computed after the panel (factor_panel). cublasStrsm took 64 ms of
+    // the bulk stream's 254 and 18 ms of the chain's 301 at n = 32768 (H100, session 7), ~40x the
+    // time its traffic needs. MIXSOLVE_LU_U12=trsm in the environment restores it.
+    const bool u12_by_trsm = env_is("MIXSOLVE_LU_U12", "trsm");
+    const auto solve_block_row = [&](Context& c, std::int64_t q, std::int64_t c0, std::int64_t c1) {
+      const std::int64_t j0 = first_column(q), jb = first_column(q + 1) - j0, width = c1 - c0;
+      const float one = 1.0f, zero = 0.0f;
+      if (u12_by_trsm) {
+        if (row_major_)  // U12^T = A12^T L11^-T, L11^T unit upper in the transposed storage
+          MIXSOLVE_CUBLAS_CHECK(cublasStrsm(c.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                                            CUBLAS_DIAG_UNIT, int(width), int(jb), &one, at(j0, j0), int(n_),
+                                            at(j0, c0), int(n_)));
+        else
+          MIXSOLVE_CUBLAS_CHECK(cublasStrsm(c.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                                            CUBLAS_DIAG_UNIT, int(jb), int(width), &one, at(j0, j0), int(n_),
+                                            at(j0, c0), int(n_)));
+        return;
+      }
+      // The chain and the bulk stream run at once: one copy buffer each.
+      float* copy = (&c == &chain_ctx && look_ahead ? u12_copy_chain_ : u12_copy_bulk_).data();
+      const float* inverse = l11_inverses_.data() + q * nb_ * nb_;  // row-major jb x jb
+      if (row_major_) {  // A12 is jb runs of `width` values: U12^T = A12^T (L11^-1)^T
+        MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(copy, width * sizeof(float), at(j0, c0), n_ * sizeof(float),
+                                              width * sizeof(float), jb, cudaMemcpyDeviceToDevice, c.stream()));
+        MIXSOLVE_CUBLAS_CHECK(cublasSgemm(c.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, int(width), int(jb), int(jb), &one,
+                                          copy, int(width), inverse, int(jb), &zero, at(j0, c0), int(n_)));
+      } else {  // A12 is `width` columns of jb values; the inverse seen column-major is its transpose
+        MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(copy, jb * sizeof(float), at(j0, c0), n_ * sizeof(float),
+                                              jb * sizeof(float), width, cudaMemcpyDeviceToDevice, c.stream()));
+        MIXSOLVE_CUBLAS_CHECK(cublasSgemm(c.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(jb), int(width), int(jb), &one,
+                                          inverse, int(jb), copy, int(jb), &zero, at(j0, c0), int(n_)));
+      }
+    };
     // The updates of panels [p0, p1] on the columns [c0, c1), on c's stream: their interchanges
-    // in order, then per panel U12 = L11^-1 A12 (cublasStrsm) and the update of the group's later
-    // block rows, then one update of every row below the group with k = the group's width.
+    // in order, then per panel U12 = L11^-1 A12 and the update of the group's later block rows,
+    // then one update of every row below the group with k = the group's width.
     const auto apply_panels = [&](Context& c, std::int64_t p0, std::int64_t p1, std::int64_t c0, std::int64_t c1) {
       cudaStream_t s = c.stream();
       const auto multiply_subtract = [&](std::int64_t r0, std::int64_t r1, std::int64_t k0, std::int64_t k1) {
@@ -708,15 +752,7 @@ class DeviceEngine final : public Engine {
       for (std::int64_t q = p0; q <= p1; ++q) {
         const std::int64_t j0 = first_column(q), jb = first_column(q + 1) - j0;
         profile.start(Profile::RowBlock, s);
-        const float one = 1.0f;
-        if (row_major_)  // U12^T = A12^T L11^-T, L11^T unit upper in the transposed storage
-          MIXSOLVE_CUBLAS_CHECK(cublasStrsm(c.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                                            CUBLAS_DIAG_UNIT, int(c1 - c0), int(jb), &one, at(j0, j0), int(n_),
-                                            at(j0, c0), int(n_)));
-        else
-          MIXSOLVE_CUBLAS_CHECK(cublasStrsm(c.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                                            CUBLAS_DIAG_UNIT, int(jb), int(c1 - c0), &one, at(j0, j0), int(n_),
-                                            at(j0, c0), int(n_)));
+        solve_block_row(c, q, c0, c1);
         profile.stop(Profile::RowBlock, s);
         if (q < p1) multiply_subtract(j0 + jb, below, j0, j0 + jb);
       }
@@ -794,9 +830,12 @@ class DeviceEngine final : public Engine {
   // The panel [j0, j0 + jb) of the FP32 factors, rows j0 .. n-1, in one cooperative launch
   // (lu_kernels.cu: FP32 arithmetic inside the panel, so the pivot search sees FP32-accurate
   // columns whatever the trailing update's arithmetic).
+  // Then L11^-1 for the block-row solves (factor_blocked), in panel j0 / nb_'s slot.
   void factor_panel(Context& ctx, std::int64_t j0, std::int64_t jb) {
-    panel_->factor(factors32_.data() + j0 + j0 * n_, n_, n_ - j0, int(jb), pivots_.data() + j0, j0,
-                   first_zero_pivot_.data(), j0, ctx.stream(), row_major_);
+    float* diagonal = factors32_.data() + j0 + j0 * n_;
+    panel_->factor(diagonal, n_, n_ - j0, int(jb), pivots_.data() + j0, j0, first_zero_pivot_.data(), j0, ctx.stream(),
+                   row_major_);
+    invert_unit_lower(diagonal, n_, int(jb), l11_inverses_.data() + (j0 / nb_) * nb_ * nb_, ctx.stream(), row_major_);
   }
 
   // w := U^-1 L^-1 w for an n x k FP64 block with the current factors, in FP64 arithmetic. One or
@@ -900,7 +939,8 @@ class DeviceEngine final : public Engine {
   // `transient`: a workspace that lives only during the current step.
   void track_peak(std::size_t transient = 0) {
     std::size_t bytes = transient + factors32_.bytes() + factors64_.bytes() + 2 * pivots_.bytes() + move_to_.bytes() +
-                        move_from_.bytes() + move_count_.bytes() + solve_buffer_.bytes() +
+                        move_from_.bytes() + move_count_.bytes() + l11_inverses_.bytes() + u12_copy_chain_.bytes() +
+                        u12_copy_bulk_.bytes() + solve_buffer_.bytes() +
                         solve64_.bytes() + row_factor_.bytes() + column_factor_.bytes() + vector_scale_.bytes() +
                         projection_.bytes() +
                         (triangular32_ ? triangular32_->bytes() : 0) +
@@ -951,6 +991,8 @@ class DeviceEngine final : public Engine {
   DeviceBuffer<double> projection_;    // orthogonalize: the projections of the two passes
   DeviceBuffer<int> pivots_, permutation_, info_, first_zero_pivot_;
   DeviceBuffer<int> move_to_, move_from_, move_count_;  // each panel's interchanges as row moves
+  DeviceBuffer<float> l11_inverses_;                    // each panel's L11^-1 (factor_panel)
+  DeviceBuffer<float> u12_copy_chain_, u12_copy_bulk_;  // A12 before U12 = L11^-1 A12 overwrites it
   std::unique_ptr<PanelWorkspace> panel_;
   Profile profile_;
   std::unique_ptr<Context> panel_ctx_;  // the look-ahead panel's stream and cuBLAS handle

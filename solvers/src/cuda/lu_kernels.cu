@@ -568,6 +568,43 @@ __global__ void __launch_bounds__(256)
     if (inside) a[std::int64_t(to[mv]) * lda + c] = staged[mv][lane];
 }
 
+// L^-1 for the unit lower triangle of a w x w block (the diagonal is taken as 1), in FP64
+// arithmetic, stored as FP32 row-major w x w. A block of kPanelMaxWidth threads computes
+// kInverseColumns columns of the inverse by column-oriented forward substitution: thread i holds
+// row i of those columns; at step k row k is final and is broadcast through shared memory, and
+// every row below subtracts L(i, k) times it. One barrier per step; L(i, k) for thread i runs
+// along its row, so the row-major factors are read one cache line per 32 steps.
+constexpr int kInverseColumns = 8;
+__global__ void __launch_bounds__(kPanelMaxWidth)
+    invert_unit_lower_kernel(const float* a, std::int64_t row_stride, std::int64_t column_stride, int w,
+                             float* inverse) {
+  __shared__ double row_k[2][kInverseColumns];
+  const int c0 = blockIdx.x * kInverseColumns, i = threadIdx.x;
+  double x[kInverseColumns];
+#pragma unroll
+  for (int c = 0; c < kInverseColumns; ++c) x[c] = i == c0 + c ? 1.0 : 0.0;
+  if (i == c0)
+#pragma unroll
+    for (int c = 0; c < kInverseColumns; ++c) row_k[c0 & 1][c] = x[c];
+  __syncthreads();
+  const float* row = a + std::int64_t(min(i, w - 1)) * row_stride;
+  for (int k = c0; k < w - 1; ++k) {
+    if (i > k && i < w) {
+      const double l = row[k * column_stride];
+#pragma unroll
+      for (int c = 0; c < kInverseColumns; ++c) x[c] -= l * row_k[k & 1][c];
+    }
+    if (i == k + 1)  // row k + 1 has received its last update
+#pragma unroll
+      for (int c = 0; c < kInverseColumns; ++c) row_k[(k + 1) & 1][c] = x[c];
+    __syncthreads();
+  }
+  if (i < w)
+#pragma unroll
+    for (int c = 0; c < kInverseColumns; ++c)
+      if (c0 + c < w) inverse[std::int64_t(i) * w + c0 + c] = float(x[c]);
+}
+
 template <class T>
 __global__ void gather_rows_kernel(const double* y, std::int64_t ldy, const int* permutation, std::int64_t n,
                                    std::int64_t k, T* w, std::int64_t ldw, const double* row_factor,
@@ -884,6 +921,18 @@ void apply_row_moves(float* a, std::int64_t lda, const int* to, const int* from,
   }
   apply_row_moves_kernel<<<unsigned((columns + kMoveWarps - 1) / kMoveWarps), 32 * kMoveWarps, 0, stream>>>(
       a, lda, to, from, moves, c0, c1, skip0, skip1);
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+void invert_unit_lower(const float* a, std::int64_t lda, int w, float* inverse, cudaStream_t stream,
+                       bool row_major) {
+  if (w <= 0) return;
+  if (w > kPanelMaxWidth)
+    throw InvalidArgument("invert_unit_lower: w = " + std::to_string(w) + " exceeds kPanelMaxWidth = " +
+                          std::to_string(kPanelMaxWidth));
+  const std::int64_t row_stride = row_major ? lda : 1, column_stride = row_major ? 1 : lda;
+  invert_unit_lower_kernel<<<unsigned((w + kInverseColumns - 1) / kInverseColumns), kPanelMaxWidth, 0, stream>>>(
+      a, row_stride, column_stride, w, inverse);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 

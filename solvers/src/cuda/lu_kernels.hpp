@@ -57,6 +57,13 @@ void apply_row_moves(float* a, std::int64_t lda, const int* to, const int* from,
                      std::int64_t c1, std::int64_t skip0, std::int64_t skip1, cudaStream_t stream,
                      bool row_major = false);
 
+// inverse (w x w, row-major, ld w) = L^-1 for the unit lower triangle of the w x w block `a`
+// (w <= kPanelMaxWidth; a row-major where row_major is set), computed in FP64 arithmetic. The LU
+// applies L11^-1 to a panel's block row as a GEMM with it: cublasStrsm with 256 rows ran far
+// below the memory bandwidth that product needs.
+void invert_unit_lower(const float* a, std::int64_t lda, int w, float* inverse, cudaStream_t stream,
+                       bool row_major = false);
+
 // The row permutation of a factorization's sequential interchanges, as a gather list:
 // (P y)[i] = y[permutation[i]]. Computed on the host from the device pivots (one copy).
 void pivots_to_permutation(const int* pivots, std::int64_t n, int* permutation, cudaStream_t stream);
