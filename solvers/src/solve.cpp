@@ -120,8 +120,11 @@ constexpr int kBadStepsAllowedClassic = 3;
 constexpr int kBadStepsAllowedGmres = 1;
 
 // GMRES iterations after which the convergence rate is trusted to predict the rest (judged at
-// each restart).
+// each restart on the true residual, and inside a cycle every kGmresJudgeEvery iterations on the
+// Givens estimate's rate over the last kGmresJudgeWindow iterations).
 constexpr int kGmresJudgeAfter = 16;
+constexpr int kGmresJudgeEvery = 8;
+constexpr int kGmresJudgeWindow = 16;
 // SolveOptions::escalate_by_cost: the next rung's factorization is estimated at this multiple of
 // the current one's time (measured ratios in solve.hpp: cuSOLVER's FP64 LU takes 1.5x / 2.4x the
 // fp16x3 LU at n = 16384 / 32768 on the H100, session 7). Was 1 while the path was FP16 -> FP32;
@@ -255,7 +258,7 @@ class Refiner {
             const double needed = 0.1 * stop_test_backward_error() / berr[j];
             const double target = tight[j] ? kGmresTolerance : std::clamp(needed, kGmresTolerance, kGmresLoosest);
             loose_step[j] = target > kGmresTolerance;
-            attempt.inner_iterations += gmres_correction(&r(0, j), &x_(0, j), target);
+            attempt.inner_iterations += gmres_correction(&r(0, j), &x_(0, j), target, it == 0);
             inner_stalled[j] = inner_stagnated_;
           }
       }
@@ -331,7 +334,8 @@ class Refiner {
 
   // GMRES on (LU)^-1 A d = (LU)^-1 r in FP64 (left preconditioning), restarted, until the
   // preconditioned residual falls by `target`; x += d. Returns the number of inner iterations.
-  int gmres_correction(const double* r, double* x, double target) {
+  // first_step: the attempt's first outer step, whose budget is also judged inside a cycle.
+  int gmres_correction(const double* r, double* x, double target, bool first_step) {
     const auto gmres_start = Clock::now();
     const int m = o_.gmres_restart;
     const MatrixView<double> v = e_.scratch(2, m + 1);
@@ -341,6 +345,7 @@ class Refiner {
     e_.zero(d);
     int total = 0;
     double beta0 = -1, cycle_start = -1;
+    std::vector<double> estimates;  // of the residual after each iteration (Givens), from beta0
     bool stagnated = false;  // a restarted cycle stopped making progress
     while (total < o_.gmres_max_inner && !stagnated) {
       // z = (LU)^-1 (r - A d)
@@ -350,7 +355,10 @@ class Refiner {
       const MatrixView<double> wv = host_column(w);
       e_.apply_inverse(wv);
       const double beta = std::sqrt(e_.dot(w, w));
-      if (beta0 < 0) beta0 = beta;
+      if (beta0 < 0) {
+        beta0 = beta;
+        estimates.push_back(beta);
+      }
       if (beta == 0 || beta <= target * beta0) break;
       // A restart cycle that did not halve the preconditioned residual means the LU is not a
       // good enough preconditioner: stop here and let the outer loop judge (failing attempts
@@ -414,10 +422,28 @@ class Refiner {
         h[j + 1 + j * (m + 1)] = 0;
         g[j + 1] = -sn[j] * g[j];
         g[j] = cs[j] * g[j];
+        estimates.push_back(std::fabs(g[j + 1]));
         if (trace_ && (total + 1) % 4 == 0)
           std::fprintf(stderr, "gmres: iteration %d, Givens estimate %.3e of the first residual\n", total + 1,
                        std::fabs(g[j + 1]) / beta0);
         if (std::fabs(g[j + 1]) <= target * beta0 || hn == 0) {
+          ++j;
+          ++total;
+          break;
+        }
+        // The budget inside a cycle, in the attempt's first step: with the preconditioner applied
+        // in FP64 the Givens estimate follows the true residual, so its recent rate predicts the
+        // rest. Failing attempts then end after 16-24 iterations instead of a cycle or more
+        // (H100, session 9: n = 32768 geo cond 1e8 fell to 0.168 after 16 iterations, rate 0.89
+        // over them, ~140 more predicted; n = 16384 geo 1e8 / 1e10 at rates of 0.89 / 0.93 over
+        // iterations 8-24; converging rows ran at 0.61-0.64 (n = 32768 geo 1e6) or faster). The
+        // recent window, not the mean since the start, because a failing GMRES slows down after
+        // its first iterations. Not in later steps: their residual lies in the directions the
+        // preconditioner handles worst, and GMRES crosses a plateau before it converges (host
+        // model, FP16, n = 96, geo 1e6: rate 0.97 over a second step's first 16 iterations,
+        // 468 more predicted, and the step converged within its cycle).
+        if (first_step && total + 1 >= kGmresJudgeAfter && (total + 1) % kGmresJudgeEvery == 0 &&
+            budget_exceeded(estimates, target * beta0, gmres_start)) {
           ++j;
           ++total;
           break;
@@ -449,6 +475,22 @@ class Refiner {
       std::fprintf(stderr, "gmres: inner solve ended after %d iterations (%s), target %.1e\n", total,
                    too_slow_ ? "budget" : stagnated ? "stagnated" : "target or limit", target);
     return total;
+  }
+
+  // Inside a cycle: whether the rate of the residual estimates over the last kGmresJudgeWindow
+  // iterations, extrapolated to `goal`, needs more than gmres_max_inner iterations in all, or
+  // (escalate_by_cost) more time than the next rung's factorization; sets too_slow_ if so.
+  bool budget_exceeded(const std::vector<double>& estimates, double goal, Clock::time_point gmres_start) {
+    const int done = int(estimates.size()) - 1, window = std::min(done, kGmresJudgeWindow);
+    const double now = estimates[done], before = estimates[done - window];
+    const double rate = now > 0 && before > 0 ? std::pow(now / before, 1.0 / window) : 0.0;
+    const double more = rate < 1 ? std::max(0.0, std::log(goal / now) / std::log(rate)) : INFINITY;
+    const double per_iteration = seconds_since(gmres_start) / done;
+    if (trace_)
+      std::fprintf(stderr, "gmres: %d iterations, rate %.4f over the last %d, %.0f more predicted, %.4f s to go, "
+                   "next rung %.3f s\n", done, rate, window, more, more * per_iteration, next_rung_seconds_);
+    too_slow_ = done + more > o_.gmres_max_inner || more * per_iteration > next_rung_seconds_;
+    return too_slow_;
   }
 
   MatrixView<double> column(const MatrixView<double>& m, std::int64_t j) const { return m.block(0, j, n_, 1); }
