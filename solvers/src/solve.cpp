@@ -53,7 +53,7 @@ std::string to_string(StopReason s) {
     case StopReason::Stagnated: return "stagnated";
     case StopReason::Diverged: return "diverged";
     case StopReason::MaxIterations: return "iteration limit";
-    case StopReason::TooSlow: return "too slow (GMRES would exceed gmres_max_inner)";
+    case StopReason::TooSlow: return "too slow (its rate predicted more iterations or time than its budget)";
     case StopReason::NoRefinement: return "no refinement requested";
   }
   return "?";
@@ -118,6 +118,9 @@ constexpr double kGmresLoosest = 1e-2;
 // costs up to gmres_max_inner triangular-solve pairs and mat-vecs).
 constexpr int kBadStepsAllowedClassic = 3;
 constexpr int kBadStepsAllowedGmres = 1;
+// Further classic steps, predicted from the last two, beyond which classic IR gives way to GMRES-IR
+// where that may follow (Refiner::classic_too_slow).
+constexpr double kClassicMaxPredictedSteps = 8;
 
 // GMRES iterations after which the convergence rate is trusted to predict the rest (judged at
 // each restart on the true residual, and inside a cycle every kGmresJudgeEvery iterations on the
@@ -219,9 +222,12 @@ class Refiner {
   // next_rung_seconds: the estimated cost of refactoring one rung up; a GMRES inner solve whose
   // remaining iterations would take longer gives way to it (SolveOptions::escalate_by_cost;
   // INFINITY where there is no higher rung).
+  // gmres_may_follow: a classic refinement whose contraction is too slow gives way to GMRES-IR
+  // with the same factors (StopReason::TooSlow; see run()).
   Refiner(Engine& e, const SolveOptions& o, double norm_a, const MatrixView<const double>& b, const MatrixView<double>& x,
-          double next_rung_seconds)
-      : e_(e), o_(o), norm_a_(norm_a), b_(b), x_(x), k_(b.cols), n_(e.n()), next_rung_seconds_(next_rung_seconds) {}
+          double next_rung_seconds, bool gmres_may_follow)
+      : e_(e), o_(o), norm_a_(norm_a), b_(b), x_(x), k_(b.cols), n_(e.n()), next_rung_seconds_(next_rung_seconds),
+        gmres_may_follow_(gmres_may_follow) {}
 
   // Runs one attempt: X = LU \ B, then refinement. Appends to the report. A GMRES retry after
   // classic IR with the same factors starts from LU \ B too: from classic's last iterate, whose
@@ -233,7 +239,7 @@ class Refiner {
     const MatrixView<double> r = e_.scratch(0, k_);
     e_.copy(b_, x_);
     e_.apply_inverse(x_);
-    std::vector<double> berr(k_), previous(k_, INFINITY);
+    std::vector<double> berr(k_), previous(k_, INFINITY), before_previous(k_, INFINITY);
     std::vector<int> slow(k_, 0), grew(k_, 0);
     std::vector<bool> done(k_, false);
     // GMRES: columns whose inner solves run to kGmresTolerance, since a step with a looser target
@@ -245,7 +251,8 @@ class Refiner {
     const int bad_steps_allowed = method == Refinement::Gmres ? kBadStepsAllowedGmres : kBadStepsAllowedClassic;
     too_slow_ = false;
     for (int it = 0; it < o_.max_iterations && !all(done); ++it) {
-      for (std::int64_t j = 0; j < k_; ++j) previous[j] = berr[j];
+      before_previous = previous;
+      previous = berr;
       if (method == Refinement::Classic) {
         const MatrixView<double> d = e_.scratch(1, k_);
         e_.copy(r, d);
@@ -298,6 +305,8 @@ class Refiner {
         if (slow[j] >= bad_steps_allowed)
           return grew[j] >= bad_steps_allowed ? StopReason::Diverged : StopReason::Stagnated;
       }
+      if (method == Refinement::Classic && gmres_may_follow_ && it >= 2 && classic_too_slow(berr, before_previous, done))
+        return StopReason::TooSlow;
     }
     return all(done) ? StopReason::Converged : StopReason::MaxIterations;
   }
@@ -477,6 +486,23 @@ class Refiner {
     return total;
   }
 
+  // Classic IR that halves the backward error each step is not "bad", but may need 20-30 steps,
+  // where GMRES-IR with the same factors needs fewer iterations of about the same cost (a
+  // triangular-solve pair and a mat-vec each): H100, n = 16384, geo cond 1e6, classic contracted
+  // 0.5-0.6 per step and took 12-22 steps (0.86-0.99x dgetrf+getrs), GMRES 18 iterations. Where
+  // GMRES may follow, a classic attempt whose rate over its last two steps predicts more than
+  // kClassicMaxPredictedSteps further steps for a column gives way to it.
+  bool classic_too_slow(const std::vector<double>& berr, const std::vector<double>& two_steps_back,
+                        const std::vector<bool>& done) const {
+    for (std::int64_t j = 0; j < k_; ++j) {
+      if (done[j]) continue;
+      const double rate = std::sqrt(berr[j] / two_steps_back[j]);
+      const double more = rate < 1 ? std::log(stop_test_backward_error() / berr[j]) / std::log(rate) : INFINITY;
+      if (more > kClassicMaxPredictedSteps) return true;
+    }
+    return false;
+  }
+
   // Inside a cycle: whether the rate of the residual estimates over the last kGmresJudgeWindow
   // iterations, extrapolated to `goal`, needs more than gmres_max_inner iterations in all, or
   // (escalate_by_cost) more time than the next rung's factorization; sets too_slow_ if so.
@@ -506,6 +532,7 @@ class Refiner {
   bool inner_stagnated_ = false;  // the last inner solve ended because a cycle stagnated
   bool too_slow_ = false;  // a GMRES of this attempt predicted more iterations or time than its budget
   double next_rung_seconds_;
+  bool gmres_may_follow_;
   Clock::time_point start_;  // of this attempt's refinement
   // MIXSOLVE_GMRES_TRACE in the environment: each budget judgement goes to stderr (for tuning).
   bool trace_ = std::getenv("MIXSOLVE_GMRES_TRACE") != nullptr;
@@ -585,9 +612,21 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
                          " factors (" + std::to_string(b.cols) + " right-hand side" + (b.cols > 1 ? "s)" : ")"));
     const auto t1 = Clock::now();
     const bool higher_rung = s.next < s.path.size() && attempt.precision != Precision::FP64;
+    // Under Refinement::Auto a classic refinement that stalls gets GMRES-IR with the same factors
+    // before anything is refactored: the LU may be good enough as a preconditioner although its
+    // contraction (~ cond * u * growth) is too close to 1 for classic IR (FP32-accurate LUs from
+    // n ~ 32768 at cond 1e6, on the GPU). Not while another factorization short of FP64 remains
+    // on the path: refactoring one rung up then costs about as much as the retry and converges
+    // where it did not (H100, n = 16384 and 32768, `auto`: every FP16 retry from cond 1e4 failed or
+    // was cut off by its budget after 50-81 GMRES iterations, 95-265 ms, before FP32 converged).
+    const bool cheaper_rung_left = s.next < s.path.size() && s.path[s.next] != Precision::FP64;
+    const bool gmres_may_follow = s.options.refinement == Refinement::Auto &&
+                                  attempt.refinement == Refinement::Classic &&
+                                  attempt.precision != Precision::FP64 && !cheaper_rung_left;
     Refiner refiner(*s.engine, s.options, s.norm_a, b, x,
                     s.options.escalate_by_cost && higher_rung ? kNextRungCostFactor * s.current_factor_seconds
-                                                               : INFINITY);
+                                                               : INFINITY,
+                    gmres_may_follow);
     attempt.stop = refiner.run(attempt.refinement, attempt, report);
     s.engine->synchronize();
     attempt.refinement_seconds = seconds_since(t1);
@@ -603,18 +642,8 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       s.current_refinement = attempt.refinement;
       break;
     }
-    // Under Refinement::Auto a classic refinement that stalls gets GMRES-IR with the same factors
-    // before anything is refactored: the LU may be good enough as a preconditioner although its
-    // contraction (~ cond * u * growth) is too close to 1 for classic IR (FP32-accurate LUs from
-    // n ~ 32768 at cond 1e6, on the GPU). Not while another factorization short of FP64 remains
-    // on the path: refactoring one rung up then costs about as much as the retry and converges
-    // where it did not (H100, n = 16384 and 32768, `auto`: every FP16 retry from cond 1e4 failed or
-    // was cut off by its budget after 50-81 GMRES iterations, 95-265 ms, before FP32 converged).
-    const bool cheaper_rung_left = s.next < s.path.size() && s.path[s.next] != Precision::FP64;
-    if (s.options.refinement == Refinement::Auto && attempt.refinement == Refinement::Classic &&
-        attempt.precision != Precision::FP64 && !cheaper_rung_left &&
-        (attempt.stop == StopReason::Stagnated || attempt.stop == StopReason::Diverged ||
-         attempt.stop == StopReason::MaxIterations)) {
+    if (gmres_may_follow && (attempt.stop == StopReason::Stagnated || attempt.stop == StopReason::Diverged ||
+                             attempt.stop == StopReason::MaxIterations || attempt.stop == StopReason::TooSlow)) {
       Attempt retry;
       retry.precision = attempt.precision;
       retry.refinement = Refinement::Gmres;
