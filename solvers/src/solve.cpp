@@ -120,7 +120,9 @@ constexpr int kBadStepsAllowedClassic = 3;
 constexpr int kBadStepsAllowedGmres = 1;
 // Further classic steps, predicted from the last two, beyond which classic IR gives way to GMRES-IR
 // where that may follow (Refiner::classic_too_slow).
-constexpr double kClassicMaxPredictedSteps = 8;
+// 8 was too few: n = 32768 arith cond 1e6 converged by 7 classic steps (2.06x dgetrf+getrs), and
+// switching after 3 cost 1.80x (the GMRES retry starts again from LU \ B; H100, session 9).
+constexpr double kClassicMaxPredictedSteps = 15;
 
 // GMRES iterations after which the convergence rate is trusted to predict the rest (judged at
 // each restart on the true residual, and inside a cycle every kGmresJudgeEvery iterations on the
@@ -489,7 +491,8 @@ class Refiner {
   // Classic IR that halves the backward error each step is not "bad", but may need 20-30 steps,
   // where GMRES-IR with the same factors needs fewer iterations of about the same cost (a
   // triangular-solve pair and a mat-vec each): H100, n = 16384, geo cond 1e6, classic contracted
-  // 0.5-0.6 per step and took 12-22 steps (0.86-0.99x dgetrf+getrs), GMRES 18 iterations. Where
+  // 0.5-0.6 per step and took 12-22 steps (0.86-0.99x dgetrf+getrs), GMRES 18 iterations (0.97x
+  // after 3 classic steps; the retry starts again from LU \ B, so those are lost). Where
   // GMRES may follow, a classic attempt whose rate over its last two steps predicts more than
   // kClassicMaxPredictedSteps further steps for a column gives way to it.
   bool classic_too_slow(const std::vector<double>& berr, const std::vector<double>& two_steps_back,
