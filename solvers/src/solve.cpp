@@ -118,10 +118,13 @@ constexpr double kGmresLoosest = 1e-2;
 // costs up to gmres_max_inner triangular-solve pairs and mat-vecs).
 constexpr int kBadStepsAllowedClassic = 3;
 constexpr int kBadStepsAllowedGmres = 1;
-// Further classic steps, predicted from the last two, beyond which classic IR gives way to GMRES-IR
-// where that may follow (Refiner::classic_too_slow).
-// 8 was too few: n = 32768 arith cond 1e6 converged by 7 classic steps (2.06x dgetrf+getrs), and
-// switching after 3 cost 1.80x (the GMRES retry starts again from LU \ B; H100, session 9).
+// Classic IR gives way to GMRES-IR (where that may follow; Refiner::classic_too_slow) when, from
+// kClassicJudgeAfter steps on, its rate over the last kClassicJudgeWindow steps predicts more
+// than kClassicMaxPredictedSteps further steps. Judged after 3 steps on the last 2, the rule
+// sent n = 32768 arith cond 1e6 (7 classic steps, the early ones slow) to GMRES: 2.06 -> 1.79x
+// dgetrf+getrs (H100, session 9).
+constexpr int kClassicJudgeAfter = 5;
+constexpr int kClassicJudgeWindow = 3;
 constexpr double kClassicMaxPredictedSteps = 15;
 
 // GMRES iterations after which the convergence rate is trusted to predict the rest (judged at
@@ -241,7 +244,8 @@ class Refiner {
     const MatrixView<double> r = e_.scratch(0, k_);
     e_.copy(b_, x_);
     e_.apply_inverse(x_);
-    std::vector<double> berr(k_), previous(k_, INFINITY), before_previous(k_, INFINITY);
+    std::vector<double> berr(k_), previous(k_, INFINITY);
+    std::vector<std::vector<double>> history;  // backward errors after each solve (classic_too_slow)
     std::vector<int> slow(k_, 0), grew(k_, 0);
     std::vector<bool> done(k_, false);
     // GMRES: columns whose inner solves run to kGmresTolerance, since a step with a looser target
@@ -253,7 +257,7 @@ class Refiner {
     const int bad_steps_allowed = method == Refinement::Gmres ? kBadStepsAllowedGmres : kBadStepsAllowedClassic;
     too_slow_ = false;
     for (int it = 0; it < o_.max_iterations && !all(done); ++it) {
-      before_previous = previous;
+      history.push_back(berr);
       previous = berr;
       if (method == Refinement::Classic) {
         const MatrixView<double> d = e_.scratch(1, k_);
@@ -307,7 +311,8 @@ class Refiner {
         if (slow[j] >= bad_steps_allowed)
           return grew[j] >= bad_steps_allowed ? StopReason::Diverged : StopReason::Stagnated;
       }
-      if (method == Refinement::Classic && gmres_may_follow_ && it >= 2 && classic_too_slow(berr, before_previous, done))
+      if (method == Refinement::Classic && gmres_may_follow_ && it + 1 >= kClassicJudgeAfter &&
+          classic_too_slow(berr, history[it + 1 - kClassicJudgeWindow], done))
         return StopReason::TooSlow;
     }
     return all(done) ? StopReason::Converged : StopReason::MaxIterations;
@@ -491,15 +496,13 @@ class Refiner {
   // Classic IR that halves the backward error each step is not "bad", but may need 20-30 steps,
   // where GMRES-IR with the same factors needs fewer iterations of about the same cost (a
   // triangular-solve pair and a mat-vec each): H100, n = 16384, geo cond 1e6, classic contracted
-  // 0.5-0.6 per step and took 12-22 steps (0.86-0.99x dgetrf+getrs), GMRES 18 iterations (0.97x
-  // after 3 classic steps; the retry starts again from LU \ B, so those are lost). Where
-  // GMRES may follow, a classic attempt whose rate over its last two steps predicts more than
-  // kClassicMaxPredictedSteps further steps for a column gives way to it.
-  bool classic_too_slow(const std::vector<double>& berr, const std::vector<double>& two_steps_back,
+  // 0.5-0.6 per step and took 12-22 steps (0.86-0.99x dgetrf+getrs), GMRES 18 iterations after
+  // 3 classic steps 0.96x (the retry starts again from LU \ B, so those steps are lost).
+  bool classic_too_slow(const std::vector<double>& berr, const std::vector<double>& window_start,
                         const std::vector<bool>& done) const {
     for (std::int64_t j = 0; j < k_; ++j) {
       if (done[j]) continue;
-      const double rate = std::sqrt(berr[j] / two_steps_back[j]);
+      const double rate = std::pow(berr[j] / window_start[j], 1.0 / kClassicJudgeWindow);
       const double more = rate < 1 ? std::log(stop_test_backward_error() / berr[j]) / std::log(rate) : INFINITY;
       if (more > kClassicMaxPredictedSteps) return true;
     }

@@ -294,7 +294,7 @@ TEST(Solve, AutoRefinementOfFp16FactorsIsClassicUntilItStallsThenGmres) {
 TEST(Solve, AutoRefinementLeavesASlowlyContractingClassicRefinementForGmres) {
   // FP16 factors at cond 4e4 (n = 96, host model): classic IR contracts, but slowly, and no step
   // is bad (each one halves the backward error). Asked for classic, it runs into the iteration
-  // limit (30 steps); under Refinement::Auto its rate after three steps predicts more than 15
+  // limit (30 steps); under Refinement::Auto its rate over steps 3-5 predicts more than 15
   // further steps, and GMRES-IR with the same factors converges.
   Problem slow(geo(4e4, 3), 96);
   const SolveReport classic = run(slow, Precision::FP16, Refinement::Classic, false);
@@ -307,7 +307,7 @@ TEST(Solve, AutoRefinementLeavesASlowlyContractingClassicRefinementForGmres) {
   expect_converged_and_accurate(same, a);
   expect_classic_then_gmres_on_the_same_factors(a, Precision::FP16);
   EXPECT_EQ(a.attempts[0].stop, StopReason::TooSlow) << a.summary();
-  EXPECT_EQ(a.attempts[0].iterations, 3) << a.summary();
+  EXPECT_EQ(a.attempts[0].iterations, 5) << a.summary();
   EXPECT_LT(a.attempts[0].iterations + a.attempts[1].iterations + a.attempts[1].inner_iterations, 30) << a.summary();
 }
 
