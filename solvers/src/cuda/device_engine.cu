@@ -1,9 +1,8 @@
 // Device engine: blocked right-looking LU with partial pivoting and look-ahead on the GPU, FP32
 // storage, row-major while it is factored (design: docs/solver.md). Each panel is factored by one
-// launch of the cooperative
-// kernel of lu_kernels.cu on its own stream while the trailing update
-// A22 -= L21 U12 runs on the chosen gemm/ backend; U12 = L11^-1 A12 by a GEMM with L11's inverse. FP64
-// factors come from cuSOLVER dgetrf. Solves gather the pivot permutation and use the
+// launch of the cooperative kernel of lu_kernels.cu on its own stream while the trailing update
+// A22 -= L21 U12 runs on the chosen gemm/ backend; U12 = L11^-1 A12 by a GEMM with L11's
+// inverse. FP64 factors come from cuSOLVER dgetrf. Solves gather the pivot permutation and use the
 // bandwidth-bound triangular solver; residuals are FP64 (cuBLAS) on the user's matrix.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

@@ -33,7 +33,9 @@ enum class Refinement {
   None,     // one solve with the factors, no refinement
   Classic,  // x += LU \ (b - A x), residuals and updates in FP64
   Gmres,    // GMRES-IR: the correction from GMRES on A d = r preconditioned by the LU (FP64)
-  Auto,     // Classic first; when it stalls, Gmres with the same factors (no refactorization)
+  Auto,     // Classic first; when it stalls, or contracts so slowly that from its 5th step its
+            // rate predicts more than 15 further steps (StopReason::TooSlow), Gmres with the same
+            // factors (no refactorization)
 };
 
 std::string to_string(Precision p);
@@ -65,14 +67,15 @@ struct SolveOptions {
   // Refinement steps per factorization: outer iterations (both methods).
   int max_iterations = 30;
   // GMRES: restart length and total inner iterations per outer step and right-hand side. The
-  // inner iteration limit is also a budget: at each restart (from 16 iterations on),
-  // an outer step whose convergence rate so far predicts more than gmres_max_inner iterations ends
+  // inner iteration limit is also a budget: at each restart (from 16 iterations on), and in an
+  // attempt's first outer step also every 8 iterations inside a cycle (on the rate of the last
+  // 16), an outer step whose convergence rate predicts more than gmres_max_inner iterations ends
   // the attempt (StopReason::TooSlow), so a preconditioner too weak for the matrix is dropped
   // early. An outer GMRES step that does not halve the backward error also ends it.
   int gmres_restart = 50;
   int gmres_max_inner = 200;
   // When a higher rung remains (auto's next precision, or the FP64 fallback), a GMRES attempt
-  // also ends as TooSlow at a restart if the predicted time of the rest of the current inner
+  // also ends as TooSlow at those judgements if the predicted time of the rest of the current inner
   // solve exceeds twice the time its factorization took: the estimate of what refactoring one
   // rung up costs (on the H100 cuSOLVER's FP64 LU takes 1.5x / 2.4x the fp16x3 LU at n = 16384 /
   // 32768, the FP32 LU ~2x the FP16 LU), after which a few steps usually converge. The time
