@@ -240,7 +240,6 @@ class Refiner {
   // diverged where it converged from LU \ B (host model, n = 96, geo cond 1e6: 9.1e-6 -> 1.1e-5
   // against 9.8e-6 -> 6.0e-10 -> 2.1e-16).
   StopReason run(Refinement method, Attempt& attempt, SolveReport& report) {
-    start_ = Clock::now();
     const MatrixView<double> r = e_.scratch(0, k_);
     e_.copy(b_, x_);
     e_.apply_inverse(x_);
@@ -391,24 +390,13 @@ class Refiner {
       // the true residual, and fp16 at n = 16384 (arith, cond 1e6) took 376 iterations in
       // cycles shorter than the restart length. Judging after less than a full cycle mistook
       // GMRES's plateau (while it resolves outlying eigenvalues) for its rate.
-      if (cycle_start > 0 && total >= kGmresJudgeAfter) {
-        const double rate = std::pow(beta / beta0, 1.0 / total);
-        const double predicted = rate < 1 ? std::log(target) / std::log(rate) : INFINITY;
-        // The time already spent is sunk: only what this inner solve still needs is weighed
-        // against the next rung's cost. (Counting the attempt's refinement so far made n = 32768,
-        // cond 1e6 give up after 105 of the ~117 iterations it needed once the LU got faster and
-        // the budget with it: 0.68x -> 0.44x dgetrf+getrs, H100, session 7.)
-        const double per_iteration = seconds_since(gmres_start) / total;
-        const double remaining_seconds = (predicted - total) * per_iteration;
-        if (trace_)
-          std::fprintf(stderr, "gmres: %d iterations, rate %.4f, predicted %.0f, %.4f s per iteration, "
-                       "refinement %.3f s so far, %.3f s to go, next rung %.3f s\n", total, rate, predicted,
-                       per_iteration, seconds_since(start_), remaining_seconds, next_rung_seconds_);
-        if (predicted > o_.gmres_max_inner || remaining_seconds > next_rung_seconds_) {
-          too_slow_ = true;
-          break;
-        }
-      }
+      // The time already spent is sunk: only what this inner solve still needs is weighed
+      // against the next rung's cost. (Counting the attempt's refinement so far made n = 32768,
+      // cond 1e6 give up after 105 of the ~117 iterations it needed once the LU got faster and
+      // the budget with it: 0.68x -> 0.44x dgetrf+getrs, H100, session 7.)
+      if (cycle_start > 0 && total >= kGmresJudgeAfter &&
+          over_budget(beta, beta0, total, target * beta0, total, gmres_start, "at a restart"))
+        break;
       cycle_start = beta;
       std::vector<double> h((m + 1) * m, 0.0), cs(m), sn(m), g(m + 1, 0.0);
       g[0] = beta;
@@ -458,8 +446,10 @@ class Refiner {
         // preconditioner handles worst, and GMRES crosses a plateau before it converges (host
         // model, FP16, n = 96, geo 1e6: rate 0.97 over a second step's first 16 iterations,
         // 468 more predicted, and the step converged within its cycle).
-        if (first_step && total + 1 >= kGmresJudgeAfter && (total + 1) % kGmresJudgeEvery == 0 &&
-            budget_exceeded(estimates, target * beta0, gmres_start)) {
+        const int done = total + 1, window = std::min(done, kGmresJudgeWindow);
+        if (first_step && done >= kGmresJudgeAfter && done % kGmresJudgeEvery == 0 &&
+            over_budget(estimates[done], estimates[done - window], window, target * beta0, done, gmres_start,
+                        "inside a cycle")) {
           ++j;
           ++total;
           break;
@@ -509,18 +499,19 @@ class Refiner {
     return false;
   }
 
-  // Inside a cycle: whether the rate of the residual estimates over the last kGmresJudgeWindow
-  // iterations, extrapolated to `goal`, needs more than gmres_max_inner iterations in all, or
-  // (escalate_by_cost) more time than the next rung's factorization; sets too_slow_ if so.
-  bool budget_exceeded(const std::vector<double>& estimates, double goal, Clock::time_point gmres_start) {
-    const int done = int(estimates.size()) - 1, window = std::min(done, kGmresJudgeWindow);
-    const double now = estimates[done], before = estimates[done - window];
+  // The GMRES budget: whether the preconditioned residual's rate from `before` to `now` over
+  // `window` iterations, extrapolated to `goal`, needs more than gmres_max_inner iterations in
+  // all (`done` so far), or (escalate_by_cost) more time than the next rung's factorization at
+  // this inner solve's time per iteration. Sets too_slow_ if so.
+  bool over_budget(double now, double before, int window, double goal, int done, Clock::time_point gmres_start,
+                   const char* where) {
     const double rate = now > 0 && before > 0 ? std::pow(now / before, 1.0 / window) : 0.0;
     const double more = rate < 1 ? std::max(0.0, std::log(goal / now) / std::log(rate)) : INFINITY;
     const double per_iteration = seconds_since(gmres_start) / done;
     if (trace_)
-      std::fprintf(stderr, "gmres: %d iterations, rate %.4f over the last %d, %.0f more predicted, %.4f s to go, "
-                   "next rung %.3f s\n", done, rate, window, more, more * per_iteration, next_rung_seconds_);
+      std::fprintf(stderr, "gmres: %s after %d iterations, rate %.4f over the last %d, %.0f more predicted, "
+                   "%.4f s per iteration, %.3f s to go, next rung %.3f s\n", where, done, rate, window, more,
+                   per_iteration, more * per_iteration, next_rung_seconds_);
     too_slow_ = done + more > o_.gmres_max_inner || more * per_iteration > next_rung_seconds_;
     return too_slow_;
   }
@@ -539,7 +530,6 @@ class Refiner {
   bool too_slow_ = false;  // a GMRES of this attempt predicted more iterations or time than its budget
   double next_rung_seconds_;
   bool gmres_may_follow_;
-  Clock::time_point start_;  // of this attempt's refinement
   // MIXSOLVE_GMRES_TRACE in the environment: each budget judgement goes to stderr (for tuning).
   bool trace_ = std::getenv("MIXSOLVE_GMRES_TRACE") != nullptr;
 };

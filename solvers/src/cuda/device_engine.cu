@@ -364,10 +364,6 @@ int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::atoi(v) : fallback;
 }
-bool env_is(const char* name, const char* value) {
-  const char* v = std::getenv(name);
-  return v && std::strcmp(v, value) == 0;
-}
 
 const gemm::Backend& device_update_backend(Precision p) {
   switch (p) {
@@ -695,22 +691,10 @@ class DeviceEngine final : public Engine {
     // U12 = L11^-1 A12 for panel q's block row on the columns [c0, c1): a copy of A12, then an
     // FP32 GEMM with the inverse computed after the panel (factor_panel). cublasStrsm took 64 ms of
     // the bulk stream's 254 and 18 ms of the chain's 301 at n = 32768 (H100, session 7), ~40x the
-    // time its traffic needs. MIXSOLVE_LU_U12=trsm in the environment restores it.
-    const bool u12_by_trsm = env_is("MIXSOLVE_LU_U12", "trsm");
+    // time its traffic needs; the GEMM takes 20 and 4 ms (session 9).
     const auto solve_block_row = [&](Context& c, std::int64_t q, std::int64_t c0, std::int64_t c1) {
       const std::int64_t j0 = first_column(q), jb = first_column(q + 1) - j0, width = c1 - c0;
       const float one = 1.0f, zero = 0.0f;
-      if (u12_by_trsm) {
-        if (row_major_)  // U12^T = A12^T L11^-T, L11^T unit upper in the transposed storage
-          MIXSOLVE_CUBLAS_CHECK(cublasStrsm(c.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                                            CUBLAS_DIAG_UNIT, int(width), int(jb), &one, at(j0, j0), int(n_),
-                                            at(j0, c0), int(n_)));
-        else
-          MIXSOLVE_CUBLAS_CHECK(cublasStrsm(c.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                                            CUBLAS_DIAG_UNIT, int(jb), int(width), &one, at(j0, j0), int(n_),
-                                            at(j0, c0), int(n_)));
-        return;
-      }
       // The chain and the bulk stream run at once: one copy buffer each.
       float* copy = (&c == &chain_ctx && look_ahead ? u12_copy_chain_ : u12_copy_bulk_).data();
       const float* inverse = l11_inverses_.data() + q * nb_ * nb_;  // row-major jb x jb
