@@ -10,6 +10,7 @@
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/norms.hpp"
 #include "mixsolve/core/random.hpp"
+#include "mixsolve/gemm/fp16x3_packed.hpp"
 #include "mixsolve/gemm/registry.hpp"
 
 namespace {
@@ -154,6 +155,67 @@ TEST(GpuBackends, Fp16x3ScalesEachOperandSoAnyMagnitudeKeepsItsAccuracy) {
   p.dc.copy_from_host(p.c0.data);
   const HostMatrix<float> c_scaled = p.run(ctx, find_backend("cublas-fp16x3"), Op::N, Op::T, 33, 17, 300, -0x1p50f, 0.5f);
   for (std::size_t i = 0; i < c.data.size(); ++i) ASSERT_EQ(c_scaled.data[i], c.data[i]) << "entry " << i;
+}
+
+// The packed product (gemm/fp16x3_packed.hpp) as an LU uses it: B with |B| <= 1 packed once in
+// blocks at the fixed scale, then products over all blocks and over a later block range, with
+// A of any magnitude. Same bound as cublas-fp16x3.
+TEST(GpuBackends, Fp16x3WithPackedBMatchesFp64ReferenceOverAnyBlockRange) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t m = 70, n = 45, k = 300, block = 128, pad = 3;  // blocks of 128, 128, 44 rows
+  const std::int64_t ld_packed = 3 * k + 8;
+  const RandomSpec unit_b = RandomSpec::uniform(-1, 1, 91);
+  DeviceBuffer<std::uint16_t> packed(ld_packed * n);
+  std::uint64_t seed = 92;
+  for (const RandomSpec& spec_a : {RandomSpec::uniform(-1, 1, 0), RandomSpec::uniform(-0x1p-30, 0x1p-30, 0),
+                                   RandomSpec::exp_rand(30, 40, 0)}) {
+    RandomSpec sa = spec_a;
+    sa.seed = seed++;
+    DeviceProblem p(Op::N, Op::N, m, n, k, pad, sa, unit_b, true);
+    for (std::int64_t first = 0; first < k; first += block)  // the caller packs block by block
+      fp16x3_pack(ctx, std::min(block, k - first), n, p.db.data() + first, p.b.ld, kFp16x3UnitBoundShift,
+                  packed.data() + 3 * first, ld_packed);
+    for (const std::int64_t first_block : {0, 1}) {  // all of k, then the blocks from the second on
+      const std::int64_t k0 = first_block * block, kk = k - k0;
+      p.dc.copy_from_host(p.c0.data);
+      fp16x3_gemm_packed_b(ctx, m, n, kk, -1.25f, p.da.data() + k0 * p.a.ld, p.a.ld,
+                           Fp16x3PackedB{packed.data() + 3 * k0, ld_packed, block, kFp16x3UnitBoundShift}, 0.5f,
+                           p.dc.data(), p.c0.ld);
+      ctx.synchronize();
+      HostMatrix<float> c = p.c0;
+      p.dc.copy_to_host(c.data.data(), c.data.size());
+      HostMatrix<float> a_part(m, kk, p.a.ld), b_part(kk, n, p.b.ld);
+      for (std::int64_t q = 0; q < kk; ++q)
+        for (std::int64_t i = 0; i < m; ++i) a_part(i, q) = p.a(i, k0 + q);
+      for (std::int64_t j = 0; j < n; ++j)
+        for (std::int64_t q = 0; q < kk; ++q) b_part(q, j) = p.b(k0 + q, j);
+      const auto ref = mixsolve::testing::reference_gemm(Op::N, Op::N, m, n, kk, -1.25, a_part, b_part, 0.5, p.c0);
+      const double bound = mixsolve::testing::inner_product_bound(kk, 0x1p-22, 0x1p-23) + 2 * 0x1p-24;
+      EXPECT_LE(mixsolve::testing::componentwise_error(c, ref), bound) << sa.name() << " k0 = " << k0;
+      for (std::int64_t j = 0; j < n; ++j)  // rows between m and ldc untouched
+        for (std::int64_t i = m; i < c.ld; ++i) ASSERT_EQ(c(i, j), p.c0(i, j));
+    }
+  }
+  // Bad arguments are named.
+  const Fp16x3PackedB good{packed.data(), ld_packed, block, kFp16x3UnitBoundShift};
+  DeviceBuffer<float> a(m * k), c(m * n);
+  const auto expect_invalid = [](auto f, const std::string& part) {
+    try {
+      f();
+      ADD_FAILURE() << "accepted: " << part;
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  expect_invalid([&] { fp16x3_gemm_packed_b(ctx, m, n, k, 1, a.data(), m - 1, good, 0, c.data(), m); }, "lda (69) < m (70)");
+  expect_invalid([&] { fp16x3_gemm_packed_b(ctx, m, n, k, 1, a.data(), m, {packed.data(), 3 * k - 1, block, 15}, 0, c.data(), m); },
+                 "b.ld (899) < 3 k (900)");
+  expect_invalid([&] { fp16x3_gemm_packed_b(ctx, m, n, k, 1, a.data(), m, {packed.data(), ld_packed, 0, 15}, 0, c.data(), m); },
+                 "b.block (0)");
+  expect_invalid([&] { fp16x3_gemm_packed_b(ctx, m, n, k, 1, nullptr, m, good, 0, c.data(), m); }, "a is null");
+  expect_invalid([&] { fp16x3_pack(ctx, k, n, a.data(), k, 64, packed.data(), ld_packed); }, "shift (64)");
+  expect_invalid([&] { fp16x3_pack(ctx, k, n, a.data(), k, 15, packed.data(), 3 * k - 2); }, "ld_packed (898)");
 }
 
 TEST(GpuBackends, UnscaledFp16BackendsReportOverflowInsteadOfReturningGarbage) {

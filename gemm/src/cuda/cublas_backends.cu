@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/error.hpp"
 #include "mixsolve/formats/split.hpp"
+#include "mixsolve/gemm/fp16x3_packed.hpp"
 
 namespace mixsolve::gemm {
 
@@ -205,27 +207,44 @@ __global__ void max_abs_finite_kernel(StoredOperand a, StoredOperand b, unsigned
   if ((threadIdx.x & 31) == 0 && local > 0) atomicMax(&max_bits[blockIdx.y], __float_as_uint(local));
 }
 
-// Scales a stored operand by 2^shift (formats::fp16x3_operand_shift of its largest finite
-// |value|, max_bits[operand]), splits it into FP16 hi = toF16(v) and lo = toF16(v - hi) (seed 000
-// eqs. (1)-(4), Markidis et al.'s split: v - hi is exact in FP32) and writes three packed copies
-// side by side along the inner dimension of the product, in the order `pattern` gives (0 = hi,
-// 1 = lo): along columns where the inner dimension is the stored matrix's columns (op(A) = A,
-// op(B) = B^T), else along rows. Counts finite entries whose hi part overflows FP16 (only
-// beyond 2^78, where the shift's clamp binds). With `scalars` (the launch for B), thread 0 also
-// writes cuBLAS's alpha * 2^-(shift_A + shift_B) and beta there.
-__global__ void split_three_fp16_kernel(StoredOperand op, int operand, const unsigned int* max_bits,
-                                        bool inner_along_columns, int pattern0, int pattern1, int pattern2, __half* dst,
+// Where split_three_fp16_kernel puts its three copies, and which copy is hi (0) or lo (1).
+// Along columns (the inner dimension is the stored matrix's columns: op(A) = A, op(B) = B^T) the
+// columns are cut into blocks of `block` (the last may be shorter, kb columns), and block b's
+// copies are the columns [3 block b + copy kb, ...) of a rows x 3 cols matrix (one block of
+// cols: the copies side by side). Along rows, copy `copy` is rows [copy rows, (copy + 1) rows)
+// of a 3 rows x cols matrix.
+struct SplitPlacement {
+  bool inner_along_columns;
+  std::int64_t block;
+  int pattern[3];
+};
+
+// The operand's scale: 2^shift with formats::fp16x3_operand_shift of its largest finite |value|
+// (max_bits[operand]), or a shift fixed by the caller (operand < 0).
+struct OperandShift {
+  int operand;
+  int fixed;
+  __device__ int get(const unsigned int* max_bits) const {
+    return operand < 0 ? fixed : formats::fp16x3_operand_shift(__uint_as_float(max_bits[operand]));
+  }
+};
+
+// Scales a stored operand by 2^shift, splits it into FP16 hi = toF16(v) and lo = toF16(v - hi)
+// (seed 000 eqs. (1)-(4), Markidis et al.'s split: v - hi is exact in FP32) and writes three
+// packed copies as `place` says. Counts finite entries whose hi part overflows FP16 (only
+// beyond 2^78, where the shift's clamp binds). With `scalars` (one launch per product), thread 0
+// also writes cuBLAS's alpha * 2^-(shift + the other operand's shift) and beta there.
+__global__ void split_three_fp16_kernel(StoredOperand op, OperandShift own, OperandShift other,
+                                        const unsigned int* max_bits, SplitPlacement place, __half* dst,
                                         unsigned int* overflow_count, float alpha, float beta, float* scalars) {
-  const int shift = formats::fp16x3_operand_shift(__uint_as_float(max_bits[operand]));
+  const int shift = own.get(max_bits);
   const float scale = ldexpf(1.0f, shift);
   if (scalars && blockIdx.x == 0 && threadIdx.x == 0) {
-    const int shift_a = formats::fp16x3_operand_shift(__uint_as_float(max_bits[0]));
-    scalars[0] = alpha * ldexpf(1.0f, -(shift_a + shift));
+    scalars[0] = alpha * ldexpf(1.0f, -(shift + other.get(max_bits)));
     scalars[1] = beta;
   }
   unsigned int overflows = 0;
-  const std::int64_t rows = op.rows, total = op.rows * op.cols;
-  const int pattern[3] = {pattern0, pattern1, pattern2};
+  const std::int64_t rows = op.rows, cols = op.cols, total = op.rows * op.cols;
   for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < total;
        idx += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t i = idx % rows, j = idx / rows;
@@ -233,12 +252,12 @@ __global__ void split_three_fp16_kernel(StoredOperand op, int operand, const uns
     const formats::HalfSplit split = formats::split_markidis(v * scale);
     const __half hi = __ushort_as_half(split.hi), lo = __ushort_as_half(split.lo);
     overflows += (isfinite(v) && !formats::is_finite_bits16(split.hi)) ? 1u : 0u;
-    for (int copy = 0; copy < 3; ++copy) {
-      const __half h = pattern[copy] == 0 ? hi : lo;
-      // Copy `copy` is the stored matrix shifted by copy x cols (along columns) or placed in
-      // rows [copy x rows, (copy + 1) x rows) of a 3 rows x cols matrix (along rows).
-      if (inner_along_columns) dst[idx + copy * total] = h;
-      else dst[i + copy * rows + j * 3 * rows] = h;
+    if (place.inner_along_columns) {
+      const std::int64_t first = (j / place.block) * place.block, kb = min(place.block, cols - first);
+      for (int copy = 0; copy < 3; ++copy)
+        dst[i + (3 * first + copy * kb + (j - first)) * rows] = place.pattern[copy] == 0 ? hi : lo;
+    } else {
+      for (int copy = 0; copy < 3; ++copy) dst[i + copy * rows + j * 3 * rows] = place.pattern[copy] == 0 ? hi : lo;
     }
   }
   if (overflows) atomicAdd(overflow_count, overflows);
@@ -294,11 +313,14 @@ class CublasFp16x3 final : public TensorCoreF32Backend {
     const unsigned reduce_blocks = std::min(conversion_blocks(std::max(a_rows * a_cols, b_rows * b_cols)), 1024u);
     max_abs_finite_kernel<<<dim3(reduce_blocks, 2), 256, 0, stream>>>(op_a, op_b, counters);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
+    const OperandShift shift_a{0, 0}, shift_b{1, 0};
     split_three_fp16_kernel<<<conversion_blocks(a_rows * a_cols), 256, 0, stream>>>(
-        op_a, 0, counters, a.op_a == Op::N, 0, 0, 1, a3, counters + 2, 0.0f, 0.0f, nullptr);
+        op_a, shift_a, shift_b, counters, SplitPlacement{a.op_a == Op::N, a.k, {0, 0, 1}}, a3, counters + 2, 0.0f,
+        0.0f, nullptr);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     split_three_fp16_kernel<<<conversion_blocks(b_rows * b_cols), 256, 0, stream>>>(
-        op_b, 1, counters, a.op_b == Op::T, 0, 1, 0, b3, counters + 3, a.alpha, a.beta, scalars);
+        op_b, shift_b, shift_a, counters, SplitPlacement{a.op_b == Op::T, a.k, {0, 1, 0}}, b3, counters + 3, a.alpha,
+        a.beta, scalars);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     report_overflows(a, counters + 2, stream, name(), "FP16 after scaling by 2^-63 (|x| >= 2^78)");
     // The packed copies: op(A) = A is m x 3k (ld m), A^T is stored 3k x m (ld 3k); likewise B.
@@ -322,7 +344,91 @@ class CublasFp16x3 final : public TensorCoreF32Backend {
   }
 };
 
+// fp16x3_pack: thread (x, y) splits b(i, j) for i = x + blockDim.x blockIdx.x (+ grid strides)
+// and j = blockIdx.y (+ strides); a warp's stores are 64 contiguous bytes per copy.
+__global__ void pack_fp16x3_kernel(std::int64_t k, std::int64_t n, const float* b, std::int64_t ldb, float scale,
+                                   __half* packed, std::int64_t ld_packed) {
+  for (std::int64_t j = blockIdx.y; j < n; j += gridDim.y)
+    for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < k;
+         i += std::int64_t(gridDim.x) * blockDim.x) {
+      const formats::HalfSplit split = formats::split_markidis(b[i + j * ldb] * scale);
+      __half* column = packed + j * ld_packed;
+      column[i] = __ushort_as_half(split.hi);
+      column[k + i] = __ushort_as_half(split.lo);
+      column[2 * k + i] = __ushort_as_half(split.hi);
+    }
+}
+
+void require_argument(bool ok, const char* function, const std::string& what) {
+  if (!ok) throw InvalidArgument(std::string(function) + ": " + what);
+}
+
 }  // namespace
+
+void fp16x3_pack(Context& ctx, std::int64_t k, std::int64_t n, const float* b, std::int64_t ldb, int shift,
+                 std::uint16_t* packed, std::int64_t ld_packed) {
+  const char* f = "fp16x3_pack";
+  const auto s = [](std::int64_t v) { return std::to_string(v); };
+  require_argument(k >= 0 && n >= 0, f, "k (" + s(k) + ") and n (" + s(n) + ") must be >= 0");
+  require_argument(shift >= -formats::kFp16x3MaxShift && shift <= formats::kFp16x3MaxShift, f,
+                   "shift (" + s(shift) + ") outside [-63, 63]");
+  if (k == 0 || n == 0) return;
+  require_argument(ldb >= k, f, "ldb (" + s(ldb) + ") < k (" + s(k) + ")");
+  require_argument(ld_packed >= 3 * k, f, "ld_packed (" + s(ld_packed) + ") < 3 k (" + s(3 * k) + ")");
+  require_argument(b != nullptr, f, "b is null with k = " + s(k) + ", n = " + s(n));
+  require_argument(packed != nullptr, f, "packed is null with k = " + s(k) + ", n = " + s(n));
+  const unsigned threads = 128, x_blocks = unsigned(std::min<std::int64_t>((k + threads - 1) / threads, 64));
+  const dim3 grid(x_blocks, unsigned(std::min<std::int64_t>(n, 65535)));
+  pack_fp16x3_kernel<<<grid, threads, 0, ctx.stream()>>>(k, n, b, ldb, std::ldexp(1.0f, shift),
+                                                          reinterpret_cast<__half*>(packed), ld_packed);
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+void fp16x3_gemm_packed_b(Context& ctx, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+                          std::int64_t lda, const Fp16x3PackedB& b, float beta, float* c, std::int64_t ldc) {
+  const char* f = "fp16x3_gemm_packed_b";
+  const auto s = [](std::int64_t v) { return std::to_string(v); };
+  require_argument(m >= 0 && n >= 0 && k >= 0, f,
+                   "m (" + s(m) + "), n (" + s(n) + ") and k (" + s(k) + ") must be >= 0");
+  if (m == 0 || n == 0) return;
+  require_argument(k > 0, f, "k = 0 (an empty product: scale C instead)");
+  require_argument(b.block > 0, f, "b.block (" + s(b.block) + ") must be > 0");
+  require_argument(b.shift >= -formats::kFp16x3MaxShift && b.shift <= formats::kFp16x3MaxShift, f,
+                   "b.shift (" + s(b.shift) + ") outside [-63, 63]");
+  require_argument(lda >= m, f, "lda (" + s(lda) + ") < m (" + s(m) + ")");
+  require_argument(b.ld >= 3 * k, f, "b.ld (" + s(b.ld) + ") < 3 k (" + s(3 * k) + ")");
+  require_argument(ldc >= m, f, "ldc (" + s(ldc) + ") < m (" + s(m) + ")");
+  require_argument(a != nullptr, f, "a is null with m = " + s(m) + ", k = " + s(k));
+  require_argument(b.data != nullptr, f, "b.data is null with k = " + s(k) + ", n = " + s(n));
+  require_argument(c != nullptr, f, "c is null with m = " + s(m) + ", n = " + s(n));
+  for (const auto& [name, value] : {std::pair{"m", m}, {"n", n}, {"3 k", 3 * k}, {"b.ld", b.ld}, {"ldc", ldc}})
+    if (value > kCublasSizeLimit)
+      throw NotSupported(std::string(f) + ": " + name + " (" + s(value) + ") exceeds cuBLAS's limit (" +
+                         s(kCublasSizeLimit) + ")");
+  detail::WorkspaceCarver plan(nullptr);
+  plan.take<unsigned int>(2);
+  plan.take<float>(2);
+  plan.take<__half>(3 * m * k);
+  detail::WorkspaceCarver ws(ctx.workspace(plan.bytes()));
+  unsigned int* counters = ws.take<unsigned int>(2);  // max_bits of A, overflows of A
+  float* scalars = ws.take<float>(2);                 // alpha * 2^-(shift_A + shift_B), beta
+  __half* a3 = ws.take<__half>(3 * m * k);
+  cudaStream_t stream = ctx.stream();
+  const StoredOperand op_a{a, m, k, lda};
+  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(counters, 0, 2 * sizeof(unsigned int), stream));
+  max_abs_finite_kernel<<<dim3(std::min(conversion_blocks(m * k), 1024u), 1), 256, 0, stream>>>(op_a, op_a, counters);
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+  // A's copies per block of B's packing, [A_hi A_hi A_lo] against [B_hi; B_lo; B_hi].
+  split_three_fp16_kernel<<<conversion_blocks(m * k), 256, 0, stream>>>(
+      op_a, OperandShift{0, 0}, OperandShift{-1, b.shift}, counters, SplitPlacement{true, b.block, {0, 0, 1}}, a3,
+      counters + 1, alpha, beta, scalars);
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+  MathModeScope mode(ctx.cublas(), CUBLAS_DEFAULT_MATH);
+  DevicePointerModeScope pointers(ctx.cublas());
+  MIXSOLVE_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, int(m), int(n), int(3 * k), scalars, a3,
+                                     CUDA_R_16F, int(m), b.data, CUDA_R_16F, int(b.ld), scalars + 1, c, CUDA_R_32F,
+                                     int(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
 
 void add_cublas_backends(std::vector<std::unique_ptr<Backend>>& out) {
   out.push_back(std::make_unique<CublasDgemm>());

@@ -24,6 +24,7 @@
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/cusolver_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
+#include "mixsolve/gemm/fp16x3_packed.hpp"
 #include "mixsolve/gemm/registry.hpp"
 
 namespace mixsolve::solvers_detail {
@@ -218,7 +219,7 @@ __global__ void column_factors_kernel(const double* m, std::int64_t ld, std::int
 // ends. Off by default (events cost a little).
 class Profile {
  public:
-  enum Phase { Panel, RightSwaps, LeftSwaps, RowBlock, Update, kLuPhases, Solve = kLuPhases, Residual, Multiply, kPhases };
+  enum Phase { Panel, RightSwaps, LeftSwaps, RowBlock, Update, PackL21, kLuPhases, Solve = kLuPhases, Residual, Multiply, kPhases };
   Profile() : enabled_(std::getenv("MIXSOLVE_LU_PROFILE") != nullptr) {
     if (const char* path = std::getenv("MIXSOLVE_LU_TIMELINE"); enabled_ && path) timeline_path_ = path;
   }
@@ -265,8 +266,9 @@ class Profile {
     collect();
     std::fprintf(stderr,
                  "LU profile: total %.2f ms; panel %.2f, right swaps %.2f, left swaps %.2f, U12 %.2f, "
-                 "trailing update %.2f ms\n",
-                 1e3 * total_seconds, ms_[Panel], ms_[RightSwaps], ms_[LeftSwaps], ms_[RowBlock], ms_[Update]);
+                 "trailing update %.2f, L21 packing %.2f ms\n",
+                 1e3 * total_seconds, ms_[Panel], ms_[RightSwaps], ms_[LeftSwaps], ms_[RowBlock], ms_[Update],
+                 ms_[PackL21]);
     for (int p = 0; p < kLuPhases; ++p) ms_[p] = count_[p] = 0;
   }
 
@@ -283,7 +285,7 @@ class Profile {
   void write_timeline() {
     if (timeline_path_.empty() || !origin_) return;
     static const char* const names[kPhases] = {"panel", "right swaps", "left swaps", "U12", "update",
-                                               "solve", "residual", "mat-vec"};
+                                               "pack L21", "solve", "residual", "mat-vec"};
     MIXSOLVE_CUDA_CHECK(cudaDeviceSynchronize());
     std::FILE* out = std::fopen(timeline_path_.c_str(), "a");
     if (!out) return;
@@ -383,6 +385,9 @@ const gemm::Backend& device_update_backend(Precision p) {
 constexpr int kDefaultPanelBlocks = 32;
 // Panels whose updates the columns beyond the look-ahead receive at once (factor_blocked).
 constexpr int kDefaultUpdateGroup = 2;
+// Groups whose packed L21 (factor_blocked) exist at once: the chain packs group g + 2 while the
+// bulk stream may still read group g + 1 (and it waits for group g's readers, which precede).
+constexpr int kPackedGroupSlots = 3;
 
 class DeviceEngine final : public Engine {
  public:
@@ -434,6 +439,7 @@ class DeviceEngine final : public Engine {
       factors32_ = DeviceBuffer<float>();
       solve_buffer_ = DeviceBuffer<float>();
       for (DeviceBuffer<float>* b : {&l11_inverses_, &u12_copy_chain_, &u12_copy_bulk_}) *b = DeviceBuffer<float>();
+      packed_l21_ = DeviceBuffer<std::uint16_t>();
       factors64_ = DeviceBuffer<double>(n_ * n_);
       MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(factors64_.data(), n_ * sizeof(double), a_.data, a_.ld * sizeof(double),
                                             n_ * sizeof(double), n_, cudaMemcpyDeviceToDevice, stream()));
@@ -688,6 +694,32 @@ class DeviceEngine final : public Engine {
       return std::tuple<int*, int*, int*>{move_to_.data() + q * 2 * kPanelMaxWidth,
                                           move_from_.data() + q * 2 * kPanelMaxWidth, move_count_.data() + q};
     };
+    // fp16x3 (row-major): each panel's L21 is split into FP16 hi/lo once, right after the panel,
+    // at the fixed scale that |L| <= 1 allows (gemm/fp16x3_packed.hpp), and every update of its
+    // group multiplies with that copy. The backend split L21 again in every product (the chain's
+    // and three per bulk update), each time after a pass for its largest |value|. A group's
+    // panels lie side by side in each packed row (kPackedGroupSlots slots of n rows x 3 group nb
+    // halves, indexed by the factors' row), and a later panel's interchanges move the group's
+    // packed rows as they move its L columns. MIXSOLVE_LU_PACKED_L=0: the backend's own split.
+    const bool packed = row_major_ && precision_ == Precision::Fp16x3 && nb_ % 2 == 0 &&
+                        env_int("MIXSOLVE_LU_PACKED_L", 1) != 0;
+    const std::int64_t packed_ld = 3 * group * nb_;  // halves per packed row
+    if (packed && packed_l21_.size() != std::size_t(kPackedGroupSlots * packed_ld * n_))
+      packed_l21_ = DeviceBuffer<std::uint16_t>(kPackedGroupSlots * packed_ld * n_);
+    std::vector<StreamEvent> slot_read(kPackedGroupSlots);  // the last bulk update that read a slot
+    const auto slot_of = [&](std::int64_t q) { return (q / group) % kPackedGroupSlots; };
+    const auto packed_row0 = [&](std::int64_t q) {  // panel q's part of packed row 0
+      return packed_l21_.data() + slot_of(q) * packed_ld * n_ + (q % group) * 3 * nb_;
+    };
+    const auto pack_l21 = [&](std::int64_t q) {
+      const std::int64_t j0 = first_column(q), below = first_column(q + 1);
+      if (!packed || below >= n_) return;  // the last panel's L21 updates nothing
+      if (q % group == 0) slot_read[slot_of(q)].wait_in(chain);
+      profile.start(Profile::PackL21, chain);
+      gemm::fp16x3_pack(chain_ctx, below - j0, n_ - below, at(below, j0), n_, gemm::kFp16x3UnitBoundShift,
+                        packed_row0(q) + below * packed_ld, packed_ld);
+      profile.stop(Profile::PackL21, chain);
+    };
     // U12 = L11^-1 A12 for panel q's block row on the columns [c0, c1): a copy of A12, then an
     // FP32 GEMM with the inverse computed after the panel (factor_panel). cublasStrsm took 64 ms of
     // the bulk stream's 254 and 18 ms of the chain's 301 at n = 32768 (H100, session 7), ~40x the
@@ -717,7 +749,15 @@ class DeviceEngine final : public Engine {
       cudaStream_t s = c.stream();
       const auto multiply_subtract = [&](std::int64_t r0, std::int64_t r1, std::int64_t k0, std::int64_t k1) {
         profile.start(Profile::Update, s);
-        if (row_major_)  // cuBLAS sees the transposes: A22^T -= U12^T L21^T
+        if (packed) {  // the panels of [k0, k1) are one group's (apply_panels' callers), packed together
+          const std::int64_t q = k0 / nb_;
+          if (slot_of(q) != slot_of((k1 - 1) / nb_) || q % group + (k1 - k0 + nb_ - 1) / nb_ > group)
+            throw Error("device LU: an update spans panels of two packed groups (a bug)");
+          gemm::fp16x3_gemm_packed_b(c, c1 - c0, r1 - r0, k1 - k0, -1.0f, at(k0, c0), n_,
+                                     gemm::Fp16x3PackedB{packed_row0(q) + r0 * packed_ld, packed_ld, nb_,
+                                                         gemm::kFp16x3UnitBoundShift},
+                                     1.0f, at(r0, c0), n_);
+        } else if (row_major_)  // cuBLAS sees the transposes: A22^T -= U12^T L21^T
           update.run(c, gemm::GemmArgs<float>{gemm::Op::N, gemm::Op::N, c1 - c0, r1 - r0, k1 - k0, -1.0f, at(k0, c0),
                                               n_, at(r0, k0), n_, 1.0f, at(r0, c0), n_, false});
         else
@@ -746,6 +786,7 @@ class DeviceEngine final : public Engine {
     profile.start(Profile::Panel, chain);
     factor_panel(chain_ctx, 0, std::min<std::int64_t>(nb_, n_));
     profile.stop(Profile::Panel, chain);
+    pack_l21(0);
     std::int64_t pending = 0;  // the first panel whose update the bulk columns lack
     for (std::int64_t p = 0; p < panels; ++p) {
       const std::int64_t j0 = first_column(p);
@@ -760,6 +801,9 @@ class DeviceEngine final : public Engine {
       if (pending_column < j0) {
         profile.start(Profile::LeftSwaps, chain);
         apply_row_moves(f, n_, to, from, moves, pending_column, j0, j0, j0, chain, row_major_);
+        if (packed)  // the pending panels' packed rows, moved as pairs of halves
+          apply_row_moves(reinterpret_cast<float*>(packed_row0(pending)), packed_ld / 2, to, from, moves, 0,
+                          (p - pending) * 3 * nb_ / 2, 0, 0, chain, true);
         profile.stop(Profile::LeftSwaps, chain);
       }
       moves_ready.record(chain);
@@ -787,6 +831,7 @@ class DeviceEngine final : public Engine {
       profile.start(Profile::Panel, chain);
       factor_panel(chain_ctx, next, after_next - next);
       profile.stop(Profile::Panel, chain);
+      pack_l21(p + 1);
       // A bulk update once `group` panels are pending: the next panels' columns one by one (the
       // chain waits for each), then the rest.
       if (after_next < n_ && p + 1 - pending >= group) {
@@ -799,6 +844,7 @@ class DeviceEngine final : public Engine {
         }
         if (q < panels) apply_panels(bulk_ctx, pending, p, first_column(q), n_);
         bulk_done.record(bulk);
+        slot_read[slot_of(pending)].record(bulk);
         pending = p + 1;
       }
     }
@@ -923,7 +969,7 @@ class DeviceEngine final : public Engine {
   void track_peak(std::size_t transient = 0) {
     std::size_t bytes = transient + factors32_.bytes() + factors64_.bytes() + 2 * pivots_.bytes() + move_to_.bytes() +
                         move_from_.bytes() + move_count_.bytes() + l11_inverses_.bytes() + u12_copy_chain_.bytes() +
-                        u12_copy_bulk_.bytes() + solve_buffer_.bytes() +
+                        u12_copy_bulk_.bytes() + packed_l21_.bytes() + solve_buffer_.bytes() +
                         solve64_.bytes() + row_factor_.bytes() + column_factor_.bytes() + vector_scale_.bytes() +
                         projection_.bytes() +
                         (triangular32_ ? triangular32_->bytes() : 0) +
@@ -976,6 +1022,7 @@ class DeviceEngine final : public Engine {
   DeviceBuffer<int> move_to_, move_from_, move_count_;  // each panel's interchanges as row moves
   DeviceBuffer<float> l11_inverses_;                    // each panel's L11^-1 (factor_panel)
   DeviceBuffer<float> u12_copy_chain_, u12_copy_bulk_;  // A12 before U12 = L11^-1 A12 overwrites it
+  DeviceBuffer<std::uint16_t> packed_l21_;              // fp16x3: each group's L21 split once (factor_blocked)
   std::unique_ptr<PanelWorkspace> panel_;
   Profile profile_;
   std::unique_ptr<Context> panel_ctx_;  // the look-ahead panel's stream and cuBLAS handle
