@@ -115,6 +115,17 @@ __device__ inline void take_better(float& value, int& row, float other_value, in
   }
 }
 
+// The warp's best (|value|, row) candidate, in every lane: the largest value, the lowest row on
+// ties (as isamax); a lane without a candidate holds value < 0 and row INT_MAX. Two redux.sync
+// (non-negative floats order as their bits) instead of five shuffle rounds of take_better: the
+// pivot search runs three such reductions per column on the LU's critical path.
+__device__ inline void warp_best(float& value, int& row) {
+  const unsigned key = value >= 0.0f ? __float_as_uint(value) + 1u : 0u;
+  const unsigned best_key = __reduce_max_sync(0xffffffffu, key);
+  row = __reduce_min_sync(0xffffffffu, key == best_key ? row : INT_MAX);
+  value = best_key == 0u ? -1.0f : __uint_as_float(best_key - 1u);
+}
+
 // Step d for a row-major panel: A22 -= L21 U12 on the block's rows [first, rows) and the `right`
 // columns from `column`. A task is kRowsPerUpdateTask rows x 4 columns; a warp's lanes take
 // consecutive column groups of the same rows, so global accesses are contiguous along the rows,
@@ -200,8 +211,7 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
       int best_row = INT_MAX;
       for (int r = threadIdx.x; r < rows; r += kPanelThreads)
         if (r0 + r >= j) take_better(best, best_row, fabsf(tile[r * kTileStride + jj]), r0 + r);
-      for (int o = 16; o > 0; o >>= 1)
-        take_better(best, best_row, __shfl_down_sync(0xffffffffu, best, o), __shfl_down_sync(0xffffffffu, best_row, o));
+      warp_best(best, best_row);
       if (lane == 0) {
         warp_value[warp] = best;
         warp_row[warp] = best_row;
@@ -215,10 +225,7 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
       if (warp == 0) {
         best = lane < kPanelThreads / 32 ? warp_value[lane] : -1.0f;
         best_row = lane < kPanelThreads / 32 ? warp_row[lane] : INT_MAX;
-        for (int o = 16; o > 0; o >>= 1)
-          take_better(best, best_row, __shfl_down_sync(0xffffffffu, best, o), __shfl_down_sync(0xffffffffu, best_row, o));
-        best = __shfl_sync(0xffffffffu, best, 0);
-        best_row = __shfl_sync(0xffffffffu, best_row, 0);
+        warp_best(best, best_row);
         const bool found = best_row != INT_MAX;
         if (lane < ws) {
           const float v = found ? tile[(best_row - r0) * kTileStride + lane] : 0.0f;
@@ -229,30 +236,16 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
           publish(slots + block * kSlotWords, tag,
                   static_cast<unsigned long long>(found ? best_row - r0 : kNoCandidate) << 32 | __float_as_uint(best));
         float v = -1.0f;
-        int row = INT_MAX, from = 0;
+        int row = INT_MAX;
         for (int b = lane; b < blocks; b += 32) {
           unsigned long long word = load_word(slots + b * kSlotWords);
           while (!tagged(word, tag)) word = load_word(slots + b * kSlotWords);
           const unsigned local = static_cast<unsigned>(word >> 32) & 0xffffu;
           const float bv = __uint_as_float(static_cast<unsigned>(word));
-          const int br = local == kNoCandidate ? INT_MAX : b * p.rows_per_block + int(local);
-          if (bv > v || (bv == v && br < row)) {
-            v = bv;
-            row = br;
-            from = b;
-          }
+          if (local != kNoCandidate) take_better(v, row, bv, b * p.rows_per_block + int(local));
         }
-        for (int o = 16; o > 0; o >>= 1) {
-          const float ov = __shfl_down_sync(0xffffffffu, v, o);
-          const int orow = __shfl_down_sync(0xffffffffu, row, o), ofrom = __shfl_down_sync(0xffffffffu, from, o);
-          if (ov > v || (ov == v && orow < row)) {
-            v = ov;
-            row = orow;
-            from = ofrom;
-          }
-        }
-        row = __shfl_sync(0xffffffffu, row, 0);
-        from = __shfl_sync(0xffffffffu, from, 0);
+        warp_best(v, row);
+        const int from = row == INT_MAX ? 0 : row / p.rows_per_block;  // the winner's block (block 0: none)
         const int pivot = row == INT_MAX ? j : row;  // an all-NaN column: a zero pivot at row j
         if (lane < ws) {
           const unsigned long long* winner_word = slots + from * kSlotWords + 1 + lane;
