@@ -243,8 +243,10 @@ class Refiner {
     const MatrixView<double> r = e_.scratch(0, k_);
     e_.copy(b_, x_);
     e_.apply_inverse(x_);
-    std::vector<double> berr(k_), previous(k_, INFINITY);
-    std::vector<std::vector<double>> history;  // backward errors after each solve (classic_too_slow)
+    std::vector<double> berr(k_);
+    // The backward errors before each step (history.back(): before this one; classic_too_slow
+    // reads further back).
+    std::vector<std::vector<double>> history;
     std::vector<int> slow(k_, 0), grew(k_, 0);
     std::vector<bool> done(k_, false);
     // GMRES: columns whose inner solves run to kGmresTolerance, since a step with a looser target
@@ -257,7 +259,7 @@ class Refiner {
     too_slow_ = false;
     for (int it = 0; it < o_.max_iterations && !all(done); ++it) {
       history.push_back(berr);
-      previous = berr;
+      const std::vector<double>& previous = history.back();
       if (method == Refinement::Classic) {
         const MatrixView<double> d = e_.scratch(1, k_);
         e_.copy(r, d);
