@@ -33,12 +33,14 @@ unsigned blocks_for(std::int64_t total, int threads = 256) {
 // global accesses below run along rows). It is blocked by sub-panels of kPanelSubWidth columns
 // (LAPACK's getrf inside getrf2's place):
 //   a. the block loads its rows of the sub-panel into shared memory and, per column j:
-//      1. finds its candidate (largest |a(i,j)|, i >= j, lowest index on ties, as isamax) and
-//         publishes it with its row of the sub-panel; the owner of row j publishes row j;
-//      2. polls every block's candidate (this is also the barrier, see `publish`), picks the
-//         winner (every block, redundantly) and fetches the winner's row and row j;
-//      3. swaps rows j and p where it owns them, scales its part of column j by 1/pivot and
-//         applies the rank-1 update to its rows;
+//      1. scales its part of column j - 1 by 1/pivot, updates column j by that pivot, and finds
+//         its candidate (largest |a(i,j)|, i >= j, lowest index on ties, as isamax);
+//      2. warp 0 publishes the candidate with its row of the sub-panel (the owner of row j
+//         publishes row j), polls every block's candidate (this is also the barrier, see
+//         `publish`), picks the winner (every block, redundantly), fetches the winner's row and
+//         row j, and swaps rows j and p where the block owns them;
+//      3. meanwhile the other warps apply column j - 1's rank-1 update right of column j (the
+//         update is off the per-column critical path: session 11);
 //   b. writes the sub-panel back and applies the sub-panel's interchanges to the panel's other
 //      columns (the rows that move are staged through global memory: two grid synchronisations);
 //   c. every block computes U12 = L11^-1 A12 for the sub-panel's rows (a 32 x 32 unit lower
@@ -48,6 +50,7 @@ unsigned blocks_for(std::int64_t total, int threads = 256) {
 // FP32 throughout: these are a few percent of the LU's flops, and the pivot search then sees
 // FP32-accurate columns whatever the trailing update's arithmetic.
 constexpr int kPanelThreads = 512;
+constexpr int kPanelWarps = kPanelThreads / 32;
 constexpr int kPanelMinRowsPerBlock = 64;
 constexpr int kSub = kPanelSubWidth;
 constexpr int kTileStride = kSub + 1;   // padded row of the shared tile: no bank conflicts
@@ -174,9 +177,9 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
   float* tile = reinterpret_cast<float*>(shared4);  // [local row * kTileStride + sub-panel column]
   float* u12 = tile + layout.tile;                   // [k * u12_stride + column right of the sub-panel]
   float* l11 = u12 + layout.u12;                     // [i * kTileStride + k]
-  __shared__ float warp_value[kPanelThreads / 32];
-  __shared__ int warp_row[kPanelThreads / 32];
-  __shared__ float pivot_row[kSub];
+  __shared__ float warp_value[kPanelWarps];
+  __shared__ int warp_row[kPanelWarps];
+  __shared__ float pivot_rows[2][kSub];  // the pivot rows of columns of either parity
   __shared__ int sub_pivots[kSub];
   __shared__ int move_to[2 * kSub], move_from[2 * kSub], moves;
   const auto owned = [&](int row) { return row >= r0 && row < r0 + rows; };
@@ -206,37 +209,63 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
       const unsigned tag = p.tag0 + unsigned(j);
       unsigned long long* slots = p.exchange + (j & 1) * (blocks * kSlotWords + kSub);
       unsigned long long* diagonal_slot = slots + blocks * kSlotWords;
-      // 1. This block's candidate: per warp, then (step 2) over the warps.
+      // 1. Column j - 1's pivot (a zero pivot leaves its column unscaled and updates nothing, as
+      //    getf2): the multipliers of rows j and below and their update of column j, which the
+      //    search reads; the update of the columns right of j follows in step 3, beside the
+      //    exchange. Then this block's candidate: per warp, then over the warps.
+      const float* previous = pivot_rows[(jj + 1) & 1];  // the pivot row of column j - 1
+      const bool apply_previous = jj > 0 && previous[jj - 1] != 0.0f;
       float best = -1.0f;
       int best_row = INT_MAX;
-      for (int r = threadIdx.x; r < rows; r += kPanelThreads)
-        if (r0 + r >= j) take_better(best, best_row, fabsf(tile[r * kTileStride + jj]), r0 + r);
+      for (int r = threadIdx.x; r < rows; r += kPanelThreads) {
+        if (r0 + r < j) continue;
+        float* row = tile + r * kTileStride;
+        if (apply_previous) {
+          const float l = row[jj - 1] / previous[jj - 1];
+          row[jj - 1] = l;
+          row[jj] = fmaf(-l, previous[jj], row[jj]);
+        }
+        take_better(best, best_row, fabsf(row[jj]), r0 + r);
+      }
       warp_best(best, best_row);
       if (lane == 0) {
         warp_value[warp] = best;
         warp_row[warp] = best_row;
       }
       __syncthreads();
-      // 2. Warp 0 publishes the block's candidate (the packed (local row, |value|) word and the
-      //    candidate's row of the sub-panel; row j where the block owns it), polls every block's
-      //    candidate word (one lane per block: one poller per word keeps the L2 quiet), picks the
-      //    winner (every block, redundantly), fetches the winner's row and row j (one more round
-      //    trip, 2 words per lane), and swaps rows j and p where this block owns them.
+      best = lane < kPanelWarps ? warp_value[lane] : -1.0f;  // every warp learns the block's candidate
+      best_row = lane < kPanelWarps ? warp_row[lane] : INT_MAX;
+      warp_best(best, best_row);
+      const bool found = best_row != INT_MAX;
+      const int candidate = found ? best_row - r0 : -1, diagonal = owned(j) ? j - r0 : -1;  // local rows
       if (warp == 0) {
-        best = lane < kPanelThreads / 32 ? warp_value[lane] : -1.0f;
-        best_row = lane < kPanelThreads / 32 ? warp_row[lane] : INT_MAX;
-        warp_best(best, best_row);
-        const bool found = best_row != INT_MAX;
+        // 2. Warp 0 completes the two rows it publishes (column j - 1's update right of j), then
+        //    publishes the block's candidate (the packed (local row, |value|) word and the
+        //    candidate's row of the sub-panel; row j where the block owns it), polls every
+        //    block's candidate word (one lane per block: one poller per word keeps the L2 quiet),
+        //    picks the winner (every block, redundantly), fetches the winner's row and row j (one
+        //    more round trip, 2 words per lane), and swaps rows j and p where this block owns them
+        //    (p, if owned, is the candidate: the winner is its block's best).
+        if (apply_previous && lane > jj && lane < ws) {
+          if (found) {
+            float* row = tile + candidate * kTileStride;
+            row[lane] = fmaf(-row[jj - 1], previous[lane], row[lane]);
+          }
+          if (diagonal >= 0 && diagonal != candidate) {
+            float* row = tile + diagonal * kTileStride;
+            row[lane] = fmaf(-row[jj - 1], previous[lane], row[lane]);
+          }
+        }
         // The candidate word first: every block waits for it, while the rows are read a round
         // trip later (clock64 in block 0: the wait for every candidate fell by ~10%, the panels
         // by 1-3%; H100, session 10).
         if (lane == 0)
           publish(slots + block * kSlotWords, tag,
-                  static_cast<unsigned long long>(found ? best_row - r0 : kNoCandidate) << 32 | __float_as_uint(best));
+                  static_cast<unsigned long long>(found ? candidate : kNoCandidate) << 32 | __float_as_uint(best));
         if (lane < ws) {
-          const float v = found ? tile[(best_row - r0) * kTileStride + lane] : 0.0f;
+          const float v = found ? tile[candidate * kTileStride + lane] : 0.0f;
           publish(slots + block * kSlotWords + 1 + lane, tag, __float_as_uint(v));
-          if (owned(j)) publish(diagonal_slot + lane, tag, __float_as_uint(tile[(j - r0) * kTileStride + lane]));
+          if (diagonal >= 0) publish(diagonal_slot + lane, tag, __float_as_uint(tile[diagonal * kTileStride + lane]));
         }
         float v = -1.0f;
         int row = INT_MAX;
@@ -252,35 +281,40 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
         const int pivot = row == INT_MAX ? j : row;  // an all-NaN column: a zero pivot at row j
         if (lane < ws) {
           const unsigned long long* winner_word = slots + from * kSlotWords + 1 + lane;
-          unsigned long long diagonal = load_word(diagonal_slot + lane), winner = load_word(winner_word);
-          while (!tagged(diagonal, tag)) diagonal = load_word(diagonal_slot + lane);
+          unsigned long long diagonal_word = load_word(diagonal_slot + lane), winner = load_word(winner_word);
+          while (!tagged(diagonal_word, tag)) diagonal_word = load_word(diagonal_slot + lane);
           while (!tagged(winner, tag)) winner = load_word(winner_word);
-          const float old_j = __uint_as_float(static_cast<unsigned>(diagonal));
+          const float old_j = __uint_as_float(static_cast<unsigned>(diagonal_word));
           const float moved = pivot == j ? old_j : __uint_as_float(static_cast<unsigned>(winner));
-          pivot_row[lane] = moved;
+          pivot_rows[jj & 1][lane] = moved;
           if (pivot != j) {
-            if (owned(j)) tile[(j - r0) * kTileStride + lane] = moved;
+            if (diagonal >= 0) tile[diagonal * kTileStride + lane] = moved;
             if (owned(pivot)) tile[(pivot - r0) * kTileStride + lane] = old_j;
           }
+          if (lane == jj && block == 0 && moved == 0.0f) atomicMin(p.first_zero_pivot, int(p.column_offset + j));
         }
         if (lane == 0) {
           sub_pivots[jj] = pivot;
           if (block == 0) p.pivots[j] = int(p.row_offset + pivot);
         }
+      } else if (apply_previous) {
+        // 3. Meanwhile the other warps update the rest of this block's rows right of column j
+        //    by column j - 1's pivot: the rank-1 update leaves the critical path, which the
+        //    exchange's two round trips set (the same operations as before, in the same order).
+        for (int r = threadIdx.x - 32; r < rows; r += kPanelThreads - 32) {
+          if (r0 + r < j || r == candidate || r == diagonal) continue;
+          float* row = tile + r * kTileStride;
+          const float l = row[jj - 1];
+          for (int c = jj + 1; c < ws; ++c) row[c] = fmaf(-l, previous[c], row[c]);
+        }
       }
       __syncthreads();
-      const float pivot_value = pivot_row[jj];
-      if (pivot_value == 0.0f) {
-        if (block == 0 && threadIdx.x == 0) atomicMin(p.first_zero_pivot, int(p.column_offset + j));
-        continue;  // as getf2: no scaling, and the update would add zeros
-      }
-      for (int r = threadIdx.x; r < rows; r += kPanelThreads) {
-        if (r0 + r <= j) continue;
-        float* row = tile + r * kTileStride;
-        const float l = row[jj] / pivot_value;
-        row[jj] = l;
-        for (int c = jj + 1; c < ws; ++c) row[c] = fmaf(-l, pivot_row[c], row[c]);
-      }
+    }
+    {  // the multipliers of the sub-panel's last column
+      const float* last = pivot_rows[(ws - 1) & 1];
+      if (last[ws - 1] != 0.0f)
+        for (int r = threadIdx.x; r < rows; r += kPanelThreads)
+          if (r0 + r > s + ws - 1) tile[r * kTileStride + ws - 1] /= last[ws - 1];
     }
     __syncthreads();
     // Rows above s are unchanged, or the previous U12 (step b stores it).
