@@ -57,6 +57,9 @@ struct Outcome {
   bool converged = true;
   double backward_error = 0, forward_error = 0;
   std::size_t extra_bytes = 0;
+  // mixsolve: the phases of the last repetition as its report gives them (SolveReport), and the
+  // rest of the call's wall time (checks and scan of A, allocation, freeing): 0 for cuSOLVER.
+  double factorization_seconds = 0, refinement_seconds = 0, fallback_seconds = 0, other_seconds = 0;
 };
 
 double now_seconds() {
@@ -231,6 +234,10 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
     ctx.synchronize();
     if (rep >= warmup) out.seconds.push_back(now_seconds() - t0);
   }
+  out.factorization_seconds = report.factorization_seconds;
+  out.refinement_seconds = report.refinement_seconds;
+  out.fallback_seconds = report.fallback_seconds;
+  out.other_seconds = out.seconds.back() - report.factorization_seconds - report.refinement_seconds - report.fallback_seconds;
   out.iterations = report.iterations;
   out.converged = report.converged;
   out.path.clear();
@@ -301,7 +308,11 @@ int main(int argc, char** argv) try {
                                  {"seconds", o.seconds}, {"median_seconds", t}, {"speedup_vs_dgetrf", baseline / t},
                                  {"iterations", o.iterations}, {"path", o.path}, {"converged", o.converged},
                                  {"backward_error", o.backward_error}, {"forward_error", o.forward_error},
-                                 {"extra_device_bytes", o.extra_bytes}});
+                                 {"extra_device_bytes", o.extra_bytes},
+                                 {"phase_seconds", {{"factorization", o.factorization_seconds},
+                                                    {"refinement", o.refinement_seconds},
+                                                    {"fallback", o.fallback_seconds},
+                                                    {"other", o.other_seconds}}}});
         }
         std::fflush(stdout);
       }

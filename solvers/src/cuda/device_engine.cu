@@ -93,8 +93,10 @@ __global__ void convert_transposed_kernel(const double* src, std::int64_t lds, f
 }
 
 // Transposes the n x n matrix a (leading dimension lda) in place: the block at tile (x, y) with
-// x <= y swaps tiles (x, y) and (y, x) through shared memory (block 32 x 8).
-__global__ void transpose_in_place_kernel(float* a, std::int64_t lda, std::int64_t n) {
+// x <= y swaps tiles (x, y) and (y, x) through shared memory (block 32 x 8). The first NaN/Inf
+// of the result (index i + j n) lowers *first_nonfinite: the pass the check would need anyway.
+__global__ void transpose_in_place_kernel(float* a, std::int64_t lda, std::int64_t n,
+                                          unsigned long long* first_nonfinite) {
   if (blockIdx.x > blockIdx.y) return;
   __shared__ float upper[32][33], lower[32][33];
   const std::int64_t r0 = std::int64_t(blockIdx.x) * 32, c0 = std::int64_t(blockIdx.y) * 32;  // tile (r0, c0)
@@ -108,9 +110,17 @@ __global__ void transpose_in_place_kernel(float* a, std::int64_t lda, std::int64
   for (int k = threadIdx.y; k < 32; k += blockDim.y) {
     // element (c0 + threadIdx.x, r0 + k) of the result = (r0 + k, c0 + threadIdx.x) of the input
     const std::int64_t r = c0 + threadIdx.x, c = r0 + k;
-    if (r < n && c < n) a[r + c * lda] = upper[k][threadIdx.x];
+    if (r < n && c < n) {
+      const float v = upper[k][threadIdx.x];
+      if (!isfinite(v)) atomicMin(first_nonfinite, static_cast<unsigned long long>(r + c * n));
+      a[r + c * lda] = v;
+    }
     const std::int64_t r2 = r0 + threadIdx.x, c2 = c0 + k;
-    if (r2 < n && c2 < n) a[r2 + c2 * lda] = lower[k][threadIdx.x];
+    if (r2 < n && c2 < n) {
+      const float v = lower[k][threadIdx.x];
+      if (!isfinite(v)) atomicMin(first_nonfinite, static_cast<unsigned long long>(r2 + c2 * n));
+      a[r2 + c2 * lda] = v;
+    }
   }
 }
 
@@ -394,8 +404,6 @@ class DeviceEngine final : public Engine {
   DeviceEngine(Context& ctx, const MatrixView<const double>& a, int block_size) : ctx_(ctx), a_(a) {
     n_ = a.rows;
     nb_ = std::min<std::int64_t>(block_size > 0 ? block_size : 256, kPanelMaxWidth);
-    MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&solver_));
-    MIXSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(solver_, ctx.stream()));
     pivots_ = DeviceBuffer<int>(std::max<std::int64_t>(n_, 1));
     permutation_ = DeviceBuffer<int>(std::max<std::int64_t>(n_, 1));
     first_zero_pivot_ = DeviceBuffer<int>(1);
@@ -410,7 +418,7 @@ class DeviceEngine final : public Engine {
       cudaStreamSynchronize(swap_stream_);
       cudaStreamDestroy(swap_stream_);
     }
-    cusolverDnDestroy(solver_);
+    if (solver_) cusolverDnDestroy(solver_);
   }
 
   Memory memory() const override { return Memory::Device; }
@@ -443,6 +451,10 @@ class DeviceEngine final : public Engine {
       factors64_ = DeviceBuffer<double>(n_ * n_);
       MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(factors64_.data(), n_ * sizeof(double), a_.data, a_.ld * sizeof(double),
                                             n_ * sizeof(double), n_, cudaMemcpyDeviceToDevice, stream()));
+      if (!solver_) {  // created on first use: most solves never factor in FP64
+        MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&solver_));
+        MIXSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(solver_, stream()));
+      }
       int lwork = 0;
       MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf_bufferSize(solver_, int(n_), int(n_), factors64_.data(), int(n_), &lwork));
       DeviceBuffer<double> work(std::max(lwork, 1));
@@ -509,9 +521,11 @@ class DeviceEngine final : public Engine {
     // After a zero pivot the remaining panels compute with Inf/NaN; those factors are discarded.
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(first_zero_pivot_.data(), 0x7f, sizeof(int), stream()));
     factor_blocked(update);
+    const bool checked = row_major_;  // the transpose checks for NaN/Inf on its way
     if (row_major_) {  // the solves read column-major factors
       const dim3 tiles(unsigned((n_ + 31) / 32), unsigned((n_ + 31) / 32));
-      transpose_in_place_kernel<<<tiles, dim3(32, 8), 0, stream()>>>(f, n_, n_);
+      reset_first_nonfinite();
+      transpose_in_place_kernel<<<tiles, dim3(32, 8), 0, stream()>>>(f, n_, n_, flag_.data());
       MIXSOLVE_CUDA_CHECK_LAUNCH();
       row_major_ = false;
     }
@@ -522,7 +536,7 @@ class DeviceEngine final : public Engine {
       result.zero_pivot_column = first_zero;
       return result;
     }
-    if (find_nonfinite_in(f, n_, n_, n_).first >= 0) {
+    if ((checked ? read_first_nonfinite(n_) : find_nonfinite_in(f, n_, n_, n_)).first >= 0) {
       result.status = StopReason::Overflow;
       return result;
     }

@@ -39,8 +39,9 @@ unsigned blocks_for(std::int64_t total, int threads = 256) {
 //         publishes row j), polls every block's candidate (this is also the barrier, see
 //         `publish`), picks the winner (every block, redundantly), fetches the winner's row and
 //         row j, and swaps rows j and p where the block owns them;
-//      3. meanwhile the other warps apply column j - 1's rank-1 update right of column j (the
-//         update is off the per-column critical path: session 11);
+//      3. meanwhile the other warps apply column j - 1's rank-1 update right of column j, and
+//         warp 1 turns column j - 1's swap into step b's moves (both off the per-column critical
+//         path: session 11);
 //   b. writes the sub-panel back and applies the sub-panel's interchanges to the panel's other
 //      columns (the rows that move are staged through global memory: two grid synchronisations);
 //   c. every block computes U12 = L11^-1 A12 for the sub-panel's rows (a 32 x 32 unit lower
@@ -166,6 +167,51 @@ __device__ void update_rows_row_major(const PanelArgs& p, const float* tile, con
   }
 }
 
+// Step b's bookkeeping, one warp: the sub-panel's sequential swaps j <-> pivot as moves "row `to`
+// receives the old row `from`". Lane i tracks row s + i of the sub-panel, lane k the k-th row below
+// it that took part. The warp takes one swap per call of `swap`, during the next column's exchange
+// (off the critical path: session 11), and `emit` writes the moves.
+// (interchanges_to_moves_kernel does the same for a whole panel in shared memory; sharing that
+// version here cost ~6 ms of the panel's critical path at n = 16384, measured.)
+struct SubPanelMoves {
+  int s, ws, lane, from_inside, below_row = -1, from_below = -1, below = 0;
+  __device__ SubPanelMoves(int s_, int ws_, int lane_) : s(s_), ws(ws_), lane(lane_), from_inside(s_ + lane_) {}
+  __device__ void swap(int jj, int pv) {
+    const int j = s + jj;
+    if (pv == j) return;
+    const int old_j = __shfl_sync(0xffffffffu, from_inside, jj);
+    if (pv < s + ws) {
+      const int old_pv = __shfl_sync(0xffffffffu, from_inside, pv - s);
+      if (lane == jj) from_inside = old_pv;
+      if (lane == pv - s) from_inside = old_j;
+    } else {
+      const unsigned seen = __ballot_sync(0xffffffffu, below_row == pv);
+      const int at = seen ? __ffs(seen) - 1 : below;
+      if (!seen) {
+        if (lane == below) below_row = from_below = pv;
+        ++below;
+      }
+      const int old_pv = __shfl_sync(0xffffffffu, from_below, at);
+      if (lane == jj) from_inside = old_pv;
+      if (lane == at) from_below = old_j;
+    }
+  }
+  __device__ void emit(int* move_to, int* move_from, int* moves) const {
+    const unsigned before = (1u << lane) - 1u;
+    const bool inside_moves = lane < ws && from_inside != s + lane, below_moves = lane < below && from_below != below_row;
+    const unsigned inside_mask = __ballot_sync(0xffffffffu, inside_moves), below_mask = __ballot_sync(0xffffffffu, below_moves);
+    if (inside_moves) {
+      move_to[__popc(inside_mask & before)] = s + lane;
+      move_from[__popc(inside_mask & before)] = from_inside;
+    }
+    if (below_moves) {
+      move_to[__popc(inside_mask) + __popc(below_mask & before)] = below_row;
+      move_from[__popc(inside_mask) + __popc(below_mask & before)] = from_below;
+    }
+    if (lane == 0) *moves = __popc(inside_mask) + __popc(below_mask);
+  }
+};
+
 __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
   extern __shared__ float4 shared4[];
   const cg::grid_group grid = cg::this_grid();
@@ -204,6 +250,7 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
         for (int r = threadIdx.x; r < rows; r += kPanelThreads) load_tile(r, c);
     }
     __syncthreads();
+    SubPanelMoves moves_of_sub_panel(s, ws, lane);  // warp 1's
     for (int jj = 0; jj < ws; ++jj) {
       const int j = s + jj;
       const unsigned tag = p.tag0 + unsigned(j);
@@ -297,18 +344,25 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
           sub_pivots[jj] = pivot;
           if (block == 0) p.pivots[j] = int(p.row_offset + pivot);
         }
-      } else if (apply_previous) {
+      } else {
         // 3. Meanwhile the other warps update the rest of this block's rows right of column j
         //    by column j - 1's pivot: the rank-1 update leaves the critical path, which the
         //    exchange's two round trips set (the same operations as before, in the same order).
-        for (int r = threadIdx.x - 32; r < rows; r += kPanelThreads - 32) {
-          if (r0 + r < j || r == candidate || r == diagonal) continue;
-          float* row = tile + r * kTileStride;
-          const float l = row[jj - 1];
-          for (int c = jj + 1; c < ws; ++c) row[c] = fmaf(-l, previous[c], row[c]);
-        }
+        //    Warp 1 also turns column j - 1's swap into moves (step b).
+        if (warp == 1 && jj > 0) moves_of_sub_panel.swap(jj - 1, sub_pivots[jj - 1]);
+        if (apply_previous)
+          for (int r = threadIdx.x - 32; r < rows; r += kPanelThreads - 32) {
+            if (r0 + r < j || r == candidate || r == diagonal) continue;
+            float* row = tile + r * kTileStride;
+            const float l = row[jj - 1];
+            for (int c = jj + 1; c < ws; ++c) row[c] = fmaf(-l, previous[c], row[c]);
+          }
       }
       __syncthreads();
+    }
+    if (warp == 1) {
+      moves_of_sub_panel.swap(ws - 1, sub_pivots[ws - 1]);
+      moves_of_sub_panel.emit(move_to, move_from, &moves);
     }
     {  // the multipliers of the sub-panel's last column
       const float* last = pivot_rows[(ws - 1) & 1];
@@ -331,48 +385,7 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
     }
     if (p.w == ws) break;  // a panel of one sub-panel is done
 
-    // b. The sub-panel's interchanges on the panel's other columns. Warp 0 turns the sequential
-    //    swaps j <-> sub_pivots[j] into moves "row `to` receives the old row `from`": lane i
-    //    tracks row s + i of the sub-panel and lane k the k-th row below it that took part.
-    //    (interchanges_to_moves_kernel does the same for a whole panel in shared memory; sharing
-    //    that version here cost ~6 ms of the panel's critical path at n = 16384, measured.)
-    if (warp == 0) {
-      int from_inside = s + lane;
-      int below_row = -1, from_below = -1, below = 0;
-      for (int jj = 0; jj < ws; ++jj) {
-        const int j = s + jj, pv = sub_pivots[jj];
-        if (pv == j) continue;
-        const int old_j = __shfl_sync(0xffffffffu, from_inside, jj);
-        if (pv < s + ws) {
-          const int old_pv = __shfl_sync(0xffffffffu, from_inside, pv - s);
-          if (lane == jj) from_inside = old_pv;
-          if (lane == pv - s) from_inside = old_j;
-        } else {
-          const unsigned seen = __ballot_sync(0xffffffffu, below_row == pv);
-          const int at = seen ? __ffs(seen) - 1 : below;
-          if (!seen) {
-            if (lane == below) below_row = from_below = pv;
-            ++below;
-          }
-          const int old_pv = __shfl_sync(0xffffffffu, from_below, at);
-          if (lane == jj) from_inside = old_pv;
-          if (lane == at) from_below = old_j;
-        }
-      }
-      const unsigned before = (1u << lane) - 1u;
-      const bool inside_moves = lane < ws && from_inside != s + lane, below_moves = lane < below && from_below != below_row;
-      const unsigned inside_mask = __ballot_sync(0xffffffffu, inside_moves), below_mask = __ballot_sync(0xffffffffu, below_moves);
-      if (inside_moves) {
-        move_to[__popc(inside_mask & before)] = s + lane;
-        move_from[__popc(inside_mask & before)] = from_inside;
-      }
-      if (below_moves) {
-        move_to[__popc(inside_mask) + __popc(below_mask & before)] = below_row;
-        move_from[__popc(inside_mask) + __popc(below_mask & before)] = from_below;
-      }
-      if (lane == 0) moves = __popc(inside_mask) + __popc(below_mask);
-    }
-    __syncthreads();
+    // b. The sub-panel's interchanges on the panel's other columns (the moves from step a).
     //    A warp moves one row: its lanes load all of the row's columns at once, then store them.
     const int others = p.w - ws;  // the columns outside the sub-panel
     const auto column_of = [&](int c) { return std::int64_t(c < s ? c : c + ws) * cs; };
