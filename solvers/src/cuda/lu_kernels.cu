@@ -707,14 +707,23 @@ struct SolveRows {
 constexpr int kSolveThreads = 1024;
 
 // Inverts the diagonal blocks in V arithmetic: blockIdx.y == 0 the unit lower triangles of L, 1
-// the upper triangles of U (column c of the inverse by thread c, column-oriented substitution). A
-// short last block is padded with the identity.
+// the upper triangles of U (column-oriented substitution). A short last block is padded with the
+// identity. kInverseThreadsPerColumn threads of one warp share a column of the inverse, the rows
+// of each substitution step split among them: one thread per column (128 per block, one block per
+// multiprocessor for its shared memory) left the multiprocessors waiting on latency; this took
+// ~1.3 ms off a factorization at n = 32768 (H100, session 11; no change seen at n = 16384).
+constexpr int kInverseThreadsPerColumn = 8;
+template <class F>
+__host__ __device__ constexpr int inverse_y_stride() {  // padded rows of y: the threads of a column hit different banks
+  return SolveRows<F>::value + 1;
+}
 template <class F, class V>
 __global__ void invert_diagonal_blocks_kernel(const F* lu, std::int64_t ld, std::int64_t n, V* inverses) {
-  constexpr int B = SolveRows<F>::value;
+  constexpr int B = SolveRows<F>::value, S = inverse_y_stride<F>(), T = kInverseThreadsPerColumn;
+  static_assert(32 % T == 0, "a column's threads lie in one warp");
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  V* y = reinterpret_cast<V*>(shared_bytes);     // y[k * B + c]: column c of the inverse
-  F* tile = reinterpret_cast<F*>(y + B * B);     // tile[i * B + k] = factor(r0 + i, r0 + k)
+  V* y = reinterpret_cast<V*>(shared_bytes);     // y[k * S + c]: column c of the inverse
+  F* tile = reinterpret_cast<F*>(y + B * S);     // tile[i * B + k] = factor(r0 + i, r0 + k)
   const bool lower = blockIdx.y == 0;
   const std::int64_t r0 = std::int64_t(blockIdx.x) * B;
   const int rows = int(min(std::int64_t(B), n - r0));
@@ -723,25 +732,35 @@ __global__ void invert_diagonal_blocks_kernel(const F* lu, std::int64_t ld, std:
     F v = i < rows && k < rows ? lu[(r0 + i) + (r0 + k) * ld] : F(i == k ? 1 : 0);
     if (lower && i == k) v = 1;  // the unit diagonal of L (U's diagonal is stored there)
     tile[i * B + k] = v;
+    y[k * S + i] = V(i == k ? 1 : 0);
   }
-  const int c = threadIdx.x;
-  for (int k = 0; k < B; ++k) y[k * B + c] = V(k == c ? 1 : 0);
   __syncthreads();
-  if (lower) {
-    for (int k = c; k < B; ++k) {
-      const V yk = y[k * B + c];
-      for (int i = k + 1; i < B; ++i) y[i * B + c] -= V(tile[i * B + k]) * yk;
+  const int c = threadIdx.x / T, t = threadIdx.x % T;
+  constexpr int kColumnsPerWarp = 32 / T;
+  const int first = (c / kColumnsPerWarp) * kColumnsPerWarp, last = first + kColumnsPerWarp - 1;  // the warp's
+  if (lower) {  // step k: y(i, c) -= L(i, k) y(k, c) for i > k, from k = c on
+    for (int k = first; k < B; ++k) {  // uniform in the warp, for __syncwarp
+      if (k >= c) {
+        const V yk = y[k * S + c];
+        for (int i = k + 1 + t; i < B; i += T) y[i * S + c] -= V(tile[i * B + k]) * yk;
+      }
+      __syncwarp();
     }
-  } else {
-    for (int k = c; k >= 0; --k) {
-      const V yk = y[k * B + c] / V(tile[k * B + k]);
-      y[k * B + c] = yk;
-      for (int i = 0; i < k; ++i) y[i * B + c] -= V(tile[i * B + k]) * yk;
+  } else {  // step k: y(k, c) /= U(k, k), then y(i, c) -= U(i, k) y(k, c) for i < k, from k = c down
+    for (int k = last; k >= 0; --k) {
+      V yk = 0;
+      if (k <= c) yk = y[k * S + c] / V(tile[k * B + k]);
+      __syncwarp();  // every thread of the column has read y(k, c)
+      if (k <= c) {
+        if (t == 0) y[k * S + c] = yk;
+        for (int i = t; i < k; i += T) y[i * S + c] -= V(tile[i * B + k]) * yk;
+      }
+      __syncwarp();
     }
   }
   __syncthreads();
   V* out = inverses + (std::int64_t(blockIdx.y) * gridDim.x + blockIdx.x) * B * B;  // column-major B x B
-  for (int idx = threadIdx.x; idx < B * B; idx += blockDim.x) out[idx] = y[(idx % B) * B + idx / B];
+  for (int idx = threadIdx.x; idx < B * B; idx += blockDim.x) out[idx] = y[(idx % B) * S + idx / B];
 }
 
 constexpr int kSolveRing = 3;   // tiles of the factor in flight or waiting per thread block
@@ -1033,9 +1052,10 @@ TriangularSolver<F, V>::TriangularSolver(const F* lu, std::int64_t n, std::int64
   MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(published_.data(), 0, published_.bytes(), stream));  // tag 0 is never used
   vector_copies_ = ld % (16 / sizeof(F)) == 0 && reinterpret_cast<std::uintptr_t>(lu) % 16 == 0;
   if (n == 0) return;
-  const int shared = int(B * B * (sizeof(F) + sizeof(V)));
+  const int shared = int(B * inverse_y_stride<F>() * sizeof(V) + B * B * sizeof(F));
   MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(invert_diagonal_blocks_kernel<F, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
-  invert_diagonal_blocks_kernel<F, V><<<dim3(unsigned(blocks), 2), B, shared, stream>>>(lu, ld, n, inverses_.data());
+  invert_diagonal_blocks_kernel<F, V><<<dim3(unsigned(blocks), 2), B * kInverseThreadsPerColumn, shared, stream>>>(
+      lu, ld, n, inverses_.data());
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 
