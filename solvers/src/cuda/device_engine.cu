@@ -107,20 +107,15 @@ __global__ void transpose_in_place_kernel(float* a, std::int64_t lda, std::int64
     if (r2 < n && c2 < n) lower[threadIdx.x][k] = a[r2 + c2 * lda];
   }
   __syncthreads();
+  const auto store = [&](std::int64_t r, std::int64_t c, float v) {
+    if (r >= n || c >= n) return;
+    if (!isfinite(v)) atomicMin(first_nonfinite, static_cast<unsigned long long>(r + c * n));
+    a[r + c * lda] = v;
+  };
   for (int k = threadIdx.y; k < 32; k += blockDim.y) {
     // element (c0 + threadIdx.x, r0 + k) of the result = (r0 + k, c0 + threadIdx.x) of the input
-    const std::int64_t r = c0 + threadIdx.x, c = r0 + k;
-    if (r < n && c < n) {
-      const float v = upper[k][threadIdx.x];
-      if (!isfinite(v)) atomicMin(first_nonfinite, static_cast<unsigned long long>(r + c * n));
-      a[r + c * lda] = v;
-    }
-    const std::int64_t r2 = r0 + threadIdx.x, c2 = c0 + k;
-    if (r2 < n && c2 < n) {
-      const float v = lower[k][threadIdx.x];
-      if (!isfinite(v)) atomicMin(first_nonfinite, static_cast<unsigned long long>(r2 + c2 * n));
-      a[r2 + c2 * lda] = v;
-    }
+    store(c0 + threadIdx.x, r0 + k, upper[k][threadIdx.x]);
+    store(r0 + threadIdx.x, c0 + k, lower[k][threadIdx.x]);
   }
 }
 
