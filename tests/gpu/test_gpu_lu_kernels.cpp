@@ -1,12 +1,13 @@
-// The device LU's panel kernel (solvers/src/cuda/lu_kernels.cu) on its own: P A = L U to FP32
-// accuracy, the partial-pivoting bound |L| <= 1, LAPACK's pivot and zero-pivot conventions, for
-// panels that take one sub-panel, several, and a short last one, on one or many blocks; and the
-// triangular solver of the refinement and the unit-lower inverse of the block-row solves against
-// FP64 substitution.
+// The device LU's panel kernel (solvers/src/cuda/lu_kernels.cu) on its own, FP32 and FP64: P A =
+// L U to the working precision's accuracy, the partial-pivoting bound |L| <= 1, LAPACK's pivot and
+// zero-pivot conventions, for panels that take one sub-panel, several, and a short last one, on
+// one or many blocks; and the triangular solver of the refinement and the unit-lower inverse of
+// the block-row solves against FP64 substitution.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -21,8 +22,12 @@ using mixsolve::DeviceBuffer;
 using mixsolve::solvers_detail::kPanelMaxWidth;
 using mixsolve::solvers_detail::PanelWorkspace;
 
+template <class T>
+constexpr double kUnitRoundoff = std::numeric_limits<T>::epsilon() / 2;
+
+template <class T>
 struct PanelResult {
-  std::vector<float> lu;
+  std::vector<T> lu;
   std::vector<int> pivots;
   int first_zero = 0;
 };
@@ -30,29 +35,30 @@ struct PanelResult {
 // Factors the m x w column-major panel `a` (leading dimension lda >= m) on the device; with
 // row_major, stored row-major on the device (leading dimension w + 5, the padding checked to be
 // untouched) and returned column-major.
-PanelResult factor_on_device(PanelWorkspace& workspace, const std::vector<float>& a, std::int64_t m, int w,
-                             std::int64_t lda, std::int64_t row_offset, bool row_major = false) {
+template <class T>
+PanelResult<T> factor_on_device(PanelWorkspace<T>& workspace, const std::vector<T>& a, std::int64_t m, int w,
+                                std::int64_t lda, std::int64_t row_offset, bool row_major = false) {
   const std::int64_t ldr = w + 5;
-  std::vector<float> stored = a;
+  std::vector<T> stored = a;
   if (row_major) {
-    stored.assign(ldr * m, -7.0f);
+    stored.assign(ldr * m, T(-7));
     for (std::int64_t i = 0; i < m; ++i)
       for (int j = 0; j < w; ++j) stored[j + i * ldr] = a[i + j * lda];
   }
-  DeviceBuffer<float> da(stored.size());
+  DeviceBuffer<T> da(stored.size());
   da.copy_from_host(stored);
   DeviceBuffer<int> pivots(w), first_zero(1);
   const int none = 1 << 30;
   first_zero.copy_from_host(std::vector<int>{none});
   workspace.factor(da.data(), row_major ? ldr : lda, m, w, pivots.data(), row_offset, first_zero.data(), 7, nullptr,
                    row_major);
-  PanelResult r{da.to_host(), pivots.to_host(), 0};
+  PanelResult<T> r{da.to_host(), pivots.to_host(), 0};
   if (row_major) {
-    const std::vector<float> result = r.lu;
+    const std::vector<T> result = r.lu;
     r.lu = a;
     for (std::int64_t i = 0; i < m; ++i) {
       for (int j = 0; j < w; ++j) r.lu[i + j * lda] = result[j + i * ldr];
-      for (std::int64_t j = w; j < ldr; ++j) EXPECT_EQ(result[j + i * ldr], -7.0f) << "row padding, row " << i;
+      for (std::int64_t j = w; j < ldr; ++j) EXPECT_EQ(result[j + i * ldr], T(-7)) << "row padding, row " << i;
     }
   }
   r.first_zero = first_zero.to_host()[0];
@@ -60,11 +66,13 @@ PanelResult factor_on_device(PanelWorkspace& workspace, const std::vector<float>
   return r;
 }
 
-// max_ij |(P A - L U)_ij| / (|L| |U|)_ij in units of w * 2^-24, and max |L_ij|.
+// max_ij |(P A - L U)_ij| / (|L| |U|)_ij in units of w u (T's unit roundoff; the products
+// accumulated in long double, whose own error is negligible beside that), and max |L_ij|.
 struct Check {
   double residual_ratio = 0, largest_multiplier = 0;
 };
-Check check_factors(const std::vector<float>& a, const PanelResult& r, std::int64_t m, int w, std::int64_t lda,
+template <class T>
+Check check_factors(const std::vector<T>& a, const PanelResult<T>& r, std::int64_t m, int w, std::int64_t lda,
                     std::int64_t row_offset) {
   std::vector<std::int64_t> row(m);  // (P A)(i, :) = A(row[i], :)
   std::iota(row.begin(), row.end(), 0);
@@ -72,26 +80,32 @@ Check check_factors(const std::vector<float>& a, const PanelResult& r, std::int6
   Check c;
   for (std::int64_t i = 0; i < m; ++i)
     for (int j = 0; j < w; ++j) {
-      double lu = 0, abs_lu = 0;
+      long double lu = 0, abs_lu = 0;
       for (int k = 0; k <= std::min<std::int64_t>(i, j); ++k) {
-        const double l = k == i ? 1.0 : r.lu[i + k * lda], u = r.lu[k + j * lda];
+        const long double l = k == i ? 1.0L : (long double)r.lu[i + k * lda], u = r.lu[k + j * lda];
         lu += l * u;
         abs_lu += std::fabs(l * u);
       }
-      const double diff = std::fabs(double(a[row[i] + j * lda]) - lu);
-      c.residual_ratio = std::max(c.residual_ratio, diff / ((abs_lu + 1e-300) * w * 0x1p-24));
+      const double diff = double(std::fabs((long double)a[row[i] + j * lda] - lu));
+      c.residual_ratio = std::max(c.residual_ratio, diff / ((double(abs_lu) + 1e-300) * w * kUnitRoundoff<T>));
     }
   for (std::int64_t i = 0; i < m; ++i)
     for (int j = 0; j < std::min<std::int64_t>(i, w); ++j) c.largest_multiplier = std::max(c.largest_multiplier, double(std::fabs(r.lu[i + j * lda])));
   return c;
 }
 
-TEST(GpuPanel, FactorsToFp32AccuracyWithPartialPivoting) {
+template <class T>
+class GpuPanel : public ::testing::Test {};
+using PanelTypes = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(GpuPanel, PanelTypes);
+
+TYPED_TEST(GpuPanel, FactorsToWorkingAccuracyWithPartialPivoting) {
+  using T = TypeParam;
   MIXSOLVE_REQUIRE_GPU();
-  PanelWorkspace workspace(20000, 32);  // one workspace for every case: the tags carry over launches
+  PanelWorkspace<T> workspace(20000, 32);  // one workspace for every case: the tags carry over launches
   ASSERT_TRUE(workspace.supported());
   std::mt19937_64 rng(42);
-  std::normal_distribution<float> normal;
+  std::normal_distribution<T> normal;
   struct Case {
     std::int64_t m;
     int w;
@@ -101,9 +115,9 @@ TEST(GpuPanel, FactorsToFp32AccuracyWithPartialPivoting) {
                         Case{5000, 256}, Case{20000, 96}}) {
     SCOPED_TRACE(row_major ? "row-major" : "column-major");
     const std::int64_t lda = t.m + 3, row_offset = 11;
-    std::vector<float> a(lda * t.w);
-    for (float& v : a) v = normal(rng);
-    const PanelResult r = factor_on_device(workspace, a, t.m, t.w, lda, row_offset, row_major);
+    std::vector<T> a(lda * t.w);
+    for (T& v : a) v = normal(rng);
+    const PanelResult<T> r = factor_on_device(workspace, a, t.m, t.w, lda, row_offset, row_major);
     for (int j = 0; j < t.w; ++j) {
       ASSERT_GE(r.pivots[j], row_offset + j) << "m " << t.m << " w " << t.w << " column " << j;
       ASSERT_LT(r.pivots[j], row_offset + t.m);
@@ -118,27 +132,28 @@ TEST(GpuPanel, FactorsToFp32AccuracyWithPartialPivoting) {
   }
 }
 
-TEST(GpuPanel, TiesPickTheLowestRowAndAZeroColumnIsReported) {
+TYPED_TEST(GpuPanel, TiesPickTheLowestRowAndAZeroColumnIsReported) {
+  using T = TypeParam;
   MIXSOLVE_REQUIRE_GPU();
-  PanelWorkspace workspace(4096, 32);
+  PanelWorkspace<T> workspace(4096, 32);
   const std::int64_t m = 4096;
   const int w = 64;
   // Column 0: |a| = 1 everywhere (a tie over all rows, as isamax: the first row wins). Column 40
   // is zero: after the first 40 eliminations it still is, a zero pivot at panel column 40.
   std::mt19937_64 rng(7);
-  std::uniform_real_distribution<float> uniform(-1, 1);
-  std::vector<float> a(m * w);
+  std::uniform_real_distribution<T> uniform(-1, 1);
+  std::vector<T> a(m * w);
   for (std::int64_t i = 0; i < m; ++i) {
-    a[i] = (i % 3 == 0) ? -1.0f : 1.0f;
-    for (int j = 1; j < w; ++j) a[i + j * m] = j == 40 ? 0.0f : uniform(rng);
+    a[i] = (i % 3 == 0) ? T(-1) : T(1);
+    for (int j = 1; j < w; ++j) a[i + j * m] = j == 40 ? T(0) : uniform(rng);
   }
   for (bool row_major : {false, true}) {
   SCOPED_TRACE(row_major ? "row-major" : "column-major");
-  const PanelResult r = factor_on_device(workspace, a, m, w, m, 0, row_major);
+  const PanelResult<T> r = factor_on_device(workspace, a, m, w, m, 0, row_major);
   EXPECT_EQ(r.pivots[0], 0);
   EXPECT_EQ(r.first_zero, 7 + 40);  // column_offset 7
   EXPECT_EQ(r.pivots[40], 40);      // an all-zero column: no interchange, as getf2
-  for (std::int64_t i = 41; i < m; ++i) ASSERT_EQ(r.lu[i + 40 * m], 0.0f) << "row " << i << ": unscaled";
+  for (std::int64_t i = 41; i < m; ++i) ASSERT_EQ(r.lu[i + 40 * m], T(0)) << "row " << i << ": unscaled";
   // With the zero pivot left in U, P A = L U still holds for the whole panel.
   const Check c = check_factors(a, r, m, w, m, 0);
   EXPECT_LE(c.residual_ratio, 2.0);
@@ -146,7 +161,8 @@ TEST(GpuPanel, TiesPickTheLowestRowAndAZeroColumnIsReported) {
   }
 }
 
-TEST(GpuPanel, InterchangesAppliedAsMovesMatchSequentialSwaps) {
+TYPED_TEST(GpuPanel, InterchangesAppliedAsMovesMatchSequentialSwaps) {
+  using T = TypeParam;
   // A panel's interchanges (rows first .. first+count-1 swapped in order with rows at or below
   // them: inside the panel, below it, some rows hit twice) applied to the other columns through
   // interchanges_to_moves + apply_row_moves, against LAPACK's laswp order on the host.
@@ -168,43 +184,45 @@ TEST(GpuPanel, InterchangesAppliedAsMovesMatchSequentialSwaps) {
         default: pivots[row] = int(first + count + (rng() % 3)); break;                         // repeated rows
       }
     }
-    std::vector<float> a(lda * n);
-    for (std::size_t i = 0; i < a.size(); ++i) a[i] = float(i);
-    std::vector<float> expected = a;
+    std::vector<T> a(lda * n);
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = T(i);
+    std::vector<T> expected = a;
     const std::int64_t skip0 = first, skip1 = first + count;
     for (std::int64_t c = 0; c < n; ++c) {
       if (c >= skip0 && c < skip1) continue;
       for (int i = 0; i < count; ++i) std::swap(expected[at(first + i, c)], expected[at(pivots[first + i], c)]);
     }
-    DeviceBuffer<float> da(a.size());
+    DeviceBuffer<T> da(a.size());
     da.copy_from_host(a);
     DeviceBuffer<int> dp(n), to(2 * kPanelMaxWidth), from(2 * kPanelMaxWidth), moves(1);
     dp.copy_from_host(pivots);
     mixsolve::solvers_detail::interchanges_to_moves(dp.data(), first, count, to.data(), from.data(), moves.data(), nullptr);
     mixsolve::solvers_detail::apply_row_moves(da.data(), lda, to.data(), from.data(), moves.data(), 0, n, skip0, skip1,
                                               nullptr, row_major);
-    const std::vector<float> got = da.to_host();
+    const std::vector<T> got = da.to_host();
     EXPECT_LE(moves.to_host()[0], 2 * count);
     for (std::size_t i = 0; i < got.size(); ++i)
       ASSERT_EQ(got[i], expected[i]) << (row_major ? "row-major" : "column-major") << " count " << count << " index " << i;
   }
 }
 
-TEST(GpuPanel, RejectsPanelsWiderThanSupported) {
+TYPED_TEST(GpuPanel, RejectsPanelsWiderThanSupported) {
+  using T = TypeParam;
   MIXSOLVE_REQUIRE_GPU();
-  PanelWorkspace workspace(1024, 8);
-  DeviceBuffer<float> a(1024 * (kPanelMaxWidth + 1));
+  PanelWorkspace<T> workspace(1024, 8);
+  DeviceBuffer<T> a(1024 * (kPanelMaxWidth + 1));
   DeviceBuffer<int> pivots(kPanelMaxWidth + 1), zero(1);
   EXPECT_THROW(workspace.factor(a.data(), 1024, 1024, kPanelMaxWidth + 1, pivots.data(), 0, zero.data(), 0, nullptr),
                mixsolve::InvalidArgument);
   EXPECT_THROW(workspace.factor(a.data(), 1024, 10, 11, pivots.data(), 0, zero.data(), 0, nullptr), mixsolve::InvalidArgument);
 }
 
-// invert_unit_lower against the inverse of the same FP32 L by FP64 substitution on the host. L
-// comes from partial pivoting on a Gaussian matrix (|L| <= 1, as in the LU), so its inverse is
-// moderate. FP64 substitution is accurate to |X^ - X| <= c w u64 |X| |L| |X| (Higham, Accuracy
-// and Stability, 2nd ed., section 14.2), and the result is rounded once to FP32. The upper
-// triangle and diagonal hold garbage, which must be ignored (the LU stores U there).
+// invert_unit_lower against the inverse of the same L (T = FP32 or FP64 values) by FP64
+// substitution on the host. L comes from partial pivoting on a Gaussian matrix (|L| <= 1, as in
+// the LU), so its inverse is moderate. FP64 substitution is accurate to |X^ - X| <= c w u64 |X|
+// |L| |X| (Higham, Accuracy and Stability, 2nd ed., section 14.2), and the result is rounded once
+// to T. The upper triangle and diagonal hold garbage, which must be ignored (the LU stores U there).
+template <class T>
 void check_unit_lower_inverse(int w, std::int64_t ld, bool row_major) {
   std::mt19937_64 rng(std::uint64_t(w * 7 + ld));
   std::normal_distribution<double> normal;
@@ -220,12 +238,12 @@ void check_unit_lower_inverse(int w, std::int64_t ld, bool row_major) {
       for (int j = k + 1; j < w; ++j) g[i + j * w] -= g[i + k * w] * g[k + j * w];
     }
   }
-  std::vector<double> l(std::size_t(w) * w, 0.0);  // L as FP32 values
-  std::vector<float> stored(std::size_t(ld) * w, 99.0f);
+  std::vector<double> l(std::size_t(w) * w, 0.0);  // L as T values
+  std::vector<T> stored(std::size_t(ld) * w, T(99));
   for (int i = 0; i < w; ++i) {
     l[i + i * w] = 1;
     for (int k = 0; k < i; ++k) {
-      const float v = float(g[i + k * w]);
+      const T v = T(g[i + k * w]);
       l[i + k * w] = v;
       stored[row_major ? k + i * ld : i + k * ld] = v;
     }
@@ -246,28 +264,30 @@ void check_unit_lower_inverse(int w, std::int64_t ld, bool row_major) {
   for (int j = 0; j < w; ++j)
     for (int k = 0; k < w; ++k)
       for (int i = 0; i < w; ++i) bound[i + j * w] += xl[i + k * w] * std::fabs(x[k + j * w]);
-  DeviceBuffer<float> da(stored.size()), inverse(std::size_t(w) * w);
+  DeviceBuffer<T> da(stored.size()), inverse(std::size_t(w) * w);
   da.copy_from_host(stored);
   mixsolve::solvers_detail::invert_unit_lower(da.data(), ld, w, inverse.data(), nullptr, row_major);
-  const std::vector<float> got = inverse.to_host();  // row-major w x w
+  const std::vector<T> got = inverse.to_host();  // row-major w x w
   EXPECT_EQ(da.to_host(), stored) << "the input is read only";
   int bad = 0;
   for (int i = 0; i < w; ++i)
     for (int c = 0; c < w; ++c) {
       const double want = x[i + c * w];
-      const double tolerance = 0x1p-24 * std::fabs(want) + 4.0 * w * 0x1p-53 * bound[i + c * w];
+      const double tolerance = kUnitRoundoff<T> * std::fabs(want) + 4.0 * w * 0x1p-53 * bound[i + c * w];
       if (!(std::fabs(double(got[std::size_t(i) * w + c]) - want) <= tolerance) && bad++ < 5)
         ADD_FAILURE() << "w " << w << " ld " << ld << (row_major ? " row-major" : " column-major") << ": (" << i
                       << ", " << c << ") = " << got[std::size_t(i) * w + c] << ", want " << want;
     }
 }
 
-TEST(GpuUnitLowerInverse, MatchesFp64SubstitutionInBothLayouts) {
+TEST(GpuUnitLowerInverse, MatchesFp64SubstitutionInBothLayoutsAndTypes) {
   MIXSOLVE_REQUIRE_GPU();
   for (bool row_major : {false, true}) {
-    check_unit_lower_inverse(kPanelMaxWidth, 300, row_major);
-    check_unit_lower_inverse(200, 203, row_major);  // a short last panel, columns not a multiple of 8
-    check_unit_lower_inverse(1, 1, row_major);
+    check_unit_lower_inverse<float>(kPanelMaxWidth, 300, row_major);
+    check_unit_lower_inverse<float>(200, 203, row_major);  // a short last panel, columns not a multiple of 8
+    check_unit_lower_inverse<float>(1, 1, row_major);
+    check_unit_lower_inverse<double>(kPanelMaxWidth, 257, row_major);
+    check_unit_lower_inverse<double>(77, 80, row_major);
   }
   DeviceBuffer<float> a(1), inverse(1);
   EXPECT_THROW(mixsolve::solvers_detail::invert_unit_lower(a.data(), 1000, kPanelMaxWidth + 1, inverse.data(), nullptr),

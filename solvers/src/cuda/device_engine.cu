@@ -1,9 +1,10 @@
-// Device engine: blocked right-looking LU with partial pivoting and look-ahead on the GPU, FP32
-// storage, row-major while it is factored (design: docs/solver.md). Each panel is factored by one
-// launch of the cooperative kernel of lu_kernels.cu on its own stream while the trailing update
-// A22 -= L21 U12 runs on the chosen gemm/ backend; U12 = L11^-1 A12 by a GEMM with L11's
-// inverse. FP64 factors come from cuSOLVER dgetrf. Solves gather the pivot permutation and use the
-// bandwidth-bound triangular solver; residuals are FP64 (cuBLAS) on the user's matrix.
+// Device engine: blocked right-looking LU with partial pivoting and look-ahead on the GPU, FP32 or
+// FP64 storage, row-major while it is factored (design: docs/solver.md). Each panel is factored by
+// one launch of the cooperative kernel of lu_kernels.cu on its own stream while the trailing
+// update A22 -= L21 U12 runs on the chosen gemm/ backend (DGEMM for FP64 factors); U12 = L11^-1
+// A12 by a GEMM with L11's inverse. cuSOLVER's dgetrf remains for FP64 where the panel kernel
+// does not fit (MIXSOLVE_FP64_LU=cusolver asks for it). Solves gather the pivot permutation and
+// use the bandwidth-bound triangular solver; residuals are FP64 (cuBLAS) on the user's matrix.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
@@ -69,10 +70,11 @@ __global__ void convert_kernel(const From* src, std::int64_t lds, To* dst, std::
 
 // dst = the same conversion as convert_kernel of the n x cols column-major src, stored row-major
 // (element (i, j) at dst[j + i ldd]), through 32 x 32 shared-memory tiles (block 32 x 8).
-__global__ void convert_transposed_kernel(const double* src, std::int64_t lds, float* dst, std::int64_t ldd,
+template <class To>
+__global__ void convert_transposed_kernel(const double* src, std::int64_t lds, To* dst, std::int64_t ldd,
                                           std::int64_t n, const double* row_factor, const double* column_factor,
                                           double mu, unsigned long long* first_nonfinite) {
-  __shared__ float tile[32][33];
+  __shared__ To tile[32][33];
   const std::int64_t i0 = std::int64_t(blockIdx.x) * 32, j0 = std::int64_t(blockIdx.y) * 32;
   for (int k = threadIdx.y; k < 32; k += blockDim.y) {
     const std::int64_t i = i0 + threadIdx.x, j = j0 + k;
@@ -80,7 +82,7 @@ __global__ void convert_transposed_kernel(const double* src, std::int64_t lds, f
       double v = src[i + j * lds] * mu;
       if (row_factor) v *= row_factor[i];
       if (column_factor) v *= column_factor[j];
-      const float t = static_cast<float>(v);
+      const To t = static_cast<To>(v);
       if (first_nonfinite && !isfinite(t)) atomicMin(first_nonfinite, static_cast<unsigned long long>(i + j * n));
       tile[threadIdx.x][k] = t;
     }
@@ -95,10 +97,10 @@ __global__ void convert_transposed_kernel(const double* src, std::int64_t lds, f
 // Transposes the n x n matrix a (leading dimension lda) in place: the block at tile (x, y) with
 // x <= y swaps tiles (x, y) and (y, x) through shared memory (block 32 x 8). The first NaN/Inf
 // of the result (index i + j n) lowers *first_nonfinite: the pass the check would need anyway.
-__global__ void transpose_in_place_kernel(float* a, std::int64_t lda, std::int64_t n,
-                                          unsigned long long* first_nonfinite) {
+template <class T>
+__global__ void transpose_in_place_kernel(T* a, std::int64_t lda, std::int64_t n, unsigned long long* first_nonfinite) {
   if (blockIdx.x > blockIdx.y) return;
-  __shared__ float upper[32][33], lower[32][33];
+  __shared__ T upper[32][33], lower[32][33];
   const std::int64_t r0 = std::int64_t(blockIdx.x) * 32, c0 = std::int64_t(blockIdx.y) * 32;  // tile (r0, c0)
   for (int k = threadIdx.y; k < 32; k += blockDim.y) {
     const std::int64_t r = r0 + threadIdx.x, c = c0 + k;
@@ -107,7 +109,7 @@ __global__ void transpose_in_place_kernel(float* a, std::int64_t lda, std::int64
     if (r2 < n && c2 < n) lower[threadIdx.x][k] = a[r2 + c2 * lda];
   }
   __syncthreads();
-  const auto store = [&](std::int64_t r, std::int64_t c, float v) {
+  const auto store = [&](std::int64_t r, std::int64_t c, T v) {
     if (r >= n || c >= n) return;
     if (!isfinite(v)) atomicMin(first_nonfinite, static_cast<unsigned long long>(r + c * n));
     a[r + c * lda] = v;
@@ -381,9 +383,30 @@ const gemm::Backend& device_update_backend(Precision p) {
     case Precision::Halfhalf: return gemm::find_backend("halfhalf");
     case Precision::Tf32tf32: return gemm::find_backend("tf32tf32");
     case Precision::Fp16x3: return gemm::find_backend("cublas-fp16x3");
+    case Precision::FP64: return gemm::find_backend("cublas-dgemm");
     default: break;
   }
-  throw InvalidArgument("device engine: no FP32-stored factorization for precision " + to_string(p));
+  throw InvalidArgument("device engine: no trailing-update backend for precision " + to_string(p));
+}
+
+// What the block-row solves U12 = L11^-1 A12 of factor_blocked use, for factors of type T.
+template <class T>
+struct BlockRowBuffers {
+  DeviceBuffer<T> l11_inverses;                   // each panel's L11^-1 (factor_panel)
+  DeviceBuffer<T> u12_copy_chain, u12_copy_bulk;  // A12 before U12 = L11^-1 A12 overwrites it
+  std::size_t bytes() const { return l11_inverses.bytes() + u12_copy_chain.bytes() + u12_copy_bulk.bytes(); }
+};
+
+// c = a b (alpha 1, beta 0; b not transposed) by cublasSgemm or cublasDgemm.
+void cublas_product(cublasHandle_t handle, cublasOperation_t op_a, int m, int n, int k, const float* a, int lda,
+                    const float* b, int ldb, float* c, int ldc) {
+  const float one = 1.0f, zero = 0.0f;
+  MIXSOLVE_CUBLAS_CHECK(cublasSgemm(handle, op_a, CUBLAS_OP_N, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc));
+}
+void cublas_product(cublasHandle_t handle, cublasOperation_t op_a, int m, int n, int k, const double* a, int lda,
+                    const double* b, int ldb, double* c, int ldc) {
+  const double one = 1.0, zero = 0.0;
+  MIXSOLVE_CUBLAS_CHECK(cublasDgemm(handle, op_a, CUBLAS_OP_N, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc));
 }
 
 // Multiprocessors the panel kernel runs on by default (measured: docs/solver.md).
@@ -431,7 +454,6 @@ class DeviceEngine final : public Engine {
   }
 
   FactorResult factor(Precision p, bool range_scaling) override {
-    FactorResult result;
     triangular32_.reset();  // they refer to the factors being replaced
     triangular64_.reset();
     precision_ = p;
@@ -441,62 +463,80 @@ class DeviceEngine final : public Engine {
       // The FP32 factors go first: the FP64 ones never sit beside them (peak 8 n^2, not 12 n^2).
       factors32_ = DeviceBuffer<float>();
       solve_buffer_ = DeviceBuffer<float>();
-      for (DeviceBuffer<float>* b : {&l11_inverses_, &u12_copy_chain_, &u12_copy_bulk_}) *b = DeviceBuffer<float>();
+      block_rows32_ = BlockRowBuffers<float>();
       packed_l21_ = DeviceBuffer<std::uint16_t>();
       factors64_ = DeviceBuffer<double>(n_ * n_);
-      MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(factors64_.data(), n_ * sizeof(double), a_.data, a_.ld * sizeof(double),
-                                            n_ * sizeof(double), n_, cudaMemcpyDeviceToDevice, stream()));
-      if (!solver_) {  // created on first use: most solves never factor in FP64
-        MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&solver_));
-        MIXSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(solver_, stream()));
-      }
-      int lwork = 0;
-      MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf_bufferSize(solver_, int(n_), int(n_), factors64_.data(), int(n_), &lwork));
-      DeviceBuffer<double> work(std::max(lwork, 1));
-      MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf(solver_, int(n_), int(n_), factors64_.data(), int(n_), work.data(),
-                                               pivots_.data(), info_.data()));
-      track_peak(work.bytes());
-      const int info = read_info();
-      if (info > 0) {
-        result.status = StopReason::ZeroPivot;
-        result.zero_pivot_column = info - 1;
-        return result;
-      }
-      // cuSOLVER's pivots are 1-based and sequential; keep them as global 0-based rows.
-      add_panel_pivots_kernel<<<blocks_for(n_), 256, 0, stream()>>>(pivots_.data(), int(n_), 0, pivots_.data());
-      MIXSOLVE_CUDA_CHECK_LAUNCH();
-      if (find_nonfinite_in(factors64_.data(), n_, n_, n_).first >= 0) {
-        result.status = StopReason::Overflow;
-        return result;
-      }
-      pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream());
-      triangular32_.reset();
-      triangular64_ = std::make_unique<TriangularSolver<double>>(factors64_.data(), n_, n_, stream());
-      track_peak();
+      // The blocked LU below (DGEMM updates, FP64 panels) unless MIXSOLVE_FP64_LU=cusolver asks
+      // for cusolverDnDgetrf, or the rows do not fit the panel kernel.
+      const char* choice = std::getenv("MIXSOLVE_FP64_LU");
+      if ((choice && std::strcmp(choice, "cusolver") == 0) || !panel_workspace<double>().supported())
+        return factor_with_cusolver();
+      return factor_blocked_lu(factors64_.data(), device_update_backend(p), false);
+    }
+    factors64_ = DeviceBuffer<double>();
+    block_rows64_ = BlockRowBuffers<double>();
+    factors32_ = DeviceBuffer<float>(n_ * n_);
+    return factor_blocked_lu(factors32_.data(), device_update_backend(p), range_scaling);
+  }
+
+  FactorResult factor_with_cusolver() {
+    FactorResult result;
+    MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(factors64_.data(), n_ * sizeof(double), a_.data, a_.ld * sizeof(double),
+                                          n_ * sizeof(double), n_, cudaMemcpyDeviceToDevice, stream()));
+    if (!solver_) {  // created on first use: most solves never factor with cuSOLVER
+      MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&solver_));
+      MIXSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(solver_, stream()));
+    }
+    int lwork = 0;
+    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf_bufferSize(solver_, int(n_), int(n_), factors64_.data(), int(n_), &lwork));
+    DeviceBuffer<double> work(std::max(lwork, 1));
+    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf(solver_, int(n_), int(n_), factors64_.data(), int(n_), work.data(),
+                                             pivots_.data(), info_.data()));
+    track_peak(work.bytes());
+    const int info = read_info();
+    if (info > 0) {
+      result.status = StopReason::ZeroPivot;
+      result.zero_pivot_column = info - 1;
       return result;
     }
-    const gemm::Backend& update = device_update_backend(p);
-    factors64_ = DeviceBuffer<double>();
-    factors32_ = DeviceBuffer<float>(n_ * n_);
-    float* f = factors32_.data();
+    // cuSOLVER's pivots are 1-based and sequential; keep them as global 0-based rows.
+    add_panel_pivots_kernel<<<blocks_for(n_), 256, 0, stream()>>>(pivots_.data(), int(n_), 0, pivots_.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    if (find_nonfinite_in(factors64_.data(), n_, n_, n_).first >= 0) {
+      result.status = StopReason::Overflow;
+      return result;
+    }
+    pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream());
+    triangular64_ = std::make_unique<TriangularSolver<double>>(factors64_.data(), n_, n_, stream());
+    track_peak();
+    return result;
+  }
+
+  // The blocked LU (factor_blocked) of A, or of mu R A S with range scaling, into f (n x n,
+  // column-major when it returns): T = float for the FP32-stored factorizations, double for FP64.
+  template <class T>
+  FactorResult factor_blocked_lu(T* f, const gemm::Backend& update, bool range_scaling) {
+    FactorResult result;
     if (range_scaling) compute_range_scaling();
     reset_first_nonfinite();
     row_major_ = env_int("MIXSOLVE_LU_ROW_MAJOR", 1) != 0;
     if (row_major_) {
       const dim3 tiles(unsigned((n_ + 31) / 32), unsigned((n_ + 31) / 32));
-      convert_transposed_kernel<<<tiles, dim3(32, 8), 0, stream()>>>(a_.data, a_.ld, f, n_, n_, row_factor(),
-                                                                    column_factor(), mu_, flag_.data());
+      convert_transposed_kernel<T><<<tiles, dim3(32, 8), 0, stream()>>>(a_.data, a_.ld, f, n_, n_, row_factor(),
+                                                                       column_factor(), mu_, flag_.data());
     } else {
       convert_kernel<<<stripe_grid(n_, n_), 256, 0, stream()>>>(a_.data, a_.ld, f, n_, n_, n_, row_factor(),
                                                                 column_factor(), mu_, flag_.data());
     }
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     if (read_first_nonfinite(n_).first >= 0) {
-      result.status = StopReason::Overflow;  // beyond FP32's range
+      result.status = StopReason::Overflow;  // beyond the factors' range
       return result;
     }
-    if (!panel_) {
-      panel_ = std::make_unique<PanelWorkspace>(n_, panel_blocks_);
+    if (!panel_workspace<T>().supported())
+      throw NotSupported("device LU: n = " + std::to_string(n_) +
+                         " rows do not fit the cooperative panel kernel's shared memory on this GPU");
+    if (!panel_ctx_) {
       const std::int64_t panels = (n_ + nb_ - 1) / nb_;
       move_to_ = DeviceBuffer<int>(panels * 2 * kPanelMaxWidth);
       move_from_ = DeviceBuffer<int>(panels * 2 * kPanelMaxWidth);
@@ -504,18 +544,16 @@ class DeviceEngine final : public Engine {
       panel_ctx_ = std::make_unique<Context>(ctx_.device(), StreamPriority::High);
       MIXSOLVE_CUDA_CHECK(cudaStreamCreateWithFlags(&swap_stream_, cudaStreamNonBlocking));
     }
-    if (l11_inverses_.size() == 0) {  // released after an FP64 factorization
-      l11_inverses_ = DeviceBuffer<float>(((n_ + nb_ - 1) / nb_) * nb_ * nb_);
-      u12_copy_chain_ = DeviceBuffer<float>(nb_ * nb_);
-      u12_copy_bulk_ = DeviceBuffer<float>(nb_ * n_);
+    BlockRowBuffers<T>& block_rows = block_row_buffers<T>();
+    if (block_rows.l11_inverses.size() == 0) {
+      block_rows.l11_inverses = DeviceBuffer<T>(((n_ + nb_ - 1) / nb_) * nb_ * nb_);
+      block_rows.u12_copy_chain = DeviceBuffer<T>(nb_ * nb_);
+      block_rows.u12_copy_bulk = DeviceBuffer<T>(nb_ * n_);
     }
-    if (!panel_->supported())
-      throw NotSupported("device LU: n = " + std::to_string(n_) +
-                         " rows do not fit the cooperative panel kernel's shared memory on this GPU");
     // The first zero pivot's column, read once at the end: no synchronisation inside the loop.
     // After a zero pivot the remaining panels compute with Inf/NaN; those factors are discarded.
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(first_zero_pivot_.data(), 0x7f, sizeof(int), stream()));
-    factor_blocked(update);
+    factor_blocked(f, update);
     const bool checked = row_major_;  // the transpose checks for NaN/Inf on its way
     if (row_major_) {  // the solves read column-major factors
       const dim3 tiles(unsigned((n_ + 31) / 32), unsigned((n_ + 31) / 32));
@@ -536,8 +574,10 @@ class DeviceEngine final : public Engine {
       return result;
     }
     pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream());
-    triangular64_.reset();
-    triangular32_ = std::make_unique<TriangularSolver<float, double>>(f, n_, n_, stream());
+    if constexpr (std::is_same_v<T, float>)
+      triangular32_ = std::make_unique<TriangularSolver<float, double>>(f, n_, n_, stream());
+    else
+      triangular64_ = std::make_unique<TriangularSolver<double>>(f, n_, n_, stream());
     track_peak();
     return result;
   }
@@ -671,8 +711,8 @@ class DeviceEngine final : public Engine {
   // chain waits only for the columns it needs next, not for the whole bulk update.
   // MIXSOLVE_LU_LOOKAHEAD=0 in the environment runs everything on the user's stream;
   // MIXSOLVE_LU_GROUP=<g> sets the group (1: a bulk update after every panel).
-  void factor_blocked(const gemm::Backend& update) {
-    float* f = factors32_.data();
+  template <class T>
+  void factor_blocked(T* f, const gemm::Backend& update) {
     const bool look_ahead = env_int("MIXSOLVE_LU_LOOKAHEAD", 1) != 0;
     const std::int64_t group = std::max(1, env_int("MIXSOLVE_LU_GROUP", kDefaultUpdateGroup));
     Context& bulk_ctx = ctx_;
@@ -681,7 +721,8 @@ class DeviceEngine final : public Engine {
     cudaStream_t left = look_ahead ? swap_stream_ : bulk;
     int multiprocessors = 0;
     MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, ctx_.device()));
-    MultiprocessorLimitScope limit(bulk_ctx, look_ahead ? std::max(1, multiprocessors - panel_->blocks()) : 0);
+    MultiprocessorLimitScope limit(bulk_ctx,
+                                   look_ahead ? std::max(1, multiprocessors - panel_workspace<T>().blocks()) : 0);
     Profile& profile = profile_;
     const auto started = std::chrono::steady_clock::now();
     profile.begin_factorization(bulk, {{chain, "chain"}, {bulk, "bulk"}, {left, "left"}});
@@ -710,7 +751,8 @@ class DeviceEngine final : public Engine {
     // panels lie side by side in each packed row (kPackedGroupSlots slots of n rows x 3 group nb
     // halves, indexed by the factors' row), and a later panel's interchanges move the group's
     // packed rows as they move its L columns. MIXSOLVE_LU_PACKED_L=0: the backend's own split.
-    const bool packed = row_major_ && precision_ == Precision::Fp16x3 && nb_ % 2 == 0 &&
+    constexpr bool kFp32 = std::is_same_v<T, float>;
+    const bool packed = kFp32 && row_major_ && precision_ == Precision::Fp16x3 && nb_ % 2 == 0 &&
                         env_int("MIXSOLVE_LU_PACKED_L", 1) != 0;
     const std::int64_t packed_ld = 3 * group * nb_;  // halves per packed row
     if (packed && packed_l21_.size() != std::size_t(kPackedGroupSlots * packed_ld * n_))
@@ -725,30 +767,31 @@ class DeviceEngine final : public Engine {
       if (!packed || below >= n_) return;  // the last panel's L21 updates nothing
       if (q % group == 0) slot_read[slot_of(q)].wait_in(chain);
       profile.start(Profile::PackL21, chain);
-      gemm::fp16x3_pack(chain_ctx, below - j0, n_ - below, at(below, j0), n_, gemm::kFp16x3UnitBoundShift,
-                        packed_row0(q) + below * packed_ld, packed_ld);
+      if constexpr (kFp32)
+        gemm::fp16x3_pack(chain_ctx, below - j0, n_ - below, at(below, j0), n_, gemm::kFp16x3UnitBoundShift,
+                          packed_row0(q) + below * packed_ld, packed_ld);
       profile.stop(Profile::PackL21, chain);
     };
-    // U12 = L11^-1 A12 for panel q's block row on the columns [c0, c1): a copy of A12, then an
-    // FP32 GEMM with the inverse computed after the panel (factor_panel). cublasStrsm took 64 ms of
+    // U12 = L11^-1 A12 for panel q's block row on the columns [c0, c1): a copy of A12, then a
+    // GEMM (FP32 or FP64, T's) with the inverse computed after the panel (factor_panel). cublasStrsm took 64 ms of
     // the bulk stream's 254 and 18 ms of the chain's 301 at n = 32768 (H100, session 7), ~40x the
     // time its traffic needs; the GEMM takes 20 and 4 ms (session 9).
     const auto solve_block_row = [&](Context& c, std::int64_t q, std::int64_t c0, std::int64_t c1) {
       const std::int64_t j0 = first_column(q), jb = first_column(q + 1) - j0, width = c1 - c0;
-      const float one = 1.0f, zero = 0.0f;
+      BlockRowBuffers<T>& block_rows = block_row_buffers<T>();
       // The chain and the bulk stream run at once: one copy buffer each.
-      float* copy = (&c == &chain_ctx && look_ahead ? u12_copy_chain_ : u12_copy_bulk_).data();
-      const float* inverse = l11_inverses_.data() + q * nb_ * nb_;  // row-major jb x jb
+      T* copy = (&c == &chain_ctx && look_ahead ? block_rows.u12_copy_chain : block_rows.u12_copy_bulk).data();
+      const T* inverse = block_rows.l11_inverses.data() + q * nb_ * nb_;  // row-major jb x jb
       if (row_major_) {  // A12 is jb runs of `width` values: U12^T = A12^T (L11^-1)^T
-        MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(copy, width * sizeof(float), at(j0, c0), n_ * sizeof(float),
-                                              width * sizeof(float), jb, cudaMemcpyDeviceToDevice, c.stream()));
-        MIXSOLVE_CUBLAS_CHECK(cublasSgemm(c.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, int(width), int(jb), int(jb), &one,
-                                          copy, int(width), inverse, int(jb), &zero, at(j0, c0), int(n_)));
+        MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(copy, width * sizeof(T), at(j0, c0), n_ * sizeof(T), width * sizeof(T),
+                                              jb, cudaMemcpyDeviceToDevice, c.stream()));
+        cublas_product(c.cublas(), CUBLAS_OP_N, int(width), int(jb), int(jb), copy, int(width), inverse, int(jb),
+                       at(j0, c0), int(n_));
       } else {  // A12 is `width` columns of jb values; the inverse seen column-major is its transpose
-        MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(copy, jb * sizeof(float), at(j0, c0), n_ * sizeof(float),
-                                              jb * sizeof(float), width, cudaMemcpyDeviceToDevice, c.stream()));
-        MIXSOLVE_CUBLAS_CHECK(cublasSgemm(c.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(jb), int(width), int(jb), &one,
-                                          inverse, int(jb), copy, int(jb), &zero, at(j0, c0), int(n_)));
+        MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(copy, jb * sizeof(T), at(j0, c0), n_ * sizeof(T), jb * sizeof(T), width,
+                                              cudaMemcpyDeviceToDevice, c.stream()));
+        cublas_product(c.cublas(), CUBLAS_OP_T, int(jb), int(width), int(jb), inverse, int(jb), copy, int(jb),
+                       at(j0, c0), int(n_));
       }
     };
     // The updates of panels [p0, p1] on the columns [c0, c1), on c's stream: their interchanges
@@ -762,16 +805,17 @@ class DeviceEngine final : public Engine {
           const std::int64_t q = k0 / nb_;
           if (slot_of(q) != slot_of((k1 - 1) / nb_) || q % group + (k1 - k0 + nb_ - 1) / nb_ > group)
             throw Error("device LU: an update spans panels of two packed groups (a bug)");
-          gemm::fp16x3_gemm_packed_b(c, c1 - c0, r1 - r0, k1 - k0, -1.0f, at(k0, c0), n_,
-                                     gemm::Fp16x3PackedB{packed_row0(q) + r0 * packed_ld, packed_ld, nb_,
-                                                         gemm::kFp16x3UnitBoundShift},
-                                     1.0f, at(r0, c0), n_);
+          if constexpr (kFp32)
+            gemm::fp16x3_gemm_packed_b(c, c1 - c0, r1 - r0, k1 - k0, -1.0f, at(k0, c0), n_,
+                                       gemm::Fp16x3PackedB{packed_row0(q) + r0 * packed_ld, packed_ld, nb_,
+                                                           gemm::kFp16x3UnitBoundShift},
+                                       1.0f, at(r0, c0), n_);
         } else if (row_major_)  // cuBLAS sees the transposes: A22^T -= U12^T L21^T
-          update.run(c, gemm::GemmArgs<float>{gemm::Op::N, gemm::Op::N, c1 - c0, r1 - r0, k1 - k0, -1.0f, at(k0, c0),
-                                              n_, at(r0, k0), n_, 1.0f, at(r0, c0), n_, false});
+          update.run(c, gemm::GemmArgs<T>{gemm::Op::N, gemm::Op::N, c1 - c0, r1 - r0, k1 - k0, T(-1), at(k0, c0), n_,
+                                          at(r0, k0), n_, T(1), at(r0, c0), n_, false});
         else
-          update.run(c, gemm::GemmArgs<float>{gemm::Op::N, gemm::Op::N, r1 - r0, c1 - c0, k1 - k0, -1.0f, at(r0, k0),
-                                              n_, at(k0, c0), n_, 1.0f, at(r0, c0), n_, false});
+          update.run(c, gemm::GemmArgs<T>{gemm::Op::N, gemm::Op::N, r1 - r0, c1 - c0, k1 - k0, T(-1), at(r0, k0), n_,
+                                          at(k0, c0), n_, T(1), at(r0, c0), n_, false});
         profile.stop(Profile::Update, s);
       };
       profile.start(Profile::RightSwaps, s);
@@ -793,7 +837,7 @@ class DeviceEngine final : public Engine {
 
     to_chain.order(bulk, chain);
     profile.start(Profile::Panel, chain);
-    factor_panel(chain_ctx, 0, std::min<std::int64_t>(nb_, n_));
+    factor_panel(chain_ctx, f, 0, std::min<std::int64_t>(nb_, n_));
     profile.stop(Profile::Panel, chain);
     pack_l21(0);
     std::int64_t pending = 0;  // the first panel whose update the bulk columns lack
@@ -838,7 +882,7 @@ class DeviceEngine final : public Engine {
       apply_panels(chain_ctx, pending, p, next, after_next);
       swap_left_columns();
       profile.start(Profile::Panel, chain);
-      factor_panel(chain_ctx, next, after_next - next);
+      factor_panel(chain_ctx, f, next, after_next - next);
       profile.stop(Profile::Panel, chain);
       pack_l21(p + 1);
       // A bulk update once `group` panels are pending: the next panels' columns one by one (the
@@ -865,15 +909,33 @@ class DeviceEngine final : public Engine {
     }
   }
 
-  // The panel [j0, j0 + jb) of the FP32 factors, rows j0 .. n-1, in one cooperative launch
-  // (lu_kernels.cu: FP32 arithmetic inside the panel, so the pivot search sees FP32-accurate
-  // columns whatever the trailing update's arithmetic).
+  // The panel [j0, j0 + jb) of the factors f, rows j0 .. n-1, in one cooperative launch
+  // (lu_kernels.cu: FP32 arithmetic inside an FP32 panel, so the pivot search sees FP32-accurate
+  // columns whatever the trailing update's arithmetic; FP64 inside an FP64 one).
   // Then L11^-1 for the block-row solves (factor_blocked), in panel j0 / nb_'s slot.
-  void factor_panel(Context& ctx, std::int64_t j0, std::int64_t jb) {
-    float* diagonal = factors32_.data() + j0 + j0 * n_;
-    panel_->factor(diagonal, n_, n_ - j0, int(jb), pivots_.data() + j0, j0, first_zero_pivot_.data(), j0, ctx.stream(),
-                   row_major_);
-    invert_unit_lower(diagonal, n_, int(jb), l11_inverses_.data() + (j0 / nb_) * nb_ * nb_, ctx.stream(), row_major_);
+  template <class T>
+  void factor_panel(Context& ctx, T* f, std::int64_t j0, std::int64_t jb) {
+    T* diagonal = f + j0 + j0 * n_;
+    panel_workspace<T>().factor(diagonal, n_, n_ - j0, int(jb), pivots_.data() + j0, j0, first_zero_pivot_.data(), j0,
+                                ctx.stream(), row_major_);
+    invert_unit_lower(diagonal, n_, int(jb), block_row_buffers<T>().l11_inverses.data() + (j0 / nb_) * nb_ * nb_,
+                      ctx.stream(), row_major_);
+  }
+
+  // The cooperative panel kernel's workspace for T (created on first use).
+  template <class T>
+  PanelWorkspace<T>& panel_workspace() {
+    auto& workspace = [&]() -> std::unique_ptr<PanelWorkspace<T>>& {
+      if constexpr (std::is_same_v<T, float>) return panel32_;
+      else return panel64_;
+    }();
+    if (!workspace) workspace = std::make_unique<PanelWorkspace<T>>(n_, panel_blocks_);
+    return *workspace;
+  }
+  template <class T>
+  BlockRowBuffers<T>& block_row_buffers() {
+    if constexpr (std::is_same_v<T, float>) return block_rows32_;
+    else return block_rows64_;
   }
 
   // w := U^-1 L^-1 w for an n x k FP64 block with the current factors, in FP64 arithmetic. One or
@@ -977,8 +1039,8 @@ class DeviceEngine final : public Engine {
   // `transient`: a workspace that lives only during the current step.
   void track_peak(std::size_t transient = 0) {
     std::size_t bytes = transient + factors32_.bytes() + factors64_.bytes() + 2 * pivots_.bytes() + move_to_.bytes() +
-                        move_from_.bytes() + move_count_.bytes() + l11_inverses_.bytes() + u12_copy_chain_.bytes() +
-                        u12_copy_bulk_.bytes() + packed_l21_.bytes() + solve_buffer_.bytes() +
+                        move_from_.bytes() + move_count_.bytes() + block_rows32_.bytes() + block_rows64_.bytes() +
+                        packed_l21_.bytes() + solve_buffer_.bytes() +
                         solve64_.bytes() + row_factor_.bytes() + column_factor_.bytes() + vector_scale_.bytes() +
                         projection_.bytes() +
                         (triangular32_ ? triangular32_->bytes() : 0) +
@@ -1029,10 +1091,11 @@ class DeviceEngine final : public Engine {
   DeviceBuffer<double> projection_;    // orthogonalize: the projections of the two passes
   DeviceBuffer<int> pivots_, permutation_, info_, first_zero_pivot_;
   DeviceBuffer<int> move_to_, move_from_, move_count_;  // each panel's interchanges as row moves
-  DeviceBuffer<float> l11_inverses_;                    // each panel's L11^-1 (factor_panel)
-  DeviceBuffer<float> u12_copy_chain_, u12_copy_bulk_;  // A12 before U12 = L11^-1 A12 overwrites it
-  DeviceBuffer<std::uint16_t> packed_l21_;              // fp16x3: each group's L21 split once (factor_blocked)
-  std::unique_ptr<PanelWorkspace> panel_;
+  BlockRowBuffers<float> block_rows32_;     // for FP32 factors
+  BlockRowBuffers<double> block_rows64_;    // for FP64 factors
+  DeviceBuffer<std::uint16_t> packed_l21_;  // fp16x3: each group's L21 split once (factor_blocked)
+  std::unique_ptr<PanelWorkspace<float>> panel32_;
+  std::unique_ptr<PanelWorkspace<double>> panel64_;
   Profile profile_;
   std::unique_ptr<Context> panel_ctx_;  // the look-ahead panel's stream and cuBLAS handle
   cudaStream_t swap_stream_ = nullptr;  // the left-hand row interchanges

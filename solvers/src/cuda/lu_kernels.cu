@@ -30,7 +30,7 @@ unsigned blocks_for(std::int64_t total, int threads = 256) {
 // getrf on a tall panel does, costs several times more. Here one cooperative launch factors the
 // whole m x w panel (w <= kPanelMaxWidth). Each block owns a contiguous range of rows. The panel
 // is column-major or row-major (PanelArgs::row_major; the device LU factors row-major, where the
-// global accesses below run along rows). It is blocked by sub-panels of kPanelSubWidth columns
+// global accesses below run along rows). It is blocked by sub-panels of PanelTraits<T>::kSub columns
 // (LAPACK's getrf inside getrf2's place):
 //   a. the block loads its rows of the sub-panel into shared memory and, per column j:
 //      1. scales its part of column j - 1 by 1/pivot, updates column j by that pivot, and finds
@@ -48,40 +48,70 @@ unsigned blocks_for(std::int64_t total, int threads = 256) {
 //      solve per column of the rest of the panel) into shared memory; the owners of the rows
 //      store it in the next sub-panel's step b;
 //   d. updates its own rows of the rest of the panel: A22 -= L21 U12 (FP32, shared-memory L21).
-// FP32 throughout: these are a few percent of the LU's flops, and the pivot search then sees
-// FP32-accurate columns whatever the trailing update's arithmetic.
+// T = float for the cheap factorizations: FP32 throughout (a few percent of the LU's flops, and
+// the pivot search then sees FP32-accurate columns whatever the trailing update's arithmetic).
+// T = double for the FP64 LU (session 12). PanelTraits<T> holds what differs.
 constexpr int kPanelThreads = 512;
 constexpr int kPanelWarps = kPanelThreads / 32;
 constexpr int kPanelMinRowsPerBlock = 64;
-constexpr int kSub = kPanelSubWidth;
-constexpr int kTileStride = kSub + 1;   // padded row of the shared tile: no bank conflicts
-constexpr int kSlotWords = 1 + kSub;    // a block's publication: its candidate, the candidate's row
 constexpr unsigned kNoCandidate = 0xffffu;  // a block with no row at or below the diagonal
 constexpr unsigned kMaxTag = 0xffffu;       // tags are 16 bits; 0 is never current
-constexpr int kUpdateChunk = 32;        // columns of A22 one thread updates per task in step d
-static_assert(kSub == 32, "the interchange bookkeeping of step b uses one lane per sub-panel row");
 
-__host__ __device__ inline int round_up4(std::int64_t v) { return int((v + 3) / 4 * 4); }
+template <class T>
+struct PanelTraits;
+template <>
+struct PanelTraits<float> {
+  static constexpr int kSub = 32;               // sub-panel width
+  static constexpr int kWords = 1;              // tagged words per published value or candidate
+  static constexpr int kUpdateChunk = 32;       // step d, column-major: columns of A22 per task
+  static constexpr int kRowsPerUpdateTask = 8;  // step d, row-major: rows per task
+};
+// An FP64 row of a sub-panel takes twice the shared memory: 16-column sub-panels keep each
+// block's share of the rows, so the panel runs on as few multiprocessors as in FP32 and leaves
+// the rest to the DGEMMs. A value travels as two tagged words (its halves); smaller step-d tasks
+// keep the FP64 accumulators within the 128 registers a 512-thread block allows.
+template <>
+struct PanelTraits<double> {
+  static constexpr int kSub = 16;
+  static constexpr int kWords = 2;
+  static constexpr int kUpdateChunk = 16;
+  static constexpr int kRowsPerUpdateTask = 4;
+};
+template <class T>
+constexpr int kTileStride = PanelTraits<T>::kSub + 1;  // padded row of the shared tile: no bank conflicts
+template <class T>  // a block's publication: its candidate, then the candidate's row of the sub-panel
+constexpr int kSlotWords = PanelTraits<T>::kWords * (1 + PanelTraits<T>::kSub);
+static_assert(PanelTraits<float>::kSub <= 32 && PanelTraits<double>::kSub <= 32,
+              "the interchange bookkeeping of step a uses one lane per sub-panel row");
 
-// The dynamic shared memory of the panel kernel, in floats, in layout order (each part 16-byte
-// aligned; U12's rows padded with zeros to whole kUpdateChunks): the block's rows of the
+template <class T>
+__host__ __device__ inline int round_up_16_bytes(std::int64_t elements) {
+  constexpr int kPer16 = 16 / int(sizeof(T));
+  return int((elements + kPer16 - 1) / kPer16 * kPer16);
+}
+
+// The dynamic shared memory of the panel kernel, in elements of T, in layout order (each part
+// 16-byte aligned; U12's rows padded with zeros to whole update chunks): the block's rows of the
 // sub-panel, U12 and L11.
+template <class T>
 struct PanelShared {
+  static constexpr int kSub = PanelTraits<T>::kSub, kChunk = PanelTraits<T>::kUpdateChunk;
   int tile, u12_stride, u12, l11;
   __host__ __device__ PanelShared(int rows_per_block, int w)
-      : tile(round_up4(std::int64_t(rows_per_block) * kTileStride)),
-        u12_stride(w > kSub ? (w - kSub + kUpdateChunk - 1) / kUpdateChunk * kUpdateChunk : 0),
+      : tile(round_up_16_bytes<T>(std::int64_t(rows_per_block) * kTileStride<T>)),
+        u12_stride(w > kSub ? (w - kSub + kChunk - 1) / kChunk * kChunk : 0),
         u12(kSub * u12_stride),
-        l11(round_up4(kSub * kTileStride)) {}
-  __host__ __device__ std::size_t bytes() const { return std::size_t(tile + u12 + l11) * sizeof(float); }
+        l11(round_up_16_bytes<T>(kSub * kTileStride<T>)) {}
+  __host__ __device__ std::size_t bytes() const { return std::size_t(tile + u12 + l11) * sizeof(T); }
 };
 
+template <class T>
 struct PanelArgs {
-  float* a;
+  T* a;
   std::int64_t lda;
   int m, w, rows_per_block;
-  unsigned long long* exchange;  // [2][blocks * kSlotWords + kSub]: per column parity
-  float* moved_rows;             // [2 * kSub][kPanelMaxWidth]: step b's staging
+  unsigned long long* exchange;  // [2][blocks * kSlotWords + kSub * kWords]: per column parity
+  T* moved_rows;                 // [2 * kSub][kPanelMaxWidth]: step b's staging
   int* pivots;
   std::int64_t row_offset;
   int* first_zero_pivot;
@@ -90,14 +120,14 @@ struct PanelArgs {
   bool row_major;  // element (i, j) at a[j + i lda] (else a[i + j lda])
 };
 
-// Publications are 64-bit words, a 16-bit tag above a 48-bit payload (a float, or a block's
-// candidate: its row within the block above its |value|). 64-bit accesses are single-copy atomic,
-// so a reader that sees the current column's tag sees the current payload: no fence. Waiting for
-// every block's candidate word is the grid-wide barrier of the column; the winner's row and row j
-// follow in a second round trip (fetching every block's row at once instead was slower: L2
-// contention). A block overwrites a word of parity j % 2 for column j + 2 only after it has seen
-// every candidate of column j + 1, which each block published after it had fetched what it
-// needed of column j.
+// Publications are 64-bit words, a 16-bit tag above a 48-bit payload (32 bits of a value, or a
+// block's candidate: its row within the block above 32 bits of |value|; FP64 values take two
+// words, the high half first). 64-bit accesses are single-copy atomic, so a reader that sees the
+// current column's tag sees the current payload: no fence. Waiting for every block's candidate
+// word is the grid-wide barrier of the column; the winner's row and row j follow in a second
+// round trip (fetching every block's row at once instead was slower: L2 contention). A block
+// overwrites a word of parity j % 2 for column j + 2 only after it has seen every candidate of
+// column j + 1, which each block published after it had fetched what it needed of column j.
 __device__ inline void store_word(unsigned long long* word, unsigned long long v) {
   asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(word), "l"(v) : "memory");
 }
@@ -111,8 +141,38 @@ __device__ inline unsigned long long load_word(const unsigned long long* word) {
 }
 __device__ inline bool tagged(unsigned long long v, unsigned tag) { return static_cast<unsigned>(v >> 48) == tag; }
 
+// A value (a candidate: with its local row `local`, 16 bits, above the value's first 32 bits) as
+// PanelTraits<T>::kWords tagged words; the loads return whether every word carries `tag`.
+__device__ inline void publish_value(unsigned long long* w, unsigned tag, float v, unsigned local = 0) {
+  publish(w, tag, static_cast<unsigned long long>(local) << 32 | __float_as_uint(v));
+}
+__device__ inline void publish_value(unsigned long long* w, unsigned tag, double v, unsigned local = 0) {
+  const auto bits = static_cast<unsigned long long>(__double_as_longlong(v));
+  publish(w, tag, static_cast<unsigned long long>(local) << 32 | (bits >> 32));
+  publish(w + 1, tag, bits & 0xffffffffull);
+}
+__device__ inline bool load_value(const unsigned long long* w, unsigned tag, float& v, unsigned* local = nullptr) {
+  const unsigned long long word = load_word(w);
+  v = __uint_as_float(static_cast<unsigned>(word));
+  if (local) *local = static_cast<unsigned>(word >> 32) & 0xffffu;
+  return tagged(word, tag);
+}
+__device__ inline bool load_value(const unsigned long long* w, unsigned tag, double& v, unsigned* local = nullptr) {
+  const unsigned long long high = load_word(w), low = load_word(w + 1);
+  v = __longlong_as_double(static_cast<long long>((high & 0xffffffffull) << 32 | (low & 0xffffffffull)));
+  if (local) *local = static_cast<unsigned>(high >> 32) & 0xffffu;
+  return tagged(high, tag) && tagged(low, tag);
+}
+
+// fma and |x| in the panel's type (no silent promotion of FP32 to FP64).
+__device__ inline float multiply_add(float a, float b, float c) { return fmaf(a, b, c); }
+__device__ inline double multiply_add(double a, double b, double c) { return fma(a, b, c); }
+__device__ inline float magnitude(float v) { return fabsf(v); }
+__device__ inline double magnitude(double v) { return fabs(v); }
+
 // Combines two (|value|, row) candidates: the larger value, the lower row on ties. NaN never wins.
-__device__ inline void take_better(float& value, int& row, float other_value, int other_row) {
+template <class T>
+__device__ inline void take_better(T& value, int& row, T other_value, int other_row) {
   if (other_value > value || (other_value == value && other_row < row)) {
     value = other_value;
     row = other_row;
@@ -129,38 +189,66 @@ __device__ inline void warp_best(float& value, int& row) {
   row = __reduce_min_sync(0xffffffffu, key == best_key ? row : INT_MAX);
   value = best_key == 0u ? -1.0f : __uint_as_float(best_key - 1u);
 }
+// FP64: redux.sync takes 32-bit keys, so the high halves first, then the low halves of the lanes
+// that hold the largest high half.
+__device__ inline void warp_best(double& value, int& row) {
+  const auto bits = static_cast<unsigned long long>(__double_as_longlong(value));
+  const unsigned high = value >= 0.0 ? static_cast<unsigned>(bits >> 32) + 1u : 0u;
+  const unsigned best_high = __reduce_max_sync(0xffffffffu, high);
+  const unsigned low = high == best_high ? static_cast<unsigned>(bits) : 0u;
+  const unsigned best_low = __reduce_max_sync(0xffffffffu, low);
+  row = __reduce_min_sync(0xffffffffu, high == best_high && low == best_low ? row : INT_MAX);
+  value = best_high == 0u ? -1.0
+                          : __longlong_as_double(static_cast<long long>(
+                                static_cast<unsigned long long>(best_high - 1u) << 32 | best_low));
+}
+
+// Four consecutive values of U12 (16-byte aligned) in one or two vector loads.
+template <class T>
+struct Four {
+  T x, y, z, w;
+};
+__device__ inline Four<float> load_four(const float* p) {
+  const float4 v = *reinterpret_cast<const float4*>(p);
+  return {v.x, v.y, v.z, v.w};
+}
+__device__ inline Four<double> load_four(const double* p) {
+  const double2 a = *reinterpret_cast<const double2*>(p), b = *reinterpret_cast<const double2*>(p + 2);
+  return {a.x, a.y, b.x, b.y};
+}
 
 // Step d for a row-major panel: A22 -= L21 U12 on the block's rows [first, rows) and the `right`
 // columns from `column`. A task is kRowsPerUpdateTask rows x 4 columns; a warp's lanes take
 // consecutive column groups of the same rows, so global accesses are contiguous along the rows,
-// L21 is a shared-memory broadcast and U12 one float4 per k.
-constexpr int kRowsPerUpdateTask = 8;
-__device__ void update_rows_row_major(const PanelArgs& p, const float* tile, const float* u12, int u12_stride, int r0,
+// L21 is a shared-memory broadcast and U12 four values per k.
+template <class T>
+__device__ void update_rows_row_major(const PanelArgs<T>& p, const T* tile, const T* u12, int u12_stride, int r0,
                                       int first, int rows, int column, int right) {
-  const int groups = (right + 3) / 4, row_blocks = (rows - first + kRowsPerUpdateTask - 1) / kRowsPerUpdateTask;
+  constexpr int kSub = PanelTraits<T>::kSub, kTaskRows = PanelTraits<T>::kRowsPerUpdateTask;
+  const int groups = (right + 3) / 4, row_blocks = (rows - first + kTaskRows - 1) / kTaskRows;
   for (int task = threadIdx.x; task < row_blocks * groups; task += kPanelThreads) {
-    const int c0 = 4 * (task % groups), rb = first + kRowsPerUpdateTask * (task / groups);
-    float acc[kRowsPerUpdateTask][4];
+    const int c0 = 4 * (task % groups), rb = first + kTaskRows * (task / groups);
+    T acc[kTaskRows][4];
 #pragma unroll
-    for (int q = 0; q < kRowsPerUpdateTask; ++q)
+    for (int q = 0; q < kTaskRows; ++q)
 #pragma unroll
       for (int t = 0; t < 4; ++t)
         acc[q][t] = rb + q < rows && c0 + t < right ? __ldcg(p.a + std::int64_t(r0 + rb + q) * p.lda + column + c0 + t)
-                                                    : 0.0f;
+                                                    : T(0);
 #pragma unroll 8
     for (int k = 0; k < kSub; ++k) {
-      const float4 u4 = *reinterpret_cast<const float4*>(u12 + k * u12_stride + c0);  // zero past `right`
+      const Four<T> u4 = load_four(u12 + k * u12_stride + c0);  // zero past `right`
 #pragma unroll
-      for (int q = 0; q < kRowsPerUpdateTask; ++q) {
-        const float l = rb + q < rows ? tile[(rb + q) * kTileStride + k] : 0.0f;
-        acc[q][0] = fmaf(-l, u4.x, acc[q][0]);
-        acc[q][1] = fmaf(-l, u4.y, acc[q][1]);
-        acc[q][2] = fmaf(-l, u4.z, acc[q][2]);
-        acc[q][3] = fmaf(-l, u4.w, acc[q][3]);
+      for (int q = 0; q < kTaskRows; ++q) {
+        const T l = rb + q < rows ? tile[(rb + q) * kTileStride<T> + k] : T(0);
+        acc[q][0] = multiply_add(-l, u4.x, acc[q][0]);
+        acc[q][1] = multiply_add(-l, u4.y, acc[q][1]);
+        acc[q][2] = multiply_add(-l, u4.z, acc[q][2]);
+        acc[q][3] = multiply_add(-l, u4.w, acc[q][3]);
       }
     }
 #pragma unroll
-    for (int q = 0; q < kRowsPerUpdateTask; ++q)
+    for (int q = 0; q < kTaskRows; ++q)
 #pragma unroll
       for (int t = 0; t < 4; ++t)
         if (rb + q < rows && c0 + t < right) p.a[std::int64_t(r0 + rb + q) * p.lda + column + c0 + t] = acc[q][t];
@@ -212,20 +300,23 @@ struct SubPanelMoves {
   }
 };
 
-__global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
+template <class T>
+__global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs<T> p) {
+  constexpr int kSub = PanelTraits<T>::kSub, kWords = PanelTraits<T>::kWords, kStride = kTileStride<T>;
+  constexpr int kSlot = kSlotWords<T>;
   extern __shared__ float4 shared4[];
   const cg::grid_group grid = cg::this_grid();
   const int block = blockIdx.x, blocks = gridDim.x;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int r0 = block * p.rows_per_block;
   const int rows = max(0, min(p.m, r0 + p.rows_per_block) - r0);
-  const PanelShared layout(p.rows_per_block, p.w);
-  float* tile = reinterpret_cast<float*>(shared4);  // [local row * kTileStride + sub-panel column]
-  float* u12 = tile + layout.tile;                   // [k * u12_stride + column right of the sub-panel]
-  float* l11 = u12 + layout.u12;                     // [i * kTileStride + k]
-  __shared__ float warp_value[kPanelWarps];
+  const PanelShared<T> layout(p.rows_per_block, p.w);
+  T* tile = reinterpret_cast<T*>(shared4);  // [local row * kStride + sub-panel column]
+  T* u12 = tile + layout.tile;              // [k * u12_stride + column right of the sub-panel]
+  T* l11 = u12 + layout.u12;                // [i * kStride + k]
+  __shared__ T warp_value[kPanelWarps];
   __shared__ int warp_row[kPanelWarps];
-  __shared__ float pivot_rows[2][kSub];  // the pivot rows of columns of either parity
+  __shared__ T pivot_rows[2][kSub];  // the pivot rows of columns of either parity
   __shared__ int sub_pivots[kSub];
   __shared__ int move_to[2 * kSub], move_from[2 * kSub], moves;
   const auto owned = [&](int row) { return row >= r0 && row < r0 + rows; };
@@ -236,12 +327,11 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
     const int ws = min(kSub, p.w - s), right = p.w - s - ws;
     // a. The sub-panel, column by column. Rows [s - kSub, s) hold the previous sub-panel's U12,
     //    which reaches global memory only in step b (see step c): they come from shared memory.
-    //    Column-major: a warp reads 32 rows of one column; row-major: one row's 32 columns.
+    //    Column-major: a warp reads 32 rows of one column; row-major: one row's columns.
     const auto load_tile = [&](int r, int c) {
       const int row = r0 + r;
-      tile[r * kTileStride + c] = s > 0 && row >= s - kSub && row < s
-                                      ? u12[(row - (s - kSub)) * layout.u12_stride + c]
-                                      : __ldcg(p.a + row * rs + (s + c) * cs);
+      tile[r * kStride + c] = s > 0 && row >= s - kSub && row < s ? u12[(row - (s - kSub)) * layout.u12_stride + c]
+                                                                  : __ldcg(p.a + row * rs + (s + c) * cs);
     };
     if (p.row_major) {
       for (int idx = threadIdx.x; idx < rows * ws; idx += kPanelThreads) load_tile(idx / ws, idx % ws);
@@ -254,25 +344,25 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
     for (int jj = 0; jj < ws; ++jj) {
       const int j = s + jj;
       const unsigned tag = p.tag0 + unsigned(j);
-      unsigned long long* slots = p.exchange + (j & 1) * (blocks * kSlotWords + kSub);
-      unsigned long long* diagonal_slot = slots + blocks * kSlotWords;
+      unsigned long long* slots = p.exchange + (j & 1) * (blocks * kSlot + kSub * kWords);
+      unsigned long long* diagonal_slot = slots + blocks * kSlot;
       // 1. Column j - 1's pivot (a zero pivot leaves its column unscaled and updates nothing, as
       //    getf2): the multipliers of rows j and below and their update of column j, which the
       //    search reads; the update of the columns right of j follows in step 3, beside the
       //    exchange. Then this block's candidate: per warp, then over the warps.
-      const float* previous = pivot_rows[(jj + 1) & 1];  // the pivot row of column j - 1
-      const bool apply_previous = jj > 0 && previous[jj - 1] != 0.0f;
-      float best = -1.0f;
+      const T* previous = pivot_rows[(jj + 1) & 1];  // the pivot row of column j - 1
+      const bool apply_previous = jj > 0 && previous[jj - 1] != T(0);
+      T best = -1;
       int best_row = INT_MAX;
       for (int r = threadIdx.x; r < rows; r += kPanelThreads) {
         if (r0 + r < j) continue;
-        float* row = tile + r * kTileStride;
+        T* row = tile + r * kStride;
         if (apply_previous) {
-          const float l = row[jj - 1] / previous[jj - 1];
+          const T l = row[jj - 1] / previous[jj - 1];
           row[jj - 1] = l;
-          row[jj] = fmaf(-l, previous[jj], row[jj]);
+          row[jj] = multiply_add(-l, previous[jj], row[jj]);
         }
-        take_better(best, best_row, fabsf(row[jj]), r0 + r);
+        take_better(best, best_row, magnitude(row[jj]), r0 + r);
       }
       warp_best(best, best_row);
       if (lane == 0) {
@@ -280,65 +370,63 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
         warp_row[warp] = best_row;
       }
       __syncthreads();
-      best = lane < kPanelWarps ? warp_value[lane] : -1.0f;  // every warp learns the block's candidate
+      best = lane < kPanelWarps ? warp_value[lane] : T(-1);  // every warp learns the block's candidate
       best_row = lane < kPanelWarps ? warp_row[lane] : INT_MAX;
       warp_best(best, best_row);
       const bool found = best_row != INT_MAX;
       const int candidate = found ? best_row - r0 : -1, diagonal = owned(j) ? j - r0 : -1;  // local rows
       if (warp == 0) {
         // 2. Warp 0 completes the two rows it publishes (column j - 1's update right of j), then
-        //    publishes the block's candidate (the packed (local row, |value|) word and the
-        //    candidate's row of the sub-panel; row j where the block owns it), polls every
-        //    block's candidate word (one lane per block: one poller per word keeps the L2 quiet),
-        //    picks the winner (every block, redundantly), fetches the winner's row and row j (one
-        //    more round trip, 2 words per lane), and swaps rows j and p where this block owns them
-        //    (p, if owned, is the candidate: the winner is its block's best).
+        //    publishes the block's candidate (the local row above |value|, and the candidate's
+        //    row of the sub-panel; row j where the block owns it), polls every block's candidate
+        //    (one lane per block: one poller per word keeps the L2 quiet), picks the winner
+        //    (every block, redundantly), fetches the winner's row and row j (one more round
+        //    trip), and swaps rows j and p where this block owns them (p, if owned, is the
+        //    candidate: the winner is its block's best).
         if (apply_previous && lane > jj && lane < ws) {
           if (found) {
-            float* row = tile + candidate * kTileStride;
-            row[lane] = fmaf(-row[jj - 1], previous[lane], row[lane]);
+            T* row = tile + candidate * kStride;
+            row[lane] = multiply_add(-row[jj - 1], previous[lane], row[lane]);
           }
           if (diagonal >= 0 && diagonal != candidate) {
-            float* row = tile + diagonal * kTileStride;
-            row[lane] = fmaf(-row[jj - 1], previous[lane], row[lane]);
+            T* row = tile + diagonal * kStride;
+            row[lane] = multiply_add(-row[jj - 1], previous[lane], row[lane]);
           }
         }
-        // The candidate word first: every block waits for it, while the rows are read a round
-        // trip later (clock64 in block 0: the wait for every candidate fell by ~10%, the panels
-        // by 1-3%; H100, session 10).
-        if (lane == 0)
-          publish(slots + block * kSlotWords, tag,
-                  static_cast<unsigned long long>(found ? candidate : kNoCandidate) << 32 | __float_as_uint(best));
+        // The candidate first: every block waits for it, while the rows are read a round trip
+        // later (clock64 in block 0: the wait for every candidate fell by ~10%, the panels by
+        // 1-3%; H100, session 10).
+        if (lane == 0) publish_value(slots + block * kSlot, tag, best, found ? unsigned(candidate) : kNoCandidate);
         if (lane < ws) {
-          const float v = found ? tile[candidate * kTileStride + lane] : 0.0f;
-          publish(slots + block * kSlotWords + 1 + lane, tag, __float_as_uint(v));
-          if (diagonal >= 0) publish(diagonal_slot + lane, tag, __float_as_uint(tile[diagonal * kTileStride + lane]));
+          publish_value(slots + block * kSlot + kWords * (1 + lane), tag, found ? tile[candidate * kStride + lane] : T(0));
+          if (diagonal >= 0) publish_value(diagonal_slot + kWords * lane, tag, tile[diagonal * kStride + lane]);
         }
-        float v = -1.0f;
+        T v = -1;
         int row = INT_MAX;
         for (int b = lane; b < blocks; b += 32) {
-          unsigned long long word = load_word(slots + b * kSlotWords);
-          while (!tagged(word, tag)) word = load_word(slots + b * kSlotWords);
-          const unsigned local = static_cast<unsigned>(word >> 32) & 0xffffu;
-          const float bv = __uint_as_float(static_cast<unsigned>(word));
+          T bv;
+          unsigned local;
+          while (!load_value(slots + b * kSlot, tag, bv, &local)) {
+          }
           if (local != kNoCandidate) take_better(v, row, bv, b * p.rows_per_block + int(local));
         }
         warp_best(v, row);
         const int from = row == INT_MAX ? 0 : row / p.rows_per_block;  // the winner's block (block 0: none)
         const int pivot = row == INT_MAX ? j : row;  // an all-NaN column: a zero pivot at row j
         if (lane < ws) {
-          const unsigned long long* winner_word = slots + from * kSlotWords + 1 + lane;
-          unsigned long long diagonal_word = load_word(diagonal_slot + lane), winner = load_word(winner_word);
-          while (!tagged(diagonal_word, tag)) diagonal_word = load_word(diagonal_slot + lane);
-          while (!tagged(winner, tag)) winner = load_word(winner_word);
-          const float old_j = __uint_as_float(static_cast<unsigned>(diagonal_word));
-          const float moved = pivot == j ? old_j : __uint_as_float(static_cast<unsigned>(winner));
+          const unsigned long long* winner_words = slots + from * kSlot + kWords * (1 + lane);
+          T old_j, winner;
+          bool have_j = load_value(diagonal_slot + kWords * lane, tag, old_j);  // both loads in flight at once
+          bool have_winner = load_value(winner_words, tag, winner);
+          while (!have_j) have_j = load_value(diagonal_slot + kWords * lane, tag, old_j);
+          while (!have_winner) have_winner = load_value(winner_words, tag, winner);
+          const T moved = pivot == j ? old_j : winner;
           pivot_rows[jj & 1][lane] = moved;
           if (pivot != j) {
-            if (diagonal >= 0) tile[diagonal * kTileStride + lane] = moved;
-            if (owned(pivot)) tile[(pivot - r0) * kTileStride + lane] = old_j;
+            if (diagonal >= 0) tile[diagonal * kStride + lane] = moved;
+            if (owned(pivot)) tile[(pivot - r0) * kStride + lane] = old_j;
           }
-          if (lane == jj && block == 0 && moved == 0.0f) atomicMin(p.first_zero_pivot, int(p.column_offset + j));
+          if (lane == jj && block == 0 && moved == T(0)) atomicMin(p.first_zero_pivot, int(p.column_offset + j));
         }
         if (lane == 0) {
           sub_pivots[jj] = pivot;
@@ -353,9 +441,9 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
         if (apply_previous)
           for (int r = threadIdx.x - 32; r < rows; r += kPanelThreads - 32) {
             if (r0 + r < j || r == candidate || r == diagonal) continue;
-            float* row = tile + r * kTileStride;
-            const float l = row[jj - 1];
-            for (int c = jj + 1; c < ws; ++c) row[c] = fmaf(-l, previous[c], row[c]);
+            T* row = tile + r * kStride;
+            const T l = row[jj - 1];
+            for (int c = jj + 1; c < ws; ++c) row[c] = multiply_add(-l, previous[c], row[c]);
           }
       }
       __syncthreads();
@@ -365,10 +453,10 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
       moves_of_sub_panel.emit(move_to, move_from, &moves);
     }
     {  // the multipliers of the sub-panel's last column
-      const float* last = pivot_rows[(ws - 1) & 1];
-      if (last[ws - 1] != 0.0f)
+      const T* last = pivot_rows[(ws - 1) & 1];
+      if (last[ws - 1] != T(0))
         for (int r = threadIdx.x; r < rows; r += kPanelThreads)
-          if (r0 + r > s + ws - 1) tile[r * kTileStride + ws - 1] /= last[ws - 1];
+          if (r0 + r > s + ws - 1) tile[r * kStride + ws - 1] /= last[ws - 1];
     }
     __syncthreads();
     // Rows above s are unchanged, or the previous U12 (step b stores it).
@@ -376,12 +464,12 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
       const int stored = max(0, s - r0);
       for (int idx = threadIdx.x; idx < (rows - stored) * ws; idx += kPanelThreads) {
         const int r = stored + idx / ws, c = idx % ws;
-        p.a[(r0 + r) * rs + s + c] = tile[r * kTileStride + c];
+        p.a[(r0 + r) * rs + s + c] = tile[r * kStride + c];
       }
     } else {
       for (int c = 0; c < ws; ++c)
         for (int r = max(0, s - r0) + threadIdx.x; r < rows; r += kPanelThreads)
-          p.a[(r0 + r) + (s + c) * cs] = tile[r * kTileStride + c];
+          p.a[(r0 + r) + (s + c) * cs] = tile[r * kStride + c];
     }
     if (p.w == ws) break;  // a panel of one sub-panel is done
 
@@ -392,7 +480,7 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
     constexpr int kPerLane = kPanelMaxWidth / 32;
     for (int mv = warp; mv < moves; mv += kPanelThreads / 32) {
       if (!owned(move_from[mv])) continue;
-      float v[kPerLane];
+      T v[kPerLane];
 #pragma unroll
       for (int q = 0; q < kPerLane; ++q)
         if (lane + 32 * q < others) v[q] = __ldcg(p.a + move_from[mv] * rs + column_of(lane + 32 * q));
@@ -403,7 +491,7 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
     grid.sync();
     for (int mv = warp; mv < moves; mv += kPanelThreads / 32) {
       if (!owned(move_to[mv])) continue;
-      float v[kPerLane];
+      T v[kPerLane];
 #pragma unroll
       for (int q = 0; q < kPerLane; ++q)
         if (lane + 32 * q < others) v[q] = __ldcg(p.moved_rows + mv * kPanelMaxWidth + lane + 32 * q);
@@ -428,52 +516,53 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs p) {
     //    synchronisation: storing it now would race with slower blocks still reading A12.
     for (int idx = threadIdx.x; idx < kSub * kSub; idx += kPanelThreads) {
       const int i = p.row_major ? idx / kSub : idx % kSub, k = p.row_major ? idx % kSub : idx / kSub;
-      l11[i * kTileStride + k] = k < i ? __ldcg(p.a + (s + i) * rs + (s + k) * cs) : 0.0f;
+      l11[i * kStride + k] = k < i ? __ldcg(p.a + (s + i) * rs + (s + k) * cs) : T(0);
     }
     __syncthreads();
     for (int c = threadIdx.x; c < layout.u12_stride; c += kPanelThreads) {
-      float column[kSub];
-      const float* a12 = p.a + s * rs + std::int64_t(s + kSub + c) * cs;
+      T column[kSub];
+      const T* a12 = p.a + s * rs + std::int64_t(s + kSub + c) * cs;
 #pragma unroll
-      for (int i = 0; i < kSub; ++i) column[i] = c < right ? __ldcg(a12 + i * rs) : 0.0f;
+      for (int i = 0; i < kSub; ++i) column[i] = c < right ? __ldcg(a12 + i * rs) : T(0);
 #pragma unroll
       for (int k = 0; k < kSub; ++k)
 #pragma unroll
-        for (int i = k + 1; i < kSub; ++i) column[i] = fmaf(-l11[i * kTileStride + k], column[k], column[i]);
+        for (int i = k + 1; i < kSub; ++i) column[i] = multiply_add(-l11[i * kStride + k], column[k], column[i]);
 #pragma unroll
       for (int i = 0; i < kSub; ++i) u12[i * layout.u12_stride + c] = column[i];
     }
     __syncthreads();
     // d. A22 -= L21 U12 on this block's rows below the sub-panel; a task is one row and
-    //    kUpdateChunk columns, loaded at once (one round trip), U12 read as broadcast float4s.
+    //    kUpdateChunk columns, loaded at once (one round trip), U12 read as vectors of four.
     const int first = max(0, s + kSub - r0), update_rows = rows - first;
     if (p.row_major) {
       update_rows_row_major(p, tile, u12, layout.u12_stride, r0, first, rows, s + kSub, right);
       __syncthreads();  // the tile is reloaded next
       continue;
     }
-    const int chunks = (right + kUpdateChunk - 1) / kUpdateChunk;
+    constexpr int kChunk = PanelTraits<T>::kUpdateChunk;
+    const int chunks = (right + kChunk - 1) / kChunk;
     for (int task = threadIdx.x; task < update_rows * chunks; task += kPanelThreads) {
-      const int r = first + task % update_rows, c0 = (task / update_rows) * kUpdateChunk;
-      float* out = p.a + (r0 + r) * rs + std::int64_t(s + kSub + c0) * cs;
-      float acc[kUpdateChunk];
+      const int r = first + task % update_rows, c0 = (task / update_rows) * kChunk;
+      T* out = p.a + (r0 + r) * rs + std::int64_t(s + kSub + c0) * cs;
+      T acc[kChunk];
 #pragma unroll
-      for (int q = 0; q < kUpdateChunk; ++q) acc[q] = c0 + q < right ? __ldcg(out + std::int64_t(q) * cs) : 0.0f;
+      for (int q = 0; q < kChunk; ++q) acc[q] = c0 + q < right ? __ldcg(out + std::int64_t(q) * cs) : T(0);
 #pragma unroll
       for (int k = 0; k < kSub; ++k) {
-        const float l = tile[r * kTileStride + k];
-        const float* u = u12 + k * layout.u12_stride + c0;  // zero past `right`, up to the stride
+        const T l = tile[r * kStride + k];
+        const T* u = u12 + k * layout.u12_stride + c0;  // zero past `right`, up to the stride
 #pragma unroll
-        for (int q = 0; q < kUpdateChunk; q += 4) {
-          const float4 u4 = *reinterpret_cast<const float4*>(u + q);
-          acc[q] = fmaf(-l, u4.x, acc[q]);
-          acc[q + 1] = fmaf(-l, u4.y, acc[q + 1]);
-          acc[q + 2] = fmaf(-l, u4.z, acc[q + 2]);
-          acc[q + 3] = fmaf(-l, u4.w, acc[q + 3]);
+        for (int q = 0; q < kChunk; q += 4) {
+          const Four<T> u4 = load_four(u + q);
+          acc[q] = multiply_add(-l, u4.x, acc[q]);
+          acc[q + 1] = multiply_add(-l, u4.y, acc[q + 1]);
+          acc[q + 2] = multiply_add(-l, u4.z, acc[q + 2]);
+          acc[q + 3] = multiply_add(-l, u4.w, acc[q + 3]);
         }
       }
 #pragma unroll
-      for (int q = 0; q < kUpdateChunk; ++q)
+      for (int q = 0; q < kChunk; ++q)
         if (c0 + q < right) out[std::int64_t(q) * cs] = acc[q];
     }
     __syncthreads();  // the tile is reloaded next
@@ -570,16 +659,17 @@ __global__ void __launch_bounds__(kPanelMaxWidth)
 constexpr int kMovesPerLane = kMaxMoves / 32;
 constexpr int kMoveWarps = 4;  // columns per block
 
+template <class T>
 __global__ void __launch_bounds__(32 * kMoveWarps)
-    apply_row_moves_kernel(float* a, std::int64_t lda, const int* to, const int* from, const int* moves,
+    apply_row_moves_kernel(T* a, std::int64_t lda, const int* to, const int* from, const int* moves,
                            std::int64_t c0, std::int64_t c1, std::int64_t skip0, std::int64_t skip1) {
   const int lane = threadIdx.x & 31;
   std::int64_t c = c0 + std::int64_t(blockIdx.x) * kMoveWarps + (threadIdx.x >> 5);
   if (c >= skip0) c += skip1 - skip0;
   if (c >= c1) return;
   const int count = *moves;
-  float* column = a + c * lda;
-  float v[kMovesPerLane];
+  T* column = a + c * lda;
+  T v[kMovesPerLane];
 #pragma unroll
   for (int q = 0; q < kMovesPerLane; ++q)
     if (lane + 32 * q < count) v[q] = column[from[lane + 32 * q]];
@@ -590,33 +680,37 @@ __global__ void __launch_bounds__(32 * kMoveWarps)
 }
 
 // The same for a row-major matrix (element (i, j) at a[j + i lda]): a moved row is a contiguous
-// run. A block takes kRowMoveColumns columns (two 32-byte sectors) of every moved row: all of
-// them are loaded into shared memory (32 KB) before any is stored (the moves form cycles). The
+// run. A block takes kRowMoveColumns<T> columns (64 bytes: two 32-byte sectors) of every moved
+// row: all of them are loaded into shared memory (32 KB) before any is stored (the moves form
+// cycles). The
 // move list is staged in shared memory first, and each thread issues kMoveBatch loads before it
 // waits: with the row indices loaded from global memory inside the loop, each of a thread's up to
 // 32 moves cost two dependent round trips (H100, session 10: the LU's interchanges on all streams
 // took 44.7 ms at n = 32768, now 21.1 ms; 16.1 -> 7.7 ms at n = 16384).
-constexpr int kRowMoveColumns = 16;
+template <class T>
+constexpr int kRowMoveColumns = 64 / int(sizeof(T));
 constexpr int kMoveBatch = 8;
+template <class T>
 __global__ void __launch_bounds__(256)
-    apply_row_moves_row_major_kernel(float* a, std::int64_t lda, const int* to, const int* from, const int* moves,
+    apply_row_moves_row_major_kernel(T* a, std::int64_t lda, const int* to, const int* from, const int* moves,
                                      std::int64_t c0, std::int64_t c1, std::int64_t skip0, std::int64_t skip1) {
-  __shared__ float staged[kMaxMoves][kRowMoveColumns];
+  constexpr int kColumns = kRowMoveColumns<T>;
+  __shared__ T staged[kMaxMoves][kColumns];
   __shared__ int move_to[kMaxMoves], move_from[kMaxMoves];
   const int count = *moves;
   for (int mv = threadIdx.x; mv < count; mv += blockDim.x) {
     move_to[mv] = to[mv];
     move_from[mv] = from[mv];
   }
-  const std::int64_t first = c0 + std::int64_t(blockIdx.x) * kRowMoveColumns;
-  const int lane = threadIdx.x % kRowMoveColumns, group = threadIdx.x / kRowMoveColumns;
-  const int groups = blockDim.x / kRowMoveColumns;
+  const std::int64_t first = c0 + std::int64_t(blockIdx.x) * kColumns;
+  const int lane = threadIdx.x % kColumns, group = threadIdx.x / kColumns;
+  const int groups = blockDim.x / kColumns;
   std::int64_t c = first + lane;  // columns [skip0, skip1) are left out of the numbering
   if (c >= skip0) c += skip1 - skip0;
   const bool inside = c < c1;
   __syncthreads();
   for (int base = group; inside && base < count; base += kMoveBatch * groups) {
-    float v[kMoveBatch];
+    T v[kMoveBatch];
 #pragma unroll
     for (int b = 0; b < kMoveBatch; ++b) {
       const int mv = base + b * groups;
@@ -631,15 +725,15 @@ __global__ void __launch_bounds__(256)
 }
 
 // L^-1 for the unit lower triangle of a w x w block (the diagonal is taken as 1), in FP64
-// arithmetic, stored as FP32 row-major w x w. A block of kPanelMaxWidth threads computes
+// arithmetic, stored as T (a's type) row-major w x w. A block of kPanelMaxWidth threads computes
 // kInverseColumns columns of the inverse by column-oriented forward substitution: thread i holds
 // row i of those columns; at step k row k is final and is broadcast through shared memory, and
 // every row below subtracts L(i, k) times it. One barrier per step; L(i, k) for thread i runs
 // along its row, so the row-major factors are read one cache line per 32 steps.
 constexpr int kInverseColumns = 8;
+template <class T>
 __global__ void __launch_bounds__(kPanelMaxWidth)
-    invert_unit_lower_kernel(const float* a, std::int64_t row_stride, std::int64_t column_stride, int w,
-                             float* inverse) {
+    invert_unit_lower_kernel(const T* a, std::int64_t row_stride, std::int64_t column_stride, int w, T* inverse) {
   __shared__ double row_k[2][kInverseColumns];
   const int c0 = blockIdx.x * kInverseColumns, i = threadIdx.x;
   double x[kInverseColumns];
@@ -649,7 +743,7 @@ __global__ void __launch_bounds__(kPanelMaxWidth)
 #pragma unroll
     for (int c = 0; c < kInverseColumns; ++c) row_k[c0 & 1][c] = x[c];
   __syncthreads();
-  const float* row = a + std::int64_t(min(i, w - 1)) * row_stride;
+  const T* row = a + std::int64_t(min(i, w - 1)) * row_stride;
   for (int k = c0; k < w - 1; ++k) {
     if (i > k && i < w) {
       const double l = row[k * column_stride];
@@ -664,7 +758,7 @@ __global__ void __launch_bounds__(kPanelMaxWidth)
   if (i < w)
 #pragma unroll
     for (int c = 0; c < kInverseColumns; ++c)
-      if (c0 + c < w) inverse[std::int64_t(i) * w + c0 + c] = float(x[c]);
+      if (c0 + c < w) inverse[std::int64_t(i) * w + c0 + c] = T(x[c]);
 }
 
 template <class T>
@@ -923,7 +1017,8 @@ __global__ void __launch_bounds__(kSolveThreads, 1)
 
 // ---------------------------------------------------------------------------------------------
 
-PanelWorkspace::PanelWorkspace(std::int64_t max_rows, int max_blocks) {
+template <class T>
+PanelWorkspace<T>::PanelWorkspace(std::int64_t max_rows, int max_blocks) {
   int device = 0, sms = 0, max_shared = 0, cooperative = 0;
   MIXSOLVE_CUDA_CHECK(cudaGetDevice(&device));
   MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -933,23 +1028,25 @@ PanelWorkspace::PanelWorkspace(std::int64_t max_rows, int max_blocks) {
   // enough blocks for each block's rows of a sub-panel to fit in its shared memory beside U12
   // and L11 (and the kernel's static shared variables).
   cudaFuncAttributes attributes{};
-  MIXSOLVE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, panel_lu_kernel));
+  MIXSOLVE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, panel_lu_kernel<T>));
   const int max_dynamic = max_shared - int(attributes.sharedSizeBytes);
-  const std::size_t fixed = PanelShared(0, kPanelMaxWidth).bytes();
+  const std::size_t fixed = PanelShared<T>(0, kPanelMaxWidth).bytes();
   const std::int64_t fit =
-      std::max<std::int64_t>(0, std::int64_t(max_dynamic) - std::int64_t(fixed)) / (kTileStride * sizeof(float));
+      std::max<std::int64_t>(0, std::int64_t(max_dynamic) - std::int64_t(fixed)) / (kTileStride<T> * sizeof(T));
   const std::int64_t least = fit > 0 ? (max_rows + fit - 1) / fit : std::int64_t(sms) + 1;
   grid_ = int(std::min<std::int64_t>(sms, std::max<std::int64_t>(least, max_blocks > 0 ? max_blocks : sms)));
   supported_ = cooperative != 0 && max_rows > 0 && least <= sms;
   if (!supported_) return;
-  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(panel_lu_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_dynamic));
-  exchange_ = DeviceBuffer<unsigned long long>(2 * (std::size_t(grid_) * kSlotWords + kSub));
-  moved_rows_ = DeviceBuffer<float>(2 * kSub * kPanelMaxWidth);
+  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(panel_lu_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, max_dynamic));
+  constexpr int kSub = PanelTraits<T>::kSub, kWords = PanelTraits<T>::kWords;
+  exchange_ = DeviceBuffer<unsigned long long>(2 * (std::size_t(grid_) * kSlotWords<T> + kSub * kWords));
+  moved_rows_ = DeviceBuffer<T>(2 * kSub * kPanelMaxWidth);
   MIXSOLVE_CUDA_CHECK(cudaMemset(exchange_.data(), 0, exchange_.bytes()));  // tag 0 is never current
 }
 
-void PanelWorkspace::factor(float* a, std::int64_t lda, std::int64_t m, int w, int* pivots, std::int64_t row_offset,
-                            int* first_zero_pivot, std::int64_t column_offset, cudaStream_t stream, bool row_major) {
+template <class T>
+void PanelWorkspace<T>::factor(T* a, std::int64_t lda, std::int64_t m, int w, int* pivots, std::int64_t row_offset,
+                               int* first_zero_pivot, std::int64_t column_offset, cudaStream_t stream, bool row_major) {
   if (w <= 0) return;
   if (w > kPanelMaxWidth || w > m)
     throw InvalidArgument("PanelWorkspace::factor: w = " + std::to_string(w) + " must be at most kPanelMaxWidth = " +
@@ -959,25 +1056,28 @@ void PanelWorkspace::factor(float* a, std::int64_t lda, std::int64_t m, int w, i
     next_tag_ = 1;
   }
   const int blocks = int(std::min<std::int64_t>(grid_, (m + kPanelMinRowsPerBlock - 1) / kPanelMinRowsPerBlock));
-  PanelArgs args{a,
-                 lda,
-                 int(m),
-                 w,
-                 int((m + blocks - 1) / blocks),
-                 exchange_.data(),
-                 moved_rows_.data(),
-                 pivots,
-                 row_offset,
-                 first_zero_pivot,
-                 column_offset,
-                 next_tag_,
-                 row_major};
+  PanelArgs<T> args{a,
+                    lda,
+                    int(m),
+                    w,
+                    int((m + blocks - 1) / blocks),
+                    exchange_.data(),
+                    moved_rows_.data(),
+                    pivots,
+                    row_offset,
+                    first_zero_pivot,
+                    column_offset,
+                    next_tag_,
+                    row_major};
   next_tag_ += unsigned(w);
-  const std::size_t shared = PanelShared(args.rows_per_block, w).bytes();
+  const std::size_t shared = PanelShared<T>(args.rows_per_block, w).bytes();
   void* params[] = {&args};
-  MIXSOLVE_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(panel_lu_kernel), dim3(blocks),
+  MIXSOLVE_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(panel_lu_kernel<T>), dim3(blocks),
                                                   dim3(kPanelThreads), params, shared, stream));
 }
+
+template class PanelWorkspace<float>;
+template class PanelWorkspace<double>;
 
 void interchanges_to_moves(const int* pivots, std::int64_t first, int count, int* to, int* from, int* moves,
                            cudaStream_t stream) {
@@ -988,34 +1088,42 @@ void interchanges_to_moves(const int* pivots, std::int64_t first, int count, int
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 
-void apply_row_moves(float* a, std::int64_t lda, const int* to, const int* from, const int* moves, std::int64_t c0,
+template <class T>
+void apply_row_moves(T* a, std::int64_t lda, const int* to, const int* from, const int* moves, std::int64_t c0,
                      std::int64_t c1, std::int64_t skip0, std::int64_t skip1, cudaStream_t stream, bool row_major) {
   skip0 = std::clamp(skip0, c0, c1);
   skip1 = std::clamp(skip1, skip0, c1);
   const std::int64_t columns = (c1 - c0) - (skip1 - skip0);
   if (columns <= 0) return;
   if (row_major) {
-    apply_row_moves_row_major_kernel<<<unsigned((columns + kRowMoveColumns - 1) / kRowMoveColumns), 256, 0, stream>>>(
+    constexpr int kColumns = kRowMoveColumns<T>;
+    apply_row_moves_row_major_kernel<T><<<unsigned((columns + kColumns - 1) / kColumns), 256, 0, stream>>>(
         a, lda, to, from, moves, c0, c1, skip0, skip1);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     return;
   }
-  apply_row_moves_kernel<<<unsigned((columns + kMoveWarps - 1) / kMoveWarps), 32 * kMoveWarps, 0, stream>>>(
+  apply_row_moves_kernel<T><<<unsigned((columns + kMoveWarps - 1) / kMoveWarps), 32 * kMoveWarps, 0, stream>>>(
       a, lda, to, from, moves, c0, c1, skip0, skip1);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
+template void apply_row_moves<float>(float*, std::int64_t, const int*, const int*, const int*, std::int64_t,
+                                     std::int64_t, std::int64_t, std::int64_t, cudaStream_t, bool);
+template void apply_row_moves<double>(double*, std::int64_t, const int*, const int*, const int*, std::int64_t,
+                                      std::int64_t, std::int64_t, std::int64_t, cudaStream_t, bool);
 
-void invert_unit_lower(const float* a, std::int64_t lda, int w, float* inverse, cudaStream_t stream,
-                       bool row_major) {
+template <class T>
+void invert_unit_lower(const T* a, std::int64_t lda, int w, T* inverse, cudaStream_t stream, bool row_major) {
   if (w <= 0) return;
   if (w > kPanelMaxWidth)
     throw InvalidArgument("invert_unit_lower: w = " + std::to_string(w) + " exceeds kPanelMaxWidth = " +
                           std::to_string(kPanelMaxWidth));
   const std::int64_t row_stride = row_major ? lda : 1, column_stride = row_major ? 1 : lda;
-  invert_unit_lower_kernel<<<unsigned((w + kInverseColumns - 1) / kInverseColumns), kPanelMaxWidth, 0, stream>>>(
+  invert_unit_lower_kernel<T><<<unsigned((w + kInverseColumns - 1) / kInverseColumns), kPanelMaxWidth, 0, stream>>>(
       a, row_stride, column_stride, w, inverse);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
+template void invert_unit_lower<float>(const float*, std::int64_t, int, float*, cudaStream_t, bool);
+template void invert_unit_lower<double>(const double*, std::int64_t, int, double*, cudaStream_t, bool);
 
 void pivots_to_permutation(const int* pivots, std::int64_t n, int* permutation, cudaStream_t stream) {
   std::vector<int> p(n), perm(n);

@@ -10,13 +10,13 @@
 
 namespace mixsolve::solvers_detail {
 
-// The cooperative panel kernel factors panels of up to kPanelMaxWidth columns in one launch,
-// kPanelSubWidth columns at a time in shared memory.
-constexpr int kPanelSubWidth = 32;
+// The cooperative panel kernel factors panels of up to kPanelMaxWidth columns in one launch, a
+// sub-panel (32 FP32 or 16 FP64 columns) at a time in shared memory.
 constexpr int kPanelMaxWidth = 256;
 
 // Scratch the cooperative panel kernel exchanges its per-block pivot candidates and interchanged
-// rows through.
+// rows through. T = float (FP32 factors, FP32 arithmetic) or double (FP64).
+template <class T>
 class PanelWorkspace {
  public:
   // Sized for panels of up to `max_rows` rows on the current device, on at most `max_blocks`
@@ -34,7 +34,7 @@ class PanelWorkspace {
   // leaves that column unscaled. One launch, one grid-wide exchange per column, no host
   // synchronisation. Launches on one workspace must be ordered (one stream, or events).
   // row_major: element (i, j) is a[j + i lda] (else a[i + j lda]).
-  void factor(float* a, std::int64_t lda, std::int64_t m, int w, int* pivots, std::int64_t row_offset,
+  void factor(T* a, std::int64_t lda, std::int64_t m, int w, int* pivots, std::int64_t row_offset,
               int* first_zero_pivot, std::int64_t column_offset, cudaStream_t stream, bool row_major = false);
 
  private:
@@ -42,7 +42,7 @@ class PanelWorkspace {
   int grid_ = 0;
   unsigned next_tag_ = 1;                      // of the next launch's first column
   DeviceBuffer<unsigned long long> exchange_;  // tagged publications
-  DeviceBuffer<float> moved_rows_;
+  DeviceBuffer<T> moved_rows_;
 };
 
 // The sequential row interchanges pivots[first .. first+count) (count <= kPanelMaxWidth, global
@@ -52,17 +52,18 @@ void interchanges_to_moves(const int* pivots, std::int64_t first, int count, int
                            cudaStream_t stream);
 
 // Applies such moves to the columns [c0, c1) of a except those in [skip0, skip1); a is
-// row-major (element (i, j) at a[j + i lda]) where row_major is set.
-void apply_row_moves(float* a, std::int64_t lda, const int* to, const int* from, const int* moves, std::int64_t c0,
+// row-major (element (i, j) at a[j + i lda]) where row_major is set. T = float or double.
+template <class T>
+void apply_row_moves(T* a, std::int64_t lda, const int* to, const int* from, const int* moves, std::int64_t c0,
                      std::int64_t c1, std::int64_t skip0, std::int64_t skip1, cudaStream_t stream,
                      bool row_major = false);
 
 // inverse (w x w, row-major, ld w) = L^-1 for the unit lower triangle of the w x w block `a`
-// (w <= kPanelMaxWidth; a row-major where row_major is set), computed in FP64 arithmetic. The LU
-// applies L11^-1 to a panel's block row as a GEMM with it: cublasStrsm with 256 rows ran far
-// below the memory bandwidth that product needs.
-void invert_unit_lower(const float* a, std::int64_t lda, int w, float* inverse, cudaStream_t stream,
-                       bool row_major = false);
+// (w <= kPanelMaxWidth; a row-major where row_major is set), computed in FP64 arithmetic and
+// stored as T (float or double, a's type). The LU applies L11^-1 to a panel's block row as a GEMM
+// with it: cublasStrsm with 256 rows ran far below the memory bandwidth that product needs.
+template <class T>
+void invert_unit_lower(const T* a, std::int64_t lda, int w, T* inverse, cudaStream_t stream, bool row_major = false);
 
 // The row permutation of a factorization's sequential interchanges, as a gather list:
 // (P y)[i] = y[permutation[i]]. Computed on the host from the device pivots (one copy).
