@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -30,7 +31,7 @@ unsigned blocks_for(std::int64_t total, int threads = 256) {
 // getrf on a tall panel does, costs several times more. Here one cooperative launch factors the
 // whole m x w panel (w <= kPanelMaxWidth). Each block owns a contiguous range of rows. The panel
 // is column-major or row-major (PanelArgs::row_major; the device LU factors row-major, where the
-// global accesses below run along rows). It is blocked by sub-panels of PanelTraits<T>::kSub columns
+// global accesses below run along rows). It is blocked by sub-panels of kSub columns
 // (LAPACK's getrf inside getrf2's place):
 //   a. the block loads its rows of the sub-panel into shared memory and, per column j:
 //      1. scales its part of column j - 1 by 1/pivot, updates column j by that pivot, and finds
@@ -61,28 +62,28 @@ template <class T>
 struct PanelTraits;
 template <>
 struct PanelTraits<float> {
-  static constexpr int kSub = 32;               // sub-panel width
+  static constexpr int kNarrowSub = 32;         // the narrowest sub-panel (the widest is 32)
   static constexpr int kWords = 1;              // tagged words per published value or candidate
   static constexpr int kUpdateChunk = 32;       // step d, column-major: columns of A22 per task
   static constexpr int kRowsPerUpdateTask = 8;  // step d, row-major: rows per task
 };
-// An FP64 row of a sub-panel takes twice the shared memory: 16-column sub-panels keep each
-// block's share of the rows, so the panel runs on as few multiprocessors as in FP32 and leaves
-// the rest to the DGEMMs. A value travels as two tagged words (its halves); smaller step-d tasks
-// keep the FP64 accumulators within the 128 registers a 512-thread block allows.
+// An FP64 row of a sub-panel takes twice the shared memory: where a block's rows of a 32-column
+// sub-panel do not fit (m = 32768 on 32 blocks), 16-column sub-panels keep each block's share of
+// the rows, so the panel runs on as few multiprocessors as in FP32 and leaves the rest to the
+// DGEMMs. A value travels as two tagged words (its halves); smaller step-d tasks keep the FP64
+// accumulators within the 128 registers a 512-thread block allows.
 template <>
 struct PanelTraits<double> {
-  static constexpr int kSub = 16;
+  static constexpr int kNarrowSub = 16;
   static constexpr int kWords = 2;
   static constexpr int kUpdateChunk = 16;
   static constexpr int kRowsPerUpdateTask = 4;
 };
-template <class T>
-constexpr int kTileStride = PanelTraits<T>::kSub + 1;  // padded row of the shared tile: no bank conflicts
-template <class T>  // a block's publication: its candidate, then the candidate's row of the sub-panel
-constexpr int kSlotWords = PanelTraits<T>::kWords * (1 + PanelTraits<T>::kSub);
-static_assert(PanelTraits<float>::kSub <= 32 && PanelTraits<double>::kSub <= 32,
-              "the interchange bookkeeping of step a uses one lane per sub-panel row");
+constexpr int kWideSub = 32;  // the interchange bookkeeping of step a uses one lane per sub-panel row
+template <int kSub>
+constexpr int kTileStride = kSub + 1;  // padded row of the shared tile: no bank conflicts
+template <class T, int kSub>  // a block's publication: its candidate, then the candidate's row of the sub-panel
+constexpr int kSlotWords = PanelTraits<T>::kWords * (1 + kSub);
 
 template <class T>
 __host__ __device__ inline int round_up_16_bytes(std::int64_t elements) {
@@ -93,15 +94,15 @@ __host__ __device__ inline int round_up_16_bytes(std::int64_t elements) {
 // The dynamic shared memory of the panel kernel, in elements of T, in layout order (each part
 // 16-byte aligned; U12's rows padded with zeros to whole update chunks): the block's rows of the
 // sub-panel, U12 and L11.
-template <class T>
+template <class T, int kSub>
 struct PanelShared {
-  static constexpr int kSub = PanelTraits<T>::kSub, kChunk = PanelTraits<T>::kUpdateChunk;
+  static constexpr int kChunk = PanelTraits<T>::kUpdateChunk;
   int tile, u12_stride, u12, l11;
   __host__ __device__ PanelShared(int rows_per_block, int w)
-      : tile(round_up_16_bytes<T>(std::int64_t(rows_per_block) * kTileStride<T>)),
+      : tile(round_up_16_bytes<T>(std::int64_t(rows_per_block) * kTileStride<kSub>)),
         u12_stride(w > kSub ? (w - kSub + kChunk - 1) / kChunk * kChunk : 0),
         u12(kSub * u12_stride),
-        l11(round_up_16_bytes<T>(kSub * kTileStride<T>)) {}
+        l11(round_up_16_bytes<T>(kSub * kTileStride<kSub>)) {}
   __host__ __device__ std::size_t bytes() const { return std::size_t(tile + u12 + l11) * sizeof(T); }
 };
 
@@ -111,7 +112,7 @@ struct PanelArgs {
   std::int64_t lda;
   int m, w, rows_per_block;
   unsigned long long* exchange;  // [2][blocks * kSlotWords + kSub * kWords]: per column parity
-  T* moved_rows;                 // [2 * kSub][kPanelMaxWidth]: step b's staging
+  T* moved_rows;                 // [2 * kWideSub][kPanelMaxWidth]: step b's staging
   int* pivots;
   std::int64_t row_offset;
   int* first_zero_pivot;
@@ -221,10 +222,10 @@ __device__ inline Four<double> load_four(const double* p) {
 // columns from `column`. A task is kRowsPerUpdateTask rows x 4 columns; a warp's lanes take
 // consecutive column groups of the same rows, so global accesses are contiguous along the rows,
 // L21 is a shared-memory broadcast and U12 four values per k.
-template <class T>
+template <class T, int kSub>
 __device__ void update_rows_row_major(const PanelArgs<T>& p, const T* tile, const T* u12, int u12_stride, int r0,
                                       int first, int rows, int column, int right) {
-  constexpr int kSub = PanelTraits<T>::kSub, kTaskRows = PanelTraits<T>::kRowsPerUpdateTask;
+  constexpr int kTaskRows = PanelTraits<T>::kRowsPerUpdateTask;
   const int groups = (right + 3) / 4, row_blocks = (rows - first + kTaskRows - 1) / kTaskRows;
   for (int task = threadIdx.x; task < row_blocks * groups; task += kPanelThreads) {
     const int c0 = 4 * (task % groups), rb = first + kTaskRows * (task / groups);
@@ -240,7 +241,7 @@ __device__ void update_rows_row_major(const PanelArgs<T>& p, const T* tile, cons
       const Four<T> u4 = load_four(u12 + k * u12_stride + c0);  // zero past `right`
 #pragma unroll
       for (int q = 0; q < kTaskRows; ++q) {
-        const T l = rb + q < rows ? tile[(rb + q) * kTileStride<T> + k] : T(0);
+        const T l = rb + q < rows ? tile[(rb + q) * kTileStride<kSub> + k] : T(0);
         acc[q][0] = multiply_add(-l, u4.x, acc[q][0]);
         acc[q][1] = multiply_add(-l, u4.y, acc[q][1]);
         acc[q][2] = multiply_add(-l, u4.z, acc[q][2]);
@@ -300,17 +301,18 @@ struct SubPanelMoves {
   }
 };
 
-template <class T>
+template <class T, int kSub>
 __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs<T> p) {
-  constexpr int kSub = PanelTraits<T>::kSub, kWords = PanelTraits<T>::kWords, kStride = kTileStride<T>;
-  constexpr int kSlot = kSlotWords<T>;
+  static_assert(kSub <= kWideSub, "the interchange bookkeeping of step a uses one lane per sub-panel row");
+  constexpr int kWords = PanelTraits<T>::kWords, kStride = kTileStride<kSub>;
+  constexpr int kSlot = kSlotWords<T, kSub>;
   extern __shared__ float4 shared4[];
   const cg::grid_group grid = cg::this_grid();
   const int block = blockIdx.x, blocks = gridDim.x;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int r0 = block * p.rows_per_block;
   const int rows = max(0, min(p.m, r0 + p.rows_per_block) - r0);
-  const PanelShared<T> layout(p.rows_per_block, p.w);
+  const PanelShared<T, kSub> layout(p.rows_per_block, p.w);
   T* tile = reinterpret_cast<T*>(shared4);  // [local row * kStride + sub-panel column]
   T* u12 = tile + layout.tile;              // [k * u12_stride + column right of the sub-panel]
   T* l11 = u12 + layout.u12;                // [i * kStride + k]
@@ -536,7 +538,7 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs<T> p)
     //    kUpdateChunk columns, loaded at once (one round trip), U12 read as vectors of four.
     const int first = max(0, s + kSub - r0), update_rows = rows - first;
     if (p.row_major) {
-      update_rows_row_major(p, tile, u12, layout.u12_stride, r0, first, rows, s + kSub, right);
+      update_rows_row_major<T, kSub>(p, tile, u12, layout.u12_stride, r0, first, rows, s + kSub, right);
       __syncthreads();  // the tile is reloaded next
       continue;
     }
@@ -1025,22 +1027,30 @@ PanelWorkspace<T>::PanelWorkspace(std::int64_t max_rows, int max_blocks) {
   MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&max_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
   // One block per multiprocessor at most (the cooperative launch needs every block resident), and
-  // enough blocks for each block's rows of a sub-panel to fit in its shared memory beside U12
-  // and L11 (and the kernel's static shared variables).
-  cudaFuncAttributes attributes{};
-  MIXSOLVE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, panel_lu_kernel<T>));
-  const int max_dynamic = max_shared - int(attributes.sharedSizeBytes);
-  const std::size_t fixed = PanelShared<T>(0, kPanelMaxWidth).bytes();
-  const std::int64_t fit =
-      std::max<std::int64_t>(0, std::int64_t(max_dynamic) - std::int64_t(fixed)) / (kTileStride<T> * sizeof(T));
+  // enough blocks for each block's rows of a narrow sub-panel to fit in its shared memory beside
+  // U12 and L11 (and the kernel's static shared variables).
+  constexpr int kNarrow = PanelTraits<T>::kNarrowSub;
+  cudaFuncAttributes wide{}, narrow{};
+  MIXSOLVE_CUDA_CHECK(cudaFuncGetAttributes(&wide, panel_lu_kernel<T, kWideSub>));
+  MIXSOLVE_CUDA_CHECK(cudaFuncGetAttributes(&narrow, panel_lu_kernel<T, kNarrow>));
+  max_dynamic_wide_ = max_shared - int(wide.sharedSizeBytes);
+  const int max_dynamic_narrow = max_shared - int(narrow.sharedSizeBytes);
+  const std::size_t fixed = PanelShared<T, kNarrow>(0, kPanelMaxWidth).bytes();
+  const std::int64_t fit = std::max<std::int64_t>(0, std::int64_t(max_dynamic_narrow) - std::int64_t(fixed)) /
+                           (kTileStride<kNarrow> * sizeof(T));
   const std::int64_t least = fit > 0 ? (max_rows + fit - 1) / fit : std::int64_t(sms) + 1;
   grid_ = int(std::min<std::int64_t>(sms, std::max<std::int64_t>(least, max_blocks > 0 ? max_blocks : sms)));
   supported_ = cooperative != 0 && max_rows > 0 && least <= sms;
   if (!supported_) return;
-  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(panel_lu_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, max_dynamic));
-  constexpr int kSub = PanelTraits<T>::kSub, kWords = PanelTraits<T>::kWords;
-  exchange_ = DeviceBuffer<unsigned long long>(2 * (std::size_t(grid_) * kSlotWords<T> + kSub * kWords));
-  moved_rows_ = DeviceBuffer<T>(2 * kSub * kPanelMaxWidth);
+  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(panel_lu_kernel<T, kWideSub>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           max_dynamic_wide_));
+  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(panel_lu_kernel<T, kNarrow>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           max_dynamic_narrow));
+  const char* narrow_only = std::getenv("MIXSOLVE_PANEL_NARROW");  // for measurements: never the wide sub-panels
+  if (narrow_only && *narrow_only && std::atoi(narrow_only) != 0) max_dynamic_wide_ = 0;
+  constexpr int kWords = PanelTraits<T>::kWords;
+  exchange_ = DeviceBuffer<unsigned long long>(2 * (std::size_t(grid_) * kSlotWords<T, kWideSub> + kWideSub * kWords));
+  moved_rows_ = DeviceBuffer<T>(2 * kWideSub * kPanelMaxWidth);
   MIXSOLVE_CUDA_CHECK(cudaMemset(exchange_.data(), 0, exchange_.bytes()));  // tag 0 is never current
 }
 
@@ -1070,10 +1080,16 @@ void PanelWorkspace<T>::factor(T* a, std::int64_t lda, std::int64_t m, int w, in
                     next_tag_,
                     row_major};
   next_tag_ += unsigned(w);
-  const std::size_t shared = PanelShared<T>(args.rows_per_block, w).bytes();
+  // 32-column sub-panels where the block's rows fit (every FP32 panel; FP64 ones up to m ~ 16384
+  // on 32 blocks): half the grid synchronisations and passes over the panel of 16-column ones.
+  constexpr int kNarrow = PanelTraits<T>::kNarrowSub;
+  const std::size_t wide_shared = PanelShared<T, kWideSub>(args.rows_per_block, w).bytes();
+  const bool wide = wide_shared <= std::size_t(max_dynamic_wide_);
+  const std::size_t shared = wide ? wide_shared : PanelShared<T, kNarrow>(args.rows_per_block, w).bytes();
   void* params[] = {&args};
-  MIXSOLVE_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(panel_lu_kernel<T>), dim3(blocks),
-                                                  dim3(kPanelThreads), params, shared, stream));
+  const void* kernel = wide ? reinterpret_cast<const void*>(panel_lu_kernel<T, kWideSub>)
+                            : reinterpret_cast<const void*>(panel_lu_kernel<T, kNarrow>);
+  MIXSOLVE_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(blocks), dim3(kPanelThreads), params, shared, stream));
 }
 
 template class PanelWorkspace<float>;

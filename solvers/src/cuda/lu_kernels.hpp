@@ -40,6 +40,7 @@ class PanelWorkspace {
  private:
   bool supported_ = false;
   int grid_ = 0;
+  int max_dynamic_wide_ = 0;  // shared memory a block may take with 32-column sub-panels
   unsigned next_tag_ = 1;                      // of the next launch's first column
   DeviceBuffer<unsigned long long> exchange_;  // tagged publications
   DeviceBuffer<T> moved_rows_;
