@@ -5,6 +5,8 @@
 #include <Eigen/Dense>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "gpu_test_support.hpp"
@@ -24,7 +26,16 @@ struct DeviceProblem {
   DeviceProblem(const TestMatrixSpec& spec, std::int64_t n_, std::int64_t k_)
       : n(n_), k(k_), a(n_ * n_), b(n_ * k_), x(n_ * k_, NAN), da(n_ * n_), db(n_ * k_), dx(n_ * k_) {
     generate_test_matrix(spec, host_view(a.data(), n, n, n));
-    fill_random(host_view(b.data(), n, k, n), RandomSpec::uniform(-1, 1, spec.seed + 7));
+    upload(spec.seed + 7);
+  }
+  // A with entries uniform in [-1, 1] (the families' host generator is O(n^3): for large n).
+  DeviceProblem(std::uint64_t seed, std::int64_t n_, std::int64_t k_)
+      : n(n_), k(k_), a(n_ * n_), b(n_ * k_), x(n_ * k_, NAN), da(n_ * n_), db(n_ * k_), dx(n_ * k_) {
+    fill_random(host_view(a.data(), n, n, n), RandomSpec::uniform(-1, 1, seed));
+    upload(seed + 7);
+  }
+  void upload(std::uint64_t b_seed) {
+    fill_random(host_view(b.data(), n, k, n), RandomSpec::uniform(-1, 1, b_seed));
     da.copy_from_host(a);
     db.copy_from_host(b);
     dx.copy_from_host(x);  // poison
@@ -75,6 +86,35 @@ TEST(GpuSolve, EveryFactorizationPrecisionMeetsTheStopTest) {
     EXPECT_LE(r.attempts.size(), 2u) << r.summary();
     EXPECT_GT(r.peak_workspace_bytes, 0u);
     std::printf("%-9s %s", to_string(p).c_str(), r.summary().c_str());
+  }
+}
+
+// The FP64 LU runs on the blocked engine (FP64 panels, DGEMM updates) unless
+// MIXSOLVE_FP64_LU=cusolver; both routes must meet the stop test with at most one classic step,
+// also at cond 1e12 and at n = 20480, where the first panels' rows per block no longer fit
+// 32-column FP64 sub-panels and the panel kernel takes 16-column ones.
+TEST(GpuSolve, Fp64FactorsFromTheEngineAndFromCusolverMeetTheStopTest) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  struct Case {
+    std::int64_t n;
+    double cond;
+  };
+  for (const Case& c : {Case{1000, 1e12}, Case{2100, 1e3}, Case{20480, 0}}) {
+    DeviceProblem prob = c.cond > 0 ? DeviceProblem(spec_of(MatrixFamily::Svd, Spectrum::Geo, c.cond, 90), c.n, 2)
+                                    : DeviceProblem(91, c.n, 2);  // cond 0: uniform random entries
+    for (const char* route : {"engine", "cusolver"}) {
+      if (std::string(route) == "cusolver") setenv("MIXSOLVE_FP64_LU", "cusolver", 1);
+      SolveOptions o;
+      o.factorization = Precision::FP64;
+      const SolveReport r = prob.solve_on_device(ctx, o);
+      unsetenv("MIXSOLVE_FP64_LU");
+      SCOPED_TRACE(std::string(route) + " n " + std::to_string(c.n));
+      EXPECT_TRUE(r.converged) << r.summary();
+      EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
+      ASSERT_EQ(r.attempts.size(), 1u) << r.summary();
+      EXPECT_LE(r.attempts[0].iterations, 1) << r.summary();
+    }
   }
 }
 

@@ -411,8 +411,14 @@ void cublas_product(cublasHandle_t handle, cublasOperation_t op_a, int m, int n,
 
 // Multiprocessors the panel kernel runs on by default (measured: docs/solver.md).
 constexpr int kDefaultPanelBlocks = 32;
-// Panels whose updates the columns beyond the look-ahead receive at once (factor_blocked).
+// Panels whose updates the columns beyond the look-ahead receive at once (factor_blocked). FP64
+// factors from n = kLargeFp64 on take kDefaultUpdateGroup64: a DGEMM with k = 4 x 256 runs
+// nearer its peak, and the FP64 LU at n = 32768 is bound by the bulk stream's DGEMMs (H100,
+// session 12: 0.598-0.607 s against 0.630-0.634 s with 2; no change at n = 16384; 4-9% slower at
+// n = 8192, which keeps 2).
 constexpr int kDefaultUpdateGroup = 2;
+constexpr int kDefaultUpdateGroup64 = 4;
+constexpr std::int64_t kLargeFp64 = 16384;
 // Groups whose packed L21 (factor_blocked) exist at once: the chain packs group g + 2 while the
 // bulk stream may still read group g + 1 (and it waits for group g's readers, which precede).
 constexpr int kPackedGroupSlots = 3;
@@ -714,7 +720,9 @@ class DeviceEngine final : public Engine {
   template <class T>
   void factor_blocked(T* f, const gemm::Backend& update) {
     const bool look_ahead = env_int("MIXSOLVE_LU_LOOKAHEAD", 1) != 0;
-    const std::int64_t group = std::max(1, env_int("MIXSOLVE_LU_GROUP", kDefaultUpdateGroup));
+    const int default_group =
+        std::is_same_v<T, double> && n_ >= kLargeFp64 ? kDefaultUpdateGroup64 : kDefaultUpdateGroup;
+    const std::int64_t group = std::max(1, env_int("MIXSOLVE_LU_GROUP", default_group));
     Context& bulk_ctx = ctx_;
     Context& chain_ctx = look_ahead ? *panel_ctx_ : ctx_;
     cudaStream_t bulk = bulk_ctx.stream(), chain = chain_ctx.stream();
