@@ -135,7 +135,8 @@ constexpr int kGmresJudgeEvery = 8;
 constexpr int kGmresJudgeWindow = 16;
 // SolveOptions::escalate_by_cost: the next rung's factorization is estimated at this multiple of
 // the current one's time (measured ratios in solve.hpp: cuSOLVER's FP64 LU takes 1.5x / 2.4x the
-// fp16x3 LU at n = 16384 / 32768 on the H100, session 7). Was 1 while the path was FP16 -> FP32;
+// fp16x3 LU at n = 16384 / 32768 on the H100, session 7; the device engine's own FP64 LU, which
+// replaced it in session 12, 1.55x / 2.25x). Was 1 while the path was FP16 -> FP32;
 // with fp16x3 -> FP64 at n = 32768, cond 1e6, the factor 1 sent a GMRES that had 38 iterations
 // behind it to the FP64 LU (1.41 s, 0.53x dgetrf+getrs; H100).
 constexpr double kNextRungCostFactor = 2.0;

@@ -77,7 +77,7 @@ struct SolveOptions {
   // When a higher rung remains (auto's next precision, or the FP64 fallback), a GMRES attempt
   // also ends as TooSlow at those judgements if the predicted time of the rest of the current inner
   // solve exceeds twice the time its factorization took: the estimate of what refactoring one
-  // rung up costs (on the H100 cuSOLVER's FP64 LU takes 1.5x / 2.4x the fp16x3 LU at n = 16384 /
+  // rung up costs (on the H100 the FP64 LU takes 1.55x / 2.25x the fp16x3 LU at n = 16384 /
   // 32768, the FP32 LU ~2x the FP16 LU), after which a few steps usually converge. The time
   // already spent does not count (it is spent either way). The rule calibrates itself on the
   // machine (measured times) but makes the path depend on timing.
