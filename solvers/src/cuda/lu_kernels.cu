@@ -31,8 +31,8 @@ unsigned blocks_for(std::int64_t total, int threads = 256) {
 // getrf on a tall panel does, costs several times more. Here one cooperative launch factors the
 // whole m x w panel (w <= kPanelMaxWidth). Each block owns a contiguous range of rows. The panel
 // is column-major or row-major (PanelArgs::row_major; the device LU factors row-major, where the
-// global accesses below run along rows). It is blocked by sub-panels of kSub columns
-// (LAPACK's getrf inside getrf2's place):
+// global accesses below run along rows). It is blocked by sub-panels of kSub columns, 32 or 16
+// (PanelWorkspace::factor picks per launch; LAPACK's getrf inside getrf2's place):
 //   a. the block loads its rows of the sub-panel into shared memory and, per column j:
 //      1. scales its part of column j - 1 by 1/pivot, updates column j by that pivot, and finds
 //         its candidate (largest |a(i,j)|, i >= j, lowest index on ties, as isamax);
@@ -45,10 +45,10 @@ unsigned blocks_for(std::int64_t total, int threads = 256) {
 //         path: session 11);
 //   b. writes the sub-panel back and applies the sub-panel's interchanges to the panel's other
 //      columns (the rows that move are staged through global memory: two grid synchronisations);
-//   c. every block computes U12 = L11^-1 A12 for the sub-panel's rows (a 32 x 32 unit lower
+//   c. every block computes U12 = L11^-1 A12 for the sub-panel's rows (a kSub x kSub unit lower
 //      solve per column of the rest of the panel) into shared memory; the owners of the rows
 //      store it in the next sub-panel's step b;
-//   d. updates its own rows of the rest of the panel: A22 -= L21 U12 (FP32, shared-memory L21).
+//   d. updates its own rows of the rest of the panel: A22 -= L21 U12 (in T, shared-memory L21).
 // T = float for the cheap factorizations: FP32 throughout (a few percent of the LU's flops, and
 // the pivot search then sees FP32-accurate columns whatever the trailing update's arithmetic).
 // T = double for the FP64 LU (session 12). PanelTraits<T> holds what differs.

@@ -11,7 +11,8 @@
 namespace mixsolve::solvers_detail {
 
 // The cooperative panel kernel factors panels of up to kPanelMaxWidth columns in one launch, a
-// sub-panel (32 FP32 or 16 FP64 columns) at a time in shared memory.
+// sub-panel (32 columns, or 16 FP64 columns where a block's rows of 32 do not fit) at a time in
+// shared memory.
 constexpr int kPanelMaxWidth = 256;
 
 // Scratch the cooperative panel kernel exchanges its per-block pivot candidates and interchanged
@@ -40,7 +41,7 @@ class PanelWorkspace {
  private:
   bool supported_ = false;
   int grid_ = 0;
-  int max_dynamic_wide_ = 0;  // shared memory a block may take with 32-column sub-panels
+  int max_dynamic_wide_ = 0;                   // shared memory a block may take, 32-column sub-panels
   unsigned next_tag_ = 1;                      // of the next launch's first column
   DeviceBuffer<unsigned long long> exchange_;  // tagged publications
   DeviceBuffer<T> moved_rows_;
