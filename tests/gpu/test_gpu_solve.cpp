@@ -89,10 +89,11 @@ TEST(GpuSolve, EveryFactorizationPrecisionMeetsTheStopTest) {
   }
 }
 
-// The FP64 LU runs on the blocked engine (FP64 panels, DGEMM updates) unless
-// MIXSOLVE_FP64_LU=cusolver; both routes must meet the stop test with at most one classic step,
-// also at cond 1e12 and at n = 20480, where the first panels' rows per block no longer fit
-// 32-column FP64 sub-panels and the panel kernel takes 16-column ones.
+// The FP64 LU runs on the blocked engine (FP64 panels, DGEMM updates) from n = 6144 on and on
+// cuSOLVER's dgetrf below; MIXSOLVE_FP64_LU=engine / cusolver forces either. Both routes must
+// meet the stop test with at most one classic step, also at cond 1e12 and at n = 20480, where
+// the first panels' rows per block no longer fit 32-column FP64 sub-panels and the panel kernel
+// takes 16-column ones.
 TEST(GpuSolve, Fp64FactorsFromTheEngineAndFromCusolverMeetTheStopTest) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
@@ -104,7 +105,7 @@ TEST(GpuSolve, Fp64FactorsFromTheEngineAndFromCusolverMeetTheStopTest) {
     DeviceProblem prob = c.cond > 0 ? DeviceProblem(spec_of(MatrixFamily::Svd, Spectrum::Geo, c.cond, 90), c.n, 2)
                                     : DeviceProblem(91, c.n, 2);  // cond 0: uniform random entries
     for (const char* route : {"engine", "cusolver"}) {
-      if (std::string(route) == "cusolver") setenv("MIXSOLVE_FP64_LU", "cusolver", 1);
+      setenv("MIXSOLVE_FP64_LU", route, 1);
       SolveOptions o;
       o.factorization = Precision::FP64;
       const SolveReport r = prob.solve_on_device(ctx, o);
@@ -296,11 +297,15 @@ TEST(GpuSolve, SingularDeviceMatrixIsAnErrorNamingTheColumn) {
   SingularDeviceProblem prob(300, 200, 3);  // column 200 is zero
   SolveOptions o;
   o.factorization = Precision::FP64;
-  try {
-    prob.run(ctx, o);
-    FAIL() << "expected SingularMatrix";
-  } catch (const SingularMatrix& e) {
-    EXPECT_EQ(e.column(), 200) << e.what();
+  for (const char* route : {"cusolver", "engine"}) {  // the FP64 LU's two routes (see above)
+    setenv("MIXSOLVE_FP64_LU", route, 1);
+    try {
+      prob.run(ctx, o);
+      ADD_FAILURE() << route << ": expected SingularMatrix";
+    } catch (const SingularMatrix& e) {
+      EXPECT_EQ(e.column(), 200) << route << ": " << e.what();
+    }
+    unsetenv("MIXSOLVE_FP64_LU");
   }
 }
 

@@ -2,8 +2,8 @@
 // FP64 storage, row-major while it is factored (design: docs/solver.md). Each panel is factored by
 // one launch of the cooperative kernel of lu_kernels.cu on its own stream while the trailing
 // update A22 -= L21 U12 runs on the chosen gemm/ backend (DGEMM for FP64 factors); U12 = L11^-1
-// A12 by a GEMM with L11's inverse. cuSOLVER's dgetrf remains for FP64 where the panel kernel
-// does not fit (MIXSOLVE_FP64_LU=cusolver asks for it). Solves gather the pivot permutation and
+// A12 by a GEMM with L11's inverse. cuSOLVER's dgetrf remains for small FP64 factorizations
+// and where the panel kernel does not fit (MIXSOLVE_FP64_LU=cusolver|engine forces a route). Solves gather the pivot permutation and
 // use the bandwidth-bound triangular solver; residuals are FP64 (cuBLAS) on the user's matrix.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -409,6 +409,12 @@ void cublas_product(cublasHandle_t handle, cublasOperation_t op_a, int m, int n,
   MIXSOLVE_CUBLAS_CHECK(cublasDgemm(handle, op_a, CUBLAS_OP_N, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc));
 }
 
+// FP64 factorizations of fewer rows go to cuSOLVER's dgetrf: the blocked LU's streams, events and
+// per-panel launches cost more than they save there (H100, session 12, mixsolve fp64 over
+// dgetrf+getrs, engine / cuSOLVER route: n = 256 0.34 / 0.42-0.48x, 1024 0.60 / 0.78-0.81x, 4096
+// 0.95-0.96 / 0.96-0.97x, 6144 1.05-1.06 / 0.97-0.98x, 8192 1.11-1.14 / 0.93-0.96x).
+constexpr std::int64_t kFp64EngineMinN = 6144;
+
 // Multiprocessors the panel kernel runs on by default (measured: docs/solver.md).
 constexpr int kDefaultPanelBlocks = 32;
 // Panels whose updates the columns beyond the look-ahead receive at once (factor_blocked). FP64
@@ -472,11 +478,13 @@ class DeviceEngine final : public Engine {
       block_rows32_ = BlockRowBuffers<float>();
       packed_l21_ = DeviceBuffer<std::uint16_t>();
       factors64_ = DeviceBuffer<double>(n_ * n_);
-      // The blocked LU below (DGEMM updates, FP64 panels) unless MIXSOLVE_FP64_LU=cusolver asks
-      // for cusolverDnDgetrf, or the rows do not fit the panel kernel.
+      // The blocked LU below (DGEMM updates, FP64 panels) from n = kFp64EngineMinN on, where the
+      // rows fit the panel kernel; else cusolverDnDgetrf. MIXSOLVE_FP64_LU=cusolver / engine
+      // forces either (the engine only where it fits).
       const char* choice = std::getenv("MIXSOLVE_FP64_LU");
-      if ((choice && std::strcmp(choice, "cusolver") == 0) || !panel_workspace<double>().supported())
-        return factor_with_cusolver();
+      const std::string forced = choice ? choice : "";
+      const bool engine = forced == "engine" || (forced != "cusolver" && n_ >= kFp64EngineMinN);
+      if (!engine || !panel_workspace<double>().supported()) return factor_with_cusolver();
       return factor_blocked_lu(factors64_.data(), device_update_backend(p), false);
     }
     factors64_ = DeviceBuffer<double>();

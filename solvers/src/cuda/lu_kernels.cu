@@ -77,7 +77,7 @@ struct PanelTraits<double> {
   static constexpr int kNarrowSub = 16;
   static constexpr int kWords = 2;
   static constexpr int kUpdateChunk = 16;
-  static constexpr int kRowsPerUpdateTask = 4;
+  static constexpr int kRowsPerUpdateTask = 4;  // 8: 168 bytes spilled
 };
 constexpr int kWideSub = 32;  // the interchange bookkeeping of step a uses one lane per sub-panel row
 template <int kSub>
