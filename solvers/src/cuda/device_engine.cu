@@ -2,9 +2,10 @@
 // FP64 storage, row-major while it is factored (design: docs/solver.md). Each panel is factored by
 // one launch of the cooperative kernel of lu_kernels.cu on its own stream while the trailing
 // update A22 -= L21 U12 runs on the chosen gemm/ backend (DGEMM for FP64 factors); U12 = L11^-1
-// A12 by a GEMM with L11's inverse. cuSOLVER's dgetrf remains for small FP64 factorizations
-// and where the panel kernel does not fit (MIXSOLVE_FP64_LU=cusolver|engine forces a route). Solves gather the pivot permutation and
-// use the bandwidth-bound triangular solver; residuals are FP64 (cuBLAS) on the user's matrix.
+// A12 by a GEMM with L11's inverse. cuSOLVER's dgetrf remains for small FP64 factorizations and
+// where the panel kernel does not fit (MIXSOLVE_FP64_LU=cusolver|engine forces a route). Solves
+// gather the pivot permutation and use the bandwidth-bound triangular solver; residuals are FP64
+// (cuBLAS) on the user's matrix.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
@@ -789,9 +790,9 @@ class DeviceEngine final : public Engine {
       profile.stop(Profile::PackL21, chain);
     };
     // U12 = L11^-1 A12 for panel q's block row on the columns [c0, c1): a copy of A12, then a
-    // GEMM (FP32 or FP64, T's) with the inverse computed after the panel (factor_panel). cublasStrsm took 64 ms of
-    // the bulk stream's 254 and 18 ms of the chain's 301 at n = 32768 (H100, session 7), ~40x the
-    // time its traffic needs; the GEMM takes 20 and 4 ms (session 9).
+    // GEMM (FP32 or FP64, T's) with the inverse computed after the panel (factor_panel).
+    // cublasStrsm took 64 ms of the bulk stream's 254 and 18 ms of the chain's 301 at n = 32768
+    // (H100, session 7), ~40x the time its traffic needs; the GEMM takes 20 and 4 ms (session 9).
     const auto solve_block_row = [&](Context& c, std::int64_t q, std::int64_t c0, std::int64_t c1) {
       const std::int64_t j0 = first_column(q), jb = first_column(q + 1) - j0, width = c1 - c0;
       BlockRowBuffers<T>& block_rows = block_row_buffers<T>();

@@ -287,8 +287,10 @@ struct SubPanelMoves {
   }
   __device__ void emit(int* move_to, int* move_from, int* moves) const {
     const unsigned before = (1u << lane) - 1u;
-    const bool inside_moves = lane < ws && from_inside != s + lane, below_moves = lane < below && from_below != below_row;
-    const unsigned inside_mask = __ballot_sync(0xffffffffu, inside_moves), below_mask = __ballot_sync(0xffffffffu, below_moves);
+    const bool inside_moves = lane < ws && from_inside != s + lane;
+    const bool below_moves = lane < below && from_below != below_row;
+    const unsigned inside_mask = __ballot_sync(0xffffffffu, inside_moves);
+    const unsigned below_mask = __ballot_sync(0xffffffffu, below_moves);
     if (inside_moves) {
       move_to[__popc(inside_mask & before)] = s + lane;
       move_from[__popc(inside_mask & before)] = from_inside;
@@ -400,7 +402,8 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs<T> p)
         // 1-3%; H100, session 10).
         if (lane == 0) publish_value(slots + block * kSlot, tag, best, found ? unsigned(candidate) : kNoCandidate);
         if (lane < ws) {
-          publish_value(slots + block * kSlot + kWords * (1 + lane), tag, found ? tile[candidate * kStride + lane] : T(0));
+          const T candidate_value = found ? tile[candidate * kStride + lane] : T(0);
+          publish_value(slots + block * kSlot + kWords * (1 + lane), tag, candidate_value);
           if (diagonal >= 0) publish_value(diagonal_slot + kWords * lane, tag, tile[diagonal * kStride + lane]);
         }
         T v = -1;
@@ -684,9 +687,8 @@ __global__ void __launch_bounds__(32 * kMoveWarps)
 // The same for a row-major matrix (element (i, j) at a[j + i lda]): a moved row is a contiguous
 // run. A block takes kRowMoveColumns<T> columns (64 bytes: two 32-byte sectors) of every moved
 // row: all of them are loaded into shared memory (32 KB) before any is stored (the moves form
-// cycles). The
-// move list is staged in shared memory first, and each thread issues kMoveBatch loads before it
-// waits: with the row indices loaded from global memory inside the loop, each of a thread's up to
+// cycles). The move list is staged in shared memory first, and each thread issues kMoveBatch
+// loads before it waits: with the row indices loaded from global memory inside the loop, each of a thread's up to
 // 32 moves cost two dependent round trips (H100, session 10: the LU's interchanges on all streams
 // took 44.7 ms at n = 32768, now 21.1 ms; 16.1 -> 7.7 ms at n = 16384).
 template <class T>
@@ -815,8 +817,8 @@ __host__ __device__ constexpr int inverse_y_stride() {  // padded rows of y: the
 }
 template <class F, class V>
 __global__ void invert_diagonal_blocks_kernel(const F* lu, std::int64_t ld, std::int64_t n, V* inverses) {
-  constexpr int B = SolveRows<F>::value, S = inverse_y_stride<F>(), T = kInverseThreadsPerColumn;
-  static_assert(32 % T == 0, "a column's threads lie in one warp");
+  constexpr int B = SolveRows<F>::value, S = inverse_y_stride<F>(), P = kInverseThreadsPerColumn;
+  static_assert(32 % P == 0, "a column's threads lie in one warp");
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   V* y = reinterpret_cast<V*>(shared_bytes);     // y[k * S + c]: column c of the inverse
   F* tile = reinterpret_cast<F*>(y + B * S);     // tile[i * B + k] = factor(r0 + i, r0 + k)
@@ -831,14 +833,14 @@ __global__ void invert_diagonal_blocks_kernel(const F* lu, std::int64_t ld, std:
     y[k * S + i] = V(i == k ? 1 : 0);
   }
   __syncthreads();
-  const int c = threadIdx.x / T, t = threadIdx.x % T;
-  constexpr int kColumnsPerWarp = 32 / T;
+  const int c = threadIdx.x / P, t = threadIdx.x % P;  // column c, its thread t of P
+  constexpr int kColumnsPerWarp = 32 / P;
   const int first = (c / kColumnsPerWarp) * kColumnsPerWarp, last = first + kColumnsPerWarp - 1;  // the warp's
   if (lower) {  // step k: y(i, c) -= L(i, k) y(k, c) for i > k, from k = c on
     for (int k = first; k < B; ++k) {  // uniform in the warp, for __syncwarp
       if (k >= c) {
         const V yk = y[k * S + c];
-        for (int i = k + 1 + t; i < B; i += T) y[i * S + c] -= V(tile[i * B + k]) * yk;
+        for (int i = k + 1 + t; i < B; i += P) y[i * S + c] -= V(tile[i * B + k]) * yk;
       }
       __syncwarp();
     }
@@ -849,7 +851,7 @@ __global__ void invert_diagonal_blocks_kernel(const F* lu, std::int64_t ld, std:
       __syncwarp();  // every thread of the column has read y(k, c)
       if (k <= c) {
         if (t == 0) y[k * S + c] = yk;
-        for (int i = t; i < k; i += T) y[i * S + c] -= V(tile[i * B + k]) * yk;
+        for (int i = t; i < k; i += P) y[i * S + c] -= V(tile[i * B + k]) * yk;
       }
       __syncwarp();
     }
