@@ -6,7 +6,8 @@
 //   * cusolverDnIRSXgesv with each lowest precision of --irs (GMRES or classical refinement),
 //   * mixsolve::solve with each factorization precision of --precisions ("auto:fp32" or
 //     "auto:fp16+halfhalf": auto with that SolveOptions::auto_path; a "-unscaled" suffix, e.g.
-//     "fp16-unscaled", turns SolveOptions::range_scaling off).
+//     "fp16-unscaled", turns SolveOptions::range_scaling off; "-no-reuse", e.g. "auto-no-reuse",
+//     SolveOptions::reuse_pivot_order).
 // --block sets SolveOptions::block_size (the LU panel width; 0: the library's choice).
 // Each method runs --warmup times untimed, then --reps times; the median time is reported, with
 // the iterations, the normwise backward error ||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf)
@@ -209,14 +210,16 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
   SolveOptions options;
   options.block_size = block_size;
   // "auto:fp32" or "auto:fp16+halfhalf" runs auto with that auto_path; "fp16-unscaled" turns
-  // SolveOptions::range_scaling off.
-  const std::string unscaled_suffix = "-unscaled";
+  // SolveOptions::range_scaling off, "auto-no-reuse" SolveOptions::reuse_pivot_order.
   std::string name = precision;
-  if (name.size() > unscaled_suffix.size() &&
-      name.compare(name.size() - unscaled_suffix.size(), unscaled_suffix.size(), unscaled_suffix) == 0) {
-    options.range_scaling = false;
-    name.resize(name.size() - unscaled_suffix.size());
-  }
+  const auto strip_suffix = [&](const std::string& suffix) {
+    const bool found = name.size() > suffix.size() &&
+                       name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    if (found) name.resize(name.size() - suffix.size());
+    return found;
+  };
+  if (strip_suffix("-no-reuse")) options.reuse_pivot_order = false;
+  if (strip_suffix("-unscaled")) options.range_scaling = false;
   const std::size_t colon = name.find(':');
   options.factorization = parse_precision(name.substr(0, colon));
   if (colon != std::string::npos) {
@@ -247,7 +250,14 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
       out.path += to_string(a.precision) + (a.stop == StopReason::Overflow ? " overflow" : " zero pivot");
       continue;
     }
-    out.path += to_string(a.precision) + "/" + to_string(a.refinement) + "(" + std::to_string(a.iterations);
+    out.path += to_string(a.precision);
+    if (a.pivot_order != PivotOrder::Partial) {  // SolveOptions::reuse_pivot_order, with max |l_ij|
+      char multiplier[32];
+      std::snprintf(multiplier, sizeof multiplier, "%.3g", a.largest_multiplier);
+      out.path += std::string(a.pivot_order == PivotOrder::Reused ? "[order reused, |l| " : "[order rejected, |l| ") +
+                  multiplier + "]";
+    }
+    out.path += "/" + to_string(a.refinement) + "(" + std::to_string(a.iterations);
     if (a.inner_iterations > 0) out.path += "," + std::to_string(a.inner_iterations) + " inner";
     out.path += ")";
   }

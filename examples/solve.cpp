@@ -3,7 +3,8 @@
 //   solve [--matrix svd_geo] [--n 256] [--cond 1e6] [--seed 1] [--scale 1] [--nrhs 1]
 //         [--mtx FILE.mtx] [--precision auto] [--auto-path fp32] [--refinement auto] [--max-iterations 30]
 //         [--gmres-restart 50] [--gmres-max-inner 200]
-//         [--tolerance-factor 1] [--no-fallback] [--no-range-scaling] [--block 0] [--device host|gpu]
+//         [--tolerance-factor 1] [--no-fallback] [--no-range-scaling] [--no-reuse-pivot-order] [--block 0]
+//         [--device host|gpu]
 //
 // A is a generated LAWN-41 test matrix (core/test_matrices.hpp: svd|poev|heev _ arith|geo|
 // cluster0|cluster1|logrand [_dominant]) or a Matrix Market file read through CHOLMOD and expanded
@@ -97,6 +98,7 @@ int main(int argc, char** argv) try {
   options.tolerance_factor = std::stod(option(argc, argv, "tolerance-factor", "1"));
   options.fallback = !flag(argc, argv, "no-fallback");
   options.range_scaling = !flag(argc, argv, "no-range-scaling");
+  options.reuse_pivot_order = !flag(argc, argv, "no-reuse-pivot-order");
   options.block_size = std::stoi(option(argc, argv, "block", "0"));
   const auto t_start = std::chrono::steady_clock::now();
   options.progress = [&](const std::string& phase) {

@@ -78,6 +78,8 @@ constexpr std::int64_t kFp64ApplyMaxColumns = 4;
 struct FactorResult {
   StopReason status = StopReason::Converged;  // Converged (factors usable), ZeroPivot or Overflow
   std::int64_t zero_pivot_column = -1;
+  PivotOrder pivot_order = PivotOrder::Partial;
+  double largest_multiplier = 0;  // max |l_ij| of a reused order (also when it was rejected)
 };
 
 class Engine {
@@ -95,7 +97,10 @@ class Engine {
   // Factorizes A in precision p (replacing earlier factors).
   // range_scaling: factor mu R A S (SolveOptions::range_scaling; only asked for FP16 / BF16);
   // apply_inverse then applies A^-1 ~ mu S (LU)^-1 R.
-  virtual FactorResult factor(Precision p, bool range_scaling) = 0;
+  // reuse_pivot_order (FP64 only): where an earlier factorization of this engine completed, follow
+  // its row order with pivoting inside the diagonal blocks, checked against
+  // kReusedOrderMaxMultiplier, else partial pivoting (SolveOptions::reuse_pivot_order).
+  virtual FactorResult factor(Precision p, bool range_scaling, bool reuse_pivot_order) = 0;
   // y := (LU)^-1 P y for an n x k FP64 block: in FP64 arithmetic for FP64 factors, and for
   // FP32-stored factors up to kFp64ApplyMaxColumns columns (every GMRES application); more
   // columns with FP32 factors in FP32.

@@ -59,6 +59,15 @@ std::string to_string(StopReason s) {
   return "?";
 }
 
+std::string to_string(PivotOrder o) {
+  switch (o) {
+    case PivotOrder::Partial: return "partial pivoting";
+    case PivotOrder::Reused: return "reused row order";
+    case PivotOrder::Rejected: return "reused row order rejected, then partial pivoting";
+  }
+  return "?";
+}
+
 Precision parse_precision(const std::string& text) {
   for (Precision p : {Precision::FP64, Precision::FP32, Precision::TF32, Precision::FP16, Precision::BF16,
                       Precision::Halfhalf, Precision::Tf32tf32, Precision::Fp16x3, Precision::Auto})
@@ -79,8 +88,11 @@ std::string SolveReport::summary() const {
   if (fell_back) s << " (fell back to FP64)";
   s << "\n";
   for (const Attempt& a : attempts) {
-    s << "  " << to_string(a.precision) << (a.range_scaled ? " (range-scaled)" : "") << " LU + "
-      << to_string(a.refinement) << ": " << to_string(a.stop);
+    s << "  " << to_string(a.precision) << (a.range_scaled ? " (range-scaled)" : "");
+    if (a.pivot_order != PivotOrder::Partial)
+      s << " (" << to_string(a.pivot_order) << ", max |l_ij| " << std::setprecision(3) << a.largest_multiplier
+        << std::setprecision(6) << ")";
+    s << " LU + " << to_string(a.refinement) << ": " << to_string(a.stop);
     if (a.stop == StopReason::ZeroPivot) s << " in column " << a.zero_pivot_column;
     s << ", " << a.iterations << " iterations";
     if (a.inner_iterations) s << " (" << a.inner_iterations << " GMRES)";
@@ -172,6 +184,8 @@ struct Factorization::State {
   Refinement current_refinement = Refinement::Classic;  // the method that converged with the factors
   double current_factor_seconds = 0;                     // the time the current factors took
   bool factored = false;
+  // An FP64 refinement failed with factors in a reused row order: later FP64 LUs pivot fully.
+  bool reused_order_failed = false;
 };
 
 Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, const SolveOptions& options)
@@ -577,9 +591,12 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
                            "factorization " + to_string(attempt.precision) + " (n = " + std::to_string(s.engine->n()) + ")");
       const auto t0 = Clock::now();
       attempt.range_scaled = s.options.range_scaling && range_limited(attempt.precision);
-      const FactorResult f = s.engine->factor(attempt.precision, attempt.range_scaled);
+      const bool reuse_order = s.options.reuse_pivot_order && !s.reused_order_failed;
+      const FactorResult f = s.engine->factor(attempt.precision, attempt.range_scaled, reuse_order);
       s.engine->synchronize();
       attempt.factorization_seconds = seconds_since(t0);
+      attempt.pivot_order = f.pivot_order;
+      attempt.largest_multiplier = f.largest_multiplier;
       if (f.status != StopReason::Converged) {
         if (f.status == StopReason::ZeroPivot && attempt.precision == Precision::FP64)
           throw SingularMatrix("solve: A is singular: zero pivot in column " + std::to_string(f.zero_pivot_column) +
@@ -647,6 +664,13 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       retry.precision = attempt.precision;
       retry.refinement = Refinement::Gmres;
       report.attempts.push_back(retry);
+      continue;
+    }
+    if (attempt.precision == Precision::FP64 && attempt.pivot_order == PivotOrder::Reused) {
+      // The reused order's growth may be what stopped it: once more with partial pivoting.
+      s.reused_order_failed = true;
+      s.path.insert(s.path.begin() + std::ptrdiff_t(s.next), Precision::FP64);
+      s.factored = false;
       continue;
     }
     if (attempt.precision == Precision::FP64 || s.next >= s.path.size()) break;  // nothing higher to try

@@ -162,6 +162,63 @@ TYPED_TEST(GpuPanel, TiesPickTheLowestRowAndAZeroColumnIsReported) {
   }
 }
 
+// factor_diagonal_block (one thread block, pivots among the block's own rows): the w x w
+// column-major `a` (ld lda) stored row-major with leading dimension lda on the device, factored,
+// and returned column-major. The padding columns of each row must stay untouched.
+template <class T>
+PanelResult<T> factor_block_on_device(const std::vector<T>& a, int w, std::int64_t lda, std::int64_t row_offset) {
+  std::vector<T> stored(lda * w, T(-7));
+  for (int i = 0; i < w; ++i)
+    for (int j = 0; j < w; ++j) stored[j + i * lda] = a[i + j * lda];
+  DeviceBuffer<T> da(stored.size()), scratch(std::size_t(w) * w);
+  da.copy_from_host(stored);
+  DeviceBuffer<int> pivots(w), first_zero(1);
+  const int none = 1 << 30;
+  first_zero.copy_from_host(std::vector<int>{none});
+  mixsolve::solvers_detail::factor_diagonal_block(da.data(), lda, w, pivots.data(), row_offset, first_zero.data(), 7,
+                                                  scratch.data(), nullptr);
+  const std::vector<T> result = da.to_host();
+  PanelResult<T> r{a, pivots.to_host(), first_zero.to_host()[0]};
+  if (r.first_zero == none) r.first_zero = -1;
+  for (int i = 0; i < w; ++i) {
+    for (int j = 0; j < w; ++j) r.lu[i + j * lda] = result[j + i * lda];
+    for (std::int64_t j = w; j < lda; ++j) EXPECT_EQ(result[j + i * lda], T(-7)) << "row padding, row " << i;
+  }
+  return r;
+}
+
+TYPED_TEST(GpuPanel, DiagonalBlockFactorsToWorkingAccuracyInOneThreadBlock) {
+  using T = TypeParam;
+  MIXSOLVE_REQUIRE_GPU();
+  std::mt19937_64 rng(43);
+  std::normal_distribution<T> normal;
+  for (const int w : {1, 31, 77, 200, kPanelMaxWidth}) {
+    const std::int64_t lda = w + 9, row_offset = 5;
+    std::vector<T> a(lda * w);
+    for (T& v : a) v = normal(rng);
+    const PanelResult<T> r = factor_block_on_device(a, w, lda, row_offset);
+    for (int j = 0; j < w; ++j) {
+      ASSERT_GE(r.pivots[j], row_offset + j) << "w " << w << " column " << j;
+      ASSERT_LT(r.pivots[j], row_offset + w);
+    }
+    EXPECT_EQ(r.first_zero, -1);
+    const Check c = check_factors(a, r, w, w, lda, row_offset);
+    EXPECT_LE(c.residual_ratio, 2.0) << "w " << w;
+    EXPECT_LE(c.largest_multiplier, 1.0) << "w " << w;
+  }
+  // A zero column after the first 40 eliminations: reported with its column (offset 7), left
+  // unscaled, no interchange; P A = L U still holds.
+  const int w = 64;
+  std::vector<T> a(std::size_t(w) * w);
+  for (int j = 0; j < w; ++j)
+    for (int i = 0; i < w; ++i) a[i + j * w] = j == 40 ? T(0) : normal(rng);
+  const PanelResult<T> r = factor_block_on_device(a, w, w, 0);
+  EXPECT_EQ(r.first_zero, 7 + 40);
+  EXPECT_EQ(r.pivots[40], 40);
+  const Check c = check_factors(a, r, w, w, w, 0);
+  EXPECT_LE(c.residual_ratio, 2.0);
+}
+
 TYPED_TEST(GpuPanel, InterchangesAppliedAsMovesMatchSequentialSwaps) {
   using T = TypeParam;
   // A panel's interchanges (rows first .. first+count-1 swapped in order with rows at or below
@@ -218,13 +275,14 @@ TYPED_TEST(GpuPanel, RejectsPanelsWiderThanSupported) {
   EXPECT_THROW(workspace.factor(a.data(), 1024, 10, 11, pivots.data(), 0, zero.data(), 0, nullptr), mixsolve::InvalidArgument);
 }
 
-// invert_unit_lower against the inverse of the same L (T = FP32 or FP64 values) by FP64
-// substitution on the host. L comes from partial pivoting on a Gaussian matrix (|L| <= 1, as in
-// the LU), so its inverse is moderate. FP64 substitution is accurate to |X^ - X| <= c w u64 |X|
-// |L| |X| (Higham, Accuracy and Stability, 2nd ed., section 14.2), and the result is rounded once
-// to T. The upper triangle and diagonal hold garbage, which must be ignored (the LU stores U there).
+// invert_unit_lower (upper false) and invert_upper (upper true) against the inverse of the same
+// triangle (T = FP32 or FP64 values) by FP64 substitution on the host. L and U come from partial
+// pivoting on a Gaussian matrix (|L| <= 1, as in the LU), so their inverses are moderate. FP64
+// substitution is accurate to |X^ - X| <= c w u64 |X| |M| |X| (Higham, Accuracy and Stability,
+// 2nd ed., section 14.2), and the result is rounded once to T. The other triangle holds the
+// other factor, which must be ignored (the LU stores both in one block).
 template <class T>
-void check_unit_lower_inverse(int w, std::int64_t ld, bool row_major) {
+void check_triangle_inverse(int w, std::int64_t ld, bool row_major, bool upper) {
   std::mt19937_64 rng(std::uint64_t(w * 7 + ld));
   std::normal_distribution<double> normal;
   std::vector<double> g(std::size_t(w) * w);  // column-major, eliminated in place
@@ -239,35 +297,44 @@ void check_unit_lower_inverse(int w, std::int64_t ld, bool row_major) {
       for (int j = k + 1; j < w; ++j) g[i + j * w] -= g[i + k * w] * g[k + j * w];
     }
   }
-  std::vector<double> l(std::size_t(w) * w, 0.0);  // L as T values
+  std::vector<double> m(std::size_t(w) * w, 0.0);  // the triangle M (unit lower L or upper U) as T values
   std::vector<T> stored(std::size_t(ld) * w, T(99));
-  for (int i = 0; i < w; ++i) {
-    l[i + i * w] = 1;
-    for (int k = 0; k < i; ++k) {
+  for (int i = 0; i < w; ++i)
+    for (int k = 0; k < w; ++k) {
       const T v = T(g[i + k * w]);
-      l[i + k * w] = v;
       stored[row_major ? k + i * ld : i + k * ld] = v;
+      if (upper ? k >= i : k < i) m[i + k * w] = v;
     }
-  }
-  std::vector<double> x(std::size_t(w) * w, 0.0);  // L^-1, column by column
+  if (!upper)
+    for (int i = 0; i < w; ++i) m[i + i * w] = 1;
+  std::vector<double> x(std::size_t(w) * w, 0.0);  // M^-1, column by column
   for (int c = 0; c < w; ++c) {
-    x[c + c * w] = 1;
-    for (int i = c + 1; i < w; ++i) {
-      double s = 0;
-      for (int k = c; k < i; ++k) s -= l[i + k * w] * x[k + c * w];
-      x[i + c * w] = s;
+    if (upper) {
+      for (int i = c; i >= 0; --i) {
+        double s = i == c ? 1.0 : 0.0;
+        for (int k = i + 1; k <= c; ++k) s -= m[i + k * w] * x[k + c * w];
+        x[i + c * w] = s / m[i + i * w];
+      }
+    } else {
+      x[c + c * w] = 1;
+      for (int i = c + 1; i < w; ++i) {
+        double s = 0;
+        for (int k = c; k < i; ++k) s -= m[i + k * w] * x[k + c * w];
+        x[i + c * w] = s;
+      }
     }
   }
-  std::vector<double> xl(std::size_t(w) * w, 0.0), bound(std::size_t(w) * w, 0.0);  // |X| |L|, |X| |L| |X|
+  std::vector<double> xm(std::size_t(w) * w, 0.0), bound(std::size_t(w) * w, 0.0);  // |X| |M|, |X| |M| |X|
   for (int j = 0; j < w; ++j)
     for (int k = 0; k < w; ++k)
-      for (int i = 0; i < w; ++i) xl[i + j * w] += std::fabs(x[i + k * w]) * std::fabs(l[k + j * w]);
+      for (int i = 0; i < w; ++i) xm[i + j * w] += std::fabs(x[i + k * w]) * std::fabs(m[k + j * w]);
   for (int j = 0; j < w; ++j)
     for (int k = 0; k < w; ++k)
-      for (int i = 0; i < w; ++i) bound[i + j * w] += xl[i + k * w] * std::fabs(x[k + j * w]);
+      for (int i = 0; i < w; ++i) bound[i + j * w] += xm[i + k * w] * std::fabs(x[k + j * w]);
   DeviceBuffer<T> da(stored.size()), inverse(std::size_t(w) * w);
   da.copy_from_host(stored);
-  mixsolve::solvers_detail::invert_unit_lower(da.data(), ld, w, inverse.data(), nullptr, row_major);
+  if (upper) mixsolve::solvers_detail::invert_upper(da.data(), ld, w, inverse.data(), nullptr, row_major);
+  else mixsolve::solvers_detail::invert_unit_lower(da.data(), ld, w, inverse.data(), nullptr, row_major);
   const std::vector<T> got = inverse.to_host();  // row-major w x w
   EXPECT_EQ(da.to_host(), stored) << "the input is read only";
   int bad = 0;
@@ -276,22 +343,26 @@ void check_unit_lower_inverse(int w, std::int64_t ld, bool row_major) {
       const double want = x[i + c * w];
       const double tolerance = kUnitRoundoff<T> * std::fabs(want) + 4.0 * w * 0x1p-53 * bound[i + c * w];
       if (!(std::fabs(double(got[std::size_t(i) * w + c]) - want) <= tolerance) && bad++ < 5)
-        ADD_FAILURE() << "w " << w << " ld " << ld << (row_major ? " row-major" : " column-major") << ": (" << i
-                      << ", " << c << ") = " << got[std::size_t(i) * w + c] << ", want " << want;
+        ADD_FAILURE() << (upper ? "upper" : "unit lower") << " w " << w << " ld " << ld
+                      << (row_major ? " row-major" : " column-major") << ": (" << i << ", " << c
+                      << ") = " << got[std::size_t(i) * w + c] << ", want " << want;
     }
 }
 
-TEST(GpuUnitLowerInverse, MatchesFp64SubstitutionInBothLayoutsAndTypes) {
+TEST(GpuTriangleInverse, MatchesFp64SubstitutionInBothLayoutsAndTypes) {
   MIXSOLVE_REQUIRE_GPU();
-  for (bool row_major : {false, true}) {
-    check_unit_lower_inverse<float>(kPanelMaxWidth, 300, row_major);
-    check_unit_lower_inverse<float>(200, 203, row_major);  // a short last panel, columns not a multiple of 8
-    check_unit_lower_inverse<float>(1, 1, row_major);
-    check_unit_lower_inverse<double>(kPanelMaxWidth, 257, row_major);
-    check_unit_lower_inverse<double>(77, 80, row_major);
-  }
+  for (bool upper : {false, true})
+    for (bool row_major : {false, true}) {
+      check_triangle_inverse<float>(kPanelMaxWidth, 300, row_major, upper);
+      check_triangle_inverse<float>(200, 203, row_major, upper);  // a short last panel, columns not a multiple of 8
+      check_triangle_inverse<float>(1, 1, row_major, upper);
+      check_triangle_inverse<double>(kPanelMaxWidth, 257, row_major, upper);
+      check_triangle_inverse<double>(77, 80, row_major, upper);
+    }
   DeviceBuffer<float> a(1), inverse(1);
   EXPECT_THROW(mixsolve::solvers_detail::invert_unit_lower(a.data(), 1000, kPanelMaxWidth + 1, inverse.data(), nullptr),
+               mixsolve::InvalidArgument);
+  EXPECT_THROW(mixsolve::solvers_detail::invert_upper(a.data(), 1000, kPanelMaxWidth + 1, inverse.data(), nullptr),
                mixsolve::InvalidArgument);
 }
 

@@ -14,6 +14,7 @@
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/core/test_matrices.hpp"
 #include "mixsolve/solvers/solve.hpp"
+#include "solve_test_problems.hpp"
 
 namespace {
 
@@ -117,6 +118,51 @@ TEST(GpuSolve, Fp64FactorsFromTheEngineAndFromCusolverMeetTheStopTest) {
       EXPECT_LE(r.attempts[0].iterations, 1) << r.summary();
     }
   }
+}
+
+// SolveOptions::reuse_pivot_order on the engine's FP64 LU (forced at these n): the fallback after
+// fp16x3 follows its row order where the multipliers stay within the bound and meets the stop
+// test (n = 2100: a last panel narrower than the block); a row order the FP16 LU chose by
+// rounding error (test_problems::misleading_order_matrix) is rejected and the FP64 LU pivots
+// fully. Each case also without reuse, which must pivot fully.
+TEST(GpuSolve, Fp64FallbackReusesOrRejectsTheCheapRowOrder) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  setenv("MIXSOLVE_FP64_LU", "engine", 1);
+  struct Case {
+    bool misleading;
+    std::int64_t n;
+  };
+  for (const Case& c : {Case{false, 2100}, Case{true, 768}}) {
+    const auto make_problem = [&] {
+      if (!c.misleading) return DeviceProblem(spec_of(MatrixFamily::Svd, Spectrum::Geo, 1e12, 92), c.n, 1);
+      DeviceProblem p(93, c.n, 1);
+      p.a = test_problems::misleading_order_matrix(c.n / 3, 94);
+      p.upload(95);
+      return p;
+    };
+    DeviceProblem prob = make_problem();
+    for (const bool reuse : {true, false}) {
+      SCOPED_TRACE(std::string(c.misleading ? "misleading order" : "geo 1e12") + (reuse ? ", reuse" : ", no reuse"));
+      SolveOptions o;
+      o.factorization = c.misleading ? Precision::FP16 : Precision::Auto;
+      o.auto_min_n = 0;
+      o.reuse_pivot_order = reuse;
+      const SolveReport r = prob.solve_on_device(ctx, o);
+      EXPECT_TRUE(r.converged) << r.summary();
+      EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
+      ASSERT_GE(r.attempts.size(), 2u) << r.summary();
+      const Attempt& last = r.attempts.back();
+      ASSERT_EQ(last.precision, Precision::FP64) << r.summary();
+      const PivotOrder expected =
+          !reuse ? PivotOrder::Partial : c.misleading ? PivotOrder::Rejected : PivotOrder::Reused;
+      EXPECT_EQ(last.pivot_order, expected) << r.summary();
+      if (expected == PivotOrder::Reused) EXPECT_LE(last.largest_multiplier, kReusedOrderMaxMultiplier);
+      if (expected == PivotOrder::Rejected) EXPECT_GT(last.largest_multiplier, kReusedOrderMaxMultiplier);
+      std::printf("%s", r.summary().c_str());
+    }
+  }
+  unsetenv("MIXSOLVE_FP64_LU");
 }
 
 TEST(GpuSolve, Fp16x3FactorsRefineLikeFp32AndFasterThanFp16) {

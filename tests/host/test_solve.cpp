@@ -11,6 +11,7 @@
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/core/test_matrices.hpp"
 #include "mixsolve/solvers/solve.hpp"
+#include "solve_test_problems.hpp"
 
 namespace {
 
@@ -385,6 +386,49 @@ TEST(Solve, DefaultAutoTriesFp16x3WithGmresBeforeFallingBackToFp64) {
   EXPECT_EQ(r.attempts[0].refinement, Refinement::Classic);
   EXPECT_EQ(r.attempts[1].refinement, Refinement::Gmres) << "FP64 is next: the same factors get GMRES first";
   EXPECT_TRUE(r.fell_back);
+}
+
+// SolveOptions::reuse_pivot_order: the FP64 fallback follows fp16x3's row order, pivoting only
+// inside the diagonal blocks; its multipliers stay within the bound and it meets the stop test.
+// With the option off it pivots fully.
+TEST(Solve, Fp64FallbackReusesTheCheapRowOrderWhereItsMultipliersStaySmall) {
+  for (const bool reuse : {true, false}) {
+    Problem p(geo(1e12, 9), 96);
+    Context ctx = Context::host_only();
+    SolveOptions o;
+    o.block_size = 16;
+    o.reuse_pivot_order = reuse;
+    const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+    SCOPED_TRACE(reuse ? "reuse" : "no reuse");
+    expect_converged_and_accurate(p, r);
+    ASSERT_EQ(r.attempts.back().precision, Precision::FP64) << r.summary();
+    EXPECT_EQ(r.attempts.back().pivot_order, reuse ? PivotOrder::Reused : PivotOrder::Partial) << r.summary();
+    if (reuse) {
+      EXPECT_GE(r.attempts.back().largest_multiplier, 0.0);
+      EXPECT_LE(r.attempts.back().largest_multiplier, kReusedOrderMaxMultiplier);
+    }
+    for (std::size_t i = 0; i + 1 < r.attempts.size(); ++i)
+      EXPECT_EQ(r.attempts[i].pivot_order, PivotOrder::Partial) << "only FP64 reuses an order";
+  }
+}
+
+// A row order the FP16 LU chose by rounding error (test_problems::misleading_order_matrix) gives FP64
+// multipliers near 1e6: the order is rejected, the FP64 LU pivots fully and converges.
+TEST(Solve, Fp64FallbackRejectsAMisleadingRowOrderAndPivotsFully) {
+  const std::int64_t b = 32, n = 3 * b;
+  Problem p(geo(1e2), n);
+  p.a = test_problems::misleading_order_matrix(b, 5);
+  Context ctx = Context::host_only();
+  SolveOptions o;
+  o.factorization = Precision::FP16;
+  o.block_size = int(b);
+  const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+  expect_converged_and_accurate(p, r);
+  ASSERT_GE(r.attempts.size(), 2u) << r.summary();
+  EXPECT_EQ(r.attempts.front().precision, Precision::FP16);
+  EXPECT_EQ(r.attempts.back().precision, Precision::FP64);
+  EXPECT_EQ(r.attempts.back().pivot_order, PivotOrder::Rejected) << r.summary();
+  EXPECT_GT(r.attempts.back().largest_multiplier, kReusedOrderMaxMultiplier) << r.summary();
 }
 
 TEST(Solve, AutoStaysCheapWhenTheMatrixIsWellConditioned) {

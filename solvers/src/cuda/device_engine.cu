@@ -70,11 +70,14 @@ __global__ void convert_kernel(const From* src, std::int64_t lds, To* dst, std::
 }
 
 // dst = the same conversion as convert_kernel of the n x cols column-major src, stored row-major
-// (element (i, j) at dst[j + i ldd]), through 32 x 32 shared-memory tiles (block 32 x 8).
+// (element (i, j) at dst[j + i ldd]), through 32 x 32 shared-memory tiles (block 32 x 8). With
+// destination_row (not null), src's row i becomes dst's row destination_row[i]: the stores stay
+// runs of 32 values, where a gather would read one 32-byte sector per 8-byte value.
 template <class To>
 __global__ void convert_transposed_kernel(const double* src, std::int64_t lds, To* dst, std::int64_t ldd,
                                           std::int64_t n, const double* row_factor, const double* column_factor,
-                                          double mu, unsigned long long* first_nonfinite) {
+                                          double mu, unsigned long long* first_nonfinite,
+                                          const int* destination_row) {
   __shared__ To tile[32][33];
   const std::int64_t i0 = std::int64_t(blockIdx.x) * 32, j0 = std::int64_t(blockIdx.y) * 32;
   for (int k = threadIdx.y; k < 32; k += blockDim.y) {
@@ -91,7 +94,7 @@ __global__ void convert_transposed_kernel(const double* src, std::int64_t lds, T
   __syncthreads();
   for (int k = threadIdx.y; k < 32; k += blockDim.y) {
     const std::int64_t i = i0 + k, j = j0 + threadIdx.x;
-    if (i < n && j < n) dst[j + i * ldd] = tile[k][threadIdx.x];
+    if (i < n && j < n) dst[j + (destination_row ? destination_row[i] : i) * ldd] = tile[k][threadIdx.x];
   }
 }
 
@@ -205,6 +208,25 @@ __device__ double column_abs_max_in_block(const double* m, std::int64_t ld, std:
 __global__ void column_abs_max_kernel(const double* m, std::int64_t ld, std::int64_t rows, double* out) {
   const double r = column_abs_max_in_block(m, ld, rows, nullptr);
   if (threadIdx.x == 0) out[blockIdx.x] = r;
+}
+
+// *largest = max(*largest, max |a_ij|) over a rows x cols row-major block (element (i, j) at
+// a[j + i lda]), as the bits of a non-negative double (ordered as unsigned integers; NaN above
+// every number, so a NaN multiplier fails the check that reads it).
+template <class T>
+__global__ void abs_max_row_major_kernel(const T* a, std::int64_t lda, std::int64_t rows, int cols,
+                                         unsigned long long* largest) {
+  double v = 0;
+  for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < rows * cols;
+       idx += std::int64_t(gridDim.x) * blockDim.x) {
+    const double x = fabs(double(a[idx % cols + (idx / cols) * lda]));
+    if (!(x <= v)) v = x;
+  }
+  for (int o = 16; o > 0; o /= 2) {
+    const double other = __shfl_down_sync(0xffffffffu, v, o);
+    if (!(other <= v)) v = other;
+  }
+  if ((threadIdx.x & 31) == 0 && v != 0) atomicMax(largest, static_cast<unsigned long long>(__double_as_longlong(v)));
 }
 
 // For each column j of m (one block per column): the power of two
@@ -395,7 +417,13 @@ template <class T>
 struct BlockRowBuffers {
   DeviceBuffer<T> l11_inverses;                   // each panel's L11^-1 (factor_panel)
   DeviceBuffer<T> u12_copy_chain, u12_copy_bulk;  // A12 before U12 = L11^-1 A12 overwrites it
-  std::size_t bytes() const { return l11_inverses.bytes() + u12_copy_chain.bytes() + u12_copy_bulk.bytes(); }
+  // Panels in a given row order (factor_panel_in_order): U11^-1, and A21 before L21 = A21 U11^-1
+  // overwrites it.
+  DeviceBuffer<T> u11_inverse, l21_copy;
+  std::size_t bytes() const {
+    return l11_inverses.bytes() + u12_copy_chain.bytes() + u12_copy_bulk.bytes() + u11_inverse.bytes() +
+           l21_copy.bytes();
+  }
 };
 
 // c = a b (alpha 1, beta 0; b not transposed) by cublasSgemm or cublasDgemm.
@@ -418,6 +446,9 @@ constexpr std::int64_t kFp64EngineMinN = 6144;
 
 // Multiprocessors the panel kernel runs on by default (measured: docs/solver.md).
 constexpr int kDefaultPanelBlocks = 32;
+// Multiprocessors left to the chain when the panels follow a given row order
+// (factor_panel_in_order: a diagonal block on a few blocks, then short GEMMs).
+constexpr int kInOrderChainMultiprocessors = 8;
 // Panels whose updates the columns beyond the look-ahead receive at once (factor_blocked). FP64
 // factors from n = kLargeFp64 on take kDefaultUpdateGroup64: a DGEMM with k = 4 x 256 runs
 // nearer its peak, and the FP64 LU at n = 32768 is bound by the bulk stream's DGEMMs (H100,
@@ -466,9 +497,19 @@ class DeviceEngine final : public Engine {
     return find_nonfinite_in(m.data, m.ld, m.rows, m.cols);
   }
 
-  FactorResult factor(Precision p, bool range_scaling) override {
+  FactorResult factor(Precision p, bool range_scaling, bool reuse_pivot_order) override {
+    // The previous factorization's row order, where one completed (engine.hpp).
+    std::vector<int> order;
+    if (reuse_pivot_order && p == Precision::FP64 && factors_complete_) order = permutation_.to_host(stream());
+    FactorResult result = factor_unchecked(p, range_scaling, order);
+    factors_complete_ = result.status == StopReason::Converged;
+    return result;
+  }
+
+  FactorResult factor_unchecked(Precision p, bool range_scaling, const std::vector<int>& order) {
     triangular32_.reset();  // they refer to the factors being replaced
     triangular64_.reset();
+    row_order_.clear();
     precision_ = p;
     two_sided_ = false;
     mu_ = 1.0;
@@ -486,7 +527,13 @@ class DeviceEngine final : public Engine {
       const std::string forced = choice ? choice : "";
       const bool engine = forced == "engine" || (forced != "cusolver" && n_ >= kFp64EngineMinN);
       if (!engine || !panel_workspace<double>().supported()) return factor_with_cusolver();
-      return factor_blocked_lu(factors64_.data(), device_update_backend(p), false);
+      if (order.empty() || !row_major_layout()) return factor_blocked_lu(factors64_.data(), device_update_backend(p), false);
+      const FactorResult in_order = factor_blocked_lu(factors64_.data(), device_update_backend(p), false, order);
+      if (in_order.pivot_order == PivotOrder::Reused) return in_order;
+      FactorResult again = factor_blocked_lu(factors64_.data(), device_update_backend(p), false);  // partial pivoting
+      again.pivot_order = PivotOrder::Rejected;
+      again.largest_multiplier = in_order.largest_multiplier;
+      return again;
     }
     factors64_ = DeviceBuffer<double>();
     block_rows64_ = BlockRowBuffers<double>();
@@ -529,16 +576,29 @@ class DeviceEngine final : public Engine {
 
   // The blocked LU (factor_blocked) of A, or of mu R A S with range scaling, into f (n x n,
   // column-major when it returns): T = float for the FP32-stored factorizations, double for FP64.
+  // With a row order (row-major layout only): the LU of A's rows in that order, pivoting inside
+  // the diagonal blocks (factor_panel_in_order); its result is Reused where every check passed,
+  // else Rejected (the caller then factors with partial pivoting).
   template <class T>
-  FactorResult factor_blocked_lu(T* f, const gemm::Backend& update, bool range_scaling) {
+  FactorResult factor_blocked_lu(T* f, const gemm::Backend& update, bool range_scaling,
+                                 const std::vector<int>& order = {}) {
     FactorResult result;
     if (range_scaling) compute_range_scaling();
     reset_first_nonfinite();
-    row_major_ = env_int("MIXSOLVE_LU_ROW_MAJOR", 1) != 0;
+    row_major_ = row_major_layout();
+    in_order_ = !order.empty() && row_major_;
+    DeviceBuffer<int> destination_row;
+    if (in_order_) {
+      std::vector<int> position(n_);
+      for (std::int64_t i = 0; i < n_; ++i) position[order[i]] = int(i);
+      destination_row = DeviceBuffer<int>(n_);
+      destination_row.copy_from_host(position, stream());
+      MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(largest_multiplier_.data(), 0, sizeof(unsigned long long), stream()));
+    }
     if (row_major_) {
       const dim3 tiles(unsigned((n_ + 31) / 32), unsigned((n_ + 31) / 32));
-      convert_transposed_kernel<T><<<tiles, dim3(32, 8), 0, stream()>>>(a_.data, a_.ld, f, n_, n_, row_factor(),
-                                                                       column_factor(), mu_, flag_.data());
+      convert_transposed_kernel<T><<<tiles, dim3(32, 8), 0, stream()>>>(
+          a_.data, a_.ld, f, n_, n_, row_factor(), column_factor(), mu_, flag_.data(), destination_row.data());
     } else {
       convert_kernel<<<stripe_grid(n_, n_), 256, 0, stream()>>>(a_.data, a_.ld, f, n_, n_, n_, row_factor(),
                                                                 column_factor(), mu_, flag_.data());
@@ -565,6 +625,10 @@ class DeviceEngine final : public Engine {
       block_rows.u12_copy_chain = DeviceBuffer<T>(nb_ * nb_);
       block_rows.u12_copy_bulk = DeviceBuffer<T>(nb_ * n_);
     }
+    if (in_order_ && block_rows.l21_copy.size() == 0) {
+      block_rows.u11_inverse = DeviceBuffer<T>(nb_ * nb_);
+      block_rows.l21_copy = DeviceBuffer<T>(nb_ * n_);
+    }
     // The first zero pivot's column, read once at the end: no synchronisation inside the loop.
     // After a zero pivot the remaining panels compute with Inf/NaN; those factors are discarded.
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(first_zero_pivot_.data(), 0x7f, sizeof(int), stream()));
@@ -579,6 +643,19 @@ class DeviceEngine final : public Engine {
     }
     int first_zero = 0;
     first_zero_pivot_.copy_to_host(&first_zero, 1, stream());
+    if (in_order_) {  // the order's checks: a zero pivot inside a diagonal block, a large multiplier, NaN/Inf
+      in_order_ = false;
+      unsigned long long bits = 0;
+      largest_multiplier_.copy_to_host(&bits, 1, stream());
+      std::memcpy(&result.largest_multiplier, &bits, sizeof bits);
+      const bool finite = read_first_nonfinite(n_).first < 0;
+      if (first_zero < n_ || !finite || !(result.largest_multiplier <= kReusedOrderMaxMultiplier)) {
+        result.pivot_order = PivotOrder::Rejected;
+        return result;
+      }
+      result.pivot_order = PivotOrder::Reused;
+      row_order_ = order;
+    }
     if (first_zero < n_) {
       result.status = StopReason::ZeroPivot;
       result.zero_pivot_column = first_zero;
@@ -588,7 +665,7 @@ class DeviceEngine final : public Engine {
       result.status = StopReason::Overflow;
       return result;
     }
-    pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream());
+    pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream(), row_order_);
     if constexpr (std::is_same_v<T, float>)
       triangular32_ = std::make_unique<TriangularSolver<float, double>>(f, n_, n_, stream());
     else
@@ -738,8 +815,11 @@ class DeviceEngine final : public Engine {
     cudaStream_t left = look_ahead ? swap_stream_ : bulk;
     int multiprocessors = 0;
     MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, ctx_.device()));
-    MultiprocessorLimitScope limit(bulk_ctx,
-                                   look_ahead ? std::max(1, multiprocessors - panel_workspace<T>().blocks()) : 0);
+    // Panels in a given row order take a few blocks for their diagonal block and short GEMMs
+    // (factor_panel_in_order): MIXSOLVE_LU_CHAIN_SMS multiprocessors are left to the chain then.
+    const int chain_multiprocessors =
+        in_order_ ? env_int("MIXSOLVE_LU_CHAIN_SMS", kInOrderChainMultiprocessors) : panel_workspace<T>().blocks();
+    MultiprocessorLimitScope limit(bulk_ctx, look_ahead ? std::max(1, multiprocessors - chain_multiprocessors) : 0);
     Profile& profile = profile_;
     const auto started = std::chrono::steady_clock::now();
     profile.begin_factorization(bulk, {{chain, "chain"}, {bulk, "bulk"}, {left, "left"}});
@@ -933,10 +1013,45 @@ class DeviceEngine final : public Engine {
   template <class T>
   void factor_panel(Context& ctx, T* f, std::int64_t j0, std::int64_t jb) {
     T* diagonal = f + j0 + j0 * n_;
+    // In a given row order only the diagonal block's rows are searched (factor_panel_in_order).
+    T* l11_inverse = block_row_buffers<T>().l11_inverses.data() + (j0 / nb_) * nb_ * nb_;
+    if (in_order_) {
+      factor_diagonal_block(diagonal, n_, int(jb), pivots_.data() + j0, j0, first_zero_pivot_.data(), j0,
+                            block_row_buffers<T>().l21_copy.data(), ctx.stream());
+      factor_panel_in_order(ctx, f, j0, jb);
+      return;
+    }
     panel_workspace<T>().factor(diagonal, n_, n_ - j0, int(jb), pivots_.data() + j0, j0, first_zero_pivot_.data(), j0,
                                 ctx.stream(), row_major_);
-    invert_unit_lower(diagonal, n_, int(jb), block_row_buffers<T>().l11_inverses.data() + (j0 / nb_) * nb_ * nb_,
-                      ctx.stream(), row_major_);
+    invert_unit_lower(diagonal, n_, int(jb), l11_inverse, ctx.stream(), row_major_);
+  }
+
+  // The rest of a panel whose rows stand in a given order (SolveOptions::reuse_pivot_order), row-
+  // major, after factor_diagonal_block has factored its diagonal block with pivoting among its
+  // own rows (factor_panel): L11^-1 and U11^-1 in one launch, L21 = A21 U11^-1 as a GEMM with
+  // the latter, and max |L21| into largest_multiplier_ for the check at the end. No search over
+  // the column and no interchange beyond the block.
+  template <class T>
+  void factor_panel_in_order(Context& ctx, T* f, std::int64_t j0, std::int64_t jb) {
+    BlockRowBuffers<T>& buffers = block_row_buffers<T>();
+    const T* diagonal = f + j0 + j0 * n_;
+    T* l11_inverse = buffers.l11_inverses.data() + (j0 / nb_) * nb_ * nb_;
+    const std::int64_t below = n_ - j0 - jb;
+    if (below == 0) {
+      invert_unit_lower(diagonal, n_, int(jb), l11_inverse, ctx.stream(), true);
+      return;
+    }
+    T* l21 = f + j0 + (j0 + jb) * n_;  // rows j0 + jb .., columns j0 .. j0 + jb
+    invert_both_triangles(diagonal, n_, int(jb), l11_inverse, buffers.u11_inverse.data(), ctx.stream(), true);
+    MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(buffers.l21_copy.data(), jb * sizeof(T), l21, n_ * sizeof(T), jb * sizeof(T),
+                                          below, cudaMemcpyDeviceToDevice, ctx.stream()));
+    // Row-major L21 seen column-major is L21^T = U11^-T A21^T; the row-major inverse seen
+    // column-major is U11^-T.
+    cublas_product(ctx.cublas(), CUBLAS_OP_N, int(jb), int(below), int(jb), buffers.u11_inverse.data(), int(jb),
+                   buffers.l21_copy.data(), int(jb), l21, int(n_));
+    abs_max_row_major_kernel<<<unsigned(std::min<std::int64_t>(1024, (below * jb + 255) / 256)), 256, 0,
+                               ctx.stream()>>>(l21, n_, below, int(jb), largest_multiplier_.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
 
   // The cooperative panel kernel's workspace for T (created on first use).
@@ -1103,6 +1218,13 @@ class DeviceEngine final : public Engine {
   // default): a row interchange then moves contiguous runs instead of one 32-byte sector per
   // 4-byte value, and transposed to column-major afterwards.
   bool row_major_ = false;
+  static bool row_major_layout() { return env_int("MIXSOLVE_LU_ROW_MAJOR", 1) != 0; }
+  // SolveOptions::reuse_pivot_order: the current factors are of A's rows in row_order_ (empty: A's
+  // own order); in_order_ while factor_blocked_lu follows one; factors_complete_: the current
+  // factors are a completed LU of A (permutation_ is then a row order to reuse).
+  std::vector<int> row_order_;
+  bool in_order_ = false, factors_complete_ = false;
+  DeviceBuffer<unsigned long long> largest_multiplier_{1};  // max |L21| in order, as double bits
   double mu_ = 1.0;
   DeviceBuffer<double> vector_scale_;  // apply_inverse: each column's sigma and 1 / sigma
   DeviceBuffer<double> projection_;    // orthogonalize: the projections of the two passes

@@ -728,41 +728,72 @@ __global__ void __launch_bounds__(256)
   for (int mv = group; inside && mv < count; mv += groups) a[std::int64_t(move_to[mv]) * lda + c] = staged[mv][lane];
 }
 
-// L^-1 for the unit lower triangle of a w x w block (the diagonal is taken as 1), in FP64
-// arithmetic, stored as T (a's type) row-major w x w. A block of kPanelMaxWidth threads computes
-// kInverseColumns columns of the inverse by column-oriented forward substitution: thread i holds
+// The inverse of a w x w block's unit lower triangle (kUpper false; the diagonal is taken as 1)
+// or of its upper triangle (kUpper true, diagonal included), in FP64 arithmetic, stored as T
+// (a's type) row-major w x w. A block of kPanelMaxWidth threads computes kInverseColumns columns
+// of the inverse by column-oriented substitution (forward for L, backward for U): thread i holds
 // row i of those columns; at step k row k is final and is broadcast through shared memory, and
-// every row below subtracts L(i, k) times it. One barrier per step; L(i, k) for thread i runs
-// along its row, so the row-major factors are read one cache line per 32 steps.
+// every row not yet final subtracts a(i, k) times it. One barrier per step; a(i, k) for thread i
+// runs along its row, so row-major factors are read one cache line per 32 steps.
 constexpr int kInverseColumns = 8;
-template <class T>
-__global__ void __launch_bounds__(kPanelMaxWidth)
-    invert_unit_lower_kernel(const T* a, std::int64_t row_stride, std::int64_t column_stride, int w, T* inverse) {
+template <class T, bool kUpper>
+__device__ void invert_triangle_columns(const T* a, std::int64_t row_stride, std::int64_t column_stride, int w,
+                                        T* inverse) {
   __shared__ double row_k[2][kInverseColumns];
   const int c0 = blockIdx.x * kInverseColumns, i = threadIdx.x;
+  const T* row = a + std::int64_t(min(i, w - 1)) * row_stride;
+  // U's diagonal divides row i once it is final (by its reciprocal, computed off the chain of
+  // steps: eight FP64 divisions per step made the kernel 3x slower); L's is 1.
+  const double reciprocal = kUpper ? 1.0 / double(row[std::int64_t(min(i, w - 1)) * column_stride]) : 1.0;
+  const auto finish = [&](double* x) {
+    if (kUpper)
+#pragma unroll
+      for (int c = 0; c < kInverseColumns; ++c) x[c] *= reciprocal;
+  };
   double x[kInverseColumns];
 #pragma unroll
   for (int c = 0; c < kInverseColumns; ++c) x[c] = i == c0 + c ? 1.0 : 0.0;
-  if (i == c0)
+  // L: rows c0 .. w-1 of these columns are nonzero, final in increasing order from row c0.
+  // U: rows 0 .. last, final in decreasing order from row last.
+  const int last = min(w, c0 + kInverseColumns) - 1, first_final = kUpper ? last : c0;
+  if (i == first_final) {
+    finish(x);
 #pragma unroll
-    for (int c = 0; c < kInverseColumns; ++c) row_k[c0 & 1][c] = x[c];
+    for (int c = 0; c < kInverseColumns; ++c) row_k[first_final & 1][c] = x[c];
+  }
   __syncthreads();
-  const T* row = a + std::int64_t(min(i, w - 1)) * row_stride;
-  for (int k = c0; k < w - 1; ++k) {
-    if (i > k && i < w) {
-      const double l = row[k * column_stride];
+  const int steps = kUpper ? last : w - 1 - c0;
+  for (int s = 0; s < steps; ++s) {
+    const int k = kUpper ? last - s : c0 + s, next = kUpper ? k - 1 : k + 1;
+    if (kUpper ? i < k : (i > k && i < w)) {
+      const double l = row[std::int64_t(k) * column_stride];
 #pragma unroll
       for (int c = 0; c < kInverseColumns; ++c) x[c] -= l * row_k[k & 1][c];
     }
-    if (i == k + 1)  // row k + 1 has received its last update
+    if (i == next) {  // row `next` has received its last update
+      finish(x);
 #pragma unroll
-      for (int c = 0; c < kInverseColumns; ++c) row_k[(k + 1) & 1][c] = x[c];
+      for (int c = 0; c < kInverseColumns; ++c) row_k[next & 1][c] = x[c];
+    }
     __syncthreads();
   }
   if (i < w)
 #pragma unroll
     for (int c = 0; c < kInverseColumns; ++c)
       if (c0 + c < w) inverse[std::int64_t(i) * w + c0 + c] = T(x[c]);
+}
+template <class T, bool kUpper>
+__global__ void __launch_bounds__(kPanelMaxWidth)
+    invert_triangle_kernel(const T* a, std::int64_t row_stride, std::int64_t column_stride, int w, T* inverse) {
+  invert_triangle_columns<T, kUpper>(a, row_stride, column_stride, w, inverse);
+}
+// Both triangles at once (blockIdx.y 0: L^-1, 1: U^-1): one launch where the chain needs both.
+template <class T>
+__global__ void __launch_bounds__(kPanelMaxWidth)
+    invert_both_triangles_kernel(const T* a, std::int64_t row_stride, std::int64_t column_stride, int w,
+                                 T* lower_inverse, T* upper_inverse) {
+  if (blockIdx.y == 0) invert_triangle_columns<T, false>(a, row_stride, column_stride, w, lower_inverse);
+  else invert_triangle_columns<T, true>(a, row_stride, column_stride, w, upper_inverse);
 }
 
 template <class T>
@@ -1017,6 +1048,204 @@ __global__ void __launch_bounds__(kSolveThreads, 1)
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// LU with partial pivoting of one w x w row-major block (w <= kPanelMaxWidth) in a single thread
+// block: the diagonal block of a panel whose rows already stand in a chosen order (the FP64 LU
+// that follows a cheaper LU's row order, SolveOptions::reuse_pivot_order), where only the
+// block's own rows are searched. The cooperative panel kernel took 626 us for a 256 x 256 FP64
+// block (H100; its exchange between blocks costs two L2 round trips per column), about half of
+// what it takes for a whole 16384-row panel. Here everything stays in one multiprocessor:
+// right-looking in sub-panels of kBlockSub columns held in shared memory, then U12 = L11^-1 A12
+// and A22 -= L21 U12 on the block's remaining columns in 4 x 4 register tiles.
+// Per column two barriers: the search's, and the update's. Rows never move in shared memory:
+// `slot` maps the sub-panel's logical rows to shared-memory rows, so the interchange is an index
+// swap and the pivot row is only read while the others update. In global memory rows do not move
+// either: perm (logical -> physical row) is followed on every access, and one pass through
+// `scratch` (w x w) puts the rows in their final order at the end.
+constexpr int kBlockSub = 32;
+constexpr int kBlockThreads = 512;
+constexpr int kBlockWarps = kBlockThreads / 32;
+
+template <class T>
+struct DiagonalBlockShared {
+  T panel[kPanelMaxWidth][kBlockSub + 1];  // the sub-panel's rows, in slots
+  T u12[kBlockSub][kPanelMaxWidth];        // U12 of the sub-panel's block row
+  double warp_value[kBlockWarps];
+  int warp_code[kBlockWarps];
+  int perm[kPanelMaxWidth];     // logical row -> physical row of the block
+  int slot[kPanelMaxWidth];     // the sub-panel's logical row -> shared-memory row
+  int logical[kPanelMaxWidth];  // and back
+  int pivotal[kPanelMaxWidth];  // per shared-memory row: already a pivot row
+};
+
+template <class T>
+__global__ void __launch_bounds__(kBlockThreads)
+    factor_diagonal_block_kernel(T* __restrict__ a, std::int64_t lda, int w, int* __restrict__ pivots,
+                                 std::int64_t row_offset, int* first_zero_pivot, std::int64_t column_offset,
+                                 T* __restrict__ scratch) {
+  extern __shared__ __align__(16) unsigned char shared_raw[];
+  DiagonalBlockShared<T>& s = *reinterpret_cast<DiagonalBlockShared<T>*>(shared_raw);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const auto at = [&](int row, int column) -> T& { return a[column + std::int64_t(s.perm[row]) * lda]; };
+  constexpr int kBatch = 8;  // global loads issued before their stores: each is an L2 round trip
+  for (int r = tid; r < w; r += kBlockThreads) s.perm[r] = r;
+  __syncthreads();
+  for (int c0 = 0; c0 < w; c0 += kBlockSub) {
+    const int cw = min(kBlockSub, w - c0), rows = w - c0;
+    for (int r = tid; r < rows; r += kBlockThreads) {
+      s.slot[r] = s.logical[r] = r;
+      s.pivotal[r] = 0;
+    }
+    for (int idx0 = tid; idx0 < rows * cw; idx0 += kBatch * kBlockThreads) {
+      T v[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int idx = idx0 + b * kBlockThreads;
+        if (idx < rows * cw) v[b] = at(c0 + idx / cw, c0 + idx % cw);
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int idx = idx0 + b * kBlockThreads;
+        if (idx < rows * cw) s.panel[idx / cw][idx % cw] = v[b];
+      }
+    }
+    __syncthreads();
+    // Thread pair (2 q, 2 q + 1) owns shared-memory row q and splits the columns right of j. Only
+    // thread 0 writes slot, logical and pivotal, and only the pivot's entry of pivotal, which the
+    // others never read in that column's update.
+    const int q = tid >> 1, half = tid & 1;
+    for (int j = 0; j < cw; ++j) {
+      // The pivot search: warp_best over (|value|, logical row << 8 | slot), so the lowest logical
+      // row wins a tie (LAPACK's choice) and the slot comes with it.
+      double best = -1;
+      int code = INT_MAX;
+      if (half == 0 && q < rows && !s.pivotal[q]) {
+        best = fabs(double(s.panel[q][j]));
+        code = s.logical[q] << 8 | q;
+      }
+      warp_best(best, code);
+      if (lane == 0) {
+        s.warp_value[warp] = best;
+        s.warp_code[warp] = code;
+      }
+      __syncthreads();
+      best = lane < kBlockWarps ? s.warp_value[lane] : -1;
+      code = lane < kBlockWarps ? s.warp_code[lane] : INT_MAX;
+      warp_best(best, code);
+      // A column of NaNs keeps its row (the factors' NaN check rejects them later).
+      const int p = code == INT_MAX ? j : code >> 8;
+      const int pivot_slot = code == INT_MAX ? s.slot[j] : code & 0xff;
+      const T pivot = s.panel[pivot_slot][j];
+      // Rows not yet pivotal (the old row j included, now logical row p) take their multiplier and
+      // the rank-1 update of the columns right of j; a zero pivot leaves its column (getf2).
+      if (q < rows && q != pivot_slot && !s.pivotal[q] && pivot != T(0)) {
+        const T l = s.panel[q][j] / pivot;
+        __syncwarp(0xffffffffu >> (32 - 2) << (lane & ~1));  // both halves read column j before it is written
+        if (half == 0) s.panel[q][j] = l;
+        for (int c = j + 1 + half; c < cw; c += 2) s.panel[q][c] -= l * s.panel[pivot_slot][c];
+      }
+      if (tid == 0) {  // the interchange of logical rows j and p: index swaps only
+        pivots[c0 + j] = int(row_offset + c0 + p);
+        s.pivotal[pivot_slot] = 1;
+        if (p != j) {  // (a NaN column reads slot[j] above: it is written only here)
+          const int j_slot = s.slot[j];
+          s.slot[j] = pivot_slot;
+          s.slot[p] = j_slot;
+          s.logical[pivot_slot] = j;
+          s.logical[j_slot] = p;
+          const int physical = s.perm[c0 + j];  // for every column outside the sub-panel
+          s.perm[c0 + j] = s.perm[c0 + p];
+          s.perm[c0 + p] = physical;
+        }
+        if (best == 0) atomicMin(first_zero_pivot, int(column_offset + c0 + j));
+      }
+      __syncthreads();
+    }
+    for (int idx = tid; idx < rows * cw; idx += kBlockThreads)
+      at(c0 + idx / cw, c0 + idx % cw) = s.panel[s.slot[idx / cw]][idx % cw];
+    const int right = w - c0 - cw;  // columns right of the sub-panel
+    if (right > 0) {
+      // U12 = L11^-1 A12: a column per thread, forward substitution with L11 from shared memory.
+      for (int col = tid; col < right; col += kBlockThreads) {
+        T x[kBlockSub];
+#pragma unroll
+        for (int k = 0; k < kBlockSub; ++k) x[k] = k < cw ? at(c0 + k, c0 + cw + col) : T(0);
+#pragma unroll
+        for (int k = 0; k < kBlockSub; ++k)
+          if (k < cw) {
+            const T* l_row = s.panel[s.slot[k]];
+#pragma unroll
+            for (int i = 0; i < k; ++i) x[k] -= l_row[i] * x[i];
+          }
+#pragma unroll
+        for (int k = 0; k < kBlockSub; ++k)
+          if (k < cw) {
+            s.u12[k][col] = x[k];
+            at(c0 + k, c0 + cw + col) = x[k];
+          }
+      }
+      __syncthreads();
+      // A22 -= L21 U12: 4 x 4 tiles per thread, L21 from the sub-panel, U12 from shared memory.
+      const int below = rows - cw, tile_rows = (below + 3) / 4, tile_columns = (right + 3) / 4;
+      for (int t = tid; t < tile_rows * tile_columns; t += kBlockThreads) {
+        const int r0 = (t / tile_columns) * 4, q0 = (t % tile_columns) * 4;
+        T acc[4][4];
+        const T* l_rows[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          l_rows[i] = s.panel[s.slot[min(cw + r0 + i, rows - 1)]];
+#pragma unroll
+          for (int c = 0; c < 4; ++c)
+            acc[i][c] = r0 + i < below && q0 + c < right ? at(c0 + cw + r0 + i, c0 + cw + q0 + c) : T(0);
+        }
+        for (int k = 0; k < cw; ++k) {
+          // U12's four values as one 32-byte run per thread (q0 + 3 < kPanelMaxWidth; values past
+          // `right` are stale and only reach the accumulators that are not stored): a warp reads
+          // 1 KB contiguous, where four scalar loads at a 32-byte stride were 8-way bank conflicts.
+          T l[4], u[4];
+          const T* u_run = &s.u12[k][q0];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) l[i] = l_rows[i][k];
+#pragma unroll
+          for (int c = 0; c < 4; ++c) u[c] = u_run[c];
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) acc[i][c] -= l[i] * u[c];
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int c = 0; c < 4; ++c)
+            if (r0 + i < below && q0 + c < right) at(c0 + cw + r0 + i, c0 + cw + q0 + c) = acc[i][c];
+      }
+    }
+    __syncthreads();
+  }
+  // The rows in their final order: through scratch, every row read before any is written.
+  for (int idx0 = tid; idx0 < w * w; idx0 += kBatch * kBlockThreads) {
+    T v[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b)
+      if (idx0 + b * kBlockThreads < w * w) v[b] = at((idx0 + b * kBlockThreads) / w, (idx0 + b * kBlockThreads) % w);
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b)
+      if (idx0 + b * kBlockThreads < w * w) scratch[idx0 + b * kBlockThreads] = v[b];
+  }
+  __syncthreads();
+  for (int idx0 = tid; idx0 < w * w; idx0 += kBatch * kBlockThreads) {
+    T v[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b)
+      if (idx0 + b * kBlockThreads < w * w) v[b] = scratch[idx0 + b * kBlockThreads];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int idx = idx0 + b * kBlockThreads;
+      if (idx < w * w) a[idx % w + std::int64_t(idx / w) * lda] = v[b];
+    }
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -1129,25 +1358,80 @@ template void apply_row_moves<float>(float*, std::int64_t, const int*, const int
 template void apply_row_moves<double>(double*, std::int64_t, const int*, const int*, const int*, std::int64_t,
                                       std::int64_t, std::int64_t, std::int64_t, cudaStream_t, bool);
 
-template <class T>
-void invert_unit_lower(const T* a, std::int64_t lda, int w, T* inverse, cudaStream_t stream, bool row_major) {
+template <class T, bool kUpper>
+void invert_triangle(const char* name, const T* a, std::int64_t lda, int w, T* inverse, cudaStream_t stream,
+                     bool row_major) {
   if (w <= 0) return;
   if (w > kPanelMaxWidth)
-    throw InvalidArgument("invert_unit_lower: w = " + std::to_string(w) + " exceeds kPanelMaxWidth = " +
+    throw InvalidArgument(std::string(name) + ": w = " + std::to_string(w) + " exceeds kPanelMaxWidth = " +
                           std::to_string(kPanelMaxWidth));
   const std::int64_t row_stride = row_major ? lda : 1, column_stride = row_major ? 1 : lda;
-  invert_unit_lower_kernel<T><<<unsigned((w + kInverseColumns - 1) / kInverseColumns), kPanelMaxWidth, 0, stream>>>(
-      a, row_stride, column_stride, w, inverse);
+  invert_triangle_kernel<T, kUpper>
+      <<<unsigned((w + kInverseColumns - 1) / kInverseColumns), kPanelMaxWidth, 0, stream>>>(a, row_stride,
+                                                                                          column_stride, w, inverse);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
+
+template <class T>
+void invert_unit_lower(const T* a, std::int64_t lda, int w, T* inverse, cudaStream_t stream, bool row_major) {
+  invert_triangle<T, false>("invert_unit_lower", a, lda, w, inverse, stream, row_major);
+}
+template <class T>
+void invert_upper(const T* a, std::int64_t lda, int w, T* inverse, cudaStream_t stream, bool row_major) {
+  invert_triangle<T, true>("invert_upper", a, lda, w, inverse, stream, row_major);
+}
+template <class T>
+void invert_both_triangles(const T* a, std::int64_t lda, int w, T* lower_inverse, T* upper_inverse,
+                           cudaStream_t stream, bool row_major) {
+  if (w <= 0) return;
+  if (w > kPanelMaxWidth)
+    throw InvalidArgument("invert_both_triangles: w = " + std::to_string(w) + " exceeds kPanelMaxWidth = " +
+                          std::to_string(kPanelMaxWidth));
+  const std::int64_t row_stride = row_major ? lda : 1, column_stride = row_major ? 1 : lda;
+  invert_both_triangles_kernel<T><<<dim3(unsigned((w + kInverseColumns - 1) / kInverseColumns), 2), kPanelMaxWidth,
+                                    0, stream>>>(a, row_stride, column_stride, w, lower_inverse, upper_inverse);
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+}
+template void invert_both_triangles<float>(const float*, std::int64_t, int, float*, float*, cudaStream_t, bool);
+template void invert_both_triangles<double>(const double*, std::int64_t, int, double*, double*, cudaStream_t, bool);
 template void invert_unit_lower<float>(const float*, std::int64_t, int, float*, cudaStream_t, bool);
 template void invert_unit_lower<double>(const double*, std::int64_t, int, double*, cudaStream_t, bool);
+template void invert_upper<float>(const float*, std::int64_t, int, float*, cudaStream_t, bool);
+template void invert_upper<double>(const double*, std::int64_t, int, double*, cudaStream_t, bool);
 
-void pivots_to_permutation(const int* pivots, std::int64_t n, int* permutation, cudaStream_t stream) {
+template <class T>
+void factor_diagonal_block(T* a, std::int64_t lda, int w, int* pivots, std::int64_t row_offset, int* first_zero_pivot,
+                           std::int64_t column_offset, T* scratch, cudaStream_t stream) {
+  if (w <= 0) return;
+  if (w > kPanelMaxWidth || lda < w)
+    throw InvalidArgument("factor_diagonal_block: w = " + std::to_string(w) + " must be at most kPanelMaxWidth = " +
+                          std::to_string(kPanelMaxWidth) + " and lda = " + std::to_string(lda));
+  constexpr int kShared = int(sizeof(DiagonalBlockShared<T>));
+  static const bool configured = [] {  // once per type: the shared memory beyond the default 48 KB
+    MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(factor_diagonal_block_kernel<T>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, kShared));
+    return true;
+  }();
+  (void)configured;
+  factor_diagonal_block_kernel<T><<<1, kBlockThreads, kShared, stream>>>(a, lda, w, pivots, row_offset,
+                                                                          first_zero_pivot, column_offset, scratch);
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+}
+template void factor_diagonal_block<float>(float*, std::int64_t, int, int*, std::int64_t, int*, std::int64_t, float*,
+                                           cudaStream_t);
+template void factor_diagonal_block<double>(double*, std::int64_t, int, int*, std::int64_t, int*, std::int64_t,
+                                            double*, cudaStream_t);
+
+void pivots_to_permutation(const int* pivots, std::int64_t n, int* permutation, cudaStream_t stream,
+                           const std::vector<int>& row_order) {
+  if (!row_order.empty() && std::int64_t(row_order.size()) != n)
+    throw InvalidArgument("pivots_to_permutation: row_order has " + std::to_string(row_order.size()) +
+                          " entries, not n = " + std::to_string(n));
   std::vector<int> p(n), perm(n);
   MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(p.data(), pivots, n * sizeof(int), cudaMemcpyDeviceToHost, stream));
   MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::iota(perm.begin(), perm.end(), 0);
+  if (row_order.empty()) std::iota(perm.begin(), perm.end(), 0);
+  else perm = row_order;
   for (std::int64_t i = 0; i < n; ++i) std::swap(perm[i], perm[p[i]]);
   MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(permutation, perm.data(), n * sizeof(int), cudaMemcpyHostToDevice, stream));
   MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));  // perm is a local vector

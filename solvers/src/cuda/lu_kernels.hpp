@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "mixsolve/core/device_buffer.hpp"
 
@@ -47,6 +48,14 @@ class PanelWorkspace {
   DeviceBuffer<T> moved_rows_;
 };
 
+// LU with partial pivoting of the w x w row-major block `a` (element (i, j) at a[j + i lda],
+// w <= kPanelMaxWidth) among its own rows, in one thread block: P a = L U in place, pivots and
+// first_zero_pivot as PanelWorkspace::factor with m = w. `scratch` holds w x w values. For the
+// diagonal blocks of an LU whose rows already stand in a chosen order.
+template <class T>
+void factor_diagonal_block(T* a, std::int64_t lda, int w, int* pivots, std::int64_t row_offset, int* first_zero_pivot,
+                           std::int64_t column_offset, T* scratch, cudaStream_t stream);
+
 // The sequential row interchanges pivots[first .. first+count) (count <= kPanelMaxWidth, global
 // rows, LAPACK's ipiv) as moves: row to[i] receives the old row from[i], for i < *moves <= 2 count
 // (device arrays; one thread block on the device, no host synchronisation).
@@ -66,10 +75,22 @@ void apply_row_moves(T* a, std::int64_t lda, const int* to, const int* from, con
 // with it: cublasStrsm with 256 rows ran far below the memory bandwidth that product needs.
 template <class T>
 void invert_unit_lower(const T* a, std::int64_t lda, int w, T* inverse, cudaStream_t stream, bool row_major = false);
+// The same for the upper triangle of the block, diagonal included (U11^-1: an FP64 LU that follows
+// a given row order computes L21 = A21 U11^-1 as a GEMM with it). A zero on the diagonal gives
+// Inf/NaN entries.
+template <class T>
+void invert_upper(const T* a, std::int64_t lda, int w, T* inverse, cudaStream_t stream, bool row_major = false);
+// Both in one launch: lower_inverse = L^-1 (unit lower), upper_inverse = U^-1.
+template <class T>
+void invert_both_triangles(const T* a, std::int64_t lda, int w, T* lower_inverse, T* upper_inverse,
+                           cudaStream_t stream, bool row_major = false);
 
 // The row permutation of a factorization's sequential interchanges, as a gather list:
 // (P y)[i] = y[permutation[i]]. Computed on the host from the device pivots (one copy).
-void pivots_to_permutation(const int* pivots, std::int64_t n, int* permutation, cudaStream_t stream);
+// With row_order (host, n entries or empty): the factorization was of A's rows in that order
+// (row i of it is row row_order[i] of A), and permutation refers to A's rows.
+void pivots_to_permutation(const int* pivots, std::int64_t n, int* permutation, cudaStream_t stream,
+                           const std::vector<int>& row_order = {});
 
 // w(:, c) = T(y(permutation, c)) for an n x k block (T = float or double); with the factors,
 // w(:, c) = T(column_factor_c (R y)(permutation, c)), R = diag(row_factor) (either may be null).

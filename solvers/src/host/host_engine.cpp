@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <vector>
 
 #include "../engine.hpp"
@@ -35,16 +36,21 @@ const gemm::Backend& host_update_backend(Precision p) {
 
 // Right-looking blocked LU with partial pivoting of the n x n matrix a (leading dimension n),
 // trailing updates A22 -= L21 U12 through `update`. Returns the first zero pivot's column or -1.
+// With largest_multiplier (SolveOptions::reuse_pivot_order): pivots are searched only inside
+// each diagonal block (the rows already stand in a chosen order), and *largest_multiplier gets
+// max |l_ij| below the diagonal blocks (NaN if one is NaN).
 template <class T>
 std::int64_t lu_factor(std::vector<T>& a, std::int64_t n, std::vector<std::int64_t>& pivots, int nb,
-                       const gemm::Backend& update, Context& ctx) {
+                       const gemm::Backend& update, Context& ctx, double* largest_multiplier = nullptr) {
   auto at = [&](std::int64_t i, std::int64_t j) -> T& { return a[i + j * n]; };
   pivots.assign(n, 0);
+  if (largest_multiplier) *largest_multiplier = 0;
   for (std::int64_t j0 = 0; j0 < n; j0 += nb) {
     const std::int64_t jb = std::min<std::int64_t>(nb, n - j0);
+    const std::int64_t search_end = largest_multiplier ? j0 + jb : n;
     for (std::int64_t j = j0; j < j0 + jb; ++j) {  // unblocked panel, working precision
       std::int64_t p = j;
-      for (std::int64_t i = j + 1; i < n; ++i)
+      for (std::int64_t i = j + 1; i < search_end; ++i)
         if (std::abs(at(i, j)) > std::abs(at(p, j))) p = i;
       pivots[j] = p;
       if (at(p, j) == T(0)) return j;
@@ -52,6 +58,11 @@ std::int64_t lu_factor(std::vector<T>& a, std::int64_t n, std::vector<std::int64
         for (std::int64_t c = 0; c < n; ++c) std::swap(at(j, c), at(p, c));
       const T inv = T(1) / at(j, j);
       for (std::int64_t i = j + 1; i < n; ++i) at(i, j) *= inv;
+      if (largest_multiplier)
+        for (std::int64_t i = j0 + jb; i < n; ++i) {
+          const double l = std::abs(double(at(i, j)));
+          if (!(l <= *largest_multiplier)) *largest_multiplier = l;
+        }
       for (std::int64_t c = j + 1; c < j0 + jb; ++c)
         for (std::int64_t i = j + 1; i < n; ++i) at(i, c) -= at(i, j) * at(j, c);
     }
@@ -68,12 +79,14 @@ std::int64_t lu_factor(std::vector<T>& a, std::int64_t n, std::vector<std::int64
 }
 
 // y := U^-1 L^-1 P y for factors of type F in the arithmetic of W, column by column.
+// With row_order (not empty): the factors are of A's rows in that order (row i of them is row
+// row_order[i] of A).
 template <class W, class F>
 void lu_solve(const std::vector<F>& lu, std::int64_t n, const std::vector<std::int64_t>& pivots,
-              const MatrixView<double>& y) {
+              const std::vector<std::int64_t>& row_order, const MatrixView<double>& y) {
   std::vector<W> w(n);
   for (std::int64_t c = 0; c < y.cols; ++c) {
-    for (std::int64_t i = 0; i < n; ++i) w[i] = static_cast<W>(y(i, c));
+    for (std::int64_t i = 0; i < n; ++i) w[i] = static_cast<W>(y(row_order.empty() ? i : row_order[i], c));
     for (std::int64_t i = 0; i < n; ++i) std::swap(w[i], w[pivots[i]]);
     for (std::int64_t j = 0; j < n; ++j)
       for (std::int64_t i = j + 1; i < n; ++i) w[i] -= lu[i + j * n] * w[j];
@@ -119,9 +132,14 @@ class HostEngine final : public Engine {
     return {-1, -1};
   }
 
-  FactorResult factor(Precision p, bool range_scaling) override {
+  FactorResult factor(Precision p, bool range_scaling, bool reuse_pivot_order) override {
     const gemm::Backend& update = host_update_backend(p);
     FactorResult result;
+    // The row order of the previous factorization, where one completed (engine.hpp).
+    std::vector<std::int64_t> order;
+    if (reuse_pivot_order && p == Precision::FP64 && factors_complete_) order = current_row_order();
+    factors_complete_ = false;
+    row_order_.clear();
     double_factors_.clear();
     float_factors_.clear();
     row_scale_.clear();
@@ -129,6 +147,10 @@ class HostEngine final : public Engine {
     mu_ = 1.0;
     if (range_scaling && p != Precision::FP64) compute_range_scaling();
     if (p == Precision::FP64) {
+      if (!order.empty() && factor_in_order(order, update, result)) {
+        factors_complete_ = true;
+        return result;
+      }
       double_factors_ = a_;
       result.zero_pivot_column = lu_factor(double_factors_, n_, pivots_, nb_, update, ctx_);
       if (result.zero_pivot_column < 0 && !all_finite(double_factors_)) result.status = StopReason::Overflow;
@@ -146,13 +168,43 @@ class HostEngine final : public Engine {
       if (result.zero_pivot_column < 0 && !all_finite(float_factors_)) result.status = StopReason::Overflow;
     }
     if (result.zero_pivot_column >= 0) result.status = StopReason::ZeroPivot;
+    factors_complete_ = result.status == StopReason::Converged;
     peak_ = std::max(peak_, factors_bytes() + scratch_bytes());
     return result;
   }
 
+  // The FP64 LU of A's rows in `order`, pivoting inside the diagonal blocks; true where its check
+  // passed (kReusedOrderMaxMultiplier), else the caller factors with partial pivoting.
+  bool factor_in_order(const std::vector<std::int64_t>& order, const gemm::Backend& update, FactorResult& result) {
+    double_factors_.resize(a_.size());
+    for (std::int64_t j = 0; j < n_; ++j)
+      for (std::int64_t i = 0; i < n_; ++i) double_factors_[i + j * n_] = a_[order[i] + j * n_];
+    double largest = 0;
+    const std::int64_t zero = lu_factor(double_factors_, n_, pivots_, nb_, update, ctx_, &largest);
+    result.largest_multiplier = largest;
+    if (zero < 0 && largest <= kReusedOrderMaxMultiplier && all_finite(double_factors_)) {
+      result.pivot_order = PivotOrder::Reused;
+      row_order_ = order;
+      return true;
+    }
+    result.pivot_order = PivotOrder::Rejected;
+    return false;
+  }
+
+  // The gather list of the current factors: row i of P A is row current_row_order()[i] of A.
+  std::vector<std::int64_t> current_row_order() const {
+    std::vector<std::int64_t> order = row_order_;
+    if (order.empty()) {
+      order.resize(n_);
+      std::iota(order.begin(), order.end(), std::int64_t(0));
+    }
+    for (std::int64_t i = 0; i < n_; ++i) std::swap(order[i], order[pivots_[i]]);
+    return order;
+  }
+
   void apply_inverse(const MatrixView<double>& y) override {
     if (!double_factors_.empty()) {
-      lu_solve<double>(double_factors_, n_, pivots_, y);
+      lu_solve<double>(double_factors_, n_, pivots_, row_order_, y);
       return;
     }
     // A^-1 = mu S M^-1 R for the factors M of mu R A S (R = S = I, mu = 1 unscaled). As on the
@@ -161,7 +213,7 @@ class HostEngine final : public Engine {
     if (y.cols <= kFp64ApplyMaxColumns) {
       for (std::int64_t c = 0; c < y.cols; ++c)
         for (std::int64_t i = 0; i < n_; ++i) y(i, c) *= row_scale(i);
-      lu_solve<double>(float_factors_, n_, pivots_, y);
+      lu_solve<double>(float_factors_, n_, pivots_, row_order_, y);
       for (std::int64_t c = 0; c < y.cols; ++c)
         for (std::int64_t i = 0; i < n_; ++i) y(i, c) *= mu_ * column_scale(i);
       return;
@@ -174,7 +226,7 @@ class HostEngine final : public Engine {
       for (std::int64_t i = 0; i < n_; ++i) largest = std::max(largest, std::fabs(y(i, c)) * row_scale(i));
       const double sigma = equilibrating_power_of_two(largest);
       for (std::int64_t i = 0; i < n_; ++i) y(i, c) *= row_scale(i) * sigma;
-      lu_solve<float>(float_factors_, n_, pivots_, y.block(0, c, n_, 1));
+      lu_solve<float>(float_factors_, n_, pivots_, row_order_, y.block(0, c, n_, 1));
       for (std::int64_t i = 0; i < n_; ++i) y(i, c) *= mu_ * column_scale(i) / sigma;
     }
   }
@@ -279,7 +331,7 @@ class HostEngine final : public Engine {
 
   std::size_t factors_bytes() const {
     return double_factors_.size() * sizeof(double) + float_factors_.size() * sizeof(float) +
-           pivots_.size() * sizeof(std::int64_t) + (row_scale_.size() + column_scale_.size()) * sizeof(double);
+           (pivots_.size() + row_order_.size()) * sizeof(std::int64_t) + (row_scale_.size() + column_scale_.size()) * sizeof(double);
   }
   std::size_t scratch_bytes() const {
     std::size_t b = 0;
@@ -292,6 +344,8 @@ class HostEngine final : public Engine {
   std::vector<double> double_factors_;
   std::vector<float> float_factors_;
   std::vector<std::int64_t> pivots_;
+  std::vector<std::int64_t> row_order_;  // the factors are of A's rows in this order; empty: A's own
+  bool factors_complete_ = false;        // the current factors are a completed LU of A
   std::vector<double> row_scale_, column_scale_;  // R and S; empty: identities
   double mu_ = 1.0;
   double row_scale(std::int64_t i) const { return row_scale_.empty() ? 1.0 : row_scale_[i]; }
