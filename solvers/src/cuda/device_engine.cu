@@ -527,7 +527,8 @@ class DeviceEngine final : public Engine {
       const std::string forced = choice ? choice : "";
       const bool engine = forced == "engine" || (forced != "cusolver" && n_ >= kFp64EngineMinN);
       if (!engine || !panel_workspace<double>().supported()) return factor_with_cusolver();
-      if (order.empty() || !row_major_layout()) return factor_blocked_lu(factors64_.data(), device_update_backend(p), false);
+      if (order.empty() || !row_major_layout())
+        return factor_blocked_lu(factors64_.data(), device_update_backend(p), false);
       const FactorResult in_order = factor_blocked_lu(factors64_.data(), device_update_backend(p), false, order);
       if (in_order.pivot_order == PivotOrder::Reused) return in_order;
       FactorResult again = factor_blocked_lu(factors64_.data(), device_update_backend(p), false);  // partial pivoting
@@ -593,6 +594,7 @@ class DeviceEngine final : public Engine {
       for (std::int64_t i = 0; i < n_; ++i) position[order[i]] = int(i);
       destination_row = DeviceBuffer<int>(n_);
       destination_row.copy_from_host(position, stream());
+      track_peak(destination_row.bytes());
       MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(largest_multiplier_.data(), 0, sizeof(unsigned long long), stream()));
     }
     if (row_major_) {
@@ -1013,9 +1015,7 @@ class DeviceEngine final : public Engine {
   template <class T>
   void factor_panel(Context& ctx, T* f, std::int64_t j0, std::int64_t jb) {
     T* diagonal = f + j0 + j0 * n_;
-    // In a given row order only the diagonal block's rows are searched (factor_panel_in_order).
-    T* l11_inverse = block_row_buffers<T>().l11_inverses.data() + (j0 / nb_) * nb_ * nb_;
-    if (in_order_) {
+    if (in_order_) {  // in a given row order only the diagonal block's rows are searched
       factor_diagonal_block(diagonal, n_, int(jb), pivots_.data() + j0, j0, first_zero_pivot_.data(), j0,
                             block_row_buffers<T>().l21_copy.data(), ctx.stream());
       factor_panel_in_order(ctx, f, j0, jb);
@@ -1023,7 +1023,8 @@ class DeviceEngine final : public Engine {
     }
     panel_workspace<T>().factor(diagonal, n_, n_ - j0, int(jb), pivots_.data() + j0, j0, first_zero_pivot_.data(), j0,
                                 ctx.stream(), row_major_);
-    invert_unit_lower(diagonal, n_, int(jb), l11_inverse, ctx.stream(), row_major_);
+    invert_unit_lower(diagonal, n_, int(jb), block_row_buffers<T>().l11_inverses.data() + (j0 / nb_) * nb_ * nb_,
+                      ctx.stream(), row_major_);
   }
 
   // The rest of a panel whose rows stand in a given order (SolveOptions::reuse_pivot_order), row-

@@ -1226,8 +1226,10 @@ __global__ void __launch_bounds__(kBlockThreads)
   for (int idx0 = tid; idx0 < w * w; idx0 += kBatch * kBlockThreads) {
     T v[kBatch];
 #pragma unroll
-    for (int b = 0; b < kBatch; ++b)
-      if (idx0 + b * kBlockThreads < w * w) v[b] = at((idx0 + b * kBlockThreads) / w, (idx0 + b * kBlockThreads) % w);
+    for (int b = 0; b < kBatch; ++b) {
+      const int idx = idx0 + b * kBlockThreads;
+      if (idx < w * w) v[b] = at(idx / w, idx % w);
+    }
 #pragma unroll
     for (int b = 0; b < kBatch; ++b)
       if (idx0 + b * kBlockThreads < w * w) scratch[idx0 + b * kBlockThreads] = v[b];

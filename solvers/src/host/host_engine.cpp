@@ -331,7 +331,8 @@ class HostEngine final : public Engine {
 
   std::size_t factors_bytes() const {
     return double_factors_.size() * sizeof(double) + float_factors_.size() * sizeof(float) +
-           (pivots_.size() + row_order_.size()) * sizeof(std::int64_t) + (row_scale_.size() + column_scale_.size()) * sizeof(double);
+           (pivots_.size() + row_order_.size()) * sizeof(std::int64_t) +
+           (row_scale_.size() + column_scale_.size()) * sizeof(double);
   }
   std::size_t scratch_bytes() const {
     std::size_t b = 0;
