@@ -32,12 +32,13 @@ struct PanelResult {
   int first_zero = 0;
 };
 
-// Factors the m x w column-major panel `a` (leading dimension lda >= m) on the device; with
-// row_major, stored row-major on the device (leading dimension w + 5, the padding checked to be
-// untouched) and returned column-major.
-template <class T>
-PanelResult<T> factor_on_device(PanelWorkspace<T>& workspace, const std::vector<T>& a, std::int64_t m, int w,
-                                std::int64_t lda, std::int64_t row_offset, bool row_major = false) {
+// Factors the m x w column-major panel `a` (leading dimension lda >= m) on the device by
+// factor(device panel, its leading dimension, pivots, first_zero); with row_major, stored
+// row-major on the device (leading dimension w + 5, the padding checked to be untouched) and
+// returned column-major.
+template <class T, class Factor>
+PanelResult<T> factor_stored(const std::vector<T>& a, std::int64_t m, int w, std::int64_t lda, bool row_major,
+                             Factor factor) {
   const std::int64_t ldr = w + 5;
   std::vector<T> stored = a;
   if (row_major) {
@@ -50,8 +51,7 @@ PanelResult<T> factor_on_device(PanelWorkspace<T>& workspace, const std::vector<
   DeviceBuffer<int> pivots(w), first_zero(1);
   const int none = 1 << 30;
   first_zero.copy_from_host(std::vector<int>{none});
-  workspace.factor(da.data(), row_major ? ldr : lda, m, w, pivots.data(), row_offset, first_zero.data(), 7, nullptr,
-                   row_major);
+  factor(da.data(), row_major ? ldr : lda, pivots.data(), first_zero.data());
   PanelResult<T> r{da.to_host(), pivots.to_host(), 0};
   if (row_major) {
     const std::vector<T> result = r.lu;
@@ -64,6 +64,15 @@ PanelResult<T> factor_on_device(PanelWorkspace<T>& workspace, const std::vector<
   r.first_zero = first_zero.to_host()[0];
   if (r.first_zero == none) r.first_zero = -1;
   return r;
+}
+
+// The cooperative panel kernel (column offset 7 for the zero pivot).
+template <class T>
+PanelResult<T> factor_on_device(PanelWorkspace<T>& workspace, const std::vector<T>& a, std::int64_t m, int w,
+                                std::int64_t lda, std::int64_t row_offset, bool row_major = false) {
+  return factor_stored(a, m, w, lda, row_major, [&](T* da, std::int64_t ld, int* pivots, int* first_zero) {
+    workspace.factor(da, ld, m, w, pivots, row_offset, first_zero, 7, nullptr, row_major);
+  });
 }
 
 // max_ij |(P A - L U)_ij| / (|L| |U|)_ij in units of w u (T's unit roundoff; the products
@@ -162,29 +171,15 @@ TYPED_TEST(GpuPanel, TiesPickTheLowestRowAndAZeroColumnIsReported) {
   }
 }
 
-// factor_diagonal_block (one thread block, pivots among the block's own rows): the w x w
-// column-major `a` (ld lda) stored row-major with leading dimension lda on the device, factored,
-// and returned column-major. The padding columns of each row must stay untouched.
+// factor_diagonal_block (one thread block, pivots among the block's own rows) on the w x w
+// column-major `a`, stored row-major (column offset 7 for the zero pivot).
 template <class T>
 PanelResult<T> factor_block_on_device(const std::vector<T>& a, int w, std::int64_t lda, std::int64_t row_offset) {
-  std::vector<T> stored(lda * w, T(-7));
-  for (int i = 0; i < w; ++i)
-    for (int j = 0; j < w; ++j) stored[j + i * lda] = a[i + j * lda];
-  DeviceBuffer<T> da(stored.size()), scratch(std::size_t(w) * w);
-  da.copy_from_host(stored);
-  DeviceBuffer<int> pivots(w), first_zero(1);
-  const int none = 1 << 30;
-  first_zero.copy_from_host(std::vector<int>{none});
-  mixsolve::solvers_detail::factor_diagonal_block(da.data(), lda, w, pivots.data(), row_offset, first_zero.data(), 7,
-                                                  scratch.data(), nullptr);
-  const std::vector<T> result = da.to_host();
-  PanelResult<T> r{a, pivots.to_host(), first_zero.to_host()[0]};
-  if (r.first_zero == none) r.first_zero = -1;
-  for (int i = 0; i < w; ++i) {
-    for (int j = 0; j < w; ++j) r.lu[i + j * lda] = result[j + i * lda];
-    for (std::int64_t j = w; j < lda; ++j) EXPECT_EQ(result[j + i * lda], T(-7)) << "row padding, row " << i;
-  }
-  return r;
+  DeviceBuffer<T> scratch(std::size_t(w) * w);
+  return factor_stored(a, w, w, lda, true, [&](T* da, std::int64_t ld, int* pivots, int* first_zero) {
+    mixsolve::solvers_detail::factor_diagonal_block(da, ld, w, pivots, row_offset, first_zero, 7, scratch.data(),
+                                                    nullptr);
+  });
 }
 
 TYPED_TEST(GpuPanel, DiagonalBlockFactorsToWorkingAccuracyInOneThreadBlock) {

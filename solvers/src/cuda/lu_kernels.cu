@@ -782,18 +782,16 @@ __device__ void invert_triangle_columns(const T* a, std::int64_t row_stride, std
     for (int c = 0; c < kInverseColumns; ++c)
       if (c0 + c < w) inverse[std::int64_t(i) * w + c0 + c] = T(x[c]);
 }
-template <class T, bool kUpper>
-__global__ void __launch_bounds__(kPanelMaxWidth)
-    invert_triangle_kernel(const T* a, std::int64_t row_stride, std::int64_t column_stride, int w, T* inverse) {
-  invert_triangle_columns<T, kUpper>(a, row_stride, column_stride, w, inverse);
-}
-// Both triangles at once (blockIdx.y 0: L^-1, 1: U^-1): one launch where the chain needs both.
+// L^-1 into lower_inverse and U^-1 into upper_inverse, either may be null: one grid row
+// (blockIdx.y) per triangle asked for, L's first; one launch where the chain needs both.
 template <class T>
 __global__ void __launch_bounds__(kPanelMaxWidth)
-    invert_both_triangles_kernel(const T* a, std::int64_t row_stride, std::int64_t column_stride, int w,
-                                 T* lower_inverse, T* upper_inverse) {
-  if (blockIdx.y == 0) invert_triangle_columns<T, false>(a, row_stride, column_stride, w, lower_inverse);
-  else invert_triangle_columns<T, true>(a, row_stride, column_stride, w, upper_inverse);
+    invert_triangles_kernel(const T* a, std::int64_t row_stride, std::int64_t column_stride, int w,
+                            T* lower_inverse, T* upper_inverse) {
+  if (blockIdx.y == 0 && lower_inverse)
+    invert_triangle_columns<T, false>(a, row_stride, column_stride, w, lower_inverse);
+  else
+    invert_triangle_columns<T, true>(a, row_stride, column_stride, w, upper_inverse);
 }
 
 template <class T>
@@ -1360,39 +1358,33 @@ template void apply_row_moves<float>(float*, std::int64_t, const int*, const int
 template void apply_row_moves<double>(double*, std::int64_t, const int*, const int*, const int*, std::int64_t,
                                       std::int64_t, std::int64_t, std::int64_t, cudaStream_t, bool);
 
-template <class T, bool kUpper>
-void invert_triangle(const char* name, const T* a, std::int64_t lda, int w, T* inverse, cudaStream_t stream,
-                     bool row_major) {
+template <class T>
+void invert_triangles(const char* name, const T* a, std::int64_t lda, int w, T* lower_inverse, T* upper_inverse,
+                      cudaStream_t stream, bool row_major) {
   if (w <= 0) return;
   if (w > kPanelMaxWidth)
     throw InvalidArgument(std::string(name) + ": w = " + std::to_string(w) + " exceeds kPanelMaxWidth = " +
                           std::to_string(kPanelMaxWidth));
   const std::int64_t row_stride = row_major ? lda : 1, column_stride = row_major ? 1 : lda;
-  invert_triangle_kernel<T, kUpper>
-      <<<unsigned((w + kInverseColumns - 1) / kInverseColumns), kPanelMaxWidth, 0, stream>>>(a, row_stride,
-                                                                                          column_stride, w, inverse);
+  const dim3 grid(unsigned((w + kInverseColumns - 1) / kInverseColumns),
+                  (lower_inverse ? 1u : 0u) + (upper_inverse ? 1u : 0u));
+  invert_triangles_kernel<T><<<grid, kPanelMaxWidth, 0, stream>>>(a, row_stride, column_stride, w, lower_inverse,
+                                                                   upper_inverse);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 
 template <class T>
 void invert_unit_lower(const T* a, std::int64_t lda, int w, T* inverse, cudaStream_t stream, bool row_major) {
-  invert_triangle<T, false>("invert_unit_lower", a, lda, w, inverse, stream, row_major);
+  invert_triangles<T>("invert_unit_lower", a, lda, w, inverse, nullptr, stream, row_major);
 }
 template <class T>
 void invert_upper(const T* a, std::int64_t lda, int w, T* inverse, cudaStream_t stream, bool row_major) {
-  invert_triangle<T, true>("invert_upper", a, lda, w, inverse, stream, row_major);
+  invert_triangles<T>("invert_upper", a, lda, w, nullptr, inverse, stream, row_major);
 }
 template <class T>
 void invert_both_triangles(const T* a, std::int64_t lda, int w, T* lower_inverse, T* upper_inverse,
                            cudaStream_t stream, bool row_major) {
-  if (w <= 0) return;
-  if (w > kPanelMaxWidth)
-    throw InvalidArgument("invert_both_triangles: w = " + std::to_string(w) + " exceeds kPanelMaxWidth = " +
-                          std::to_string(kPanelMaxWidth));
-  const std::int64_t row_stride = row_major ? lda : 1, column_stride = row_major ? 1 : lda;
-  invert_both_triangles_kernel<T><<<dim3(unsigned((w + kInverseColumns - 1) / kInverseColumns), 2), kPanelMaxWidth,
-                                    0, stream>>>(a, row_stride, column_stride, w, lower_inverse, upper_inverse);
-  MIXSOLVE_CUDA_CHECK_LAUNCH();
+  invert_triangles<T>("invert_both_triangles", a, lda, w, lower_inverse, upper_inverse, stream, row_major);
 }
 template void invert_both_triangles<float>(const float*, std::int64_t, int, float*, float*, cudaStream_t, bool);
 template void invert_both_triangles<double>(const double*, std::int64_t, int, double*, double*, cudaStream_t, bool);
