@@ -7,7 +7,8 @@
 //   * mixsolve::solve with each factorization precision of --precisions ("auto:fp32" or
 //     "auto:fp16+halfhalf": auto with that SolveOptions::auto_path; a "-unscaled" suffix, e.g.
 //     "fp16-unscaled", turns SolveOptions::range_scaling off; "-no-reuse", e.g. "auto-no-reuse",
-//     SolveOptions::reuse_pivot_order).
+//     SolveOptions::reuse_pivot_order; "-probe-all" probes every cheap attempt, "-no-probe" none:
+//     SolveOptions::probe_pivot_ratio).
 // --block sets SolveOptions::block_size (the LU panel width; 0: the library's choice).
 // Each method runs --warmup times untimed, then --reps times; the median time is reported, with
 // the iterations, the normwise backward error ||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf)
@@ -61,6 +62,7 @@ struct Outcome {
   // mixsolve: the phases of the last repetition as its report gives them (SolveReport), and the
   // rest of the call's wall time (checks and scan of A, allocation, freeing): 0 for cuSOLVER.
   double factorization_seconds = 0, refinement_seconds = 0, fallback_seconds = 0, other_seconds = 0;
+  nlohmann::json attempts = nlohmann::json::array();  // mixsolve: each attempt of the last repetition
 };
 
 double now_seconds() {
@@ -210,7 +212,8 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
   SolveOptions options;
   options.block_size = block_size;
   // "auto:fp32" or "auto:fp16+halfhalf" runs auto with that auto_path; "fp16-unscaled" turns
-  // SolveOptions::range_scaling off, "auto-no-reuse" SolveOptions::reuse_pivot_order.
+  // SolveOptions::range_scaling off, "auto-no-reuse" SolveOptions::reuse_pivot_order; "-probe-all"
+  // probes every cheap attempt, "-no-probe" none (SolveOptions::probe_pivot_ratio).
   std::string name = precision;
   const auto strip_suffix = [&](const std::string& suffix) {
     const bool found = name.size() > suffix.size() &&
@@ -218,6 +221,8 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
     if (found) name.resize(name.size() - suffix.size());
     return found;
   };
+  if (strip_suffix("-probe-all")) options.probe_pivot_ratio = INFINITY;
+  if (strip_suffix("-no-probe")) options.probe_pivot_ratio = 0;
   if (strip_suffix("-no-reuse")) options.reuse_pivot_order = false;
   if (strip_suffix("-unscaled")) options.range_scaling = false;
   const std::size_t colon = name.find(':');
@@ -245,6 +250,11 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
   out.converged = report.converged;
   out.path.clear();
   for (const Attempt& a : report.attempts) {
+    out.attempts.push_back({{"precision", to_string(a.precision)}, {"refinement", to_string(a.refinement)},
+                            {"stop", to_string(a.stop)}, {"iterations", a.iterations},
+                            {"inner_iterations", a.inner_iterations}, {"pivot_ratio", a.pivot_ratio},
+                            {"probe_estimate", a.probe_estimate}, {"factorization_seconds", a.factorization_seconds},
+                            {"refinement_seconds", a.refinement_seconds}});
     if (!out.path.empty()) out.path += " -> ";
     if (a.stop == StopReason::Overflow || a.stop == StopReason::ZeroPivot) {  // the LU itself failed
       out.path += to_string(a.precision) + (a.stop == StopReason::Overflow ? " overflow" : " zero pivot");
@@ -256,6 +266,13 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
       std::snprintf(multiplier, sizeof multiplier, "%.3g", a.largest_multiplier);
       out.path += std::string(a.pivot_order == PivotOrder::Reused ? "[order reused, |l| " : "[order rejected, |l| ") +
                   multiplier + "]";
+    }
+    if (a.probe_estimate >= 0) {  // SolveOptions::probe_pivot_ratio
+      char probe[48];
+      std::snprintf(probe, sizeof probe, "[probe %.2g%s]", a.probe_estimate,
+                    a.stop == StopReason::WeakFactors ? ": weak" : "");
+      out.path += probe;
+      if (a.stop == StopReason::WeakFactors) continue;
     }
     out.path += "/" + to_string(a.refinement) + "(" + std::to_string(a.iterations);
     if (a.inner_iterations > 0) out.path += "," + std::to_string(a.inner_iterations) + " inner";
@@ -318,7 +335,7 @@ int main(int argc, char** argv) try {
                                  {"seconds", o.seconds}, {"median_seconds", t}, {"speedup_vs_dgetrf", baseline / t},
                                  {"iterations", o.iterations}, {"path", o.path}, {"converged", o.converged},
                                  {"backward_error", o.backward_error}, {"forward_error", o.forward_error},
-                                 {"extra_device_bytes", o.extra_bytes},
+                                 {"extra_device_bytes", o.extra_bytes}, {"attempts", o.attempts},
                                  {"phase_seconds", {{"factorization", o.factorization_seconds},
                                                     {"refinement", o.refinement_seconds},
                                                     {"fallback", o.fallback_seconds},

@@ -4,7 +4,7 @@
 //         [--mtx FILE.mtx] [--precision auto] [--auto-path fp32] [--refinement auto] [--max-iterations 30]
 //         [--gmres-restart 50] [--gmres-max-inner 200]
 //         [--tolerance-factor 1] [--no-fallback] [--no-range-scaling] [--no-reuse-pivot-order] [--block 0]
-//         [--device host|gpu]
+//         [--probe-pivot-ratio 1e-4] [--device host|gpu]
 //
 // A is a generated LAWN-41 test matrix (core/test_matrices.hpp: svd|poev|heev _ arith|geo|
 // cluster0|cluster1|logrand [_dominant]) or a Matrix Market file read through CHOLMOD and expanded
@@ -99,6 +99,8 @@ int main(int argc, char** argv) try {
   options.fallback = !flag(argc, argv, "no-fallback");
   options.range_scaling = !flag(argc, argv, "no-range-scaling");
   options.reuse_pivot_order = !flag(argc, argv, "no-reuse-pivot-order");
+  options.probe_pivot_ratio =
+      std::stod(option(argc, argv, "probe-pivot-ratio", std::to_string(options.probe_pivot_ratio)));
   options.block_size = std::stoi(option(argc, argv, "block", "0"));
   const auto t_start = std::chrono::steady_clock::now();
   options.progress = [&](const std::string& phase) {

@@ -14,6 +14,7 @@
 #include "mixsolve/core/context.hpp"
 #include "mixsolve/core/hd.hpp"
 #include "mixsolve/core/matrix.hpp"
+#include "mixsolve/core/random.hpp"
 #include "mixsolve/solvers/solve.hpp"
 
 namespace mixsolve::solvers_detail {
@@ -80,6 +81,9 @@ struct FactorResult {
   std::int64_t zero_pivot_column = -1;
   PivotOrder pivot_order = PivotOrder::Partial;
   double largest_multiplier = 0;  // max |l_ij| of a reused order (also when it was rejected)
+  // min |u_kk| / max |u_kk| over U's diagonal (of mu R A S where range-scaled), for factors that
+  // completed: Attempt::pivot_ratio.
+  double pivot_ratio = 0;
 };
 
 class Engine {
@@ -116,6 +120,8 @@ class Engine {
   // An n x cols FP64 block of scratch memory owned by the engine (valid until the next call).
   virtual MatrixView<double> scratch(int slot, std::int64_t cols) = 0;
   virtual void copy(const MatrixView<const double>& src, const MatrixView<double>& dst) = 0;
+  // m := random entries drawn from spec (core/random.hpp: the same values on host and device).
+  virtual void fill_random(const MatrixView<double>& m, const RandomSpec& spec) = 0;
   // y += alpha x, x *= alpha, x . y, ||x||_2 on vectors of length n.
   virtual void axpy(double alpha, const double* x, double* y) = 0;
   virtual void scal(double alpha, double* x) = 0;
@@ -135,6 +141,15 @@ class Engine {
  protected:
   std::int64_t n_ = 0;
 };
+
+// The probe of the current factors (SolveOptions::probe_pivot_ratio): W = (LU)^-1 A Omega - Omega
+// for a random n x kProbeColumns Omega, the factors applied as refinement applies them
+// (apply_inverse); returns sigma_k(W) / ||Omega||_2, a lower bound on sigma_k((LU)^-1 A - I)
+// because sigma_k(E Omega) <= sigma_k(E) ||Omega||_2, and for a random Omega about the root mean
+// square of E's singular values beyond its k - 1 largest. NaN where the solve overflowed. Uses
+// the engine's scratch slots 0-2. (solve.cpp)
+constexpr int kProbeColumns = 4;
+double probe_factors(Engine& e);
 
 std::unique_ptr<Engine> make_host_engine(Context& ctx, const MatrixView<const double>& a, int block_size);
 // A is read in place (it must outlive the engine and stay unchanged).

@@ -11,11 +11,76 @@
 #include <limits>
 #include <iomanip>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "engine.hpp"
 
 namespace mixsolve {
+
+namespace solvers_detail {
+
+namespace {
+
+// The smallest and largest eigenvalues of a symmetric k x k matrix (column-major), by cyclic
+// Jacobi rotations.
+std::pair<double, double> symmetric_eigen_range(std::vector<double> m, int k) {
+  auto at = [&](int i, int j) -> double& { return m[i + j * k]; };
+  for (int sweep = 0; sweep < 50; ++sweep) {
+    double off = 0;
+    for (int p = 0; p < k; ++p)
+      for (int q = p + 1; q < k; ++q) off += at(p, q) * at(p, q);
+    if (!(off > 0)) break;
+    for (int p = 0; p < k; ++p)
+      for (int q = p + 1; q < k; ++q) {
+        if (at(p, q) == 0) continue;
+        const double theta = (at(q, q) - at(p, p)) / (2 * at(p, q));
+        const double t = (theta >= 0 ? 1.0 : -1.0) / (std::fabs(theta) + std::sqrt(theta * theta + 1));
+        const double c = 1 / std::sqrt(t * t + 1), sn = t * c;
+        for (int r = 0; r < k; ++r) {  // columns p, q
+          const double a = at(r, p), b = at(r, q);
+          at(r, p) = c * a - sn * b;
+          at(r, q) = sn * a + c * b;
+        }
+        for (int r = 0; r < k; ++r) {  // rows p, q
+          const double a = at(p, r), b = at(q, r);
+          at(p, r) = c * a - sn * b;
+          at(q, r) = sn * a + c * b;
+        }
+      }
+  }
+  double smallest = INFINITY, largest = -INFINITY;
+  for (int i = 0; i < k; ++i) {
+    smallest = std::min(smallest, at(i, i));
+    largest = std::max(largest, at(i, i));
+  }
+  return {smallest, largest};
+}
+
+}  // namespace
+
+// engine.hpp. The singular values come from the k x k Gram matrices W^T W and Omega^T Omega.
+double probe_factors(Engine& e) {
+  const int k = kProbeColumns;
+  const MatrixView<double> omega = e.scratch(0, k), zeros = e.scratch(1, k), w = e.scratch(2, k);
+  e.fill_random(omega, RandomSpec::uniform(-1.0, 1.0, 0x70726f6265ull));
+  for (int j = 0; j < k; ++j) e.zero(&zeros(0, j));
+  e.residual(omega, zeros, w);  // w = -A Omega
+  e.apply_inverse(w);           // w = -(LU)^-1 A Omega
+  e.add(omega, w);              // w = -W
+  std::vector<double> gram_w(k * k), gram_omega(k * k);
+  for (int i = 0; i < k; ++i)
+    for (int j = 0; j <= i; ++j) {
+      gram_w[i + j * k] = gram_w[j + i * k] = e.dot(&w(0, i), &w(0, j));
+      gram_omega[i + j * k] = gram_omega[j + i * k] = e.dot(&omega(0, i), &omega(0, j));
+    }
+  const double w_smallest = symmetric_eigen_range(gram_w, k).first;
+  const double omega_largest = symmetric_eigen_range(gram_omega, k).second;
+  if (!std::isfinite(w_smallest) || !(omega_largest > 0)) return NAN;
+  return std::sqrt(std::max(0.0, w_smallest) / omega_largest);
+}
+
+}  // namespace solvers_detail
 
 using solvers_detail::Engine;
 using solvers_detail::FactorResult;
@@ -55,6 +120,7 @@ std::string to_string(StopReason s) {
     case StopReason::MaxIterations: return "iteration limit";
     case StopReason::TooSlow: return "too slow (its rate predicted more iterations or time than its budget)";
     case StopReason::NoRefinement: return "no refinement requested";
+    case StopReason::WeakFactors: return "factors too far from A for refinement (probe)";
   }
   return "?";
 }
@@ -96,7 +162,10 @@ std::string SolveReport::summary() const {
     if (a.stop == StopReason::ZeroPivot) s << " in column " << a.zero_pivot_column;
     s << ", " << a.iterations << " iterations";
     if (a.inner_iterations) s << " (" << a.inner_iterations << " GMRES)";
-    s << ", factorization " << a.factorization_seconds << " s, refinement " << a.refinement_seconds << " s\n";
+    s << ", factorization " << a.factorization_seconds << " s, refinement " << a.refinement_seconds << " s";
+    if (a.pivot_ratio > 0) s << "; pivot ratio " << std::setprecision(3) << a.pivot_ratio;
+    if (a.probe_estimate >= 0) s << "; probe " << std::setprecision(3) << a.probe_estimate;
+    s << std::setprecision(6) << "\n";
   }
   if (!backward_error_history.empty()) {
     s << "  backward error after each solve:";
@@ -152,6 +221,19 @@ constexpr int kGmresJudgeWindow = 16;
 // with fp16x3 -> FP64 at n = 32768, cond 1e6, the factor 1 sent a GMRES that had 38 iterations
 // behind it to the FP64 LU (1.41 s, 0.53x dgetrf+getrs; H100).
 constexpr double kNextRungCostFactor = 2.0;
+
+// The unit roundoff of a factorization's arithmetic (SolveOptions::probe_pivot_ratio): the
+// FP32-stored factorizations of FP32 accuracy (FP32, and the corrected tensor-core updates: gemm/
+// measured them as accurate as SGEMM) 2^-24; TF32 and FP16 updates 2^-11; BF16 2^-8.
+double unit_roundoff(Precision p) {
+  switch (p) {
+    case Precision::FP64: return 0x1p-53;
+    case Precision::TF32:
+    case Precision::FP16: return 0x1p-11;
+    case Precision::BF16: return 0x1p-8;
+    default: return 0x1p-24;
+  }
+}
 
 // The first refinement under Refinement::Auto: classic IR, for every precision. FP16 / BF16 /
 // TF32 factors need GMRES-IR (Carson and Higham) once cond * u_low passes ~1, but below that
@@ -597,6 +679,7 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       attempt.factorization_seconds = seconds_since(t0);
       attempt.pivot_order = f.pivot_order;
       attempt.largest_multiplier = f.largest_multiplier;
+      attempt.pivot_ratio = f.pivot_ratio;
       if (f.status != StopReason::Converged) {
         if (f.status == StopReason::ZeroPivot && attempt.precision == Precision::FP64)
           throw SingularMatrix("solve: A is singular: zero pivot in column " + std::to_string(f.zero_pivot_column) +
@@ -608,6 +691,24 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
         report.factorization_seconds += attempt.factorization_seconds;
         cheaper_tried = true;
         continue;
+      }
+      // The probe (SolveOptions::probe_pivot_ratio): weak factors end the attempt before any
+      // refinement, where something higher remains to be tried.
+      const std::int64_t n = s.engine->n();
+      const double probe_below = s.options.probe_pivot_ratio * unit_roundoff(attempt.precision) / 0x1p-24;
+      if (attempt.precision != Precision::FP64 && s.next < s.path.size() && f.pivot_ratio < probe_below &&
+          n > s.options.gmres_max_inner && n >= 4 * solvers_detail::kProbeColumns) {
+        const auto t_probe = Clock::now();
+        attempt.probe_estimate = solvers_detail::probe_factors(*s.engine);
+        attempt.refinement_seconds = seconds_since(t_probe);
+        if (!(attempt.probe_estimate < kWeakFactorsProbe)) {
+          attempt.stop = StopReason::WeakFactors;
+          report.attempts.push_back(attempt);
+          report.factorization_seconds += attempt.factorization_seconds;
+          report.refinement_seconds += attempt.refinement_seconds;
+          cheaper_tried = true;
+          continue;
+        }
       }
       s.factored = true;
       s.current = attempt.precision;
@@ -645,7 +746,7 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
                     gmres_may_follow);
     attempt.stop = refiner.run(attempt.refinement, attempt, report);
     s.engine->synchronize();
-    attempt.refinement_seconds = seconds_since(t1);
+    attempt.refinement_seconds += seconds_since(t1);  // after the probe's time, if it ran
     report.converged_rhs = refiner.converged();
     if (is_fallback) {
       report.fell_back = true;

@@ -165,6 +165,43 @@ TEST(GpuSolve, Fp64FallbackReusesOrRejectsTheCheapRowOrder) {
   unsetenv("MIXSOLVE_FP64_LU");
 }
 
+// SolveOptions::probe_pivot_ratio on the device engine (its pivot ratio, the random block, a
+// 4-column product and solve): fp16x3 factors of a geo cond 1e12 matrix are far off in many
+// directions, so auto ends that attempt before refinement (the default screen lets the probe
+// run) and FP64 finishes; those of a cluster1 cond 1e10 matrix (one tiny singular value) pass a
+// forced probe and converge without FP64.
+TEST(GpuSolve, ProbeEndsWeakCheapAttemptsAndPassesOneOutlyingDirection) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t n = 2100;
+  DeviceProblem weak(spec_of(MatrixFamily::Svd, Spectrum::Geo, 1e12, 96), n, 1);
+  SolveOptions o;
+  o.auto_min_n = 0;
+  const SolveReport r = weak.solve_on_device(ctx, o);
+  EXPECT_TRUE(r.converged) << r.summary();
+  EXPECT_LT(weak.stop_test_ratio(), 1.0) << r.summary();
+  ASSERT_EQ(r.attempts.size(), 2u) << r.summary();
+  EXPECT_EQ(r.attempts[0].precision, Precision::Fp16x3);
+  EXPECT_EQ(r.attempts[0].stop, StopReason::WeakFactors) << r.summary();
+  EXPECT_GE(r.attempts[0].probe_estimate, kWeakFactorsProbe) << r.summary();
+  EXPECT_GT(r.attempts[0].pivot_ratio, 0.0);
+  EXPECT_LT(r.attempts[0].pivot_ratio, o.probe_pivot_ratio) << r.summary();
+  EXPECT_EQ(r.attempts[1].precision, Precision::FP64);
+  EXPECT_GT(r.attempts[1].pivot_ratio, 0.0);
+  std::printf("%s", r.summary().c_str());
+
+  DeviceProblem good(spec_of(MatrixFamily::Svd, Spectrum::Cluster1, 1e10, 97), n, 1);
+  o.factorization = Precision::Fp16x3;
+  o.probe_pivot_ratio = INFINITY;
+  const SolveReport g = good.solve_on_device(ctx, o);
+  EXPECT_TRUE(g.converged) << g.summary();
+  EXPECT_LT(good.stop_test_ratio(), 1.0) << g.summary();
+  for (const Attempt& a : g.attempts) EXPECT_EQ(a.precision, Precision::Fp16x3) << g.summary();
+  EXPECT_GE(g.attempts.at(0).probe_estimate, 0.0) << g.summary();
+  EXPECT_LT(g.attempts.at(0).probe_estimate, 0.01 * kWeakFactorsProbe) << g.summary();
+  std::printf("%s", g.summary().c_str());
+}
+
 TEST(GpuSolve, Fp16x3FactorsRefineLikeFp32AndFasterThanFp16) {
   // Classic IR contracts by about kappa u per step, u the LU's effective unit roundoff: fp16x3
   // (22 bits) should need about FP32's steps and, at cond 1e3, clearly fewer than FP16 (11 bits).

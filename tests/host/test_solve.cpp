@@ -11,6 +11,7 @@
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/core/test_matrices.hpp"
 #include "mixsolve/solvers/solve.hpp"
+#include "engine.hpp"  // solvers_detail::probe_factors, make_host_engine
 #include "solve_test_problems.hpp"
 
 namespace {
@@ -239,6 +240,7 @@ TEST(Solve, GmresThatWouldOverrunItsBudgetEndsTheAttemptEarly) {
   Problem p(geo(1e6, 5), 96);
   o.fallback = true;
   o.gmres_max_inner = 30;
+  o.probe_pivot_ratio = 0;  // n > gmres_max_inner: the probe would end the attempt before GMRES
   const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
   expect_converged_and_accurate(p, r);
   ASSERT_EQ(r.attempts.size(), 2u) << r.summary();
@@ -429,6 +431,95 @@ TEST(Solve, Fp64FallbackRejectsAMisleadingRowOrderAndPivotsFully) {
   EXPECT_EQ(r.attempts.back().precision, Precision::FP64);
   EXPECT_EQ(r.attempts.back().pivot_order, PivotOrder::Rejected) << r.summary();
   EXPECT_GT(r.attempts.back().largest_multiplier, kReusedOrderMaxMultiplier) << r.summary();
+}
+
+// The probe (SolveOptions::probe_pivot_ratio): FP16 factors of a geo cond 1e8 matrix (cond x u =
+// 5e4) are far off in many directions, and with n above gmres_max_inner the attempt ends before
+// any refinement; FP64 finishes. With the probe off, the same attempt refines first.
+TEST(Solve, WeakCheapFactorsEndTheAttemptBeforeRefinement) {
+  Problem p(geo(1e8, 9), 256);
+  Context ctx = Context::host_only();
+  SolveOptions o;
+  o.factorization = Precision::FP16;
+  const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+  expect_converged_and_accurate(p, r);
+  ASSERT_EQ(r.attempts.size(), 2u) << r.summary();
+  const Attempt& cheap = r.attempts[0];
+  EXPECT_EQ(cheap.stop, StopReason::WeakFactors) << r.summary();
+  EXPECT_GE(cheap.probe_estimate, kWeakFactorsProbe) << r.summary();
+  EXPECT_GT(cheap.pivot_ratio, 0.0);
+  EXPECT_EQ(cheap.iterations, 0);
+  EXPECT_EQ(cheap.inner_iterations, 0);
+  EXPECT_TRUE(r.fell_back);
+  EXPECT_EQ(r.attempts[1].precision, Precision::FP64);
+  EXPECT_LT(r.attempts[1].probe_estimate, 0.0);  // FP64 factors are never probed
+  EXPECT_NE(r.summary().find("probe"), std::string::npos) << r.summary();
+
+  Problem q(geo(1e8, 9), 256);
+  o.probe_pivot_ratio = 0;
+  const SolveReport unprobed = solve(ctx, q.A(), q.B(), q.X(), o);
+  expect_converged_and_accurate(q, unprobed);
+  ASSERT_FALSE(unprobed.attempts.empty());
+  EXPECT_LT(unprobed.attempts[0].probe_estimate, 0.0);
+  EXPECT_NE(unprobed.attempts[0].stop, StopReason::WeakFactors);
+  EXPECT_GT(unprobed.attempts[0].iterations, 0) << unprobed.summary();
+}
+
+// One tiny singular value (cluster1, cond 1e10) puts one far-off direction into FP32 factors:
+// the probe, asked to run (probe_pivot_ratio INFINITY), stays small and refinement converges with
+// the FP32 factors (classic IR stalls on that direction; GMRES-IR resolves it).
+TEST(Solve, OneOutlyingDirectionDoesNotFailTheProbe) {
+  TestMatrixSpec spec = geo(1e10, 4);
+  spec.spectrum = Spectrum::Cluster1;
+  Problem p(spec, 256);
+  Context ctx = Context::host_only();
+  SolveOptions o;
+  o.factorization = Precision::FP32;
+  o.probe_pivot_ratio = INFINITY;
+  const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+  expect_converged_and_accurate(p, r);
+  for (const Attempt& a : r.attempts) EXPECT_EQ(a.precision, Precision::FP32) << r.summary();
+  EXPECT_GE(r.attempts[0].probe_estimate, 0.0) << r.summary();
+  EXPECT_LT(r.attempts[0].probe_estimate, 0.01 * kWeakFactorsProbe) << r.summary();
+  EXPECT_FALSE(r.fell_back);
+}
+
+// The probe's estimate against (LU)^-1 A - I formed column by column (the factors applied as
+// refinement applies them) and its SVD: a lower bound on the 4th singular value, near it where
+// many singular values are large, far below the largest where one direction stands out.
+TEST(Solve, ProbeIsALowerBoundOnTheFourthSingularValueOfTheFactorsError) {
+  struct Case {
+    const char* name;
+    Spectrum spectrum;
+    double cond;
+    Precision precision;
+  };
+  for (const Case& c : {Case{"fp16 geo 1e6", Spectrum::Geo, 1e6, Precision::FP16},
+                        Case{"fp32 cluster1 1e10", Spectrum::Cluster1, 1e10, Precision::FP32}}) {
+    SCOPED_TRACE(c.name);
+    TestMatrixSpec spec = geo(c.cond, 4);
+    spec.spectrum = c.spectrum;
+    const std::int64_t n = 128, k = solvers_detail::kProbeColumns;
+    Problem p(spec, n);
+    Context ctx = Context::host_only();
+    const auto engine = solvers_detail::make_host_engine(ctx, p.A(), 0);
+    const auto factored = engine->factor(c.precision, c.precision == Precision::FP16, false);
+    ASSERT_EQ(factored.status, StopReason::Converged) << "zero pivot in column " << factored.zero_pivot_column;
+    Eigen::MatrixXd e = Eigen::Map<const Eigen::MatrixXd>(p.a.data(), n, n);
+    for (std::int64_t j = 0; j < n; j += k)
+      engine->apply_inverse(host_view(e.data() + j * n, n, std::min(k, n - j), n));
+    e -= Eigen::MatrixXd::Identity(n, n);
+    const Eigen::VectorXd sv = Eigen::JacobiSVD<Eigen::MatrixXd>(e).singularValues();
+    const double probe = solvers_detail::probe_factors(*engine);
+    EXPECT_LE(probe, sv(k - 1) * (1 + 1e-10)) << "sigma_1 " << sv(0) << ", sigma_4 " << sv(k - 1);
+    if (c.spectrum == Spectrum::Geo) {
+      EXPECT_GE(sv(3 * k), 1.0) << "many large singular values";
+      EXPECT_GE(probe, 0.1 * sv(k - 1)) << "sigma_4 " << sv(k - 1);
+    } else {
+      EXPECT_GE(sv(0), 10.0) << "one outlying direction";
+      EXPECT_LT(probe, 1e-3) << "sigma_1 " << sv(0) << ", sigma_4 " << sv(k - 1);
+    }
+  }
 }
 
 TEST(Solve, AutoStaysCheapWhenTheMatrixIsWellConditioned) {

@@ -229,6 +229,28 @@ __global__ void abs_max_row_major_kernel(const T* a, std::int64_t lda, std::int6
   if ((threadIdx.x & 31) == 0 && v != 0) atomicMax(largest, static_cast<unsigned long long>(__double_as_longlong(v)));
 }
 
+// range[0] = min |a_kk| and range[1] = max |a_kk| over the diagonal of an n x n column-major
+// matrix, as the bits of non-negative doubles (ordered as unsigned integers; range[0] starts at
+// all ones, range[1] at 0). NaNs are skipped: the factorization's own checks catch them.
+template <class T>
+__global__ void diagonal_abs_range_kernel(const T* a, std::int64_t lda, std::int64_t n, unsigned long long* range) {
+  double smallest = INFINITY, largest = 0;
+  for (std::int64_t k = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; k < n;
+       k += std::int64_t(gridDim.x) * blockDim.x) {
+    const double u = fabs(double(a[k + k * lda]));
+    smallest = fmin(smallest, u);
+    largest = fmax(largest, u);
+  }
+  for (int o = 16; o > 0; o /= 2) {
+    smallest = fmin(smallest, __shfl_down_sync(0xffffffffu, smallest, o));
+    largest = fmax(largest, __shfl_down_sync(0xffffffffu, largest, o));
+  }
+  if ((threadIdx.x & 31) == 0) {
+    atomicMin(&range[0], static_cast<unsigned long long>(__double_as_longlong(smallest)));
+    atomicMax(&range[1], static_cast<unsigned long long>(__double_as_longlong(largest)));
+  }
+}
+
 // For each column j of m (one block per column): the power of two
 // factor[j] that brings max_i |row_factor_i m_ij| into [1/2, 1) (row_factor may be null), and
 // optionally its reciprocal.
@@ -503,7 +525,26 @@ class DeviceEngine final : public Engine {
     if (reuse_pivot_order && p == Precision::FP64 && factors_complete_) order = permutation_.to_host(stream());
     FactorResult result = factor_unchecked(p, range_scaling, order);
     factors_complete_ = result.status == StopReason::Converged;
+    if (factors_complete_) result.pivot_ratio = pivot_ratio();
     return result;
+  }
+
+  // min |u_kk| / max |u_kk| of the current factors (FactorResult::pivot_ratio).
+  double pivot_ratio() {
+    if (pivot_range_.size() == 0) pivot_range_ = DeviceBuffer<unsigned long long>(2);
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(pivot_range_.data(), 0xff, sizeof(unsigned long long), stream()));
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(pivot_range_.data() + 1, 0, sizeof(unsigned long long), stream()));
+    const unsigned blocks = std::min(blocks_for(n_), 64u);
+    if (precision_ == Precision::FP64)
+      diagonal_abs_range_kernel<<<blocks, 256, 0, stream()>>>(factors64_.data(), n_, n_, pivot_range_.data());
+    else
+      diagonal_abs_range_kernel<<<blocks, 256, 0, stream()>>>(factors32_.data(), n_, n_, pivot_range_.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    unsigned long long bits[2] = {0, 0};
+    pivot_range_.copy_to_host(bits, 2, stream());
+    double range[2];
+    std::memcpy(range, bits, sizeof range);
+    return range[1] > 0 ? range[0] / range[1] : 0.0;
   }
 
   FactorResult factor_unchecked(Precision p, bool range_scaling, const std::vector<int>& order) {
@@ -753,6 +794,9 @@ class DeviceEngine final : public Engine {
   void copy(const MatrixView<const double>& src, const MatrixView<double>& dst) override {
     MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(dst.data, dst.ld * sizeof(double), src.data, src.ld * sizeof(double),
                                           src.rows * sizeof(double), src.cols, cudaMemcpyDeviceToDevice, stream()));
+  }
+  void fill_random(const MatrixView<double>& m, const RandomSpec& spec) override {
+    mixsolve::fill_random(m, spec, stream());
   }
   void axpy(double alpha, const double* x, double* y) override {
     MIXSOLVE_CUBLAS_CHECK(cublasDaxpy(ctx_.cublas(), int(n_), &alpha, x, 1, y, 1));
@@ -1230,6 +1274,7 @@ class DeviceEngine final : public Engine {
   DeviceBuffer<double> vector_scale_;  // apply_inverse: each column's sigma and 1 / sigma
   DeviceBuffer<double> projection_;    // orthogonalize: the projections of the two passes
   DeviceBuffer<int> pivots_, permutation_, info_, first_zero_pivot_;
+  DeviceBuffer<unsigned long long> pivot_range_;  // pivot_ratio(): min and max |u_kk|
   DeviceBuffer<int> move_to_, move_from_, move_count_;  // each panel's interchanges as row moves
   BlockRowBuffers<float> block_rows32_;     // for FP32 factors
   BlockRowBuffers<double> block_rows64_;    // for FP64 factors

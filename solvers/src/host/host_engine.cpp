@@ -133,6 +133,14 @@ class HostEngine final : public Engine {
   }
 
   FactorResult factor(Precision p, bool range_scaling, bool reuse_pivot_order) override {
+    FactorResult result = compute_factors(p, range_scaling, reuse_pivot_order);
+    if (result.status == StopReason::Converged) {
+      result.pivot_ratio = double_factors_.empty() ? pivot_ratio(float_factors_) : pivot_ratio(double_factors_);
+    }
+    return result;
+  }
+
+  FactorResult compute_factors(Precision p, bool range_scaling, bool reuse_pivot_order) {
     const gemm::Backend& update = host_update_backend(p);
     FactorResult result;
     // The row order of the previous factorization, where one completed (engine.hpp).
@@ -189,6 +197,18 @@ class HostEngine final : public Engine {
     }
     result.pivot_order = PivotOrder::Rejected;
     return false;
+  }
+
+  // min |u_kk| / max |u_kk| (FactorResult::pivot_ratio).
+  template <class T>
+  double pivot_ratio(const std::vector<T>& lu) const {
+    double smallest = INFINITY, largest = 0;
+    for (std::int64_t k = 0; k < n_; ++k) {
+      const double u = std::fabs(double(lu[k + k * n_]));
+      smallest = std::min(smallest, u);
+      largest = std::max(largest, u);
+    }
+    return largest > 0 ? smallest / largest : 0.0;
   }
 
   // The gather list of the current factors: row i of P A is row current_row_order()[i] of A.
@@ -268,6 +288,7 @@ class HostEngine final : public Engine {
     for (std::int64_t j = 0; j < src.cols; ++j)
       for (std::int64_t i = 0; i < src.rows; ++i) dst(i, j) = src(i, j);
   }
+  void fill_random(const MatrixView<double>& m, const RandomSpec& spec) override { mixsolve::fill_random(m, spec); }
   void axpy(double alpha, const double* x, double* y) override {
     for (std::int64_t i = 0; i < n_; ++i) y[i] += alpha * x[i];
   }

@@ -93,6 +93,24 @@ struct SolveOptions {
   // non-finite entry rejects the order, and the LU is redone with partial pivoting; so is one
   // whose FP64 refinement fails. Attempt::pivot_order says which happened.
   bool reuse_pivot_order = true;
+  // Probe of a cheaper factorization where a higher rung remains (auto's next precision, or the
+  // FP64 fallback), before any refinement. With E = (LU)^-1 A - I (how far the preconditioned
+  // operator is from I, with A^-1 applied as refinement applies it) and Omega n x 4 random, the
+  // 4th singular value of E Omega over ||Omega||_2 is a lower bound on E's 4th singular value,
+  // and for a random Omega about the root mean square of E's singular values beyond its 3
+  // largest. From kWeakFactorsProbe (below) on, the LU is far off in a large share of
+  // directions, which GMRES-IR would have to resolve one by one: the attempt ends at once
+  // (StopReason::WeakFactors) instead of after a refinement that fails. A few outlying
+  // directions (a handful of tiny singular values) leave the estimate small. Costs a product of
+  // A with 4 vectors and 4 triangular-solve pairs (H100: 6 ms at n = 16384, 15 ms at 32768), so
+  // it is taken only where the LU's pivots hint at trouble: min |u_kk| / max |u_kk|
+  // (Attempt::pivot_ratio) below probe_pivot_ratio x u / 2^-24 (u: the factorization's unit
+  // roundoff; 2^-24 for FP32-stored factors of FP32 accuracy, 2^-11 for FP16 and TF32, 2^-8 for
+  // BF16), and where n exceeds gmres_max_inner (below that, GMRES's budget spans the whole
+  // space). 0: never probe; INFINITY: probe every such attempt. H100, fp16x3, `geo` and `arith`
+  // at cond 1e2 .. 1e10, n = 16384 / 32768: pivot ratios 1.4e-5 - 2.2e-5 (and 3e-6) where
+  // refinement fails (`geo` 1e8, 1e10), 2.7e-4 and more where it converges.
+  double probe_pivot_ratio = 1e-4;
   // Range scaling of FP16 and BF16 factorizations (Higham, Pranesh & Zounon 2019, "Squeezing a
   // matrix into half precision"): they factor mu A, a power of two times A with its largest
   // entry in [1/2, 1); where A's rows' or columns' largest entries spread over more than 2^12,
@@ -109,8 +127,18 @@ struct SolveOptions {
   std::function<void(const std::string& phase)> progress;
 };
 
+// SolveOptions::probe_pivot_ratio: the probe's estimate at and above which a cheaper LU is too
+// far from A to refine. H100, fp16x3, n = 16384 / 32768, `geo` and `arith` at cond 1e2 .. 1e10:
+// 25 to 43 where refinement fails (`geo` 1e8 and 1e10), at most 0.77 where it converges (n =
+// 32768, `geo` 1e6: GMRES-IR, 32 iterations; the rest 0.37 and below). 4 leaves a factor of ~5
+// to either side, for the run-to-run variation of the cheap LU and for other matrices.
+inline constexpr double kWeakFactorsProbe = 4.0;
+
 // Why one factorization's refinement stopped.
-enum class StopReason { Converged, ZeroPivot, Overflow, Stagnated, Diverged, MaxIterations, TooSlow, NoRefinement };
+enum class StopReason {
+  Converged, ZeroPivot, Overflow, Stagnated, Diverged, MaxIterations, TooSlow, NoRefinement,
+  WeakFactors,  // the probe of the factors (SolveOptions::probe_pivot_ratio) found them too far from A
+};
 std::string to_string(StopReason s);
 
 // SolveOptions::reuse_pivot_order: an FP64 LU that follows a cheaper LU's row order (pivoting
@@ -140,6 +168,11 @@ struct Attempt {
   bool range_scaled = false;            // the LU factored mu R A S (SolveOptions::range_scaling)
   PivotOrder pivot_order = PivotOrder::Partial;
   double largest_multiplier = 0;        // max |l_ij| of a reused row order (Reused, Rejected)
+  double pivot_ratio = 0;               // min |u_kk| / max |u_kk| of the factors (0 if the LU failed)
+  // The probe's estimate of the 4th singular value of (LU)^-1 A - I (SolveOptions::
+  // probe_pivot_ratio); negative where the factors were not probed. Its time counts in
+  // refinement_seconds.
+  double probe_estimate = -1;
   int iterations = 0;                   // outer refinement iterations
   int inner_iterations = 0;             // GMRES iterations, all right-hand sides
   double factorization_seconds = 0, refinement_seconds = 0;
