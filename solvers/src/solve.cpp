@@ -3,6 +3,8 @@
 // arithmetic goes through an Engine (engine.hpp), so host and device share this logic.
 #include "mixsolve/solvers/solve.hpp"
 
+#include <Eigen/Eigenvalues>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,7 +13,6 @@
 #include <limits>
 #include <iomanip>
 #include <sstream>
-#include <utility>
 #include <vector>
 
 #include "engine.hpp"
@@ -19,45 +20,6 @@
 namespace mixsolve {
 
 namespace solvers_detail {
-
-namespace {
-
-// The smallest and largest eigenvalues of a symmetric k x k matrix (column-major), by cyclic
-// Jacobi rotations.
-std::pair<double, double> symmetric_eigen_range(std::vector<double> m, int k) {
-  auto at = [&](int i, int j) -> double& { return m[i + j * k]; };
-  for (int sweep = 0; sweep < 50; ++sweep) {
-    double off = 0;
-    for (int p = 0; p < k; ++p)
-      for (int q = p + 1; q < k; ++q) off += at(p, q) * at(p, q);
-    if (!(off > 0)) break;
-    for (int p = 0; p < k; ++p)
-      for (int q = p + 1; q < k; ++q) {
-        if (at(p, q) == 0) continue;
-        const double theta = (at(q, q) - at(p, p)) / (2 * at(p, q));
-        const double t = (theta >= 0 ? 1.0 : -1.0) / (std::fabs(theta) + std::sqrt(theta * theta + 1));
-        const double c = 1 / std::sqrt(t * t + 1), sn = t * c;
-        for (int r = 0; r < k; ++r) {  // columns p, q
-          const double a = at(r, p), b = at(r, q);
-          at(r, p) = c * a - sn * b;
-          at(r, q) = sn * a + c * b;
-        }
-        for (int r = 0; r < k; ++r) {  // rows p, q
-          const double a = at(p, r), b = at(q, r);
-          at(p, r) = c * a - sn * b;
-          at(q, r) = sn * a + c * b;
-        }
-      }
-  }
-  double smallest = INFINITY, largest = -INFINITY;
-  for (int i = 0; i < k; ++i) {
-    smallest = std::min(smallest, at(i, i));
-    largest = std::max(largest, at(i, i));
-  }
-  return {smallest, largest};
-}
-
-}  // namespace
 
 // engine.hpp. The singular values come from the k x k Gram matrices W^T W and Omega^T Omega.
 double probe_factors(Engine& e) {
@@ -74,9 +36,14 @@ double probe_factors(Engine& e) {
       gram_w[i + j * k] = gram_w[j + i * k] = e.dot(&w(0, i), &w(0, j));
       gram_omega[i + j * k] = gram_omega[j + i * k] = e.dot(&omega(0, i), &omega(0, j));
     }
-  const double w_smallest = symmetric_eigen_range(gram_w, k).first;
-  const double omega_largest = symmetric_eigen_range(gram_omega, k).second;
-  if (!std::isfinite(w_smallest) || !(omega_largest > 0)) return NAN;
+  for (double g : gram_w)
+    if (!std::isfinite(g)) return NAN;
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> w_eigen(Eigen::Map<Eigen::MatrixXd>(gram_w.data(), k, k),
+                                                               Eigen::EigenvaluesOnly);
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> omega_eigen(
+      Eigen::Map<Eigen::MatrixXd>(gram_omega.data(), k, k), Eigen::EigenvaluesOnly);
+  const double w_smallest = w_eigen.eigenvalues().minCoeff(), omega_largest = omega_eigen.eigenvalues().maxCoeff();
+  if (!(omega_largest > 0)) return NAN;
   return std::sqrt(std::max(0.0, w_smallest) / omega_largest);
 }
 
