@@ -665,6 +665,7 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       const double probe_below = s.options.probe_pivot_ratio * unit_roundoff(attempt.precision) / 0x1p-24;
       if (attempt.precision != Precision::FP64 && s.next < s.path.size() && f.pivot_ratio < probe_below &&
           n > s.options.gmres_max_inner && n >= 4 * solvers_detail::kProbeColumns) {
+        if (s.options.progress) s.options.progress("probe of the " + to_string(attempt.precision) + " factors");
         const auto t_probe = Clock::now();
         attempt.probe_estimate = solvers_detail::probe_factors(*s.engine);
         attempt.refinement_seconds = seconds_since(t_probe);
