@@ -81,9 +81,6 @@ struct FactorResult {
   std::int64_t zero_pivot_column = -1;
   PivotOrder pivot_order = PivotOrder::Partial;
   double largest_multiplier = 0;  // max |l_ij| of a reused order (also when it was rejected)
-  // min |u_kk| / max |u_kk| over U's diagonal (of mu R A S where range-scaled), for factors that
-  // completed: Attempt::pivot_ratio.
-  double pivot_ratio = 0;
 };
 
 class Engine {
@@ -105,6 +102,9 @@ class Engine {
   // its row order with pivoting inside the diagonal blocks, checked against
   // kReusedOrderMaxMultiplier, else partial pivoting (SolveOptions::reuse_pivot_order).
   virtual FactorResult factor(Precision p, bool range_scaling, bool reuse_pivot_order) = 0;
+  // min |u_kk| / max |u_kk| over the current factors' diagonal (of mu R A S where range-scaled),
+  // after a factorization that completed: the probe's screen (SolveOptions::probe_pivot_ratio).
+  virtual double pivot_ratio() = 0;
   // y := (LU)^-1 P y for an n x k FP64 block: in FP64 arithmetic for FP64 factors, and for
   // FP32-stored factors up to kFp64ApplyMaxColumns columns (every GMRES application); more
   // columns with FP32 factors in FP32.

@@ -646,7 +646,6 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       attempt.factorization_seconds = seconds_since(t0);
       attempt.pivot_order = f.pivot_order;
       attempt.largest_multiplier = f.largest_multiplier;
-      attempt.pivot_ratio = f.pivot_ratio;
       if (f.status != StopReason::Converged) {
         if (f.status == StopReason::ZeroPivot && attempt.precision == Precision::FP64)
           throw SingularMatrix("solve: A is singular: zero pivot in column " + std::to_string(f.zero_pivot_column) +
@@ -660,11 +659,13 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
         continue;
       }
       // The probe (SolveOptions::probe_pivot_ratio): weak factors end the attempt before any
-      // refinement, where something higher remains to be tried.
+      // refinement, where something higher remains to be tried. Screened by the pivot ratio.
       const std::int64_t n = s.engine->n();
       const double probe_below = s.options.probe_pivot_ratio * unit_roundoff(attempt.precision) / 0x1p-24;
-      if (attempt.precision != Precision::FP64 && s.next < s.path.size() && f.pivot_ratio < probe_below &&
-          n > s.options.gmres_max_inner && n >= 4 * solvers_detail::kProbeColumns) {
+      const bool may_probe = attempt.precision != Precision::FP64 && s.next < s.path.size() && probe_below > 0 &&
+                             n > s.options.gmres_max_inner && n >= 4 * solvers_detail::kProbeColumns;
+      if (may_probe) attempt.pivot_ratio = s.engine->pivot_ratio();
+      if (may_probe && attempt.pivot_ratio < probe_below) {
         if (s.options.progress) s.options.progress("probe of the " + to_string(attempt.precision) + " factors");
         const auto t_probe = Clock::now();
         attempt.probe_estimate = solvers_detail::probe_factors(*s.engine);

@@ -525,12 +525,10 @@ class DeviceEngine final : public Engine {
     if (reuse_pivot_order && p == Precision::FP64 && factors_complete_) order = permutation_.to_host(stream());
     FactorResult result = factor_unchecked(p, range_scaling, order);
     factors_complete_ = result.status == StopReason::Converged;
-    if (factors_complete_) result.pivot_ratio = pivot_ratio();
     return result;
   }
 
-  // min |u_kk| / max |u_kk| of the current factors (FactorResult::pivot_ratio).
-  double pivot_ratio() {
+  double pivot_ratio() override {
     if (pivot_range_.size() == 0) pivot_range_ = DeviceBuffer<unsigned long long>(2);
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(pivot_range_.data(), 0xff, sizeof(unsigned long long), stream()));
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(pivot_range_.data() + 1, 0, sizeof(unsigned long long), stream()));

@@ -133,14 +133,6 @@ class HostEngine final : public Engine {
   }
 
   FactorResult factor(Precision p, bool range_scaling, bool reuse_pivot_order) override {
-    FactorResult result = compute_factors(p, range_scaling, reuse_pivot_order);
-    if (result.status == StopReason::Converged) {
-      result.pivot_ratio = double_factors_.empty() ? pivot_ratio(float_factors_) : pivot_ratio(double_factors_);
-    }
-    return result;
-  }
-
-  FactorResult compute_factors(Precision p, bool range_scaling, bool reuse_pivot_order) {
     const gemm::Backend& update = host_update_backend(p);
     FactorResult result;
     // The row order of the previous factorization, where one completed (engine.hpp).
@@ -199,12 +191,11 @@ class HostEngine final : public Engine {
     return false;
   }
 
-  // min |u_kk| / max |u_kk| (FactorResult::pivot_ratio).
-  template <class T>
-  double pivot_ratio(const std::vector<T>& lu) const {
+  double pivot_ratio() override {
     double smallest = INFINITY, largest = 0;
     for (std::int64_t k = 0; k < n_; ++k) {
-      const double u = std::fabs(double(lu[k + k * n_]));
+      const double u = double_factors_.empty() ? std::fabs(double(float_factors_[k + k * n_]))
+                                               : std::fabs(double_factors_[k + k * n_]);
       smallest = std::min(smallest, u);
       largest = std::max(largest, u);
     }

@@ -168,7 +168,9 @@ struct Attempt {
   bool range_scaled = false;            // the LU factored mu R A S (SolveOptions::range_scaling)
   PivotOrder pivot_order = PivotOrder::Partial;
   double largest_multiplier = 0;        // max |l_ij| of a reused row order (Reused, Rejected)
-  double pivot_ratio = 0;               // min |u_kk| / max |u_kk| of the factors (0 if the LU failed)
+  // min |u_kk| / max |u_kk| of a cheaper LU that the probe could judge (SolveOptions::
+  // probe_pivot_ratio's screen); 0 where it was not computed (FP64, nothing higher left, small n).
+  double pivot_ratio = 0;
   // The probe's estimate of the 4th singular value of (LU)^-1 A - I (SolveOptions::
   // probe_pivot_ratio); negative where the factors were not probed. Its time counts in
   // refinement_seconds.
