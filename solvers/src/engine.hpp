@@ -127,6 +127,9 @@ class Engine {
   virtual void scal(double alpha, double* x) = 0;
   virtual void zero(double* x) = 0;
   virtual double dot(const double* x, const double* y) = 0;
+  // out := X^T Y for n x k blocks X and Y, into host memory (k x k, column-major): one
+  // synchronisation for the k^2 inner products (the probe's Gram matrices).
+  virtual void gram(const MatrixView<const double>& x, const MatrixView<const double>& y, double* out) = 0;
   // GMRES's Arnoldi step: w -= V (V^T w), twice (classical Gram-Schmidt with one
   // reorthogonalization, CGS2: as stable as modified Gram-Schmidt, in two mat-vecs per pass
   // instead of a synchronising dot per column), for the first `count` columns V of v. Writes the

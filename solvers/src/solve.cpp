@@ -31,11 +31,8 @@ double probe_factors(Engine& e) {
   e.apply_inverse(w);           // w = -(LU)^-1 A Omega
   e.add(omega, w);              // w = -W
   std::vector<double> gram_w(k * k), gram_omega(k * k);
-  for (int i = 0; i < k; ++i)
-    for (int j = 0; j <= i; ++j) {
-      gram_w[i + j * k] = gram_w[j + i * k] = e.dot(&w(0, i), &w(0, j));
-      gram_omega[i + j * k] = gram_omega[j + i * k] = e.dot(&omega(0, i), &omega(0, j));
-    }
+  e.gram(w, w, gram_w.data());
+  e.gram(omega, omega, gram_omega.data());
   for (double g : gram_w)
     if (!std::isfinite(g)) return NAN;
   const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> w_eigen(Eigen::Map<Eigen::MatrixXd>(gram_w.data(), k, k),

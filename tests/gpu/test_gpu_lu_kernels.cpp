@@ -361,11 +361,11 @@ TEST(GpuTriangleInverse, MatchesFp64SubstitutionInBothLayoutsAndTypes) {
                mixsolve::InvalidArgument);
 }
 
-// TriangularSolver (x := U^-1 L^-1 x, factors F, arithmetic V) against an FP64 substitution on
+// TriangularSolver (X := U^-1 L^-1 X, factors F, arithmetic V) against an FP64 substitution on
 // the host with the same factors, for triangles that are well conditioned (off-diagonal entries
 // below 1/n, diag(U) in [1, 2]), so the forward error is a few n u of V. Several solves with one
-// solver (the launch tags advance), short last blocks, and leading dimensions that do and do
-// not allow 16-byte copies.
+// solver (the launch tags advance), one to four vectors per solve (the vectors must not mix),
+// short last blocks, and leading dimensions that do and do not allow 16-byte copies.
 template <class F, class V>
 void check_triangular_solver(std::int64_t n, std::int64_t ld, int solves) {
   std::mt19937_64 rng(std::uint64_t(n * 31 + ld));
@@ -378,43 +378,60 @@ void check_triangular_solver(std::int64_t n, std::int64_t ld, int solves) {
   mixsolve::solvers_detail::TriangularSolver<F, V> solver(factors.data(), n, ld, nullptr);
   const double unit_roundoff = sizeof(V) == 4 ? 0x1p-24 : 0x1p-53;
   for (int k = 0; k < solves; ++k) {
-    std::vector<V> b(n);
+    const int columns = 1 + (k + int(n)) % mixsolve::solvers_detail::kTriangularSolveMaxColumns;
+    const std::int64_t ldx = n + 3;  // padding between the vectors, which must stay untouched
+    std::vector<V> b(ldx * columns);
     for (auto& v : b) v = V(u(rng));
-    std::vector<double> x(b.begin(), b.end());
-    for (std::int64_t i = 0; i < n; ++i)  // L (unit diagonal)
-      for (std::int64_t j = 0; j < i; ++j) x[i] -= double(lu[i + j * ld]) * x[j];
-    for (std::int64_t i = n - 1; i >= 0; --i) {  // U
-      for (std::int64_t j = i + 1; j < n; ++j) x[i] -= double(lu[i + j * ld]) * x[j];
-      x[i] /= double(lu[i + i * ld]);
-    }
-    DeviceBuffer<V> dx(n);
+    DeviceBuffer<V> dx(b.size());
     dx.copy_from_host(b);
-    solver.solve(dx.data(), nullptr);
+    solver.solve(dx.data(), ldx, columns, nullptr);
     const std::vector<V> got = dx.to_host();
-    double error = 0, norm = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      error = std::max(error, std::fabs(double(got[i]) - x[i]));
-      norm = std::max(norm, std::fabs(x[i]));
+    for (int c = 0; c < columns; ++c) {
+      std::vector<double> x(b.begin() + c * ldx, b.begin() + c * ldx + n);
+      for (std::int64_t i = 0; i < n; ++i)  // L (unit diagonal)
+        for (std::int64_t j = 0; j < i; ++j) x[i] -= double(lu[i + j * ld]) * x[j];
+      for (std::int64_t i = n - 1; i >= 0; --i) {  // U
+        for (std::int64_t j = i + 1; j < n; ++j) x[i] -= double(lu[i + j * ld]) * x[j];
+        x[i] /= double(lu[i + i * ld]);
+      }
+      double error = 0, norm = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        error = std::max(error, std::fabs(double(got[c * ldx + i]) - x[i]));
+        norm = std::max(norm, std::fabs(x[i]));
+      }
+      EXPECT_LE(error, 4.0 * double(n) * unit_roundoff * norm)
+          << "n " << n << " ld " << ld << " solve " << k << " vector " << c << " of " << columns;
+      for (std::int64_t i = n; i < ldx && c + 1 < columns; ++i)
+        EXPECT_EQ(got[c * ldx + i], b[c * ldx + i]) << "padding row " << i << " of vector " << c;
     }
-    EXPECT_LE(error, 4.0 * double(n) * unit_roundoff * norm) << "n " << n << " ld " << ld << " solve " << k;
   }
 }
 
 TEST(GpuTriangularSolver, MatchesSubstitutionInFp64ForFp32FactorsAndFp64Vectors) {
   MIXSOLVE_REQUIRE_GPU();
-  check_triangular_solver<float, double>(1, 1, 2);
-  check_triangular_solver<float, double>(127, 130, 2);
-  check_triangular_solver<float, double>(1000, 1003, 2);  // element copies (ld not a multiple of 4)
-  check_triangular_solver<float, double>(1500, 1504, 3);  // 16-byte copies, short last block
-  check_triangular_solver<float, double>(2048, 2048, 2);
+  check_triangular_solver<float, double>(1, 1, 4);
+  check_triangular_solver<float, double>(127, 130, 4);
+  check_triangular_solver<float, double>(1000, 1003, 4);  // element copies (ld not a multiple of 4)
+  check_triangular_solver<float, double>(1500, 1504, 4);  // 16-byte copies, short last block
+  check_triangular_solver<float, double>(2048, 2048, 4);
 }
 
 TEST(GpuTriangularSolver, MatchesSubstitutionInFp64ForFp64Factors) {
   MIXSOLVE_REQUIRE_GPU();
-  check_triangular_solver<double, double>(63, 63, 2);
-  check_triangular_solver<double, double>(700, 701, 2);   // element copies
-  check_triangular_solver<double, double>(1000, 1002, 3); // 16-byte copies, short last block
-  check_triangular_solver<double, double>(1024, 1024, 2);
+  check_triangular_solver<double, double>(63, 63, 4);
+  check_triangular_solver<double, double>(700, 701, 4);   // element copies
+  check_triangular_solver<double, double>(1000, 1002, 4); // 16-byte copies, short last block
+  check_triangular_solver<double, double>(1024, 1024, 4);
+}
+
+TEST(GpuTriangularSolver, RejectsAColumnCountOutsideOneToFourAndAShortLeadingDimension) {
+  MIXSOLVE_REQUIRE_GPU();
+  DeviceBuffer<float> factors(64 * 64);
+  DeviceBuffer<double> x(64 * 5);
+  mixsolve::solvers_detail::TriangularSolver<float, double> solver(factors.data(), 64, 64, nullptr);
+  EXPECT_THROW(solver.solve(x.data(), 64, 0, nullptr), mixsolve::InvalidArgument);
+  EXPECT_THROW(solver.solve(x.data(), 64, 5, nullptr), mixsolve::InvalidArgument);
+  EXPECT_THROW(solver.solve(x.data(), 63, 2, nullptr), mixsolve::InvalidArgument);
 }
 
 }  // namespace

@@ -806,6 +806,14 @@ class DeviceEngine final : public Engine {
     MIXSOLVE_CUBLAS_CHECK(cublasDdot(ctx_.cublas(), int(n_), x, 1, y, 1, &r));
     return r;
   }
+  void gram(const MatrixView<const double>& x, const MatrixView<const double>& y, double* out) override {
+    const std::size_t entries = std::size_t(x.cols * y.cols);
+    if (gram_.size() < entries) gram_ = DeviceBuffer<double>(entries);
+    const double one = 1.0, zero = 0.0;
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemm(ctx_.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(x.cols), int(y.cols), int(n_), &one,
+                                      x.data, int(x.ld), y.data, int(y.ld), &zero, gram_.data(), int(x.cols)));
+    gram_.copy_to_host(out, entries, stream());
+  }
   double orthogonalize(const MatrixView<const double>& v, std::int64_t count, double* w, double* h) override {
     if (projection_.size() < std::size_t(2 * count)) projection_ = DeviceBuffer<double>(2 * count);
     double *sum = projection_.data(), *pass = sum + count;
@@ -1113,15 +1121,14 @@ class DeviceEngine final : public Engine {
     else return block_rows64_;
   }
 
-  // w := U^-1 L^-1 w for an n x k FP64 block with the current factors, in FP64 arithmetic. One or
-  // a few vectors (refinement, GMRES) go through the bandwidth-bound solver (FP32 factors only
-  // reach here that way); blocks of many through cuBLAS trsm.
+  // w := U^-1 L^-1 w for an n x k FP64 block with the current factors, in FP64 arithmetic. One to
+  // four vectors (refinement, GMRES, the probe) go through the bandwidth-bound solver in one pass
+  // over the factors (FP32 factors only reach here that way); blocks of many through cuBLAS trsm.
   void solve_triangles_in_fp64(double* w, std::int64_t k) {
+    static_assert(kFp64ApplyMaxColumns <= kTriangularSolveMaxColumns, "one solve takes every column");
     if (k <= kFp64ApplyMaxColumns) {
-      for (std::int64_t c = 0; c < k; ++c) {
-        if (precision_ == Precision::FP64) triangular64_->solve(w + c * n_, stream());
-        else triangular32_->solve(w + c * n_, stream());
-      }
+      if (precision_ == Precision::FP64) triangular64_->solve(w, n_, int(k), stream());
+      else triangular32_->solve(w, n_, int(k), stream());
       return;
     }
     solve_triangles_with_cublas(factors64_.data(), w, k);
@@ -1269,6 +1276,7 @@ class DeviceEngine final : public Engine {
   bool in_order_ = false, factors_complete_ = false;
   DeviceBuffer<unsigned long long> largest_multiplier_{1};  // max |L21| in order, as double bits
   double mu_ = 1.0;
+  DeviceBuffer<double> gram_;          // Engine::gram's k x k result
   DeviceBuffer<double> vector_scale_;  // apply_inverse: each column's sigma and 1 / sigma
   DeviceBuffer<double> projection_;    // orthogonalize: the projections of the two passes
   DeviceBuffer<int> pivots_, permutation_, info_, first_zero_pivot_;

@@ -926,21 +926,26 @@ struct TaggedValue<double> {
   }
 };
 
-// x := L^-1 x (kLower, unit diagonal) or U^-1 x for one vector, factors F, arithmetic and x V;
-// one thread block per block of B rows, in ticket order. Step s of block t multiplies the tile of the factor in column block
-// block_of_step(s) by that part of x: tiles stream through a ring of kSolveRing tiles in shared
-// memory (one barrier per step), warp 0 fetches the published parts of x into shared memory.
-template <class F, class V, bool kLower>
+// X := L^-1 X (kLower, unit diagonal) or U^-1 X for `columns` <= K vectors (n x columns, leading
+// dimension ldx), factors F, arithmetic and X V; one thread block per block of B rows, in ticket
+// order. Step s of block t multiplies the tile of the factor in column block block_of_step(s) by
+// that part of every vector: tiles stream through a ring of kSolveRing tiles in shared memory (one
+// barrier per step), warp 0 fetches the published parts of the vectors into shared memory. The
+// tile is read once for all the vectors, and the blocks hand over once per step for all of them:
+// the hand-over chain, not the bandwidth, bounds a solve at n = 16384 (session 10), so K vectors
+// cost little more than one (the probe of SolveOptions::probe_pivot_ratio solves 4).
+template <class F, class V, bool kLower, int K>
 __global__ void __launch_bounds__(kSolveThreads, 1)
-    triangular_solve_kernel(const F* lu, std::int64_t ld, std::int64_t n, const V* inverses, V* x,
-                            unsigned long long* published, unsigned tag, unsigned* ticket, bool vector_copies) {
+    triangular_solve_kernel(const F* lu, std::int64_t ld, std::int64_t n, const V* inverses, V* x, std::int64_t ldx,
+                            int columns, unsigned long long* published, unsigned tag, unsigned* ticket,
+                            bool vector_copies) {
   constexpr int B = SolveRows<F>::value, kGroups = kSolveThreads / B, kPerThread = B / kGroups;
   constexpr int kPerLane = B / 32, kWords = TaggedValue<V>::kWords;
+  static_assert(K <= kGroups, "the last stage gives each vector a group of B threads");
+  static_assert(kGroups * K * B * sizeof(V) <= B * B * sizeof(F), "the partial sums fit in one ring slot");
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   F* ring = reinterpret_cast<F*>(shared_bytes);  // kSolveRing column-major B x B tiles
-  __shared__ V partial[kGroups][B];
-  __shared__ V x_parts[kSolveXSlots][B];
-  __shared__ V y[B];
+  __shared__ V x_parts[kSolveXSlots][K][B];
   __shared__ int ticket_taken;
   const int row_blocks = int((n + B - 1) / B);
   if (threadIdx.x == 0) ticket_taken = int(atomicAdd(ticket, 1u));
@@ -983,31 +988,37 @@ __global__ void __launch_bounds__(kSolveThreads, 1)
   const V* own_inverse = inverses + (std::int64_t(kLower ? 0 : 1) * row_blocks + rb) * B * B;
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) inverse[k] = own_inverse[r + (group + kGroups * k) * B];
-  const V own_rhs = threadIdx.x < rows ? x[r0 + threadIdx.x] : V(0);
+  // Thread (group, r) holds row r of vector `group` (groups past `columns` hold nothing).
+  const bool owns_value = group < columns && r < rows;
+  const V own_rhs = owns_value ? x[r0 + r + group * ldx] : V(0);
 
-  int x_ready = 0;  // warp 0: the steps whose part of x is in x_parts
-  V acc = 0;
+  int x_ready = 0;  // warp 0: the steps whose parts of the vectors are in x_parts
+  V acc[K] = {};
   for (int s = 0; s < t; ++s) {
     copy_async_wait<kSolveRing - 2>();
-    // Warp 0 waits for the part of x of step s and takes those of the next steps already
-    // published (up to kSolveXSlots - 2 ahead: the slot of step s - 1 may still be read).
+    // Warp 0 waits for the parts of step s and takes those of the next steps already published
+    // (up to kSolveXSlots - 2 ahead: the slot of step s - 1 may still be read).
     if (threadIdx.x < 32 && s >= x_ready) {
       const int last = min(t, s + kSolveXSlots - 2);
       while (true) {
         int ready = s;
         for (int j = s; j < last; ++j) {
           const std::int64_t c0 = std::int64_t(block_of_step(j)) * B;
-          V v[kPerLane];
+          V v[K][kPerLane];
           bool ok = true;
 #pragma unroll
-          for (int i = 0; i < kPerLane; ++i) {
-            const std::int64_t c = c0 + kPerLane * lane + i;
-            v[i] = V(0);
-            if (c < n) ok &= TaggedValue<V>::load(published + c * kWords, tag, v[i]);
-          }
+          for (int c = 0; c < K; ++c)
+#pragma unroll
+            for (int i = 0; i < kPerLane; ++i) {
+              const std::int64_t row = c0 + kPerLane * lane + i;
+              v[c][i] = V(0);
+              if (c < columns && row < n) ok &= TaggedValue<V>::load(published + (c * n + row) * kWords, tag, v[c][i]);
+            }
           if (!__all_sync(0xffffffffu, ok)) break;
 #pragma unroll
-          for (int i = 0; i < kPerLane; ++i) x_parts[j % kSolveXSlots][kPerLane * lane + i] = v[i];
+          for (int c = 0; c < K; ++c)
+#pragma unroll
+            for (int i = 0; i < kPerLane; ++i) x_parts[j % kSolveXSlots][c][kPerLane * lane + i] = v[c][i];
           ready = j + 1;
         }
         if (ready > s) {
@@ -1017,32 +1028,46 @@ __global__ void __launch_bounds__(kSolveThreads, 1)
         __nanosleep(32);
       }
     }
-    __syncthreads();  // the tile and the part of x of step s are in; step s - 1's slot is free
+    __syncthreads();  // the tile and the parts of step s are in; step s - 1's slot is free
     start_tile(s + kSolveRing - 1);
     const F* tile = ring + (s % kSolveRing) * B * B;
-    const V* part = x_parts[s % kSolveXSlots];
 #pragma unroll
-    for (int k = 0; k < kPerThread; ++k) acc += V(tile[(group + kGroups * k) * B + r]) * part[group + kGroups * k];
-  }
-  partial[group][r] = acc;
-  __syncthreads();
-  if (threadIdx.x < B) {
-    V sum = 0;
-    for (int g = 0; g < kGroups; ++g) sum += partial[g][threadIdx.x];
-    y[threadIdx.x] = own_rhs - sum;
-  }
-  __syncthreads();
-  // x(block) = inverse(diagonal block) * y
-  V v = 0;
+    for (int k = 0; k < kPerThread; ++k) {
+      const int column = group + kGroups * k;
+      const V factor = V(tile[column * B + r]);
 #pragma unroll
-  for (int k = 0; k < kPerThread; ++k) v += inverse[k] * y[group + kGroups * k];
-  partial[group][r] = v;
+      for (int c = 0; c < K; ++c) acc[c] += factor * x_parts[s % kSolveXSlots][c][column];
+    }
+  }
+  // The reductions use the two ring slots that no step reads last (slot t % kSolveRing and the
+  // next; only empty copy groups were committed for them), so they need no barrier before.
+  V* partial = reinterpret_cast<V*>(ring + (t % kSolveRing) * B * B);      // [kGroups][K][B]
+  V* y = reinterpret_cast<V*>(ring + ((t + 1) % kSolveRing) * B * B);      // [K][B]
+#pragma unroll
+  for (int c = 0; c < K; ++c) partial[(group * K + c) * B + r] = acc[c];
   __syncthreads();
-  if (threadIdx.x < rows) {
+  if (group < K) {
     V sum = 0;
-    for (int g = 0; g < kGroups; ++g) sum += partial[g][threadIdx.x];
-    TaggedValue<V>::store(published + (r0 + threadIdx.x) * kWords, sum, tag);
-    x[r0 + threadIdx.x] = sum;
+    for (int g = 0; g < kGroups; ++g) sum += partial[(g * K + group) * B + r];
+    y[group * B + r] = own_rhs - sum;
+  }
+  __syncthreads();
+  // x(block) = inverse(diagonal block) * y, for every vector
+  V v[K] = {};
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    const int column = group + kGroups * k;
+#pragma unroll
+    for (int c = 0; c < K; ++c) v[c] += inverse[k] * y[c * B + column];
+  }
+#pragma unroll
+  for (int c = 0; c < K; ++c) partial[(group * K + c) * B + r] = v[c];
+  __syncthreads();
+  if (owns_value) {
+    V sum = 0;
+    for (int g = 0; g < kGroups; ++g) sum += partial[(g * K + group) * B + r];
+    TaggedValue<V>::store(published + (group * n + r0 + r) * kWords, sum, tag);
+    x[r0 + r + group * ldx] = sum;
   }
 }
 
@@ -1450,7 +1475,8 @@ TriangularSolver<F, V>::TriangularSolver(const F* lu, std::int64_t n, std::int64
     : lu_(lu), n_(n), ld_(ld) {
   constexpr int B = SolveRows<F>::value;
   const std::int64_t blocks = std::max<std::int64_t>((n + B - 1) / B, 1);
-  published_ = DeviceBuffer<unsigned long long>(std::max<std::int64_t>(n, 1) * TaggedValue<V>::kWords);
+  published_ = DeviceBuffer<unsigned long long>(std::max<std::int64_t>(n, 1) * kTriangularSolveMaxColumns *
+                                                 TaggedValue<V>::kWords);
   ticket_ = DeviceBuffer<unsigned>(1);
   inverses_ = DeviceBuffer<V>(2 * blocks * B * B);
   MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(published_.data(), 0, published_.bytes(), stream));  // tag 0 is never used
@@ -1464,29 +1490,43 @@ TriangularSolver<F, V>::TriangularSolver(const F* lu, std::int64_t n, std::int64
 }
 
 template <class F, class V>
-void TriangularSolver<F, V>::solve(V* x, cudaStream_t stream) {
-  if (n_ == 0) return;
+template <int K>
+void TriangularSolver<F, V>::launch(V* x, std::int64_t ldx, int columns, cudaStream_t stream) {
   constexpr int B = SolveRows<F>::value;
   const int shared = int(kSolveRing * B * B * sizeof(F));
   static const cudaError_t lower_attribute = cudaFuncSetAttribute(
-      triangular_solve_kernel<F, V, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
+      triangular_solve_kernel<F, V, true, K>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
   static const cudaError_t upper_attribute = cudaFuncSetAttribute(
-      triangular_solve_kernel<F, V, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
+      triangular_solve_kernel<F, V, false, K>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
   MIXSOLVE_CUDA_CHECK(lower_attribute);
   MIXSOLVE_CUDA_CHECK(upper_attribute);
-  if (tag_ >= 0xfffffffeu) {  // the tags would wrap: start again from a clean slate
+  const unsigned blocks = unsigned((n_ + B - 1) / B);
+  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(ticket_.data(), 0, sizeof(unsigned), stream));
+  triangular_solve_kernel<F, V, true, K><<<blocks, kSolveThreads, shared, stream>>>(
+      lu_, ld_, n_, inverses_.data(), x, ldx, columns, published_.data(), ++tag_, ticket_.data(), vector_copies_);
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(ticket_.data(), 0, sizeof(unsigned), stream));
+  triangular_solve_kernel<F, V, false, K><<<blocks, kSolveThreads, shared, stream>>>(
+      lu_, ld_, n_, inverses_.data(), x, ldx, columns, published_.data(), ++tag_, ticket_.data(), vector_copies_);
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+template <class F, class V>
+void TriangularSolver<F, V>::solve(V* x, std::int64_t ldx, int columns, cudaStream_t stream) {
+  if (columns < 1 || columns > kTriangularSolveMaxColumns)
+    throw InvalidArgument("TriangularSolver::solve: columns = " + std::to_string(columns) + " must lie in [1, " +
+                          std::to_string(kTriangularSolveMaxColumns) + "]");
+  if (columns > 1 && ldx < n_)
+    throw InvalidArgument("TriangularSolver::solve: ldx = " + std::to_string(ldx) + " is below n = " +
+                          std::to_string(n_));
+  if (n_ == 0) return;
+  if (tag_ >= 0xfffffffdu) {  // the tags would wrap: start again from a clean slate
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(published_.data(), 0, published_.bytes(), stream));
     tag_ = 0;
   }
-  const unsigned blocks = unsigned((n_ + B - 1) / B);
-  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(ticket_.data(), 0, sizeof(unsigned), stream));
-  triangular_solve_kernel<F, V, true><<<blocks, kSolveThreads, shared, stream>>>(
-      lu_, ld_, n_, inverses_.data(), x, published_.data(), ++tag_, ticket_.data(), vector_copies_);
-  MIXSOLVE_CUDA_CHECK_LAUNCH();
-  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(ticket_.data(), 0, sizeof(unsigned), stream));
-  triangular_solve_kernel<F, V, false><<<blocks, kSolveThreads, shared, stream>>>(
-      lu_, ld_, n_, inverses_.data(), x, published_.data(), ++tag_, ticket_.data(), vector_copies_);
-  MIXSOLVE_CUDA_CHECK_LAUNCH();
+  // One vector (every GMRES application) keeps the kernel without the other vectors' registers.
+  if (columns == 1) launch<1>(x, ldx, 1, stream);
+  else launch<kTriangularSolveMaxColumns>(x, ldx, columns, stream);
 }
 
 template class TriangularSolver<float, double>;

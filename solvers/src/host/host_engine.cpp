@@ -292,6 +292,10 @@ class HostEngine final : public Engine {
     for (std::int64_t i = 0; i < n_; ++i) s += x[i] * y[i];
     return s;
   }
+  void gram(const MatrixView<const double>& x, const MatrixView<const double>& y, double* out) override {
+    for (std::int64_t j = 0; j < y.cols; ++j)
+      for (std::int64_t i = 0; i < x.cols; ++i) out[i + j * x.cols] = dot(&x(0, i), &y(0, j));
+  }
   double orthogonalize(const MatrixView<const double>& v, std::int64_t count, double* w, double* h) override {
     std::fill(h, h + count, 0.0);
     std::vector<double> projection(count);
