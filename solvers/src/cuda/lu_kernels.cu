@@ -890,8 +890,7 @@ __global__ void invert_diagonal_blocks_kernel(const F* lu, std::int64_t ld, std:
   for (int idx = threadIdx.x; idx < B * B; idx += blockDim.x) out[idx] = y[(idx % B) * S + idx / B];
 }
 
-constexpr int kSolveRing = 3;   // tiles of the factor in flight or waiting per thread block
-constexpr int kSolveXSlots = 8; // parts of x staged in shared memory
+constexpr int kSolveRing = 3;  // tiles of the factor in flight or waiting per thread block
 
 __device__ inline void copy_async_16(void* shared_dst, const void* src, int bytes) {  // zero-fills past bytes
   const unsigned dst = unsigned(__cvta_generic_to_shared(shared_dst));
@@ -931,21 +930,35 @@ struct TaggedValue<double> {
 // order. Step s of block t multiplies the tile of the factor in column block block_of_step(s) by
 // that part of every vector: tiles stream through a ring of kSolveRing tiles in shared memory (one
 // barrier per step), warp 0 fetches the published parts of the vectors into shared memory. The
-// tile is read once for all the vectors, and the blocks hand over once per step for all of them:
-// the hand-over chain, not the bandwidth, bounds a solve at n = 16384 (session 10), so K vectors
-// cost little more than one (the probe of SolveOptions::probe_pivot_ratio solves 4).
+// tile is read once for all the vectors, and the blocks hand over once per step for all of them.
+// Thread (r, g) owns row r and the columns g, g + kGroups, ... of each tile. For FP64 factors the
+// kGroups threads of a row lie in one warp (kSolveGroupsInWarp), so the sums over them are
+// shuffles and the hand-over from the last part of X to this block's publication holds one
+// barrier (the diagonal block's inverse needs every row of y) instead of three: a solve pair
+// at n = 16384 took 2.3 instead of 3.0 ms (H100, session 15; the blocks hand over one after
+// another, so the hand-over bounds a solve). For FP32 factors the same layout was ~5% slower
+// (1.26 against 1.20 ms per pair at n = 16384, 3.10 against 2.96 at 32768), so there a group
+// is B consecutive threads and the sums go through shared memory.
+template <class F>
+constexpr bool kSolveGroupsInWarp = sizeof(F) == 8;
+template <class F>  // the tiles' column stride, padded where a warp reads several columns
+constexpr int kSolveTileStride = SolveRows<F>::value + (kSolveGroupsInWarp<F> ? 16 / int(sizeof(F)) : 0);
+template <int K>
+constexpr int kSolveXSlots = K == 1 ? 8 : 6;  // parts of the vectors staged in shared memory (fewer fit for 4)
 template <class F, class V, bool kLower, int K>
 __global__ void __launch_bounds__(kSolveThreads, 1)
     triangular_solve_kernel(const F* lu, std::int64_t ld, std::int64_t n, const V* inverses, V* x, std::int64_t ldx,
                             int columns, unsigned long long* published, unsigned tag, unsigned* ticket,
                             bool vector_copies) {
-  constexpr int B = SolveRows<F>::value, kGroups = kSolveThreads / B, kPerThread = B / kGroups;
-  constexpr int kPerLane = B / 32, kWords = TaggedValue<V>::kWords;
-  static_assert(K <= kGroups, "the last stage gives each vector a group of B threads");
-  static_assert(kGroups * K * B * sizeof(V) <= B * B * sizeof(F), "the partial sums fit in one ring slot");
+  constexpr int B = SolveRows<F>::value, S = kSolveTileStride<F>, kGroups = kSolveThreads / B;
+  constexpr int kPerThread = B / kGroups, kPerLane = B / 32, kWords = TaggedValue<V>::kWords, kSlots = kSolveXSlots<K>;
+  constexpr bool kGroupsInWarp = kSolveGroupsInWarp<F>;
+  static_assert(K <= kGroups && (!kGroupsInWarp || 32 % kGroups == 0), "a vector per group; a row's groups in a warp");
+  static_assert(K * B * sizeof(V) <= B * S * sizeof(F), "y fits in one ring slot");
+  static_assert(kGroupsInWarp || kGroups * K * B * sizeof(V) <= B * S * sizeof(F), "the partial sums fit in one");
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  F* ring = reinterpret_cast<F*>(shared_bytes);  // kSolveRing column-major B x B tiles
-  __shared__ V x_parts[kSolveXSlots][K][B];
+  F* ring = reinterpret_cast<F*>(shared_bytes);  // kSolveRing column-major B x B tiles, columns S apart
+  __shared__ V x_parts[kSlots][K][B];
   __shared__ int ticket_taken;
   const int row_blocks = int((n + B - 1) / B);
   if (threadIdx.x == 0) ticket_taken = int(atomicAdd(ticket, 1u));
@@ -954,7 +967,8 @@ __global__ void __launch_bounds__(kSolveThreads, 1)
   const int rb = kLower ? t : row_blocks - 1 - t;
   const std::int64_t r0 = std::int64_t(rb) * B;
   const int rows = int(min(std::int64_t(B), n - r0));
-  const int r = threadIdx.x % B, group = threadIdx.x / B, lane = threadIdx.x % 32;
+  const int r = kGroupsInWarp ? threadIdx.x / kGroups : threadIdx.x % B;
+  const int group = kGroupsInWarp ? threadIdx.x % kGroups : threadIdx.x / B, lane = threadIdx.x % 32;
   auto block_of_step = [&](int step) { return kLower ? step : row_blocks - 1 - step; };
 
   // Starts copying the tile of `step` into its ring slot; one commit group per step, empty past
@@ -963,19 +977,19 @@ __global__ void __launch_bounds__(kSolveThreads, 1)
     if (step < t) {
       const std::int64_t c0 = std::int64_t(block_of_step(step)) * B;
       const int cols = int(min(std::int64_t(B), n - c0));
-      F* tile = ring + (step % kSolveRing) * B * B;
+      F* tile = ring + (step % kSolveRing) * B * S;
       if (vector_copies) {  // 16-byte pieces of columns; rows past the end are zero-filled
         constexpr int kPiece = 16 / int(sizeof(F)), kPiecesPerColumn = B / kPiece;
         for (int idx = threadIdx.x; idx < B * kPiecesPerColumn; idx += kSolveThreads) {
           const int c = idx / kPiecesPerColumn, i = (idx % kPiecesPerColumn) * kPiece;
           const int valid = c < cols ? max(0, min(kPiece, rows - i)) : 0;
-          copy_async_16(tile + c * B + i, valid > 0 ? lu + (r0 + i) + (c0 + c) * ld : lu, valid * int(sizeof(F)));
+          copy_async_16(tile + c * S + i, valid > 0 ? lu + (r0 + i) + (c0 + c) * ld : lu, valid * int(sizeof(F)));
         }
       } else {
         for (int idx = threadIdx.x; idx < B * B; idx += kSolveThreads) {
           const int i = idx % B, c = idx / B;
           const bool valid = i < rows && c < cols;
-          copy_async_element<sizeof(F)>(tile + idx, valid ? lu + (r0 + i) + (c0 + c) * ld : lu,
+          copy_async_element<sizeof(F)>(tile + c * S + i, valid ? lu + (r0 + i) + (c0 + c) * ld : lu,
                                         valid ? int(sizeof(F)) : 0);
         }
       }
@@ -984,22 +998,28 @@ __global__ void __launch_bounds__(kSolveThreads, 1)
   };
   for (int s = 0; s < kSolveRing - 1; ++s) start_tile(s);
 
-  V inverse[kPerThread];  // this thread's part of the inverse of the diagonal block
+  V inverse[kPerThread];  // row r of the inverse of the diagonal block, this thread's columns
   const V* own_inverse = inverses + (std::int64_t(kLower ? 0 : 1) * row_blocks + rb) * B * B;
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) inverse[k] = own_inverse[r + (group + kGroups * k) * B];
-  // Thread (group, r) holds row r of vector `group` (groups past `columns` hold nothing).
+  // Thread (r, g) holds row r of vector g (groups past `columns` hold nothing).
   const bool owns_value = group < columns && r < rows;
   const V own_rhs = owns_value ? x[r0 + r + group * ldx] : V(0);
+  // Sums over the kGroups threads of a row (adjacent lanes), every one of them getting the sum.
+  const auto sum_over_groups = [](V v) {
+#pragma unroll
+    for (int offset = 1; offset < kGroups; offset *= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+    return v;
+  };
 
   int x_ready = 0;  // warp 0: the steps whose parts of the vectors are in x_parts
   V acc[K] = {};
   for (int s = 0; s < t; ++s) {
     copy_async_wait<kSolveRing - 2>();
     // Warp 0 waits for the parts of step s and takes those of the next steps already published
-    // (up to kSolveXSlots - 2 ahead: the slot of step s - 1 may still be read).
+    // (up to kSlots - 2 ahead: the slot of step s - 1 may still be read).
     if (threadIdx.x < 32 && s >= x_ready) {
-      const int last = min(t, s + kSolveXSlots - 2);
+      const int last = min(t, s + kSlots - 2);
       while (true) {
         int ready = s;
         for (int j = s; j < last; ++j) {
@@ -1018,7 +1038,7 @@ __global__ void __launch_bounds__(kSolveThreads, 1)
 #pragma unroll
           for (int c = 0; c < K; ++c)
 #pragma unroll
-            for (int i = 0; i < kPerLane; ++i) x_parts[j % kSolveXSlots][c][kPerLane * lane + i] = v[c][i];
+            for (int i = 0; i < kPerLane; ++i) x_parts[j % kSlots][c][kPerLane * lane + i] = v[c][i];
           ready = j + 1;
         }
         if (ready > s) {
@@ -1030,44 +1050,63 @@ __global__ void __launch_bounds__(kSolveThreads, 1)
     }
     __syncthreads();  // the tile and the parts of step s are in; step s - 1's slot is free
     start_tile(s + kSolveRing - 1);
-    const F* tile = ring + (s % kSolveRing) * B * B;
+    const F* tile = ring + (s % kSolveRing) * B * S;
 #pragma unroll
     for (int k = 0; k < kPerThread; ++k) {
       const int column = group + kGroups * k;
-      const V factor = V(tile[column * B + r]);
+      const V factor = V(tile[column * S + r]);
 #pragma unroll
-      for (int c = 0; c < K; ++c) acc[c] += factor * x_parts[s % kSolveXSlots][c][column];
+      for (int c = 0; c < K; ++c) acc[c] += factor * x_parts[s % kSlots][c][column];
     }
   }
-  // The reductions use the two ring slots that no step reads last (slot t % kSolveRing and the
-  // next; only empty copy groups were committed for them), so they need no barrier before.
-  V* partial = reinterpret_cast<V*>(ring + (t % kSolveRing) * B * B);      // [kGroups][K][B]
-  V* y = reinterpret_cast<V*>(ring + ((t + 1) % kSolveRing) * B * B);      // [K][B]
-#pragma unroll
-  for (int c = 0; c < K; ++c) partial[(group * K + c) * B + r] = acc[c];
-  __syncthreads();
-  if (group < K) {
-    V sum = 0;
-    for (int g = 0; g < kGroups; ++g) sum += partial[(g * K + group) * B + r];
-    y[group * B + r] = own_rhs - sum;
-  }
-  __syncthreads();
-  // x(block) = inverse(diagonal block) * y, for every vector
+  // y = b - (the product with the solved parts), then x(block) = inverse(diagonal block) * y, in
+  // the ring slots that no step reads last (t % kSolveRing and the next: only empty copy groups
+  // were committed for them), so no barrier before.
+  V* y = reinterpret_cast<V*>(ring + (t % kSolveRing) * B * S);  // [K][B]
   V v[K] = {};
+  if constexpr (kGroupsInWarp) {
 #pragma unroll
-  for (int k = 0; k < kPerThread; ++k) {
-    const int column = group + kGroups * k;
+    for (int c = 0; c < K; ++c) {
+      const V sum = sum_over_groups(acc[c]);
+      if (group == c) y[c * B + r] = own_rhs - sum;
+    }
+    __syncthreads();
 #pragma unroll
-    for (int c = 0; c < K; ++c) v[c] += inverse[k] * y[c * B + column];
-  }
+    for (int k = 0; k < kPerThread; ++k)
 #pragma unroll
-  for (int c = 0; c < K; ++c) partial[(group * K + c) * B + r] = v[c];
-  __syncthreads();
-  if (owns_value) {
-    V sum = 0;
-    for (int g = 0; g < kGroups; ++g) sum += partial[(g * K + group) * B + r];
-    TaggedValue<V>::store(published + (group * n + r0 + r) * kWords, sum, tag);
-    x[r0 + r + group * ldx] = sum;
+      for (int c = 0; c < K; ++c) v[c] += inverse[k] * y[c * B + group + kGroups * k];
+#pragma unroll
+    for (int c = 0; c < K; ++c) {
+      const V value = sum_over_groups(v[c]);
+      if (group == c && owns_value) {
+        TaggedValue<V>::store(published + (c * n + r0 + r) * kWords, value, tag);
+        x[r0 + r + c * ldx] = value;
+      }
+    }
+  } else {
+    V* partial = reinterpret_cast<V*>(ring + ((t + 1) % kSolveRing) * B * S);  // [kGroups][K][B]
+#pragma unroll
+    for (int c = 0; c < K; ++c) partial[(group * K + c) * B + r] = acc[c];
+    __syncthreads();
+    if (group < K) {
+      V sum = 0;
+      for (int g = 0; g < kGroups; ++g) sum += partial[(g * K + group) * B + r];
+      y[group * B + r] = own_rhs - sum;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kPerThread; ++k)
+#pragma unroll
+      for (int c = 0; c < K; ++c) v[c] += inverse[k] * y[c * B + group + kGroups * k];
+#pragma unroll
+    for (int c = 0; c < K; ++c) partial[(group * K + c) * B + r] = v[c];
+    __syncthreads();
+    if (owns_value) {
+      V sum = 0;
+      for (int g = 0; g < kGroups; ++g) sum += partial[(g * K + group) * B + r];
+      TaggedValue<V>::store(published + (group * n + r0 + r) * kWords, sum, tag);
+      x[r0 + r + group * ldx] = sum;
+    }
   }
 }
 
@@ -1493,7 +1532,7 @@ template <class F, class V>
 template <int K>
 void TriangularSolver<F, V>::launch(V* x, std::int64_t ldx, int columns, cudaStream_t stream) {
   constexpr int B = SolveRows<F>::value;
-  const int shared = int(kSolveRing * B * B * sizeof(F));
+  const int shared = int(kSolveRing * B * kSolveTileStride<F> * sizeof(F));
   static const cudaError_t lower_attribute = cudaFuncSetAttribute(
       triangular_solve_kernel<F, V, true, K>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
   static const cudaError_t upper_attribute = cudaFuncSetAttribute(
