@@ -1005,12 +1005,6 @@ __global__ void __launch_bounds__(kSolveThreads, 1)
   // Thread (r, g) holds row r of vector g (groups past `columns` hold nothing).
   const bool owns_value = group < columns && r < rows;
   const V own_rhs = owns_value ? x[r0 + r + group * ldx] : V(0);
-  // Sums over the kGroups threads of a row (adjacent lanes), every one of them getting the sum.
-  const auto sum_over_groups = [](V v) {
-#pragma unroll
-    for (int offset = 1; offset < kGroups; offset *= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-    return v;
-  };
 
   int x_ready = 0;  // warp 0: the steps whose parts of the vectors are in x_parts
   V acc[K] = {};
@@ -1062,51 +1056,42 @@ __global__ void __launch_bounds__(kSolveThreads, 1)
   // y = b - (the product with the solved parts), then x(block) = inverse(diagonal block) * y, in
   // the ring slots that no step reads last (t % kSolveRing and the next: only empty copy groups
   // were committed for them), so no barrier before.
-  V* y = reinterpret_cast<V*>(ring + (t % kSolveRing) * B * S);  // [K][B]
-  V v[K] = {};
-  if constexpr (kGroupsInWarp) {
+  V* y = reinterpret_cast<V*>(ring + (t % kSolveRing) * B * S);                               // [K][B]
+  [[maybe_unused]] V* partial = reinterpret_cast<V*>(ring + ((t + 1) % kSolveRing) * B * S);  // [kGroups][K][B]
+  // Each vector's values summed over a row's kGroups threads; thread (r, c) gets vector c's sum
+  // (c < K). In a warp: shuffles; else through `partial`, whose earlier readers have passed a
+  // barrier since (the one after y).
+  const auto sums_over_groups = [&](const V(&values)[K]) {
+    V mine = 0;
+    if constexpr (kGroupsInWarp) {
 #pragma unroll
-    for (int c = 0; c < K; ++c) {
-      const V sum = sum_over_groups(acc[c]);
-      if (group == c) y[c * B + r] = own_rhs - sum;
-    }
-    __syncthreads();
+      for (int c = 0; c < K; ++c) {
+        V v = values[c];
 #pragma unroll
-    for (int k = 0; k < kPerThread; ++k)
-#pragma unroll
-      for (int c = 0; c < K; ++c) v[c] += inverse[k] * y[c * B + group + kGroups * k];
-#pragma unroll
-    for (int c = 0; c < K; ++c) {
-      const V value = sum_over_groups(v[c]);
-      if (group == c && owns_value) {
-        TaggedValue<V>::store(published + (c * n + r0 + r) * kWords, value, tag);
-        x[r0 + r + c * ldx] = value;
+        for (int offset = 1; offset < kGroups; offset *= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+        if (group == c) mine = v;
       }
+    } else {
+#pragma unroll
+      for (int c = 0; c < K; ++c) partial[(group * K + c) * B + r] = values[c];
+      __syncthreads();
+      if (group < K)
+        for (int g = 0; g < kGroups; ++g) mine += partial[(g * K + group) * B + r];
     }
-  } else {
-    V* partial = reinterpret_cast<V*>(ring + ((t + 1) % kSolveRing) * B * S);  // [kGroups][K][B]
+    return mine;
+  };
+  const V sum = sums_over_groups(acc);
+  if (group < K) y[group * B + r] = own_rhs - sum;
+  __syncthreads();
+  V v[K] = {};
 #pragma unroll
-    for (int c = 0; c < K; ++c) partial[(group * K + c) * B + r] = acc[c];
-    __syncthreads();
-    if (group < K) {
-      V sum = 0;
-      for (int g = 0; g < kGroups; ++g) sum += partial[(g * K + group) * B + r];
-      y[group * B + r] = own_rhs - sum;
-    }
-    __syncthreads();
+  for (int k = 0; k < kPerThread; ++k)
 #pragma unroll
-    for (int k = 0; k < kPerThread; ++k)
-#pragma unroll
-      for (int c = 0; c < K; ++c) v[c] += inverse[k] * y[c * B + group + kGroups * k];
-#pragma unroll
-    for (int c = 0; c < K; ++c) partial[(group * K + c) * B + r] = v[c];
-    __syncthreads();
-    if (owns_value) {
-      V sum = 0;
-      for (int g = 0; g < kGroups; ++g) sum += partial[(g * K + group) * B + r];
-      TaggedValue<V>::store(published + (group * n + r0 + r) * kWords, sum, tag);
-      x[r0 + r + group * ldx] = sum;
-    }
+    for (int c = 0; c < K; ++c) v[c] += inverse[k] * y[c * B + group + kGroups * k];
+  const V value = sums_over_groups(v);
+  if (owns_value) {
+    TaggedValue<V>::store(published + (group * n + r0 + r) * kWords, value, tag);
+    x[r0 + r + group * ldx] = value;
   }
 }
 

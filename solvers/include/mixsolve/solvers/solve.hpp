@@ -102,8 +102,8 @@ struct SolveOptions {
   // directions, which GMRES-IR would have to resolve one by one: the attempt ends at once
   // (StopReason::WeakFactors) instead of after a refinement that fails. A few outlying
   // directions (a handful of tiny singular values) leave the estimate small. Costs a product of
-  // A with 4 vectors and 4 triangular-solve pairs (H100: 6 ms at n = 16384, 15 ms at 32768), so
-  // it is taken only where the LU's pivots hint at trouble: min |u_kk| / max |u_kk|
+  // A with 4 vectors and one 4-vector triangular-solve pair (H100: 3.4 ms at n = 16384, 9.3 ms
+  // at 32768), so it is taken only where the LU's pivots hint at trouble: min |u_kk| / max |u_kk|
   // (Attempt::pivot_ratio) below probe_pivot_ratio x u / 2^-24 (u: the factorization's unit
   // roundoff; 2^-24 for FP32-stored factors of FP32 accuracy, 2^-11 for FP16 and TF32, 2^-8 for
   // BF16), and where n exceeds gmres_max_inner (below that, GMRES's budget spans the whole
