@@ -171,47 +171,79 @@ TYPED_TEST(GpuPanel, TiesPickTheLowestRowAndAZeroColumnIsReported) {
   }
 }
 
-// factor_diagonal_block (one thread block, pivots among the block's own rows) on the w x w
+// factor_diagonal_block (one thread block, FP64, pivots among the block's own rows) on the w x w
 // column-major `a`, stored row-major (column offset 7 for the zero pivot).
-template <class T>
-PanelResult<T> factor_block_on_device(const std::vector<T>& a, int w, std::int64_t lda, std::int64_t row_offset) {
-  DeviceBuffer<T> scratch(std::size_t(w) * w);
-  return factor_stored(a, w, w, lda, true, [&](T* da, std::int64_t ld, int* pivots, int* first_zero) {
+PanelResult<double> factor_block_on_device(const std::vector<double>& a, int w, std::int64_t lda,
+                                           std::int64_t row_offset) {
+  DeviceBuffer<double> scratch(std::size_t(w) * w);
+  return factor_stored(a, w, w, lda, true, [&](double* da, std::int64_t ld, int* pivots, int* first_zero) {
     mixsolve::solvers_detail::factor_diagonal_block(da, ld, w, pivots, row_offset, first_zero, 7, scratch.data(),
                                                     nullptr);
   });
 }
 
-TYPED_TEST(GpuPanel, DiagonalBlockFactorsToWorkingAccuracyInOneThreadBlock) {
-  using T = TypeParam;
+// LAPACK's getf2 pivots (0-based, the lowest row on ties) of the w x w column-major `a`, by
+// FP64 elimination on the host.
+std::vector<int> host_partial_pivots(std::vector<double> a, int w, std::int64_t lda) {
+  std::vector<int> pivots(w);
+  for (int k = 0; k < w; ++k) {
+    int p = k;
+    for (int i = k + 1; i < w; ++i)
+      if (std::fabs(a[i + k * lda]) > std::fabs(a[p + k * lda])) p = i;
+    pivots[k] = p;
+    for (int j = 0; j < w; ++j) std::swap(a[k + j * lda], a[p + j * lda]);
+    if (a[k + k * lda] == 0) continue;
+    for (int i = k + 1; i < w; ++i) {
+      const double l = a[i + k * lda] / a[k + k * lda];
+      a[i + k * lda] = l;
+      for (int j = k + 1; j < w; ++j) a[i + j * lda] -= l * a[k + j * lda];
+    }
+  }
+  return pivots;
+}
+
+TEST(GpuDiagonalBlock, FactorsToWorkingAccuracyWithThePivotsOfPartialPivoting) {
   MIXSOLVE_REQUIRE_GPU();
   std::mt19937_64 rng(43);
-  std::normal_distribution<T> normal;
-  for (const int w : {1, 31, 77, 200, kPanelMaxWidth}) {
+  std::normal_distribution<double> normal;
+  // Widths below, at and between the 32-column sub-panels, up to the widest block.
+  for (const int w : {1, 31, 32, 33, 77, 200, kPanelMaxWidth}) {
     const std::int64_t lda = w + 9, row_offset = 5;
-    std::vector<T> a(lda * w);
-    for (T& v : a) v = normal(rng);
-    const PanelResult<T> r = factor_block_on_device(a, w, lda, row_offset);
-    for (int j = 0; j < w; ++j) {
-      ASSERT_GE(r.pivots[j], row_offset + j) << "w " << w << " column " << j;
-      ASSERT_LT(r.pivots[j], row_offset + w);
-    }
+    std::vector<double> a(lda * w);
+    for (double& v : a) v = normal(rng);
+    const PanelResult<double> r = factor_block_on_device(a, w, lda, row_offset);
+    // The same choices as partial pivoting on the host: a Gaussian matrix's candidates differ by
+    // far more than the rounding of the two eliminations' different summation orders.
+    const std::vector<int> expected = host_partial_pivots(a, w, lda);
+    for (int j = 0; j < w; ++j) ASSERT_EQ(r.pivots[j], row_offset + expected[j]) << "w " << w << " column " << j;
     EXPECT_EQ(r.first_zero, -1);
     const Check c = check_factors(a, r, w, w, lda, row_offset);
     EXPECT_LE(c.residual_ratio, 2.0) << "w " << w;
     EXPECT_LE(c.largest_multiplier, 1.0) << "w " << w;
   }
-  // A zero column after the first 40 eliminations: reported with its column (offset 7), left
-  // unscaled, no interchange; P A = L U still holds.
+}
+
+TEST(GpuDiagonalBlock, TiesPickTheLowestRowAndAZeroColumnIsReported) {
+  MIXSOLVE_REQUIRE_GPU();
+  std::mt19937_64 rng(44);
+  std::normal_distribution<double> normal;
+  // Column 0 is +-1 in every row (a tie: the first row wins, as idamax); column 40 is zero: after
+  // the first 40 eliminations it still is, a zero pivot at column 40 (offset 7), left unscaled
+  // with no interchange. P A = L U still holds.
   const int w = 64;
-  std::vector<T> a(std::size_t(w) * w);
-  for (int j = 0; j < w; ++j)
-    for (int i = 0; i < w; ++i) a[i + j * w] = j == 40 ? T(0) : normal(rng);
-  const PanelResult<T> r = factor_block_on_device(a, w, w, 0);
+  std::vector<double> a(std::size_t(w) * w);
+  for (int i = 0; i < w; ++i) {
+    a[i] = i % 3 == 0 ? -1.0 : 1.0;
+    for (int j = 1; j < w; ++j) a[i + j * w] = j == 40 ? 0.0 : normal(rng);
+  }
+  const PanelResult<double> r = factor_block_on_device(a, w, w, 0);
+  EXPECT_EQ(r.pivots[0], 0);
   EXPECT_EQ(r.first_zero, 7 + 40);
   EXPECT_EQ(r.pivots[40], 40);
+  for (int i = 41; i < w; ++i) ASSERT_EQ(r.lu[i + 40 * w], 0.0) << "row " << i << ": unscaled";
   const Check c = check_factors(a, r, w, w, w, 0);
   EXPECT_LE(c.residual_ratio, 2.0);
+  EXPECT_LE(c.largest_multiplier, 1.0);
 }
 
 TYPED_TEST(GpuPanel, InterchangesAppliedAsMovesMatchSequentialSwaps) {

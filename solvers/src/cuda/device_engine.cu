@@ -271,7 +271,10 @@ __global__ void column_factors_kernel(const double* m, std::int64_t ld, std::int
 // ends. Off by default (events cost a little).
 class Profile {
  public:
-  enum Phase { Panel, RightSwaps, LeftSwaps, RowBlock, Update, PackL21, kLuPhases, Solve = kLuPhases, Residual, Multiply, kPhases };
+  enum Phase {
+    Panel, RightSwaps, LeftSwaps, RowBlock, Update, PackL21, DiagonalBlock, kLuPhases,
+    Solve = kLuPhases, Residual, Multiply, kPhases
+  };
   Profile() : enabled_(std::getenv("MIXSOLVE_LU_PROFILE") != nullptr) {
     if (const char* path = std::getenv("MIXSOLVE_LU_TIMELINE"); enabled_ && path) timeline_path_ = path;
   }
@@ -321,6 +324,9 @@ class Profile {
                  "trailing update %.2f, L21 packing %.2f ms\n",
                  1e3 * total_seconds, ms_[Panel], ms_[RightSwaps], ms_[LeftSwaps], ms_[RowBlock], ms_[Update],
                  ms_[PackL21]);
+    if (count_[DiagonalBlock] > 0)  // a reused row order: the panels' one-block diagonal kernels
+      std::fprintf(stderr, "LU profile: of the panels, %d diagonal blocks %.2f ms\n", count_[DiagonalBlock],
+                   ms_[DiagonalBlock]);
     for (int p = 0; p < kLuPhases; ++p) ms_[p] = count_[p] = 0;
   }
 
@@ -336,8 +342,8 @@ class Profile {
   }
   void write_timeline() {
     if (timeline_path_.empty() || !origin_) return;
-    static const char* const names[kPhases] = {"panel", "right swaps", "left swaps", "U12", "update",
-                                               "pack L21", "solve", "residual", "mat-vec"};
+    static const char* const names[kPhases] = {"panel",    "right swaps",    "left swaps", "U12",      "update",
+                                               "pack L21", "diagonal block", "solve",      "residual", "mat-vec"};
     MIXSOLVE_CUDA_CHECK(cudaDeviceSynchronize());
     std::FILE* out = std::fopen(timeline_path_.c_str(), "a");
     if (!out) return;
@@ -1065,11 +1071,15 @@ class DeviceEngine final : public Engine {
   template <class T>
   void factor_panel(Context& ctx, T* f, std::int64_t j0, std::int64_t jb) {
     T* diagonal = f + j0 + j0 * n_;
-    if (in_order_) {  // in a given row order only the diagonal block's rows are searched
-      factor_diagonal_block(diagonal, n_, int(jb), pivots_.data() + j0, j0, first_zero_pivot_.data(), j0,
-                            block_row_buffers<T>().l21_copy.data(), ctx.stream());
-      factor_panel_in_order(ctx, f, j0, jb);
-      return;
+    if constexpr (std::is_same_v<T, double>) {
+      if (in_order_) {  // in a given row order (FP64 only) only the diagonal block's rows are searched
+        profile_.start(Profile::DiagonalBlock, ctx.stream());
+        factor_diagonal_block(diagonal, n_, int(jb), pivots_.data() + j0, j0, first_zero_pivot_.data(), j0,
+                              block_row_buffers<T>().l21_copy.data(), ctx.stream());
+        profile_.stop(Profile::DiagonalBlock, ctx.stream());
+        factor_panel_in_order(ctx, f, j0, jb);
+        return;
+      }
     }
     panel_workspace<T>().factor(diagonal, n_, n_ - j0, int(jb), pivots_.data() + j0, j0, first_zero_pivot_.data(), j0,
                                 ctx.stream(), row_major_);

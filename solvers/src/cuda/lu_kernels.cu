@@ -1096,201 +1096,273 @@ __global__ void __launch_bounds__(kSolveThreads, 1)
 }
 
 // ---------------------------------------------------------------------------------------------
-// LU with partial pivoting of one w x w row-major block (w <= kPanelMaxWidth) in a single thread
-// block: the diagonal block of a panel whose rows already stand in a chosen order (the FP64 LU
-// that follows a cheaper LU's row order, SolveOptions::reuse_pivot_order), where only the
-// block's own rows are searched. The cooperative panel kernel took 626 us for a 256 x 256 FP64
-// block (H100; its exchange between blocks costs two L2 round trips per column), about half of
-// what it takes for a whole 16384-row panel. Here everything stays in one multiprocessor:
-// right-looking in sub-panels of kBlockSub columns held in shared memory, then U12 = L11^-1 A12
-// and A22 -= L21 U12 on the block's remaining columns in 4 x 4 register tiles.
-// Per column two barriers: the search's, and the update's. Rows never move in shared memory:
-// `slot` maps the sub-panel's logical rows to shared-memory rows, so the interchange is an index
-// swap and the pivot row is only read while the others update. In global memory rows do not move
-// either: perm (logical -> physical row) is followed on every access, and one pass through
-// `scratch` (w x w) puts the rows in their final order at the end.
+// LU with partial pivoting of one w x w row-major FP64 block (w <= kPanelMaxWidth) in a single
+// thread block: the diagonal block of a panel whose rows already stand in a chosen order (the FP64
+// LU that follows a cheaper LU's row order, SolveOptions::reuse_pivot_order), where only the
+// block's own rows are searched. It runs once per panel on the LU's critical path, so it is built
+// for latency. Right-looking in sub-panels of kBlockSub columns:
+//   a. factor_sub_panel: a thread per row holds the row's kBlockSub values in registers. Per
+//      column one barrier: each warp finds its candidate (warp_best) and the candidate posts its
+//      row to shared memory before the barrier, so after it every thread reads the warp winners,
+//      picks the pivot and updates its own row from the posted one in registers. Rows never move:
+//      a row's logical place is a register, interchanges are index swaps;
+//   b. U12 = L11^-1 A12 by forward substitution, a column per thread;
+//   c. A22 -= L21 U12 on the FP64 tensor cores (trailing_update).
+// In global memory rows do not move either: perm (logical -> physical row) is followed on every
+// access, and the rows that moved are put in their final order at the end, through `scratch`.
+// Session 16 (H100, 256 x 256): 621 us before, when the rows lived in shared memory with two
+// barriers per column (1.16 us per column) and A22 -= L21 U12 ran on CUDA cores in 4 x 4 tiles
+// (194 us).
 constexpr int kBlockSub = 32;
-constexpr int kBlockThreads = 512;
+constexpr int kBlockThreads = 256;
 constexpr int kBlockWarps = kBlockThreads / 32;
+constexpr int kRowOwnerWarps = kPanelMaxWidth / 32;  // step a: a thread per row of the block
+// Row strides that are 4 modulo 16 doubles: the DMMA fragment loads of step c (lanes 4 g + t read
+// row g, column t) then hit 16 distinct 8-byte banks in each half-warp.
+constexpr int kBlockPanelStride = kBlockSub + 4;
+constexpr int kBlockU12Stride = kPanelMaxWidth - kBlockSub + 4;
+static_assert(kPanelMaxWidth <= kBlockThreads, "one thread per row of the block");
+static_assert(kPanelMaxWidth <= 256, "the pivot code packs (logical row, thread) in 8 bits each");
 
-template <class T>
 struct DiagonalBlockShared {
-  T panel[kPanelMaxWidth][kBlockSub + 1];  // the sub-panel's rows, in slots
-  T u12[kBlockSub][kPanelMaxWidth];        // U12 of the sub-panel's block row
-  double warp_value[kBlockWarps];
-  int warp_code[kBlockWarps];
-  int perm[kPanelMaxWidth];     // logical row -> physical row of the block
-  int slot[kPanelMaxWidth];     // the sub-panel's logical row -> shared-memory row
-  int logical[kPanelMaxWidth];  // and back
-  int pivotal[kPanelMaxWidth];  // per shared-memory row: already a pivot row
+  double panel[kPanelMaxWidth][kBlockPanelStride];  // the factored sub-panel, by logical row
+  double u12[kBlockSub][kBlockU12Stride];          // U12 of the sub-panel's block row
+  double posted_row[2][kRowOwnerWarps][kBlockSub];  // each warp's candidate row; by column parity
+  double posted_value[2][kRowOwnerWarps];
+  int posted_code[2][kRowOwnerWarps];
+  int perm[kPanelMaxWidth];   // logical row -> physical row of the block
+  int moved[kPanelMaxWidth];  // the logical rows whose physical row differs, at the end
+  int moved_count;
 };
 
-template <class T>
-__global__ void __launch_bounds__(kBlockThreads)
-    factor_diagonal_block_kernel(T* __restrict__ a, std::int64_t lda, int w, int* __restrict__ pivots,
-                                 std::int64_t row_offset, int* first_zero_pivot, std::int64_t column_offset,
-                                 T* __restrict__ scratch) {
-  extern __shared__ __align__(16) unsigned char shared_raw[];
-  DiagonalBlockShared<T>& s = *reinterpret_cast<DiagonalBlockShared<T>*>(shared_raw);
+// A barrier among the first `threads` threads only (the row owners of step a; the other warps
+// wait at the next __syncthreads).
+__device__ inline void owners_barrier(int threads) { asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory"); }
+
+// C += A B on the FP64 tensor cores (PTX mma.sync m16n8k8, sm_90; m8n8k4 issues at half its
+// rate on Hopper). With g = lane / 4 and t = lane % 4, a lane holds A(g, t), A(g + 8, t),
+// A(g, t + 4), A(g + 8, t + 4) of the 16 x 8 A; B(t, g), B(t + 4, g) of the 8 x 8 B; and
+// C(g, 2 t), C(g, 2 t + 1), C(g + 8, 2 t), C(g + 8, 2 t + 1) of the 16 x 8 C.
+__device__ inline void dmma_16x8x8(double (&c)[4], const double (&a)[4], const double (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+      : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3])
+      : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+}
+
+// Step a on the sub-panel [c0, c0 + cw) of logical rows [c0, c0 + rows), by the first
+// 32 ceil(rows / 32) threads (thread t owns the sub-panel's logical row t at the start). On
+// return the factored rows are in s.panel by logical row and in global memory, and s.perm holds
+// the new order (after the caller's __syncthreads).
+__device__ void factor_sub_panel(DiagonalBlockShared& s, double* __restrict__ a, std::int64_t lda, int c0, int cw,
+                                 int rows, int* __restrict__ pivots, std::int64_t row_offset, int* first_zero_pivot,
+                                 std::int64_t column_offset) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const auto at = [&](int row, int column) -> T& { return a[column + std::int64_t(s.perm[row]) * lda]; };
-  constexpr int kBatch = 8;  // global loads issued before their stores: each is an L2 round trip
+  const int owner_threads = (rows + 31) / 32 * 32;
+  const bool owner = tid < rows;
+  const int physical = owner ? s.perm[c0 + tid] : 0;
+  // The warp's 32 rows through shared memory, a row per load instruction. Each thread loading its
+  // own row touched 32 rows per instruction, 4x the L2 sectors, which the DGEMMs running beside the
+  // LU made slow (session 16: the kernel took 1.6x its time alone).
+  {
+    double staged[kBlockSub];
+#pragma unroll
+    for (int r = 0; r < 32; ++r) {
+      const int source = __shfl_sync(0xffffffffu, physical, r);
+      staged[r] = 32 * warp + r < rows && lane < cw ? a[c0 + lane + std::int64_t(source) * lda] : 0.0;
+    }
+#pragma unroll
+    for (int r = 0; r < 32; ++r) s.panel[32 * warp + r][lane] = staged[r];
+  }
+  __syncwarp();
+  double v[kBlockSub];
+#pragma unroll
+  for (int c = 0; c < kBlockSub; ++c) v[c] = s.panel[tid][c];
+  int logical = tid;        // the row's place among the sub-panel's rows
+  bool pivotal = !owner;    // already a pivot row (or no row)
+#pragma unroll
+  for (int j = 0; j < kBlockSub; ++j) {
+    if (j >= cw) break;
+    const int parity = j & 1;  // a warp is at most one column ahead: two sets of posts suffice
+    // The search: (|value|, logical row << 8 | thread), so the lowest logical row wins a tie
+    // (LAPACK's choice) and the owner comes with it.
+    const int my_code = logical << 8 | tid;
+    double best = pivotal ? -1.0 : fabs(v[j]);
+    int code = pivotal ? INT_MAX : my_code;
+    warp_best(best, code);
+    if (!pivotal && code == my_code) {
+#pragma unroll
+      for (int c = j; c < kBlockSub; ++c) s.posted_row[parity][warp][c] = v[c];
+    }
+    if (lane == 0) {
+      s.posted_value[parity][warp] = best;
+      s.posted_code[parity][warp] = code;
+    }
+    owners_barrier(owner_threads);
+    best = lane < owner_threads / 32 ? s.posted_value[parity][lane] : -1.0;
+    code = lane < owner_threads / 32 ? s.posted_code[parity][lane] : INT_MAX;
+    warp_best(best, code);
+    if (code == INT_MAX) {  // no row left unpivoted: not reachable for j < cw <= rows; keep the order
+      if (!pivotal && logical == j) pivotal = true;
+      continue;
+    }
+    const int winner = code & 0xff, p = code >> 8;  // the pivot's owner and logical row
+    const double* pivot_row = s.posted_row[parity][winner >> 5];
+    const double pivot = pivot_row[j];
+    // The other unpivoted rows take their multiplier and the rank-1 update; a zero pivot leaves
+    // its column (getf2). A NaN column (no candidate passes warp_best's test) makes NaN factors,
+    // which the factors' check rejects.
+    if (!pivotal && tid != winner && pivot != 0.0) {
+      const double l = v[j] / pivot;
+      v[j] = l;
+#pragma unroll
+      for (int c = j + 1; c < kBlockSub; ++c) v[c] -= l * pivot_row[c];
+    }
+    if (tid == winner) {
+      pivotal = true;
+      logical = j;
+    } else if (logical == j) {  // the interchange of logical rows j and p
+      logical = p;
+    }
+    if (tid == 0) {
+      pivots[c0 + j] = int(row_offset + c0 + p);
+      if (best == 0) atomicMin(first_zero_pivot, int(column_offset + c0 + j));
+    }
+  }
+  if (owner) {
+    s.perm[c0 + logical] = physical;  // every owner read its physical row before the first barrier
+#pragma unroll
+    for (int c = 0; c < kBlockSub; ++c) s.panel[logical][c] = v[c];
+  }
+  __syncwarp();
+  // The warp's rows back to their physical rows, a row per store instruction.
+#pragma unroll
+  for (int r = 0; r < 32; ++r) {
+    const int source = __shfl_sync(0xffffffffu, logical, r), target = __shfl_sync(0xffffffffu, physical, r);
+    if (32 * warp + r < rows && lane < cw) a[c0 + lane + std::int64_t(target) * lda] = s.panel[source][lane];
+  }
+}
+
+// Step c: A22 -= L21 U12 for the m2 x m2 block below and right of a full sub-panel at c0, with
+// L21 in s.panel (logical rows kBlockSub ..) and U12 in s.u12. A warp takes 32 x 32 tiles of
+// A22 as 2 x 4 DMMA tiles of 16 x 8, accumulates in registers from global memory and stores back.
+// Fragments past m2 read stale shared memory; they reach only accumulators that are not stored.
+__device__ void trailing_update(DiagonalBlockShared& s, double* __restrict__ a, std::int64_t lda, int c0, int m2) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int tiles = (m2 + 31) / 32;
+  for (int tile = warp; tile < tiles * tiles; tile += kBlockWarps) {
+    const int r0 = tile / tiles * 32, q0 = tile % tiles * 32;
+    double* rows[4];  // the lane's rows r0 + 8 h + g, h = 0 .. 3, at column q0 of A22
+#pragma unroll
+    for (int h = 0; h < 4; ++h) {
+      const int r = r0 + 8 * h + g;
+      rows[h] = r < m2 ? a + c0 + kBlockSub + q0 + std::int64_t(s.perm[c0 + kBlockSub + r]) * lda : nullptr;
+    }
+    // c[i][jj][2 h2 + e]: row r0 + 16 i + 8 h2 + g, column q0 + 8 jj + 2 t + e
+    double c[2][4][4];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const double* row = rows[2 * i + e / 2];
+          const int q = 8 * jj + 2 * t + e % 2;
+          c[i][jj][e] = row && q0 + q < m2 ? row[q] : 0.0;
+        }
+#pragma unroll
+    for (int k0 = 0; k0 < kBlockSub; k0 += 8) {
+      double l[2][4], u[4][2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) l[i][e] = -s.panel[kBlockSub + r0 + 16 * i + 8 * (e % 2) + g][k0 + t + 4 * (e / 2)];
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) u[jj][e] = s.u12[k0 + t + 4 * e][q0 + 8 * jj + g];
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) dmma_16x8x8(c[i][jj], l[i], u[jj]);
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          double* row = rows[2 * i + e / 2];
+          const int q = 8 * jj + 2 * t + e % 2;
+          if (row && q0 + q < m2) row[q] = c[i][jj][e];
+        }
+  }
+}
+
+__global__ void __launch_bounds__(kBlockThreads)
+    factor_diagonal_block_kernel(double* __restrict__ a, std::int64_t lda, int w, int* __restrict__ pivots,
+                                 std::int64_t row_offset, int* first_zero_pivot, std::int64_t column_offset,
+                                 double* __restrict__ scratch) {
+  extern __shared__ __align__(16) unsigned char shared_raw[];
+  DiagonalBlockShared& s = *reinterpret_cast<DiagonalBlockShared*>(shared_raw);
+  const int tid = threadIdx.x;
+  const auto at = [&](int row, int column) -> double& { return a[column + std::int64_t(s.perm[row]) * lda]; };
   for (int r = tid; r < w; r += kBlockThreads) s.perm[r] = r;
+  if (tid == 0) s.moved_count = 0;
   __syncthreads();
   for (int c0 = 0; c0 < w; c0 += kBlockSub) {
     const int cw = min(kBlockSub, w - c0), rows = w - c0;
-    for (int r = tid; r < rows; r += kBlockThreads) {
-      s.slot[r] = s.logical[r] = r;
-      s.pivotal[r] = 0;
-    }
-    for (int idx0 = tid; idx0 < rows * cw; idx0 += kBatch * kBlockThreads) {
-      T v[kBatch];
+    if (tid < (rows + 31) / 32 * 32)
+      factor_sub_panel(s, a, lda, c0, cw, rows, pivots, row_offset, first_zero_pivot, column_offset);
+    __syncthreads();
+    const int right = rows - cw;  // columns right of the sub-panel, and rows below it
+    if (right == 0) break;
+    // Step b: U12 = L11^-1 A12, a column per thread, L11 from shared memory (broadcasts).
+    for (int col = tid; col < right; col += kBlockThreads) {
+      double x[kBlockSub];
 #pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        const int idx = idx0 + b * kBlockThreads;
-        if (idx < rows * cw) v[b] = at(c0 + idx / cw, c0 + idx % cw);
-      }
+      for (int k = 0; k < kBlockSub; ++k) x[k] = at(c0 + k, c0 + kBlockSub + col);
 #pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        const int idx = idx0 + b * kBlockThreads;
-        if (idx < rows * cw) s.panel[idx / cw][idx % cw] = v[b];
+      for (int k = 1; k < kBlockSub; ++k)
+#pragma unroll
+        for (int i = 0; i < k; ++i) x[k] -= s.panel[k][i] * x[i];
+#pragma unroll
+      for (int k = 0; k < kBlockSub; ++k) {
+        s.u12[k][col] = x[k];
+        at(c0 + k, c0 + kBlockSub + col) = x[k];
       }
     }
     __syncthreads();
-    // Thread pair (2 q, 2 q + 1) owns shared-memory row q and splits the columns right of j. Only
-    // thread 0 writes slot, logical and pivotal, and only the pivot's entry of pivotal, which the
-    // others never read in that column's update.
-    const int q = tid >> 1, half = tid & 1;
-    for (int j = 0; j < cw; ++j) {
-      // The pivot search: warp_best over (|value|, logical row << 8 | slot), so the lowest logical
-      // row wins a tie (LAPACK's choice) and the slot comes with it.
-      double best = -1;
-      int code = INT_MAX;
-      if (half == 0 && q < rows && !s.pivotal[q]) {
-        best = fabs(double(s.panel[q][j]));
-        code = s.logical[q] << 8 | q;
-      }
-      warp_best(best, code);
-      if (lane == 0) {
-        s.warp_value[warp] = best;
-        s.warp_code[warp] = code;
-      }
-      __syncthreads();
-      best = lane < kBlockWarps ? s.warp_value[lane] : -1;
-      code = lane < kBlockWarps ? s.warp_code[lane] : INT_MAX;
-      warp_best(best, code);
-      // A column of NaNs keeps its row (the factors' NaN check rejects them later).
-      const int p = code == INT_MAX ? j : code >> 8;
-      const int pivot_slot = code == INT_MAX ? s.slot[j] : code & 0xff;
-      const T pivot = s.panel[pivot_slot][j];
-      // Rows not yet pivotal (the old row j included, now logical row p) take their multiplier and
-      // the rank-1 update of the columns right of j; a zero pivot leaves its column (getf2).
-      if (q < rows && q != pivot_slot && !s.pivotal[q] && pivot != T(0)) {
-        const T l = s.panel[q][j] / pivot;
-        __syncwarp(0xffffffffu >> (32 - 2) << (lane & ~1));  // both halves read column j before it is written
-        if (half == 0) s.panel[q][j] = l;
-        for (int c = j + 1 + half; c < cw; c += 2) s.panel[q][c] -= l * s.panel[pivot_slot][c];
-      }
-      if (tid == 0) {  // the interchange of logical rows j and p: index swaps only
-        pivots[c0 + j] = int(row_offset + c0 + p);
-        s.pivotal[pivot_slot] = 1;
-        if (p != j) {  // (a NaN column reads slot[j] above: it is written only here)
-          const int j_slot = s.slot[j];
-          s.slot[j] = pivot_slot;
-          s.slot[p] = j_slot;
-          s.logical[pivot_slot] = j;
-          s.logical[j_slot] = p;
-          const int physical = s.perm[c0 + j];  // for every column outside the sub-panel
-          s.perm[c0 + j] = s.perm[c0 + p];
-          s.perm[c0 + p] = physical;
-        }
-        if (best == 0) atomicMin(first_zero_pivot, int(column_offset + c0 + j));
-      }
-      __syncthreads();
-    }
-    for (int idx = tid; idx < rows * cw; idx += kBlockThreads)
-      at(c0 + idx / cw, c0 + idx % cw) = s.panel[s.slot[idx / cw]][idx % cw];
-    const int right = w - c0 - cw;  // columns right of the sub-panel
-    if (right > 0) {
-      // U12 = L11^-1 A12: a column per thread, forward substitution with L11 from shared memory.
-      for (int col = tid; col < right; col += kBlockThreads) {
-        T x[kBlockSub];
-#pragma unroll
-        for (int k = 0; k < kBlockSub; ++k) x[k] = k < cw ? at(c0 + k, c0 + cw + col) : T(0);
-#pragma unroll
-        for (int k = 0; k < kBlockSub; ++k)
-          if (k < cw) {
-            const T* l_row = s.panel[s.slot[k]];
-#pragma unroll
-            for (int i = 0; i < k; ++i) x[k] -= l_row[i] * x[i];
-          }
-#pragma unroll
-        for (int k = 0; k < kBlockSub; ++k)
-          if (k < cw) {
-            s.u12[k][col] = x[k];
-            at(c0 + k, c0 + cw + col) = x[k];
-          }
-      }
-      __syncthreads();
-      // A22 -= L21 U12: 4 x 4 tiles per thread, L21 from the sub-panel, U12 from shared memory.
-      const int below = rows - cw, tile_rows = (below + 3) / 4, tile_columns = (right + 3) / 4;
-      for (int t = tid; t < tile_rows * tile_columns; t += kBlockThreads) {
-        const int r0 = (t / tile_columns) * 4, q0 = (t % tile_columns) * 4;
-        T acc[4][4];
-        const T* l_rows[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          l_rows[i] = s.panel[s.slot[min(cw + r0 + i, rows - 1)]];
-#pragma unroll
-          for (int c = 0; c < 4; ++c)
-            acc[i][c] = r0 + i < below && q0 + c < right ? at(c0 + cw + r0 + i, c0 + cw + q0 + c) : T(0);
-        }
-        for (int k = 0; k < cw; ++k) {
-          // U12's four values as one 32-byte run per thread (q0 + 3 < kPanelMaxWidth; values past
-          // `right` are stale and only reach the accumulators that are not stored): a warp reads
-          // 1 KB contiguous, where four scalar loads at a 32-byte stride were 8-way bank conflicts.
-          T l[4], u[4];
-          const T* u_run = &s.u12[k][q0];
-#pragma unroll
-          for (int i = 0; i < 4; ++i) l[i] = l_rows[i][k];
-#pragma unroll
-          for (int c = 0; c < 4; ++c) u[c] = u_run[c];
-#pragma unroll
-          for (int i = 0; i < 4; ++i)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) acc[i][c] -= l[i] * u[c];
-        }
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-#pragma unroll
-          for (int c = 0; c < 4; ++c)
-            if (r0 + i < below && q0 + c < right) at(c0 + cw + r0 + i, c0 + cw + q0 + c) = acc[i][c];
-      }
-    }
+    trailing_update(s, a, lda, c0, right);
     __syncthreads();
   }
-  // The rows in their final order: through scratch, every row read before any is written.
-  for (int idx0 = tid; idx0 < w * w; idx0 += kBatch * kBlockThreads) {
-    T v[kBatch];
+  // The rows in their final order. Only the rows that moved are copied, all read (into scratch)
+  // before any is written, since a moved row's source may be another moved row.
+  for (int r = tid; r < w; r += kBlockThreads)
+    if (s.perm[r] != r) s.moved[atomicAdd(&s.moved_count, 1)] = r;
+  __syncthreads();
+  const int total = s.moved_count * w;
+  constexpr int kBatch = 16;  // global loads issued before their stores: each is an L2 round trip
+  for (int idx0 = tid; idx0 < total; idx0 += kBatch * kBlockThreads) {
+    double v[kBatch];
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
       const int idx = idx0 + b * kBlockThreads;
-      if (idx < w * w) v[b] = at(idx / w, idx % w);
+      if (idx < total) v[b] = at(s.moved[idx / w], idx % w);
     }
 #pragma unroll
     for (int b = 0; b < kBatch; ++b)
-      if (idx0 + b * kBlockThreads < w * w) scratch[idx0 + b * kBlockThreads] = v[b];
+      if (idx0 + b * kBlockThreads < total) scratch[idx0 + b * kBlockThreads] = v[b];
   }
   __syncthreads();
-  for (int idx0 = tid; idx0 < w * w; idx0 += kBatch * kBlockThreads) {
-    T v[kBatch];
+  for (int idx0 = tid; idx0 < total; idx0 += kBatch * kBlockThreads) {
+    double v[kBatch];
 #pragma unroll
     for (int b = 0; b < kBatch; ++b)
-      if (idx0 + b * kBlockThreads < w * w) v[b] = scratch[idx0 + b * kBlockThreads];
+      if (idx0 + b * kBlockThreads < total) v[b] = scratch[idx0 + b * kBlockThreads];
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
       const int idx = idx0 + b * kBlockThreads;
-      if (idx < w * w) a[idx % w + std::int64_t(idx / w) * lda] = v[b];
+      if (idx < total) a[idx % w + std::int64_t(s.moved[idx / w]) * lda] = v[b];
     }
   }
 }
@@ -1442,28 +1514,23 @@ template void invert_unit_lower<double>(const double*, std::int64_t, int, double
 template void invert_upper<float>(const float*, std::int64_t, int, float*, cudaStream_t, bool);
 template void invert_upper<double>(const double*, std::int64_t, int, double*, cudaStream_t, bool);
 
-template <class T>
-void factor_diagonal_block(T* a, std::int64_t lda, int w, int* pivots, std::int64_t row_offset, int* first_zero_pivot,
-                           std::int64_t column_offset, T* scratch, cudaStream_t stream) {
+void factor_diagonal_block(double* a, std::int64_t lda, int w, int* pivots, std::int64_t row_offset,
+                           int* first_zero_pivot, std::int64_t column_offset, double* scratch, cudaStream_t stream) {
   if (w <= 0) return;
   if (w > kPanelMaxWidth || lda < w)
     throw InvalidArgument("factor_diagonal_block: w = " + std::to_string(w) + " must be at most kPanelMaxWidth = " +
                           std::to_string(kPanelMaxWidth) + " and lda = " + std::to_string(lda));
-  constexpr int kShared = int(sizeof(DiagonalBlockShared<T>));
-  static const bool configured = [] {  // once per type: the shared memory beyond the default 48 KB
-    MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(factor_diagonal_block_kernel<T>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, kShared));
+  constexpr int kShared = int(sizeof(DiagonalBlockShared));
+  static const bool configured = [] {  // once: the shared memory beyond the default 48 KB
+    MIXSOLVE_CUDA_CHECK(
+        cudaFuncSetAttribute(factor_diagonal_block_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared));
     return true;
   }();
   (void)configured;
-  factor_diagonal_block_kernel<T><<<1, kBlockThreads, kShared, stream>>>(a, lda, w, pivots, row_offset,
-                                                                          first_zero_pivot, column_offset, scratch);
+  factor_diagonal_block_kernel<<<1, kBlockThreads, kShared, stream>>>(a, lda, w, pivots, row_offset, first_zero_pivot,
+                                                                     column_offset, scratch);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
-template void factor_diagonal_block<float>(float*, std::int64_t, int, int*, std::int64_t, int*, std::int64_t, float*,
-                                           cudaStream_t);
-template void factor_diagonal_block<double>(double*, std::int64_t, int, int*, std::int64_t, int*, std::int64_t,
-                                            double*, cudaStream_t);
 
 void pivots_to_permutation(const int* pivots, std::int64_t n, int* permutation, cudaStream_t stream,
                            const std::vector<int>& row_order) {
