@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -234,12 +235,21 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
   }
   DeviceBuffer<double> x(n);
   SolveReport report;
+  // MIXSOLVE_BENCH_PROGRESS in the environment: each phase's start, in ms since the call began,
+  // to stderr (where a repetition's time goes outside the report's phases).
+  const bool progress = std::getenv("MIXSOLVE_BENCH_PROGRESS") != nullptr;
+  double t0 = 0;
+  if (progress)
+    options.progress = [&](const std::string& phase) {
+      std::fprintf(stderr, "  %8.2f ms  %s\n", 1e3 * (now_seconds() - t0), phase.c_str());
+    };
   for (int rep = 0; rep < warmup + reps; ++rep) {
     ctx.synchronize();
-    const double t0 = now_seconds();
+    t0 = now_seconds();
     report = solve(ctx, device_view<const double>(p.a.data(), n, n, n), device_view<const double>(p.b.data(), n, 1, n),
                    device_view(x.data(), n, 1, n), options);
     ctx.synchronize();
+    if (progress) std::fprintf(stderr, "  %8.2f ms  returned (%s)\n", 1e3 * (now_seconds() - t0), name.c_str());
     if (rep >= warmup) out.seconds.push_back(now_seconds() - t0);
   }
   out.factorization_seconds = report.factorization_seconds;

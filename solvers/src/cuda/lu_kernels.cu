@@ -1110,9 +1110,13 @@ __global__ void __launch_bounds__(kSolveThreads, 1)
 //   c. A22 -= L21 U12 on the FP64 tensor cores (trailing_update).
 // In global memory rows do not move either: perm (logical -> physical row) is followed on every
 // access, and the rows that moved are put in their final order at the end, through `scratch`.
-// Session 16 (H100, 256 x 256): 621 us before, when the rows lived in shared memory with two
-// barriers per column (1.16 us per column) and A22 -= L21 U12 ran on CUDA cores in 4 x 4 tiles
-// (194 us).
+// Session 16 (H100, a 256 x 256 Gaussian block alone, 254 rows moved): 621 -> 408 us. Before,
+// the rows lived in shared memory with two barriers per column (1.16 us per column; now ~0.8,
+// of which the two warp_best reductions ~0.3) and A22 -= L21 U12 ran on CUDA cores in 4 x 4
+// tiles (194 us; now 77). Inside the n = 16384 FP64 LU, beside the DGEMMs, it takes ~0.55 ms.
+// Measured and not kept (step a 1.4x, 1.0x and 1.75x its time): a shuffle tree over the warps'
+// candidates instead of the second warp_best, each row's reciprocal computed during the search
+// (getf2's scaling), and the column loop not unrolled (v[j] by selection).
 constexpr int kBlockSub = 32;
 constexpr int kBlockThreads = 256;
 constexpr int kBlockWarps = kBlockThreads / 32;
@@ -1139,14 +1143,24 @@ struct DiagonalBlockShared {
 // wait at the next __syncthreads).
 __device__ inline void owners_barrier(int threads) { asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory"); }
 
-// C += A B on the FP64 tensor cores (PTX mma.sync m16n8k8, sm_90; m8n8k4 issues at half its
-// rate on Hopper). With g = lane / 4 and t = lane % 4, a lane holds A(g, t), A(g + 8, t),
-// A(g, t + 4), A(g + 8, t + 4) of the 16 x 8 A; B(t, g), B(t + 4, g) of the 8 x 8 B; and
-// C(g, 2 t), C(g, 2 t + 1), C(g + 8, 2 t), C(g + 8, 2 t + 1) of the 16 x 8 C.
+// C += A B on the FP64 tensor cores (PTX mma.sync m16n8k8, sm_90; step c took the same time
+// with m8n8k4: its accumulators' loads from L2 set the pace). With g = lane / 4 and
+// t = lane % 4, a lane holds A(g, t), A(g + 8, t), A(g, t + 4), A(g + 8, t + 4) of the 16 x 8 A;
+// B(t, g), B(t + 4, g) of the 8 x 8 B; and C(g, 2 t), C(g, 2 t + 1), C(g + 8, 2 t),
+// C(g + 8, 2 t + 1) of the 16 x 8 C.
+// Before sm_90 (the sm_80 build) it is four m8n8k4 products, whose fragments are these quarters.
 __device__ inline void dmma_16x8x8(double (&c)[4], const double (&a)[4], const double (&b)[2]) {
+#if __CUDA_ARCH__ >= 900
   asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
       : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3])
       : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+#else
+  for (int h = 0; h < 2; ++h)    // rows g, then g + 8
+    for (int k = 0; k < 2; ++k)  // columns t of A and rows t of B, then t + 4
+      asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};"
+          : "+d"(c[2 * h]), "+d"(c[2 * h + 1])
+          : "d"(a[h + 2 * k]), "d"(b[k]));
+#endif
 }
 
 // Step a on the sub-panel [c0, c0 + cw) of logical rows [c0, c0 + rows), by the first
