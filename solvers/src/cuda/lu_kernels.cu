@@ -218,24 +218,55 @@ __device__ inline Four<double> load_four(const double* p) {
   return {a.x, a.y, b.x, b.y};
 }
 
+// Four consecutive values of global memory (16-byte aligned) through L2 only, in one or two
+// vector loads or stores.
+__device__ inline Four<float> load_four_cg(const float* p) {
+  const float4 v = __ldcg(reinterpret_cast<const float4*>(p));
+  return {v.x, v.y, v.z, v.w};
+}
+__device__ inline Four<double> load_four_cg(const double* p) {
+  const double2 a = __ldcg(reinterpret_cast<const double2*>(p)), b = __ldcg(reinterpret_cast<const double2*>(p) + 1);
+  return {a.x, a.y, b.x, b.y};
+}
+__device__ inline void store_four(float* p, const float (&v)[4]) {
+  *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+}
+__device__ inline void store_four(double* p, const double (&v)[4]) {
+  reinterpret_cast<double2*>(p)[0] = make_double2(v[0], v[1]);
+  reinterpret_cast<double2*>(p)[1] = make_double2(v[2], v[3]);
+}
+
 // Step d for a row-major panel: A22 -= L21 U12 on the block's rows [first, rows) and the `right`
 // columns from `column`. A task is kRowsPerUpdateTask rows x 4 columns; a warp's lanes take
 // consecutive column groups of the same rows, so global accesses are contiguous along the rows,
-// L21 is a shared-memory broadcast and U12 four values per k.
+// L21 is a shared-memory broadcast and U12 four values per k. A task's four columns of a row are
+// one vector access where the row's start allows (lda and the panel's offset multiples of 4):
+// four scalar accesses at a 16-byte stride made every warp instruction touch 4x the L2 sectors
+// it used, which the DGEMMs beside the panel make slow (session 16).
 template <class T, int kSub>
 __device__ void update_rows_row_major(const PanelArgs<T>& p, const T* tile, const T* u12, int u12_stride, int r0,
                                       int first, int rows, int column, int right) {
   constexpr int kTaskRows = PanelTraits<T>::kRowsPerUpdateTask;
   const int groups = (right + 3) / 4, row_blocks = (rows - first + kTaskRows - 1) / kTaskRows;
+  const bool vectors = (reinterpret_cast<std::uintptr_t>(p.a + column) | std::uintptr_t(p.lda) * sizeof(T)) % 16 == 0;
   for (int task = threadIdx.x; task < row_blocks * groups; task += kPanelThreads) {
     const int c0 = 4 * (task % groups), rb = first + kTaskRows * (task / groups);
+    const bool whole = vectors && c0 + 4 <= right;
     T acc[kTaskRows][4];
 #pragma unroll
-    for (int q = 0; q < kTaskRows; ++q)
+    for (int q = 0; q < kTaskRows; ++q) {
+      const T* run = p.a + std::int64_t(r0 + rb + q) * p.lda + column + c0;
+      if (whole && rb + q < rows) {
+        const Four<T> v = load_four_cg(run);
+        acc[q][0] = v.x;
+        acc[q][1] = v.y;
+        acc[q][2] = v.z;
+        acc[q][3] = v.w;
+      } else {
 #pragma unroll
-      for (int t = 0; t < 4; ++t)
-        acc[q][t] = rb + q < rows && c0 + t < right ? __ldcg(p.a + std::int64_t(r0 + rb + q) * p.lda + column + c0 + t)
-                                                    : T(0);
+        for (int t = 0; t < 4; ++t) acc[q][t] = rb + q < rows && c0 + t < right ? __ldcg(run + t) : T(0);
+      }
+    }
 #pragma unroll 8
     for (int k = 0; k < kSub; ++k) {
       const Four<T> u4 = load_four(u12 + k * u12_stride + c0);  // zero past `right`
@@ -249,10 +280,16 @@ __device__ void update_rows_row_major(const PanelArgs<T>& p, const T* tile, cons
       }
     }
 #pragma unroll
-    for (int q = 0; q < kTaskRows; ++q)
+    for (int q = 0; q < kTaskRows; ++q) {
+      T* run = p.a + std::int64_t(r0 + rb + q) * p.lda + column + c0;
+      if (whole && rb + q < rows) {
+        store_four(run, acc[q]);
+      } else {
 #pragma unroll
-      for (int t = 0; t < 4; ++t)
-        if (rb + q < rows && c0 + t < right) p.a[std::int64_t(r0 + rb + q) * p.lda + column + c0 + t] = acc[q][t];
+        for (int t = 0; t < 4; ++t)
+          if (rb + q < rows && c0 + t < right) run[t] = acc[q][t];
+      }
+    }
   }
 }
 
