@@ -272,7 +272,7 @@ __global__ void column_factors_kernel(const double* m, std::int64_t ld, std::int
 class Profile {
  public:
   enum Phase {
-    Panel, RightSwaps, LeftSwaps, RowBlock, Update, PackL21, DiagonalBlock, kLuPhases,
+    Panel, RightSwaps, LeftSwaps, RowBlock, Update, PackL21, DiagonalBlock, PanelInverse, kLuPhases,
     Solve = kLuPhases, Residual, Multiply, kPhases
   };
   Profile() : enabled_(std::getenv("MIXSOLVE_LU_PROFILE") != nullptr) {
@@ -327,6 +327,9 @@ class Profile {
     if (count_[DiagonalBlock] > 0)  // a reused row order: the panels' one-block diagonal kernels
       std::fprintf(stderr, "LU profile: of the panels, %d diagonal blocks %.2f ms\n", count_[DiagonalBlock],
                    ms_[DiagonalBlock]);
+    if (count_[PanelInverse] > 0)  // partial pivoting: L11^-1 after each panel kernel
+      std::fprintf(stderr, "LU profile: of the panels, %d inverses of L11 %.2f ms\n", count_[PanelInverse],
+                   ms_[PanelInverse]);
     for (int p = 0; p < kLuPhases; ++p) ms_[p] = count_[p] = 0;
   }
 
@@ -342,8 +345,9 @@ class Profile {
   }
   void write_timeline() {
     if (timeline_path_.empty() || !origin_) return;
-    static const char* const names[kPhases] = {"panel",    "right swaps",    "left swaps", "U12",      "update",
-                                               "pack L21", "diagonal block", "solve",      "residual", "mat-vec"};
+    static const char* const names[kPhases] = {"panel",          "right swaps",   "left swaps", "U12",
+                                               "update",         "pack L21",      "diagonal block",
+                                               "panel inverse",  "solve",         "residual",   "mat-vec"};
     MIXSOLVE_CUDA_CHECK(cudaDeviceSynchronize());
     std::FILE* out = std::fopen(timeline_path_.c_str(), "a");
     if (!out) return;
@@ -1083,8 +1087,10 @@ class DeviceEngine final : public Engine {
     }
     panel_workspace<T>().factor(diagonal, n_, n_ - j0, int(jb), pivots_.data() + j0, j0, first_zero_pivot_.data(), j0,
                                 ctx.stream(), row_major_);
+    profile_.start(Profile::PanelInverse, ctx.stream());
     invert_unit_lower(diagonal, n_, int(jb), block_row_buffers<T>().l11_inverses.data() + (j0 / nb_) * nb_ * nb_,
                       ctx.stream(), row_major_);
+    profile_.stop(Profile::PanelInverse, ctx.stream());
   }
 
   // The rest of a panel whose rows stand in a given order (SolveOptions::reuse_pivot_order), row-

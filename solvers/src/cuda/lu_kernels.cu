@@ -771,7 +771,10 @@ __global__ void __launch_bounds__(256)
 // of the inverse by column-oriented substitution (forward for L, backward for U): thread i holds
 // row i of those columns; at step k row k is final and is broadcast through shared memory, and
 // every row not yet final subtracts a(i, k) times it. One barrier per step; a(i, k) for thread i
-// runs along its row, so row-major factors are read one cache line per 32 steps.
+// runs along its row, so row-major factors are read one cache line per 32 steps. 62 us per
+// 256 x 256 L11^-1 inside the fp16x3 LU at n = 16384 (3.9 ms of its chain; H100, session 16).
+// Measured and not kept: rows final in groups of 8 inside a warp (shuffles), one barrier per
+// group: 75 us (4.8 ms).
 constexpr int kInverseColumns = 8;
 template <class T, bool kUpper>
 __device__ void invert_triangle_columns(const T* a, std::int64_t row_stride, std::int64_t column_stride, int w,
