@@ -774,7 +774,8 @@ __global__ void __launch_bounds__(256)
 // runs along its row, so row-major factors are read one cache line per 32 steps. 62 us per
 // 256 x 256 L11^-1 inside the fp16x3 LU at n = 16384 (3.9 ms of its chain; H100, session 16).
 // Measured and not kept: rows final in groups of 8 inside a warp (shuffles), one barrier per
-// group: 75 us (4.8 ms).
+// group: 75 us (4.8 ms); a warp per column, lane l holding rows l + 32 r, one shuffle per step
+// and no barrier: 9.5 ms (each step waits for its eight loads of a(i, k), 32 rows per load).
 constexpr int kInverseColumns = 8;
 template <class T, bool kUpper>
 __device__ void invert_triangle_columns(const T* a, std::int64_t row_stride, std::int64_t column_stride, int w,
