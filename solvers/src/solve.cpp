@@ -626,6 +626,14 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
   }
   bool first_attempt = true;
   bool cheaper_tried = false;
+  // An attempt that ends before refinement (its LU failed, or the probe judged it weak): the next
+  // precision takes over.
+  const auto give_up = [&](const Attempt& attempt) {
+    report.attempts.push_back(attempt);
+    report.factorization_seconds += attempt.factorization_seconds;
+    report.refinement_seconds += attempt.refinement_seconds;
+    cheaper_tried = true;
+  };
   while (true) {
     if (!s.factored) {
       if (s.next >= s.path.size()) break;  // every factorization tried
@@ -650,9 +658,7 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
                                f.zero_pivot_column);
         attempt.stop = f.status;
         attempt.zero_pivot_column = f.zero_pivot_column;
-        report.attempts.push_back(attempt);
-        report.factorization_seconds += attempt.factorization_seconds;
-        cheaper_tried = true;
+        give_up(attempt);
         continue;
       }
       // The probe (SolveOptions::probe_pivot_ratio): weak factors end the attempt before any
@@ -669,10 +675,7 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
         attempt.refinement_seconds = seconds_since(t_probe);
         if (!(attempt.probe_estimate < kWeakFactorsProbe)) {
           attempt.stop = StopReason::WeakFactors;
-          report.attempts.push_back(attempt);
-          report.factorization_seconds += attempt.factorization_seconds;
-          report.refinement_seconds += attempt.refinement_seconds;
-          cheaper_tried = true;
+          give_up(attempt);
           continue;
         }
       }

@@ -1313,18 +1313,22 @@ __device__ void trailing_update(DiagonalBlockShared& s, double* __restrict__ a, 
       const int r = r0 + 8 * h + g;
       rows[h] = r < m2 ? a + c0 + kBlockSub + q0 + std::int64_t(s.perm[c0 + kBlockSub + r]) * lda : nullptr;
     }
-    // c[i][jj][2 h2 + e]: row r0 + 16 i + 8 h2 + g, column q0 + 8 jj + 2 t + e
-    double c[2][4][4];
+    // c[i][jj][2 h2 + e]: row r0 + 16 i + 8 h2 + g, column q0 + 8 jj + 2 t + e; those inside A22
+    // are loaded first and stored at the end (the rest stay zero).
+    double c[2][4][4] = {};
+    const auto for_each_inside = [&](auto&& f) {
 #pragma unroll
-    for (int i = 0; i < 2; ++i)
+      for (int i = 0; i < 2; ++i)
 #pragma unroll
-      for (int jj = 0; jj < 4; ++jj)
+        for (int jj = 0; jj < 4; ++jj)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const double* row = rows[2 * i + e / 2];
-          const int q = 8 * jj + 2 * t + e % 2;
-          c[i][jj][e] = row && q0 + q < m2 ? row[q] : 0.0;
-        }
+          for (int e = 0; e < 4; ++e) {
+            double* row = rows[2 * i + e / 2];
+            const int q = 8 * jj + 2 * t + e % 2;
+            if (row && q0 + q < m2) f(row[q], c[i][jj][e]);
+          }
+    };
+    for_each_inside([](double& global, double& accumulator) { accumulator = global; });
 #pragma unroll
     for (int k0 = 0; k0 < kBlockSub; k0 += 8) {
       double l[2][4], u[4][2];
@@ -1341,16 +1345,7 @@ __device__ void trailing_update(DiagonalBlockShared& s, double* __restrict__ a, 
 #pragma unroll
         for (int jj = 0; jj < 4; ++jj) dmma_16x8x8(c[i][jj], l[i], u[jj]);
     }
-#pragma unroll
-    for (int i = 0; i < 2; ++i)
-#pragma unroll
-      for (int jj = 0; jj < 4; ++jj)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          double* row = rows[2 * i + e / 2];
-          const int q = 8 * jj + 2 * t + e % 2;
-          if (row && q0 + q < m2) row[q] = c[i][jj][e];
-        }
+    for_each_inside([](double& global, double& accumulator) { global = accumulator; });
   }
 }
 
