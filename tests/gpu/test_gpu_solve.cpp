@@ -225,6 +225,29 @@ TEST(GpuSolve, Fp16x3FactorsRefineLikeFp32AndFasterThanFp16) {
   EXPECT_LT(steps[1], steps[2]);
 }
 
+// The device LU's delayed updates (MIXSOLVE_LU_GROUP: panels per bulk update, 2 by default and 3
+// from n = 24576 on for FP32 factors) at a size a test can afford: every group gives fp16x3
+// factors that refine to the stop test in about the same classic steps (a last panel narrower
+// than the block, and a last group with fewer panels than the others).
+TEST(GpuSolve, Fp16x3LuRefinesAlikeWithEveryUpdateGroup) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  DeviceProblem prob(spec_of(MatrixFamily::Svd, Spectrum::Geo, 1e3, 52), 2100, 1);
+  for (const char* group : {"1", "2", "3", "4"}) {
+    setenv("MIXSOLVE_LU_GROUP", group, 1);
+    SolveOptions o;
+    o.factorization = Precision::Fp16x3;
+    o.refinement = Refinement::Classic;
+    o.fallback = false;
+    const SolveReport r = prob.solve_on_device(ctx, o);
+    unsetenv("MIXSOLVE_LU_GROUP");
+    SCOPED_TRACE(std::string("group ") + group);
+    EXPECT_TRUE(r.converged) << r.summary();
+    EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
+    EXPECT_LE(r.iterations, 5) << r.summary();
+  }
+}
+
 TEST(GpuSolve, RangeScalingLetsFp16AndBf16FactorBadlyScaledMatrices) {
   // The device engine's range scaling (SolveOptions::range_scaling) on the cases of the host
   // tests, at n = 1000 with two right-hand sides: entries near 2^40 (beyond FP16), near 2^-30

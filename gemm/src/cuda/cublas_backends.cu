@@ -1,12 +1,17 @@
 // cuBLAS backends: FP64 and FP32 (pedantic) GEMM, TF32 tensor cores, and FP16 / BF16 tensor
 // cores on FP32 data converted in the workspace. These are the baselines: no error correction.
 // Besides them, cublas-fp16x3: an FP16 hi/lo split with three products in one cuBLAS GEMM.
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <tuple>
 #include <memory>
 #include <string>
 #include <vector>
@@ -359,6 +364,76 @@ __global__ void pack_fp16x3_kernel(std::int64_t k, std::int64_t n, const float* 
     }
 }
 
+// C = alpha A B + beta C (FP16 A, B; FP32 C, column-major, no transposes; alpha and beta on the
+// device) through cuBLASLt with an algorithm whose kernel is launched without thread block
+// clusters and without split-K (no partial tiles that wait for each other): each thread block
+// starts on any free multiprocessor. The first algorithm in the heuristic's order that allows
+// it is taken (a clustered one with its cluster shape set to 1 x 1 x 1, if cublasLtMatmulAlgoCheck
+// accepts that) and kept per shape and device. Returns false, with nothing launched, where no
+// algorithm qualifies. On `stream`; no workspace.
+bool unclustered_fp16_gemm(cudaStream_t stream, int m, int n, int k, const float* alpha, const __half* a, int lda,
+                           const __half* b, int ldb, const float* beta, float* c, int ldc) {
+  static std::mutex mutex;
+  static cublasLtHandle_t handle = nullptr;  // not tied to a CUDA context, unlike a cuBLAS handle
+  static std::map<std::tuple<int, int, int, int, int, int, int>, std::optional<cublasLtMatmulAlgo_t>> chosen;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!handle) MIXSOLVE_CUBLAS_CHECK(cublasLtCreate(&handle));
+  struct Descriptors {  // released on every path
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    ~Descriptors() {
+      if (c) cublasLtMatrixLayoutDestroy(c);
+      if (b) cublasLtMatrixLayoutDestroy(b);
+      if (a) cublasLtMatrixLayoutDestroy(a);
+      if (op) cublasLtMatmulDescDestroy(op);
+    }
+  } d;
+  MIXSOLVE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasLtPointerMode_t device_scalars = CUBLASLT_POINTER_MODE_DEVICE;
+  MIXSOLVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_POINTER_MODE, &device_scalars,
+                                                       sizeof(device_scalars)));
+  MIXSOLVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.a, CUDA_R_16F, m, k, lda));
+  MIXSOLVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.b, CUDA_R_16F, k, n, ldb));
+  MIXSOLVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.c, CUDA_R_32F, m, n, ldc));
+  int device = 0;
+  MIXSOLVE_CUDA_CHECK(cudaGetDevice(&device));
+  auto it = chosen.find({device, m, n, k, lda, ldb, ldc});
+  if (it == chosen.end()) {
+    cublasLtMatmulPreference_t preference = nullptr;
+    MIXSOLVE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+    const std::size_t no_workspace = 0;
+    cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &no_workspace,
+                                         sizeof(no_workspace));
+    constexpr int kCandidates = 16;
+    cublasLtMatmulHeuristicResult_t results[kCandidates];
+    int found = 0;
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, d.op, d.a, d.b, d.c, d.c, preference,
+                                                                 kCandidates, results, &found);
+    cublasLtMatmulPreferenceDestroy(preference);
+    std::optional<cublasLtMatmulAlgo_t> pick;
+    for (int i = 0; status == CUBLAS_STATUS_SUCCESS && i < found && !pick; ++i) {
+      cublasLtMatmulAlgo_t algo = results[i].algo;
+      std::int32_t split_k = 1;
+      std::size_t written = 0;
+      cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split_k, sizeof(split_k),
+                                           &written);
+      const std::uint16_t one_block = CUBLASLT_CLUSTER_SHAPE_1x1x1;
+      cublasLtMatmulHeuristicResult_t check{};
+      if (split_k <= 1 &&
+          cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &one_block,
+                                               sizeof(one_block)) == CUBLAS_STATUS_SUCCESS &&
+          cublasLtMatmulAlgoCheck(handle, d.op, d.a, d.b, d.c, d.c, &algo, &check) == CUBLAS_STATUS_SUCCESS &&
+          check.workspaceSize == 0)
+        pick = algo;
+    }
+    it = chosen.emplace(std::tuple{device, m, n, k, lda, ldb, ldc}, pick).first;
+  }
+  if (!it->second) return false;
+  MIXSOLVE_CUBLAS_CHECK(cublasLtMatmul(handle, d.op, alpha, a, d.a, b, d.b, beta, c, d.c, c, d.c, &*it->second,
+                                       nullptr, 0, stream));
+  return true;
+}
+
 void require_argument(bool ok, const char* function, const std::string& what) {
   if (!ok) throw InvalidArgument(std::string(function) + ": " + what);
 }
@@ -385,7 +460,8 @@ void fp16x3_pack(Context& ctx, std::int64_t k, std::int64_t n, const float* b, s
 }
 
 void fp16x3_gemm_packed_b(Context& ctx, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
-                          std::int64_t lda, const Fp16x3PackedB& b, float beta, float* c, std::int64_t ldc) {
+                          std::int64_t lda, const Fp16x3PackedB& b, float beta, float* c, std::int64_t ldc,
+                          KernelPlacement placement) {
   const char* f = "fp16x3_gemm_packed_b";
   const auto s = [](std::int64_t v) { return std::to_string(v); };
   require_argument(m >= 0 && n >= 0 && k >= 0, f,
@@ -423,6 +499,10 @@ void fp16x3_gemm_packed_b(Context& ctx, std::int64_t m, std::int64_t n, std::int
       op_a, OperandShift{0, 0}, OperandShift{-1, b.shift}, counters, SplitPlacement{true, b.block, {0, 0, 1}}, a3,
       counters + 1, alpha, beta, scalars);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
+  if (placement == KernelPlacement::Unclustered &&
+      unclustered_fp16_gemm(stream, int(m), int(n), int(3 * k), scalars, a3, int(m),
+                            reinterpret_cast<const __half*>(b.data), int(b.ld), scalars + 1, c, int(ldc)))
+    return;
   MathModeScope mode(ctx.cublas(), CUBLAS_DEFAULT_MATH);
   DevicePointerModeScope pointers(ctx.cublas());
   MIXSOLVE_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, int(m), int(n), int(3 * k), scalars, a3,

@@ -486,7 +486,13 @@ constexpr int kInOrderChainMultiprocessors = 8;
 // nearer its peak, and the FP64 LU at n = 32768 is bound by the bulk stream's DGEMMs (H100,
 // session 12: 0.598-0.607 s against 0.630-0.634 s with 2; no change at n = 16384; 4-9% slower at
 // n = 8192, which keeps 2).
+// FP32 factors from n = kLargeFp32 on take kDefaultUpdateGroup32: with the look-ahead's products
+// unclustered (session 17) the fp16x3 LU at n = 32768 is bound by the bulk stream for its first
+// two thirds, and k = 3 x 256 cuts the bulk's A22 traffic by a third more (H100, session 17: LU
+// 233-235 -> 227 ms at n = 32768; at n = 16384, chain-bound, 64.0 -> 65.7 ms, which keeps 2).
 constexpr int kDefaultUpdateGroup = 2;
+constexpr int kDefaultUpdateGroup32 = 3;
+constexpr std::int64_t kLargeFp32 = 24576;
 constexpr int kDefaultUpdateGroup64 = 4;
 constexpr std::int64_t kLargeFp64 = 16384;
 // Groups whose packed L21 (factor_blocked) exist at once: the chain packs group g + 2 while the
@@ -868,8 +874,8 @@ class DeviceEngine final : public Engine {
   template <class T>
   void factor_blocked(T* f, const gemm::Backend& update) {
     const bool look_ahead = env_int("MIXSOLVE_LU_LOOKAHEAD", 1) != 0;
-    const int default_group =
-        std::is_same_v<T, double> && n_ >= kLargeFp64 ? kDefaultUpdateGroup64 : kDefaultUpdateGroup;
+    const int default_group = std::is_same_v<T, double> ? (n_ >= kLargeFp64 ? kDefaultUpdateGroup64 : kDefaultUpdateGroup)
+                                                        : (n_ >= kLargeFp32 ? kDefaultUpdateGroup32 : kDefaultUpdateGroup);
     const std::int64_t group = std::max(1, env_int("MIXSOLVE_LU_GROUP", default_group));
     Context& bulk_ctx = ctx_;
     Context& chain_ctx = look_ahead ? *panel_ctx_ : ctx_;
@@ -958,6 +964,10 @@ class DeviceEngine final : public Engine {
     // then one update of every row below the group with k = the group's width.
     const auto apply_panels = [&](Context& c, std::int64_t p0, std::int64_t p1, std::int64_t c0, std::int64_t c1) {
       cudaStream_t s = c.stream();
+      // The chain's products run beside the bulk stream's long GEMMs: without clusters, so that
+      // they start on the multiprocessors the bulk update leaves (gemm::KernelPlacement).
+      const gemm::KernelPlacement placement = look_ahead && &c == &chain_ctx ? gemm::KernelPlacement::Unclustered
+                                                                             : gemm::KernelPlacement::Anywhere;
       const auto multiply_subtract = [&](std::int64_t r0, std::int64_t r1, std::int64_t k0, std::int64_t k1) {
         profile.start(Profile::Update, s);
         if (packed) {  // the panels of [k0, k1) are one group's (apply_panels' callers), packed together
@@ -968,7 +978,7 @@ class DeviceEngine final : public Engine {
             gemm::fp16x3_gemm_packed_b(c, c1 - c0, r1 - r0, k1 - k0, -1.0f, at(k0, c0), n_,
                                        gemm::Fp16x3PackedB{packed_row0(q) + r0 * packed_ld, packed_ld, nb_,
                                                            gemm::kFp16x3UnitBoundShift},
-                                       1.0f, at(r0, c0), n_);
+                                       1.0f, at(r0, c0), n_, placement);
         } else if (row_major_)  // cuBLAS sees the transposes: A22^T -= U12^T L21^T
           update.run(c, gemm::GemmArgs<T>{gemm::Op::N, gemm::Op::N, c1 - c0, r1 - r0, k1 - k0, T(-1), at(k0, c0), n_,
                                           at(r0, k0), n_, T(1), at(r0, c0), n_, false});

@@ -768,60 +768,125 @@ __global__ void __launch_bounds__(256)
 // The inverse of a w x w block's unit lower triangle (kUpper false; the diagonal is taken as 1)
 // or of its upper triangle (kUpper true, diagonal included), in FP64 arithmetic, stored as T
 // (a's type) row-major w x w. A block of kPanelMaxWidth threads computes kInverseColumns columns
-// of the inverse by column-oriented substitution (forward for L, backward for U): thread i holds
-// row i of those columns; at step k row k is final and is broadcast through shared memory, and
-// every row not yet final subtracts a(i, k) times it. One barrier per step; a(i, k) for thread i
-// runs along its row, so row-major factors are read one cache line per 32 steps. 62 us per
-// 256 x 256 L11^-1 inside the fp16x3 LU at n = 16384 (3.9 ms of its chain; H100, session 16).
-// Measured and not kept: rows final in groups of 8 inside a warp (shuffles), one barrier per
-// group: 75 us (4.8 ms); a warp per column, lane l holding rows l + 32 r, one shuffle per step
-// and no barrier: 9.5 ms (each step waits for its eight loads of a(i, k), 32 rows per load).
+// X of the inverse by blocked substitution over row blocks of 32 (forward for L, backward for U):
+// per row block, its rows of the triangle go to shared memory, every thread forms one of the
+// block's 32 x 8 right-hand sides (the identity minus the row block's product with the rows of X
+// already final: a dot product from shared memory), and warp c solves the 32 x 32 diagonal block
+// for column c with shuffles. Three barriers per 32 rows; the next row block's loads are issued
+// before the current one's work. Session 17 (H100): a 256 x 256 L11^-1 alone 56 -> 36 us; in the
+// fp16x3 LU at n = 16384, 64 of them 3.9 -> 2.6 ms of the chain. Before, the substitution went
+// row by row with one barrier per row; also measured then and not kept: rows final in groups of 8
+// inside a warp (75 us), a warp per column without barriers (9.5 ms in all instead of 3.9: each
+// step waited for its loads of a(i, k), 32 rows per load).
 constexpr int kInverseColumns = 8;
+constexpr int kInverseRows = 32;                   // a row block: one warp's lanes
+constexpr int kInverseStrip = kPanelMaxWidth + 1;  // a row block's padded row in shared memory
+template <class T>
+constexpr int kInverseSharedBytes = kInverseRows * kInverseStrip * int(sizeof(T));
 template <class T, bool kUpper>
 __device__ void invert_triangle_columns(const T* a, std::int64_t row_stride, std::int64_t column_stride, int w,
-                                        T* inverse) {
-  __shared__ double row_k[2][kInverseColumns];
-  const int c0 = blockIdx.x * kInverseColumns, i = threadIdx.x;
-  const T* row = a + std::int64_t(min(i, w - 1)) * row_stride;
-  // U's diagonal divides row i once it is final (by its reciprocal, computed off the chain of
-  // steps: eight FP64 divisions per step made the kernel 3x slower); L's is 1.
-  const double reciprocal = kUpper ? 1.0 / double(row[std::int64_t(min(i, w - 1)) * column_stride]) : 1.0;
-  const auto finish = [&](double* x) {
-    if (kUpper)
-#pragma unroll
-      for (int c = 0; c < kInverseColumns; ++c) x[c] *= reciprocal;
+                                        T* inverse, T* strip) {
+  static_assert(kInverseRows * kInverseColumns == kPanelMaxWidth, "a thread per right-hand side of a row block");
+  static_assert(kInverseColumns <= kPanelMaxWidth / 32, "a warp per column in the diagonal block");
+  __shared__ double x[kPanelMaxWidth][kInverseColumns];  // rows of X, zero where not (yet) reached
+  __shared__ double rhs[kInverseRows][kInverseColumns + 1];
+  const int c0 = blockIdx.x * kInverseColumns, t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  const int last_column = min(w, c0 + kInverseColumns) - 1;
+  for (int idx = t; idx < kPanelMaxWidth * kInverseColumns; idx += kPanelMaxWidth)
+    x[idx / kInverseColumns][idx % kInverseColumns] = 0;
+  // The row blocks with nonzeros in these columns: L from c0's on, U from last_column's back to 0.
+  const int first_block = (kUpper ? last_column : c0) / kInverseRows;
+  const int steps = kUpper ? first_block + 1 : (w - 1) / kInverseRows + 1 - first_block;
+  // Step s's row block: rows r0 .. r0 + rows - 1, and the columns k0 .. k0 + width - 1 of the
+  // triangle that meet nonzeros of X (L: from the first block's, U: up to last_column) or the
+  // diagonal block, all loaded (no garbage times a zero of X).
+  struct RowBlock {
+    int r0, rows, k0, width;
   };
-  double x[kInverseColumns];
+  const auto row_block = [&](int s) {
+    RowBlock b;
+    b.r0 = (kUpper ? first_block - s : first_block + s) * kInverseRows;
+    b.rows = min(kInverseRows, w - b.r0);
+    b.k0 = kUpper ? b.r0 : first_block * kInverseRows;
+    b.width = (kUpper ? max(last_column + 1, b.r0 + b.rows) : b.r0 + b.rows) - b.k0;
+    return b;
+  };
+  // A row block's strip goes through registers: warp q loads rows q, q + 8, ..., a lane every
+  // 32nd column, all loads in flight at once; the next block's loads are issued before this
+  // block's work (one L2 round trip per block, hidden).
+  constexpr int kWarps = kPanelMaxWidth / 32, kRowsPerWarp = kInverseRows / kWarps, kPerLane = kPanelMaxWidth / 32;
+  T staged[kRowsPerWarp][kPerLane];
+  const auto load = [&](const RowBlock& b) {
 #pragma unroll
-  for (int c = 0; c < kInverseColumns; ++c) x[c] = i == c0 + c ? 1.0 : 0.0;
-  // L: rows c0 .. w-1 of these columns are nonzero, final in increasing order from row c0.
-  // U: rows 0 .. last, final in decreasing order from row last.
-  const int last = min(w, c0 + kInverseColumns) - 1, first_final = kUpper ? last : c0;
-  if (i == first_final) {
-    finish(x);
+    for (int qi = 0; qi < kRowsPerWarp; ++qi)
 #pragma unroll
-    for (int c = 0; c < kInverseColumns; ++c) row_k[first_final & 1][c] = x[c];
-  }
-  __syncthreads();
-  const int steps = kUpper ? last : w - 1 - c0;
-  for (int s = 0; s < steps; ++s) {
-    const int k = kUpper ? last - s : c0 + s, next = kUpper ? k - 1 : k + 1;
-    if (kUpper ? i < k : (i > k && i < w)) {
-      const double l = row[std::int64_t(k) * column_stride];
+      for (int qk = 0; qk < kPerLane; ++qk) {
+        const int i = warp + kWarps * qi, k = lane + 32 * qk;
+        if (i < b.rows && k < b.width)
+          staged[qi][qk] = a[std::int64_t(b.r0 + i) * row_stride + std::int64_t(b.k0 + k) * column_stride];
+      }
+  };
+  const auto store = [&](const RowBlock& b) {
 #pragma unroll
-      for (int c = 0; c < kInverseColumns; ++c) x[c] -= l * row_k[k & 1][c];
+    for (int qi = 0; qi < kRowsPerWarp; ++qi)
+#pragma unroll
+      for (int qk = 0; qk < kPerLane; ++qk) {
+        const int i = warp + kWarps * qi, k = lane + 32 * qk;
+        if (i < b.rows && k < b.width) strip[i * kInverseStrip + k] = staged[qi][qk];
+      }
+  };
+  load(row_block(0));
+  for (int step = 0; step < steps; ++step) {
+    const RowBlock block = row_block(step);
+    const int r0 = block.r0, rows = block.rows, k0 = block.k0;
+    store(block);
+    __syncthreads();
+    if (step + 1 < steps) load(row_block(step + 1));
+    {  // right-hand side (i, c): the identity minus the products with the final rows of X
+      const int i = t / kInverseColumns, c = t % kInverseColumns;
+      double sum = r0 + i == c0 + c ? 1.0 : 0.0;
+      if (i < rows) {
+        const int from = kUpper ? r0 + rows : k0, to = kUpper ? last_column + 1 : r0;
+        const T* row = strip + i * kInverseStrip - k0;
+        double partial[4] = {0, 0, 0, 0};  // four chains of FMAs, not one
+        int k = from;
+        for (; k + 4 <= to; k += 4)
+#pragma unroll
+          for (int q = 0; q < 4; ++q) partial[q] -= double(row[k + q]) * x[k + q][c];
+        for (; k < to; ++k) partial[0] -= double(row[k]) * x[k][c];
+        sum += (partial[0] + partial[1]) + (partial[2] + partial[3]);
+      }
+      rhs[i][c] = sum;
     }
-    if (i == next) {  // row `next` has received its last update
-      finish(x);
+    __syncthreads();
+    if (warp < kInverseColumns) {  // the diagonal block, column `warp`: lane i holds row r0 + i
+      const T* row = strip + lane * kInverseStrip + r0 - k0;  // row r0 + lane's diagonal block
+      double v = rhs[lane][warp];
+      if (kUpper) {
+        const double reciprocal = lane < rows ? 1.0 / double(row[lane]) : 0.0;
 #pragma unroll
-      for (int c = 0; c < kInverseColumns; ++c) row_k[next & 1][c] = x[c];
+        for (int k = kInverseRows - 1; k >= 0; --k) {  // unrolled: the loads of row[k] leave the chain
+          if (k >= rows) continue;
+          if (lane == k) v *= reciprocal;
+          const double xk = __shfl_sync(0xffffffffu, v, k);
+          if (lane < k) v -= double(row[k]) * xk;
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < kInverseRows - 1; ++k) {
+          if (k >= rows - 1) break;
+          const double xk = __shfl_sync(0xffffffffu, v, k);
+          if (lane > k && lane < rows) v -= double(row[k]) * xk;
+        }
+      }
+      if (lane < rows) x[r0 + lane][warp] = v;
     }
     __syncthreads();
   }
-  if (i < w)
-#pragma unroll
-    for (int c = 0; c < kInverseColumns; ++c)
-      if (c0 + c < w) inverse[std::int64_t(i) * w + c0 + c] = T(x[c]);
+  for (int idx = t; idx < w * kInverseColumns; idx += kPanelMaxWidth) {
+    const int i = idx / kInverseColumns, c = idx % kInverseColumns;
+    if (c0 + c < w) inverse[std::int64_t(i) * w + c0 + c] = T(x[i][c]);
+  }
 }
 // L^-1 into lower_inverse and U^-1 into upper_inverse, either may be null: one grid row
 // (blockIdx.y) per triangle asked for, L's first; one launch where the chain needs both.
@@ -829,10 +894,12 @@ template <class T>
 __global__ void __launch_bounds__(kPanelMaxWidth)
     invert_triangles_kernel(const T* a, std::int64_t row_stride, std::int64_t column_stride, int w,
                             T* lower_inverse, T* upper_inverse) {
+  extern __shared__ double strip_storage[];  // kInverseSharedBytes<T>
+  T* strip = reinterpret_cast<T*>(strip_storage);
   if (blockIdx.y == 0 && lower_inverse)
-    invert_triangle_columns<T, false>(a, row_stride, column_stride, w, lower_inverse);
+    invert_triangle_columns<T, false>(a, row_stride, column_stride, w, lower_inverse, strip);
   else
-    invert_triangle_columns<T, true>(a, row_stride, column_stride, w, upper_inverse);
+    invert_triangle_columns<T, true>(a, row_stride, column_stride, w, upper_inverse, strip);
 }
 
 template <class T>
@@ -1540,8 +1607,14 @@ void invert_triangles(const char* name, const T* a, std::int64_t lda, int w, T* 
   const std::int64_t row_stride = row_major ? lda : 1, column_stride = row_major ? 1 : lda;
   const dim3 grid(unsigned((w + kInverseColumns - 1) / kInverseColumns),
                   (lower_inverse ? 1u : 0u) + (upper_inverse ? 1u : 0u));
-  invert_triangles_kernel<T><<<grid, kPanelMaxWidth, 0, stream>>>(a, row_stride, column_stride, w, lower_inverse,
-                                                                   upper_inverse);
+  static const bool configured = [] {  // once per T: the shared memory beyond the default 48 KB
+    MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(invert_triangles_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             kInverseSharedBytes<T>));
+    return true;
+  }();
+  (void)configured;
+  invert_triangles_kernel<T><<<grid, kPanelMaxWidth, kInverseSharedBytes<T>, stream>>>(
+      a, row_stride, column_stride, w, lower_inverse, upper_inverse);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 

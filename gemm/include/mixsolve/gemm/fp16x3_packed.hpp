@@ -30,6 +30,14 @@ struct Fp16x3PackedB {
   int shift = 0;                        // B was scaled by 2^shift
 };
 
+// Where a product's kernel may run. Anywhere: cuBLAS's choice, which on Hopper launches its FP16
+// GEMMs with thread block clusters. A cluster needs several free multiprocessors of one GPC at
+// once: beside a long kernel that holds most multiprocessors it can wait for the whole of that
+// kernel (the device LU's look-ahead updates waited for the bulk update beside them, up to
+// 5.7 ms each and 60 ms of the 241 ms LU at n = 32768; H100, session 17). Unclustered: a kernel
+// whose blocks start on any free multiprocessor.
+enum class KernelPlacement { Anywhere, Unclustered };
+
 // Writes one block of the packed copy: for j < n, packed[j ld_packed + (0, k, 2k) + i] =
 // (hi, lo, hi) of 2^shift b(i, j), i < k (b column-major, leading dimension ldb; a device
 // pointer). The caller guarantees |b| 2^shift < 65520 (else hi is Inf, which the product
@@ -45,7 +53,10 @@ void fp16x3_pack(Context& ctx, std::int64_t k, std::int64_t n, const float* b, s
 // backend with check_range off, an entry of A whose scaled hi part overflows (only beyond 2^78)
 // becomes Inf in C, unreported. On ctx's stream, with ctx's workspace; no synchronisation.
 // Throws InvalidArgument naming a bad size, leading dimension, block, shift or null pointer.
+// `placement` Unclustered: the GEMM goes through cuBLASLt with a kernel launched without thread
+// block clusters (else, where no algorithm allows that, as for Anywhere; see KernelPlacement).
 void fp16x3_gemm_packed_b(Context& ctx, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
-                          std::int64_t lda, const Fp16x3PackedB& b, float beta, float* c, std::int64_t ldc);
+                          std::int64_t lda, const Fp16x3PackedB& b, float beta, float* c, std::int64_t ldc,
+                          KernelPlacement placement = KernelPlacement::Anywhere);
 
 }  // namespace mixsolve::gemm
