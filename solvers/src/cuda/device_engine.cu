@@ -514,10 +514,11 @@ class DeviceEngine final : public Engine {
     panel_blocks_ = env_int("MIXSOLVE_PANEL_BLOCKS", kDefaultPanelBlocks);
   }
   ~DeviceEngine() override {
-    if (swap_stream_) {
-      cudaStreamSynchronize(swap_stream_);
-      cudaStreamDestroy(swap_stream_);
-    }
+    for (cudaStream_t stream : {swap_stream_, side_stream_})
+      if (stream) {
+        cudaStreamSynchronize(stream);
+        cudaStreamDestroy(stream);
+      }
     if (solver_) cusolverDnDestroy(solver_);
   }
 
@@ -675,6 +676,9 @@ class DeviceEngine final : public Engine {
       move_count_ = DeviceBuffer<int>(panels);
       panel_ctx_ = std::make_unique<Context>(ctx_.device(), StreamPriority::High);
       MIXSOLVE_CUDA_CHECK(cudaStreamCreateWithFlags(&swap_stream_, cudaStreamNonBlocking));
+      int least = 0, greatest = 0;
+      MIXSOLVE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+      MIXSOLVE_CUDA_CHECK(cudaStreamCreateWithPriority(&side_stream_, cudaStreamNonBlocking, greatest));
     }
     BlockRowBuffers<T>& block_rows = block_row_buffers<T>();
     if (block_rows.l11_inverses.size() == 0) {
@@ -890,7 +894,12 @@ class DeviceEngine final : public Engine {
     MultiprocessorLimitScope limit(bulk_ctx, look_ahead ? std::max(1, multiprocessors - chain_multiprocessors) : 0);
     Profile& profile = profile_;
     const auto started = std::chrono::steady_clock::now();
-    profile.begin_factorization(bulk, {{chain, "chain"}, {bulk, "bulk"}, {left, "left"}});
+    // Each panel's moves and L11^-1 on a stream of their own beside the chain (factor_panel),
+    // joined before the chain's or the bulk stream's first use of them.
+    cudaStream_t side = look_ahead ? side_stream_ : nullptr;
+    std::vector<std::pair<cudaStream_t, std::string>> stream_names{{chain, "chain"}, {bulk, "bulk"}, {left, "left"}};
+    if (side) stream_names.emplace_back(side, "side");
+    profile.begin_factorization(bulk, std::move(stream_names));
     const std::int64_t panels = (n_ + nb_ - 1) / nb_;
     // to_chain: the FP32 copy, then each bulk update's start; moves_ready: a panel's moves and the
     // pending L columns' interchanges, for the bulk stream; left_may_start: the same and the next
@@ -903,11 +912,6 @@ class DeviceEngine final : public Engine {
     // Element (row, column) of the factors; row-major while factoring (row_major_).
     const auto at = [&](std::int64_t row, std::int64_t column) {
       return row_major_ ? f + column + row * n_ : f + row + column * n_;
-    };
-    // Panel q's interchanges, as moves (one slot per panel: the left-hand stream reads them later).
-    const auto move_slot = [&](std::int64_t q) {
-      return std::tuple<int*, int*, int*>{move_to_.data() + q * 2 * kPanelMaxWidth,
-                                          move_from_.data() + q * 2 * kPanelMaxWidth, move_count_.data() + q};
     };
     // fp16x3 (row-major): each panel's L21 is split into FP16 hi/lo once, right after the panel,
     // at the fixed scale that |L| <= 1 allows (gemm/fp16x3_packed.hpp), and every update of its
@@ -989,7 +993,7 @@ class DeviceEngine final : public Engine {
       };
       profile.start(Profile::RightSwaps, s);
       for (std::int64_t q = p0; q <= p1; ++q) {
-        const auto [to, from, moves] = move_slot(q);
+        const auto [to, from, moves] = panel_moves(q);
         apply_row_moves(f, n_, to, from, moves, c0, c1, c1, c1, s, row_major_);
       }
       profile.stop(Profile::RightSwaps, s);
@@ -1006,16 +1010,14 @@ class DeviceEngine final : public Engine {
 
     to_chain.order(bulk, chain);
     profile.start(Profile::Panel, chain);
-    factor_panel(chain_ctx, f, 0, std::min<std::int64_t>(nb_, n_));
+    factor_panel(chain_ctx, f, 0, std::min<std::int64_t>(nb_, n_), side);
     profile.stop(Profile::Panel, chain);
     pack_l21(0);
     std::int64_t pending = 0;  // the first panel whose update the bulk columns lack
     for (std::int64_t p = 0; p < panels; ++p) {
       const std::int64_t j0 = first_column(p);
-      const auto [to, from, moves] = move_slot(p);
-      profile.start(Profile::RightSwaps, chain);
-      interchanges_to_moves(pivots_.data(), j0, int(first_column(p + 1) - j0), to, from, moves, chain);
-      profile.stop(Profile::RightSwaps, chain);
+      const auto [to, from, moves] = panel_moves(p);
+      if (side) moves_done_.wait_in(chain);  // panel p's moves (factor_panel)
       // The interchanges on the L columns to the left: the pending panels' on the chain (the
       // pending updates read them next), the older ones on the left-hand stream once the last
       // bulk update has read them.
@@ -1028,6 +1030,7 @@ class DeviceEngine final : public Engine {
                           (p - pending) * 3 * nb_ / 2, 0, 0, chain, true);
         profile.stop(Profile::LeftSwaps, chain);
       }
+      if (side) inverse_done_.wait_in(chain);  // panel p's L11^-1, for the U12 of both streams
       moves_ready.record(chain);
       // The older L columns' interchanges start once the chain has updated the next panel's
       // columns: they saturate the memory bandwidth (one 32-byte sector per 4-byte value), and
@@ -1051,7 +1054,7 @@ class DeviceEngine final : public Engine {
       apply_panels(chain_ctx, pending, p, next, after_next);
       swap_left_columns();
       profile.start(Profile::Panel, chain);
-      factor_panel(chain_ctx, f, next, after_next - next);
+      factor_panel(chain_ctx, f, next, after_next - next, side);
       profile.stop(Profile::Panel, chain);
       pack_l21(p + 1);
       // A bulk update once `group` panels are pending: the next panels' columns one by one (the
@@ -1080,27 +1083,46 @@ class DeviceEngine final : public Engine {
 
   // The panel [j0, j0 + jb) of the factors f, rows j0 .. n-1, in one cooperative launch
   // (lu_kernels.cu: FP32 arithmetic inside an FP32 panel, so the pivot search sees FP32-accurate
-  // columns whatever the trailing update's arithmetic; FP64 inside an FP64 one).
-  // Then L11^-1 for the block-row solves (factor_blocked), in panel j0 / nb_'s slot.
+  // columns whatever the trailing update's arithmetic; FP64 inside an FP64 one). Then its
+  // interchanges as moves (panel_moves) and L11^-1 for the block-row solves (factor_blocked), in
+  // panel j0 / nb_'s slots. With a `side` stream those two run there, beside what the chain does
+  // next (the L21 packing; session 17), and moves_done_ and inverse_done_ mark their ends.
   template <class T>
-  void factor_panel(Context& ctx, T* f, std::int64_t j0, std::int64_t jb) {
+  void factor_panel(Context& ctx, T* f, std::int64_t j0, std::int64_t jb, cudaStream_t side = nullptr) {
     T* diagonal = f + j0 + j0 * n_;
+    bool in_order = false;
     if constexpr (std::is_same_v<T, double>) {
-      if (in_order_) {  // in a given row order (FP64 only) only the diagonal block's rows are searched
+      in_order = in_order_;
+      if (in_order) {  // in a given row order (FP64 only) only the diagonal block's rows are searched
         profile_.start(Profile::DiagonalBlock, ctx.stream());
         factor_diagonal_block(diagonal, n_, int(jb), pivots_.data() + j0, j0, first_zero_pivot_.data(), j0,
                               block_row_buffers<T>().l21_copy.data(), ctx.stream());
         profile_.stop(Profile::DiagonalBlock, ctx.stream());
         factor_panel_in_order(ctx, f, j0, jb);
-        return;
       }
     }
-    panel_workspace<T>().factor(diagonal, n_, n_ - j0, int(jb), pivots_.data() + j0, j0, first_zero_pivot_.data(), j0,
-                                ctx.stream(), row_major_);
-    profile_.start(Profile::PanelInverse, ctx.stream());
-    invert_unit_lower(diagonal, n_, int(jb), block_row_buffers<T>().l11_inverses.data() + (j0 / nb_) * nb_ * nb_,
-                      ctx.stream(), row_major_);
-    profile_.stop(Profile::PanelInverse, ctx.stream());
+    if (!in_order)
+      panel_workspace<T>().factor(diagonal, n_, n_ - j0, int(jb), pivots_.data() + j0, j0, first_zero_pivot_.data(),
+                                  j0, ctx.stream(), row_major_);
+    cudaStream_t s = side ? side : ctx.stream();
+    if (side) side_fork_.order(ctx.stream(), side);
+    const auto [to, from, moves] = panel_moves(j0 / nb_);
+    profile_.start(Profile::RightSwaps, s);
+    interchanges_to_moves(pivots_.data(), j0, int(jb), to, from, moves, s);
+    profile_.stop(Profile::RightSwaps, s);
+    if (side) moves_done_.record(side);
+    if (in_order) return;  // factor_panel_in_order inverted the diagonal block
+    profile_.start(Profile::PanelInverse, s);
+    invert_unit_lower(diagonal, n_, int(jb), block_row_buffers<T>().l11_inverses.data() + (j0 / nb_) * nb_ * nb_, s,
+                      row_major_);
+    profile_.stop(Profile::PanelInverse, s);
+    if (side) inverse_done_.record(side);
+  }
+
+  // Panel q's interchanges as moves (one slot per panel: the left-hand stream reads them later).
+  std::tuple<int*, int*, int*> panel_moves(std::int64_t q) {
+    return {move_to_.data() + q * 2 * kPanelMaxWidth, move_from_.data() + q * 2 * kPanelMaxWidth,
+            move_count_.data() + q};
   }
 
   // The rest of a panel whose rows stand in a given order (SolveOptions::reuse_pivot_order), row-
@@ -1316,6 +1338,8 @@ class DeviceEngine final : public Engine {
   Profile profile_;
   std::unique_ptr<Context> panel_ctx_;  // the look-ahead panel's stream and cuBLAS handle
   cudaStream_t swap_stream_ = nullptr;  // the left-hand row interchanges
+  cudaStream_t side_stream_ = nullptr;  // each panel's moves and L11^-1 beside the chain (factor_panel)
+  StreamEvent side_fork_, moves_done_, inverse_done_;
   int panel_blocks_ = 32;
   std::unique_ptr<TriangularSolver<float, double>> triangular32_;  // for the current factors, FP64 arithmetic
   std::unique_ptr<TriangularSolver<double>> triangular64_;
