@@ -177,27 +177,28 @@ TEST(GpuBackends, Fp16x3WithPackedBMatchesFp64ReferenceOverAnyBlockRange) {
     for (std::int64_t first = 0; first < k; first += block)  // the caller packs block by block
       fp16x3_pack(ctx, std::min(block, k - first), n, p.db.data() + first, p.b.ld, kFp16x3UnitBoundShift,
                   packed.data() + 3 * first, ld_packed);
-    for (const std::int64_t first_block : {0, 1})  // all of k, then the blocks from the second on
-    for (const KernelPlacement placement : {KernelPlacement::Anywhere, KernelPlacement::Unclustered}) {
-      const std::int64_t k0 = first_block * block, kk = k - k0;
-      p.dc.copy_from_host(p.c0.data);
-      fp16x3_gemm_packed_b(ctx, m, n, kk, -1.25f, p.da.data() + k0 * p.a.ld, p.a.ld,
-                           Fp16x3PackedB{packed.data() + 3 * k0, ld_packed, block, kFp16x3UnitBoundShift}, 0.5f,
-                           p.dc.data(), p.c0.ld, placement);
-      ctx.synchronize();
-      HostMatrix<float> c = p.c0;
-      p.dc.copy_to_host(c.data.data(), c.data.size());
-      HostMatrix<float> a_part(m, kk, p.a.ld), b_part(kk, n, p.b.ld);
-      for (std::int64_t q = 0; q < kk; ++q)
-        for (std::int64_t i = 0; i < m; ++i) a_part(i, q) = p.a(i, k0 + q);
-      for (std::int64_t j = 0; j < n; ++j)
-        for (std::int64_t q = 0; q < kk; ++q) b_part(q, j) = p.b(k0 + q, j);
-      const auto ref = mixsolve::testing::reference_gemm(Op::N, Op::N, m, n, kk, -1.25, a_part, b_part, 0.5, p.c0);
-      const double bound = mixsolve::testing::inner_product_bound(kk, 0x1p-22, 0x1p-23) + 2 * 0x1p-24;
-      EXPECT_LE(mixsolve::testing::componentwise_error(c, ref), bound)
-          << sa.name() << " k0 = " << k0 << (placement == KernelPlacement::Unclustered ? ", unclustered" : "");
-      for (std::int64_t j = 0; j < n; ++j)  // rows between m and ldc untouched
-        for (std::int64_t i = m; i < c.ld; ++i) ASSERT_EQ(c(i, j), p.c0(i, j));
+    for (const std::int64_t first_block : {0, 1}) {  // all of k, then the blocks from the second on
+      for (const KernelPlacement placement : {KernelPlacement::Anywhere, KernelPlacement::Unclustered}) {
+        const std::int64_t k0 = first_block * block, kk = k - k0;
+        p.dc.copy_from_host(p.c0.data);
+        fp16x3_gemm_packed_b(ctx, m, n, kk, -1.25f, p.da.data() + k0 * p.a.ld, p.a.ld,
+                             Fp16x3PackedB{packed.data() + 3 * k0, ld_packed, block, kFp16x3UnitBoundShift}, 0.5f,
+                             p.dc.data(), p.c0.ld, placement);
+        ctx.synchronize();
+        HostMatrix<float> c = p.c0;
+        p.dc.copy_to_host(c.data.data(), c.data.size());
+        HostMatrix<float> a_part(m, kk, p.a.ld), b_part(kk, n, p.b.ld);
+        for (std::int64_t q = 0; q < kk; ++q)
+          for (std::int64_t i = 0; i < m; ++i) a_part(i, q) = p.a(i, k0 + q);
+        for (std::int64_t j = 0; j < n; ++j)
+          for (std::int64_t q = 0; q < kk; ++q) b_part(q, j) = p.b(k0 + q, j);
+        const auto ref = mixsolve::testing::reference_gemm(Op::N, Op::N, m, n, kk, -1.25, a_part, b_part, 0.5, p.c0);
+        const double bound = mixsolve::testing::inner_product_bound(kk, 0x1p-22, 0x1p-23) + 2 * 0x1p-24;
+        EXPECT_LE(mixsolve::testing::componentwise_error(c, ref), bound)
+            << sa.name() << " k0 = " << k0 << (placement == KernelPlacement::Unclustered ? ", unclustered" : "");
+        for (std::int64_t j = 0; j < n; ++j)  // rows between m and ldc untouched
+          for (std::int64_t i = m; i < c.ld; ++i) ASSERT_EQ(c(i, j), p.c0(i, j));
+      }
     }
   }
   // Bad arguments are named.

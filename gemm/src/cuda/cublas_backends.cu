@@ -9,11 +9,11 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
-#include <tuple>
-#include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "../backends.hpp"

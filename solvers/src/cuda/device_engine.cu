@@ -878,8 +878,9 @@ class DeviceEngine final : public Engine {
   template <class T>
   void factor_blocked(T* f, const gemm::Backend& update) {
     const bool look_ahead = env_int("MIXSOLVE_LU_LOOKAHEAD", 1) != 0;
-    const int default_group = std::is_same_v<T, double> ? (n_ >= kLargeFp64 ? kDefaultUpdateGroup64 : kDefaultUpdateGroup)
-                                                        : (n_ >= kLargeFp32 ? kDefaultUpdateGroup32 : kDefaultUpdateGroup);
+    const int large_group = std::is_same_v<T, double> ? kDefaultUpdateGroup64 : kDefaultUpdateGroup32;
+    const int default_group = n_ >= (std::is_same_v<T, double> ? kLargeFp64 : kLargeFp32) ? large_group
+                                                                                          : kDefaultUpdateGroup;
     const std::int64_t group = std::max(1, env_int("MIXSOLVE_LU_GROUP", default_group));
     Context& bulk_ctx = ctx_;
     Context& chain_ctx = look_ahead ? *panel_ctx_ : ctx_;
