@@ -951,8 +951,8 @@ class DeviceEngine final : public Engine {
     // cublasStrsm took 64 ms of the bulk stream's 254 and 18 ms of the chain's 301 at n = 32768
     // (H100, session 7), ~40x the time its traffic needs; the GEMM takes 20 and 4 ms (session 9).
     // An in-place kernel (16 columns per block staged in shared memory, a thread per row of the
-    // product) instead of the copy and the GEMM: U12 on both streams 8.9 -> 12.1 ms on the chain
-    // alone and 28.5 ms on both at n = 16384 (session 17). Not kept.
+    // product) instead of the copy and the GEMM, at n = 16384 (session 17): the profile's U12
+    // (both streams) 8.9 -> 12.1 ms with the kernel on the chain only, 28.5 ms on both. Not kept.
     const auto solve_block_row = [&](Context& c, std::int64_t q, std::int64_t c0, std::int64_t c1) {
       const std::int64_t j0 = first_column(q), jb = first_column(q + 1) - j0, width = c1 - c0;
       BlockRowBuffers<T>& block_rows = block_row_buffers<T>();
