@@ -816,24 +816,22 @@ __device__ void invert_triangle_columns(const T* a, std::int64_t row_stride, std
   // block's work (one L2 round trip per block, hidden).
   constexpr int kWarps = kPanelMaxWidth / 32, kRowsPerWarp = kInverseRows / kWarps, kPerLane = kPanelMaxWidth / 32;
   T staged[kRowsPerWarp][kPerLane];
-  const auto load = [&](const RowBlock& b) {
+  const auto for_each_staged = [&](const RowBlock& b, auto&& visit) {  // visit(staged value, row, column)
 #pragma unroll
     for (int qi = 0; qi < kRowsPerWarp; ++qi)
 #pragma unroll
       for (int qk = 0; qk < kPerLane; ++qk) {
         const int i = warp + kWarps * qi, k = lane + 32 * qk;
-        if (i < b.rows && k < b.width)
-          staged[qi][qk] = a[std::int64_t(b.r0 + i) * row_stride + std::int64_t(b.k0 + k) * column_stride];
+        if (i < b.rows && k < b.width) visit(staged[qi][qk], i, k);
       }
   };
+  const auto load = [&](const RowBlock& b) {
+    for_each_staged(b, [&](T& v, int i, int k) {
+      v = a[std::int64_t(b.r0 + i) * row_stride + std::int64_t(b.k0 + k) * column_stride];
+    });
+  };
   const auto store = [&](const RowBlock& b) {
-#pragma unroll
-    for (int qi = 0; qi < kRowsPerWarp; ++qi)
-#pragma unroll
-      for (int qk = 0; qk < kPerLane; ++qk) {
-        const int i = warp + kWarps * qi, k = lane + 32 * qk;
-        if (i < b.rows && k < b.width) strip[i * kInverseStrip + k] = staged[qi][qk];
-      }
+    for_each_staged(b, [&](T& v, int i, int k) { strip[i * kInverseStrip + k] = v; });
   };
   load(row_block(0));
   for (int step = 0; step < steps; ++step) {
