@@ -514,7 +514,7 @@ class DeviceEngine final : public Engine {
     panel_blocks_ = env_int("MIXSOLVE_PANEL_BLOCKS", kDefaultPanelBlocks);
   }
   ~DeviceEngine() override {
-    for (cudaStream_t stream : {swap_stream_, side_stream_})
+    for (cudaStream_t stream : {swap_stream_, side_streams_[0], side_streams_[1]})
       if (stream) {
         cudaStreamSynchronize(stream);
         cudaStreamDestroy(stream);
@@ -678,7 +678,8 @@ class DeviceEngine final : public Engine {
       MIXSOLVE_CUDA_CHECK(cudaStreamCreateWithFlags(&swap_stream_, cudaStreamNonBlocking));
       int least = 0, greatest = 0;
       MIXSOLVE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-      MIXSOLVE_CUDA_CHECK(cudaStreamCreateWithPriority(&side_stream_, cudaStreamNonBlocking, greatest));
+      for (cudaStream_t& stream : side_streams_)
+        MIXSOLVE_CUDA_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, greatest));
     }
     BlockRowBuffers<T>& block_rows = block_row_buffers<T>();
     if (block_rows.l11_inverses.size() == 0) {
@@ -895,11 +896,14 @@ class DeviceEngine final : public Engine {
     MultiprocessorLimitScope limit(bulk_ctx, look_ahead ? std::max(1, multiprocessors - chain_multiprocessors) : 0);
     Profile& profile = profile_;
     const auto started = std::chrono::steady_clock::now();
-    // Each panel's moves and L11^-1 on a stream of their own beside the chain (factor_panel),
+    // Each panel's moves and its L11^-1 on streams of their own beside the chain (factor_panel),
     // joined before the chain's or the bulk stream's first use of them.
-    cudaStream_t side = look_ahead ? side_stream_ : nullptr;
+    cudaStream_t* side = look_ahead ? side_streams_ : nullptr;
     std::vector<std::pair<cudaStream_t, std::string>> stream_names{{chain, "chain"}, {bulk, "bulk"}, {left, "left"}};
-    if (side) stream_names.emplace_back(side, "side");
+    if (side) {
+      stream_names.emplace_back(side[0], "moves");
+      stream_names.emplace_back(side[1], "inverse");
+    }
     profile.begin_factorization(bulk, std::move(stream_names));
     const std::int64_t panels = (n_ + nb_ - 1) / nb_;
     // to_chain: the FP32 copy, then each bulk update's start; moves_ready: a panel's moves and the
@@ -1089,10 +1093,13 @@ class DeviceEngine final : public Engine {
   // (lu_kernels.cu: FP32 arithmetic inside an FP32 panel, so the pivot search sees FP32-accurate
   // columns whatever the trailing update's arithmetic; FP64 inside an FP64 one). Then its
   // interchanges as moves (panel_moves) and L11^-1 for the block-row solves (factor_blocked), in
-  // panel j0 / nb_'s slots. With a `side` stream those two run there, beside what the chain does
-  // next (the L21 packing; session 17), and moves_done_ and inverse_done_ mark their ends.
+  // panel j0 / nb_'s slots. With `side` streams those two run there at once, beside what the
+  // chain does next (the L21 packing; session 17), and moves_done_ and inverse_done_ mark their
+  // ends. Against one side stream for both (H100, session 18, alternating, median of 5): n = 16384
+  // fp16x3 0.0749-0.0753 -> 0.0729-0.0749 s; n = 8192 FP64 0.0349-0.0363 -> 0.0348-0.0350 s (the
+  // slower n = 8192 rows that had this reverted in session 17 did not recur).
   template <class T>
-  void factor_panel(Context& ctx, T* f, std::int64_t j0, std::int64_t jb, cudaStream_t side = nullptr) {
+  void factor_panel(Context& ctx, T* f, std::int64_t j0, std::int64_t jb, const cudaStream_t* side = nullptr) {
     T* diagonal = f + j0 + j0 * n_;
     bool in_order = false;
     if constexpr (std::is_same_v<T, double>) {
@@ -1108,22 +1115,24 @@ class DeviceEngine final : public Engine {
     if (!in_order)
       panel_workspace<T>().factor(diagonal, n_, n_ - j0, int(jb), pivots_.data() + j0, j0, first_zero_pivot_.data(),
                                   j0, ctx.stream(), row_major_);
-    cudaStream_t s = side ? side : ctx.stream();
-    // (The moves and the inverse on two side streams at once: LU at n = 16384 61.9-62.4 -> 61.1-61.7
-    // ms, but in the full table after it three of ten n = 8192 FP64 rows were 10% slower; not
-    // understood and not re-measured, so not kept; session 17.)
-    if (side) side_fork_.order(ctx.stream(), side);
+    if (side) {
+      side_fork_.record(ctx.stream());
+      side_fork_.wait_in(side[0]);
+      if (!in_order) side_fork_.wait_in(side[1]);
+    }
+    cudaStream_t s = side ? side[0] : ctx.stream();
     const auto [to, from, moves] = panel_moves(j0 / nb_);
     profile_.start(Profile::RightSwaps, s);
     interchanges_to_moves(pivots_.data(), j0, int(jb), to, from, moves, s);
     profile_.stop(Profile::RightSwaps, s);
-    if (side) moves_done_.record(side);
+    if (side) moves_done_.record(s);
     if (in_order) return;  // factor_panel_in_order inverted the diagonal block
+    s = side ? side[1] : ctx.stream();
     profile_.start(Profile::PanelInverse, s);
     invert_unit_lower(diagonal, n_, int(jb), block_row_buffers<T>().l11_inverses.data() + (j0 / nb_) * nb_ * nb_, s,
                       row_major_);
     profile_.stop(Profile::PanelInverse, s);
-    if (side) inverse_done_.record(side);
+    if (side) inverse_done_.record(s);
   }
 
   // Panel q's interchanges as moves (one slot per panel: the left-hand stream reads them later).
@@ -1345,7 +1354,7 @@ class DeviceEngine final : public Engine {
   Profile profile_;
   std::unique_ptr<Context> panel_ctx_;  // the look-ahead panel's stream and cuBLAS handle
   cudaStream_t swap_stream_ = nullptr;  // the left-hand row interchanges
-  cudaStream_t side_stream_ = nullptr;  // each panel's moves and L11^-1 beside the chain (factor_panel)
+  cudaStream_t side_streams_[2] = {};  // each panel's moves and its L11^-1 beside the chain (factor_panel)
   StreamEvent side_fork_, moves_done_, inverse_done_;
   int panel_blocks_ = 32;
   std::unique_ptr<TriangularSolver<float, double>> triangular32_;  // for the current factors, FP64 arithmetic
