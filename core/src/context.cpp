@@ -1,5 +1,6 @@
 #include "mixsolve/core/context.hpp"
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -44,6 +45,7 @@ Context& Context::operator=(Context&& other) noexcept {
     workspace_ = std::exchange(other.workspace_, nullptr);
     workspace_bytes_ = std::exchange(other.workspace_bytes_, 0);
     multiprocessor_limit_ = std::exchange(other.multiprocessor_limit_, 0);
+    pool_ = std::exchange(other.pool_, nullptr);
   }
   return *this;
 }
@@ -55,6 +57,8 @@ void Context::release() noexcept {
   cudaSetDevice(device_);
   if (workspace_) cudaFreeAsync(workspace_, stream_);
   cudaStreamSynchronize(stream_);
+  if (pool_) cudaMemPoolDestroy(pool_);  // released once its last block is given back
+  pool_ = nullptr;
   if (cublas_) cublasDestroy(cublas_);
   if (stream_) cudaStreamDestroy(stream_);
   workspace_ = nullptr;
@@ -85,6 +89,57 @@ void* Context::workspace(std::size_t bytes) {
   workspace_bytes_ = rounded;
   return workspace_;
 }
+
+void* Context::allocate(std::size_t bytes) {
+  if (!has_device_) throw NotSupported("Context::allocate: this is a host-only context");
+  if (bytes == 0) return nullptr;
+  MIXSOLVE_CUDA_CHECK(cudaSetDevice(device_));
+  if (!pool_) {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device_;
+    MIXSOLVE_CUDA_CHECK(cudaMemPoolCreate(&pool_, &props));
+    // Freed blocks are never trimmed at synchronisations: only release_retained_memory() trims.
+    std::uint64_t keep = UINT64_MAX;
+    MIXSOLVE_CUDA_CHECK(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
+  }
+  void* p = nullptr;
+  const cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool_, stream_);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    throw DeviceError("Context::allocate: out of device memory for " + std::to_string(bytes) + " bytes (" +
+                      std::to_string(reserved_memory_bytes()) + " reserved by this context's pool)");
+  }
+  MIXSOLVE_CUDA_CHECK(e);
+  return p;
+}
+
+void Context::deallocate(void* p) noexcept {
+  if (p && has_device_) cudaFreeAsync(p, stream_);
+}
+
+void Context::release_retained_memory() {
+  if (!has_device_ || !pool_) return;
+  MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  MIXSOLVE_CUDA_CHECK(cudaMemPoolTrimTo(pool_, 0));
+}
+
+void Context::make_room_for(std::size_t bytes) {
+  if (pool_ && reserved_memory_bytes() - used_memory_bytes() < bytes) release_retained_memory();
+}
+
+namespace {
+std::size_t pool_attribute(cudaMemPool_t pool, cudaMemPoolAttr attribute) {
+  if (!pool) return 0;
+  std::uint64_t bytes = 0;
+  MIXSOLVE_CUDA_CHECK(cudaMemPoolGetAttribute(pool, attribute, &bytes));
+  return std::size_t(bytes);
+}
+}  // namespace
+
+std::size_t Context::reserved_memory_bytes() const { return pool_attribute(pool_, cudaMemPoolAttrReservedMemCurrent); }
+std::size_t Context::used_memory_bytes() const { return pool_attribute(pool_, cudaMemPoolAttrUsedMemCurrent); }
 
 void Context::set_multiprocessor_limit(int count) {
   if (count < 0)

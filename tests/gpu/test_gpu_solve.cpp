@@ -165,6 +165,41 @@ TEST(GpuSolve, Fp64FallbackReusesOrRejectsTheCheapRowOrder) {
   unsetenv("MIXSOLVE_FP64_LU");
 }
 
+// The engine's buffers come from the Context's pool (Context::allocate), which keeps them for the
+// next solve: a second solve of the same size maps no memory. FP64 factors after FP32 ones hand
+// the pool's unused reserve back first (Context::make_room_for), so that the memory the context
+// holds stays near the reported peak instead of FP32 + FP64 factors side by side.
+TEST(GpuSolve, RepeatedSolvesReuseTheContextsPoolWhoseReserveStaysNearThePeak) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t n = 4096;
+  const std::size_t n2 = std::size_t(n) * std::size_t(n);
+  DeviceProblem prob(111, n, 1);
+  SolveOptions o;
+  o.factorization = Precision::Fp16x3;
+  std::size_t reserved = 0;
+  for (int round = 0; round < 2; ++round) {
+    const SolveReport r = prob.solve_on_device(ctx, o);
+    EXPECT_TRUE(r.converged) << r.summary();
+    EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
+    EXPECT_EQ(ctx.used_memory_bytes(), 0u) << "every buffer given back when the solve returns";
+    if (round == 0) {
+      reserved = ctx.reserved_memory_bytes();
+      EXPECT_GE(reserved, 4 * n2) << "the FP32 factors stay in the pool";
+    } else {
+      EXPECT_EQ(ctx.reserved_memory_bytes(), reserved) << "the second solve reused the pool";
+    }
+  }
+  o.factorization = Precision::FP64;
+  const SolveReport r = prob.solve_on_device(ctx, o);
+  EXPECT_TRUE(r.converged) << r.summary();
+  EXPECT_GE(ctx.reserved_memory_bytes(), 8 * n2);
+  EXPECT_LE(ctx.reserved_memory_bytes(), r.peak_workspace_bytes + 2 * n2)
+      << "the FP32 factors' block went back before the FP64 factors were mapped";
+  ctx.release_retained_memory();
+  EXPECT_EQ(ctx.reserved_memory_bytes(), 0u);
+}
+
 // SolveOptions::probe_pivot_ratio on the device engine (its pivot ratio, the random block, a
 // 4-column product and solve): fp16x3 factors of a geo cond 1e12 matrix are far off in many
 // directions, so auto ends that attempt before refinement (the default screen lets the probe

@@ -76,6 +76,14 @@ TEST(GemmArguments, NullPointersWithElementsAreRejected) {
   expect_error<InvalidArgument>([&] { be.run(ctx, g); }, {"C is null"});
 }
 
+// A host-only Context has no device memory to hand out (Context::allocate, the solvers' pool).
+TEST(GemmArguments, HostOnlyContextHasNoDevicePool) {
+  Context ctx = Context::host_only();
+  expect_error<NotSupported>([&] { ctx.allocate(16); }, {"Context::allocate", "host-only"});
+  EXPECT_EQ(ctx.reserved_memory_bytes(), 0u);
+  ctx.release_retained_memory();  // nothing to release: no error
+}
+
 TEST(GemmArguments, WrongDataTypeIsNotSupported) {
   Context ctx = Context::host_only();
   std::vector<double> d(16, 1.0);

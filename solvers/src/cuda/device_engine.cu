@@ -504,12 +504,12 @@ class DeviceEngine final : public Engine {
   DeviceEngine(Context& ctx, const MatrixView<const double>& a, int block_size) : ctx_(ctx), a_(a) {
     n_ = a.rows;
     nb_ = std::min<std::int64_t>(block_size > 0 ? block_size : 256, kPanelMaxWidth);
-    pivots_ = DeviceBuffer<int>(std::max<std::int64_t>(n_, 1));
-    permutation_ = DeviceBuffer<int>(std::max<std::int64_t>(n_, 1));
-    first_zero_pivot_ = DeviceBuffer<int>(1);
-    info_ = DeviceBuffer<int>(1);
-    flag_ = DeviceBuffer<unsigned long long>(1);
-    column_max_ = DeviceBuffer<double>(64);
+    pivots_ = DeviceBuffer<int>(ctx_, std::max<std::int64_t>(n_, 1));
+    permutation_ = DeviceBuffer<int>(ctx_, std::max<std::int64_t>(n_, 1));
+    first_zero_pivot_ = DeviceBuffer<int>(ctx_, 1);
+    info_ = DeviceBuffer<int>(ctx_, 1);
+    flag_ = DeviceBuffer<unsigned long long>(ctx_, 1);
+    column_max_ = DeviceBuffer<double>(ctx_, 64);
     // Blocks (= multiprocessors) of the cooperative panel kernel; a tuning knob (docs/solver.md).
     panel_blocks_ = env_int("MIXSOLVE_PANEL_BLOCKS", kDefaultPanelBlocks);
   }
@@ -546,7 +546,7 @@ class DeviceEngine final : public Engine {
   }
 
   double pivot_ratio() override {
-    if (pivot_range_.size() == 0) pivot_range_ = DeviceBuffer<unsigned long long>(2);
+    if (pivot_range_.size() == 0) pivot_range_ = DeviceBuffer<unsigned long long>(ctx_, 2);
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(pivot_range_.data(), 0xff, sizeof(unsigned long long), stream()));
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(pivot_range_.data() + 1, 0, sizeof(unsigned long long), stream()));
     const unsigned blocks = std::min(blocks_for(n_), 64u);
@@ -575,7 +575,12 @@ class DeviceEngine final : public Engine {
       solve_buffer_ = DeviceBuffer<float>();
       block_rows32_ = BlockRowBuffers<float>();
       packed_l21_ = DeviceBuffer<std::uint16_t>();
-      factors64_ = DeviceBuffer<double>(n_ * n_);
+      factors64_ = DeviceBuffer<double>();
+      // The pool keeps what is freed (Context::allocate): where its unused blocks cannot hold the
+      // FP64 factors (after FP32 ones) they go back to the driver first, so that the memory the
+      // context holds stays at the reported peak.
+      ctx_.make_room_for(n_ * n_ * sizeof(double));
+      factors64_ = DeviceBuffer<double>(ctx_, n_ * n_);
       // The blocked LU below (DGEMM updates, FP64 panels) from n = kFp64EngineMinN on, where the
       // rows fit the panel kernel; else cusolverDnDgetrf. MIXSOLVE_FP64_LU=cusolver / engine
       // forces either (the engine only where it fits).
@@ -594,7 +599,9 @@ class DeviceEngine final : public Engine {
     }
     factors64_ = DeviceBuffer<double>();
     block_rows64_ = BlockRowBuffers<double>();
-    factors32_ = DeviceBuffer<float>(n_ * n_);
+    factors32_ = DeviceBuffer<float>();
+    ctx_.make_room_for(n_ * n_ * sizeof(float));
+    factors32_ = DeviceBuffer<float>(ctx_, n_ * n_);
     return factor_blocked_lu(factors32_.data(), device_update_backend(p), range_scaling);
   }
 
@@ -608,7 +615,7 @@ class DeviceEngine final : public Engine {
     }
     int lwork = 0;
     MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf_bufferSize(solver_, int(n_), int(n_), factors64_.data(), int(n_), &lwork));
-    DeviceBuffer<double> work(std::max(lwork, 1));
+    DeviceBuffer<double> work(ctx_, std::max(lwork, 1));
     MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf(solver_, int(n_), int(n_), factors64_.data(), int(n_), work.data(),
                                              pivots_.data(), info_.data()));
     track_peak(work.bytes());
@@ -626,7 +633,7 @@ class DeviceEngine final : public Engine {
       return result;
     }
     pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream());
-    triangular64_ = std::make_unique<TriangularSolver<double>>(factors64_.data(), n_, n_, stream());
+    triangular64_ = std::make_unique<TriangularSolver<double>>(factors64_.data(), n_, n_, stream(), &ctx_);
     track_peak();
     return result;
   }
@@ -648,7 +655,7 @@ class DeviceEngine final : public Engine {
     if (in_order_) {
       std::vector<int> position(n_);
       for (std::int64_t i = 0; i < n_; ++i) position[order[i]] = int(i);
-      destination_row = DeviceBuffer<int>(n_);
+      destination_row = DeviceBuffer<int>(ctx_, n_);
       destination_row.copy_from_host(position, stream());
       track_peak(destination_row.bytes());
       MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(largest_multiplier_.data(), 0, sizeof(unsigned long long), stream()));
@@ -671,9 +678,9 @@ class DeviceEngine final : public Engine {
                          " rows do not fit the cooperative panel kernel's shared memory on this GPU");
     if (!panel_ctx_) {
       const std::int64_t panels = (n_ + nb_ - 1) / nb_;
-      move_to_ = DeviceBuffer<int>(panels * 2 * kPanelMaxWidth);
-      move_from_ = DeviceBuffer<int>(panels * 2 * kPanelMaxWidth);
-      move_count_ = DeviceBuffer<int>(panels);
+      move_to_ = DeviceBuffer<int>(ctx_, panels * 2 * kPanelMaxWidth);
+      move_from_ = DeviceBuffer<int>(ctx_, panels * 2 * kPanelMaxWidth);
+      move_count_ = DeviceBuffer<int>(ctx_, panels);
       panel_ctx_ = std::make_unique<Context>(ctx_.device(), StreamPriority::High);
       MIXSOLVE_CUDA_CHECK(cudaStreamCreateWithFlags(&swap_stream_, cudaStreamNonBlocking));
       int least = 0, greatest = 0;
@@ -683,13 +690,13 @@ class DeviceEngine final : public Engine {
     }
     BlockRowBuffers<T>& block_rows = block_row_buffers<T>();
     if (block_rows.l11_inverses.size() == 0) {
-      block_rows.l11_inverses = DeviceBuffer<T>(((n_ + nb_ - 1) / nb_) * nb_ * nb_);
-      block_rows.u12_copy_chain = DeviceBuffer<T>(nb_ * nb_);
-      block_rows.u12_copy_bulk = DeviceBuffer<T>(nb_ * n_);
+      block_rows.l11_inverses = DeviceBuffer<T>(ctx_, ((n_ + nb_ - 1) / nb_) * nb_ * nb_);
+      block_rows.u12_copy_chain = DeviceBuffer<T>(ctx_, nb_ * nb_);
+      block_rows.u12_copy_bulk = DeviceBuffer<T>(ctx_, nb_ * n_);
     }
     if (in_order_ && block_rows.l21_copy.size() == 0) {
-      block_rows.u11_inverse = DeviceBuffer<T>(nb_ * nb_);
-      block_rows.l21_copy = DeviceBuffer<T>(nb_ * n_);
+      block_rows.u11_inverse = DeviceBuffer<T>(ctx_, nb_ * nb_);
+      block_rows.l21_copy = DeviceBuffer<T>(ctx_, nb_ * n_);
     }
     // The first zero pivot's column, read once at the end: no synchronisation inside the loop.
     // After a zero pivot the remaining panels compute with Inf/NaN; those factors are discarded.
@@ -729,9 +736,9 @@ class DeviceEngine final : public Engine {
     }
     pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream(), row_order_);
     if constexpr (std::is_same_v<T, float>)
-      triangular32_ = std::make_unique<TriangularSolver<float, double>>(f, n_, n_, stream());
+      triangular32_ = std::make_unique<TriangularSolver<float, double>>(f, n_, n_, stream(), &ctx_);
     else
-      triangular64_ = std::make_unique<TriangularSolver<double>>(f, n_, n_, stream());
+      triangular64_ = std::make_unique<TriangularSolver<double>>(f, n_, n_, stream(), &ctx_);
     track_peak();
     return result;
   }
@@ -749,7 +756,7 @@ class DeviceEngine final : public Engine {
     // kFp64ApplyMaxColumns columns (engine.hpp): y = P R y through a copy, the two triangles,
     // then mu S.
     if (precision_ == Precision::FP64 || k <= kFp64ApplyMaxColumns) {
-      if (solve64_.size() < std::size_t(n_ * k)) solve64_ = DeviceBuffer<double>(n_ * k);
+      if (solve64_.size() < std::size_t(n_ * k)) solve64_ = DeviceBuffer<double>(ctx_, n_ * k);
       double* w = solve64_.data();
       gather_rows(y.data, y.ld, permutation_.data(), n_, k, w, n_, stream(), row_factor());
       solve_triangles_in_fp64(w, k);
@@ -758,12 +765,12 @@ class DeviceEngine final : public Engine {
       MIXSOLVE_CUDA_CHECK_LAUNCH();
       return;
     }
-    if (solve_buffer_.size() < std::size_t(n_ * k)) solve_buffer_ = DeviceBuffer<float>(n_ * k);
+    if (solve_buffer_.size() < std::size_t(n_ * k)) solve_buffer_ = DeviceBuffer<float>(ctx_, n_ * k);
     float* w = solve_buffer_.data();
     // More columns (classic IR; GMRES applies one at a time) go through cublasStrsm in FP32. Each
     // column then gets a power of two sigma that brings max |R y| to [1/2, 1) before it is
     // rounded to FP32: a residual's size follows A's scale and may lie outside FP32's range.
-    if (vector_scale_.size() < std::size_t(2 * k)) vector_scale_ = DeviceBuffer<double>(2 * k);
+    if (vector_scale_.size() < std::size_t(2 * k)) vector_scale_ = DeviceBuffer<double>(ctx_, 2 * k);
     double *sigma = vector_scale_.data(), *inverse_sigma = sigma + k;
     column_factors_kernel<<<unsigned(k), 256, 0, stream()>>>(y.data, y.ld, n_, row_factor(), sigma, inverse_sigma);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
@@ -797,7 +804,7 @@ class DeviceEngine final : public Engine {
   }
 
   void column_norms_inf(const MatrixView<const double>& m, double* out) override {
-    if (column_max_.size() < std::size_t(m.cols)) column_max_ = DeviceBuffer<double>(m.cols);
+    if (column_max_.size() < std::size_t(m.cols)) column_max_ = DeviceBuffer<double>(ctx_, m.cols);
     column_abs_max_kernel<<<unsigned(m.cols), 256, 0, stream()>>>(m.data, m.ld, m.rows, column_max_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     column_max_.copy_to_host(out, m.cols, stream());
@@ -805,7 +812,7 @@ class DeviceEngine final : public Engine {
 
   MatrixView<double> scratch(int slot, std::int64_t cols) override {
     if (slot >= int(scratch_.size())) scratch_.resize(slot + 1);
-    if (scratch_[slot].size() < std::size_t(n_ * cols)) scratch_[slot] = DeviceBuffer<double>(n_ * cols);
+    if (scratch_[slot].size() < std::size_t(n_ * cols)) scratch_[slot] = DeviceBuffer<double>(ctx_, n_ * cols);
     track_peak();
     return device_view(scratch_[slot].data(), n_, cols, std::max<std::int64_t>(n_, 1));
   }
@@ -829,14 +836,14 @@ class DeviceEngine final : public Engine {
   }
   void gram(const MatrixView<const double>& x, const MatrixView<const double>& y, double* out) override {
     const std::size_t entries = std::size_t(x.cols * y.cols);
-    if (gram_.size() < entries) gram_ = DeviceBuffer<double>(entries);
+    if (gram_.size() < entries) gram_ = DeviceBuffer<double>(ctx_, entries);
     const double one = 1.0, zero = 0.0;
     MIXSOLVE_CUBLAS_CHECK(cublasDgemm(ctx_.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(x.cols), int(y.cols), int(n_), &one,
                                       x.data, int(x.ld), y.data, int(y.ld), &zero, gram_.data(), int(x.cols)));
     gram_.copy_to_host(out, entries, stream());
   }
   double orthogonalize(const MatrixView<const double>& v, std::int64_t count, double* w, double* h) override {
-    if (projection_.size() < std::size_t(2 * count)) projection_ = DeviceBuffer<double>(2 * count);
+    if (projection_.size() < std::size_t(2 * count)) projection_ = DeviceBuffer<double>(ctx_, 2 * count);
     double *sum = projection_.data(), *pass = sum + count;
     const double one = 1.0, minus_one = -1.0, zero = 0.0;
     cublasHandle_t handle = ctx_.cublas();
@@ -930,7 +937,7 @@ class DeviceEngine final : public Engine {
                         env_int("MIXSOLVE_LU_PACKED_L", 1) != 0;
     const std::int64_t packed_ld = 3 * group * nb_;  // halves per packed row
     if (packed && packed_l21_.size() != std::size_t(kPackedGroupSlots * packed_ld * n_))
-      packed_l21_ = DeviceBuffer<std::uint16_t>(kPackedGroupSlots * packed_ld * n_);
+      packed_l21_ = DeviceBuffer<std::uint16_t>(ctx_, kPackedGroupSlots * packed_ld * n_);
     std::vector<StreamEvent> slot_read(kPackedGroupSlots);  // the last bulk update that read a slot
     const auto slot_of = [&](std::int64_t q) { return (q / group) % kPackedGroupSlots; };
     const auto packed_row0 = [&](std::int64_t q) {  // panel q's part of packed row 0
@@ -1176,7 +1183,7 @@ class DeviceEngine final : public Engine {
       if constexpr (std::is_same_v<T, float>) return panel32_;
       else return panel64_;
     }();
-    if (!workspace) workspace = std::make_unique<PanelWorkspace<T>>(n_, panel_blocks_);
+    if (!workspace) workspace = std::make_unique<PanelWorkspace<T>>(n_, panel_blocks_, &ctx_);
     return *workspace;
   }
   template <class T>
@@ -1252,9 +1259,9 @@ class DeviceEngine final : public Engine {
     scan_ = std::make_unique<MatrixScan>();
     if (n_ == 0) return *scan_;
     const std::int64_t stripes = (n_ + kScanColumns - 1) / kScanColumns;
-    DeviceBuffer<double> partial_sums(n_ * stripes);
+    DeviceBuffer<double> partial_sums(ctx_, n_ * stripes);
     // row sums, row maxima, column maxima (doubles as bits), then the first non-finite index
-    DeviceBuffer<unsigned long long> results(3 * n_ + 1);
+    DeviceBuffer<unsigned long long> results(ctx_, 3 * n_ + 1);
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(results.data(), 0, 3 * n_ * sizeof(unsigned long long), stream()));
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(results.data() + 3 * n_, 0xff, sizeof(unsigned long long), stream()));
     const dim3 grid(unsigned((n_ + kScanRows - 1) / kScanRows), unsigned(stripes));
@@ -1311,8 +1318,8 @@ class DeviceEngine final : public Engine {
     if (!two_sided_) return;
     std::vector<double> r(n_);
     for (std::int64_t i = 0; i < n_; ++i) r[i] = equilibrating_power_of_two(rows[i]);
-    row_factor_ = DeviceBuffer<double>(n_);
-    column_factor_ = DeviceBuffer<double>(n_);
+    row_factor_ = DeviceBuffer<double>(ctx_, n_);
+    column_factor_ = DeviceBuffer<double>(ctx_, n_);
     row_factor_.copy_from_host(r, stream());
     column_factors_kernel<<<unsigned(n_), 256, 0, stream()>>>(a_.data, a_.ld, n_, row_factor_.data(),
                                                               column_factor_.data(), nullptr);
@@ -1338,7 +1345,7 @@ class DeviceEngine final : public Engine {
   // factors are a completed LU of A (permutation_ is then a row order to reuse).
   std::vector<int> row_order_;
   bool in_order_ = false, factors_complete_ = false;
-  DeviceBuffer<unsigned long long> largest_multiplier_{1};  // max |L21| in order, as double bits
+  DeviceBuffer<unsigned long long> largest_multiplier_{ctx_, 1};  // max |L21| in order, as double bits
   double mu_ = 1.0;
   DeviceBuffer<double> gram_;          // Engine::gram's k x k result
   DeviceBuffer<double> vector_scale_;  // apply_inverse: each column's sigma and 1 / sigma

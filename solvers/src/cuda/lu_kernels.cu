@@ -20,6 +20,12 @@ namespace cg = cooperative_groups;
 
 namespace {
 
+// From memory's pool where given (Context::allocate), else from cudaMalloc.
+template <class U>
+DeviceBuffer<U> device_buffer(Context* memory, std::size_t count) {
+  return memory ? DeviceBuffer<U>(*memory, count) : DeviceBuffer<U>(count);
+}
+
 unsigned blocks_for(std::int64_t total, int threads = 256) {
   const std::int64_t b = (total + threads - 1) / threads;
   return unsigned(std::min<std::int64_t>(std::max<std::int64_t>(b, 1), 65535));
@@ -1488,7 +1494,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 // ---------------------------------------------------------------------------------------------
 
 template <class T>
-PanelWorkspace<T>::PanelWorkspace(std::int64_t max_rows, int max_blocks) {
+PanelWorkspace<T>::PanelWorkspace(std::int64_t max_rows, int max_blocks, Context* memory) {
   int device = 0, sms = 0, max_shared = 0, cooperative = 0;
   MIXSOLVE_CUDA_CHECK(cudaGetDevice(&device));
   MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -1517,9 +1523,14 @@ PanelWorkspace<T>::PanelWorkspace(std::int64_t max_rows, int max_blocks) {
   const char* narrow_only = std::getenv("MIXSOLVE_PANEL_NARROW");  // for measurements: never the wide sub-panels
   if (narrow_only && *narrow_only && std::atoi(narrow_only) != 0) max_dynamic_wide_ = 0;
   constexpr int kWords = PanelTraits<T>::kWords;
-  exchange_ = DeviceBuffer<unsigned long long>(2 * (std::size_t(grid_) * kSlotWords<T, kWideSub> + kWideSub * kWords));
-  moved_rows_ = DeviceBuffer<T>(2 * kWideSub * kPanelMaxWidth);
-  MIXSOLVE_CUDA_CHECK(cudaMemset(exchange_.data(), 0, exchange_.bytes()));  // tag 0 is never current
+  const std::size_t words = 2 * (std::size_t(grid_) * kSlotWords<T, kWideSub> + kWideSub * kWords);
+  const std::size_t moved = 2 * kWideSub * kPanelMaxWidth;
+  exchange_ = device_buffer<unsigned long long>(memory, words);
+  moved_rows_ = device_buffer<T>(memory, moved);
+  if (memory)  // tag 0 is never current
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(exchange_.data(), 0, exchange_.bytes(), memory->stream()));
+  else
+    MIXSOLVE_CUDA_CHECK(cudaMemset(exchange_.data(), 0, exchange_.bytes()));
 }
 
 template <class T>
@@ -1684,14 +1695,15 @@ template void gather_rows<double>(const double*, std::int64_t, const int*, std::
                                   std::int64_t, cudaStream_t, const double*, const double*);
 
 template <class F, class V>
-TriangularSolver<F, V>::TriangularSolver(const F* lu, std::int64_t n, std::int64_t ld, cudaStream_t stream)
+TriangularSolver<F, V>::TriangularSolver(const F* lu, std::int64_t n, std::int64_t ld, cudaStream_t stream,
+                                         Context* memory)
     : lu_(lu), n_(n), ld_(ld) {
   constexpr int B = SolveRows<F>::value;
   const std::int64_t blocks = std::max<std::int64_t>((n + B - 1) / B, 1);
-  published_ = DeviceBuffer<unsigned long long>(std::max<std::int64_t>(n, 1) * kTriangularSolveMaxColumns *
-                                                 TaggedValue<V>::kWords);
-  ticket_ = DeviceBuffer<unsigned>(1);
-  inverses_ = DeviceBuffer<V>(2 * blocks * B * B);
+  published_ = device_buffer<unsigned long long>(
+      memory, std::max<std::int64_t>(n, 1) * kTriangularSolveMaxColumns * TaggedValue<V>::kWords);
+  ticket_ = device_buffer<unsigned>(memory, 1);
+  inverses_ = device_buffer<V>(memory, 2 * blocks * B * B);
   MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(published_.data(), 0, published_.bytes(), stream));  // tag 0 is never used
   vector_copies_ = ld % (16 / sizeof(F)) == 0 && reinterpret_cast<std::uintptr_t>(lu) % 16 == 0;
   if (n == 0) return;

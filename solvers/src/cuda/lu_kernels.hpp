@@ -25,7 +25,9 @@ class PanelWorkspace {
   // blocks (one per multiprocessor; fewer leave room for concurrent work; 0: all). More blocks
   // are taken where one block's share of the rows would not fit in shared memory;
   // `supported()` is false where even all multiprocessors are not enough.
-  PanelWorkspace(std::int64_t max_rows, int max_blocks);
+  // With `memory`, the scratch comes from its pool (Context::allocate) and is cleared on its
+  // stream; else from cudaMalloc.
+  PanelWorkspace(std::int64_t max_rows, int max_blocks, Context* memory = nullptr);
   bool supported() const { return supported_; }
   int blocks() const { return grid_; }
 
@@ -110,7 +112,9 @@ constexpr int kTriangularSolveMaxColumns = 4;
 template <class F, class V = F>
 class TriangularSolver {
  public:
-  TriangularSolver(const F* lu, std::int64_t n, std::int64_t ld, cudaStream_t stream);
+  // With `memory`, the solver's buffers come from its pool (Context::allocate; `stream` must be
+  // memory's).
+  TriangularSolver(const F* lu, std::int64_t n, std::int64_t ld, cudaStream_t stream, Context* memory = nullptr);
   // x: n x columns, leading dimension ldx (ignored for one column).
   void solve(V* x, std::int64_t ldx, int columns, cudaStream_t stream);
   std::size_t bytes() const { return inverses_.bytes() + published_.bytes(); }

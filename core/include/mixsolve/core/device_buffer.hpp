@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "mixsolve/core/context.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 
 namespace mixsolve {
@@ -18,6 +19,12 @@ class DeviceBuffer {
   explicit DeviceBuffer(std::size_t count) : count_(count) {
     if (count_ > 0) MIXSOLVE_CUDA_CHECK(cudaMalloc(&data_, count_ * sizeof(T)));
   }
+  // From ctx's pool, ordered on ctx.stream() (Context::allocate), and given back there: work on
+  // other streams must be ordered after the allocation and before the destruction. ctx must
+  // outlive the buffer.
+  DeviceBuffer(Context& ctx, std::size_t count) : count_(count), ctx_(&ctx) {
+    if (count_ > 0) data_ = static_cast<T*>(ctx.allocate(count_ * sizeof(T)));
+  }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
@@ -27,7 +34,9 @@ class DeviceBuffer {
     return *this;
   }
   ~DeviceBuffer() {
-    if (data_) cudaFree(data_);
+    if (!data_) return;
+    if (ctx_) ctx_->deallocate(data_);
+    else cudaFree(data_);
   }
 
   T* data() { return data_; }
@@ -63,9 +72,11 @@ class DeviceBuffer {
   void swap(DeviceBuffer& o) noexcept {
     std::swap(data_, o.data_);
     std::swap(count_, o.count_);
+    std::swap(ctx_, o.ctx_);
   }
   T* data_ = nullptr;
   std::size_t count_ = 0;
+  Context* ctx_ = nullptr;  // pooled (Context::allocate), else cudaMalloc
 };
 
 }  // namespace mixsolve
