@@ -91,12 +91,17 @@ class Engine {
   virtual std::int64_t default_auto_min_n() const = 0;
   std::int64_t n() const { return n_; }
 
+  // The first factorization the driver will ask for, told before anything reads A: an engine may
+  // prepare its copy of A in the same pass as the checks (the device engine's FP32 copy rides on
+  // its scan of A). A hint only: factor() decides.
+  virtual void expect_factorization(Precision p) {}
   // ||A||_inf of the FP64 matrix.
   virtual double norm_inf() = 0;
   // Position of a NaN or Inf in `m` (same memory space), or {-1, -1}.
   virtual std::pair<std::int64_t, std::int64_t> find_nonfinite(const MatrixView<const double>& m) = 0;
   // Factorizes A in precision p (replacing earlier factors).
-  // range_scaling: factor mu R A S (SolveOptions::range_scaling; only asked for FP16 / BF16);
+  // range_scaling: factor mu R A S (SolveOptions::range_scaling; only asked for FP16, BF16 and
+  // fp16x3);
   // apply_inverse then applies A^-1 ~ mu S (LU)^-1 R.
   // reuse_pivot_order (FP64 only): where an earlier factorization of this engine completed, follow
   // its row order with pivoting inside the diagonal blocks, checked against

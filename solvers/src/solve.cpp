@@ -266,12 +266,13 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
   } else {
     s.engine = solvers_detail::make_host_engine(ctx, a, options.block_size);
   }
+  s.path = precision_path(options, s.engine->n(), s.engine->default_auto_min_n());
+  if (!s.path.empty()) s.engine->expect_factorization(s.path.front());
   const auto bad = s.engine->find_nonfinite(a);
   if (bad.first >= 0)
     throw InvalidArgument(std::string(where) + ": A(" + std::to_string(bad.first) + ", " + std::to_string(bad.second) +
                           ") is NaN or Inf");
   s.norm_a = s.engine->norm_inf();
-  s.path = precision_path(options, s.engine->n(), s.engine->default_auto_min_n());
 }
 
 Factorization::~Factorization() = default;

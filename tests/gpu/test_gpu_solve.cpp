@@ -283,6 +283,42 @@ TEST(GpuSolve, Fp16x3LuRefinesAlikeWithEveryUpdateGroup) {
   }
 }
 
+// The FP32 copy made in the scan of A (DeviceEngine::prepared_copy_usable: A rounded as is, where
+// range scaling by a power of two mu would change only exponents) gives the same solution, bit for
+// bit, as the copy of mu A the conversion makes (MIXSOLVE_SCAN_COPY=0): every rounding of the LU
+// and of the solves scales with mu. A's largest entry ~37 (mu = 2^-6); and one beyond 2^20, where
+// the scan's copy is not taken, converges too.
+TEST(GpuSolve, Fp16x3FactorsOfTheScansCopyMatchThoseOfTheScaledCopyBitForBit) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t n = 2100;
+  for (const double scale : {37.0, 0x1p30}) {
+    DeviceProblem prob(121, n, 2);
+    for (double& v : prob.a) v *= scale;
+    prob.upload(122);
+    std::vector<std::vector<double>> solutions;
+    std::vector<int> iterations;
+    for (const char* copy : {"1", "0"}) {
+      setenv("MIXSOLVE_SCAN_COPY", copy, 1);
+      SolveOptions o;
+      o.factorization = Precision::Fp16x3;
+      o.fallback = false;
+      const SolveReport r = prob.solve_on_device(ctx, o);
+      unsetenv("MIXSOLVE_SCAN_COPY");
+      SCOPED_TRACE(std::string("scale ") + std::to_string(scale) + ", MIXSOLVE_SCAN_COPY=" + copy);
+      EXPECT_TRUE(r.converged) << r.summary();
+      EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
+      solutions.push_back(prob.x);
+      iterations.push_back(r.iterations);
+    }
+    EXPECT_EQ(iterations[0], iterations[1]);
+    if (scale < 0x1p20) {
+      for (std::size_t i = 0; i < solutions[0].size(); ++i)
+        ASSERT_EQ(solutions[0][i], solutions[1][i]) << "entry " << i;
+    }
+  }
+}
+
 TEST(GpuSolve, RangeScalingLetsFp16AndBf16FactorBadlyScaledMatrices) {
   // The device engine's range scaling (SolveOptions::range_scaling) on the cases of the host
   // tests, at n = 1000 with two right-hand sides: entries near 2^40 (beyond FP16), near 2^-30

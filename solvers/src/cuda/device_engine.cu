@@ -11,6 +11,7 @@
 #include <cusolverDn.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -138,39 +139,60 @@ __global__ void count_nonfinite_kernel(const T* a, std::int64_t lda, std::int64_
 // kScanRows rows (one per thread) and kScanColumns columns writes its rows' sums of |a_ij| to
 // row_partial_sums[i + n blockIdx.y] (summed in order afterwards: deterministic), and raises
 // the rows' and columns' largest |a_ij| (as the bits of non-negative doubles, whose order is the
-// integer order) and lowers the first NaN/Inf's index i + j n. Non-finite entries count as 0.
+// integer order), lowers the first NaN/Inf's index i + j n and the smallest nonzero finite
+// |a_ij|. Non-finite entries count as 0. With `converted` (session 18) the same pass also writes
+// FP32(a_ij) row-major (element (i, j) at converted[j + i n]) through kScanChunk columns at a
+// time in shared memory, so that a warp stores whole runs of a row: the FP32 copy of an LU
+// without a second read of A (DeviceEngine::prepared_copy_usable). A thread loads kScanChunk
+// values before it uses any, which keeps the pass at the memory's pace despite the barriers.
 constexpr int kScanRows = 256;
 constexpr int kScanColumns = 256;
+constexpr int kScanChunk = 32;  // columns loaded at once (a thread's loads in flight)
 __global__ void __launch_bounds__(kScanRows)
     scan_matrix_kernel(const double* a, std::int64_t lda, std::int64_t n, double* row_partial_sums,
-                       unsigned long long* row_max, unsigned long long* column_max, unsigned long long* first_bad) {
-  __shared__ double warp_column_max[kScanRows / 32][kScanColumns];
-  const std::int64_t i = std::int64_t(blockIdx.x) * kScanRows + threadIdx.x;
+                       unsigned long long* row_max, unsigned long long* column_max, unsigned long long* first_bad,
+                       unsigned long long* min_nonzero, float* converted) {
+  __shared__ double warp_column_max[kScanRows / 32][kScanChunk];
+  __shared__ float stage[kScanRows][kScanChunk + 1];
+  const std::int64_t i0 = std::int64_t(blockIdx.x) * kScanRows, i = i0 + threadIdx.x;
   const std::int64_t j0 = std::int64_t(blockIdx.y) * kScanColumns, j1 = min(n, j0 + kScanColumns);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  double sum = 0, largest = 0;
-  for (std::int64_t j = j0; j < j1; ++j) {
-    double v = 0;
-    if (i < n) {
-      const double x = a[i + j * lda];
-      if (isfinite(x)) v = fabs(x);
-      else atomicMin(first_bad, static_cast<unsigned long long>(i + j * n));
+  double sum = 0, largest = 0, smallest = INFINITY;
+  for (std::int64_t c0 = j0; c0 < j1; c0 += kScanChunk) {
+    const int width = int(min(std::int64_t(kScanChunk), j1 - c0));
+    double x[kScanChunk];
+#pragma unroll
+    for (int c = 0; c < kScanChunk; ++c) x[c] = i < n && c < width ? a[i + (c0 + c) * lda] : 0.0;
+#pragma unroll
+    for (int c = 0; c < kScanChunk; ++c) {
+      double v = 0;
+      if (isfinite(x[c])) v = fabs(x[c]);
+      else atomicMin(first_bad, static_cast<unsigned long long>(i + (c0 + c) * n));
+      if (converted) stage[threadIdx.x][c] = static_cast<float>(x[c]);
+      sum += v;
+      largest = fmax(largest, v);
+      if (v > 0) smallest = fmin(smallest, v);
+      for (int o = 16; o > 0; o /= 2) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
+      if (lane == 0) warp_column_max[warp][c] = v;
     }
-    sum += v;
-    largest = fmax(largest, v);
-    for (int o = 16; o > 0; o /= 2) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
-    if (lane == 0) warp_column_max[warp][j - j0] = v;
+    __syncthreads();
+    if (threadIdx.x < width) {
+      double m = 0;
+      for (int w = 0; w < kScanRows / 32; ++w) m = fmax(m, warp_column_max[w][threadIdx.x]);
+      atomicMax(column_max + c0 + threadIdx.x, static_cast<unsigned long long>(__double_as_longlong(m)));
+    }
+    if (converted)  // a warp stores one row's run of the chunk at a time
+      for (int r = warp; r < kScanRows; r += kScanRows / 32)
+        if (i0 + r < n && lane < width) converted[c0 + lane + (i0 + r) * n] = stage[r][lane];
+    __syncthreads();  // the stage and the column maxima are rewritten next
   }
   if (i < n) {
     row_partial_sums[i + std::int64_t(blockIdx.y) * n] = sum;
     atomicMax(row_max + i, static_cast<unsigned long long>(__double_as_longlong(largest)));
   }
-  __syncthreads();
-  for (std::int64_t c = threadIdx.x; c < j1 - j0; c += blockDim.x) {
-    double m = 0;
-    for (int w = 0; w < kScanRows / 32; ++w) m = fmax(m, warp_column_max[w][c]);
-    atomicMax(column_max + j0 + c, static_cast<unsigned long long>(__double_as_longlong(m)));
-  }
+  for (int o = 16; o > 0; o /= 2) smallest = fmin(smallest, __shfl_xor_sync(0xffffffffu, smallest, o));
+  if (lane == 0 && smallest < INFINITY)
+    atomicMin(min_nonzero, static_cast<unsigned long long>(__double_as_longlong(smallest)));
 }
 
 // row_sums[i] = the sum over the stripes s of row_partial_sums[i + n s], in order.
@@ -525,6 +547,7 @@ class DeviceEngine final : public Engine {
   Memory memory() const override { return Memory::Device; }
   std::int64_t default_auto_min_n() const override { return 12288; }  // SolveOptions::auto_min_n
 
+  void expect_factorization(Precision p) override { expected_precision_ = p; }
   double norm_inf() override { return scan_a().norm_inf; }
 
   std::pair<std::int64_t, std::int64_t> find_nonfinite(const MatrixView<const double>& m) override {
@@ -570,6 +593,7 @@ class DeviceEngine final : public Engine {
     two_sided_ = false;
     mu_ = 1.0;
     if (p == Precision::FP64) {
+      prepared_copy_ = false;
       // The FP32 factors go first: the FP64 ones never sit beside them (peak 8 n^2, not 12 n^2).
       factors32_ = DeviceBuffer<float>();
       solve_buffer_ = DeviceBuffer<float>();
@@ -599,9 +623,10 @@ class DeviceEngine final : public Engine {
     }
     factors64_ = DeviceBuffer<double>();
     block_rows64_ = BlockRowBuffers<double>();
-    factors32_ = DeviceBuffer<float>();
-    ctx_.make_room_for(n_ * n_ * sizeof(float));
-    factors32_ = DeviceBuffer<float>(ctx_, n_ * n_);
+    // The scan's copy (scan_a), once, where it is what the conversion would make (up to mu).
+    const bool prepared = std::exchange(prepared_copy_, false) && prepared_copy_usable(p, range_scaling);
+    if (prepared) return factor_blocked_lu(factors32_.data(), device_update_backend(p), false, {}, true);
+    allocate_factors32();
     return factor_blocked_lu(factors32_.data(), device_update_backend(p), range_scaling);
   }
 
@@ -645,7 +670,7 @@ class DeviceEngine final : public Engine {
   // else Rejected (the caller then factors with partial pivoting).
   template <class T>
   FactorResult factor_blocked_lu(T* f, const gemm::Backend& update, bool range_scaling,
-                                 const std::vector<int>& order = {}) {
+                                 const std::vector<int>& order = {}, bool copy_ready = false) {
     FactorResult result;
     if (range_scaling) compute_range_scaling();
     reset_first_nonfinite();
@@ -660,16 +685,18 @@ class DeviceEngine final : public Engine {
       track_peak(destination_row.bytes());
       MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(largest_multiplier_.data(), 0, sizeof(unsigned long long), stream()));
     }
-    if (row_major_) {
+    if (copy_ready) {  // the scan's row-major copy, finite (prepared_copy_usable)
+    } else if (row_major_) {
       const dim3 tiles(unsigned((n_ + 31) / 32), unsigned((n_ + 31) / 32));
       convert_transposed_kernel<T><<<tiles, dim3(32, 8), 0, stream()>>>(
           a_.data, a_.ld, f, n_, n_, row_factor(), column_factor(), mu_, flag_.data(), destination_row.data());
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
     } else {
       convert_kernel<<<stripe_grid(n_, n_), 256, 0, stream()>>>(a_.data, a_.ld, f, n_, n_, n_, row_factor(),
                                                                 column_factor(), mu_, flag_.data());
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
     }
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-    if (read_first_nonfinite(n_).first >= 0) {
+    if (!copy_ready && read_first_nonfinite(n_).first >= 0) {
       result.status = StopReason::Overflow;  // beyond the factors' range
       return result;
     }
@@ -1252,22 +1279,30 @@ class DeviceEngine final : public Engine {
   struct MatrixScan {
     std::int64_t first_nonfinite = -1;  // i + j n of the first NaN/Inf in column-major order
     double norm_inf = 0;
+    double largest = 0, smallest_nonzero = INFINITY;  // of the finite |a_ij|
     std::vector<double> row_max, column_max;  // of |a_ij|
   };
   const MatrixScan& scan_a() {
     if (scan_) return *scan_;
     scan_ = std::make_unique<MatrixScan>();
     if (n_ == 0) return *scan_;
+    // The FP32 copy of an LU in the same pass where one is expected (expect_factorization), A
+    // rounded as is: factor_unchecked takes it where prepared_copy_usable. A second read of A
+    // took ~0.65 ms at n = 16384 (H100). MIXSOLVE_SCAN_COPY=0: never.
+    prepared_copy_ = expected_precision_ != Precision::Auto && expected_precision_ != Precision::FP64 &&
+                     row_major_layout() && env_int("MIXSOLVE_SCAN_COPY", 1) != 0;
+    if (prepared_copy_) allocate_factors32();
     const std::int64_t stripes = (n_ + kScanColumns - 1) / kScanColumns;
     DeviceBuffer<double> partial_sums(ctx_, n_ * stripes);
-    // row sums, row maxima, column maxima (doubles as bits), then the first non-finite index
-    DeviceBuffer<unsigned long long> results(ctx_, 3 * n_ + 1);
+    // row sums, row maxima, column maxima (doubles as bits), then the first non-finite index and
+    // the smallest nonzero |a_ij|
+    DeviceBuffer<unsigned long long> results(ctx_, 3 * n_ + 2);
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(results.data(), 0, 3 * n_ * sizeof(unsigned long long), stream()));
-    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(results.data() + 3 * n_, 0xff, sizeof(unsigned long long), stream()));
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(results.data() + 3 * n_, 0xff, 2 * sizeof(unsigned long long), stream()));
     const dim3 grid(unsigned((n_ + kScanRows - 1) / kScanRows), unsigned(stripes));
-    scan_matrix_kernel<<<grid, kScanRows, 0, stream()>>>(a_.data, a_.ld, n_, partial_sums.data(),
-                                                         results.data() + n_, results.data() + 2 * n_,
-                                                         results.data() + 3 * n_);
+    scan_matrix_kernel<<<grid, kScanRows, 0, stream()>>>(
+        a_.data, a_.ld, n_, partial_sums.data(), results.data() + n_, results.data() + 2 * n_,
+        results.data() + 3 * n_, results.data() + 3 * n_ + 1, prepared_copy_ ? factors32_.data() : nullptr);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     sum_row_partials_kernel<<<blocks_for(n_), 256, 0, stream()>>>(partial_sums.data(), n_, stripes, results.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
@@ -1284,9 +1319,35 @@ class DeviceEngine final : public Engine {
     for (std::int64_t i = 0; i < n_; ++i) {
       scan_->row_max[i] = value(n_ + i);
       scan_->column_max[i] = value(2 * n_ + i);
+      scan_->largest = std::max(scan_->largest, scan_->row_max[i]);
     }
     if (bits[3 * n_] != ~0ull) scan_->first_nonfinite = std::int64_t(bits[3 * n_]);
+    if (bits[3 * n_ + 1] != ~0ull) scan_->smallest_nonzero = value(3 * n_ + 1);
     return *scan_;
+  }
+
+  // Whether factor_unchecked may factor the scan's FP32 copy of A (A rounded as is: mu = 1,
+  // R = S = I) for an FP32-stored LU with or without range scaling. Without, the conversion would
+  // write the same copy. With it (fp16x3: FP16 and BF16 round their copy into their own range),
+  // where no rows or columns need equilibrating and A's largest entry lies within 2^+-20 of 1, the
+  // power of two mu changes only exponents: with every nonzero entry normal in FP32 both as is and
+  // times mu, FP32(mu a) = mu FP32(a), and every rounding of the LU scales with mu (the FP32 panel,
+  // the fp16x3 products, which scale each operand by its own power of two), so the factors of A
+  // are those of mu A but for U's exponents, with 2^100 of room above and below for the growth.
+  bool prepared_copy_usable(Precision p, bool range_scaling) {
+    const MatrixScan& scan = scan_a();
+    if (!(scan.largest <= FLT_MAX)) return false;  // Inf in the copy: the conversion reports it
+    if (!range_scaling) return true;
+    if (p != Precision::Fp16x3) return false;
+    const RangeScaling choice = choose_range_scaling(scan.row_max, scan.column_max);
+    return !choice.two_sided && scan.largest >= 0x1p-20 && scan.largest <= 0x1p20 &&
+           scan.smallest_nonzero >= 0x1p-126 && scan.smallest_nonzero * choice.mu >= 0x1p-126;
+  }
+
+  void allocate_factors32() {
+    factors32_ = DeviceBuffer<float>();
+    ctx_.make_room_for(n_ * n_ * sizeof(float));
+    factors32_ = DeviceBuffer<float>(ctx_, n_ * n_);
   }
 
   // `transient`: a workspace that lives only during the current step.
@@ -1331,6 +1392,8 @@ class DeviceEngine final : public Engine {
   cusolverDnHandle_t solver_ = nullptr;
   Precision precision_ = Precision::FP64;
   DeviceBuffer<float> factors32_, solve_buffer_;
+  Precision expected_precision_ = Precision::Auto;  // expect_factorization's hint
+  bool prepared_copy_ = false;  // factors32_ holds the scan's FP32 copy of A, row-major (scan_a)
   DeviceBuffer<double> factors64_, solve64_, column_max_;
   // Range scaling of the current FP32 factors: they are of mu R A S (R = S = I unless two_sided_).
   DeviceBuffer<double> row_factor_, column_factor_;
