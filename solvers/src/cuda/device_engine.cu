@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <tuple>
 #include <type_traits>
@@ -1008,7 +1009,10 @@ class DeviceEngine final : public Engine {
     // The updates of panels [p0, p1] on the columns [c0, c1), on c's stream: their interchanges
     // in order, then per panel U12 = L11^-1 A12 and the update of the group's later block rows,
     // then one update of every row below the group with k = the group's width.
-    const auto apply_panels = [&](Context& c, std::int64_t p0, std::int64_t p1, std::int64_t c0, std::int64_t c1) {
+    // after_swaps: run between the interchanges and the first block-row solve (the chain's wait for
+    // the newest L11^-1).
+    const auto apply_panels = [&](Context& c, std::int64_t p0, std::int64_t p1, std::int64_t c0, std::int64_t c1,
+                                  const std::function<void()>& after_swaps = {}) {
       cudaStream_t s = c.stream();
       // The chain's products run beside the bulk stream's long GEMMs: without clusters, so that
       // they start on the multiprocessors the bulk update leaves (gemm::KernelPlacement).
@@ -1039,6 +1043,7 @@ class DeviceEngine final : public Engine {
         apply_row_moves(f, n_, to, from, moves, c0, c1, c1, c1, s, row_major_);
       }
       profile.stop(Profile::RightSwaps, s);
+      if (after_swaps) after_swaps();
       const std::int64_t below = first_column(p1 + 1);
       for (std::int64_t q = p0; q <= p1; ++q) {
         const std::int64_t j0 = first_column(q), jb = first_column(q + 1) - j0;
@@ -1072,8 +1077,14 @@ class DeviceEngine final : public Engine {
                           (p - pending) * 3 * nb_ / 2, 0, 0, chain, true);
         profile.stop(Profile::LeftSwaps, chain);
       }
-      if (side) inverse_done_.wait_in(chain);  // panel p's L11^-1, for the U12 of both streams
-      moves_ready.record(chain);
+      // Panel p's L11^-1, for the U12 of both streams: the chain waits for it after its
+      // interchanges on the next panel's columns, which run beside it, and the bulk stream's next
+      // update after the chain (moves_ready). Session 18 (H100, alternating, median of 3): n =
+      // 16384 geo 1e4 0.0730-0.0734 -> 0.0726-0.0728 s; no change at 32768.
+      const auto inverse_ready = [&] {
+        if (side) inverse_done_.wait_in(chain);
+        moves_ready.record(chain);
+      };
       // The older L columns' interchanges start once the chain has updated the next panel's
       // columns: they saturate the memory bandwidth (one 32-byte sector per 4-byte value), and
       // beside the chain's short kernels they doubled those (H100, session 7); beside the panel
@@ -1087,13 +1098,14 @@ class DeviceEngine final : public Engine {
         profile.stop(Profile::LeftSwaps, left);
       };
       if (p + 1 == panels) {
+        inverse_ready();
         swap_left_columns();
         break;
       }
       // The next panel's columns, then the next panel, on the chain.
       const std::int64_t next = first_column(p + 1), after_next = first_column(p + 2);
       if (column_ready[p + 1]) column_ready[p + 1]->wait_in(chain);
-      apply_panels(chain_ctx, pending, p, next, after_next);
+      apply_panels(chain_ctx, pending, p, next, after_next, inverse_ready);
       swap_left_columns();
       profile.start(Profile::Panel, chain);
       factor_panel(chain_ctx, f, next, after_next - next, side);
