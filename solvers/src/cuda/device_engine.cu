@@ -686,20 +686,21 @@ class DeviceEngine final : public Engine {
       track_peak(destination_row.bytes());
       MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(largest_multiplier_.data(), 0, sizeof(unsigned long long), stream()));
     }
-    if (copy_ready) {  // the scan's row-major copy, finite (prepared_copy_usable)
-    } else if (row_major_) {
-      const dim3 tiles(unsigned((n_ + 31) / 32), unsigned((n_ + 31) / 32));
-      convert_transposed_kernel<T><<<tiles, dim3(32, 8), 0, stream()>>>(
-          a_.data, a_.ld, f, n_, n_, row_factor(), column_factor(), mu_, flag_.data(), destination_row.data());
+    // A's copy in f, unless the scan made it (copy_ready: row-major and finite, prepared_copy_usable).
+    if (!copy_ready) {
+      if (row_major_) {
+        const dim3 tiles(unsigned((n_ + 31) / 32), unsigned((n_ + 31) / 32));
+        convert_transposed_kernel<T><<<tiles, dim3(32, 8), 0, stream()>>>(
+            a_.data, a_.ld, f, n_, n_, row_factor(), column_factor(), mu_, flag_.data(), destination_row.data());
+      } else {
+        convert_kernel<<<stripe_grid(n_, n_), 256, 0, stream()>>>(a_.data, a_.ld, f, n_, n_, n_, row_factor(),
+                                                                  column_factor(), mu_, flag_.data());
+      }
       MIXSOLVE_CUDA_CHECK_LAUNCH();
-    } else {
-      convert_kernel<<<stripe_grid(n_, n_), 256, 0, stream()>>>(a_.data, a_.ld, f, n_, n_, n_, row_factor(),
-                                                                column_factor(), mu_, flag_.data());
-      MIXSOLVE_CUDA_CHECK_LAUNCH();
-    }
-    if (!copy_ready && read_first_nonfinite(n_).first >= 0) {
-      result.status = StopReason::Overflow;  // beyond the factors' range
-      return result;
+      if (read_first_nonfinite(n_).first >= 0) {
+        result.status = StopReason::Overflow;  // beyond the factors' range
+        return result;
+      }
     }
     if (!panel_workspace<T>().supported())
       throw NotSupported("device LU: n = " + std::to_string(n_) +

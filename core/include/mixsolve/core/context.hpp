@@ -1,5 +1,6 @@
 // Context: the device, the stream every operation is ordered on, the cuBLAS handle, a reusable
-// workspace and a pool of device memory that keeps what is freed for the next allocation. One Context per thread of work; it is not thread-safe.
+// workspace and a pool of device memory that keeps what is freed for the next allocation. One
+// Context per thread of work; it is not thread-safe.
 #pragma once
 
 #include <cublas_v2.h>
