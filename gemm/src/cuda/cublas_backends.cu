@@ -369,36 +369,36 @@ __global__ void pack_fp16x3_kernel(std::int64_t k, std::int64_t n, const float* 
 // clusters and without split-K (no partial tiles that wait for each other): each thread block
 // starts on any free multiprocessor. The first algorithm in the heuristic's order that allows
 // it is taken (a clustered one with its cluster shape set to 1 x 1 x 1, if cublasLtMatmulAlgoCheck
-// accepts that) and kept per shape and device. Returns false, with nothing launched, where no
-// algorithm qualifies. On `stream`; no workspace.
+// accepts that) and kept per shape and device, with the shape's descriptors (host objects, kept
+// for the process: the look-ahead calls this once or twice per panel). Returns false, with
+// nothing launched, where no algorithm qualifies. On `stream`; no workspace.
 bool unclustered_fp16_gemm(cudaStream_t stream, int m, int n, int k, const float* alpha, const __half* a, int lda,
                            const __half* b, int ldb, const float* beta, float* c, int ldc) {
+  struct Plan {
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    std::optional<cublasLtMatmulAlgo_t> algo;
+  };
   static std::mutex mutex;
   static cublasLtHandle_t handle = nullptr;  // not tied to a CUDA context, unlike a cuBLAS handle
-  static std::map<std::tuple<int, int, int, int, int, int, int>, std::optional<cublasLtMatmulAlgo_t>> chosen;
+  static cublasLtMatmulDesc_t op = nullptr;  // FP32 compute and scalars, scalars on the device
+  static std::map<std::tuple<int, int, int, int, int, int, int>, Plan> plans;
   std::lock_guard<std::mutex> lock(mutex);
-  if (!handle) MIXSOLVE_CUBLAS_CHECK(cublasLtCreate(&handle));
-  struct Descriptors {  // released on every path
-    cublasLtMatmulDesc_t op = nullptr;
-    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-    ~Descriptors() {
-      if (c) cublasLtMatrixLayoutDestroy(c);
-      if (b) cublasLtMatrixLayoutDestroy(b);
-      if (a) cublasLtMatrixLayoutDestroy(a);
-      if (op) cublasLtMatmulDescDestroy(op);
-    }
-  } d;
-  MIXSOLVE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  const cublasLtPointerMode_t device_scalars = CUBLASLT_POINTER_MODE_DEVICE;
-  MIXSOLVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_POINTER_MODE, &device_scalars,
-                                                       sizeof(device_scalars)));
-  MIXSOLVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.a, CUDA_R_16F, m, k, lda));
-  MIXSOLVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.b, CUDA_R_16F, k, n, ldb));
-  MIXSOLVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.c, CUDA_R_32F, m, n, ldc));
+  if (!handle) {
+    MIXSOLVE_CUBLAS_CHECK(cublasLtCreate(&handle));
+    MIXSOLVE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasLtPointerMode_t device_scalars = CUBLASLT_POINTER_MODE_DEVICE;
+    MIXSOLVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_POINTER_MODE, &device_scalars,
+                                                         sizeof(device_scalars)));
+  }
   int device = 0;
   MIXSOLVE_CUDA_CHECK(cudaGetDevice(&device));
-  auto it = chosen.find({device, m, n, k, lda, ldb, ldc});
-  if (it == chosen.end()) {
+  const auto key = std::tuple{device, m, n, k, lda, ldb, ldc};
+  auto it = plans.find(key);
+  if (it == plans.end()) {
+    Plan plan;
+    MIXSOLVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, CUDA_R_16F, m, k, lda));
+    MIXSOLVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, CUDA_R_16F, k, n, ldb));
+    MIXSOLVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.c, CUDA_R_32F, m, n, ldc));
     cublasLtMatmulPreference_t preference = nullptr;
     MIXSOLVE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
     const std::size_t no_workspace = 0;
@@ -407,11 +407,10 @@ bool unclustered_fp16_gemm(cudaStream_t stream, int m, int n, int k, const float
     constexpr int kCandidates = 16;
     cublasLtMatmulHeuristicResult_t results[kCandidates];
     int found = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, d.op, d.a, d.b, d.c, d.c, preference,
-                                                                 kCandidates, results, &found);
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, op, plan.a, plan.b, plan.c, plan.c,
+                                                                 preference, kCandidates, results, &found);
     cublasLtMatmulPreferenceDestroy(preference);
-    std::optional<cublasLtMatmulAlgo_t> pick;
-    for (int i = 0; status == CUBLAS_STATUS_SUCCESS && i < found && !pick; ++i) {
+    for (int i = 0; status == CUBLAS_STATUS_SUCCESS && i < found && !plan.algo; ++i) {
       cublasLtMatmulAlgo_t algo = results[i].algo;
       std::int32_t split_k = 1;
       std::size_t written = 0;
@@ -422,15 +421,17 @@ bool unclustered_fp16_gemm(cudaStream_t stream, int m, int n, int k, const float
       if (split_k <= 1 &&
           cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &one_block,
                                                sizeof(one_block)) == CUBLAS_STATUS_SUCCESS &&
-          cublasLtMatmulAlgoCheck(handle, d.op, d.a, d.b, d.c, d.c, &algo, &check) == CUBLAS_STATUS_SUCCESS &&
+          cublasLtMatmulAlgoCheck(handle, op, plan.a, plan.b, plan.c, plan.c, &algo, &check) ==
+              CUBLAS_STATUS_SUCCESS &&
           check.workspaceSize == 0)
-        pick = algo;
+        plan.algo = algo;
     }
-    it = chosen.emplace(std::tuple{device, m, n, k, lda, ldb, ldc}, pick).first;
+    it = plans.emplace(key, plan).first;
   }
-  if (!it->second) return false;
-  MIXSOLVE_CUBLAS_CHECK(cublasLtMatmul(handle, d.op, alpha, a, d.a, b, d.b, beta, c, d.c, c, d.c, &*it->second,
-                                       nullptr, 0, stream));
+  const Plan& plan = it->second;
+  if (!plan.algo) return false;
+  MIXSOLVE_CUBLAS_CHECK(cublasLtMatmul(handle, op, alpha, a, plan.a, b, plan.b, beta, c, plan.c, c, plan.c,
+                                       &*plan.algo, nullptr, 0, stream));
   return true;
 }
 

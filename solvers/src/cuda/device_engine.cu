@@ -600,12 +600,7 @@ class DeviceEngine final : public Engine {
       solve_buffer_ = DeviceBuffer<float>();
       block_rows32_ = BlockRowBuffers<float>();
       packed_l21_ = DeviceBuffer<std::uint16_t>();
-      factors64_ = DeviceBuffer<double>();
-      // The pool keeps what is freed (Context::allocate): where its unused blocks cannot hold the
-      // FP64 factors (after FP32 ones) they go back to the driver first, so that the memory the
-      // context holds stays at the reported peak.
-      ctx_.make_room_for(n_ * n_ * sizeof(double));
-      factors64_ = DeviceBuffer<double>(ctx_, n_ * n_);
+      allocate_factors(factors64_);
       // The blocked LU below (DGEMM updates, FP64 panels) from n = kFp64EngineMinN on, where the
       // rows fit the panel kernel; else cusolverDnDgetrf. MIXSOLVE_FP64_LU=cusolver / engine
       // forces either (the engine only where it fits).
@@ -627,7 +622,7 @@ class DeviceEngine final : public Engine {
     // The scan's copy (scan_a), once, where it is what the conversion would make (up to mu).
     const bool prepared = std::exchange(prepared_copy_, false) && prepared_copy_usable(p, range_scaling);
     if (prepared) return factor_blocked_lu(factors32_.data(), device_update_backend(p), false, {}, true);
-    allocate_factors32();
+    allocate_factors(factors32_);
     return factor_blocked_lu(factors32_.data(), device_update_backend(p), range_scaling);
   }
 
@@ -1304,7 +1299,7 @@ class DeviceEngine final : public Engine {
     // took ~0.65 ms at n = 16384 (H100). MIXSOLVE_SCAN_COPY=0: never.
     prepared_copy_ = expected_precision_ != Precision::Auto && expected_precision_ != Precision::FP64 &&
                      row_major_layout() && env_int("MIXSOLVE_SCAN_COPY", 1) != 0;
-    if (prepared_copy_) allocate_factors32();
+    if (prepared_copy_) allocate_factors(factors32_);
     const std::int64_t stripes = (n_ + kScanColumns - 1) / kScanColumns;
     DeviceBuffer<double> partial_sums(ctx_, n_ * stripes);
     // row sums, row maxima, column maxima (doubles as bits), then the first non-finite index and
@@ -1357,10 +1352,15 @@ class DeviceEngine final : public Engine {
            scan.smallest_nonzero >= 0x1p-126 && scan.smallest_nonzero * choice.mu >= 0x1p-126;
   }
 
-  void allocate_factors32() {
-    factors32_ = DeviceBuffer<float>();
-    ctx_.make_room_for(n_ * n_ * sizeof(float));
-    factors32_ = DeviceBuffer<float>(ctx_, n_ * n_);
+  // n x n factors in `f` (the old ones freed first). The pool keeps what is freed
+  // (Context::allocate): where its unused blocks cannot hold the new factors (FP64 ones after FP32
+  // ones) they go back to the driver first, so that the memory the context holds stays at the
+  // reported peak.
+  template <class U>
+  void allocate_factors(DeviceBuffer<U>& f) {
+    f = DeviceBuffer<U>();
+    ctx_.make_room_for(n_ * n_ * sizeof(U));
+    f = DeviceBuffer<U>(ctx_, n_ * n_);
   }
 
   // `transient`: a workspace that lives only during the current step.
