@@ -923,7 +923,7 @@ __global__ void gather_rows_kernel(const double* y, std::int64_t ldy, const int*
 // ---------------------------------------------------------------------------------------------
 // Triangular solves for one vector. cublas<t>trsv/trsm with one right-hand side run a chain of
 // small dependent steps and reach a fraction of the memory bandwidth. Here each block of
-// SolveRows<F> rows of x is one thread block; blocks take tickets in launch order (so a block only
+// kSolveRows rows of x is one thread block; blocks take tickets in launch order (so a block only
 // waits for blocks that are already running), accumulate the products of their row of the
 // factor with the parts of x already published, then apply the precomputed inverse of their
 // diagonal block (a small mat-vec instead of a sequential substitution) and publish their part.
@@ -939,11 +939,20 @@ __global__ void gather_rows_kernel(const double* y, std::int64_t ldy, const int*
 // the working precision (Amestoy, Buttari, Higham, L'Excellent, Mary and Vieuble, "Five-precision
 // GMRES-based iterative refinement", SIAM J. Matrix Anal. Appl. 45(1), 2024: with the
 // preconditioner applied in precision u_p, GMRES-IR needs about kappa(A) u_p < 1).
-template <class F>
-struct SolveRows {
-  static constexpr int value = sizeof(F) == 4 ? 128 : 64;  // the inversion kernel holds two tiles in shared memory
-};
-constexpr int kSolveThreads = 1024;
+//
+// The chain of hand-overs bounds a solve at n = 16384. A hand-over costs the detection of the
+// published part (~1 us) plus the block's last tile product and inverse, whose work grows with
+// the square of the block's rows: for FP32 factors, 64-row blocks instead of 128 took a solve
+// pair from 1.17 to 0.96 ms at n = 16384, though the chain has twice as many links (H100, session
+// 19). At 32768 it stayed at 2.94 ms: there each hand-over slowed to ~5.6 us (timestamps) under
+// the other blocks' streaming. FP64 factors had 64-row blocks already.
+constexpr int kSolveRows = 64;
+// Threads per block: 1024, except FP32 factors with several vectors, whose partial sums (a
+// thread group per column slice, K vectors each) fit in a ring slot only with 8 groups; two
+// blocks of 512 per multiprocessor took a solve pair for 4 vectors from 2.54 to 2.05 ms at
+// n = 16384 and from 5.96 to 5.42 ms at 32768 (H100, session 19, against 128-row blocks).
+template <class F, int K>
+constexpr int kSolveThreads = sizeof(F) == 4 && K > 1 ? 512 : 1024;
 
 // Inverts the diagonal blocks in V arithmetic: blockIdx.y == 0 the unit lower triangles of L, 1
 // the upper triangles of U (column-oriented substitution). A short last block is padded with the
@@ -954,11 +963,11 @@ constexpr int kSolveThreads = 1024;
 constexpr int kInverseThreadsPerColumn = 8;
 template <class F>
 __host__ __device__ constexpr int inverse_y_stride() {  // padded rows of y: the threads of a column hit different banks
-  return SolveRows<F>::value + 1;
+  return kSolveRows + 1;
 }
 template <class F, class V>
 __global__ void invert_diagonal_blocks_kernel(const F* lu, std::int64_t ld, std::int64_t n, V* inverses) {
-  constexpr int B = SolveRows<F>::value, S = inverse_y_stride<F>(), P = kInverseThreadsPerColumn;
+  constexpr int B = kSolveRows, S = inverse_y_stride<F>(), P = kInverseThreadsPerColumn;
   static_assert(32 % P == 0, "a column's threads lie in one warp");
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   V* y = reinterpret_cast<V*>(shared_bytes);     // y[k * S + c]: column c of the inverse
@@ -1054,15 +1063,16 @@ struct TaggedValue<double> {
 template <class F>
 constexpr bool kSolveGroupsInWarp = sizeof(F) == 8;
 template <class F>  // the tiles' column stride, padded where a warp reads several columns
-constexpr int kSolveTileStride = SolveRows<F>::value + (kSolveGroupsInWarp<F> ? 16 / int(sizeof(F)) : 0);
+constexpr int kSolveTileStride = kSolveRows + (kSolveGroupsInWarp<F> ? 16 / int(sizeof(F)) : 0);
 template <int K>
 constexpr int kSolveXSlots = K == 1 ? 8 : 6;  // parts of the vectors staged in shared memory (fewer fit for 4)
 template <class F, class V, bool kLower, int K>
-__global__ void __launch_bounds__(kSolveThreads, 1)
+__global__ void __launch_bounds__(kSolveThreads<F, K>, 1024 / kSolveThreads<F, K>)
     triangular_solve_kernel(const F* lu, std::int64_t ld, std::int64_t n, const V* inverses, V* x, std::int64_t ldx,
                             int columns, unsigned long long* published, unsigned tag, unsigned* ticket,
                             bool vector_copies) {
-  constexpr int B = SolveRows<F>::value, S = kSolveTileStride<F>, kGroups = kSolveThreads / B;
+  constexpr int kThreads = kSolveThreads<F, K>;
+  constexpr int B = kSolveRows, S = kSolveTileStride<F>, kGroups = kThreads / B;
   constexpr int kPerThread = B / kGroups, kPerLane = B / 32, kWords = TaggedValue<V>::kWords, kSlots = kSolveXSlots<K>;
   constexpr bool kGroupsInWarp = kSolveGroupsInWarp<F>;
   static_assert(K <= kGroups && (!kGroupsInWarp || 32 % kGroups == 0), "a vector per group; a row's groups in a warp");
@@ -1092,13 +1102,13 @@ __global__ void __launch_bounds__(kSolveThreads, 1)
       F* tile = ring + (step % kSolveRing) * B * S;
       if (vector_copies) {  // 16-byte pieces of columns; rows past the end are zero-filled
         constexpr int kPiece = 16 / int(sizeof(F)), kPiecesPerColumn = B / kPiece;
-        for (int idx = threadIdx.x; idx < B * kPiecesPerColumn; idx += kSolveThreads) {
+        for (int idx = threadIdx.x; idx < B * kPiecesPerColumn; idx += kThreads) {
           const int c = idx / kPiecesPerColumn, i = (idx % kPiecesPerColumn) * kPiece;
           const int valid = c < cols ? max(0, min(kPiece, rows - i)) : 0;
           copy_async_16(tile + c * S + i, valid > 0 ? lu + (r0 + i) + (c0 + c) * ld : lu, valid * int(sizeof(F)));
         }
       } else {
-        for (int idx = threadIdx.x; idx < B * B; idx += kSolveThreads) {
+        for (int idx = threadIdx.x; idx < B * B; idx += kThreads) {
           const int i = idx % B, c = idx / B;
           const bool valid = i < rows && c < cols;
           copy_async_element<sizeof(F)>(tile + c * S + i, valid ? lu + (r0 + i) + (c0 + c) * ld : lu,
@@ -1698,7 +1708,7 @@ template <class F, class V>
 TriangularSolver<F, V>::TriangularSolver(const F* lu, std::int64_t n, std::int64_t ld, cudaStream_t stream,
                                          Context* memory)
     : lu_(lu), n_(n), ld_(ld) {
-  constexpr int B = SolveRows<F>::value;
+  constexpr int B = kSolveRows;
   const std::int64_t blocks = std::max<std::int64_t>((n + B - 1) / B, 1);
   published_ = device_buffer<unsigned long long>(
       memory, std::max<std::int64_t>(n, 1) * kTriangularSolveMaxColumns * TaggedValue<V>::kWords);
@@ -1717,7 +1727,7 @@ TriangularSolver<F, V>::TriangularSolver(const F* lu, std::int64_t n, std::int64
 template <class F, class V>
 template <int K>
 void TriangularSolver<F, V>::launch(V* x, std::int64_t ldx, int columns, cudaStream_t stream) {
-  constexpr int B = SolveRows<F>::value;
+  constexpr int B = kSolveRows;
   const int shared = int(kSolveRing * B * kSolveTileStride<F> * sizeof(F));
   static const cudaError_t lower_attribute = cudaFuncSetAttribute(
       triangular_solve_kernel<F, V, true, K>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
@@ -1727,11 +1737,11 @@ void TriangularSolver<F, V>::launch(V* x, std::int64_t ldx, int columns, cudaStr
   MIXSOLVE_CUDA_CHECK(upper_attribute);
   const unsigned blocks = unsigned((n_ + B - 1) / B);
   MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(ticket_.data(), 0, sizeof(unsigned), stream));
-  triangular_solve_kernel<F, V, true, K><<<blocks, kSolveThreads, shared, stream>>>(
+  triangular_solve_kernel<F, V, true, K><<<blocks, kSolveThreads<F, K>, shared, stream>>>(
       lu_, ld_, n_, inverses_.data(), x, ldx, columns, published_.data(), ++tag_, ticket_.data(), vector_copies_);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(ticket_.data(), 0, sizeof(unsigned), stream));
-  triangular_solve_kernel<F, V, false, K><<<blocks, kSolveThreads, shared, stream>>>(
+  triangular_solve_kernel<F, V, false, K><<<blocks, kSolveThreads<F, K>, shared, stream>>>(
       lu_, ld_, n_, inverses_.data(), x, ldx, columns, published_.data(), ++tag_, ticket_.data(), vector_copies_);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
