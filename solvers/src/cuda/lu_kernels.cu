@@ -1011,7 +1011,13 @@ __global__ void invert_diagonal_blocks_kernel(const F* lu, std::int64_t ld, std:
   for (int idx = threadIdx.x; idx < B * B; idx += blockDim.x) out[idx] = y[(idx % B) * S + idx / B];
 }
 
-constexpr int kSolveRing = 3;  // tiles of the factor in flight or waiting per thread block
+// Tiles of the factor in flight or waiting per thread block. One vector and FP32 factors: 6, which
+// keeps more of a block's row in flight while it runs ahead of the chain (a solve pair 0.96 ->
+// 0.90 ms at n = 16384 and 2.99 -> 2.90 ms at 32768, H100, session 19; 10 or 13 slots: the same).
+// 3 where the tiles or the partial sums take more shared memory (FP64 factors, several vectors:
+// for 4 vectors, 6 slots made the pair slower, 2.05 -> 2.44 ms at 16384).
+template <class F, int K>
+constexpr int kSolveRing = sizeof(F) == 4 && K == 1 ? 6 : 3;
 
 __device__ inline void copy_async_16(void* shared_dst, const void* src, int bytes) {  // zero-fills past bytes
   const unsigned dst = unsigned(__cvta_generic_to_shared(shared_dst));
@@ -1049,7 +1055,7 @@ struct TaggedValue<double> {
 // X := L^-1 X (kLower, unit diagonal) or U^-1 X for `columns` <= K vectors (n x columns, leading
 // dimension ldx), factors F, arithmetic and X V; one thread block per block of B rows, in ticket
 // order. Step s of block t multiplies the tile of the factor in column block block_of_step(s) by
-// that part of every vector: tiles stream through a ring of kSolveRing tiles in shared memory (one
+// that part of every vector: tiles stream through a ring of kRing tiles in shared memory (one
 // barrier per step), warp 0 fetches the published parts of the vectors into shared memory. The
 // tile is read once for all the vectors, and the blocks hand over once per step for all of them.
 // Thread (r, g) owns row r and the columns g, g + kGroups, ... of each tile. For FP64 factors the
@@ -1071,7 +1077,7 @@ __global__ void __launch_bounds__(kSolveThreads<F, K>, 1024 / kSolveThreads<F, K
     triangular_solve_kernel(const F* lu, std::int64_t ld, std::int64_t n, const V* inverses, V* x, std::int64_t ldx,
                             int columns, unsigned long long* published, unsigned tag, unsigned* ticket,
                             bool vector_copies) {
-  constexpr int kThreads = kSolveThreads<F, K>;
+  constexpr int kThreads = kSolveThreads<F, K>, kRing = kSolveRing<F, K>;
   constexpr int B = kSolveRows, S = kSolveTileStride<F>, kGroups = kThreads / B;
   constexpr int kPerThread = B / kGroups, kPerLane = B / 32, kWords = TaggedValue<V>::kWords, kSlots = kSolveXSlots<K>;
   constexpr bool kGroupsInWarp = kSolveGroupsInWarp<F>;
@@ -1079,7 +1085,7 @@ __global__ void __launch_bounds__(kSolveThreads<F, K>, 1024 / kSolveThreads<F, K
   static_assert(K * B * sizeof(V) <= B * S * sizeof(F), "y fits in one ring slot");
   static_assert(kGroupsInWarp || kGroups * K * B * sizeof(V) <= B * S * sizeof(F), "the partial sums fit in one");
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  F* ring = reinterpret_cast<F*>(shared_bytes);  // kSolveRing column-major B x B tiles, columns S apart
+  F* ring = reinterpret_cast<F*>(shared_bytes);  // kRing column-major B x B tiles, columns S apart
   __shared__ V x_parts[kSlots][K][B];
   __shared__ int ticket_taken;
   const int row_blocks = int((n + B - 1) / B);
@@ -1094,12 +1100,12 @@ __global__ void __launch_bounds__(kSolveThreads<F, K>, 1024 / kSolveThreads<F, K
   auto block_of_step = [&](int step) { return kLower ? step : row_blocks - 1 - step; };
 
   // Starts copying the tile of `step` into its ring slot; one commit group per step, empty past
-  // the last, so that waiting for kSolveRing - 2 pending groups means "this step's tile is in".
+  // the last, so that waiting for kRing - 2 pending groups means "this step's tile is in".
   auto start_tile = [&](int step) {
     if (step < t) {
       const std::int64_t c0 = std::int64_t(block_of_step(step)) * B;
       const int cols = int(min(std::int64_t(B), n - c0));
-      F* tile = ring + (step % kSolveRing) * B * S;
+      F* tile = ring + (step % kRing) * B * S;
       if (vector_copies) {  // 16-byte pieces of columns; rows past the end are zero-filled
         constexpr int kPiece = 16 / int(sizeof(F)), kPiecesPerColumn = B / kPiece;
         for (int idx = threadIdx.x; idx < B * kPiecesPerColumn; idx += kThreads) {
@@ -1118,7 +1124,7 @@ __global__ void __launch_bounds__(kSolveThreads<F, K>, 1024 / kSolveThreads<F, K
     }
     copy_async_commit();
   };
-  for (int s = 0; s < kSolveRing - 1; ++s) start_tile(s);
+  for (int s = 0; s < kRing - 1; ++s) start_tile(s);
 
   V inverse[kPerThread];  // row r of the inverse of the diagonal block, this thread's columns
   const V* own_inverse = inverses + (std::int64_t(kLower ? 0 : 1) * row_blocks + rb) * B * B;
@@ -1131,7 +1137,7 @@ __global__ void __launch_bounds__(kSolveThreads<F, K>, 1024 / kSolveThreads<F, K
   int x_ready = 0;  // warp 0: the steps whose parts of the vectors are in x_parts
   V acc[K] = {};
   for (int s = 0; s < t; ++s) {
-    copy_async_wait<kSolveRing - 2>();
+    copy_async_wait<kRing - 2>();
     // Warp 0 waits for the parts of step s and takes those of the next steps already published
     // (up to kSlots - 2 ahead: the slot of step s - 1 may still be read).
     if (threadIdx.x < 32 && s >= x_ready) {
@@ -1165,8 +1171,8 @@ __global__ void __launch_bounds__(kSolveThreads<F, K>, 1024 / kSolveThreads<F, K
       }
     }
     __syncthreads();  // the tile and the parts of step s are in; step s - 1's slot is free
-    start_tile(s + kSolveRing - 1);
-    const F* tile = ring + (s % kSolveRing) * B * S;
+    start_tile(s + kRing - 1);
+    const F* tile = ring + (s % kRing) * B * S;
 #pragma unroll
     for (int k = 0; k < kPerThread; ++k) {
       const int column = group + kGroups * k;
@@ -1176,10 +1182,10 @@ __global__ void __launch_bounds__(kSolveThreads<F, K>, 1024 / kSolveThreads<F, K
     }
   }
   // y = b - (the product with the solved parts), then x(block) = inverse(diagonal block) * y, in
-  // the ring slots that no step reads last (t % kSolveRing and the next: only empty copy groups
+  // the ring slots that no step reads last (t % kRing and the next: only empty copy groups
   // were committed for them), so no barrier before.
-  V* y = reinterpret_cast<V*>(ring + (t % kSolveRing) * B * S);                               // [K][B]
-  [[maybe_unused]] V* partial = reinterpret_cast<V*>(ring + ((t + 1) % kSolveRing) * B * S);  // [kGroups][K][B]
+  V* y = reinterpret_cast<V*>(ring + (t % kRing) * B * S);                               // [K][B]
+  [[maybe_unused]] V* partial = reinterpret_cast<V*>(ring + ((t + 1) % kRing) * B * S);  // [kGroups][K][B]
   // Each vector's values summed over a row's kGroups threads; thread (r, c) gets vector c's sum
   // (c < K). In a warp: shuffles; else through `partial`, whose earlier readers have passed a
   // barrier since (the one after y).
@@ -1728,7 +1734,7 @@ template <class F, class V>
 template <int K>
 void TriangularSolver<F, V>::launch(V* x, std::int64_t ldx, int columns, cudaStream_t stream) {
   constexpr int B = kSolveRows;
-  const int shared = int(kSolveRing * B * kSolveTileStride<F> * sizeof(F));
+  const int shared = int(kSolveRing<F, K> * B * kSolveTileStride<F> * sizeof(F));
   static const cudaError_t lower_attribute = cudaFuncSetAttribute(
       triangular_solve_kernel<F, V, true, K>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
   static const cudaError_t upper_attribute = cudaFuncSetAttribute(
