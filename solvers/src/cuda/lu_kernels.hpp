@@ -105,8 +105,8 @@ void gather_rows(const double* y, std::int64_t ldy, const int* permutation, std:
 // U stored in the n x n `lu` (type F), in the arithmetic of V (X's type): F = float, V = double
 // applies FP32 factors in FP64. Bandwidth-bound: blocks of rows proceed as soon as the blocks
 // they depend on have published their part of X (tagged words), so the factor is read once for
-// all the vectors. Construction inverts the diagonal blocks in V (2 n x 64 values); `lu` must stay unchanged while the solver is used, and one solver
-// runs one solve at a time.
+// all the vectors. Construction inverts the diagonal blocks in V (2 n x 64 values); `lu` must
+// stay unchanged while the solver is used, and one solver runs one solve at a time.
 constexpr int kTriangularSolveMaxColumns = 4;
 template <class F, class V = F>
 class TriangularSolver {
