@@ -11,6 +11,7 @@
 #include <cusolverDn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <chrono>
 #include <cstdio>
@@ -318,7 +319,8 @@ class Profile {
   bool enabled() const { return enabled_; }
   // With MIXSOLVE_LU_TIMELINE=<file> as well, each LU phase's start and end (ms since this call,
   // which marks the factorization's start on `stream`) are appended to the file as CSV lines
-  // "factorization,phase,stream,start_ms,stop_ms", the streams named as given here.
+  // "factorization,phase,stream,start_ms,stop_ms", the streams named as given here; factorization
+  // counts the process's factorizations (each solve has its own engine and profile).
   void begin_factorization(cudaStream_t stream, std::vector<std::pair<cudaStream_t, std::string>> stream_names) {
     if (!enabled_) return;
     if (!origin_) MIXSOLVE_CUDA_CHECK(cudaEventCreate(&origin_));
@@ -372,6 +374,8 @@ class Profile {
                                                "update",         "pack L21",      "diagonal block",
                                                "panel inverse",  "solve",         "residual",   "mat-vec"};
     MIXSOLVE_CUDA_CHECK(cudaDeviceSynchronize());
+    static std::atomic<int> factorizations{0};
+    const int factorization = factorizations++;
     std::FILE* out = std::fopen(timeline_path_.c_str(), "a");
     if (!out) return;
     for (const Record& r : records_) {
@@ -381,10 +385,9 @@ class Profile {
       float begin = 0, end = 0;
       MIXSOLVE_CUDA_CHECK(cudaEventElapsedTime(&begin, origin_, r.start));
       MIXSOLVE_CUDA_CHECK(cudaEventElapsedTime(&end, origin_, r.stop));
-      std::fprintf(out, "%d,%s,%s,%.4f,%.4f\n", factorizations_, names[r.phase], stream.c_str(), begin, end);
+      std::fprintf(out, "%d,%s,%s,%.4f,%.4f\n", factorization, names[r.phase], stream.c_str(), begin, end);
     }
     std::fclose(out);
-    ++factorizations_;
   }
   // Adds the finished records' times to ms_ and drops them.
   void collect() {
@@ -401,7 +404,6 @@ class Profile {
   std::string timeline_path_;
   cudaEvent_t origin_ = nullptr;
   std::vector<std::pair<cudaStream_t, std::string>> stream_names_;
-  int factorizations_ = 0;
   std::vector<Record> records_;
   std::size_t open_[kPhases] = {};
   double ms_[kPhases] = {};
