@@ -961,13 +961,10 @@ constexpr int kSolveThreads = sizeof(F) == 4 && K > 1 ? 512 : 1024;
 // multiprocessor for its shared memory) left the multiprocessors waiting on latency; this took
 // ~1.3 ms off a factorization at n = 32768 (H100, session 11; no change seen at n = 16384).
 constexpr int kInverseThreadsPerColumn = 8;
-template <class F>
-__host__ __device__ constexpr int inverse_y_stride() {  // padded rows of y: the threads of a column hit different banks
-  return kSolveRows + 1;
-}
+constexpr int kInverseYStride = kSolveRows + 1;  // padded rows of y: the threads of a column hit different banks
 template <class F, class V>
 __global__ void invert_diagonal_blocks_kernel(const F* lu, std::int64_t ld, std::int64_t n, V* inverses) {
-  constexpr int B = kSolveRows, S = inverse_y_stride<F>(), P = kInverseThreadsPerColumn;
+  constexpr int B = kSolveRows, S = kInverseYStride, P = kInverseThreadsPerColumn;
   static_assert(32 % P == 0, "a column's threads lie in one warp");
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   V* y = reinterpret_cast<V*>(shared_bytes);     // y[k * S + c]: column c of the inverse
@@ -1723,7 +1720,7 @@ TriangularSolver<F, V>::TriangularSolver(const F* lu, std::int64_t n, std::int64
   MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(published_.data(), 0, published_.bytes(), stream));  // tag 0 is never used
   vector_copies_ = ld % (16 / sizeof(F)) == 0 && reinterpret_cast<std::uintptr_t>(lu) % 16 == 0;
   if (n == 0) return;
-  const int shared = int(B * inverse_y_stride<F>() * sizeof(V) + B * B * sizeof(F));
+  const int shared = int(B * kInverseYStride * sizeof(V) + B * B * sizeof(F));
   MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(invert_diagonal_blocks_kernel<F, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
   invert_diagonal_blocks_kernel<F, V><<<dim3(unsigned(blocks), 2), B * kInverseThreadsPerColumn, shared, stream>>>(
       lu, ld, n, inverses_.data());
