@@ -402,6 +402,46 @@ TEST(GpuSolve, SizesOffTheBlockGridAndManyRightHandSides) {
       }
 }
 
+// The device LU factors [A 0; 0 I] of an order rounded up to the alignment the tensor cores want
+// (kFactorAlignment = 32): sizes just off that grid, and a leading dimension of A that is odd,
+// for the FP32-stored LUs and both FP64 routes (the blocked engine, forced here at small n, and
+// cuSOLVER). Each must meet the stop test, and A's whole buffer, the gaps between its columns
+// included, must be unchanged.
+TEST(GpuSolve, SizesOffTheAlignmentGridAndOddLeadingDimensions) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const char* saved = std::getenv("MIXSOLVE_FP64_LU");
+  const std::string saved_route = saved ? saved : "";
+  for (std::int64_t n : {1001, 2049, 2111}) {
+    const std::int64_t lda = n + 3;
+    DeviceProblem prob(spec_of(MatrixFamily::Svd, Spectrum::Geo, 1e4, 90 + n), n, 1);
+    std::vector<double> padded(lda * n, -7.0);  // the gaps hold a value the solver must not touch
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < n; ++i) padded[i + j * lda] = prob.a[i + j * n];
+    DeviceBuffer<double> da(lda * n);
+    da.copy_from_host(padded);
+    for (const char* route : {"", "engine", "cusolver"})
+      for (Precision p : {Precision::Fp16x3, Precision::FP32, Precision::FP64}) {
+        if (*route && p != Precision::FP64) continue;
+        if (*route) setenv("MIXSOLVE_FP64_LU", route, 1);
+        SolveOptions o;
+        o.factorization = p;
+        o.fallback = false;
+        prob.dx.copy_from_host(std::vector<double>(n, NAN));
+        const SolveReport r = solve(ctx, device_view<const double>(da.data(), n, n, lda),
+                                    device_view<const double>(prob.db.data(), n, 1, n), device_view(prob.dx.data(), n, 1, n), o);
+        ctx.synchronize();
+        if (saved) setenv("MIXSOLVE_FP64_LU", saved_route.c_str(), 1);
+        else unsetenv("MIXSOLVE_FP64_LU");
+        prob.x = prob.dx.to_host();
+        SCOPED_TRACE(to_string(p) + (*route ? std::string(" (") + route + ")" : "") + " n = " + std::to_string(n));
+        EXPECT_TRUE(r.converged) << r.summary();
+        EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
+      }
+    EXPECT_EQ(da.to_host(), padded) << "A and the gaps between its columns untouched";
+  }
+}
+
 TEST(GpuSolve, AutoEscalatesOnIllConditionedMatricesAndConverges) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;

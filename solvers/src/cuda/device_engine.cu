@@ -101,6 +101,22 @@ __global__ void convert_transposed_kernel(const double* src, std::int64_t lds, T
   }
 }
 
+// The border of the nf x nf matrix [A 0; 0 I] that the LU factors (DeviceEngine::nf_): entries
+// (i, j) with i >= n or j >= n become 1 on the diagonal and 0 elsewhere. Symmetric, so the same
+// for row- and column-major storage. Partial pivoting never takes a border row for a column
+// j < n (its entries there stay 0) unless the whole column is 0, and then the LU reports a zero
+// pivot and its factors are discarded.
+template <class T>
+__global__ void identity_border_kernel(T* f, std::int64_t nf, std::int64_t n) {
+  const std::int64_t border = nf - n;  // the border is nf x border (columns n..) and border x n (rows n.., columns < n)
+  for (std::int64_t k = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < nf * border;
+       k += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t i = k % nf, j = n + k / nf;  // (i, j) in the border columns
+    f[i + j * nf] = i == j ? T(1) : T(0);
+    f[j + i * nf] = i == j ? T(1) : T(0);           // its mirror: the border rows
+  }
+}
+
 // Transposes the n x n matrix a (leading dimension lda) in place: the block at tile (x, y) with
 // x <= y swaps tiles (x, y) and (y, x) through shared memory (block 32 x 8). The first NaN/Inf
 // of the result (index i + j n) lowers *first_nonfinite: the pass the check would need anyway.
@@ -142,8 +158,8 @@ __global__ void count_nonfinite_kernel(const T* a, std::int64_t lda, std::int64_
 // row_partial_sums[i + n blockIdx.y] (summed in order afterwards: deterministic), and raises
 // the rows' and columns' largest |a_ij| (as the bits of non-negative doubles, whose order is the
 // integer order), lowers the first NaN/Inf's index i + j n and the smallest nonzero finite
-// |a_ij|. Non-finite entries count as 0. With `converted` (session 18) the same pass also writes
-// FP32(a_ij) row-major (element (i, j) at converted[j + i n]) through kScanChunk columns at a
+// |a_ij|. Non-finite entries count as 0. With `converted` the same pass also writes
+// FP32(a_ij) row-major (element (i, j) at converted[j + i ld_converted]) through kScanChunk columns at a
 // time in shared memory, so that a warp stores whole runs of a row: the FP32 copy of an LU
 // without a second read of A (DeviceEngine::prepared_copy_usable). A thread loads kScanChunk
 // values before it uses any, which keeps the pass at the memory's pace despite the barriers.
@@ -153,7 +169,7 @@ constexpr int kScanChunk = 32;  // columns loaded at once (a thread's loads in f
 __global__ void __launch_bounds__(kScanRows)
     scan_matrix_kernel(const double* a, std::int64_t lda, std::int64_t n, double* row_partial_sums,
                        unsigned long long* row_max, unsigned long long* column_max, unsigned long long* first_bad,
-                       unsigned long long* min_nonzero, float* converted) {
+                       unsigned long long* min_nonzero, float* converted, std::int64_t ld_converted) {
   __shared__ double warp_column_max[kScanRows / 32][kScanChunk];
   __shared__ float stage[kScanRows][kScanChunk + 1];
   const std::int64_t i0 = std::int64_t(blockIdx.x) * kScanRows, i = i0 + threadIdx.x;
@@ -185,7 +201,7 @@ __global__ void __launch_bounds__(kScanRows)
     }
     if (converted)  // a warp stores one row's run of the chunk at a time
       for (int r = warp; r < kScanRows; r += kScanRows / 32)
-        if (i0 + r < n && lane < width) converted[c0 + lane + (i0 + r) * n] = stage[r][lane];
+        if (i0 + r < n && lane < width) converted[c0 + lane + (i0 + r) * ld_converted] = stage[r][lane];
     __syncthreads();  // the stage and the column maxima are rewritten next
   }
   if (i < n) {
@@ -516,6 +532,11 @@ constexpr int kInOrderChainMultiprocessors = 8;
 // two thirds, and k = 3 x 256 cuts the bulk's A22 traffic by a third more (H100, session 17: LU
 // 233-235 -> 227 ms at n = 32768; at n = 16384, chain-bound, 64.0 -> 65.7 ms, which keeps 2).
 constexpr int kDefaultUpdateGroup = 2;
+// The factors' order is n rounded up to this (DeviceEngine::nf_): cuBLAS's tensor-core GEMMs and
+// the triangular solver's 16-byte copies need aligned leading dimensions, and off that grid the
+// LU's products ran 3.8x slower (H100, n = 32761 against 32768: trailing update 714 against
+// 187 ms, U12 147 against 39 ms).
+constexpr std::int64_t kFactorAlignment = 32;
 constexpr int kDefaultUpdateGroup32 = 3;
 constexpr std::int64_t kLargeFp32 = 24576;
 constexpr int kDefaultUpdateGroup64 = 4;
@@ -528,8 +549,9 @@ class DeviceEngine final : public Engine {
  public:
   DeviceEngine(Context& ctx, const MatrixView<const double>& a, int block_size) : ctx_(ctx), a_(a) {
     n_ = a.rows;
+    nf_ = (n_ + kFactorAlignment - 1) / kFactorAlignment * kFactorAlignment;
     nb_ = std::min<std::int64_t>(block_size > 0 ? block_size : 256, kPanelMaxWidth);
-    pivots_ = DeviceBuffer<int>(ctx_, std::max<std::int64_t>(n_, 1));
+    pivots_ = DeviceBuffer<int>(ctx_, std::max<std::int64_t>(nf_, 1));
     permutation_ = DeviceBuffer<int>(ctx_, std::max<std::int64_t>(n_, 1));
     first_zero_pivot_ = DeviceBuffer<int>(ctx_, 1);
     info_ = DeviceBuffer<int>(ctx_, 1);
@@ -577,9 +599,9 @@ class DeviceEngine final : public Engine {
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(pivot_range_.data() + 1, 0, sizeof(unsigned long long), stream()));
     const unsigned blocks = std::min(blocks_for(n_), 64u);
     if (precision_ == Precision::FP64)
-      diagonal_abs_range_kernel<<<blocks, 256, 0, stream()>>>(factors64_.data(), n_, n_, pivot_range_.data());
+      diagonal_abs_range_kernel<<<blocks, 256, 0, stream()>>>(factors64_.data(), nf_, n_, pivot_range_.data());
     else
-      diagonal_abs_range_kernel<<<blocks, 256, 0, stream()>>>(factors32_.data(), n_, n_, pivot_range_.data());
+      diagonal_abs_range_kernel<<<blocks, 256, 0, stream()>>>(factors32_.data(), nf_, n_, pivot_range_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     unsigned long long bits[2] = {0, 0};
     pivot_range_.copy_to_host(bits, 2, stream());
@@ -630,16 +652,16 @@ class DeviceEngine final : public Engine {
 
   FactorResult factor_with_cusolver() {
     FactorResult result;
-    MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(factors64_.data(), n_ * sizeof(double), a_.data, a_.ld * sizeof(double),
+    MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(factors64_.data(), nf_ * sizeof(double), a_.data, a_.ld * sizeof(double),
                                           n_ * sizeof(double), n_, cudaMemcpyDeviceToDevice, stream()));
     if (!solver_) {  // created on first use: most solves never factor with cuSOLVER
       MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&solver_));
       MIXSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(solver_, stream()));
     }
     int lwork = 0;
-    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf_bufferSize(solver_, int(n_), int(n_), factors64_.data(), int(n_), &lwork));
+    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf_bufferSize(solver_, int(n_), int(n_), factors64_.data(), int(nf_), &lwork));
     DeviceBuffer<double> work(ctx_, std::max(lwork, 1));
-    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf(solver_, int(n_), int(n_), factors64_.data(), int(n_), work.data(),
+    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf(solver_, int(n_), int(n_), factors64_.data(), int(nf_), work.data(),
                                              pivots_.data(), info_.data()));
     track_peak(work.bytes());
     const int info = read_info();
@@ -651,18 +673,19 @@ class DeviceEngine final : public Engine {
     // cuSOLVER's pivots are 1-based and sequential; keep them as global 0-based rows.
     add_panel_pivots_kernel<<<blocks_for(n_), 256, 0, stream()>>>(pivots_.data(), int(n_), 0, pivots_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    if (find_nonfinite_in(factors64_.data(), n_, n_, n_).first >= 0) {
+    if (find_nonfinite_in(factors64_.data(), nf_, n_, n_).first >= 0) {
       result.status = StopReason::Overflow;
       return result;
     }
     pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream());
-    triangular64_ = std::make_unique<TriangularSolver<double>>(factors64_.data(), n_, n_, stream(), &ctx_);
+    triangular64_ = std::make_unique<TriangularSolver<double>>(factors64_.data(), n_, nf_, stream(), &ctx_);
     track_peak();
     return result;
   }
 
-  // The blocked LU (factor_blocked) of A, or of mu R A S with range scaling, into f (n x n,
-  // column-major when it returns): T = float for the FP32-stored factorizations, double for FP64.
+  // The blocked LU (factor_blocked) of A, or of mu R A S with range scaling, into f (column-major
+  // when it returns): T = float for the FP32-stored factorizations, double for FP64. f holds the
+  // nf x nf matrix [A 0; 0 I] (kFactorAlignment), whose LU is A's with an identity beside it.
   // With a row order (row-major layout only): the LU of A's rows in that order, pivoting inside
   // the diagonal blocks (factor_panel_in_order); its result is Reused where every check passed,
   // else Rejected (the caller then factors with partial pivoting).
@@ -688,9 +711,9 @@ class DeviceEngine final : public Engine {
       if (row_major_) {
         const dim3 tiles(unsigned((n_ + 31) / 32), unsigned((n_ + 31) / 32));
         convert_transposed_kernel<T><<<tiles, dim3(32, 8), 0, stream()>>>(
-            a_.data, a_.ld, f, n_, n_, row_factor(), column_factor(), mu_, flag_.data(), destination_row.data());
+            a_.data, a_.ld, f, nf_, n_, row_factor(), column_factor(), mu_, flag_.data(), destination_row.data());
       } else {
-        convert_kernel<<<stripe_grid(n_, n_), 256, 0, stream()>>>(a_.data, a_.ld, f, n_, n_, n_, row_factor(),
+        convert_kernel<<<stripe_grid(n_, n_), 256, 0, stream()>>>(a_.data, a_.ld, f, nf_, n_, n_, row_factor(),
                                                                   column_factor(), mu_, flag_.data());
       }
       MIXSOLVE_CUDA_CHECK_LAUNCH();
@@ -699,11 +722,15 @@ class DeviceEngine final : public Engine {
         return result;
       }
     }
+    if (nf_ > n_) {
+      identity_border_kernel<<<blocks_for(nf_ * (nf_ - n_)), 256, 0, stream()>>>(f, nf_, n_);
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+    }
     if (!panel_workspace<T>().supported())
       throw NotSupported("device LU: n = " + std::to_string(n_) +
                          " rows do not fit the cooperative panel kernel's shared memory on this GPU");
     if (!panel_ctx_) {
-      const std::int64_t panels = (n_ + nb_ - 1) / nb_;
+      const std::int64_t panels = (nf_ + nb_ - 1) / nb_;
       move_to_ = DeviceBuffer<int>(ctx_, panels * 2 * kPanelMaxWidth);
       move_from_ = DeviceBuffer<int>(ctx_, panels * 2 * kPanelMaxWidth);
       move_count_ = DeviceBuffer<int>(ctx_, panels);
@@ -716,13 +743,13 @@ class DeviceEngine final : public Engine {
     }
     BlockRowBuffers<T>& block_rows = block_row_buffers<T>();
     if (block_rows.l11_inverses.size() == 0) {
-      block_rows.l11_inverses = DeviceBuffer<T>(ctx_, ((n_ + nb_ - 1) / nb_) * nb_ * nb_);
+      block_rows.l11_inverses = DeviceBuffer<T>(ctx_, ((nf_ + nb_ - 1) / nb_) * nb_ * nb_);
       block_rows.u12_copy_chain = DeviceBuffer<T>(ctx_, nb_ * nb_);
-      block_rows.u12_copy_bulk = DeviceBuffer<T>(ctx_, nb_ * n_);
+      block_rows.u12_copy_bulk = DeviceBuffer<T>(ctx_, nb_ * nf_);
     }
     if (in_order_ && block_rows.l21_copy.size() == 0) {
       block_rows.u11_inverse = DeviceBuffer<T>(ctx_, nb_ * nb_);
-      block_rows.l21_copy = DeviceBuffer<T>(ctx_, nb_ * n_);
+      block_rows.l21_copy = DeviceBuffer<T>(ctx_, nb_ * nf_);
     }
     // The first zero pivot's column, read once at the end: no synchronisation inside the loop.
     // After a zero pivot the remaining panels compute with Inf/NaN; those factors are discarded.
@@ -732,7 +759,7 @@ class DeviceEngine final : public Engine {
     if (row_major_) {  // the solves read column-major factors
       const dim3 tiles(unsigned((n_ + 31) / 32), unsigned((n_ + 31) / 32));
       reset_first_nonfinite();
-      transpose_in_place_kernel<<<tiles, dim3(32, 8), 0, stream()>>>(f, n_, n_, flag_.data());
+      transpose_in_place_kernel<<<tiles, dim3(32, 8), 0, stream()>>>(f, nf_, n_, flag_.data());
       MIXSOLVE_CUDA_CHECK_LAUNCH();
       row_major_ = false;
     }
@@ -756,15 +783,15 @@ class DeviceEngine final : public Engine {
       result.zero_pivot_column = first_zero;
       return result;
     }
-    if ((checked ? read_first_nonfinite(n_) : find_nonfinite_in(f, n_, n_, n_)).first >= 0) {
+    if ((checked ? read_first_nonfinite(n_) : find_nonfinite_in(f, nf_, n_, n_)).first >= 0) {
       result.status = StopReason::Overflow;
       return result;
     }
     pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream(), row_order_);
     if constexpr (std::is_same_v<T, float>)
-      triangular32_ = std::make_unique<TriangularSolver<float, double>>(f, n_, n_, stream(), &ctx_);
+      triangular32_ = std::make_unique<TriangularSolver<float, double>>(f, n_, nf_, stream(), &ctx_);
     else
-      triangular64_ = std::make_unique<TriangularSolver<double>>(f, n_, n_, stream(), &ctx_);
+      triangular64_ = std::make_unique<TriangularSolver<double>>(f, n_, nf_, stream(), &ctx_);
     track_peak();
     return result;
   }
@@ -913,7 +940,7 @@ class DeviceEngine final : public Engine {
   void factor_blocked(T* f, const gemm::Backend& update) {
     const bool look_ahead = env_int("MIXSOLVE_LU_LOOKAHEAD", 1) != 0;
     const int large_group = std::is_same_v<T, double> ? kDefaultUpdateGroup64 : kDefaultUpdateGroup32;
-    const int default_group = n_ >= (std::is_same_v<T, double> ? kLargeFp64 : kLargeFp32) ? large_group
+    const int default_group = nf_ >= (std::is_same_v<T, double> ? kLargeFp64 : kLargeFp32) ? large_group
                                                                                           : kDefaultUpdateGroup;
     const std::int64_t group = std::max(1, env_int("MIXSOLVE_LU_GROUP", default_group));
     Context& bulk_ctx = ctx_;
@@ -938,7 +965,7 @@ class DeviceEngine final : public Engine {
       stream_names.emplace_back(side[1], "inverse");
     }
     profile.begin_factorization(bulk, std::move(stream_names));
-    const std::int64_t panels = (n_ + nb_ - 1) / nb_;
+    const std::int64_t panels = (nf_ + nb_ - 1) / nb_;
     // to_chain: the FP32 copy, then each bulk update's start; moves_ready: a panel's moves and the
     // pending L columns' interchanges, for the bulk stream; left_may_start: the same and the next
     // panel's columns, for the left stream; bulk_done: the L columns a
@@ -946,10 +973,10 @@ class DeviceEngine final : public Engine {
     // but for the panels the chain applies itself.
     StreamEvent to_chain, moves_ready, left_may_start, bulk_done, from_left, from_chain;
     std::vector<std::unique_ptr<StreamEvent>> column_ready(panels);
-    const auto first_column = [&](std::int64_t q) { return std::min(q * nb_, n_); };  // of panel q
+    const auto first_column = [&](std::int64_t q) { return std::min(q * nb_, nf_); };  // of panel q
     // Element (row, column) of the factors; row-major while factoring (row_major_).
     const auto at = [&](std::int64_t row, std::int64_t column) {
-      return row_major_ ? f + column + row * n_ : f + row + column * n_;
+      return row_major_ ? f + column + row * nf_ : f + row + column * nf_;
     };
     // fp16x3 (row-major): each panel's L21 is split into FP16 hi/lo once, right after the panel,
     // at the fixed scale that |L| <= 1 allows (gemm/fp16x3_packed.hpp), and every update of its
@@ -962,20 +989,20 @@ class DeviceEngine final : public Engine {
     const bool packed = kFp32 && row_major_ && precision_ == Precision::Fp16x3 && nb_ % 2 == 0 &&
                         env_int("MIXSOLVE_LU_PACKED_L", 1) != 0;
     const std::int64_t packed_ld = 3 * group * nb_;  // halves per packed row
-    if (packed && packed_l21_.size() != std::size_t(kPackedGroupSlots * packed_ld * n_))
-      packed_l21_ = DeviceBuffer<std::uint16_t>(ctx_, kPackedGroupSlots * packed_ld * n_);
+    if (packed && packed_l21_.size() != std::size_t(kPackedGroupSlots * packed_ld * nf_))
+      packed_l21_ = DeviceBuffer<std::uint16_t>(ctx_, kPackedGroupSlots * packed_ld * nf_);
     std::vector<StreamEvent> slot_read(kPackedGroupSlots);  // the last bulk update that read a slot
     const auto slot_of = [&](std::int64_t q) { return (q / group) % kPackedGroupSlots; };
     const auto packed_row0 = [&](std::int64_t q) {  // panel q's part of packed row 0
-      return packed_l21_.data() + slot_of(q) * packed_ld * n_ + (q % group) * 3 * nb_;
+      return packed_l21_.data() + slot_of(q) * packed_ld * nf_ + (q % group) * 3 * nb_;
     };
     const auto pack_l21 = [&](std::int64_t q) {
       const std::int64_t j0 = first_column(q), below = first_column(q + 1);
-      if (!packed || below >= n_) return;  // the last panel's L21 updates nothing
+      if (!packed || below >= nf_) return;  // the last panel's L21 updates nothing
       if (q % group == 0) slot_read[slot_of(q)].wait_in(chain);
       profile.start(Profile::PackL21, chain);
       if constexpr (kFp32)
-        gemm::fp16x3_pack(chain_ctx, below - j0, n_ - below, at(below, j0), n_, gemm::kFp16x3UnitBoundShift,
+        gemm::fp16x3_pack(chain_ctx, below - j0, nf_ - below, at(below, j0), nf_, gemm::kFp16x3UnitBoundShift,
                           packed_row0(q) + below * packed_ld, packed_ld);
       profile.stop(Profile::PackL21, chain);
     };
@@ -993,15 +1020,15 @@ class DeviceEngine final : public Engine {
       T* copy = (&c == &chain_ctx && look_ahead ? block_rows.u12_copy_chain : block_rows.u12_copy_bulk).data();
       const T* inverse = block_rows.l11_inverses.data() + q * nb_ * nb_;  // row-major jb x jb
       if (row_major_) {  // A12 is jb runs of `width` values: U12^T = A12^T (L11^-1)^T
-        MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(copy, width * sizeof(T), at(j0, c0), n_ * sizeof(T), width * sizeof(T),
+        MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(copy, width * sizeof(T), at(j0, c0), nf_ * sizeof(T), width * sizeof(T),
                                               jb, cudaMemcpyDeviceToDevice, c.stream()));
         cublas_product(c.cublas(), CUBLAS_OP_N, int(width), int(jb), int(jb), copy, int(width), inverse, int(jb),
-                       at(j0, c0), int(n_));
+                       at(j0, c0), int(nf_));
       } else {  // A12 is `width` columns of jb values; the inverse seen column-major is its transpose
-        MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(copy, jb * sizeof(T), at(j0, c0), n_ * sizeof(T), jb * sizeof(T), width,
+        MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(copy, jb * sizeof(T), at(j0, c0), nf_ * sizeof(T), jb * sizeof(T), width,
                                               cudaMemcpyDeviceToDevice, c.stream()));
         cublas_product(c.cublas(), CUBLAS_OP_T, int(jb), int(width), int(jb), inverse, int(jb), copy, int(jb),
-                       at(j0, c0), int(n_));
+                       at(j0, c0), int(nf_));
       }
     };
     // The updates of panels [p0, p1] on the columns [c0, c1), on c's stream: their interchanges
@@ -1023,22 +1050,22 @@ class DeviceEngine final : public Engine {
           if (slot_of(q) != slot_of((k1 - 1) / nb_) || q % group + (k1 - k0 + nb_ - 1) / nb_ > group)
             throw Error("device LU: an update spans panels of two packed groups (a bug)");
           if constexpr (kFp32)
-            gemm::fp16x3_gemm_packed_b(c, c1 - c0, r1 - r0, k1 - k0, -1.0f, at(k0, c0), n_,
+            gemm::fp16x3_gemm_packed_b(c, c1 - c0, r1 - r0, k1 - k0, -1.0f, at(k0, c0), nf_,
                                        gemm::Fp16x3PackedB{packed_row0(q) + r0 * packed_ld, packed_ld, nb_,
                                                            gemm::kFp16x3UnitBoundShift},
-                                       1.0f, at(r0, c0), n_, placement);
+                                       1.0f, at(r0, c0), nf_, placement);
         } else if (row_major_)  // cuBLAS sees the transposes: A22^T -= U12^T L21^T
-          update.run(c, gemm::GemmArgs<T>{gemm::Op::N, gemm::Op::N, c1 - c0, r1 - r0, k1 - k0, T(-1), at(k0, c0), n_,
-                                          at(r0, k0), n_, T(1), at(r0, c0), n_, false});
+          update.run(c, gemm::GemmArgs<T>{gemm::Op::N, gemm::Op::N, c1 - c0, r1 - r0, k1 - k0, T(-1), at(k0, c0), nf_,
+                                          at(r0, k0), nf_, T(1), at(r0, c0), nf_, false});
         else
-          update.run(c, gemm::GemmArgs<T>{gemm::Op::N, gemm::Op::N, r1 - r0, c1 - c0, k1 - k0, T(-1), at(r0, k0), n_,
-                                          at(k0, c0), n_, T(1), at(r0, c0), n_, false});
+          update.run(c, gemm::GemmArgs<T>{gemm::Op::N, gemm::Op::N, r1 - r0, c1 - c0, k1 - k0, T(-1), at(r0, k0), nf_,
+                                          at(k0, c0), nf_, T(1), at(r0, c0), nf_, false});
         profile.stop(Profile::Update, s);
       };
       profile.start(Profile::RightSwaps, s);
       for (std::int64_t q = p0; q <= p1; ++q) {
         const auto [to, from, moves] = panel_moves(q);
-        apply_row_moves(f, n_, to, from, moves, c0, c1, c1, c1, s, row_major_);
+        apply_row_moves(f, nf_, to, from, moves, c0, c1, c1, c1, s, row_major_);
       }
       profile.stop(Profile::RightSwaps, s);
       if (after_swaps) after_swaps();
@@ -1050,12 +1077,12 @@ class DeviceEngine final : public Engine {
         profile.stop(Profile::RowBlock, s);
         if (q < p1) multiply_subtract(j0 + jb, below, j0, j0 + jb);
       }
-      if (below < n_) multiply_subtract(below, n_, first_column(p0), below);
+      if (below < nf_) multiply_subtract(below, nf_, first_column(p0), below);
     };
 
     to_chain.order(bulk, chain);
     profile.start(Profile::Panel, chain);
-    factor_panel(chain_ctx, f, 0, std::min<std::int64_t>(nb_, n_), side);
+    factor_panel(chain_ctx, f, 0, std::min<std::int64_t>(nb_, nf_), side);
     profile.stop(Profile::Panel, chain);
     pack_l21(0);
     std::int64_t pending = 0;  // the first panel whose update the bulk columns lack
@@ -1069,7 +1096,7 @@ class DeviceEngine final : public Engine {
       const std::int64_t pending_column = first_column(pending);
       if (pending_column < j0) {
         profile.start(Profile::LeftSwaps, chain);
-        apply_row_moves(f, n_, to, from, moves, pending_column, j0, j0, j0, chain, row_major_);
+        apply_row_moves(f, nf_, to, from, moves, pending_column, j0, j0, j0, chain, row_major_);
         if (packed)  // the pending panels' packed rows, moved as pairs of halves
           apply_row_moves(reinterpret_cast<float*>(packed_row0(pending)), packed_ld / 2, to, from, moves, 0,
                           (p - pending) * 3 * nb_ / 2, 0, 0, chain, true);
@@ -1092,7 +1119,7 @@ class DeviceEngine final : public Engine {
         left_may_start.order(chain, left);
         bulk_done.wait_in(left);
         profile.start(Profile::LeftSwaps, left);
-        apply_row_moves(f, n_, to, from, moves, 0, pending_column, pending_column, pending_column, left, row_major_);
+        apply_row_moves(f, nf_, to, from, moves, 0, pending_column, pending_column, pending_column, left, row_major_);
         profile.stop(Profile::LeftSwaps, left);
       };
       if (p + 1 == panels) {
@@ -1111,7 +1138,7 @@ class DeviceEngine final : public Engine {
       pack_l21(p + 1);
       // A bulk update once `group` panels are pending: the next panels' columns one by one (the
       // chain waits for each), then the rest.
-      if (after_next < n_ && p + 1 - pending >= group) {
+      if (after_next < nf_ && p + 1 - pending >= group) {
         moves_ready.wait_in(bulk);
         std::int64_t q = p + 2;
         for (; q < std::min(panels, p + 2 + group); ++q) {
@@ -1119,7 +1146,7 @@ class DeviceEngine final : public Engine {
           if (!column_ready[q]) column_ready[q] = std::make_unique<StreamEvent>();
           column_ready[q]->record(bulk);
         }
-        if (q < panels) apply_panels(bulk_ctx, pending, p, first_column(q), n_);
+        if (q < panels) apply_panels(bulk_ctx, pending, p, first_column(q), nf_);
         bulk_done.record(bulk);
         slot_read[slot_of(pending)].record(bulk);
         pending = p + 1;
@@ -1144,20 +1171,20 @@ class DeviceEngine final : public Engine {
   // slower n = 8192 rows that had this reverted in session 17 did not recur).
   template <class T>
   void factor_panel(Context& ctx, T* f, std::int64_t j0, std::int64_t jb, const cudaStream_t* side = nullptr) {
-    T* diagonal = f + j0 + j0 * n_;
+    T* diagonal = f + j0 + j0 * nf_;
     bool in_order = false;
     if constexpr (std::is_same_v<T, double>) {
       in_order = in_order_;
       if (in_order) {  // in a given row order (FP64 only) only the diagonal block's rows are searched
         profile_.start(Profile::DiagonalBlock, ctx.stream());
-        factor_diagonal_block(diagonal, n_, int(jb), pivots_.data() + j0, j0, first_zero_pivot_.data(), j0,
+        factor_diagonal_block(diagonal, nf_, int(jb), pivots_.data() + j0, j0, first_zero_pivot_.data(), j0,
                               block_row_buffers<T>().l21_copy.data(), ctx.stream());
         profile_.stop(Profile::DiagonalBlock, ctx.stream());
         factor_panel_in_order(ctx, f, j0, jb);
       }
     }
     if (!in_order)
-      panel_workspace<T>().factor(diagonal, n_, n_ - j0, int(jb), pivots_.data() + j0, j0, first_zero_pivot_.data(),
+      panel_workspace<T>().factor(diagonal, nf_, nf_ - j0, int(jb), pivots_.data() + j0, j0, first_zero_pivot_.data(),
                                   j0, ctx.stream(), row_major_);
     if (side) {
       side_fork_.record(ctx.stream());
@@ -1173,7 +1200,7 @@ class DeviceEngine final : public Engine {
     if (in_order) return;  // factor_panel_in_order inverted the diagonal block
     s = side ? side[1] : ctx.stream();
     profile_.start(Profile::PanelInverse, s);
-    invert_unit_lower(diagonal, n_, int(jb), block_row_buffers<T>().l11_inverses.data() + (j0 / nb_) * nb_ * nb_, s,
+    invert_unit_lower(diagonal, nf_, int(jb), block_row_buffers<T>().l11_inverses.data() + (j0 / nb_) * nb_ * nb_, s,
                       row_major_);
     profile_.stop(Profile::PanelInverse, s);
     if (side) inverse_done_.record(s);
@@ -1193,23 +1220,23 @@ class DeviceEngine final : public Engine {
   template <class T>
   void factor_panel_in_order(Context& ctx, T* f, std::int64_t j0, std::int64_t jb) {
     BlockRowBuffers<T>& buffers = block_row_buffers<T>();
-    const T* diagonal = f + j0 + j0 * n_;
+    const T* diagonal = f + j0 + j0 * nf_;
     T* l11_inverse = buffers.l11_inverses.data() + (j0 / nb_) * nb_ * nb_;
-    const std::int64_t below = n_ - j0 - jb;
+    const std::int64_t below = nf_ - j0 - jb;
     if (below == 0) {
-      invert_unit_lower(diagonal, n_, int(jb), l11_inverse, ctx.stream(), true);
+      invert_unit_lower(diagonal, nf_, int(jb), l11_inverse, ctx.stream(), true);
       return;
     }
-    T* l21 = f + j0 + (j0 + jb) * n_;  // rows j0 + jb .., columns j0 .. j0 + jb
-    invert_both_triangles(diagonal, n_, int(jb), l11_inverse, buffers.u11_inverse.data(), ctx.stream(), true);
-    MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(buffers.l21_copy.data(), jb * sizeof(T), l21, n_ * sizeof(T), jb * sizeof(T),
+    T* l21 = f + j0 + (j0 + jb) * nf_;  // rows j0 + jb .., columns j0 .. j0 + jb
+    invert_both_triangles(diagonal, nf_, int(jb), l11_inverse, buffers.u11_inverse.data(), ctx.stream(), true);
+    MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(buffers.l21_copy.data(), jb * sizeof(T), l21, nf_ * sizeof(T), jb * sizeof(T),
                                           below, cudaMemcpyDeviceToDevice, ctx.stream()));
     // Row-major L21 seen column-major is L21^T = U11^-T A21^T; the row-major inverse seen
     // column-major is U11^-T.
     cublas_product(ctx.cublas(), CUBLAS_OP_N, int(jb), int(below), int(jb), buffers.u11_inverse.data(), int(jb),
-                   buffers.l21_copy.data(), int(jb), l21, int(n_));
+                   buffers.l21_copy.data(), int(jb), l21, int(nf_));
     abs_max_row_major_kernel<<<unsigned(std::min<std::int64_t>(1024, (below * jb + 255) / 256)), 256, 0,
-                               ctx.stream()>>>(l21, n_, below, int(jb), largest_multiplier_.data());
+                               ctx.stream()>>>(l21, nf_, below, int(jb), largest_multiplier_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
 
@@ -1220,7 +1247,7 @@ class DeviceEngine final : public Engine {
       if constexpr (std::is_same_v<T, float>) return panel32_;
       else return panel64_;
     }();
-    if (!workspace) workspace = std::make_unique<PanelWorkspace<T>>(n_, panel_blocks_, &ctx_);
+    if (!workspace) workspace = std::make_unique<PanelWorkspace<T>>(nf_, panel_blocks_, &ctx_);
     return *workspace;
   }
   template <class T>
@@ -1249,10 +1276,10 @@ class DeviceEngine final : public Engine {
       const T one = 1;
       if constexpr (std::is_same_v<T, float>)
         MIXSOLVE_CUBLAS_CHECK(cublasStrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N, diag, int(n_), int(k), &one,
-                                          lu, int(n_), w, int(n_)));
+                                          lu, int(nf_), w, int(n_)));
       else
         MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N, diag, int(n_), int(k), &one,
-                                          lu, int(n_), w, int(n_)));
+                                          lu, int(nf_), w, int(n_)));
     };
     trsm(CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_UNIT);
     trsm(CUBLAS_FILL_MODE_UPPER, CUBLAS_DIAG_NON_UNIT);
@@ -1312,7 +1339,7 @@ class DeviceEngine final : public Engine {
     const dim3 grid(unsigned((n_ + kScanRows - 1) / kScanRows), unsigned(stripes));
     scan_matrix_kernel<<<grid, kScanRows, 0, stream()>>>(
         a_.data, a_.ld, n_, partial_sums.data(), results.data() + n_, results.data() + 2 * n_,
-        results.data() + 3 * n_, results.data() + 3 * n_ + 1, prepared_copy_ ? factors32_.data() : nullptr);
+        results.data() + 3 * n_, results.data() + 3 * n_ + 1, prepared_copy_ ? factors32_.data() : nullptr, nf_);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     sum_row_partials_kernel<<<blocks_for(n_), 256, 0, stream()>>>(partial_sums.data(), n_, stripes, results.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
@@ -1354,15 +1381,15 @@ class DeviceEngine final : public Engine {
            scan.smallest_nonzero >= 0x1p-126 && scan.smallest_nonzero * choice.mu >= 0x1p-126;
   }
 
-  // n x n factors in `f` (the old ones freed first). The pool keeps what is freed
+  // nf x nf factors in `f` (the old ones freed first). The pool keeps what is freed
   // (Context::allocate): where its unused blocks cannot hold the new factors (FP64 ones after FP32
   // ones) they go back to the driver first, so that the memory the context holds stays at the
   // reported peak.
   template <class U>
   void allocate_factors(DeviceBuffer<U>& f) {
     f = DeviceBuffer<U>();
-    ctx_.make_room_for(n_ * n_ * sizeof(U));
-    f = DeviceBuffer<U>(ctx_, n_ * n_);
+    ctx_.make_room_for(nf_ * nf_ * sizeof(U));
+    f = DeviceBuffer<U>(ctx_, nf_ * nf_);
   }
 
   // `transient`: a workspace that lives only during the current step.
@@ -1447,6 +1474,11 @@ class DeviceEngine final : public Engine {
   DeviceBuffer<unsigned long long> flag_;
   std::unique_ptr<MatrixScan> scan_;  // of A, once (scan_a)
   std::vector<DeviceBuffer<double>> scratch_;
+  // The order of the factors: n rounded up to kFactorAlignment. f holds the LU of [A 0; 0 I]
+  // (factor_blocked_lu), whose leading n x n block is A's LU and whose border stays the identity,
+  // so every product, copy and row of the LU keeps the alignment the tensor cores want whatever
+  // n is; the solves read the leading n x n block with leading dimension nf.
+  std::int64_t nf_ = 0;
   std::int64_t nb_ = 256;
   std::size_t peak_ = 0;
 };
