@@ -7,7 +7,8 @@
 //   * mixsolve::solve with each factorization precision of --precisions ("auto:fp32" or
 //     "auto:fp16+halfhalf": auto with that SolveOptions::auto_path; a "-unscaled" suffix, e.g.
 //     "fp16-unscaled", turns SolveOptions::range_scaling off; "-no-reuse", e.g. "auto-no-reuse",
-//     SolveOptions::reuse_pivot_order; "-probe-all" probes every cheap attempt, "-no-probe" none:
+//     SolveOptions::reuse_pivot_order; "-lapack-stop" takes StopTest::Lapack instead of the
+//     default StopTest::Attainable; "-probe-all" probes every cheap attempt, "-no-probe" none:
 //     SolveOptions::probe_pivot_ratio).
 // --block sets SolveOptions::block_size (the LU panel width; 0: the library's choice).
 // Each method runs --warmup times untimed, then --reps times; the median time is reported, with
@@ -224,6 +225,7 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
   };
   if (strip_suffix("-probe-all")) options.probe_pivot_ratio = INFINITY;
   if (strip_suffix("-no-probe")) options.probe_pivot_ratio = 0;
+  if (strip_suffix("-lapack-stop")) options.stop_test = StopTest::Lapack;
   if (strip_suffix("-no-reuse")) options.reuse_pivot_order = false;
   if (strip_suffix("-unscaled")) options.range_scaling = false;
   const std::size_t colon = name.find(':');

@@ -74,6 +74,20 @@ std::string to_string(Refinement r) {
   return "?";
 }
 
+std::string to_string(StopTest t) {
+  switch (t) {
+    case StopTest::Attainable: return "attainable";
+    case StopTest::Lapack: return "lapack";
+  }
+  return "?";
+}
+
+StopTest parse_stop_test(const std::string& text) {
+  for (StopTest t : {StopTest::Attainable, StopTest::Lapack})
+    if (to_string(t) == text) return t;
+  throw InvalidArgument("stop test \"" + text + "\" is not one of attainable, lapack");
+}
+
 std::string to_string(StopReason s) {
   switch (s) {
     case StopReason::Converged: return "converged";
@@ -134,7 +148,10 @@ std::string SolveReport::summary() const {
   if (!backward_error_history.empty()) {
     s << "  backward error after each solve:";
     for (double e : backward_error_history) s << " " << std::setprecision(3) << e;
-    s << "\n  final backward error " << std::setprecision(6) << backward_error_history.back() << "\n";
+    s << "\n  returned x: backward error " << std::setprecision(3) << backward_error
+      << (converged ? ", meets" : ", does NOT meet") << " the LAPACK test (~" << stop_test_backward_error << ")";
+    if (returned_earlier_iterate) s << "; the best iterate, not the last";
+    s << std::setprecision(6) << "\n";
   }
   return s.str();
 }
@@ -283,6 +300,61 @@ Precision Factorization::precision() const { return state_->factored ? state_->c
 
 namespace {
 
+// About the backward error the LAPACK test asks for (SolveOptions::tolerance_factor): the test is
+// ||r|| < this ||A|| ||x||. eps = LAPACK's dlamch('E') = 2^-53, as dsgesv.
+double lapack_stop_test_backward_error(const SolveOptions& o, std::int64_t n) {
+  return o.tolerance_factor * std::sqrt(double(n)) * std::numeric_limits<double>::epsilon() * 0.5;
+}
+
+// The engine's scratch slot that holds BestIterate's copy (Refiner uses 0-3, the probe 0-2).
+constexpr int kBestIterateSlot = 4;
+
+// For each right-hand side, the iterate with the smallest normwise backward error seen over every
+// solve and refinement step of every attempt of one Factorization::solve: what the solve returns
+// (SolveReport::backward_error). Refinement can make an iterate worse (a diverging classic IR on a
+// numerically singular matrix) and a GMRES retry restarts from LU \ b; the copy costs one vector
+// copy per improving step.
+class BestIterate {
+ public:
+  BestIterate(Engine& e, std::int64_t k)
+      : e_(e), store_(e.scratch(kBestIterateSlot, k)), best_(k, INFINITY), current_(k, INFINITY),
+        best_meets_(k, false), current_meets_(k, false) {}
+
+  // x's columns after a solve or step, their backward errors and whether they meet the LAPACK
+  // test: keeps those that improve on the best so far.
+  void offer(const MatrixView<double>& x, const std::vector<double>& berr, const std::vector<bool>& meets) {
+    for (std::int64_t j = 0; j < x.cols; ++j) {
+      current_[j] = berr[j];
+      current_meets_[j] = meets[j];
+      if (!(berr[j] < best_[j])) continue;
+      best_[j] = berr[j];
+      best_meets_[j] = meets[j];
+      e_.copy(x.block(0, j, x.rows, 1), store_.block(0, j, x.rows, 1));
+    }
+  }
+
+  // Puts the best iterate back into x where x's last one is worse; fills the report's fields.
+  void restore(const MatrixView<double>& x, SolveReport& report) {
+    report.backward_error = 0;
+    for (std::int64_t j = 0; j < x.cols; ++j) {
+      if (best_[j] < current_[j]) {
+        e_.copy(store_.block(0, j, x.rows, 1), x.block(0, j, x.rows, 1));
+        current_[j] = best_[j];
+        current_meets_[j] = best_meets_[j];
+        report.returned_earlier_iterate = true;
+      }
+      report.backward_error = std::max(report.backward_error, current_[j]);
+      report.converged_rhs[j] = current_meets_[j];
+    }
+  }
+
+ private:
+  Engine& e_;
+  MatrixView<double> store_;
+  std::vector<double> best_, current_;
+  std::vector<bool> best_meets_, current_meets_;
+};
+
 // Refinement of one right-hand-side block with the engine's current factors.
 class Refiner {
  public:
@@ -291,10 +363,11 @@ class Refiner {
   // INFINITY where there is no higher rung).
   // gmres_may_follow: a classic refinement whose contraction is too slow gives way to GMRES-IR
   // with the same factors (StopReason::TooSlow; see run()).
+  // best: offered every iterate (BestIterate).
   Refiner(Engine& e, const SolveOptions& o, double norm_a, const MatrixView<const double>& b, const MatrixView<double>& x,
-          double next_rung_seconds, bool gmres_may_follow)
+          double next_rung_seconds, bool gmres_may_follow, BestIterate& best)
       : e_(e), o_(o), norm_a_(norm_a), b_(b), x_(x), k_(b.cols), n_(e.n()), next_rung_seconds_(next_rung_seconds),
-        gmres_may_follow_(gmres_may_follow) {}
+        gmres_may_follow_(gmres_may_follow), best_(best) {}
 
   // Runs one attempt: X = LU \ B, then refinement. Appends to the report. A GMRES retry after
   // classic IR with the same factors starts from LU \ B too: from classic's last iterate, whose
@@ -315,8 +388,10 @@ class Refiner {
     // failed to halve their backward error (see below).
     std::vector<bool> tight(k_, false), loose_step(k_, false);
     std::vector<bool> inner_stalled(k_, false);  // the column's last inner solve stagnated
-    evaluate(r, berr, done, report);
-    if (method == Refinement::None) return all(done) ? StopReason::Converged : StopReason::NoRefinement;
+    evaluate(r, berr, done, report, nullptr);
+    // Converged wherever every column meets the LAPACK test, whatever else ended the attempt.
+    const auto finish = [&](StopReason reason) { return all(converged_) ? StopReason::Converged : reason; };
+    if (method == Refinement::None) return finish(StopReason::NoRefinement);
     const int bad_steps_allowed = method == Refinement::Gmres ? kBadStepsAllowedGmres : kBadStepsAllowedClassic;
     too_slow_ = false;
     for (int it = 0; it < o_.max_iterations && !all(done); ++it) {
@@ -331,7 +406,7 @@ class Refiner {
       } else {
         for (std::int64_t j = 0; j < k_; ++j)
           if (!done[j]) {
-            const double needed = 0.1 * stop_test_backward_error() / berr[j];
+            const double needed = 0.1 * target_backward_error() / berr[j];
             const double target = tight[j] ? kGmresTolerance : std::clamp(needed, kGmresTolerance, kGmresLoosest);
             loose_step[j] = target > kGmresTolerance;
             attempt.inner_iterations += gmres_correction(&r(0, j), &x_(0, j), target, it == 0);
@@ -340,22 +415,22 @@ class Refiner {
       }
       ++attempt.iterations;
       ++report.iterations;
-      evaluate(r, berr, done, report);
+      evaluate(r, berr, done, report, &previous);
       // A step that does not halve the backward error is a bad step (after a backward-stable first
       // solve, one step may raise the backward error while the forward error still contracts).
       // Three bad steps in a row (one for GMRES) end the attempt: "diverged" if each of them made
       // things worse, else "stagnated". A non-finite iterate ends it at once; so does a GMRES
       // whose rate predicted more than its budget (after its correction has been applied).
-      if (too_slow_ && !all(done)) return StopReason::TooSlow;
+      if (too_slow_ && !all(done)) return finish(StopReason::TooSlow);
       for (std::int64_t j = 0; j < k_; ++j) {
         if (done[j]) continue;
-        if (!std::isfinite(berr[j])) return StopReason::Diverged;
+        if (!std::isfinite(berr[j])) return finish(StopReason::Diverged);
         // An inner solve that stagnated says the LU is too weak a preconditioner for this matrix:
         // unless its step still cut the backward error tenfold, the attempt ends here (host
         // model, fp16x3, n = 512, geo cond 1e10: every inner solve stagnated, each step cut
         // the backward error by 4x at most, and two more steps cost 100 GMRES iterations).
         if (method == Refinement::Gmres && inner_stalled[j] && berr[j] > 0.1 * previous[j])
-          return berr[j] >= previous[j] ? StopReason::Diverged : StopReason::Stagnated;
+          return finish(berr[j] >= previous[j] ? StopReason::Diverged : StopReason::Stagnated);
         // A relaxed inner target bounds the preconditioned residual, and the true residual only
         // up to cond(LU): near the stop test such a step may not halve the backward error. It is
         // not counted as bad; the column's later inner solves run to kGmresTolerance. (Host
@@ -372,50 +447,57 @@ class Refiner {
           slow[j] = grew[j] = 0;
         }
         if (slow[j] >= bad_steps_allowed)
-          return grew[j] >= bad_steps_allowed ? StopReason::Diverged : StopReason::Stagnated;
+          return finish(grew[j] >= bad_steps_allowed ? StopReason::Diverged : StopReason::Stagnated);
       }
       if (method == Refinement::Classic && gmres_may_follow_ && it + 1 >= kClassicJudgeAfter &&
           classic_too_slow(berr, history[it + 1 - kClassicJudgeWindow], done))
-        return StopReason::TooSlow;
+        return finish(StopReason::TooSlow);
     }
-    return all(done) ? StopReason::Converged : StopReason::MaxIterations;
+    return finish(StopReason::MaxIterations);
   }
-
-  const std::vector<bool>& converged() const { return converged_; }
 
  private:
   static bool all(const std::vector<bool>& v) { return std::all_of(v.begin(), v.end(), [](bool b) { return b; }); }
 
-  // r = b - A x; backward errors; the stop test ||r||_inf < f sqrt(n) ||x||_inf ||A||_inf eps.
-  void evaluate(const MatrixView<double>& r, std::vector<double>& berr, std::vector<bool>& done, SolveReport& report) {
+  // r = b - A x; backward errors; the LAPACK test ||r||_inf < f sqrt(n) ||x||_inf ||A||_inf eps
+  // (converged_); which columns are done under the StopTest. previous: the backward errors before
+  // this step (null after the first solve).
+  void evaluate(const MatrixView<double>& r, std::vector<double>& berr, std::vector<bool>& done, SolveReport& report,
+                const std::vector<double>* previous) {
     e_.residual(x_, b_, r);
     std::vector<double> rn(k_), xn(k_), bn(k_);
     e_.column_norms_inf(r, rn.data());
     e_.column_norms_inf(x_, xn.data());
     e_.column_norms_inf(b_, bn.data());
     double worst = 0;
+    converged_.assign(k_, false);
     for (std::int64_t j = 0; j < k_; ++j) {
       const double denominator = norm_a_ * xn[j] + bn[j];
       berr[j] = std::isfinite(rn[j]) && std::isfinite(xn[j]) ? (denominator > 0 ? rn[j] / denominator : 0.0) : INFINITY;
-      done[j] = std::isfinite(xn[j]) && rn[j] < kComputedResidualMargin * stop_test_backward_error() * xn[j] * norm_a_;
-      if (rn[j] == 0) done[j] = true;
+      converged_[j] = rn[j] == 0 || (std::isfinite(xn[j]) &&
+                                     rn[j] < kComputedResidualMargin * stop_test_backward_error() * xn[j] * norm_a_);
+      // StopTest::Attainable (dgerfs): at the unit roundoff, or no longer halving once converged.
+      const bool at_limit = berr[j] <= kUnitRoundoff || (previous && berr[j] > 0.5 * (*previous)[j]);
+      done[j] = converged_[j] && (o_.stop_test == StopTest::Lapack || rn[j] == 0 || at_limit);
       worst = std::max(worst, berr[j]);
     }
-    converged_ = done;
+    best_.offer(x_, berr, converged_);
     report.backward_error_history.push_back(worst);
   }
 
-  // The stop test is ||r|| < stop_test_backward_error() ||A|| ||x||: about the backward error it
-  // asks for. eps = LAPACK's dlamch('E') = 2^-53, as dsgesv. At that level the computed residual's
-  // own rounding (about sqrt(n) eps |A||x|) matters: an x whose FP64 residual met the test at 0.997
-  // of the threshold had a true residual (long double) at 1.0003 of it (GPU, fp16x3, n = 1024,
-  // session 19). So a step ends the refinement only where its residual meets
+  // The LAPACK test is ||r|| < stop_test_backward_error() ||A|| ||x||. At that level the computed
+  // residual's own rounding (about sqrt(n) eps |A||x|) matters: an x whose FP64 residual met the
+  // test at 0.997 of the threshold had a true residual (long double) at 1.0003 of it (GPU, fp16x3,
+  // n = 1024). So a column counts as converged only where its residual meets
   // kComputedResidualMargin of the threshold: the claim then holds for the true residual too,
   // unless the rounding exceeds 5% of the test.
   static constexpr double kComputedResidualMargin = 0.95;
-  double stop_test_backward_error() const {
-    return o_.tolerance_factor * std::sqrt(double(n_)) * std::numeric_limits<double>::epsilon() * 0.5;
+  double stop_test_backward_error() const { return lapack_stop_test_backward_error(o_, n_); }
+  // The backward error a refinement aims at: the unit roundoff under StopTest::Attainable.
+  double target_backward_error() const {
+    return o_.stop_test == StopTest::Attainable ? kUnitRoundoff : stop_test_backward_error();
   }
+  static constexpr double kUnitRoundoff = 0x1p-53;
 
   // GMRES on (LU)^-1 A d = (LU)^-1 r in FP64 (left preconditioning), restarted, until the
   // preconditioned residual falls by `target`; x += d. Returns the number of inner iterations.
@@ -600,6 +682,7 @@ class Refiner {
   bool too_slow_ = false;  // a GMRES of this attempt predicted more iterations or time than its budget
   double next_rung_seconds_;
   bool gmres_may_follow_;
+  BestIterate& best_;
   // MIXSOLVE_GMRES_TRACE in the environment: each budget judgement goes to stderr (for tuning).
   bool trace_ = std::getenv("MIXSOLVE_GMRES_TRACE") != nullptr;
 };
@@ -631,6 +714,8 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
     report.converged = true;
     return report;
   }
+  BestIterate best(*s.engine, b.cols);
+  report.stop_test_backward_error = lapack_stop_test_backward_error(s.options, s.engine->n());
   bool first_attempt = true;
   bool cheaper_tried = false;
   // An attempt that ends before refinement (its LU failed, or the probe judged it weak): the next
@@ -719,11 +804,10 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
     Refiner refiner(*s.engine, s.options, s.norm_a, b, x,
                     s.options.escalate_by_cost && higher_rung ? kNextRungCostFactor * s.current_factor_seconds
                                                                : INFINITY,
-                    gmres_may_follow);
+                    gmres_may_follow, best);
     attempt.stop = refiner.run(attempt.refinement, attempt, report);
     s.engine->synchronize();
     attempt.refinement_seconds += seconds_since(t1);  // after the probe's time, if it ran
-    report.converged_rhs = refiner.converged();
     if (is_fallback) {
       report.fell_back = true;
       report.fallback_seconds += attempt.factorization_seconds + attempt.refinement_seconds;
@@ -753,6 +837,13 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
     if (attempt.precision == Precision::FP64 || s.next >= s.path.size()) break;  // nothing higher to try
     s.factored = false;  // escalate
     cheaper_tried = true;
+  }
+  if (report.backward_error_history.empty()) {
+    // Every factorization failed before a solve: X holds no iterate.
+    report.converged_rhs.assign(b.cols, false);
+    report.backward_error = INFINITY;
+  } else {
+    best.restore(x, report);
   }
   report.converged = std::all_of(report.converged_rhs.begin(), report.converged_rhs.end(), [](bool v) { return v; });
   report.peak_workspace_bytes = s.engine->peak_workspace_bytes();

@@ -4,8 +4,10 @@
 
 #include <Eigen/Dense>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "mixsolve/core/random.hpp"
@@ -578,6 +580,89 @@ TEST(Solve, FailureIsReportedWhenFallbackIsOff) {
   EXPECT_NE(r.attempts[0].stop, StopReason::Converged);
   EXPECT_FALSE(r.fell_back);
   EXPECT_LE(r.iterations, 5) << "failure is detected early, not after the iteration limit: " << r.summary();
+}
+
+// The normwise backward error of column j of x for p, and the forward error against x_true.
+double backward_error_of(const Problem& p, const std::vector<double>& x, std::int64_t j = 0) {
+  const Eigen::Map<const Eigen::MatrixXd> a(p.a.data(), p.n, p.n);
+  const Eigen::Map<const Eigen::VectorXd> b(p.b.data() + j * p.n, p.n), xj(x.data() + j * p.n, p.n);
+  const double norm_a = a.cwiseAbs().rowwise().sum().maxCoeff();
+  return (b - a * xj).cwiseAbs().maxCoeff() / (norm_a * xj.cwiseAbs().maxCoeff() + b.cwiseAbs().maxCoeff());
+}
+double forward_error_of(const std::vector<double>& x, const std::vector<double>& x_true) {
+  double d = 0, t = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    d = std::max(d, std::fabs(x[i] - x_true[i]));
+    t = std::max(t, std::fabs(x_true[i]));
+  }
+  return d / t;
+}
+
+// StopTest::Attainable (the default) against Eigen's FP64 partial-pivoting LU on the same
+// problem, b = A x_true: backward and forward errors within 10x of the FP64 LU's (floored at the
+// unit roundoff, where the FP64 LU's error is rounding noise below it), under auto (the
+// fp16x3 model, escalating where it must). StopTest::Lapack converges too, in no more steps.
+TEST(Solve, DefaultStopTestIsAsAccurateAsTheFp64Lu) {
+  const double u = 0x1p-53;
+  for (MatrixFamily f : {MatrixFamily::Svd, MatrixFamily::Poev, MatrixFamily::Heev})
+    for (double cond : {1e2, 1e6, 1e10}) {
+      TestMatrixSpec spec = geo(cond, 21);
+      spec.family = f;
+      Problem p(spec, 151);
+      std::vector<double> x_true(p.n);
+      fill_random(host_view(x_true.data(), p.n, 1, p.n), RandomSpec::uniform(-1, 1, 77));
+      const Eigen::Map<const Eigen::MatrixXd> a(p.a.data(), p.n, p.n);
+      Eigen::Map<Eigen::VectorXd>(p.b.data(), p.n) = a * Eigen::Map<const Eigen::VectorXd>(x_true.data(), p.n);
+      const Eigen::VectorXd lu_x = a.partialPivLu().solve(Eigen::Map<const Eigen::VectorXd>(p.b.data(), p.n));
+      const std::vector<double> lu_x_v(lu_x.data(), lu_x.data() + p.n);
+      const double lu_berr = backward_error_of(p, lu_x_v), lu_ferr = forward_error_of(lu_x_v, x_true);
+      SCOPED_TRACE(spec.name());
+      Context ctx = Context::host_only();
+      SolveOptions o;
+      o.block_size = 16;
+      const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+      ASSERT_TRUE(r.converged) << r.summary();
+      EXPECT_LE(backward_error_of(p, p.x), 10 * std::max(lu_berr, u)) << r.summary();
+      EXPECT_LE(forward_error_of(p.x, x_true), 10 * std::max(lu_ferr, u)) << r.summary();
+      o.stop_test = StopTest::Lapack;
+      const SolveReport lapack = solve(ctx, p.A(), p.B(), p.X(), o);
+      EXPECT_TRUE(lapack.converged) << lapack.summary();
+      EXPECT_TRUE(meets_stop_test(p, 0));
+      EXPECT_LE(lapack.iterations, r.iterations) << lapack.summary() << r.summary();
+    }
+}
+
+// A refinement that makes its iterate worse (classic IR with FP16 factors of an ill-conditioned
+// matrix, no fallback) returns the best iterate it saw, says so, and reports its backward error.
+TEST(Solve, ReturnsTheBestIterateWhereRefinementMadeItWorse) {
+  Problem p(geo(1e10, 5), 96);
+  const SolveReport r = run(p, Precision::FP16, Refinement::Classic, false);
+  ASSERT_FALSE(r.converged) << r.summary();
+  const double best = *std::min_element(r.backward_error_history.begin(), r.backward_error_history.end());
+  EXPECT_EQ(r.backward_error, best) << r.summary();
+  EXPECT_EQ(r.returned_earlier_iterate, best < r.backward_error_history.back()) << r.summary();
+  EXPECT_NEAR(backward_error_of(p, p.x), best, 1e-3 * best) << "the returned x is that iterate";
+  EXPECT_GT(r.stop_test_backward_error, 0);
+  EXPECT_NE(r.summary().find("does NOT meet"), std::string::npos) << r.summary();
+}
+
+// A numerically singular matrix (Hilbert, cond ~1e70 at n = 48): whatever the refinement does,
+// the returned x is never worse than the FP64 LU's (backward error within 10x), and the report
+// says whether it met the LAPACK test and how close it got.
+TEST(Solve, NumericallySingularMatrixIsNeverWorseThanTheFp64Lu) {
+  const std::int64_t n = 48;
+  Problem p(geo(1e2, 1), n);
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < n; ++i) p.a[i + j * n] = 1.0 / double(i + j + 1);
+  const double lu_berr = fp64_backward_error(p);
+  for (Precision prec : {Precision::Auto, Precision::FP32, Precision::FP64}) {
+    SCOPED_TRACE(to_string(prec));
+    const SolveReport r = run(p, prec, Refinement::Auto);
+    for (double v : p.x) ASSERT_TRUE(std::isfinite(v)) << r.summary();
+    EXPECT_LE(backward_error_of(p, p.x), 10 * std::max(lu_berr, 0x1p-53)) << r.summary();
+    EXPECT_LE(r.backward_error, 10 * std::max(lu_berr, 0x1p-53)) << r.summary();
+    EXPECT_EQ(r.converged, meets_stop_test(p, 0)) << r.summary();
+  }
 }
 
 TEST(Solve, NoRefinementSolvesOnceAndSaysWhetherThatSufficed) {
