@@ -168,58 +168,15 @@ double reciprocal_condition(std::int64_t n, double norm_a, double inverse_norm_e
   return (1.0 / inverse_norm_estimate) / norm_a;
 }
 
-std::vector<double> forward_error_weights(const std::vector<double>& residual,
-                                          const std::vector<double>& abs_ax_plus_b, std::int64_t nz) {
-  if (residual.size() != abs_ax_plus_b.size())
-    throw InvalidArgument("forward_error_weights: abs_ax_plus_b's length (" + std::to_string(abs_ax_plus_b.size()) +
-                          ") != residual's (" + std::to_string(residual.size()) + ")");
-  if (nz < 1) throw InvalidArgument("forward_error_weights: nz (" + std::to_string(nz) + ") < 1");
-  constexpr double eps = std::numeric_limits<double>::epsilon() / 2;  // unit roundoff 2^-53
-  const double safe1 = double(nz) * std::numeric_limits<double>::min();
-  const double safe2 = safe1 / eps;
-  std::vector<double> w(residual.size());
-  for (std::size_t i = 0; i < w.size(); ++i) {
-    const double rounding = double(nz) * eps * abs_ax_plus_b[i];
-    w[i] = std::abs(residual[i]) + rounding + (abs_ax_plus_b[i] > safe2 ? 0.0 : safe1);
-  }
-  return w;
-}
-
-double forward_error_bound(std::int64_t n, const std::vector<double>& w, double norm_x_inf,
-                           const LinearOperator& apply_inverse, const LinearOperator& apply_inverse_transpose,
-                           int* products) {
-  check_size("forward_error_bound", n);
-  if (std::int64_t(w.size()) != n)
-    throw InvalidArgument("forward_error_bound: w's length (" + std::to_string(w.size()) + ") != n (" +
-                          std::to_string(n) + ")");
-  if (norm_x_inf < 0) throw InvalidArgument("forward_error_bound: norm_x_inf (" + str(norm_x_inf) + ") < 0");
-  check_operator("forward_error_bound", "apply_inverse", apply_inverse);
-  check_operator("forward_error_bound", "apply_inverse_transpose", apply_inverse_transpose);
-  if (products) *products = 0;
-  bool infinite_weight = false;
-  for (std::int64_t i = 0; i < n; ++i) {
-    if (w[i] < 0)
-      throw InvalidArgument("forward_error_bound: w[" + std::to_string(i) + "] (" + str(w[i]) + ") < 0");
-    if (std::isnan(w[i])) return NAN;
-    infinite_weight = infinite_weight || std::isinf(w[i]);
-  }
-  if (std::isnan(norm_x_inf) || std::isinf(norm_x_inf)) return NAN;
-  // A nonsingular A^-1 has no zero column, so an infinite w_i makes |A^-1| w infinite; skipping
-  // the estimate avoids the 0 * Inf = NaN it would meet in diag(w) A^-T x.
-  if (infinite_weight) return INFINITY;
-
-  // ||A^-1 diag(w)||_inf = ||diag(w) A^-T||_1 ([ASNA] §15.1): B = diag(w) A^-T, B^T = A^-1 diag(w).
-  const LinearOperator weighted_inverse_transpose = [&](std::vector<double>& x) {
-    apply_inverse_transpose(x);
-    for (std::int64_t i = 0; i < n && std::int64_t(x.size()) == n; ++i) x[i] *= w[i];
-  };
-  const LinearOperator inverse_weighted = [&](std::vector<double>& x) {
-    for (std::int64_t i = 0; i < n && std::int64_t(x.size()) == n; ++i) x[i] *= w[i];
-    apply_inverse(x);
-  };
-  const double est = estimate_norm1(n, weighted_inverse_transpose, inverse_weighted, products);
-  if (norm_x_inf == 0) return est == 0 ? 0.0 : (std::isnan(est) ? NAN : INFINITY);
-  return est / norm_x_inf;
+double normwise_forward_error_bound(std::int64_t n, double inverse_norm_inf, double norm_a_inf, double norm_r_inf,
+                                    double norm_x_inf, double norm_b_inf) {
+  check_size("normwise_forward_error_bound", n);
+  constexpr double u = std::numeric_limits<double>::epsilon() / 2;
+  const double residual_bound = norm_r_inf + double(n + 1) * u * (norm_a_inf * norm_x_inf + norm_b_inf);
+  const double numerator = inverse_norm_inf * residual_bound;
+  if (std::isnan(numerator) || std::isnan(norm_x_inf)) return NAN;
+  if (norm_x_inf == 0) return numerator == 0 ? 0.0 : INFINITY;
+  return numerator / norm_x_inf;
 }
 
 }  // namespace mixsolve::solvers_detail

@@ -7,9 +7,9 @@
 //          with applications to condition estimation", ACM TOMS 14(4), 381-396, 1988: Alg. 4.1
 //          (Hager's method with Higham's refinements; LAPACK's DLACN2).
 //   [ASNA] N. J. Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., SIAM 2002:
-//          §15.3 (the LAPACK 1-norm estimator, the same algorithm), §15.1 (|| |A^-1| g ||_inf
-//          through the estimator), §7.7 "practical error bounds" (the forward error bound that
-//          LAPACK's DGERFS estimates, with the residual's rounding error).
+//          §15.3 (the LAPACK 1-norm estimator, the same algorithm), §7.7 "practical error
+//          bounds" (the forward error bound from A^-1 and the residual, with the residual's own
+//          rounding error, as LAPACK's DGERFS estimates it componentwise).
 //   [LUG]  E. Anderson et al., "LAPACK Users' Guide", 3rd ed., SIAM 1999: §4.4 (condition
 //          estimates and error bounds for linear systems: DGECON's RCOND, DGERFS's FERR).
 #pragma once
@@ -81,39 +81,17 @@ double estimate_inverse_norm_inf(std::int64_t n, const LinearOperator& apply_inv
 // Throws InvalidArgument for n < 0 or a negative norm_a or est.
 double reciprocal_condition(std::int64_t n, double norm_a, double inverse_norm_estimate);
 
-// DGERFS's weights ([ASNA] §7.7, [LUG] §4.4):
-//   w_i = |r_i| + nz eps (|A| |x| + |b|)_i,
-// r = b - A x the residual computed in FP64, abs_ax_plus_b_i = (|A| |x| + |b|)_i, nz the most
-// nonzeros in a row of A plus 1 (n + 1 for a dense A), eps = 2^-53 (the unit roundoff: nz eps
-// (|A||x| + |b|) bounds the rounding error of the computed r, as gamma_{n+1} does in [ASNA]
-// §7.7). Where (|A||x| + |b|)_i is at most nz * safmin / eps, DGERFS also adds nz * safmin
-// (safmin the smallest normal double): the relative bound does not cover underflow, whose
-// absolute error per operation reaches safmin. Throws InvalidArgument if the lengths differ or
-// nz < 1.
-std::vector<double> forward_error_weights(const std::vector<double>& residual,
-                                          const std::vector<double>& abs_ax_plus_b, std::int64_t nz);
-
-// DGERFS's FERR for one right-hand side ([LUG] §4.4; [ASNA] §7.7 and §15.1):
-//   ||x - x_true||_inf / ||x||_inf  <=  || |A^-1| w ||_inf / ||x||_inf,
-// w = forward_error_weights(...) >= 0 and x the computed solution (norm_x_inf = ||x||_inf).
-// Because w >= 0, || |A^-1| w ||_inf = || A^-1 diag(w) ||_inf = ||M||_inf for M = A^-1 diag(w),
-// and ||M||_inf = ||M^T||_1, so estimate_norm1 runs on
-//   B   = M^T = diag(w) A^-T:  x := A^-T x, then x_i *= w_i   (DGERFS KASE = 1),
-//   B^T = M   = A^-1 diag(w):  x_i *= w_i,  then x := A^-1 x  (DGERFS KASE = 2).
-// The estimate is a lower bound on || |A^-1| w ||_inf, so FERR is an estimate of a bound, not a
-// guaranteed one; in practice it is rarely below the true error ([LUG] §4.4). With
-// low-precision factors A^-1 is applied only to their accuracy, and so is the bound: FP32 factors
-// gave the FP64 factors' bound to 0.3% up to cond_inf(A) 8e6, but 1/60 of it, below the true
-// error, on Hilbert 8 (cond_inf 3.4e10 > 1 / u_32). Use FP64 factors, or factors whose
-// (LU)^-1 A is close to I.
-//
-// Special values: ||x||_inf = 0 gives 0 where the estimate is 0 and INFINITY otherwise (no
-// relative bound; DGERFS returns the unscaled estimate there); any w_i or ||x||_inf NaN, or
-// ||x||_inf infinite, gives NaN; an infinite w_i gives INFINITY; otherwise estimate_norm1's
-// NaN / INFINITY rules. `products` counts the apply_inverse(_transpose) calls.
-// Throws InvalidArgument for n < 0, w of length other than n, a negative w_i or ||x||_inf.
-double forward_error_bound(std::int64_t n, const std::vector<double>& w, double norm_x_inf,
-                           const LinearOperator& apply_inverse, const LinearOperator& apply_inverse_transpose,
-                           int* products = nullptr);
+// The normwise form of the forward error bound of [ASNA] §7.7 (DGERFS's FERR with
+// ||A^-1||_inf ||w||_inf for || |A^-1| w ||_inf): x - x_true = A^-1 r for the exact residual r,
+// and the computed residual r^ differs from r by at most gamma_{n+1} (|b| + |A||x|), so
+//   ||x - x_true||_inf / ||x||_inf
+//     <= ||A^-1||_inf (||r^||_inf + (n + 1) u (||A||_inf ||x||_inf + ||b||_inf)) / ||x||_inf,
+// u = 2^-53. With inverse_norm_inf an estimate (estimate_inverse_norm_inf: a lower bound on
+// ||A^-1||_inf) this is an estimate of the bound, as DGERFS's is. The rounding term makes it
+// about (n + 1) u cond_inf(A) for a converged x: pessimistic for an FP64-accurate solution, and
+// a warning where cond_inf(A) u is large. NaN where an input is NaN; INFINITY for x = 0 with a
+// nonzero numerator.
+double normwise_forward_error_bound(std::int64_t n, double inverse_norm_inf, double norm_a_inf, double norm_r_inf,
+                                    double norm_x_inf, double norm_b_inf);
 
 }  // namespace mixsolve::solvers_detail

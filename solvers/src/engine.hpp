@@ -114,6 +114,10 @@ class Engine {
   // FP32-stored factors up to kFp64ApplyMaxColumns columns (every GMRES application); more
   // columns with FP32 factors in FP32.
   virtual void apply_inverse(const MatrixView<double>& y) = 0;
+  // y := Z^T y for one vector y of length n, where Z is apply_inverse's operator (Z ~ A^-1): the
+  // condition estimate's A^-T (condition_estimate.hpp). In the factors' precision (FP32-stored
+  // factors in FP32 arithmetic: the estimate needs a digit or two, not FP64 accuracy).
+  virtual void apply_inverse_transpose(double* y) = 0;
   // r := b - A x in FP64.
   virtual void residual(const MatrixView<const double>& x, const MatrixView<const double>& b,
                         const MatrixView<double>& r) = 0;
@@ -125,6 +129,9 @@ class Engine {
   // An n x cols FP64 block of scratch memory owned by the engine (valid until the next call).
   virtual MatrixView<double> scratch(int slot, std::int64_t cols) = 0;
   virtual void copy(const MatrixView<const double>& src, const MatrixView<double>& dst) = 0;
+  // n values between host memory and the engine's (download returns once they are on the host).
+  virtual void upload(const double* host, double* y) = 0;
+  virtual void download(const double* y, double* host) = 0;
   // m := random entries drawn from spec (core/random.hpp: the same values on host and device).
   virtual void fill_random(const MatrixView<double>& m, const RandomSpec& spec) = 0;
   // y += alpha x, x *= alpha, x . y, ||x||_2 on vectors of length n.

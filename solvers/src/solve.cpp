@@ -15,6 +15,7 @@
 #include <sstream>
 #include <vector>
 
+#include "condition_estimate.hpp"
 #include "engine.hpp"
 
 namespace mixsolve {
@@ -153,6 +154,11 @@ std::string SolveReport::summary() const {
     if (returned_earlier_iterate) s << "; the best iterate, not the last";
     s << std::setprecision(6) << "\n";
   }
+  if (condition_estimate > 0) {
+    s << "  condition estimate (inf-norm) " << std::setprecision(3) << condition_estimate
+      << ", forward error bound " << forward_error_bound << " (" << condition_seconds << " s)" << std::setprecision(6)
+      << "\n";
+  }
   return s.str();
 }
 
@@ -249,6 +255,10 @@ struct Factorization::State {
   bool factored = false;
   // An FP64 refinement failed with factors in a reused row order: later FP64 LUs pivot fully.
   bool reused_order_failed = false;
+  // The engine holds factors from a factorization that completed (the last one asked for), and
+  // the estimate of ||A^-1||_inf from them (SolveOptions::estimate_condition; < 0: not yet).
+  bool factors_complete = false;
+  double inverse_norm_estimate = -1;
 };
 
 Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, const SolveOptions& options)
@@ -318,20 +328,30 @@ class BestIterate {
  public:
   BestIterate(Engine& e, std::int64_t k)
       : e_(e), store_(e.scratch(kBestIterateSlot, k)), best_(k, INFINITY), current_(k, INFINITY),
-        best_meets_(k, false), current_meets_(k, false) {}
+        best_meets_(k, false), current_meets_(k, false), best_norms_(k), current_norms_(k) {}
 
-  // x's columns after a solve or step, their backward errors and whether they meet the LAPACK
-  // test: keeps those that improve on the best so far.
-  void offer(const MatrixView<double>& x, const std::vector<double>& berr, const std::vector<bool>& meets) {
+  // The ||.||_inf of an iterate's residual and of itself.
+  struct Norms {
+    double residual = INFINITY, x = 0;
+  };
+
+  // x's columns after a solve or step, their backward errors, whether they meet the LAPACK test
+  // and their norms: keeps those that improve on the best so far.
+  void offer(const MatrixView<double>& x, const std::vector<double>& berr, const std::vector<bool>& meets,
+             const std::vector<Norms>& norms) {
     for (std::int64_t j = 0; j < x.cols; ++j) {
       current_[j] = berr[j];
       current_meets_[j] = meets[j];
+      current_norms_[j] = norms[j];
       if (!(berr[j] < best_[j])) continue;
       best_[j] = berr[j];
       best_meets_[j] = meets[j];
+      best_norms_[j] = norms[j];
       e_.copy(x.block(0, j, x.rows, 1), store_.block(0, j, x.rows, 1));
     }
   }
+  // Of the returned x's columns, after restore().
+  const std::vector<Norms>& returned_norms() const { return current_norms_; }
 
   // Puts the best iterate back into x where x's last one is worse; fills the report's fields.
   void restore(const MatrixView<double>& x, SolveReport& report) {
@@ -341,6 +361,7 @@ class BestIterate {
         e_.copy(store_.block(0, j, x.rows, 1), x.block(0, j, x.rows, 1));
         current_[j] = best_[j];
         current_meets_[j] = best_meets_[j];
+        current_norms_[j] = best_norms_[j];
         report.returned_earlier_iterate = true;
       }
       report.backward_error = std::max(report.backward_error, current_[j]);
@@ -353,7 +374,26 @@ class BestIterate {
   MatrixView<double> store_;
   std::vector<double> best_, current_;
   std::vector<bool> best_meets_, current_meets_;
+  std::vector<Norms> best_norms_, current_norms_;
 };
+
+// ||A^-1||_inf estimated with the engine's current factors (condition_estimate.hpp): the host
+// vectors of the estimator go through the engine's scratch slot 0.
+double estimate_inverse_norm_inf(Engine& e) {
+  const std::int64_t n = e.n();
+  double* y = e.scratch(0, 1).data;
+  const solvers_detail::LinearOperator inverse = [&](std::vector<double>& v) {
+    e.upload(v.data(), y);
+    e.apply_inverse(MatrixView<double>{y, n, 1, n, e.memory()});
+    e.download(y, v.data());
+  };
+  const solvers_detail::LinearOperator inverse_transpose = [&](std::vector<double>& v) {
+    e.upload(v.data(), y);
+    e.apply_inverse_transpose(y);
+    e.download(y, v.data());
+  };
+  return solvers_detail::estimate_inverse_norm_inf(n, inverse, inverse_transpose);
+}
 
 // Refinement of one right-hand-side block with the engine's current factors.
 class Refiner {
@@ -471,7 +511,9 @@ class Refiner {
     e_.column_norms_inf(b_, bn.data());
     double worst = 0;
     converged_.assign(k_, false);
+    std::vector<BestIterate::Norms> norms(k_);
     for (std::int64_t j = 0; j < k_; ++j) {
+      norms[j] = {rn[j], xn[j]};
       const double denominator = norm_a_ * xn[j] + bn[j];
       berr[j] = std::isfinite(rn[j]) && std::isfinite(xn[j]) ? (denominator > 0 ? rn[j] / denominator : 0.0) : INFINITY;
       converged_[j] = rn[j] == 0 || (std::isfinite(xn[j]) &&
@@ -481,7 +523,7 @@ class Refiner {
       done[j] = converged_[j] && (o_.stop_test == StopTest::Lapack || rn[j] == 0 || at_limit);
       worst = std::max(worst, berr[j]);
     }
-    best_.offer(x_, berr, converged_);
+    best_.offer(x_, berr, converged_, norms);
     report.backward_error_history.push_back(worst);
   }
 
@@ -740,6 +782,8 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       const bool reuse_order = s.options.reuse_pivot_order && !s.reused_order_failed;
       const FactorResult f = s.engine->factor(attempt.precision, attempt.range_scaled, reuse_order);
       s.engine->synchronize();
+      s.factors_complete = f.status == StopReason::Converged;
+      s.inverse_norm_estimate = -1;
       attempt.factorization_seconds = seconds_since(t0);
       attempt.pivot_order = f.pivot_order;
       attempt.largest_multiplier = f.largest_multiplier;
@@ -844,6 +888,22 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
     report.backward_error = INFINITY;
   } else {
     best.restore(x, report);
+    if (s.options.estimate_condition && s.factors_complete) {
+      const auto t_estimate = Clock::now();
+      if (s.options.progress) s.options.progress("condition estimate");
+      if (s.inverse_norm_estimate < 0) s.inverse_norm_estimate = estimate_inverse_norm_inf(*s.engine);
+      report.condition_estimate = s.norm_a * s.inverse_norm_estimate;
+      std::vector<double> norm_b(b.cols);
+      s.engine->column_norms_inf(b, norm_b.data());
+      for (std::int64_t j = 0; j < b.cols; ++j) {
+        const BestIterate::Norms& norms = best.returned_norms()[j];
+        report.forward_error_bound =
+            std::max(report.forward_error_bound,
+                     solvers_detail::normwise_forward_error_bound(b.rows, s.inverse_norm_estimate, s.norm_a,
+                                                                  norms.residual, norms.x, norm_b[j]));
+      }
+      report.condition_seconds = seconds_since(t_estimate);
+    }
   }
   report.converged = std::all_of(report.converged_rhs.begin(), report.converged_rhs.end(), [](bool v) { return v; });
   report.peak_workspace_bytes = s.engine->peak_workspace_bytes();

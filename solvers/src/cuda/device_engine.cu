@@ -223,6 +223,21 @@ __global__ void sum_row_partials_kernel(const double* row_partial_sums, std::int
   row_sums[i] = static_cast<unsigned long long>(__double_as_longlong(s));
 }
 
+// y[permutation[i]] = mu row_factor[permutation[i]] scale[0] w[i]: the transpose of gather_rows
+// (row_factor and scale may be null).
+template <class T>
+__global__ void scatter_rows_kernel(const T* w, const int* permutation, std::int64_t n, const double* row_factor,
+                                    const double* scale, double mu, double* y) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t row = permutation[i];
+    double v = double(w[i]);
+    if (row_factor) v *= row_factor[row];
+    if (scale) v *= scale[0];
+    y[row] = v * mu;
+  }
+}
+
 __global__ void add_panel_pivots_kernel(const int* panel, int count, std::int64_t first, int* global) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < count) global[first + i] = int(first + panel[i] - 1);
@@ -834,6 +849,40 @@ class DeviceEngine final : public Engine {
     MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
 
+  // apply_inverse's operator mu S M^-1 R P (M = LU of the scaled rows in pivot order) transposed:
+  // y := P^T R M^-T mu S y, by cuBLAS trsv in the factors' precision. FP32 factors take y scaled
+  // by a power of two sigma that brings max |S y| into [1/2, 1) (FP32's range), undone after.
+  void apply_inverse_transpose(double* y) override {
+    const cublasHandle_t handle = ctx_.cublas();
+    if (vector_scale_.size() < 2) vector_scale_ = DeviceBuffer<double>(ctx_, 2);
+    if (precision_ == Precision::FP64) {
+      if (solve64_.size() < std::size_t(n_)) solve64_ = DeviceBuffer<double>(ctx_, n_);
+      double* w = solve64_.data();
+      MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(w, y, n_ * sizeof(double), cudaMemcpyDeviceToDevice, stream()));
+      MIXSOLVE_CUBLAS_CHECK(cublasDtrsv(handle, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, int(n_),
+                                        factors64_.data(), int(nf_), w, 1));
+      MIXSOLVE_CUBLAS_CHECK(cublasDtrsv(handle, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, CUBLAS_DIAG_UNIT, int(n_),
+                                        factors64_.data(), int(nf_), w, 1));
+      scatter_rows_kernel<<<blocks_for(n_), 256, 0, stream()>>>(w, permutation_.data(), n_, nullptr, nullptr, 1.0, y);
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+      return;
+    }
+    if (solve_buffer_.size() < std::size_t(n_)) solve_buffer_ = DeviceBuffer<float>(ctx_, n_);
+    float* w = solve_buffer_.data();
+    double *sigma = vector_scale_.data(), *inverse_sigma = sigma + 1;
+    column_factors_kernel<<<1, 256, 0, stream()>>>(y, n_, n_, column_factor(), sigma, inverse_sigma);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    convert_kernel<<<stripe_grid(n_, 1), 256, 0, stream()>>>(y, n_, w, n_, n_, 1, column_factor(), sigma);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    MIXSOLVE_CUBLAS_CHECK(cublasStrsv(handle, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, int(n_),
+                                      factors32_.data(), int(nf_), w, 1));
+    MIXSOLVE_CUBLAS_CHECK(cublasStrsv(handle, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, CUBLAS_DIAG_UNIT, int(n_),
+                                      factors32_.data(), int(nf_), w, 1));
+    scatter_rows_kernel<<<blocks_for(n_), 256, 0, stream()>>>(w, permutation_.data(), n_, row_factor(), inverse_sigma,
+                                                              mu_, y);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+  }
+
   void residual(const MatrixView<const double>& x, const MatrixView<const double>& b,
                 const MatrixView<double>& r) override {
     profile_.start(Profile::Residual, stream());
@@ -873,6 +922,13 @@ class DeviceEngine final : public Engine {
   void copy(const MatrixView<const double>& src, const MatrixView<double>& dst) override {
     MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(dst.data, dst.ld * sizeof(double), src.data, src.ld * sizeof(double),
                                           src.rows * sizeof(double), src.cols, cudaMemcpyDeviceToDevice, stream()));
+  }
+  void upload(const double* host, double* y) override {
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(y, host, n_ * sizeof(double), cudaMemcpyHostToDevice, stream()));
+  }
+  void download(const double* y, double* host) override {
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(host, y, n_ * sizeof(double), cudaMemcpyDeviceToHost, stream()));
+    MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream()));
   }
   void fill_random(const MatrixView<double>& m, const RandomSpec& spec) override {
     mixsolve::fill_random(m, spec, stream());

@@ -98,6 +98,24 @@ void lu_solve(const std::vector<F>& lu, std::int64_t n, const std::vector<std::i
   }
 }
 
+// The transpose of lu_solve's operator, U^-1 L^-1 P G (G gathers by row_order, P the
+// sequential interchanges), applied to the vector y in the arithmetic of W:
+// y := G^T P^T L^-T U^-T y.
+template <class W, class F>
+void lu_solve_transposed(const std::vector<F>& lu, std::int64_t n, const std::vector<std::int64_t>& pivots,
+                         const std::vector<std::int64_t>& row_order, double* y) {
+  std::vector<W> w(y, y + n);
+  for (std::int64_t j = 0; j < n; ++j) {  // U^T w = y: forward, U^T lower
+    W s = w[j];
+    for (std::int64_t i = 0; i < j; ++i) s -= lu[i + j * n] * w[i];
+    w[j] = s / lu[j + j * n];
+  }
+  for (std::int64_t j = n - 1; j >= 0; --j)  // L^T w = w: backward, unit diagonal
+    for (std::int64_t i = j + 1; i < n; ++i) w[j] -= lu[i + j * n] * w[i];
+  for (std::int64_t i = n - 1; i >= 0; --i) std::swap(w[i], w[pivots[i]]);
+  for (std::int64_t i = 0; i < n; ++i) y[row_order.empty() ? i : row_order[i]] = static_cast<double>(w[i]);
+}
+
 template <class T>
 bool all_finite(const std::vector<T>& v) {
   return std::all_of(v.begin(), v.end(), [](T x) { return std::isfinite(x); });
@@ -242,6 +260,18 @@ class HostEngine final : public Engine {
     }
   }
 
+  // apply_inverse's operator mu S M^-1 R (FP32 factors; R = S = I, mu = 1 unscaled) transposed:
+  // mu R M^-T S.
+  void apply_inverse_transpose(double* y) override {
+    if (!double_factors_.empty()) {
+      lu_solve_transposed<double>(double_factors_, n_, pivots_, row_order_, y);
+      return;
+    }
+    for (std::int64_t i = 0; i < n_; ++i) y[i] *= mu_ * column_scale(i);
+    lu_solve_transposed<double>(float_factors_, n_, pivots_, row_order_, y);
+    for (std::int64_t i = 0; i < n_; ++i) y[i] *= row_scale(i);
+  }
+
   void residual(const MatrixView<const double>& x, const MatrixView<const double>& b,
                 const MatrixView<double>& r) override {
     for (std::int64_t c = 0; c < x.cols; ++c) {
@@ -279,6 +309,8 @@ class HostEngine final : public Engine {
     for (std::int64_t j = 0; j < src.cols; ++j)
       for (std::int64_t i = 0; i < src.rows; ++i) dst(i, j) = src(i, j);
   }
+  void upload(const double* host, double* y) override { std::copy(host, host + n_, y); }
+  void download(const double* y, double* host) override { std::copy(y, y + n_, host); }
   void fill_random(const MatrixView<double>& m, const RandomSpec& spec) override { mixsolve::fill_random(m, spec); }
   void axpy(double alpha, const double* x, double* y) override {
     for (std::int64_t i = 0; i < n_; ++i) y[i] += alpha * x[i];

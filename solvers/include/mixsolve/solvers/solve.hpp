@@ -139,6 +139,11 @@ struct SolveOptions {
   // with A itself. Off: A is rounded as it is, and an overflow escalates. Other precisions are
   // never scaled.
   bool range_scaling = true;
+  // Estimate cond_inf(A) from the factors in use and bound the forward error of the returned X
+  // (SolveReport::condition_estimate, forward_error_bound): Higham's 1-norm estimator (LAPACK's
+  // xGECON) on A^-T, at most 11 solves with the factors or their transpose, once per
+  // factorization (later solves of a Factorization reuse it).
+  bool estimate_condition = true;
   // LU block size; 0 picks one for the matrix size and memory space (the GPU LU takes at most 256).
   int block_size = 0;
   // Called at the start of each phase ("factorization fp16", "refinement gmres", ...), e.g. to
@@ -213,6 +218,15 @@ struct SolveReport {
   double backward_error = 0;
   double stop_test_backward_error = 0;
   bool returned_earlier_iterate = false;
+  // SolveOptions::estimate_condition: an estimate of cond_inf(A) = ||A||_inf ||A^-1||_inf from the
+  // factors in use (Higham's estimator, a lower bound up to the factors' accuracy: FP64 factors,
+  // or cheap ones that refinement made converge), and the normwise bound on the returned X's
+  // forward error ||x - x_true||_inf / ||x||_inf <= ||A^-1|| (||r|| + (n + 1) u (||A|| ||x|| +
+  // ||b||)) / ||x|| (Higham, "Accuracy and Stability of Numerical Algorithms", §7.7; max over the
+  // right-hand sides). 0 where not computed (option off, or no factorization completed).
+  double condition_estimate = 0;
+  double forward_error_bound = 0;
+  double condition_seconds = 0;  // the estimate's time (in total_seconds)
   int iterations = 0;                  // outer refinement iterations, all attempts
   // Normwise backward error max_j ||b_j - A x_j||_inf / (||A||_inf ||x_j||_inf + ||b_j||_inf)
   // after each solve (initial and each refinement step), all attempts in order.
