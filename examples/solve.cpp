@@ -2,6 +2,7 @@
 //
 //   solve [--matrix svd_geo] [--n 256] [--cond 1e6] [--seed 1] [--scale 1] [--nrhs 1]
 //         [--mtx FILE.mtx] [--precision auto] [--auto-path fp32] [--refinement auto] [--stop-test attainable|lapack]
+//         [--condition-estimate never|when-not-converged|always]
 //         [--max-iterations 30]
 //         [--gmres-restart 50] [--gmres-max-inner 200]
 //         [--tolerance-factor 1] [--no-fallback] [--no-range-scaling] [--no-reuse-pivot-order] [--block 0]
@@ -94,6 +95,7 @@ int main(int argc, char** argv) try {
   }
   options.refinement = parse_refinement(option(argc, argv, "refinement", "auto"));
   options.stop_test = parse_stop_test(option(argc, argv, "stop-test", "attainable"));
+  options.condition_estimate = parse_condition_estimate(option(argc, argv, "condition-estimate", "when-not-converged"));
   options.max_iterations = std::stoi(option(argc, argv, "max-iterations", "30"));
   options.gmres_restart = std::stoi(option(argc, argv, "gmres-restart", std::to_string(options.gmres_restart)));
   options.gmres_max_inner = std::stoi(option(argc, argv, "gmres-max-inner", std::to_string(options.gmres_max_inner)));

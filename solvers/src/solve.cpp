@@ -89,6 +89,21 @@ StopTest parse_stop_test(const std::string& text) {
   throw InvalidArgument("stop test \"" + text + "\" is not one of attainable, lapack");
 }
 
+std::string to_string(ConditionEstimate c) {
+  switch (c) {
+    case ConditionEstimate::Never: return "never";
+    case ConditionEstimate::WhenNotConverged: return "when-not-converged";
+    case ConditionEstimate::Always: return "always";
+  }
+  return "?";
+}
+
+ConditionEstimate parse_condition_estimate(const std::string& text) {
+  for (ConditionEstimate c : {ConditionEstimate::Never, ConditionEstimate::WhenNotConverged, ConditionEstimate::Always})
+    if (to_string(c) == text) return c;
+  throw InvalidArgument("condition estimate \"" + text + "\" is not one of never, when-not-converged, always");
+}
+
 std::string to_string(StopReason s) {
   switch (s) {
     case StopReason::Converged: return "converged";
@@ -256,7 +271,7 @@ struct Factorization::State {
   // An FP64 refinement failed with factors in a reused row order: later FP64 LUs pivot fully.
   bool reused_order_failed = false;
   // The engine holds factors from a factorization that completed (the last one asked for), and
-  // the estimate of ||A^-1||_inf from them (SolveOptions::estimate_condition; < 0: not yet).
+  // the estimate of ||A^-1||_inf from them (SolveOptions::condition_estimate; < 0: not yet).
   bool factors_complete = false;
   double inverse_norm_estimate = -1;
 };
@@ -888,7 +903,11 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
     report.backward_error = INFINITY;
   } else {
     best.restore(x, report);
-    if (s.options.estimate_condition && s.factors_complete) {
+    const bool all_converged =
+        std::all_of(report.converged_rhs.begin(), report.converged_rhs.end(), [](bool v) { return v; });
+    const bool estimate = s.options.condition_estimate == ConditionEstimate::Always ||
+                          (s.options.condition_estimate == ConditionEstimate::WhenNotConverged && !all_converged);
+    if (estimate && s.factors_complete) {
       const auto t_estimate = Clock::now();
       if (s.options.progress) s.options.progress("condition estimate");
       if (s.inverse_norm_estimate < 0) s.inverse_norm_estimate = estimate_inverse_norm_inf(*s.engine);

@@ -442,6 +442,40 @@ TEST(GpuSolve, SizesOffTheAlignmentGridAndOddLeadingDimensions) {
   }
 }
 
+// SolveReport::condition_estimate from the device factors (A^-T by cuBLAS trsv, the permutation
+// and the range scaling transposed) against the exact cond_inf(A) on the host: FP64 and FP32
+// factors, and FP16 factors of a matrix whose rows and columns span 2^16 (two-sided range
+// scaling, so R and S must sit on the right sides of the transpose). Higham's estimator is a
+// lower bound rarely below a third of the norm; the factors' own error widens both sides.
+TEST(GpuSolve, ConditionEstimateFromTheDeviceFactorsMatchesTheExactConditionNumber) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t n = 700;
+  for (Precision p : {Precision::FP64, Precision::FP32, Precision::FP16}) {
+    DeviceProblem prob(spec_of(MatrixFamily::Svd, Spectrum::Geo, 1e2, 17), n, 1);
+    if (p == Precision::FP16) {  // rows scaled by 2^[-7, 7], columns by 2^[0, 2]
+      for (std::int64_t j = 0; j < n; ++j)
+        for (std::int64_t i = 0; i < n; ++i) prob.a[i + j * n] = std::ldexp(prob.a[i + j * n], int(i % 15) - 7 + int(j % 3));
+      prob.da.copy_from_host(prob.a);
+    }
+    const Eigen::Map<const Eigen::MatrixXd> a(prob.a.data(), n, n);
+    const double exact = a.cwiseAbs().rowwise().sum().maxCoeff() * a.inverse().cwiseAbs().rowwise().sum().maxCoeff();
+    SolveOptions o;
+    o.factorization = p;
+    o.fallback = false;
+    o.condition_estimate = ConditionEstimate::Always;
+    const SolveReport r = prob.solve_on_device(ctx, o);
+    SCOPED_TRACE(to_string(p));
+    ASSERT_TRUE(r.converged) << r.summary();
+    if (p == Precision::FP16) EXPECT_TRUE(r.attempts.front().range_scaled) << r.summary();
+    // The factors' inverse is that of A to about cond * u relative (FP16: 1e2 * 2^-11 ~ 0.05).
+    const double factor_error = p == Precision::FP64 ? 1e-6 : p == Precision::FP32 ? 1e-3 : 0.2;
+    EXPECT_LE(r.condition_estimate, exact * (1 + factor_error)) << r.summary();
+    EXPECT_GE(r.condition_estimate, exact / 3 * (1 - factor_error)) << r.summary();
+    EXPECT_GT(r.forward_error_bound, 0) << r.summary();
+  }
+}
+
 TEST(GpuSolve, AutoEscalatesOnIllConditionedMatricesAndConverges) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;

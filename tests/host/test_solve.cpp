@@ -683,6 +683,7 @@ TEST(Solve, ReportsTheConditionEstimateAndABoundOnTheForwardError) {
       Context ctx = Context::host_only();
       SolveOptions o;
       o.factorization = prec;
+      o.condition_estimate = ConditionEstimate::Always;
       Factorization f(ctx, p.A(), o);
       const SolveReport r = f.solve(p.B(), p.X());
       ASSERT_TRUE(r.converged) << r.summary();
@@ -697,11 +698,20 @@ TEST(Solve, ReportsTheConditionEstimateAndABoundOnTheForwardError) {
     }
   Problem p(geo(1e2, 31), 40);
   Context ctx = Context::host_only();
+  const SolveReport by_default = solve(ctx, p.A(), p.B(), p.X());
+  ASSERT_TRUE(by_default.converged);
+  EXPECT_EQ(by_default.condition_estimate, 0.0) << "WhenNotConverged: not for a converged solve";
+  EXPECT_EQ(by_default.forward_error_bound, 0.0);
+  Problem q(geo(1e10, 4), 96);  // FP32 factors, classic refinement, no fallback: it fails
   SolveOptions o;
-  o.estimate_condition = false;
-  const SolveReport off = solve(ctx, p.A(), p.B(), p.X(), o);
-  EXPECT_EQ(off.condition_estimate, 0.0);
-  EXPECT_EQ(off.forward_error_bound, 0.0);
+  o.factorization = Precision::FP32;
+  o.refinement = Refinement::Classic;
+  o.fallback = false;
+  const SolveReport failed = solve(ctx, q.A(), q.B(), q.X(), o);
+  ASSERT_FALSE(failed.converged) << failed.summary();
+  EXPECT_GT(failed.condition_estimate, 1e8) << failed.summary();
+  o.condition_estimate = ConditionEstimate::Never;
+  EXPECT_EQ(solve(ctx, q.A(), q.B(), q.X(), o).condition_estimate, 0.0);
 }
 
 TEST(Solve, NoRefinementSolvesOnceAndSaysWhetherThatSufficed) {
