@@ -19,6 +19,17 @@
 //
 //   solve_benchmark --sizes 8192,16384 --spectra geo,arith --conds 1e2,1e6 \
 //                   --precisions fp64,fp32,fp16,halfhalf,auto --irs 32F,16F --json out.json
+//
+// --suite runs the same methods on the application families of matgen/application_matrices.hpp
+// (each at its default parameters) and, for reference, the LAWN-41 svd_geo at cond 1e6, at every
+// size of --sizes (--spectra and --conds are not used). --suite-families picks a subset, with
+// parameters after ':' ("cov_se:length=0.05,toeplitz_ar1:rho=0.999,svd_geo:cond=1e2:seed=3").
+// Each table and JSON row names the matrix with its parameters; a method that throws (e.g. on a
+// singular matrix) gets a row with its error and the run goes on. As x_true is random and
+// B = A x_true, the forward error of an ill-conditioned A says little on its own: ferr/ref is the
+// ratio to the dgetrf+getrs forward error on the same problem.
+//
+//   solve_benchmark --suite --sizes 16384,16391,32761 --precisions auto --irs 16F --json suite.json
 #include <cublas_v2.h>
 #include <cusolverDn.h>
 
@@ -28,6 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -39,7 +51,8 @@
 #include "mixsolve/core/cusolver_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/random.hpp"
-#include "mixsolve/core/test_matrices.hpp"
+#include "mixsolve/matgen/application_matrices.hpp"
+#include "mixsolve/matgen/test_matrices.hpp"
 #include "mixsolve/solvers/solve.hpp"
 
 using namespace mixsolve;
@@ -61,6 +74,7 @@ struct Outcome {
   bool converged = true;
   double backward_error = 0, forward_error = 0;
   std::size_t extra_bytes = 0;
+  std::string error;  // --suite: what the method threw (no times then)
   // mixsolve: the phases of the last repetition as its report gives them (SolveReport), and the
   // rest of the call's wall time (checks and scan of A, allocation, freeing): 0 for cuSOLVER.
   double factorization_seconds = 0, refinement_seconds = 0, fallback_seconds = 0, other_seconds = 0;
@@ -111,22 +125,33 @@ void measure_errors(Context& ctx, const Problem& p, const double* x, Outcome& ou
   out.forward_error = dn / tn;
 }
 
-Problem make_problem(Context& ctx, std::int64_t n, const std::string& spectrum, double cond, std::uint64_t seed) {
-  Problem p;
-  p.n = n;
-  p.a = DeviceBuffer<double>(n * n);
-  p.b = DeviceBuffer<double>(n);
-  p.x_true = DeviceBuffer<double>(n);
-  TestMatrixSpec spec = TestMatrixSpec::parse("svd_" + spectrum);
-  spec.cond = cond;
-  spec.seed = seed;
-  generate_test_matrix_on_device(spec, device_view(p.a.data(), n, n, n), ctx.stream());
+// B = A x_true for a random x_true (seed), and ||A||_inf, for a problem whose A is in place.
+void complete_problem(Context& ctx, Problem& p, std::uint64_t seed) {
+  const std::int64_t n = p.n;
   fill_random(device_view(p.x_true.data(), n, 1, n), RandomSpec::uniform(-1, 1, seed + 7), ctx.stream());
   const double one = 1, zero = 0;
   MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx.cublas(), CUBLAS_OP_N, int(n), int(n), &one, p.a.data(), int(n),
                                     p.x_true.data(), 1, &zero, p.b.data(), 1));
   p.x_true_host = p.x_true.to_host(ctx.stream());
   p.norm_a = norm_inf(ctx, p.a.data(), n);
+}
+
+Problem allocate_problem(std::int64_t n) {
+  Problem p;
+  p.n = n;
+  p.a = DeviceBuffer<double>(n * n);
+  p.b = DeviceBuffer<double>(n);
+  p.x_true = DeviceBuffer<double>(n);
+  return p;
+}
+
+Problem make_problem(Context& ctx, std::int64_t n, const std::string& spectrum, double cond, std::uint64_t seed) {
+  Problem p = allocate_problem(n);
+  TestMatrixSpec spec = TestMatrixSpec::parse("svd_" + spectrum);
+  spec.cond = cond;
+  spec.seed = seed;
+  generate_test_matrix_on_device(spec, device_view(p.a.data(), n, n, n), ctx.stream());
+  complete_problem(ctx, p, seed);
   return p;
 }
 
@@ -137,7 +162,7 @@ Outcome run_dgetrf(Context& ctx, cusolverDnHandle_t solver, const Problem& p, in
   out.method = "cusolver dgetrf+getrs";
   out.path = "fp64";
   DeviceBuffer<double> lu(n * n), x(n);
-  DeviceBuffer<int> pivots(n), info(1);
+  DeviceBuffer<int> pivots(n), info(1), getrs_info(1);
   int lwork = 0;
   MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf_bufferSize(solver, int(n), int(n), lu.data(), int(n), &lwork));
   DeviceBuffer<double> work(std::max(lwork, 1));
@@ -149,10 +174,12 @@ Outcome run_dgetrf(Context& ctx, cusolverDnHandle_t solver, const Problem& p, in
     const double t0 = now_seconds();
     MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf(solver, int(n), int(n), lu.data(), int(n), work.data(), pivots.data(), info.data()));
     MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrs(solver, CUBLAS_OP_N, int(n), 1, lu.data(), int(n), pivots.data(), x.data(),
-                                             int(n), info.data()));
+                                             int(n), getrs_info.data()));
     ctx.synchronize();
     if (rep >= warmup) out.seconds.push_back(now_seconds() - t0);
   }
+  const int singular_column = info.to_host(ctx.stream())[0];  // > 0: U(k, k) = 0, k from 1
+  if (singular_column > 0) out.path += " (zero pivot " + std::to_string(singular_column) + ")";
   measure_errors(ctx, p, x.data(), out);
   return out;
 }
@@ -165,14 +192,29 @@ cusolverPrecType_t irs_precision(const std::string& name) {
   throw InvalidArgument("--irs: \"" + name + "\" is not one of 32F, TF32, 16F, 16BF");
 }
 
+// IRSXgesv's parameter and information objects, destroyed however run_irs ends (--suite goes on
+// after a method throws).
+struct IrsObjects {
+  cusolverDnIRSParams_t params = nullptr;
+  cusolverDnIRSInfos_t infos = nullptr;
+  IrsObjects() = default;
+  IrsObjects(const IrsObjects&) = delete;
+  IrsObjects& operator=(const IrsObjects&) = delete;
+  ~IrsObjects() {
+    if (infos) cusolverDnIRSInfosDestroy(infos);
+    if (params) cusolverDnIRSParamsDestroy(params);
+  }
+};
+
 // cusolverDnIRSXgesv (FP64 main precision, fallback enabled) on a copy of A.
 Outcome run_irs(Context& ctx, cusolverDnHandle_t solver, const Problem& p, const std::string& lowest, bool gmres,
                 int warmup, int reps) {
   const std::int64_t n = p.n;
   Outcome out;
   out.method = "cusolver IRS " + lowest + (gmres ? " gmres" : " classical");
-  cusolverDnIRSParams_t params = nullptr;
-  cusolverDnIRSInfos_t infos = nullptr;
+  IrsObjects irs;
+  cusolverDnIRSParams_t& params = irs.params;
+  cusolverDnIRSInfos_t& infos = irs.infos;
   MIXSOLVE_CUSOLVER_CHECK(cusolverDnIRSParamsCreate(&params));
   MIXSOLVE_CUSOLVER_CHECK(cusolverDnIRSParamsSetSolverPrecisions(params, CUSOLVER_R_64F, irs_precision(lowest)));
   MIXSOLVE_CUSOLVER_CHECK(cusolverDnIRSParamsSetRefinementSolver(
@@ -200,9 +242,9 @@ Outcome run_irs(Context& ctx, cusolverDnHandle_t solver, const Problem& p, const
   out.iterations = niters;
   out.converged = niters >= 0;
   out.path = niters >= 0 ? lowest : lowest + " -> fp64 (fallback)";
+  const int singular_column = info.to_host(ctx.stream())[0];  // > 0: U(k, k) = 0, k from 1
+  if (singular_column > 0) out.path += " (zero pivot " + std::to_string(singular_column) + ")";
   measure_errors(ctx, p, x.data(), out);
-  cusolverDnIRSInfosDestroy(infos);
-  cusolverDnIRSParamsDestroy(params);
   return out;
 }
 
@@ -295,22 +337,179 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
   return out;
 }
 
+struct Methods {
+  std::vector<std::string> irs, precisions;
+  bool gmres = true;
+  int warmup = 1, reps = 3, block_size = 0;
+};
+
+// dgetrf+getrs first (every ratio refers to it), then IRS, then mixsolve. With keep_going, a
+// method that throws gets an Outcome naming the error instead of ending the run.
+std::vector<Outcome> run_methods(Context& ctx, cusolverDnHandle_t solver, const Problem& p, const Methods& m,
+                                 bool keep_going) {
+  std::vector<Outcome> outcomes;
+  const auto run = [&](const std::string& method, const std::function<Outcome()>& call) {
+    if (!keep_going) {
+      outcomes.push_back(call());
+      return;
+    }
+    try {
+      outcomes.push_back(call());
+    } catch (const Error& e) {
+      Outcome failed;
+      failed.method = method;
+      failed.converged = false;
+      failed.error = e.what();
+      outcomes.push_back(failed);
+      ctx.synchronize();
+    }
+  };
+  run("cusolver dgetrf+getrs", [&] { return run_dgetrf(ctx, solver, p, m.warmup, m.reps); });
+  for (const std::string& lowest : m.irs)
+    run("cusolver IRS " + lowest + (m.gmres ? " gmres" : " classical"), [&] { return run_irs(ctx, solver, p, lowest, m.gmres, m.warmup, m.reps); });
+  for (const std::string& precision : m.precisions)
+    run("mixsolve " + precision, [&] { return run_mixsolve(ctx, p, precision, m.block_size, m.warmup, m.reps); });
+  return outcomes;
+}
+
+// A matrix of the suite: an application family, or a LAWN-41 one for reference.
+struct SuiteMatrix {
+  std::string family, name, structure;
+  nlohmann::json parameters;
+  std::function<void(const MatrixView<double>&, cudaStream_t)> generate;
+};
+
+// "cov_se:length=0.05" (ApplicationSpec::parse), or "svd_geo:cond=1e6:seed=2" (LAWN-41: the
+// family_spectrum[_dominant] name, then cond, seed and scale).
+SuiteMatrix suite_matrix(const std::string& text) {
+  SuiteMatrix m;
+  const std::string head = text.substr(0, text.find(':'));
+  const bool lawn41 = head.rfind("svd_", 0) == 0 || head.rfind("poev_", 0) == 0 || head.rfind("heev_", 0) == 0;
+  if (!lawn41) {
+    const ApplicationSpec spec = ApplicationSpec::parse(text);
+    m.family = to_string(spec.family);
+    m.name = spec.name();
+    m.structure = to_string(spec.structure());
+    for (const auto& [key, value] : spec.parameters()) m.parameters[key] = value;
+    if (spec.uses_seed()) m.parameters["seed"] = spec.seed;
+    m.generate = [spec](const MatrixView<double>& a, cudaStream_t stream) {
+      generate_application_matrix_on_device(spec, a, stream);
+    };
+    return m;
+  }
+  TestMatrixSpec spec = TestMatrixSpec::parse(head);
+  spec.cond = 1e6;
+  std::stringstream rest(text.size() > head.size() ? text.substr(head.size() + 1) : "");
+  for (std::string item; std::getline(rest, item, ':');) {
+    const std::size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    try {
+      std::size_t used = 0;
+      if (key == "cond") spec.cond = std::stod(value, &used);
+      else if (key == "scale") spec.scale = std::stod(value, &used);
+      else if (key == "seed") spec.seed = std::stoull(value, &used);
+      else
+        throw InvalidArgument("--suite-families: \"" + text + "\": " + head + " takes cond, seed and scale, not \"" + key +
+                              "\"");
+      if (used != value.size()) throw std::invalid_argument(value);
+    } catch (const std::logic_error&) {
+      throw InvalidArgument("--suite-families: \"" + text + "\": " + key + " = \"" + value + "\" is not a number");
+    }
+  }
+  m.family = head;
+  m.name = spec.name() + " seed=" + std::to_string(spec.seed);
+  m.structure = spec.family == MatrixFamily::Svd ? "nonsymmetric" : spec.family == MatrixFamily::Poev ? "spd" : "symmetric";
+  m.parameters = {{"cond", spec.cond}, {"seed", spec.seed}};
+  if (spec.scale != 1.0) m.parameters["scale"] = spec.scale;
+  m.generate = [spec](const MatrixView<double>& a, cudaStream_t stream) { generate_test_matrix_on_device(spec, a, stream); };
+  return m;
+}
+
+std::string default_suite_families() {
+  std::string list;
+  for (ApplicationFamily f : application_families()) list += std::string(to_string(f)) + ",";
+  return list + "svd_geo:cond=1e6";
+}
+
+nlohmann::json outcome_json(const Outcome& o, double baseline_seconds, double baseline_forward_error) {
+  const double t = median(o.seconds);
+  nlohmann::json row = {{"method", o.method}, {"seconds", o.seconds}, {"median_seconds", t},
+                        {"speedup_vs_dgetrf", baseline_seconds / t}, {"iterations", o.iterations}, {"path", o.path},
+                        {"converged", o.converged}, {"backward_error", o.backward_error},
+                        {"forward_error", o.forward_error}, {"extra_device_bytes", o.extra_bytes},
+                        {"attempts", o.attempts},
+                        {"phase_seconds", {{"factorization", o.factorization_seconds},
+                                           {"refinement", o.refinement_seconds},
+                                           {"fallback", o.fallback_seconds},
+                                           {"other", o.other_seconds}}}};
+  if (baseline_forward_error >= 0) row["forward_error_vs_dgetrf"] = o.forward_error / baseline_forward_error;
+  if (!o.error.empty()) row["error"] = o.error;
+  return row;
+}
+
+// --suite: every matrix at every size, all methods on each.
+void run_suite(Context& ctx, cusolverDnHandle_t solver, const std::vector<SuiteMatrix>& matrices,
+               const std::vector<std::int64_t>& sizes, const Methods& methods, nlohmann::json& doc) {
+  doc["suite"] = true;
+  std::printf("%6s %-44s %-26s %9s %8s %6s %10s %10s %9s %5s  %s\n", "n", "matrix", "method", "time s", "speedup",
+              "iters", "berr", "ferr", "ferr/ref", "mem", "path");
+  std::uint64_t seed = 1;
+  for (std::int64_t n : sizes)
+    for (const SuiteMatrix& m : matrices) {
+      Problem p = allocate_problem(n);
+      ctx.synchronize();
+      const double t0 = now_seconds();
+      m.generate(device_view(p.a.data(), n, n, n), ctx.stream());
+      ctx.synchronize();
+      const double generation_seconds = now_seconds() - t0;
+      complete_problem(ctx, p, seed++);
+      std::printf("# %s, n = %lld: %s, generated on the GPU in %.3f s\n", m.name.c_str(), (long long)n,
+                  m.structure.c_str(), generation_seconds);
+      const std::vector<Outcome> outcomes = run_methods(ctx, solver, p, methods, true);
+      const Outcome& reference = outcomes.front();
+      const bool have_reference = reference.error.empty();
+      const double baseline = have_reference ? median(reference.seconds) : NAN;
+      for (const Outcome& o : outcomes) {
+        nlohmann::json row = {{"n", n}, {"family", m.family}, {"matrix", m.name}, {"parameters", m.parameters},
+                              {"structure", m.structure}, {"generation_seconds", generation_seconds}};
+        row.update(outcome_json(o, baseline, have_reference ? reference.forward_error : -1.0));
+        doc["rows"].push_back(row);
+        if (!o.error.empty()) {
+          std::printf("%6lld %-44s %-26s  error: %s\n", (long long)n, m.name.c_str(), o.method.c_str(), o.error.c_str());
+          continue;
+        }
+        const double t = median(o.seconds);
+        std::printf("%6lld %-44s %-26s %9.4f %8.2f %6d %10.2e %10.2e %9.2g %5.1f  %s%s\n", (long long)n, m.name.c_str(),
+                    o.method.c_str(), t, baseline / t, o.iterations, o.backward_error, o.forward_error,
+                    o.forward_error / reference.forward_error, double(o.extra_bytes) / double(n * n), o.path.c_str(),
+                    o.converged ? "" : " [not converged]");
+      }
+      std::fflush(stdout);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
   const bench::Options opt(argc, argv);
+  const bool suite = opt.get("suite", "") == "true";
+  std::vector<SuiteMatrix> suite_matrices;  // parsed first: a bad name is an error with or without a GPU
+  if (suite)
+    for (const std::string& text : opt.list("suite-families", default_suite_families()))
+      suite_matrices.push_back(suite_matrix(text));
   if (!gpu_available()) {
     std::cout << "solve_benchmark: no GPU; nothing to measure (the baselines are cuSOLVER)\n";
     return 0;
   }
   const auto sizes = opt.sizes("sizes", "8192,16384");
-  const auto spectra = opt.list("spectra", "geo,arith");
-  const auto conds = opt.list("conds", "1e2,1e4,1e6,1e8,1e10");
-  const auto precisions = opt.list("precisions", "fp64,fp32,tf32,fp16,bf16,halfhalf,tf32tf32,fp16x3,auto");
-  const auto irs = opt.list("irs", "32F,TF32,16F,16BF");
-  const bool gmres = opt.get("irs-refinement", "gmres") == "gmres";
-  const int warmup = int(opt.sizes("warmup", "1")[0]), reps = int(opt.sizes("reps", "3")[0]);
-  const int block_size = std::stoi(opt.get("block", "0"));  // SolveOptions::block_size (0: the library's choice)
+  Methods methods;
+  methods.precisions = opt.list("precisions", "fp64,fp32,tf32,fp16,bf16,halfhalf,tf32tf32,fp16x3,auto");
+  methods.irs = opt.list("irs", "32F,TF32,16F,16BF");
+  methods.gmres = opt.get("irs-refinement", "gmres") == "gmres";
+  methods.warmup = int(opt.sizes("warmup", "1")[0]);
+  methods.reps = int(opt.sizes("reps", "3")[0]);
+  methods.block_size = std::stoi(opt.get("block", "0"));  // SolveOptions::block_size (0: the library's choice)
+  const int warmup = methods.warmup, reps = methods.reps;
   const std::string json_path = opt.get("json", "");
 
   Context ctx;
@@ -324,37 +523,34 @@ int main(int argc, char** argv) try {
   doc["rows"] = nlohmann::json::array();
   std::cout << "# " << doc["gpu"].get<std::string>() << ", " << doc["date"].get<std::string>() << "; median of " << reps
             << " after " << warmup << " warm-up; speedup = dgetrf+getrs time / time; mem = extra bytes / n^2\n";
-  std::printf("%6s %-5s %6s  %-26s %9s %8s %6s %10s %10s %5s  %s\n", "n", "spec", "cond", "method", "time s",
-              "speedup", "iters", "berr", "ferr", "mem", "path");
-  std::uint64_t seed = 1;
-  for (std::int64_t n : sizes)
-    for (const std::string& spectrum : spectra)
-      for (const std::string& cond_text : conds) {
-        const double cond = std::stod(cond_text);
-        const Problem p = make_problem(ctx, n, spectrum, cond, seed++);
-        std::vector<Outcome> outcomes;
-        outcomes.push_back(run_dgetrf(ctx, solver, p, warmup, reps));
-        for (const std::string& lowest : irs) outcomes.push_back(run_irs(ctx, solver, p, lowest, gmres, warmup, reps));
-        for (const std::string& precision : precisions) outcomes.push_back(run_mixsolve(ctx, p, precision, block_size, warmup, reps));
-        const double baseline = median(outcomes.front().seconds);
-        for (const Outcome& o : outcomes) {
-          const double t = median(o.seconds);
-          std::printf("%6lld %-5s %6.0e  %-26s %9.4f %8.2f %6d %10.2e %10.2e %5.1f  %s%s\n", (long long)n,
-                      spectrum.c_str(), cond, o.method.c_str(), t, baseline / t, o.iterations, o.backward_error,
-                      o.forward_error, double(o.extra_bytes) / double(n * n), o.path.c_str(),
-                      o.converged ? "" : " [not converged]");
-          doc["rows"].push_back({{"n", n}, {"spectrum", spectrum}, {"cond", cond}, {"method", o.method},
-                                 {"seconds", o.seconds}, {"median_seconds", t}, {"speedup_vs_dgetrf", baseline / t},
-                                 {"iterations", o.iterations}, {"path", o.path}, {"converged", o.converged},
-                                 {"backward_error", o.backward_error}, {"forward_error", o.forward_error},
-                                 {"extra_device_bytes", o.extra_bytes}, {"attempts", o.attempts},
-                                 {"phase_seconds", {{"factorization", o.factorization_seconds},
-                                                    {"refinement", o.refinement_seconds},
-                                                    {"fallback", o.fallback_seconds},
-                                                    {"other", o.other_seconds}}}});
+  if (suite) {
+    run_suite(ctx, solver, suite_matrices, sizes, methods, doc);
+  } else {
+    const auto spectra = opt.list("spectra", "geo,arith");
+    const auto conds = opt.list("conds", "1e2,1e4,1e6,1e8,1e10");
+    std::printf("%6s %-5s %6s  %-26s %9s %8s %6s %10s %10s %5s  %s\n", "n", "spec", "cond", "method", "time s",
+                "speedup", "iters", "berr", "ferr", "mem", "path");
+    std::uint64_t seed = 1;
+    for (std::int64_t n : sizes)
+      for (const std::string& spectrum : spectra)
+        for (const std::string& cond_text : conds) {
+          const double cond = std::stod(cond_text);
+          const Problem p = make_problem(ctx, n, spectrum, cond, seed++);
+          const std::vector<Outcome> outcomes = run_methods(ctx, solver, p, methods, false);
+          const double baseline = median(outcomes.front().seconds);
+          for (const Outcome& o : outcomes) {
+            const double t = median(o.seconds);
+            std::printf("%6lld %-5s %6.0e  %-26s %9.4f %8.2f %6d %10.2e %10.2e %5.1f  %s%s\n", (long long)n,
+                        spectrum.c_str(), cond, o.method.c_str(), t, baseline / t, o.iterations, o.backward_error,
+                        o.forward_error, double(o.extra_bytes) / double(n * n), o.path.c_str(),
+                        o.converged ? "" : " [not converged]");
+            nlohmann::json row = {{"n", n}, {"spectrum", spectrum}, {"cond", cond}};
+            row.update(outcome_json(o, baseline, -1.0));
+            doc["rows"].push_back(row);
+          }
+          std::fflush(stdout);
         }
-        std::fflush(stdout);
-      }
+  }
   cusolverDnDestroy(solver);
   if (!json_path.empty()) std::ofstream(json_path) << doc.dump(1) << "\n";
   return 0;

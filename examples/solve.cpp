@@ -8,7 +8,7 @@
 //         [--tolerance-factor 1] [--no-fallback] [--no-range-scaling] [--no-reuse-pivot-order] [--block 0]
 //         [--probe-pivot-ratio 1e-4] [--device host|gpu]
 //
-// A is a generated LAWN-41 test matrix (core/test_matrices.hpp: svd|poev|heev _ arith|geo|
+// A is a generated LAWN-41 test matrix (matgen/test_matrices.hpp: svd|poev|heev _ arith|geo|
 // cluster0|cluster1|logrand [_dominant]) or a Matrix Market file read through CHOLMOD and expanded
 // to a dense matrix (symmetric storage mirrored). For generated problems B = A X_true with a
 // random X_true, so the forward error is printed too. With --device gpu the matrices live on the
@@ -26,7 +26,7 @@
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/gpu.hpp"
 #include "mixsolve/core/random.hpp"
-#include "mixsolve/core/test_matrices.hpp"
+#include "mixsolve/matgen/test_matrices.hpp"
 #include "mixsolve/gemm/registry.hpp"
 #include "mixsolve/solvers/solve.hpp"
 

@@ -12,7 +12,7 @@
 #include "gpu_test_support.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/random.hpp"
-#include "mixsolve/core/test_matrices.hpp"
+#include "mixsolve/matgen/test_matrices.hpp"
 #include "mixsolve/solvers/solve.hpp"
 #include "solve_test_problems.hpp"
 

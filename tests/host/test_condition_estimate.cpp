@@ -26,7 +26,7 @@
 #include "condition_estimate.hpp"
 #include "mixsolve/core/error.hpp"
 #include "mixsolve/core/random.hpp"
-#include "mixsolve/core/test_matrices.hpp"
+#include "mixsolve/matgen/test_matrices.hpp"
 
 namespace {
 

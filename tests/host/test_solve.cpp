@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "mixsolve/core/random.hpp"
-#include "mixsolve/core/test_matrices.hpp"
+#include "mixsolve/matgen/test_matrices.hpp"
 #include "mixsolve/solvers/solve.hpp"
 #include "engine.hpp"  // solvers_detail::probe_factors, make_host_engine
 #include "solve_test_problems.hpp"

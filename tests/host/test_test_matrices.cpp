@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "mixsolve/core/error.hpp"
-#include "mixsolve/core/test_matrices.hpp"
+#include "mixsolve/matgen/test_matrices.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Device generation of the LAWN-41 test matrices (core/test_matrices.hpp) for large n: Gaussian
+// Device generation of the LAWN-41 test matrices (matgen/test_matrices.hpp) for large n: Gaussian
 // matrices from the counter-based generator, orthogonal factors from cuSOLVER's QR (geqrf +
 // orgqr, with Mezzadri's sign correction), and the products through cuBLAS DGEMM.
 #include <cublas_v2.h>
@@ -12,7 +12,7 @@
 #include "mixsolve/core/cusolver_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/random.hpp"
-#include "mixsolve/core/test_matrices.hpp"
+#include "mixsolve/matgen/test_matrices.hpp"
 
 namespace mixsolve {
 

@@ -1,4 +1,4 @@
-#include "mixsolve/core/test_matrices.hpp"
+#include "mixsolve/matgen/test_matrices.hpp"
 
 #include <Eigen/Dense>
 
