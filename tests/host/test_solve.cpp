@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mixsolve/core/random.hpp"
+#include "mixsolve/matgen/application_matrices.hpp"
 #include "mixsolve/matgen/test_matrices.hpp"
 #include "mixsolve/solvers/solve.hpp"
 #include "engine.hpp"  // solvers_detail::probe_factors, make_host_engine
@@ -62,9 +63,11 @@ double fp64_backward_error(const Problem& p) {
   return worst;
 }
 
-SolveReport run(Problem& p, Precision prec, Refinement ref, bool fallback = true, bool range_scaling = true) {
+SolveReport run(Problem& p, Precision prec, Refinement ref, bool fallback = true, bool range_scaling = true,
+                StopTest stop_test = StopTest::Attainable) {
   Context ctx = Context::host_only();
   SolveOptions o;
+  o.stop_test = stop_test;
   o.factorization = prec;
   o.refinement = ref;
   o.fallback = fallback;
@@ -307,8 +310,10 @@ TEST(Solve, AutoRefinementLeavesASlowlyContractingClassicRefinementForGmres) {
   ASSERT_EQ(classic.attempts.size(), 1u) << classic.summary();
   EXPECT_EQ(classic.attempts[0].stop, StopReason::MaxIterations) << classic.summary();
 
+  // The LAPACK test, so that the count below is that of reaching it (StopTest::Attainable adds
+  // the steps that polish a converged x).
   Problem same(geo(4e4, 3), 96);
-  const SolveReport a = run(same, Precision::FP16, Refinement::Auto, false);
+  const SolveReport a = run(same, Precision::FP16, Refinement::Auto, false, true, StopTest::Lapack);
   expect_converged_and_accurate(same, a);
   expect_classic_then_gmres_on_the_same_factors(a, Precision::FP16);
   EXPECT_EQ(a.attempts[0].stop, StopReason::TooSlow) << a.summary();
@@ -630,6 +635,31 @@ TEST(Solve, DefaultStopTestIsAsAccurateAsTheFp64Lu) {
       EXPECT_TRUE(meets_stop_test(p, 0));
       EXPECT_LE(lapack.iterations, r.iterations) << lapack.summary() << r.summary();
     }
+}
+
+// The same on application matrices (matgen/application_matrices.hpp) at an odd n: a badly scaled
+// one (rows and columns by 10^+-12: its normwise backward error is far below u at the first solve
+// and must still fall), graded columns, an elasticity operator and a Toeplitz covariance.
+TEST(Solve, DefaultStopTestIsAsAccurateAsTheFp64LuOnApplicationMatrices) {
+  const double u = 0x1p-53;
+  for (const char* name : {"scaled", "graded", "elasticity", "toeplitz_ar1", "cov_matern52"}) {
+    const std::int64_t n = 151;
+    Problem p(geo(1e2, 1), n);
+    generate_application_matrix(ApplicationSpec::parse(name), host_view(p.a.data(), n, n, n));
+    std::vector<double> x_true(n);
+    fill_random(host_view(x_true.data(), n, 1, n), RandomSpec::uniform(-1, 1, 78));
+    const Eigen::Map<const Eigen::MatrixXd> a(p.a.data(), n, n);
+    Eigen::Map<Eigen::VectorXd>(p.b.data(), n) = a * Eigen::Map<const Eigen::VectorXd>(x_true.data(), n);
+    const Eigen::VectorXd lu_x = a.partialPivLu().solve(Eigen::Map<const Eigen::VectorXd>(p.b.data(), n));
+    const std::vector<double> lu_x_v(lu_x.data(), lu_x.data() + n);
+    SCOPED_TRACE(name);
+    Context ctx = Context::host_only();
+    SolveOptions o;
+    o.block_size = 16;
+    const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+    EXPECT_LE(backward_error_of(p, p.x), 10 * backward_error_of(p, lu_x_v)) << r.summary();
+    EXPECT_LE(forward_error_of(p.x, x_true), 10 * std::max(forward_error_of(lu_x_v, x_true), u)) << r.summary();
+  }
 }
 
 // A refinement that makes its iterate worse (classic IR with FP16 factors of an ill-conditioned

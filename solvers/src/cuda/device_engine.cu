@@ -457,6 +457,8 @@ class StreamEvent {
   // `waiter` wait for the latest record.
   void record(cudaStream_t signaller) { MIXSOLVE_CUDA_CHECK(cudaEventRecord(event_, signaller)); }
   void wait_in(cudaStream_t waiter) { MIXSOLVE_CUDA_CHECK(cudaStreamWaitEvent(waiter, event_, 0)); }
+  // The host waits for the latest record.
+  void wait_on_host() { MIXSOLVE_CUDA_CHECK(cudaEventSynchronize(event_)); }
 
  private:
   cudaEvent_t event_ = nullptr;
@@ -547,6 +549,13 @@ constexpr int kInOrderChainMultiprocessors = 8;
 // two thirds, and k = 3 x 256 cuts the bulk's A22 traffic by a third more (H100, session 17: LU
 // 233-235 -> 227 ms at n = 32768; at n = 16384, chain-bound, 64.0 -> 65.7 ms, which keeps 2).
 constexpr int kDefaultUpdateGroup = 2;
+// A reused row order (SolveOptions::reuse_pivot_order) is judged while the FP64 LU runs: after
+// each panel the largest multiplier so far goes to the host, which reads panel p's before it
+// enqueues panel p + kOrderVerdictLag's work; an order that fails ends the LU there, not after
+// its last panel (factor_blocked). The lag keeps that many panels queued on the chain, so the
+// host's wait does not leave the GPU idle.
+constexpr std::int64_t kOrderVerdictLag = 3;
+
 // The factors' order is n rounded up to this (DeviceEngine::nf_): cuBLAS's tensor-core GEMMs and
 // the triangular solver's 16-byte copies need aligned leading dimensions, and off that grid the
 // LU's products ran 3.8x slower (H100, n = 32761 against 32768: trailing update 714 against
@@ -582,6 +591,7 @@ class DeviceEngine final : public Engine {
         cudaStreamDestroy(stream);
       }
     if (solver_) cusolverDnDestroy(solver_);
+    if (order_verdicts_) cudaFreeHost(order_verdicts_);
   }
 
   Memory memory() const override { return Memory::Device; }
@@ -694,9 +704,18 @@ class DeviceEngine final : public Engine {
     }
     pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream());
     triangular64_ = std::make_unique<TriangularSolver<double>>(factors64_.data(), n_, nf_, stream(), &ctx_);
+    choose_fp64_solves();
     track_peak();
     return result;
   }
+
+  // The bandwidth-bound triangular solver applies explicit inverses of its diagonal blocks, whose
+  // error grows with their condition; substitution (cuBLAS trsm, as getrs) is backward stable
+  // whatever it is. FP64 factors whose pivots span more than 1 / u (min |u_kk| < u max |u_kk|:
+  // A is numerically singular) take substitution: with the block inverses, a Hilbert matrix's
+  // first solve had a backward error 6.7e6x dgetrf+getrs's and refinement could not recover it
+  // (n = 16384, H100).
+  void choose_fp64_solves() { substitution_solves_ = pivot_ratio() < 0x1p-53; }
 
   // The blocked LU (factor_blocked) of A, or of mu R A S with range scaling, into f (column-major
   // when it returns): T = float for the FP32-stored factorizations, double for FP64. f holds the
@@ -770,6 +789,15 @@ class DeviceEngine final : public Engine {
     // After a zero pivot the remaining panels compute with Inf/NaN; those factors are discarded.
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(first_zero_pivot_.data(), 0x7f, sizeof(int), stream()));
     factor_blocked(f, update);
+    if (order_rejected_early_) {  // the order failed its check part way (kOrderVerdictLag)
+      in_order_ = false;
+      row_major_ = false;
+      unsigned long long bits = 0;
+      largest_multiplier_.copy_to_host(&bits, 1, stream());
+      std::memcpy(&result.largest_multiplier, &bits, sizeof bits);
+      result.pivot_order = PivotOrder::Rejected;
+      return result;
+    }
     const bool checked = row_major_;  // the transpose checks for NaN/Inf on its way
     if (row_major_) {  // the solves read column-major factors
       const dim3 tiles(unsigned((n_ + 31) / 32), unsigned((n_ + 31) / 32));
@@ -803,10 +831,12 @@ class DeviceEngine final : public Engine {
       return result;
     }
     pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream(), row_order_);
-    if constexpr (std::is_same_v<T, float>)
+    if constexpr (std::is_same_v<T, float>) {
       triangular32_ = std::make_unique<TriangularSolver<float, double>>(f, n_, nf_, stream(), &ctx_);
-    else
+    } else {
       triangular64_ = std::make_unique<TriangularSolver<double>>(f, n_, nf_, stream(), &ctx_);
+      choose_fp64_solves();
+    }
     track_peak();
     return result;
   }
@@ -1136,13 +1166,37 @@ class DeviceEngine final : public Engine {
       if (below < nf_) multiply_subtract(below, nf_, first_column(p0), below);
     };
 
+    // A reused row order's running verdict (kOrderVerdictLag): after panel q, the largest
+    // multiplier so far into a pinned host slot, and an event.
+    order_rejected_early_ = false;
+    constexpr std::int64_t kVerdictSlots = kOrderVerdictLag + 1;
+    std::vector<StreamEvent> verdict_ready(in_order_ ? kVerdictSlots : 0);
+    if (in_order_ && !order_verdicts_)
+      MIXSOLVE_CUDA_CHECK(cudaMallocHost(&order_verdicts_, kVerdictSlots * sizeof(unsigned long long)));
+    const auto post_verdict = [&](std::int64_t q) {
+      if (!in_order_) return;
+      MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(order_verdicts_ + q % kVerdictSlots, largest_multiplier_.data(),
+                                          sizeof(unsigned long long), cudaMemcpyDeviceToHost, chain));
+      verdict_ready[q % kVerdictSlots].record(chain);
+    };
+    const auto order_failed_at = [&](std::int64_t q) {  // panel q's verdict, on the host
+      verdict_ready[q % kVerdictSlots].wait_on_host();
+      double largest = 0;
+      std::memcpy(&largest, order_verdicts_ + q % kVerdictSlots, sizeof largest);
+      return !(largest <= kReusedOrderMaxMultiplier);
+    };
     to_chain.order(bulk, chain);
     profile.start(Profile::Panel, chain);
     factor_panel(chain_ctx, f, 0, std::min<std::int64_t>(nb_, nf_), side);
     profile.stop(Profile::Panel, chain);
+    post_verdict(0);
     pack_l21(0);
     std::int64_t pending = 0;  // the first panel whose update the bulk columns lack
     for (std::int64_t p = 0; p < panels; ++p) {
+      if (in_order_ && p >= kOrderVerdictLag && order_failed_at(p - kOrderVerdictLag)) {
+        order_rejected_early_ = true;
+        break;
+      }
       const std::int64_t j0 = first_column(p);
       const auto [to, from, moves] = panel_moves(p);
       if (side) moves_done_.wait_in(chain);  // panel p's moves (factor_panel)
@@ -1191,6 +1245,7 @@ class DeviceEngine final : public Engine {
       profile.start(Profile::Panel, chain);
       factor_panel(chain_ctx, f, next, after_next - next, side);
       profile.stop(Profile::Panel, chain);
+      post_verdict(p + 1);
       pack_l21(p + 1);
       // A bulk update once `group` panels are pending: the next panels' columns one by one (the
       // chain waits for each), then the rest.
@@ -1207,6 +1262,10 @@ class DeviceEngine final : public Engine {
         slot_read[slot_of(pending)].record(bulk);
         pending = p + 1;
       }
+    }
+    if (order_rejected_early_ && side) {  // the side streams' last work, which no later panel joined
+      moves_done_.wait_in(bulk);
+      inverse_done_.wait_in(bulk);
     }
     from_left.order(left, bulk);
     from_chain.order(chain, bulk);
@@ -1317,7 +1376,7 @@ class DeviceEngine final : public Engine {
   // over the factors (FP32 factors only reach here that way); blocks of many through cuBLAS trsm.
   void solve_triangles_in_fp64(double* w, std::int64_t k) {
     static_assert(kFp64ApplyMaxColumns <= kTriangularSolveMaxColumns, "one solve takes every column");
-    if (k <= kFp64ApplyMaxColumns) {
+    if (k <= kFp64ApplyMaxColumns && !(precision_ == Precision::FP64 && substitution_solves_)) {
       if (precision_ == Precision::FP64) triangular64_->solve(w, n_, int(k), stream());
       else triangular32_->solve(w, n_, int(k), stream());
       return;
@@ -1506,6 +1565,10 @@ class DeviceEngine final : public Engine {
   // factors are a completed LU of A (permutation_ is then a row order to reuse).
   std::vector<int> row_order_;
   bool in_order_ = false, factors_complete_ = false;
+  bool substitution_solves_ = false;  // FP64 factors solved by trsm (choose_fp64_solves)
+  // A reused order's verdicts (factor_blocked): pinned host slots, and whether one failed.
+  unsigned long long* order_verdicts_ = nullptr;
+  bool order_rejected_early_ = false;
   DeviceBuffer<unsigned long long> largest_multiplier_{ctx_, 1};  // max |L21| in order, as double bits
   double mu_ = 1.0;
   DeviceBuffer<double> gram_;          // Engine::gram's k x k result

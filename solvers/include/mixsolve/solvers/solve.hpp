@@ -42,9 +42,11 @@ enum class Refinement {
 // where the returned x meets the LAPACK test (SolveReport::converged_rhs).
 enum class StopTest {
   // Refine to the attainable accuracy, as LAPACK's dgerfs does: a right-hand side is done once
-  // its normwise backward error is at most the unit roundoff 2^-53, or once it meets the LAPACK
-  // test and a step fails to halve its backward error (the refinement has reached its limit).
-  // The answer is then as accurate as the FP64 LU's; it costs a step or two beyond Lapack.
+  // it meets the LAPACK test and a step fails to halve its backward error (the refinement has
+  // reached its limit). dgerfs also stops at a backward error of u = 2^-53, but its backward
+  // error is componentwise; a normwise one below u can still fall by orders of magnitude where A
+  // is badly scaled. The answer is then as accurate as the FP64 LU's; it costs one or two steps
+  // beyond Lapack (each a pass over A and a triangular-solve pair).
   Attainable,
   // LAPACK's dsgesv and cuSOLVER IRS: done once
   //   ||r||_inf < tolerance_factor * sqrt(n) * ||x||_inf * ||A||_inf * eps_64,
