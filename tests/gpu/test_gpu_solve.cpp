@@ -476,6 +476,36 @@ TEST(GpuSolve, ConditionEstimateFromTheDeviceFactorsMatchesTheExactConditionNumb
   }
 }
 
+// A numerically singular matrix (Hilbert, n = 1000): the FP64 factors' pivots span more than
+// 1 / u, so their solves go by substitution, and the returned x's backward error is within 10x of
+// the host's FP64 LU's (Eigen, partial pivoting), under auto (the cheap attempt fails) and FP64.
+TEST(GpuSolve, NumericallySingularMatrixIsNeverWorseThanTheFp64Lu) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t n = 1000;
+  DeviceProblem prob(std::uint64_t(5), n, 1);
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < n; ++i) prob.a[i + j * n] = 1.0 / double(i + j + 1);
+  prob.da.copy_from_host(prob.a);
+  const Eigen::Map<const Eigen::MatrixXd> a(prob.a.data(), n, n);
+  const Eigen::Map<const Eigen::VectorXd> b(prob.b.data(), n);
+  const double norm_a = a.cwiseAbs().rowwise().sum().maxCoeff();
+  const auto backward_error = [&](const Eigen::VectorXd& x) {
+    return (b - a * x).cwiseAbs().maxCoeff() / (norm_a * x.cwiseAbs().maxCoeff() + b.cwiseAbs().maxCoeff());
+  };
+  const double lu_berr = backward_error(a.partialPivLu().solve(b));
+  for (Precision p : {Precision::Auto, Precision::FP64}) {
+    SolveOptions o;
+    o.factorization = p;
+    o.auto_min_n = 0;
+    const SolveReport r = prob.solve_on_device(ctx, o);
+    SCOPED_TRACE(to_string(p));
+    const double berr = backward_error(Eigen::Map<const Eigen::VectorXd>(prob.x.data(), n));
+    EXPECT_LE(berr, 10 * std::max(lu_berr, 0x1p-53)) << r.summary();
+    EXPECT_EQ(r.attempts.back().precision, Precision::FP64) << r.summary();
+  }
+}
+
 TEST(GpuSolve, AutoEscalatesOnIllConditionedMatricesAndConverges) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
