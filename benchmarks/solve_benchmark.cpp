@@ -431,7 +431,8 @@ std::string default_suite_families() {
   return list + "svd_geo:cond=1e6";
 }
 
-nlohmann::json outcome_json(const Outcome& o, double baseline_seconds, double baseline_forward_error) {
+nlohmann::json outcome_json(const Outcome& o, double baseline_seconds, double baseline_forward_error,
+                            double baseline_backward_error) {
   const double t = median(o.seconds);
   nlohmann::json row = {{"method", o.method}, {"seconds", o.seconds}, {"median_seconds", t},
                         {"speedup_vs_dgetrf", baseline_seconds / t}, {"iterations", o.iterations}, {"path", o.path},
@@ -443,6 +444,7 @@ nlohmann::json outcome_json(const Outcome& o, double baseline_seconds, double ba
                                            {"fallback", o.fallback_seconds},
                                            {"other", o.other_seconds}}}};
   if (baseline_forward_error >= 0) row["forward_error_vs_dgetrf"] = o.forward_error / baseline_forward_error;
+  if (baseline_backward_error >= 0) row["backward_error_vs_dgetrf"] = o.backward_error / baseline_backward_error;
   if (!o.error.empty()) row["error"] = o.error;
   return row;
 }
@@ -451,8 +453,8 @@ nlohmann::json outcome_json(const Outcome& o, double baseline_seconds, double ba
 void run_suite(Context& ctx, cusolverDnHandle_t solver, const std::vector<SuiteMatrix>& matrices,
                const std::vector<std::int64_t>& sizes, const Methods& methods, nlohmann::json& doc) {
   doc["suite"] = true;
-  std::printf("%6s %-44s %-26s %9s %8s %6s %10s %10s %9s %5s  %s\n", "n", "matrix", "method", "time s", "speedup",
-              "iters", "berr", "ferr", "ferr/ref", "mem", "path");
+  std::printf("%6s %-44s %-26s %9s %8s %6s %10s %9s %10s %9s %5s  %s\n", "n", "matrix", "method", "time s", "speedup",
+              "iters", "berr", "berr/ref", "ferr", "ferr/ref", "mem", "path");
   std::uint64_t seed = 1;
   for (std::int64_t n : sizes)
     for (const SuiteMatrix& m : matrices) {
@@ -472,15 +474,17 @@ void run_suite(Context& ctx, cusolverDnHandle_t solver, const std::vector<SuiteM
       for (const Outcome& o : outcomes) {
         nlohmann::json row = {{"n", n}, {"family", m.family}, {"matrix", m.name}, {"parameters", m.parameters},
                               {"structure", m.structure}, {"generation_seconds", generation_seconds}};
-        row.update(outcome_json(o, baseline, have_reference ? reference.forward_error : -1.0));
+        row.update(outcome_json(o, baseline, have_reference ? reference.forward_error : -1.0,
+                                have_reference ? reference.backward_error : -1.0));
         doc["rows"].push_back(row);
         if (!o.error.empty()) {
           std::printf("%6lld %-44s %-26s  error: %s\n", (long long)n, m.name.c_str(), o.method.c_str(), o.error.c_str());
           continue;
         }
         const double t = median(o.seconds);
-        std::printf("%6lld %-44s %-26s %9.4f %8.2f %6d %10.2e %10.2e %9.2g %5.1f  %s%s\n", (long long)n, m.name.c_str(),
-                    o.method.c_str(), t, baseline / t, o.iterations, o.backward_error, o.forward_error,
+        std::printf("%6lld %-44s %-26s %9.4f %8.2f %6d %10.2e %9.2g %10.2e %9.2g %5.1f  %s%s\n", (long long)n,
+                    m.name.c_str(), o.method.c_str(), t, baseline / t, o.iterations, o.backward_error,
+                    o.backward_error / reference.backward_error, o.forward_error,
                     o.forward_error / reference.forward_error, double(o.extra_bytes) / double(n * n), o.path.c_str(),
                     o.converged ? "" : " [not converged]");
       }
@@ -545,7 +549,7 @@ int main(int argc, char** argv) try {
                         o.forward_error, double(o.extra_bytes) / double(n * n), o.path.c_str(),
                         o.converged ? "" : " [not converged]");
             nlohmann::json row = {{"n", n}, {"spectrum", spectrum}, {"cond", cond}};
-            row.update(outcome_json(o, baseline, -1.0));
+            row.update(outcome_json(o, baseline, -1.0, -1.0));
             doc["rows"].push_back(row);
           }
           std::fflush(stdout);
