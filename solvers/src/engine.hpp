@@ -81,7 +81,39 @@ struct FactorResult {
   std::int64_t zero_pivot_column = -1;
   PivotOrder pivot_order = PivotOrder::Partial;
   double largest_multiplier = 0;  // max |l_ij| of a reused order (also when it was rejected)
+  std::int64_t reused_columns = 0;  // Reused: the leading columns that followed the order
 };
+
+// The unit roundoff of a factorization's arithmetic: the FP32-stored factorizations of FP32
+// accuracy (FP32, and the corrected tensor-core updates: gemm/ measured them as accurate as
+// SGEMM) 2^-24; TF32 and FP16 updates 2^-11; BF16 2^-8.
+inline double unit_roundoff(Precision p) {
+  switch (p) {
+    case Precision::FP64: return 0x1p-53;
+    case Precision::TF32:
+    case Precision::FP16: return 0x1p-11;
+    case Precision::BF16: return 0x1p-8;
+    default: return 0x1p-24;
+  }
+}
+
+// SolveOptions::reuse_pivot_order: how many leading columns of a cheaper LU's row order the FP64
+// LU follows, from the cheaper LU's pivots |u_kk| (`pivots`, in column order) and its arithmetic.
+// Its trailing updates leave a rounding error of about sqrt(n) u max |u_kk| in every Schur
+// complement entry, so from the first pivot below that size on its pivot choices followed the
+// error, not the values, and so would an FP64 LU in that order, which then fails its multiplier
+// check (kReusedOrderMaxMultiplier) at the end: a squared-exponential covariance matrix, n =
+// 32761 (H100), spent 0.27 s on such an LU before partial pivoting started over. The FP64 LU
+// follows the order up to there and pivots partially after; a whole order where no pivot is
+// that small.
+inline std::int64_t trusted_order_columns(const std::vector<double>& pivots, Precision cheap) {
+  double largest = 0;
+  for (double u : pivots) largest = std::max(largest, u);
+  const double noise = std::sqrt(double(pivots.size())) * unit_roundoff(cheap) * largest;
+  for (std::size_t k = 0; k < pivots.size(); ++k)
+    if (!(pivots[k] >= noise)) return std::int64_t(k);
+  return std::int64_t(pivots.size());
+}
 
 class Engine {
  public:

@@ -149,9 +149,11 @@ std::string SolveReport::summary() const {
   s << "\n";
   for (const Attempt& a : attempts) {
     s << "  " << to_string(a.precision) << (a.range_scaled ? " (range-scaled)" : "");
-    if (a.pivot_order != PivotOrder::Partial)
-      s << " (" << to_string(a.pivot_order) << ", max |l_ij| " << std::setprecision(3) << a.largest_multiplier
-        << std::setprecision(6) << ")";
+    if (a.pivot_order != PivotOrder::Partial) {
+      s << " (" << to_string(a.pivot_order);
+      if (a.pivot_order == PivotOrder::Reused) s << " for " << a.reused_columns << " columns";
+      s << ", max |l_ij| " << std::setprecision(3) << a.largest_multiplier << std::setprecision(6) << ")";
+    }
     s << " LU + " << to_string(a.refinement) << ": " << to_string(a.stop);
     if (a.stop == StopReason::ZeroPivot) s << " in column " << a.zero_pivot_column;
     s << ", " << a.iterations << " iterations";
@@ -223,19 +225,6 @@ constexpr int kGmresJudgeWindow = 16;
 // with fp16x3 -> FP64 at n = 32768, cond 1e6, the factor 1 sent a GMRES that had 38 iterations
 // behind it to the FP64 LU (1.41 s, 0.53x dgetrf+getrs; H100).
 constexpr double kNextRungCostFactor = 2.0;
-
-// The unit roundoff of a factorization's arithmetic (SolveOptions::probe_pivot_ratio): the
-// FP32-stored factorizations of FP32 accuracy (FP32, and the corrected tensor-core updates: gemm/
-// measured them as accurate as SGEMM) 2^-24; TF32 and FP16 updates 2^-11; BF16 2^-8.
-double unit_roundoff(Precision p) {
-  switch (p) {
-    case Precision::FP64: return 0x1p-53;
-    case Precision::TF32:
-    case Precision::FP16: return 0x1p-11;
-    case Precision::BF16: return 0x1p-8;
-    default: return 0x1p-24;
-  }
-}
 
 // The first refinement under Refinement::Auto: classic IR, for every precision. FP16 / BF16 /
 // TF32 factors need GMRES-IR (Carson and Higham) once cond * u_low passes ~1, but below that
@@ -840,6 +829,7 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       attempt.factorization_seconds = seconds_since(t0);
       attempt.pivot_order = f.pivot_order;
       attempt.largest_multiplier = f.largest_multiplier;
+      attempt.reused_columns = f.reused_columns;
       if (f.status != StopReason::Converged) {
         if (f.status == StopReason::ZeroPivot && attempt.precision == Precision::FP64)
           throw SingularMatrix("solve: A is singular: zero pivot in column " + std::to_string(f.zero_pivot_column) +
@@ -853,7 +843,7 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       // The probe (SolveOptions::probe_pivot_ratio): weak factors end the attempt before any
       // refinement, where something higher remains to be tried. Screened by the pivot ratio.
       const std::int64_t n = s.engine->n();
-      const double probe_below = s.options.probe_pivot_ratio * unit_roundoff(attempt.precision) / 0x1p-24;
+      const double probe_below = s.options.probe_pivot_ratio * solvers_detail::unit_roundoff(attempt.precision) / 0x1p-24;
       const bool may_probe = attempt.precision != Precision::FP64 && s.next < s.path.size() && probe_below > 0 &&
                              n > s.options.gmres_max_inner && n >= 4 * solvers_detail::kProbeColumns;
       if (may_probe) attempt.pivot_ratio = s.engine->pivot_ratio();

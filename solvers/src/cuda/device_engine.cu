@@ -610,10 +610,15 @@ class DeviceEngine final : public Engine {
   }
 
   FactorResult factor(Precision p, bool range_scaling, bool reuse_pivot_order) override {
-    // The previous factorization's row order, where one completed (engine.hpp).
+    // The previous factorization's row order, where one completed (engine.hpp), and how many of
+    // its leading columns to follow (trusted_order_columns).
     std::vector<int> order;
-    if (reuse_pivot_order && p == Precision::FP64 && factors_complete_) order = permutation_.to_host(stream());
-    FactorResult result = factor_unchecked(p, range_scaling, order);
+    std::int64_t order_columns = 0;
+    if (reuse_pivot_order && p == Precision::FP64 && factors_complete_) {
+      order = permutation_.to_host(stream());
+      order_columns = trusted_order_columns(pivot_magnitudes(), precision_);
+    }
+    FactorResult result = factor_unchecked(p, range_scaling, order, order_columns);
     factors_complete_ = result.status == StopReason::Converged;
     return result;
   }
@@ -635,7 +640,27 @@ class DeviceEngine final : public Engine {
     return range[1] > 0 ? range[0] / range[1] : 0.0;
   }
 
-  FactorResult factor_unchecked(Precision p, bool range_scaling, const std::vector<int>& order) {
+  // |u_kk| of the current factors, on the host.
+  std::vector<double> pivot_magnitudes() {
+    std::vector<double> pivots(n_);
+    if (precision_ == Precision::FP64) {
+      MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(pivots.data(), sizeof(double), factors64_.data(), (nf_ + 1) * sizeof(double),
+                                            sizeof(double), n_, cudaMemcpyDeviceToHost, stream()));
+    } else {
+      std::vector<float> diagonal(n_);
+      MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(diagonal.data(), sizeof(float), factors32_.data(), (nf_ + 1) * sizeof(float),
+                                            sizeof(float), n_, cudaMemcpyDeviceToHost, stream()));
+      MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream()));
+      for (std::int64_t k = 0; k < n_; ++k) pivots[k] = diagonal[k];
+    }
+    MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream()));
+    for (double& u : pivots) u = std::fabs(u);
+    return pivots;
+  }
+
+  // order_columns: how many leading columns follow `order` (the rest pivot partially).
+  FactorResult factor_unchecked(Precision p, bool range_scaling, const std::vector<int>& order,
+                                std::int64_t order_columns) {
     triangular32_.reset();  // they refer to the factors being replaced
     triangular64_.reset();
     row_order_.clear();
@@ -657,7 +682,8 @@ class DeviceEngine final : public Engine {
       const std::string forced = choice ? choice : "";
       const bool engine = forced == "engine" || (forced != "cusolver" && n_ >= kFp64EngineMinN);
       if (!engine || !panel_workspace<double>().supported()) return factor_with_cusolver();
-      if (order.empty() || !row_major_layout())
+      order_panels_ = order_columns / nb_;
+      if (order.empty() || order_panels_ == 0 || !row_major_layout())
         return factor_blocked_lu(factors64_.data(), device_update_backend(p), false);
       const FactorResult in_order = factor_blocked_lu(factors64_.data(), device_update_backend(p), false, order);
       if (in_order.pivot_order == PivotOrder::Reused) return in_order;
@@ -819,6 +845,7 @@ class DeviceEngine final : public Engine {
         return result;
       }
       result.pivot_order = PivotOrder::Reused;
+      result.reused_columns = std::min(order_panels_ * nb_, n_);
       row_order_ = order;
     }
     if (first_zero < n_) {
@@ -1039,6 +1066,9 @@ class DeviceEngine final : public Engine {
     // (factor_panel_in_order): MIXSOLVE_LU_CHAIN_SMS multiprocessors are left to the chain then.
     const int chain_multiprocessors =
         in_order_ ? env_int("MIXSOLVE_LU_CHAIN_SMS", kInOrderChainMultiprocessors) : panel_workspace<T>().blocks();
+    // A given row order is followed for the first in_order_panels panels (order_panels_), and the
+    // rest pivot partially: from there the chain's panel kernel takes its multiprocessors back.
+    const std::int64_t in_order_panels = in_order_ ? std::min<std::int64_t>(order_panels_, (nf_ + nb_ - 1) / nb_) : 0;
     MultiprocessorLimitScope limit(bulk_ctx, look_ahead ? std::max(1, multiprocessors - chain_multiprocessors) : 0);
     Profile& profile = profile_;
     const auto started = std::chrono::steady_clock::now();
@@ -1174,7 +1204,7 @@ class DeviceEngine final : public Engine {
     if (in_order_ && !order_verdicts_)
       MIXSOLVE_CUDA_CHECK(cudaMallocHost(&order_verdicts_, kVerdictSlots * sizeof(unsigned long long)));
     const auto post_verdict = [&](std::int64_t q) {
-      if (!in_order_) return;
+      if (q >= in_order_panels) return;
       MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(order_verdicts_ + q % kVerdictSlots, largest_multiplier_.data(),
                                           sizeof(unsigned long long), cudaMemcpyDeviceToHost, chain));
       verdict_ready[q % kVerdictSlots].record(chain);
@@ -1193,7 +1223,7 @@ class DeviceEngine final : public Engine {
     pack_l21(0);
     std::int64_t pending = 0;  // the first panel whose update the bulk columns lack
     for (std::int64_t p = 0; p < panels; ++p) {
-      if (in_order_ && p >= kOrderVerdictLag && order_failed_at(p - kOrderVerdictLag)) {
+      if (p >= kOrderVerdictLag && p - kOrderVerdictLag < in_order_panels && order_failed_at(p - kOrderVerdictLag)) {
         order_rejected_early_ = true;
         break;
       }
@@ -1242,6 +1272,8 @@ class DeviceEngine final : public Engine {
       if (column_ready[p + 1]) column_ready[p + 1]->wait_in(chain);
       apply_panels(chain_ctx, pending, p, next, after_next, inverse_ready);
       swap_left_columns();
+      if (look_ahead && in_order_ && p + 1 == in_order_panels)
+        bulk_ctx.set_multiprocessor_limit(std::max(1, multiprocessors - panel_workspace<T>().blocks()));
       profile.start(Profile::Panel, chain);
       factor_panel(chain_ctx, f, next, after_next - next, side);
       profile.stop(Profile::Panel, chain);
@@ -1289,7 +1321,7 @@ class DeviceEngine final : public Engine {
     T* diagonal = f + j0 + j0 * nf_;
     bool in_order = false;
     if constexpr (std::is_same_v<T, double>) {
-      in_order = in_order_;
+      in_order = in_order_ && j0 / nb_ < order_panels_;
       if (in_order) {  // in a given row order (FP64 only) only the diagonal block's rows are searched
         profile_.start(Profile::DiagonalBlock, ctx.stream());
         factor_diagonal_block(diagonal, nf_, int(jb), pivots_.data() + j0, j0, first_zero_pivot_.data(), j0,
@@ -1569,6 +1601,7 @@ class DeviceEngine final : public Engine {
   // A reused order's verdicts (factor_blocked): pinned host slots, and whether one failed.
   unsigned long long* order_verdicts_ = nullptr;
   bool order_rejected_early_ = false;
+  std::int64_t order_panels_ = 0;  // the leading panels that follow a reused order (factor_unchecked)
   DeviceBuffer<unsigned long long> largest_multiplier_{ctx_, 1};  // max |L21| in order, as double bits
   double mu_ = 1.0;
   DeviceBuffer<double> gram_;          // Engine::gram's k x k result

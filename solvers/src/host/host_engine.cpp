@@ -36,18 +36,21 @@ const gemm::Backend& host_update_backend(Precision p) {
 
 // Right-looking blocked LU with partial pivoting of the n x n matrix a (leading dimension n),
 // trailing updates A22 -= L21 U12 through `update`. Returns the first zero pivot's column or -1.
-// With largest_multiplier (SolveOptions::reuse_pivot_order): pivots are searched only inside
-// each diagonal block (the rows already stand in a chosen order), and *largest_multiplier gets
-// max |l_ij| below the diagonal blocks (NaN if one is NaN).
+// With largest_multiplier (SolveOptions::reuse_pivot_order): in the blocks that start before
+// column in_order_columns pivots are searched only inside the diagonal block (the rows already
+// stand in a chosen order), and *largest_multiplier gets max |l_ij| below those diagonal blocks
+// (NaN if one is NaN); later blocks pivot partially.
 template <class T>
 std::int64_t lu_factor(std::vector<T>& a, std::int64_t n, std::vector<std::int64_t>& pivots, int nb,
-                       const gemm::Backend& update, Context& ctx, double* largest_multiplier = nullptr) {
+                       const gemm::Backend& update, Context& ctx, double* largest_multiplier = nullptr,
+                       std::int64_t in_order_columns = 0) {
   auto at = [&](std::int64_t i, std::int64_t j) -> T& { return a[i + j * n]; };
   pivots.assign(n, 0);
   if (largest_multiplier) *largest_multiplier = 0;
   for (std::int64_t j0 = 0; j0 < n; j0 += nb) {
     const std::int64_t jb = std::min<std::int64_t>(nb, n - j0);
-    const std::int64_t search_end = largest_multiplier ? j0 + jb : n;
+    const bool in_order = largest_multiplier && j0 < in_order_columns;
+    const std::int64_t search_end = in_order ? j0 + jb : n;
     for (std::int64_t j = j0; j < j0 + jb; ++j) {  // unblocked panel, working precision
       std::int64_t p = j;
       for (std::int64_t i = j + 1; i < search_end; ++i)
@@ -58,7 +61,7 @@ std::int64_t lu_factor(std::vector<T>& a, std::int64_t n, std::vector<std::int64
         for (std::int64_t c = 0; c < n; ++c) std::swap(at(j, c), at(p, c));
       const T inv = T(1) / at(j, j);
       for (std::int64_t i = j + 1; i < n; ++i) at(i, j) *= inv;
-      if (largest_multiplier)
+      if (in_order)
         for (std::int64_t i = j0 + jb; i < n; ++i) {
           const double l = std::abs(double(at(i, j)));
           if (!(l <= *largest_multiplier)) *largest_multiplier = l;
@@ -155,8 +158,17 @@ class HostEngine final : public Engine {
     FactorResult result;
     // The row order of the previous factorization, where one completed (engine.hpp).
     std::vector<std::int64_t> order;
-    if (reuse_pivot_order && p == Precision::FP64 && factors_complete_) order = current_row_order();
+    std::int64_t order_columns = 0;
+    if (reuse_pivot_order && p == Precision::FP64 && factors_complete_) {
+      order = current_row_order();
+      std::vector<double> pivots(n_);
+      for (std::int64_t k = 0; k < n_; ++k)
+        pivots[k] = std::fabs(double_factors_.empty() ? double(float_factors_[k + k * n_]) : double_factors_[k + k * n_]);
+      // whole blocks, as the device LU's panels
+      order_columns = trusted_order_columns(pivots, precision_) / nb_ * nb_;
+    }
     factors_complete_ = false;
+    precision_ = p;
     row_order_.clear();
     double_factors_.clear();
     float_factors_.clear();
@@ -165,7 +177,7 @@ class HostEngine final : public Engine {
     mu_ = 1.0;
     if (range_scaling && p != Precision::FP64) compute_range_scaling();
     if (p == Precision::FP64) {
-      if (!order.empty() && factor_in_order(order, update, result)) {
+      if (order_columns > 0 && factor_in_order(order, order_columns, update, result)) {
         factors_complete_ = true;
         return result;
       }
@@ -193,15 +205,17 @@ class HostEngine final : public Engine {
 
   // The FP64 LU of A's rows in `order`, pivoting inside the diagonal blocks; true where its check
   // passed (kReusedOrderMaxMultiplier), else the caller factors with partial pivoting.
-  bool factor_in_order(const std::vector<std::int64_t>& order, const gemm::Backend& update, FactorResult& result) {
+  bool factor_in_order(const std::vector<std::int64_t>& order, std::int64_t order_columns, const gemm::Backend& update,
+                       FactorResult& result) {
     double_factors_.resize(a_.size());
     for (std::int64_t j = 0; j < n_; ++j)
       for (std::int64_t i = 0; i < n_; ++i) double_factors_[i + j * n_] = a_[order[i] + j * n_];
     double largest = 0;
-    const std::int64_t zero = lu_factor(double_factors_, n_, pivots_, nb_, update, ctx_, &largest);
+    const std::int64_t zero = lu_factor(double_factors_, n_, pivots_, nb_, update, ctx_, &largest, order_columns);
     result.largest_multiplier = largest;
     if (zero < 0 && largest <= kReusedOrderMaxMultiplier && all_finite(double_factors_)) {
       result.pivot_order = PivotOrder::Reused;
+      result.reused_columns = std::min(order_columns, n_);
       row_order_ = order;
       return true;
     }
@@ -400,6 +414,7 @@ class HostEngine final : public Engine {
   double row_scale(std::int64_t i) const { return row_scale_.empty() ? 1.0 : row_scale_[i]; }
   double column_scale(std::int64_t j) const { return column_scale_.empty() ? 1.0 : column_scale_[j]; }
   std::vector<std::vector<double>> scratch_;
+  Precision precision_ = Precision::FP64;  // of the current factors
   int nb_ = 32;
   std::size_t peak_ = 0;
 };

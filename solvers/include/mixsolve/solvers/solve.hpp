@@ -203,6 +203,9 @@ struct Attempt {
   bool range_scaled = false;            // the LU factored mu R A S (SolveOptions::range_scaling)
   PivotOrder pivot_order = PivotOrder::Partial;
   double largest_multiplier = 0;        // max |l_ij| of a reused row order (Reused, Rejected)
+  // Reused: the leading columns that followed the order (SolveOptions::reuse_pivot_order); the
+  // rest pivoted partially, where the cheaper LU's pivots had fallen to its rounding error.
+  std::int64_t reused_columns = 0;
   // min |u_kk| / max |u_kk| of a cheaper LU that the probe could judge (SolveOptions::
   // probe_pivot_ratio's screen); 0 where it was not computed (FP64, nothing higher left, small n).
   double pivot_ratio = 0;
