@@ -122,10 +122,12 @@ struct SolveOptions {
   // An FP64 factorization that follows a cheaper one (the fallback, or auto's last rung) takes
   // over the cheaper LU's row order: the rows are put in that order first and pivots are then
   // searched only inside each 256 x 256 diagonal block, so the panels need no search over the
-  // column and no interchange beyond the block (L21 = A21 U11^-1 by a GEMM). A multiplier
-  // |l_ij| above kReusedOrderMaxMultiplier (below), a zero pivot in a diagonal block or a
-  // non-finite entry rejects the order, and the LU is redone with partial pivoting; so is one
-  // whose FP64 refinement fails. Attempt::pivot_order says which happened.
+  // column and no interchange beyond the block (L21 = A21 U11^-1 by a GEMM). Only the leading
+  // panels whose cheaper pivots stood above that LU's rounding error follow the order; the rest
+  // pivot partially (Attempt::reused_columns). A multiplier |l_ij| above
+  // kReusedOrderMaxMultiplier (below), a zero pivot in a diagonal block or a non-finite entry
+  // rejects the order, on the GPU as soon as a panel shows it, and the LU is redone with partial
+  // pivoting; so is one whose FP64 refinement fails. Attempt::pivot_order says which happened.
   bool reuse_pivot_order = true;
   // Probe of a cheaper factorization where a higher rung remains (auto's next precision, or the
   // FP64 fallback), before any refinement. With E = (LU)^-1 A - I (how far the preconditioned
