@@ -614,7 +614,7 @@ class DeviceEngine final : public Engine {
     // its leading columns to follow (trusted_order_columns).
     std::vector<int> order;
     std::int64_t order_columns = 0;
-    if (reuse_pivot_order && p == Precision::FP64 && factors_complete_) {
+    if (reuse_pivot_order && p == Precision::FP64 && factors_complete_ && !two_sided_) {
       order = permutation_.to_host(stream());
       order_columns = trusted_order_columns(pivot_magnitudes(), precision_);
     }

@@ -159,7 +159,7 @@ class HostEngine final : public Engine {
     // The row order of the previous factorization, where one completed (engine.hpp).
     std::vector<std::int64_t> order;
     std::int64_t order_columns = 0;
-    if (reuse_pivot_order && p == Precision::FP64 && factors_complete_) {
+    if (reuse_pivot_order && p == Precision::FP64 && factors_complete_ && row_scale_.empty()) {
       order = current_row_order();
       std::vector<double> pivots(n_);
       for (std::int64_t k = 0; k < n_; ++k)
