@@ -149,8 +149,9 @@ class Engine {
   // columns with FP32 factors in FP32.
   virtual void apply_inverse(const MatrixView<double>& y) = 0;
   // y := Z^T y for one vector y of length n, where Z is apply_inverse's operator (Z ~ A^-1): the
-  // condition estimate's A^-T (condition_estimate.hpp). In the factors' precision (FP32-stored
-  // factors in FP32 arithmetic: the estimate needs a digit or two, not FP64 accuracy).
+  // condition estimate's A^-T (condition_estimate.hpp). The device engine applies FP32-stored
+  // factors in FP32 arithmetic (the estimate needs a digit or two, not FP64 accuracy), the host
+  // engine in FP64.
   virtual void apply_inverse_transpose(double* y) = 0;
   // r := b - A x in FP64.
   virtual void residual(const MatrixView<const double>& x, const MatrixView<const double>& b,
@@ -160,7 +161,8 @@ class Engine {
   // ||column j||_inf for every column of m, into host memory.
   virtual void column_norms_inf(const MatrixView<const double>& m, double* out) = 0;
 
-  // An n x cols FP64 block of scratch memory owned by the engine (valid until the next call).
+  // An n x cols FP64 block of scratch memory owned by the engine, valid until scratch() is next
+  // asked for the same slot with more columns (BestIterate keeps slot 4 across a whole solve).
   virtual MatrixView<double> scratch(int slot, std::int64_t cols) = 0;
   virtual void copy(const MatrixView<const double>& src, const MatrixView<double>& dst) = 0;
   // n values between host memory and the engine's (download returns once they are on the host).

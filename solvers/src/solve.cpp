@@ -332,24 +332,31 @@ class BestIterate {
  public:
   BestIterate(Engine& e, std::int64_t k)
       : e_(e), store_(e.scratch(kBestIterateSlot, k)), best_(k, INFINITY), current_(k, INFINITY),
-        best_meets_(k, false), current_meets_(k, false), best_norms_(k), current_norms_(k) {}
+        best_meets_(k, false), current_meets_(k, false), best_accepted_(k, false), current_accepted_(k, false),
+        best_norms_(k), current_norms_(k) {}
 
   // The ||.||_inf of an iterate's residual and of itself.
   struct Norms {
     double residual = INFINITY, x = 0;
   };
 
-  // x's columns after a solve or step, their backward errors, whether they meet the LAPACK test
-  // and their norms: keeps those that improve on the best so far.
+  // x's columns after a solve or step, their backward errors, whether they meet the LAPACK test,
+  // whether that counts (accepted: from factors whose refinement proved itself, Refiner's proven_)
+  // and their norms: keeps those that improve on the best so far, an accepted iterate before any
+  // that is not, then the smaller backward error (the normwise measure alone misleads where A is
+  // badly scaled: Refiner::run).
   void offer(const MatrixView<double>& x, const std::vector<double>& berr, const std::vector<bool>& meets,
-             const std::vector<Norms>& norms) {
+             const std::vector<bool>& accepted, const std::vector<Norms>& norms) {
     for (std::int64_t j = 0; j < x.cols; ++j) {
       current_[j] = berr[j];
       current_meets_[j] = meets[j];
       current_norms_[j] = norms[j];
-      if (!(berr[j] < best_[j])) continue;
+      const bool better = accepted[j] != best_accepted_[j] ? bool(accepted[j]) : berr[j] < best_[j];
+      current_accepted_[j] = accepted[j];
+      if (!better) continue;
       best_[j] = berr[j];
       best_meets_[j] = meets[j];
+      best_accepted_[j] = accepted[j];
       best_norms_[j] = norms[j];
       e_.copy(x.block(0, j, x.rows, 1), store_.block(0, j, x.rows, 1));
     }
@@ -361,10 +368,13 @@ class BestIterate {
   void restore(const MatrixView<double>& x, SolveReport& report) {
     report.backward_error = 0;
     for (std::int64_t j = 0; j < x.cols; ++j) {
-      if (best_[j] < current_[j]) {
+      const bool best_is_better =
+          best_accepted_[j] != current_accepted_[j] ? bool(best_accepted_[j]) : best_[j] < current_[j];
+      if (best_is_better) {
         e_.copy(store_.block(0, j, x.rows, 1), x.block(0, j, x.rows, 1));
         current_[j] = best_[j];
         current_meets_[j] = best_meets_[j];
+        current_accepted_[j] = best_accepted_[j];
         current_norms_[j] = best_norms_[j];
         report.returned_earlier_iterate = true;
       }
@@ -377,7 +387,7 @@ class BestIterate {
   Engine& e_;
   MatrixView<double> store_;
   std::vector<double> best_, current_;
-  std::vector<bool> best_meets_, current_meets_;
+  std::vector<bool> best_meets_, current_meets_, best_accepted_, current_accepted_;
   std::vector<Norms> best_norms_, current_norms_;
 };
 
@@ -557,7 +567,9 @@ class Refiner {
       // solve against 2.7e-27 for dgetrf+getrs, and a forward error 6.5e5x dgetrf's).
       const bool at_limit = previous && berr[j] > 0.5 * (*previous)[j];
       if (previous && !at_limit) proven_[j] = true;
-      if (rn[j] == 0) proven_[j] = true;
+      // A step that left the backward error exactly as it was left x as it was: every correction
+      // was below half an ulp of its component (factors that are exact for A, a diagonal one, say).
+      if (rn[j] == 0 || (previous && berr[j] == (*previous)[j])) proven_[j] = true;
       // A polishing step that does not halve the backward error ends the column even where it
       // made the iterate worse: the converged one before it is the best (BestIterate).
       const bool was_ready = ready_[j];
@@ -566,7 +578,9 @@ class Refiner {
                                                  : ready_[j] && (rn[j] == 0 || at_limit);
       worst = std::max(worst, berr[j]);
     }
-    best_.offer(x_, berr, converged_, norms);
+    std::vector<bool> accepted(k_);
+    for (std::int64_t j = 0; j < k_; ++j) accepted[j] = converged_[j] && proven_[j];
+    best_.offer(x_, berr, converged_, accepted, norms);
     report.backward_error_history.push_back(worst);
   }
 
@@ -931,10 +945,9 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
     report.backward_error = INFINITY;
   } else {
     best.restore(x, report);
-    const bool all_converged =
-        std::all_of(report.converged_rhs.begin(), report.converged_rhs.end(), [](bool v) { return v; });
+    report.converged = std::all_of(report.converged_rhs.begin(), report.converged_rhs.end(), [](bool v) { return v; });
     const bool estimate = s.options.condition_estimate == ConditionEstimate::Always ||
-                          (s.options.condition_estimate == ConditionEstimate::WhenNotConverged && !all_converged);
+                          (s.options.condition_estimate == ConditionEstimate::WhenNotConverged && !report.converged);
     if (estimate && s.factors_complete) {
       const auto t_estimate = Clock::now();
       if (s.options.progress) s.options.progress("condition estimate");
@@ -952,7 +965,6 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       report.condition_seconds = seconds_since(t_estimate);
     }
   }
-  report.converged = std::all_of(report.converged_rhs.begin(), report.converged_rhs.end(), [](bool v) { return v; });
   report.peak_workspace_bytes = s.engine->peak_workspace_bytes();
   report.total_seconds = seconds_since(t_start);
   return report;

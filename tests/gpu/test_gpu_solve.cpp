@@ -13,6 +13,7 @@
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/matgen/test_matrices.hpp"
+#include "engine.hpp"  // solvers_detail::make_device_engine: the reused order's rejection path
 #include "mixsolve/solvers/solve.hpp"
 #include "solve_test_problems.hpp"
 
@@ -508,6 +509,59 @@ TEST(GpuSolve, NumericallySingularMatrixIsNeverWorseThanTheFp64Lu) {
     EXPECT_LE(berr, 10 * std::max(lu_berr, 0x1p-53)) << r.summary();
     EXPECT_EQ(r.attempts.back().precision, Precision::FP64) << r.summary();
   }
+}
+
+// A reused row order that fails its multiplier check in the first panel ends the FP64 LU a few
+// panels later (kOrderVerdictLag) and partial pivoting starts over, with and without the
+// look-ahead's streams. The driver never meets such an order any more (trusted_order_columns), so
+// the engine is driven directly: an FP64 LU of M1 (a diagonally dominant M with its rows in a
+// random order, whose partial pivoting undoes the shuffle), then A's buffer becomes M itself and
+// the FP64 LU follows M1's order: its diagonal blocks hold M's 1e-8 off-diagonal entries.
+TEST(GpuSolve, ReusedRowOrderThatFailsItsCheckEndsTheFp64LuEarly) {
+  MIXSOLVE_REQUIRE_GPU();
+  const std::int64_t n = 2048;  // 8 panels: the verdict on panel 0 is read before panel 3
+  std::vector<double> m(n * n), shuffled(n * n);
+  fill_random(host_view(m.data(), n, n, n), RandomSpec::uniform(-1e-8, 1e-8, 41));
+  for (std::int64_t i = 0; i < n; ++i) m[i + i * n] = 1.0;
+  std::vector<std::int64_t> rows(n);
+  for (std::int64_t i = 0; i < n; ++i) rows[i] = i;
+  for (std::int64_t i = n - 1; i > 0; --i)
+    std::swap(rows[i], rows[random_bits(43, std::uint64_t(i)) % std::uint64_t(i + 1)]);
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < n; ++i) shuffled[i + j * n] = m[rows[i] + j * n];
+  std::vector<double> b(n);
+  fill_random(host_view(b.data(), n, 1, n), RandomSpec::uniform(-1, 1, 44));
+  setenv("MIXSOLVE_FP64_LU", "engine", 1);
+  for (const char* look_ahead : {"1", "0"}) {
+    setenv("MIXSOLVE_LU_LOOKAHEAD", look_ahead, 1);
+    SCOPED_TRACE(std::string("look-ahead ") + look_ahead);
+    Context ctx;
+    DeviceBuffer<double> da(n * n), dy(n);
+    da.copy_from_host(shuffled);
+    auto engine = solvers_detail::make_device_engine(ctx, device_view<const double>(da.data(), n, n, n), 0);
+    const solvers_detail::FactorResult first = engine->factor(Precision::FP64, false, false);
+    ASSERT_EQ(first.status, StopReason::Converged);
+    da.copy_from_host(m);
+    const solvers_detail::FactorResult second = engine->factor(Precision::FP64, false, true);
+    EXPECT_EQ(second.status, StopReason::Converged);
+    EXPECT_EQ(second.pivot_order, PivotOrder::Rejected);
+    // U11^-1 of such a block may overflow: NaN and Inf fail the check as a large value does.
+    EXPECT_FALSE(second.largest_multiplier <= kReusedOrderMaxMultiplier) << second.largest_multiplier;
+    // The factors are M's, with partial pivoting: one solve gives x with M x ~ b.
+    dy.copy_from_host(b);
+    engine->apply_inverse(device_view(dy.data(), n, 1, n));
+    engine->synchronize();
+    const std::vector<double> x = dy.to_host();
+    double residual = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      double s = -b[i];
+      for (std::int64_t j = 0; j < n; ++j) s += m[i + j * n] * x[j];
+      residual = std::max(residual, std::fabs(s));
+    }
+    EXPECT_LT(residual, 1e-12) << "M x = b to about n u";
+  }
+  unsetenv("MIXSOLVE_LU_LOOKAHEAD");
+  unsetenv("MIXSOLVE_FP64_LU");
 }
 
 TEST(GpuSolve, AutoEscalatesOnIllConditionedMatricesAndConverges) {

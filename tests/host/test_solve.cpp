@@ -669,6 +669,30 @@ TEST(Solve, DefaultStopTestIsAsAccurateAsTheFp64LuOnApplicationMatrices) {
   }
 }
 
+// Cheap factors that are exact for A (a diagonal matrix of 3s, whose 1/3 FP32 cannot hold, and
+// the identity): the first solve is already at FP64's rounding level, so no step may halve its
+// backward error; a zero residual, or a step that leaves x unchanged, proves the factors, and the
+// cheap attempt converges without an FP64 LU, for one and several right-hand sides.
+TEST(Solve, ExactCheapFactorsConvergeWithoutTheFp64Fallback) {
+  for (double diagonal : {3.0, 1.0})
+    for (std::int64_t k : {1, 3}) {
+      const std::int64_t n = 64;
+      Problem p(geo(1e2, 2), n, k);
+      std::fill(p.a.begin(), p.a.end(), 0.0);
+      for (std::int64_t i = 0; i < n; ++i) p.a[i + i * n] = diagonal;
+      Context ctx = Context::host_only();
+      SolveOptions o;
+      o.auto_min_n = 0;
+      const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+      SCOPED_TRACE("diagonal " + std::to_string(diagonal) + ", k = " + std::to_string(k));
+      EXPECT_TRUE(r.converged) << r.summary();
+      ASSERT_EQ(r.attempts.size(), 1u) << r.summary();
+      EXPECT_EQ(r.attempts[0].stop, StopReason::Converged) << r.summary();
+      EXPECT_FALSE(r.fell_back);
+      for (std::int64_t j = 0; j < k; ++j) EXPECT_TRUE(meets_stop_test(p, j));
+    }
+}
+
 // A refinement that makes its iterate worse (classic IR with FP16 factors of an ill-conditioned
 // matrix, no fallback) returns the best iterate it saw, says so, and reports its backward error.
 TEST(Solve, ReturnsTheBestIterateWhereRefinementMadeItWorse) {

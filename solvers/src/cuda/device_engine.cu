@@ -653,7 +653,7 @@ class DeviceEngine final : public Engine {
       MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream()));
       for (std::int64_t k = 0; k < n_; ++k) pivots[k] = diagonal[k];
     }
-    MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream()));
+    if (precision_ == Precision::FP64) MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream()));
     for (double& u : pivots) u = std::fabs(u);
     return pivots;
   }
@@ -729,8 +729,7 @@ class DeviceEngine final : public Engine {
       return result;
     }
     pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream());
-    triangular64_ = std::make_unique<TriangularSolver<double>>(factors64_.data(), n_, nf_, stream(), &ctx_);
-    choose_fp64_solves();
+    choose_fp64_solves(factors64_.data());
     track_peak();
     return result;
   }
@@ -741,7 +740,11 @@ class DeviceEngine final : public Engine {
   // A is numerically singular) take substitution: with the block inverses, a Hilbert matrix's
   // first solve had a backward error 6.7e6x dgetrf+getrs's and refinement could not recover it
   // (n = 16384, H100).
-  void choose_fp64_solves() { substitution_solves_ = pivot_ratio() < 0x1p-53; }
+  // The block-inverse solver is built only where it is used.
+  void choose_fp64_solves(const double* f) {
+    substitution_solves_ = pivot_ratio() < 0x1p-53;
+    if (!substitution_solves_) triangular64_ = std::make_unique<TriangularSolver<double>>(f, n_, nf_, stream(), &ctx_);
+  }
 
   // The blocked LU (factor_blocked) of A, or of mu R A S with range scaling, into f (column-major
   // when it returns): T = float for the FP32-stored factorizations, double for FP64. f holds the
@@ -753,6 +756,7 @@ class DeviceEngine final : public Engine {
   FactorResult factor_blocked_lu(T* f, const gemm::Backend& update, bool range_scaling,
                                  const std::vector<int>& order = {}, bool copy_ready = false) {
     FactorResult result;
+    order_rejected_early_ = false;
     if (range_scaling) compute_range_scaling();
     reset_first_nonfinite();
     row_major_ = row_major_layout();
@@ -818,9 +822,7 @@ class DeviceEngine final : public Engine {
     if (order_rejected_early_) {  // the order failed its check part way (kOrderVerdictLag)
       in_order_ = false;
       row_major_ = false;
-      unsigned long long bits = 0;
-      largest_multiplier_.copy_to_host(&bits, 1, stream());
-      std::memcpy(&result.largest_multiplier, &bits, sizeof bits);
+      result.largest_multiplier = read_largest_multiplier();
       result.pivot_order = PivotOrder::Rejected;
       return result;
     }
@@ -836,9 +838,7 @@ class DeviceEngine final : public Engine {
     first_zero_pivot_.copy_to_host(&first_zero, 1, stream());
     if (in_order_) {  // the order's checks: a zero pivot inside a diagonal block, a large multiplier, NaN/Inf
       in_order_ = false;
-      unsigned long long bits = 0;
-      largest_multiplier_.copy_to_host(&bits, 1, stream());
-      std::memcpy(&result.largest_multiplier, &bits, sizeof bits);
+      result.largest_multiplier = read_largest_multiplier();
       const bool finite = read_first_nonfinite(n_).first < 0;
       if (first_zero < n_ || !finite || !(result.largest_multiplier <= kReusedOrderMaxMultiplier)) {
         result.pivot_order = PivotOrder::Rejected;
@@ -861,8 +861,7 @@ class DeviceEngine final : public Engine {
     if constexpr (std::is_same_v<T, float>) {
       triangular32_ = std::make_unique<TriangularSolver<float, double>>(f, n_, nf_, stream(), &ctx_);
     } else {
-      triangular64_ = std::make_unique<TriangularSolver<double>>(f, n_, nf_, stream(), &ctx_);
-      choose_fp64_solves();
+      choose_fp64_solves(f);
     }
     track_peak();
     return result;
@@ -1098,7 +1097,7 @@ class DeviceEngine final : public Engine {
     // at the fixed scale that |L| <= 1 allows (gemm/fp16x3_packed.hpp), and every update of its
     // group multiplies with that copy. The backend split L21 again in every product (the chain's
     // and three per bulk update), each time after a pass for its largest |value|. A group's
-    // panels lie side by side in each packed row (kPackedGroupSlots slots of n rows x 3 group nb
+    // panels lie side by side in each packed row (kPackedGroupSlots slots of nf rows x 3 group nb
     // halves, indexed by the factors' row), and a later panel's interchanges move the group's
     // packed rows as they move its L columns. MIXSOLVE_LU_PACKED_L=0: the backend's own split.
     constexpr bool kFp32 = std::is_same_v<T, float>;
@@ -1125,10 +1124,9 @@ class DeviceEngine final : public Engine {
     // U12 = L11^-1 A12 for panel q's block row on the columns [c0, c1): a copy of A12, then a
     // GEMM (FP32 or FP64, T's) with the inverse computed after the panel (factor_panel).
     // cublasStrsm took 64 ms of the bulk stream's 254 and 18 ms of the chain's 301 at n = 32768
-    // (H100, session 7), ~40x the time its traffic needs; the GEMM takes 20 and 4 ms (session 9).
-    // An in-place kernel (16 columns per block staged in shared memory, a thread per row of the
-    // product) instead of the copy and the GEMM, at n = 16384 (session 17): the profile's U12
-    // (both streams) 8.9 -> 12.1 ms with the kernel on the chain only, 28.5 ms on both. Not kept.
+    // (H100), ~40x the time its traffic needs; the GEMM takes 20 and 4 ms. An in-place kernel (16
+    // columns per block staged in shared memory, a thread per row of the product) was slower at
+    // n = 16384: the profile's U12 (both streams) 8.9 -> 12.1 ms on the chain only, 28.5 ms on both.
     const auto solve_block_row = [&](Context& c, std::int64_t q, std::int64_t c0, std::int64_t c1) {
       const std::int64_t j0 = first_column(q), jb = first_column(q + 1) - j0, width = c1 - c0;
       BlockRowBuffers<T>& block_rows = block_row_buffers<T>();
@@ -1244,15 +1242,15 @@ class DeviceEngine final : public Engine {
       }
       // Panel p's L11^-1, for the U12 of both streams: the chain waits for it after its
       // interchanges on the next panel's columns, which run beside it, and the bulk stream's next
-      // update after the chain (moves_ready). Session 18 (H100, alternating, median of 3): n =
-      // 16384 geo 1e4 0.0730-0.0734 -> 0.0726-0.0728 s; no change at 32768.
+      // update after the chain (moves_ready): n = 16384 geo 1e4 0.0730-0.0734 -> 0.0726-0.0728 s
+      // (H100, alternating, median of 3); no change at 32768.
       const auto inverse_ready = [&] {
         if (side) inverse_done_.wait_in(chain);
         moves_ready.record(chain);
       };
       // The older L columns' interchanges start once the chain has updated the next panel's
       // columns: they saturate the memory bandwidth (one 32-byte sector per 4-byte value), and
-      // beside the chain's short kernels they doubled those (H100, session 7); beside the panel
+      // beside the chain's short kernels they doubled those (H100); beside the panel
       // kernel, which works in L2, they cost little.
       const auto swap_left_columns = [&, to = to, from = from, moves = moves] {
         if (pending_column == 0) return;
@@ -1307,15 +1305,14 @@ class DeviceEngine final : public Engine {
     }
   }
 
-  // The panel [j0, j0 + jb) of the factors f, rows j0 .. n-1, in one cooperative launch
+  // The panel [j0, j0 + jb) of the factors f, rows j0 .. nf-1, in one cooperative launch
   // (lu_kernels.cu: FP32 arithmetic inside an FP32 panel, so the pivot search sees FP32-accurate
   // columns whatever the trailing update's arithmetic; FP64 inside an FP64 one). Then its
   // interchanges as moves (panel_moves) and L11^-1 for the block-row solves (factor_blocked), in
   // panel j0 / nb_'s slots. With `side` streams those two run there at once, beside what the
-  // chain does next (the L21 packing; session 17), and moves_done_ and inverse_done_ mark their
-  // ends. Against one side stream for both (H100, session 18, alternating, median of 5): n = 16384
-  // fp16x3 0.0749-0.0753 -> 0.0729-0.0749 s; n = 8192 FP64 0.0349-0.0363 -> 0.0348-0.0350 s (the
-  // slower n = 8192 rows that had this reverted in session 17 did not recur).
+  // chain does next (the L21 packing), and moves_done_ and inverse_done_ mark their ends. Against
+  // one side stream for both (H100, alternating, median of 5): n = 16384 fp16x3 0.0749-0.0753 ->
+  // 0.0729-0.0749 s; n = 8192 FP64 0.0349-0.0363 -> 0.0348-0.0350 s.
   template <class T>
   void factor_panel(Context& ctx, T* f, std::int64_t j0, std::int64_t jb, const cudaStream_t* side = nullptr) {
     T* diagonal = f + j0 + j0 * nf_;
@@ -1430,6 +1427,15 @@ class DeviceEngine final : public Engine {
     };
     trsm(CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_UNIT);
     trsm(CUBLAS_FILL_MODE_UPPER, CUBLAS_DIAG_NON_UNIT);
+  }
+
+  // max |l_ij| of the panels that followed a given order (abs_max_row_major_kernel's bits).
+  double read_largest_multiplier() {
+    unsigned long long bits = 0;
+    largest_multiplier_.copy_to_host(&bits, 1, stream());
+    double largest = 0;
+    std::memcpy(&largest, &bits, sizeof bits);
+    return largest;
   }
 
   int read_info() {

@@ -126,7 +126,7 @@ struct SolveOptions {
   // panels whose cheaper pivots stood above that LU's rounding error follow the order; the rest
   // pivot partially (Attempt::reused_columns). A multiplier |l_ij| above
   // kReusedOrderMaxMultiplier (below), a zero pivot in a diagonal block or a non-finite entry
-  // rejects the order, on the GPU as soon as a panel shows it, and the LU is redone with partial
+  // rejects the order, on the GPU a few panels after one shows it, and the LU is redone with partial
   // pivoting; so is one whose FP64 refinement fails. Attempt::pivot_order says which happened.
   bool reuse_pivot_order = true;
   // Probe of a cheaper factorization where a higher rung remains (auto's next precision, or the
