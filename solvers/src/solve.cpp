@@ -323,72 +323,59 @@ double lapack_stop_test_backward_error(const SolveOptions& o, std::int64_t n) {
 // The engine's scratch slot that holds BestIterate's copy (Refiner uses 0-3, the probe 0-2).
 constexpr int kBestIterateSlot = 4;
 
-// For each right-hand side, the iterate with the smallest normwise backward error seen over every
-// solve and refinement step of every attempt of one Factorization::solve: what the solve returns
-// (SolveReport::backward_error). Refinement can make an iterate worse (a diverging classic IR on a
-// numerically singular matrix) and a GMRES retry restarts from LU \ b; the copy costs one vector
-// copy per improving step.
+// For each right-hand side, the best iterate seen over every solve and refinement step of every
+// attempt of one Factorization::solve: what the solve returns (SolveReport::backward_error).
+// Refinement can make an iterate worse (a diverging classic IR on a numerically singular matrix)
+// and a GMRES retry restarts from LU \ b; the copy costs one vector copy per improving step.
 class BestIterate {
  public:
-  BestIterate(Engine& e, std::int64_t k)
-      : e_(e), store_(e.scratch(kBestIterateSlot, k)), best_(k, INFINITY), current_(k, INFINITY),
-        best_meets_(k, false), current_meets_(k, false), best_accepted_(k, false), current_accepted_(k, false),
-        best_norms_(k), current_norms_(k) {}
-
-  // The ||.||_inf of an iterate's residual and of itself.
-  struct Norms {
-    double residual = INFINITY, x = 0;
+  // What is known of one column's iterate: its backward error, whether it meets the LAPACK test,
+  // whether that counts (accepted: from factors whose refinement proved itself, Refiner's
+  // proven_), and the ||.||_inf of its residual and of itself.
+  struct Candidate {
+    double backward_error = INFINITY;
+    bool meets = false, accepted = false;
+    double residual_norm = INFINITY, x_norm = 0;
   };
 
-  // x's columns after a solve or step, their backward errors, whether they meet the LAPACK test,
-  // whether that counts (accepted: from factors whose refinement proved itself, Refiner's proven_)
-  // and their norms: keeps those that improve on the best so far, an accepted iterate before any
-  // that is not, then the smaller backward error (the normwise measure alone misleads where A is
-  // badly scaled: Refiner::run).
-  void offer(const MatrixView<double>& x, const std::vector<double>& berr, const std::vector<bool>& meets,
-             const std::vector<bool>& accepted, const std::vector<Norms>& norms) {
+  BestIterate(Engine& e, std::int64_t k) : e_(e), store_(e.scratch(kBestIterateSlot, k)), best_(k), current_(k) {}
+
+  // x's columns after a solve or step: keeps those that rank above the best so far.
+  void offer(const MatrixView<double>& x, const std::vector<Candidate>& candidates) {
     for (std::int64_t j = 0; j < x.cols; ++j) {
-      current_[j] = berr[j];
-      current_meets_[j] = meets[j];
-      current_norms_[j] = norms[j];
-      const bool better = accepted[j] != best_accepted_[j] ? bool(accepted[j]) : berr[j] < best_[j];
-      current_accepted_[j] = accepted[j];
-      if (!better) continue;
-      best_[j] = berr[j];
-      best_meets_[j] = meets[j];
-      best_accepted_[j] = accepted[j];
-      best_norms_[j] = norms[j];
+      current_[j] = candidates[j];
+      if (!ranks_above(current_[j], best_[j])) continue;
+      best_[j] = current_[j];
       e_.copy(x.block(0, j, x.rows, 1), store_.block(0, j, x.rows, 1));
     }
   }
-  // Of the returned x's columns, after restore().
-  const std::vector<Norms>& returned_norms() const { return current_norms_; }
 
-  // Puts the best iterate back into x where x's last one is worse; fills the report's fields.
+  // Puts the best iterate back into x where x's last one ranks below it; fills the report's
+  // fields. After it, returned()[j] describes x's column j.
   void restore(const MatrixView<double>& x, SolveReport& report) {
     report.backward_error = 0;
     for (std::int64_t j = 0; j < x.cols; ++j) {
-      const bool best_is_better =
-          best_accepted_[j] != current_accepted_[j] ? bool(best_accepted_[j]) : best_[j] < current_[j];
-      if (best_is_better) {
+      if (ranks_above(best_[j], current_[j])) {
         e_.copy(store_.block(0, j, x.rows, 1), x.block(0, j, x.rows, 1));
         current_[j] = best_[j];
-        current_meets_[j] = best_meets_[j];
-        current_accepted_[j] = best_accepted_[j];
-        current_norms_[j] = best_norms_[j];
         report.returned_earlier_iterate = true;
       }
-      report.backward_error = std::max(report.backward_error, current_[j]);
-      report.converged_rhs[j] = current_meets_[j];
+      report.backward_error = std::max(report.backward_error, current_[j].backward_error);
+      report.converged_rhs[j] = current_[j].meets;
     }
   }
+  const std::vector<Candidate>& returned() const { return current_; }
 
  private:
+  // An accepted iterate before any that is not, then the smaller backward error (the normwise
+  // measure alone misleads where A is badly scaled: Refiner::run).
+  static bool ranks_above(const Candidate& a, const Candidate& b) {
+    return a.accepted != b.accepted ? a.accepted : a.backward_error < b.backward_error;
+  }
+
   Engine& e_;
   MatrixView<double> store_;
-  std::vector<double> best_, current_;
-  std::vector<bool> best_meets_, current_meets_, best_accepted_, current_accepted_;
-  std::vector<Norms> best_norms_, current_norms_;
+  std::vector<Candidate> best_, current_;  // current_: the column's last iterate (x's, until restore)
 };
 
 // ||A^-1||_inf estimated with the engine's current factors (condition_estimate.hpp): the host
@@ -487,13 +474,11 @@ class Refiner {
             loose_step[j] = false;
             continue;
           }
-          {
-            const double needed = 0.1 * stop_test_backward_error() / berr[j];
-            const double target = tight[j] ? kGmresTolerance : std::clamp(needed, kGmresTolerance, kGmresLoosest);
-            loose_step[j] = target > kGmresTolerance;
-            attempt.inner_iterations += gmres_correction(&r(0, j), &x_(0, j), target, it == 0);
-            inner_stalled[j] = inner_stagnated_;
-          }
+          const double needed = 0.1 * stop_test_backward_error() / berr[j];
+          const double target = tight[j] ? kGmresTolerance : std::clamp(needed, kGmresTolerance, kGmresLoosest);
+          loose_step[j] = target > kGmresTolerance;
+          attempt.inner_iterations += gmres_correction(&r(0, j), &x_(0, j), target, it == 0);
+          inner_stalled[j] = inner_stagnated_;
         }
       }
       ++attempt.iterations;
@@ -554,16 +539,15 @@ class Refiner {
     e_.column_norms_inf(b_, bn.data());
     double worst = 0;
     converged_.assign(k_, false);
-    std::vector<BestIterate::Norms> norms(k_);
+    std::vector<BestIterate::Candidate> candidates(k_);
     for (std::int64_t j = 0; j < k_; ++j) {
-      norms[j] = {rn[j], xn[j]};
       const double denominator = norm_a_ * xn[j] + bn[j];
       berr[j] = std::isfinite(rn[j]) && std::isfinite(xn[j]) ? (denominator > 0 ? rn[j] / denominator : 0.0) : INFINITY;
       converged_[j] = rn[j] == 0 || (std::isfinite(xn[j]) &&
                                      rn[j] < kComputedResidualMargin * stop_test_backward_error() * xn[j] * norm_a_);
-      // StopTest::Attainable: no longer halving once converged (and proven_). Not dgerfs's "at most u" as well: a
-      // normwise backward error below u is not yet the attainable one where A's rows or columns
-      // span many orders (10^+-12 scaled rows and columns, n = 16384, H100: 4.9e-24 at the first
+      // StopTest::Attainable: no longer halving once converged (and proven_). Not dgerfs's "at
+      // most u" as well: a normwise backward error below u is not yet the attainable one where A's
+      // rows or columns span many orders (10^+-12 scaled rows and columns, n = 16384, H100: 4.9e-24 at the first
       // solve against 2.7e-27 for dgetrf+getrs, and a forward error 6.5e5x dgetrf's).
       const bool at_limit = previous && berr[j] > 0.5 * (*previous)[j];
       if (previous && !at_limit) proven_[j] = true;
@@ -576,11 +560,10 @@ class Refiner {
       ready_[j] = (converged_[j] && proven_[j]) || (was_ready && at_limit);
       done[j] = o_.stop_test == StopTest::Lapack ? converged_[j]
                                                  : ready_[j] && (rn[j] == 0 || at_limit);
+      candidates[j] = {berr[j], converged_[j], converged_[j] && proven_[j], rn[j], xn[j]};
       worst = std::max(worst, berr[j]);
     }
-    std::vector<bool> accepted(k_);
-    for (std::int64_t j = 0; j < k_; ++j) accepted[j] = converged_[j] && proven_[j];
-    best_.offer(x_, berr, converged_, accepted, norms);
+    best_.offer(x_, candidates);
     report.backward_error_history.push_back(worst);
   }
 
@@ -940,9 +923,7 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
     cheaper_tried = true;
   }
   if (report.backward_error_history.empty()) {
-    // Every factorization failed before a solve: X holds no iterate.
-    report.converged_rhs.assign(b.cols, false);
-    report.backward_error = INFINITY;
+    report.backward_error = INFINITY;  // every factorization failed before a solve: X holds no iterate
   } else {
     best.restore(x, report);
     report.converged = std::all_of(report.converged_rhs.begin(), report.converged_rhs.end(), [](bool v) { return v; });
@@ -956,11 +937,11 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       std::vector<double> norm_b(b.cols);
       s.engine->column_norms_inf(b, norm_b.data());
       for (std::int64_t j = 0; j < b.cols; ++j) {
-        const BestIterate::Norms& norms = best.returned_norms()[j];
+        const BestIterate::Candidate& x_j = best.returned()[j];
         report.forward_error_bound =
             std::max(report.forward_error_bound,
                      solvers_detail::normwise_forward_error_bound(b.rows, s.inverse_norm_estimate, s.norm_a,
-                                                                  norms.residual, norms.x, norm_b[j]));
+                                                                  x_j.residual_norm, x_j.x_norm, norm_b[j]));
       }
       report.condition_seconds = seconds_since(t_estimate);
     }

@@ -108,12 +108,12 @@ __global__ void convert_transposed_kernel(const double* src, std::int64_t lds, T
 // pivot and its factors are discarded.
 template <class T>
 __global__ void identity_border_kernel(T* f, std::int64_t nf, std::int64_t n) {
-  const std::int64_t border = nf - n;  // the border is nf x border (columns n..) and border x n (rows n.., columns < n)
+  const std::int64_t border = nf - n;  // columns n.. of every row, and their mirror, rows n..
   for (std::int64_t k = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < nf * border;
        k += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t i = k % nf, j = n + k / nf;  // (i, j) in the border columns
     f[i + j * nf] = i == j ? T(1) : T(0);
-    f[j + i * nf] = i == j ? T(1) : T(0);           // its mirror: the border rows
+    f[j + i * nf] = i == j ? T(1) : T(0);
   }
 }
 
@@ -158,8 +158,8 @@ __global__ void count_nonfinite_kernel(const T* a, std::int64_t lda, std::int64_
 // row_partial_sums[i + n blockIdx.y] (summed in order afterwards: deterministic), and raises
 // the rows' and columns' largest |a_ij| (as the bits of non-negative doubles, whose order is the
 // integer order), lowers the first NaN/Inf's index i + j n and the smallest nonzero finite
-// |a_ij|. Non-finite entries count as 0. With `converted` the same pass also writes
-// FP32(a_ij) row-major (element (i, j) at converted[j + i ld_converted]) through kScanChunk columns at a
+// |a_ij|. Non-finite entries count as 0. With `converted` the same pass also writes FP32(a_ij)
+// row-major (element (i, j) at converted[j + i ld_converted]) through kScanChunk columns at a
 // time in shared memory, so that a warp stores whole runs of a row: the FP32 copy of an LU
 // without a second read of A (DeviceEngine::prepared_copy_usable). A thread loads kScanChunk
 // values before it uses any, which keeps the pass at the memory's pace despite the barriers.
@@ -642,20 +642,17 @@ class DeviceEngine final : public Engine {
 
   // |u_kk| of the current factors, on the host.
   std::vector<double> pivot_magnitudes() {
-    std::vector<double> pivots(n_);
-    if (precision_ == Precision::FP64) {
-      MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(pivots.data(), sizeof(double), factors64_.data(), (nf_ + 1) * sizeof(double),
-                                            sizeof(double), n_, cudaMemcpyDeviceToHost, stream()));
-    } else {
-      std::vector<float> diagonal(n_);
-      MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(diagonal.data(), sizeof(float), factors32_.data(), (nf_ + 1) * sizeof(float),
-                                            sizeof(float), n_, cudaMemcpyDeviceToHost, stream()));
-      MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream()));
-      for (std::int64_t k = 0; k < n_; ++k) pivots[k] = diagonal[k];
-    }
-    if (precision_ == Precision::FP64) MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream()));
-    for (double& u : pivots) u = std::fabs(u);
-    return pivots;
+    return precision_ == Precision::FP64 ? diagonal_magnitudes(factors64_.data()) : diagonal_magnitudes(factors32_.data());
+  }
+  template <class T>
+  std::vector<double> diagonal_magnitudes(const T* f) {
+    std::vector<T> diagonal(n_);
+    MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(diagonal.data(), sizeof(T), f, (nf_ + 1) * sizeof(T), sizeof(T), n_,
+                                          cudaMemcpyDeviceToHost, stream()));
+    MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream()));
+    std::vector<double> magnitudes(n_);
+    for (std::int64_t k = 0; k < n_; ++k) magnitudes[k] = std::fabs(double(diagonal[k]));
+    return magnitudes;
   }
 
   // order_columns: how many leading columns follow `order` (the rest pivot partially).
@@ -739,8 +736,7 @@ class DeviceEngine final : public Engine {
   // whatever it is. FP64 factors whose pivots span more than 1 / u (min |u_kk| < u max |u_kk|:
   // A is numerically singular) take substitution: with the block inverses, a Hilbert matrix's
   // first solve had a backward error 6.7e6x dgetrf+getrs's and refinement could not recover it
-  // (n = 16384, H100).
-  // The block-inverse solver is built only where it is used.
+  // (n = 16384, H100). The block-inverse solver is built only where it is used.
   void choose_fp64_solves(const double* f) {
     substitution_solves_ = pivot_ratio() < 0x1p-53;
     if (!substitution_solves_) triangular64_ = std::make_unique<TriangularSolver<double>>(f, n_, nf_, stream(), &ctx_);
@@ -909,16 +905,12 @@ class DeviceEngine final : public Engine {
   // y := P^T R M^-T mu S y, by cuBLAS trsv in the factors' precision. FP32 factors take y scaled
   // by a power of two sigma that brings max |S y| into [1/2, 1) (FP32's range), undone after.
   void apply_inverse_transpose(double* y) override {
-    const cublasHandle_t handle = ctx_.cublas();
     if (vector_scale_.size() < 2) vector_scale_ = DeviceBuffer<double>(ctx_, 2);
     if (precision_ == Precision::FP64) {
       if (solve64_.size() < std::size_t(n_)) solve64_ = DeviceBuffer<double>(ctx_, n_);
       double* w = solve64_.data();
       MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(w, y, n_ * sizeof(double), cudaMemcpyDeviceToDevice, stream()));
-      MIXSOLVE_CUBLAS_CHECK(cublasDtrsv(handle, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, int(n_),
-                                        factors64_.data(), int(nf_), w, 1));
-      MIXSOLVE_CUBLAS_CHECK(cublasDtrsv(handle, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, CUBLAS_DIAG_UNIT, int(n_),
-                                        factors64_.data(), int(nf_), w, 1));
+      solve_transposed_triangles(factors64_.data(), w);
       scatter_rows_kernel<<<blocks_for(n_), 256, 0, stream()>>>(w, permutation_.data(), n_, nullptr, nullptr, 1.0, y);
       MIXSOLVE_CUDA_CHECK_LAUNCH();
       return;
@@ -930,10 +922,7 @@ class DeviceEngine final : public Engine {
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     convert_kernel<<<stripe_grid(n_, 1), 256, 0, stream()>>>(y, n_, w, n_, n_, 1, column_factor(), sigma);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    MIXSOLVE_CUBLAS_CHECK(cublasStrsv(handle, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, int(n_),
-                                      factors32_.data(), int(nf_), w, 1));
-    MIXSOLVE_CUBLAS_CHECK(cublasStrsv(handle, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, CUBLAS_DIAG_UNIT, int(n_),
-                                      factors32_.data(), int(nf_), w, 1));
+    solve_transposed_triangles(factors32_.data(), w);
     scatter_rows_kernel<<<blocks_for(n_), 256, 0, stream()>>>(w, permutation_.data(), n_, row_factor(), inverse_sigma,
                                                               mu_, y);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
@@ -1411,6 +1400,19 @@ class DeviceEngine final : public Engine {
       return;
     }
     solve_triangles_with_cublas(factors64_.data(), w, k);
+  }
+
+  // w := L^-T U^-T w for one vector by cuBLAS trsv, in the factors' precision.
+  template <class T>
+  void solve_transposed_triangles(const T* lu, T* w) {
+    const auto trsv = [&](cublasFillMode_t fill, cublasDiagType_t diag) {
+      if constexpr (std::is_same_v<T, float>)
+        MIXSOLVE_CUBLAS_CHECK(cublasStrsv(ctx_.cublas(), fill, CUBLAS_OP_T, diag, int(n_), lu, int(nf_), w, 1));
+      else
+        MIXSOLVE_CUBLAS_CHECK(cublasDtrsv(ctx_.cublas(), fill, CUBLAS_OP_T, diag, int(n_), lu, int(nf_), w, 1));
+    };
+    trsv(CUBLAS_FILL_MODE_UPPER, CUBLAS_DIAG_NON_UNIT);
+    trsv(CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_UNIT);
   }
 
   // w := U^-1 L^-1 w for an n x k block by cuBLAS trsm, in the factors' precision.

@@ -102,21 +102,21 @@ void lu_solve(const std::vector<F>& lu, std::int64_t n, const std::vector<std::i
 }
 
 // The transpose of lu_solve's operator, U^-1 L^-1 P G (G gathers by row_order, P the
-// sequential interchanges), applied to the vector y in the arithmetic of W:
+// sequential interchanges), applied to the vector y in FP64 arithmetic:
 // y := G^T P^T L^-T U^-T y.
-template <class W, class F>
+template <class F>
 void lu_solve_transposed(const std::vector<F>& lu, std::int64_t n, const std::vector<std::int64_t>& pivots,
                          const std::vector<std::int64_t>& row_order, double* y) {
-  std::vector<W> w(y, y + n);
+  std::vector<double> w(y, y + n);
   for (std::int64_t j = 0; j < n; ++j) {  // U^T w = y: forward, U^T lower
-    W s = w[j];
+    double s = w[j];
     for (std::int64_t i = 0; i < j; ++i) s -= lu[i + j * n] * w[i];
     w[j] = s / lu[j + j * n];
   }
   for (std::int64_t j = n - 1; j >= 0; --j)  // L^T w = w: backward, unit diagonal
     for (std::int64_t i = j + 1; i < n; ++i) w[j] -= lu[i + j * n] * w[i];
   for (std::int64_t i = n - 1; i >= 0; --i) std::swap(w[i], w[pivots[i]]);
-  for (std::int64_t i = 0; i < n; ++i) y[row_order.empty() ? i : row_order[i]] = static_cast<double>(w[i]);
+  for (std::int64_t i = 0; i < n; ++i) y[row_order.empty() ? i : row_order[i]] = w[i];
 }
 
 template <class T>
@@ -162,8 +162,7 @@ class HostEngine final : public Engine {
     if (reuse_pivot_order && p == Precision::FP64 && factors_complete_ && row_scale_.empty()) {
       order = current_row_order();
       std::vector<double> pivots(n_);
-      for (std::int64_t k = 0; k < n_; ++k)
-        pivots[k] = std::fabs(double_factors_.empty() ? double(float_factors_[k + k * n_]) : double_factors_[k + k * n_]);
+      for (std::int64_t k = 0; k < n_; ++k) pivots[k] = pivot_magnitude(k);
       // whole blocks, as the device LU's panels
       order_columns = trusted_order_columns(pivots, precision_) / nb_ * nb_;
     }
@@ -226,12 +225,16 @@ class HostEngine final : public Engine {
   double pivot_ratio() override {
     double smallest = INFINITY, largest = 0;
     for (std::int64_t k = 0; k < n_; ++k) {
-      const double u = double_factors_.empty() ? std::fabs(double(float_factors_[k + k * n_]))
-                                               : std::fabs(double_factors_[k + k * n_]);
+      const double u = pivot_magnitude(k);
       smallest = std::min(smallest, u);
       largest = std::max(largest, u);
     }
     return largest > 0 ? smallest / largest : 0.0;
+  }
+
+  // |u_kk| of the current factors.
+  double pivot_magnitude(std::int64_t k) const {
+    return std::fabs(double_factors_.empty() ? double(float_factors_[k + k * n_]) : double_factors_[k + k * n_]);
   }
 
   // The gather list of the current factors: row i of P A is row current_row_order()[i] of A.
@@ -278,11 +281,11 @@ class HostEngine final : public Engine {
   // mu R M^-T S.
   void apply_inverse_transpose(double* y) override {
     if (!double_factors_.empty()) {
-      lu_solve_transposed<double>(double_factors_, n_, pivots_, row_order_, y);
+      lu_solve_transposed(double_factors_, n_, pivots_, row_order_, y);
       return;
     }
     for (std::int64_t i = 0; i < n_; ++i) y[i] *= mu_ * column_scale(i);
-    lu_solve_transposed<double>(float_factors_, n_, pivots_, row_order_, y);
+    lu_solve_transposed(float_factors_, n_, pivots_, row_order_, y);
     for (std::int64_t i = 0; i < n_; ++i) y[i] *= row_scale(i);
   }
 
