@@ -27,7 +27,8 @@
 // Each table and JSON row names the matrix with its parameters; a method that throws (e.g. on a
 // singular matrix) gets a row with its error and the run goes on. As x_true is random and
 // B = A x_true, the forward error of an ill-conditioned A says little on its own: ferr/ref is the
-// ratio to the dgetrf+getrs forward error on the same problem.
+// ratio to the dgetrf+getrs forward error on the same problem. cberr/ref compares the
+// componentwise backward error (core/norms.hpp), which row scaling does not change.
 //
 //   solve_benchmark --suite --sizes 16384,16391,32761 --precisions auto --irs 16F --json suite.json
 #include <cublas_v2.h>
@@ -50,6 +51,7 @@
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/cusolver_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
+#include "mixsolve/core/norms.hpp"
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/matgen/application_matrices.hpp"
 #include "mixsolve/matgen/test_matrices.hpp"
@@ -64,6 +66,7 @@ struct Problem {
   DeviceBuffer<double> a, b, x_true;
   double norm_a = 0;  // ||A||_inf
   std::vector<double> x_true_host;
+  bool componentwise = false;  // measure_errors also takes the componentwise backward error (--suite)
 };
 
 struct Outcome {
@@ -73,6 +76,7 @@ struct Outcome {
   std::string path;
   bool converged = true;
   double backward_error = 0, forward_error = 0;
+  double componentwise_backward_error = 0;  // --suite only
   std::size_t extra_bytes = 0;
   std::string error;  // --suite: what the method threw (no times then)
   // mixsolve: the phases of the last repetition as its report gives them (SolveReport), and the
@@ -123,7 +127,15 @@ void measure_errors(Context& ctx, const Problem& p, const double* x, Outcome& ou
   }
   out.backward_error = rn / (p.norm_a * xn + bn);
   out.forward_error = dn / tn;
+  // The componentwise measure, which row scaling leaves unchanged: where A's rows span many
+  // orders of magnitude the normwise one says more about ||x||_inf than about the residual
+  // (docs/robustness.md).
+  if (p.componentwise)
+    out.componentwise_backward_error =
+        componentwise_backward_error(device_view<const double>(p.a.data(), n, n, n), x, p.b.data(), ctx.stream());
 }
+
+
 
 // B = A x_true for a random x_true (seed), and ||A||_inf, for a problem whose A is in place.
 void complete_problem(Context& ctx, Problem& p, std::uint64_t seed) {
@@ -307,11 +319,16 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
     out.attempts.push_back({{"precision", to_string(a.precision)}, {"refinement", to_string(a.refinement)},
                             {"stop", to_string(a.stop)}, {"iterations", a.iterations},
                             {"inner_iterations", a.inner_iterations}, {"pivot_ratio", a.pivot_ratio},
-                            {"probe_estimate", a.probe_estimate}, {"factorization_seconds", a.factorization_seconds},
+                            {"probe_estimate", a.probe_estimate}, {"collapsed_at_column", a.collapsed_at_column},
+                            {"factorization_seconds", a.factorization_seconds},
                             {"refinement_seconds", a.refinement_seconds}});
     if (!out.path.empty()) out.path += " -> ";
     if (a.stop == StopReason::Overflow || a.stop == StopReason::ZeroPivot) {  // the LU itself failed
       out.path += to_string(a.precision) + (a.stop == StopReason::Overflow ? " overflow" : " zero pivot");
+      continue;
+    }
+    if (a.stop == StopReason::CollapsedPivots) {  // stopped part way (SolveOptions::probe_pivot_ratio)
+      out.path += to_string(a.precision) + "[collapsed at " + std::to_string(a.collapsed_at_column) + "]";
       continue;
     }
     out.path += to_string(a.precision);
@@ -432,7 +449,7 @@ std::string default_suite_families() {
 }
 
 nlohmann::json outcome_json(const Outcome& o, double baseline_seconds, double baseline_forward_error,
-                            double baseline_backward_error) {
+                            double baseline_backward_error, double baseline_componentwise = -1) {
   const double t = median(o.seconds);
   nlohmann::json row = {{"method", o.method}, {"seconds", o.seconds}, {"median_seconds", t},
                         {"speedup_vs_dgetrf", baseline_seconds / t}, {"iterations", o.iterations}, {"path", o.path},
@@ -445,6 +462,10 @@ nlohmann::json outcome_json(const Outcome& o, double baseline_seconds, double ba
                                            {"other", o.other_seconds}}}};
   if (baseline_forward_error >= 0) row["forward_error_vs_dgetrf"] = o.forward_error / baseline_forward_error;
   if (baseline_backward_error >= 0) row["backward_error_vs_dgetrf"] = o.backward_error / baseline_backward_error;
+  if (baseline_componentwise >= 0) {
+    row["componentwise_backward_error"] = o.componentwise_backward_error;
+    row["componentwise_backward_error_vs_dgetrf"] = o.componentwise_backward_error / baseline_componentwise;
+  }
   if (!o.error.empty()) row["error"] = o.error;
   return row;
 }
@@ -453,8 +474,8 @@ nlohmann::json outcome_json(const Outcome& o, double baseline_seconds, double ba
 void run_suite(Context& ctx, cusolverDnHandle_t solver, const std::vector<SuiteMatrix>& matrices,
                const std::vector<std::int64_t>& sizes, const Methods& methods, nlohmann::json& doc) {
   doc["suite"] = true;
-  std::printf("%6s %-44s %-26s %9s %8s %6s %10s %9s %10s %9s %5s  %s\n", "n", "matrix", "method", "time s", "speedup",
-              "iters", "berr", "berr/ref", "ferr", "ferr/ref", "mem", "path");
+  std::printf("%6s %-44s %-26s %9s %8s %6s %10s %9s %9s %10s %9s %5s  %s\n", "n", "matrix", "method", "time s",
+              "speedup", "iters", "berr", "berr/ref", "cberr/ref", "ferr", "ferr/ref", "mem", "path");
   std::uint64_t seed = 1;
   for (std::int64_t n : sizes)
     for (const SuiteMatrix& m : matrices) {
@@ -465,6 +486,7 @@ void run_suite(Context& ctx, cusolverDnHandle_t solver, const std::vector<SuiteM
       ctx.synchronize();
       const double generation_seconds = now_seconds() - t0;
       complete_problem(ctx, p, seed++);
+      p.componentwise = true;
       std::printf("# %s, n = %lld: %s, generated on the GPU in %.3f s\n", m.name.c_str(), (long long)n,
                   m.structure.c_str(), generation_seconds);
       const std::vector<Outcome> outcomes = run_methods(ctx, solver, p, methods, true);
@@ -475,16 +497,18 @@ void run_suite(Context& ctx, cusolverDnHandle_t solver, const std::vector<SuiteM
         nlohmann::json row = {{"n", n}, {"family", m.family}, {"matrix", m.name}, {"parameters", m.parameters},
                               {"structure", m.structure}, {"generation_seconds", generation_seconds}};
         row.update(outcome_json(o, baseline, have_reference ? reference.forward_error : -1.0,
-                                have_reference ? reference.backward_error : -1.0));
+                                have_reference ? reference.backward_error : -1.0,
+                                have_reference ? reference.componentwise_backward_error : -1.0));
         doc["rows"].push_back(row);
         if (!o.error.empty()) {
           std::printf("%6lld %-44s %-26s  error: %s\n", (long long)n, m.name.c_str(), o.method.c_str(), o.error.c_str());
           continue;
         }
         const double t = median(o.seconds);
-        std::printf("%6lld %-44s %-26s %9.4f %8.2f %6d %10.2e %9.2g %10.2e %9.2g %5.1f  %s%s\n", (long long)n,
+        std::printf("%6lld %-44s %-26s %9.4f %8.2f %6d %10.2e %9.2g %9.2g %10.2e %9.2g %5.1f  %s%s\n", (long long)n,
                     m.name.c_str(), o.method.c_str(), t, baseline / t, o.iterations, o.backward_error,
-                    o.backward_error / reference.backward_error, o.forward_error,
+                    o.backward_error / reference.backward_error,
+                    o.componentwise_backward_error / reference.componentwise_backward_error, o.forward_error,
                     o.forward_error / reference.forward_error, double(o.extra_bytes) / double(n * n), o.path.c_str(),
                     o.converged ? "" : " [not converged]");
       }

@@ -82,6 +82,7 @@ struct FactorResult {
   PivotOrder pivot_order = PivotOrder::Partial;
   double largest_multiplier = 0;  // max |l_ij| of a reused order (also when it was rejected)
   std::int64_t reused_columns = 0;  // Reused: the leading columns that followed the order
+  std::int64_t collapsed_at_column = -1;  // CollapsedPivots: the column up to which they had collapsed
 };
 
 // The unit roundoff of a factorization's arithmetic: the FP32-stored factorizations of FP32
@@ -117,6 +118,30 @@ inline std::int64_t trusted_order_columns(const std::vector<double>& pivots, Pre
   return std::int64_t(pivots.size());
 }
 
+// A cheaper LU whose pivots collapse stops early (SolveOptions::probe_pivot_ratio): once at
+// least kCollapseMinPivots of its pivots, and more than half of those so far, lie below
+// `below` times the largest so far, the matrix is numerically rank-deficient at that precision,
+// its factors would be too far from A for refinement, and the rest of the LU would be wasted.
+// H100, fp16x3 (below = 1e-4), n = 16384 and 32761: a Hilbert matrix collapses at column ~260,
+// a squared-exponential covariance (nugget 1e-6) near 40% of n (n = 16384) / 20% (n = 32761);
+// every matrix whose fp16x3 factors refined had at most 28% of its pivots that small, at the
+// end of its LU (`poev` `geo` cond 1e8; `svd` `cluster0` cond 1e8 16%, the 13 application
+// families at most 0.5%). The early half never holds most of the small ones, so a fraction of
+// the pivots so far, not of n, decides. A collapse that is judged wrongly costs speed only:
+// the FP64 LU follows.
+constexpr std::int64_t kCollapseMinPivots = 256;
+struct PivotWatch {
+  double largest = 0;  // max |u_kk| so far
+  long long small = 0;  // pivots below `below` times the largest so far (NaN counts)
+};
+MIXSOLVE_HD inline void watch_pivot(PivotWatch& w, double magnitude, double below) {
+  w.largest = fmax(w.largest, magnitude);
+  if (!(magnitude >= below * w.largest)) ++w.small;
+}
+inline bool pivots_collapsed(long long small, std::int64_t seen) {
+  return small >= kCollapseMinPivots && 2 * small > seen;
+}
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -140,10 +165,14 @@ class Engine {
   // reuse_pivot_order (FP64 only): where an earlier factorization of this engine completed, follow
   // its row order with pivoting inside the diagonal blocks, checked against
   // kReusedOrderMaxMultiplier, else partial pivoting (SolveOptions::reuse_pivot_order).
-  virtual FactorResult factor(Precision p, bool range_scaling, bool reuse_pivot_order) = 0;
+  // collapse_below (not FP64; 0: never): stop with StopReason::CollapsedPivots where the pivots
+  // collapse (kCollapseMinPivots).
+  virtual FactorResult factor(Precision p, bool range_scaling, bool reuse_pivot_order, double collapse_below) = 0;
   // min |u_kk| / max |u_kk| over the current factors' diagonal (of mu R A S where range-scaled),
   // after a factorization that completed: the probe's screen (SolveOptions::probe_pivot_ratio).
   virtual double pivot_ratio() = 0;
+  // |u_kk| of the current factors (of mu R A S where range-scaled), in column order, on the host.
+  virtual std::vector<double> pivot_magnitudes() = 0;
   // y := (LU)^-1 P y for an n x k FP64 block: in FP64 arithmetic for FP64 factors, and for
   // FP32-stored factors up to kFp64ApplyMaxColumns columns (every GMRES application); more
   // columns with FP32 factors in FP32.

@@ -115,6 +115,7 @@ std::string to_string(StopReason s) {
     case StopReason::TooSlow: return "too slow (its rate predicted more iterations or time than its budget)";
     case StopReason::NoRefinement: return "no refinement requested";
     case StopReason::WeakFactors: return "factors too far from A for refinement (probe)";
+    case StopReason::CollapsedPivots: return "most pivots tiny (numerically rank-deficient at this precision), LU stopped";
   }
   return "?";
 }
@@ -156,6 +157,7 @@ std::string SolveReport::summary() const {
     }
     s << " LU + " << to_string(a.refinement) << ": " << to_string(a.stop);
     if (a.stop == StopReason::ZeroPivot) s << " in column " << a.zero_pivot_column;
+    if (a.stop == StopReason::CollapsedPivots) s << " after " << a.collapsed_at_column << " columns";
     s << ", " << a.iterations << " iterations";
     if (a.inner_iterations) s << " (" << a.inner_iterations << " GMRES)";
     s << ", factorization " << a.factorization_seconds << " s, refinement " << a.refinement_seconds << " s";
@@ -819,7 +821,18 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       const auto t0 = Clock::now();
       attempt.range_scaled = s.options.range_scaling && range_limited(attempt.precision);
       const bool reuse_order = s.options.reuse_pivot_order && !s.reused_order_failed;
-      const FactorResult f = s.engine->factor(attempt.precision, attempt.range_scaled, reuse_order);
+      // The probe (SolveOptions::probe_pivot_ratio) judges a cheaper LU where something higher
+      // remains; the same bound stops one of FP32 accuracy whose pivots collapse.
+      const std::int64_t n = s.engine->n();
+      const double probe_below =
+          s.options.probe_pivot_ratio * solvers_detail::unit_roundoff(attempt.precision) / 0x1p-24;
+      const bool may_probe = attempt.precision != Precision::FP64 && s.next < s.path.size() && probe_below > 0 &&
+                             n > s.options.gmres_max_inner && n >= 4 * solvers_detail::kProbeColumns;
+      const double collapse_below =
+          may_probe && std::isfinite(probe_below) && solvers_detail::unit_roundoff(attempt.precision) <= 0x1p-24
+              ? probe_below
+              : 0.0;
+      const FactorResult f = s.engine->factor(attempt.precision, attempt.range_scaled, reuse_order, collapse_below);
       s.engine->synchronize();
       s.factors_complete = f.status == StopReason::Converged;
       s.inverse_norm_estimate = -1;
@@ -834,15 +847,11 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
                                f.zero_pivot_column);
         attempt.stop = f.status;
         attempt.zero_pivot_column = f.zero_pivot_column;
+        attempt.collapsed_at_column = f.collapsed_at_column;
         give_up(attempt);
         continue;
       }
-      // The probe (SolveOptions::probe_pivot_ratio): weak factors end the attempt before any
-      // refinement, where something higher remains to be tried. Screened by the pivot ratio.
-      const std::int64_t n = s.engine->n();
-      const double probe_below = s.options.probe_pivot_ratio * solvers_detail::unit_roundoff(attempt.precision) / 0x1p-24;
-      const bool may_probe = attempt.precision != Precision::FP64 && s.next < s.path.size() && probe_below > 0 &&
-                             n > s.options.gmres_max_inner && n >= 4 * solvers_detail::kProbeColumns;
+      // Weak factors end the attempt before any refinement. Screened by the pivot ratio.
       if (may_probe) attempt.pivot_ratio = s.engine->pivot_ratio();
       if (may_probe && attempt.pivot_ratio < probe_below) {
         if (s.options.progress) s.options.progress("probe of the " + to_string(attempt.precision) + " factors");

@@ -11,6 +11,7 @@
 
 #include "gpu_test_support.hpp"
 #include "mixsolve/core/device_buffer.hpp"
+#include "mixsolve/core/norms.hpp"
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/matgen/test_matrices.hpp"
 #include "engine.hpp"  // solvers_detail::make_device_engine: the reused order's rejection path
@@ -481,13 +482,15 @@ TEST(GpuSolve, ConditionEstimateFromTheDeviceFactorsMatchesTheExactConditionNumb
   }
 }
 
-// A numerically singular matrix (Hilbert, n = 1000): the FP64 factors' pivots span more than
+// A numerically singular matrix (Hilbert, n = 2000): the FP64 factors' pivots span more than
 // 1 / u, so their solves go by substitution, and the returned x's backward error is within 10x of
-// the host's FP64 LU's (Eigen, partial pivoting), under auto (the cheap attempt fails) and FP64.
+// the host's FP64 LU's (Eigen, partial pivoting), under auto and FP64. Under auto the fp16x3 LU's
+// pivots collapse and it stops part way (kCollapseMinPivots: judged after its second panel, read
+// kOrderVerdictLag panels later).
 TEST(GpuSolve, NumericallySingularMatrixIsNeverWorseThanTheFp64Lu) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
-  const std::int64_t n = 1000;
+  const std::int64_t n = 2000;
   DeviceProblem prob(std::uint64_t(5), n, 1);
   for (std::int64_t j = 0; j < n; ++j)
     for (std::int64_t i = 0; i < n; ++i) prob.a[i + j * n] = 1.0 / double(i + j + 1);
@@ -508,7 +511,30 @@ TEST(GpuSolve, NumericallySingularMatrixIsNeverWorseThanTheFp64Lu) {
     const double berr = backward_error(Eigen::Map<const Eigen::VectorXd>(prob.x.data(), n));
     EXPECT_LE(berr, 10 * std::max(lu_berr, 0x1p-53)) << r.summary();
     EXPECT_EQ(r.attempts.back().precision, Precision::FP64) << r.summary();
+    if (p == Precision::Auto) {
+      EXPECT_EQ(r.attempts.front().stop, StopReason::CollapsedPivots) << r.summary();
+      EXPECT_EQ(r.attempts.front().collapsed_at_column, 512) << r.summary();
+    }
   }
+}
+
+// core/norms.hpp's componentwise backward error on the device matches the host's (the same sums
+// in the same order, with or without fused multiply-adds) for an FP32 solve's x of a random system.
+TEST(GpuSolve, ComponentwiseBackwardErrorOnTheDeviceMatchesTheHost) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t n = 301;
+  DeviceProblem prob(std::uint64_t(9), n, 1);
+  SolveOptions o;
+  o.factorization = Precision::FP32;
+  o.refinement = Refinement::None;
+  prob.solve_on_device(ctx, o);
+  const double host = componentwise_backward_error(host_view<const double>(prob.a.data(), n, n, n), prob.x.data(),
+                                                   prob.b.data());
+  const double device = componentwise_backward_error(device_view<const double>(prob.da.data(), n, n, n),
+                                                     prob.dx.data(), prob.db.data(), ctx.stream());
+  EXPECT_GT(host, 0x1p-30) << "an FP32 solve leaves an FP32-sized error";
+  EXPECT_NEAR(device, host, 1e-6 * host);  // r = b - A x cancels to ~1e-7 of the sums: FMA or not
 }
 
 // A reused row order that fails its multiplier check in the first panel ends the FP64 LU a few
@@ -539,10 +565,10 @@ TEST(GpuSolve, ReusedRowOrderThatFailsItsCheckEndsTheFp64LuEarly) {
     DeviceBuffer<double> da(n * n), dy(n);
     da.copy_from_host(shuffled);
     auto engine = solvers_detail::make_device_engine(ctx, device_view<const double>(da.data(), n, n, n), 0);
-    const solvers_detail::FactorResult first = engine->factor(Precision::FP64, false, false);
+    const solvers_detail::FactorResult first = engine->factor(Precision::FP64, false, false, 0.0);
     ASSERT_EQ(first.status, StopReason::Converged);
     da.copy_from_host(m);
-    const solvers_detail::FactorResult second = engine->factor(Precision::FP64, false, true);
+    const solvers_detail::FactorResult second = engine->factor(Precision::FP64, false, true, 0.0);
     EXPECT_EQ(second.status, StopReason::Converged);
     EXPECT_EQ(second.pivot_order, PivotOrder::Rejected);
     // U11^-1 of such a block may overflow: NaN and Inf fail the check as a large value does.

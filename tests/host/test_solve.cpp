@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "mixsolve/core/norms.hpp"
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/matgen/application_matrices.hpp"
 #include "mixsolve/matgen/test_matrices.hpp"
@@ -513,7 +514,7 @@ TEST(Solve, ProbeIsALowerBoundOnTheFourthSingularValueOfTheFactorsError) {
     Problem p(spec, n);
     Context ctx = Context::host_only();
     const auto engine = solvers_detail::make_host_engine(ctx, p.A(), 0);
-    const auto factored = engine->factor(c.precision, c.precision == Precision::FP16, false);
+    const auto factored = engine->factor(c.precision, c.precision == Precision::FP16, false, 0.0);
     ASSERT_EQ(factored.status, StopReason::Converged) << "zero pivot in column " << factored.zero_pivot_column;
     Eigen::MatrixXd e = Eigen::Map<const Eigen::MatrixXd>(p.a.data(), n, n);
     for (std::int64_t j = 0; j < n; j += k)
@@ -759,6 +760,66 @@ TEST(Solve, NumericallySingularMatrixIsNeverWorseThanTheFp64Lu) {
     EXPECT_LE(r.backward_error, 10 * std::max(lu_berr, 0x1p-53)) << r.summary();
     EXPECT_EQ(r.converged, meets_stop_test(p, 0)) << r.summary();
   }
+}
+
+// core/norms.hpp's componentwise backward error: max_i |r_i| / (|A| |x| + |b|)_i on 2 x 2 cases
+// worked by hand, unchanged when a row of A and b is scaled by 2^40.
+TEST(Solve, ComponentwiseBackwardErrorIsTheOettliPragerRatioAndIgnoresRowScaling) {
+  // A = [1 2; 3 4] (column-major), x = (1, 1), b = (3, 8): r = (0, 1), |A||x| + |b| = (6, 15).
+  std::vector<double> a = {1, 3, 2, 4}, x = {1, 1}, b = {3, 8};
+  EXPECT_DOUBLE_EQ(componentwise_backward_error(host_view<const double>(a.data(), 2, 2, 2), x.data(), b.data()),
+                   1.0 / 15);
+  a[1] *= 0x1p40;
+  a[3] *= 0x1p40;
+  b[1] *= 0x1p40;
+  EXPECT_DOUBLE_EQ(componentwise_backward_error(host_view<const double>(a.data(), 2, 2, 2), x.data(), b.data()),
+                   1.0 / 15);
+  // A = [0 1; 0 0]: row 2 of |A| |x| + |b| is 0, and so is its residual (counted as 0).
+  const std::vector<double> upper = {0, 0, 1, 0}, rhs = {1, 0}, exact = {1, 1}, off = {0, 2};
+  EXPECT_EQ(componentwise_backward_error(host_view<const double>(upper.data(), 2, 2, 2), exact.data(), rhs.data()), 0.0);
+  EXPECT_DOUBLE_EQ(componentwise_backward_error(host_view<const double>(upper.data(), 2, 2, 2), off.data(), rhs.data()),
+                   1.0 / 3);
+}
+
+// kCollapseMinPivots: the rule on its own (at least 256 small pivots, more than half of those so
+// far; NaN counts as small), then a Hilbert matrix under auto: its fp16x3 LU stops part way
+// (StopReason::CollapsedPivots, named in the summary), the FP64 LU follows, and the answer is as
+// good as Eigen's FP64 LU. A well-conditioned matrix of the same size is not stopped.
+TEST(Solve, CheapLuWhosePivotsCollapseStopsPartWay) {
+  solvers_detail::PivotWatch w;
+  for (int k = 0; k < 255; ++k) solvers_detail::watch_pivot(w, k == 0 ? 1.0 : 1e-6, 1e-4);
+  EXPECT_EQ(w.small, 254);
+  solvers_detail::watch_pivot(w, NAN, 1e-4);
+  solvers_detail::watch_pivot(w, 2.0, 1e-4);
+  EXPECT_EQ(w.largest, 2.0);
+  EXPECT_FALSE(solvers_detail::pivots_collapsed(w.small, 257)) << "255 small pivots";
+  solvers_detail::watch_pivot(w, 1e-4, 1e-4);  // 1e-4 < 1e-4 x 2
+  EXPECT_TRUE(solvers_detail::pivots_collapsed(w.small, 258));
+  EXPECT_FALSE(solvers_detail::pivots_collapsed(256, 512)) << "half is not more than half";
+
+  const std::int64_t n = 640;
+  Problem p(geo(1e2, 1), n);
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < n; ++i) p.a[i + j * n] = 1.0 / double(i + j + 1);
+  const double lu_berr = fp64_backward_error(p);
+  Context ctx = Context::host_only();
+  SolveOptions o;
+  o.block_size = 32;
+  const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+  ASSERT_EQ(r.attempts.size(), 2u) << r.summary();
+  EXPECT_EQ(r.attempts[0].precision, Precision::Fp16x3);
+  EXPECT_EQ(r.attempts[0].stop, StopReason::CollapsedPivots) << r.summary();
+  EXPECT_GE(r.attempts[0].collapsed_at_column, solvers_detail::kCollapseMinPivots);
+  EXPECT_LT(r.attempts[0].collapsed_at_column, n / 2) << r.summary();
+  EXPECT_NE(r.summary().find("LU stopped after"), std::string::npos) << r.summary();
+  EXPECT_EQ(r.attempts[1].precision, Precision::FP64);
+  EXPECT_TRUE(r.converged) << r.summary();
+  EXPECT_LE(r.backward_error, 10 * std::max(lu_berr, 0x1p-53)) << r.summary();
+
+  Problem q(geo(1e4, 2), n);
+  const SolveReport well = solve(ctx, q.A(), q.B(), q.X(), o);
+  EXPECT_EQ(well.attempts.size(), 1u) << well.summary();
+  EXPECT_TRUE(well.converged) << well.summary();
 }
 
 // SolveReport::condition_estimate against the exact cond_inf(A) (Eigen's inverse), from FP64 factors

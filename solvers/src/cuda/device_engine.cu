@@ -306,6 +306,22 @@ __global__ void diagonal_abs_range_kernel(const T* a, std::int64_t lda, std::int
   }
 }
 
+// kCollapseMinPivots (engine.hpp): the pivots of columns [j0, j0 + jb) of the factors f (its
+// diagonal, the same in either layout) into the running PivotWatch, in column order, and its
+// count of small pivots into `small` for the host. One block of kPanelMaxWidth threads.
+template <class T>
+__global__ void watch_pivots_kernel(const T* f, std::int64_t ld, std::int64_t j0, int jb, double below,
+                                    PivotWatch* watch, long long* small) {
+  __shared__ double magnitudes[kPanelMaxWidth];
+  if (threadIdx.x < jb) magnitudes[threadIdx.x] = fabs(double(f[(j0 + threadIdx.x) * (ld + 1)]));
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  PivotWatch w = *watch;
+  for (int k = 0; k < jb; ++k) watch_pivot(w, magnitudes[k], below);
+  *watch = w;
+  *small = w.small;
+}
+
 // For each column j of m (one block per column): the power of two
 // factor[j] that brings max_i |row_factor_i m_ij| into [1/2, 1) (row_factor may be null), and
 // optionally its reciprocal.
@@ -591,7 +607,7 @@ class DeviceEngine final : public Engine {
         cudaStreamDestroy(stream);
       }
     if (solver_) cusolverDnDestroy(solver_);
-    if (order_verdicts_) cudaFreeHost(order_verdicts_);
+    if (panel_verdicts_) cudaFreeHost(panel_verdicts_);
   }
 
   Memory memory() const override { return Memory::Device; }
@@ -609,7 +625,7 @@ class DeviceEngine final : public Engine {
     return find_nonfinite_in(m.data, m.ld, m.rows, m.cols);
   }
 
-  FactorResult factor(Precision p, bool range_scaling, bool reuse_pivot_order) override {
+  FactorResult factor(Precision p, bool range_scaling, bool reuse_pivot_order, double collapse_below) override {
     // The previous factorization's row order, where one completed (engine.hpp), and how many of
     // its leading columns to follow (trusted_order_columns).
     std::vector<int> order;
@@ -618,6 +634,7 @@ class DeviceEngine final : public Engine {
       order = permutation_.to_host(stream());
       order_columns = trusted_order_columns(pivot_magnitudes(), precision_);
     }
+    collapse_below_ = p == Precision::FP64 ? 0.0 : collapse_below;
     FactorResult result = factor_unchecked(p, range_scaling, order, order_columns);
     factors_complete_ = result.status == StopReason::Converged;
     return result;
@@ -640,8 +657,7 @@ class DeviceEngine final : public Engine {
     return range[1] > 0 ? range[0] / range[1] : 0.0;
   }
 
-  // |u_kk| of the current factors, on the host.
-  std::vector<double> pivot_magnitudes() {
+  std::vector<double> pivot_magnitudes() override {
     return precision_ == Precision::FP64 ? diagonal_magnitudes(factors64_.data()) : diagonal_magnitudes(factors32_.data());
   }
   template <class T>
@@ -753,6 +769,7 @@ class DeviceEngine final : public Engine {
                                  const std::vector<int>& order = {}, bool copy_ready = false) {
     FactorResult result;
     order_rejected_early_ = false;
+    collapsed_at_column_ = -1;
     if (range_scaling) compute_range_scaling();
     reset_first_nonfinite();
     row_major_ = row_major_layout();
@@ -815,6 +832,15 @@ class DeviceEngine final : public Engine {
     // After a zero pivot the remaining panels compute with Inf/NaN; those factors are discarded.
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(first_zero_pivot_.data(), 0x7f, sizeof(int), stream()));
     factor_blocked(f, update);
+    if (collapsed_at_column_ >= 0) {  // the pivots collapsed part way (kCollapseMinPivots)
+      row_major_ = false;
+      int first_zero = 0;  // an exact zero pivot (the NaNs after it count as small) says more
+      first_zero_pivot_.copy_to_host(&first_zero, 1, stream());
+      result.status = first_zero < n_ ? StopReason::ZeroPivot : StopReason::CollapsedPivots;
+      result.zero_pivot_column = first_zero < n_ ? first_zero : -1;
+      result.collapsed_at_column = collapsed_at_column_;
+      return result;
+    }
     if (order_rejected_early_) {  // the order failed its check part way (kOrderVerdictLag)
       in_order_ = false;
       row_major_ = false;
@@ -1183,24 +1209,46 @@ class DeviceEngine final : public Engine {
       if (below < nf_) multiply_subtract(below, nf_, first_column(p0), below);
     };
 
-    // A reused row order's running verdict (kOrderVerdictLag): after panel q, the largest
-    // multiplier so far into a pinned host slot, and an event.
+    // Running verdicts (kOrderVerdictLag), after each panel q into a pinned host slot with an
+    // event: a reused row order's largest multiplier so far (its panels), or a cheaper LU's count
+    // of small pivots (kCollapseMinPivots; on the inverse's side stream, off the chain's path).
     order_rejected_early_ = false;
+    const bool watch = kFp32 && collapse_below_ > 0;
     constexpr std::int64_t kVerdictSlots = kOrderVerdictLag + 1;
-    std::vector<StreamEvent> verdict_ready(in_order_ ? kVerdictSlots : 0);
-    if (in_order_ && !order_verdicts_)
-      MIXSOLVE_CUDA_CHECK(cudaMallocHost(&order_verdicts_, kVerdictSlots * sizeof(unsigned long long)));
+    std::vector<StreamEvent> verdict_ready(in_order_ || watch ? kVerdictSlots : 0);
+    if ((in_order_ || watch) && !panel_verdicts_)
+      MIXSOLVE_CUDA_CHECK(cudaMallocHost(&panel_verdicts_, kVerdictSlots * sizeof(unsigned long long)));
+    if (watch) MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(pivot_watch_.data(), 0, sizeof(PivotWatch), chain));
+    cudaStream_t watch_stream = side ? side[1] : chain;
     const auto post_verdict = [&](std::int64_t q) {
-      if (q >= in_order_panels) return;
-      MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(order_verdicts_ + q % kVerdictSlots, largest_multiplier_.data(),
-                                          sizeof(unsigned long long), cudaMemcpyDeviceToHost, chain));
-      verdict_ready[q % kVerdictSlots].record(chain);
+      unsigned long long* slot = panel_verdicts_ + q % kVerdictSlots;
+      if (q < in_order_panels) {
+        MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(slot, largest_multiplier_.data(), sizeof(unsigned long long),
+                                            cudaMemcpyDeviceToHost, chain));
+        verdict_ready[q % kVerdictSlots].record(chain);
+      } else if (watch) {
+        const std::int64_t j0 = first_column(q), jb = std::min(first_column(q + 1), n_) - j0;
+        if (jb <= 0) return;
+        watch_pivots_kernel<<<1, kPanelMaxWidth, 0, watch_stream>>>(
+            f, nf_, j0, int(jb), collapse_below_, reinterpret_cast<PivotWatch*>(pivot_watch_.data()),
+            reinterpret_cast<long long*>(pivot_watch_.data()) + 2);
+        MIXSOLVE_CUDA_CHECK_LAUNCH();
+        MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(slot, reinterpret_cast<long long*>(pivot_watch_.data()) + 2,
+                                            sizeof(long long), cudaMemcpyDeviceToHost, watch_stream));
+        verdict_ready[q % kVerdictSlots].record(watch_stream);
+      }
     };
     const auto order_failed_at = [&](std::int64_t q) {  // panel q's verdict, on the host
       verdict_ready[q % kVerdictSlots].wait_on_host();
       double largest = 0;
-      std::memcpy(&largest, order_verdicts_ + q % kVerdictSlots, sizeof largest);
+      std::memcpy(&largest, panel_verdicts_ + q % kVerdictSlots, sizeof largest);
       return !(largest <= kReusedOrderMaxMultiplier);
+    };
+    const auto collapsed_at = [&](std::int64_t q) {
+      verdict_ready[q % kVerdictSlots].wait_on_host();
+      long long small = 0;
+      std::memcpy(&small, panel_verdicts_ + q % kVerdictSlots, sizeof small);
+      return pivots_collapsed(small, std::min(first_column(q + 1), n_));
     };
     to_chain.order(bulk, chain);
     profile.start(Profile::Panel, chain);
@@ -1212,6 +1260,11 @@ class DeviceEngine final : public Engine {
     for (std::int64_t p = 0; p < panels; ++p) {
       if (p >= kOrderVerdictLag && p - kOrderVerdictLag < in_order_panels && order_failed_at(p - kOrderVerdictLag)) {
         order_rejected_early_ = true;
+        break;
+      }
+      if (watch && p >= kOrderVerdictLag && first_column(p - kOrderVerdictLag) < n_ &&
+          collapsed_at(p - kOrderVerdictLag)) {
+        collapsed_at_column_ = std::min(first_column(p - kOrderVerdictLag + 1), n_);
         break;
       }
       const std::int64_t j0 = first_column(p);
@@ -1282,7 +1335,7 @@ class DeviceEngine final : public Engine {
         pending = p + 1;
       }
     }
-    if (order_rejected_early_ && side) {  // the side streams' last work, which no later panel joined
+    if ((order_rejected_early_ || collapsed_at_column_ >= 0) && side) {  // the side streams' last work, which no later panel joined
       moves_done_.wait_in(bulk);
       inverse_done_.wait_in(bulk);
     }
@@ -1606,9 +1659,14 @@ class DeviceEngine final : public Engine {
   std::vector<int> row_order_;
   bool in_order_ = false, factors_complete_ = false;
   bool substitution_solves_ = false;  // FP64 factors solved by trsm (choose_fp64_solves)
-  // A reused order's verdicts (factor_blocked): pinned host slots, and whether one failed.
-  unsigned long long* order_verdicts_ = nullptr;
+  // The panels' verdicts (factor_blocked): pinned host slots; whether a reused order failed; where
+  // a cheaper LU's pivots collapsed (-1: they did not), below what (0: not watched), and the
+  // running PivotWatch with its count of small pivots beside it.
+  unsigned long long* panel_verdicts_ = nullptr;
   bool order_rejected_early_ = false;
+  std::int64_t collapsed_at_column_ = -1;
+  double collapse_below_ = 0;
+  DeviceBuffer<unsigned long long> pivot_watch_{ctx_, 3};
   std::int64_t order_panels_ = 0;  // the leading panels that follow a reused order (factor_unchecked)
   DeviceBuffer<unsigned long long> largest_multiplier_{ctx_, 1};  // max |L21| in order, as double bits
   double mu_ = 1.0;

@@ -40,13 +40,17 @@ const gemm::Backend& host_update_backend(Precision p) {
 // column in_order_columns pivots are searched only inside the diagonal block (the rows already
 // stand in a chosen order), and *largest_multiplier gets max |l_ij| below those diagonal blocks
 // (NaN if one is NaN); later blocks pivot partially.
+// With collapsed_at (collapse_below > 0): after each block, whether the pivots so far collapsed
+// (kCollapseMinPivots); if so *collapsed_at gets the block's end and the LU stops there.
 template <class T>
 std::int64_t lu_factor(std::vector<T>& a, std::int64_t n, std::vector<std::int64_t>& pivots, int nb,
                        const gemm::Backend& update, Context& ctx, double* largest_multiplier = nullptr,
-                       std::int64_t in_order_columns = 0) {
+                       std::int64_t in_order_columns = 0, double collapse_below = 0,
+                       std::int64_t* collapsed_at = nullptr) {
   auto at = [&](std::int64_t i, std::int64_t j) -> T& { return a[i + j * n]; };
   pivots.assign(n, 0);
   if (largest_multiplier) *largest_multiplier = 0;
+  PivotWatch watch;
   for (std::int64_t j0 = 0; j0 < n; j0 += nb) {
     const std::int64_t jb = std::min<std::int64_t>(nb, n - j0);
     const bool in_order = largest_multiplier && j0 < in_order_columns;
@@ -68,6 +72,13 @@ std::int64_t lu_factor(std::vector<T>& a, std::int64_t n, std::vector<std::int64
         }
       for (std::int64_t c = j + 1; c < j0 + jb; ++c)
         for (std::int64_t i = j + 1; i < n; ++i) at(i, c) -= at(i, j) * at(j, c);
+    }
+    if (collapse_below > 0 && collapsed_at) {
+      for (std::int64_t j = j0; j < j0 + jb; ++j) watch_pivot(watch, std::abs(double(at(j, j))), collapse_below);
+      if (pivots_collapsed(watch.small, j0 + jb)) {
+        *collapsed_at = j0 + jb;
+        return -1;
+      }
     }
     const std::int64_t rest = n - j0 - jb;
     if (rest == 0) continue;
@@ -153,7 +164,7 @@ class HostEngine final : public Engine {
     return {-1, -1};
   }
 
-  FactorResult factor(Precision p, bool range_scaling, bool reuse_pivot_order) override {
+  FactorResult factor(Precision p, bool range_scaling, bool reuse_pivot_order, double collapse_below) override {
     const gemm::Backend& update = host_update_backend(p);
     FactorResult result;
     // The row order of the previous factorization, where one completed (engine.hpp).
@@ -161,10 +172,8 @@ class HostEngine final : public Engine {
     std::int64_t order_columns = 0;
     if (reuse_pivot_order && p == Precision::FP64 && factors_complete_ && row_scale_.empty()) {
       order = current_row_order();
-      std::vector<double> pivots(n_);
-      for (std::int64_t k = 0; k < n_; ++k) pivots[k] = pivot_magnitude(k);
       // whole blocks, as the device LU's panels
-      order_columns = trusted_order_columns(pivots, precision_) / nb_ * nb_;
+      order_columns = trusted_order_columns(pivot_magnitudes(), precision_) / nb_ * nb_;
     }
     factors_complete_ = false;
     precision_ = p;
@@ -193,7 +202,12 @@ class HostEngine final : public Engine {
         result.status = StopReason::Overflow;  // beyond FP32's range
         return result;
       }
-      result.zero_pivot_column = lu_factor(float_factors_, n_, pivots_, nb_, update, ctx_);
+      result.zero_pivot_column =
+          lu_factor(float_factors_, n_, pivots_, nb_, update, ctx_, nullptr, 0, collapse_below, &result.collapsed_at_column);
+      if (result.zero_pivot_column < 0 && result.collapsed_at_column >= 0) {
+        result.status = StopReason::CollapsedPivots;
+        return result;
+      }
       if (result.zero_pivot_column < 0 && !all_finite(float_factors_)) result.status = StopReason::Overflow;
     }
     if (result.zero_pivot_column >= 0) result.status = StopReason::ZeroPivot;
@@ -230,6 +244,12 @@ class HostEngine final : public Engine {
       largest = std::max(largest, u);
     }
     return largest > 0 ? smallest / largest : 0.0;
+  }
+
+  std::vector<double> pivot_magnitudes() override {
+    std::vector<double> magnitudes(n_);
+    for (std::int64_t k = 0; k < n_; ++k) magnitudes[k] = pivot_magnitude(k);
+    return magnitudes;
   }
 
   // |u_kk| of the current factors.

@@ -25,4 +25,15 @@ ErrorStats compare_to_reference(const MatrixView<const float>& c, const MatrixVi
 ErrorStats compare_to_reference(const MatrixView<const double>& c, const MatrixView<const double>& ref,
                                 CUstream_st* stream = nullptr);
 
+// Componentwise backward error of x for A x = b (Oettli and Prager; Higham, "Accuracy and
+// Stability of Numerical Algorithms", Thm. 7.3; LAPACK's xGERFS BERR):
+//   max_i |b - A x|_i / (|A| |x| + |b|)_i,
+// the smallest relative perturbation of each entry of A and b that makes x exact, so a row
+// scaling of A and b leaves it unchanged (the normwise measure is dominated by the largest rows).
+// A row whose denominator is 0 has a zero residual too and counts as 0. n x n A and
+// vectors x and b of length n, all on the host or all on the device (FP64 arithmetic, one pass
+// over A; device calls synchronise `stream`).
+double componentwise_backward_error(const MatrixView<const double>& a, const double* x, const double* b,
+                                    CUstream_st* stream = nullptr);
+
 }  // namespace mixsolve

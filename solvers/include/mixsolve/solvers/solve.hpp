@@ -146,6 +146,10 @@ struct SolveOptions {
   // space). 0: never probe; INFINITY: probe every such attempt. H100, fp16x3, `geo` and `arith`
   // at cond 1e2 .. 1e10, n = 16384 / 32768: pivot ratios 1.4e-5 - 2.2e-5 (and 3e-6) where
   // refinement fails (`geo` 1e8, 1e10), 2.7e-4 and more where it converges.
+  // The same bound stops an LU of FP32 accuracy (u = 2^-24) part way where its pivots collapse:
+  // once at least 256 of its pivots, and more than half of those so far, lie below
+  // probe_pivot_ratio times the largest so far (StopReason::CollapsedPivots; a Hilbert matrix
+  // at column ~260 of 16384). Not with INFINITY.
   double probe_pivot_ratio = 1e-4;
   // Range scaling of FP16 and BF16 factorizations (Higham, Pranesh & Zounon 2019, "Squeezing a
   // matrix into half precision"): they factor mu A, a power of two times A with its largest
@@ -175,6 +179,7 @@ inline constexpr double kWeakFactorsProbe = 4.0;
 enum class StopReason {
   Converged, ZeroPivot, Overflow, Stagnated, Diverged, MaxIterations, TooSlow, NoRefinement,
   WeakFactors,  // the probe of the factors (SolveOptions::probe_pivot_ratio) found them too far from A
+  CollapsedPivots,  // most of the LU's pivots so far were tiny: stopped part way (probe_pivot_ratio)
 };
 std::string to_string(StopReason s);
 
@@ -202,6 +207,7 @@ struct Attempt {
   Refinement refinement = Refinement::Classic;
   StopReason stop = StopReason::Converged;
   std::int64_t zero_pivot_column = -1;  // for StopReason::ZeroPivot
+  std::int64_t collapsed_at_column = -1;  // for StopReason::CollapsedPivots: up to which column
   bool range_scaled = false;            // the LU factored mu R A S (SolveOptions::range_scaling)
   PivotOrder pivot_order = PivotOrder::Partial;
   double largest_multiplier = 0;        // max |l_ij| of a reused row order (Reused, Rejected)
