@@ -185,6 +185,14 @@ class Engine {
   // r := b - A x in FP64.
   virtual void residual(const MatrixView<const double>& x, const MatrixView<const double>& b,
                         const MatrixView<double>& r) = 0;
+  // Whether A's rows' or columns' largest entries spread over more than kEquilibrationSpread
+  // (the two-sided range scaling's criterion): refinement then judges iterates by their
+  // componentwise backward error (SolveReport::componentwise_backward_error).
+  virtual bool badly_scaled() = 0;
+  // out[j] := max_i |r_ij| / (|A| |x_j| + |b_j|)_i for the residual r = b - A x (core/norms.hpp's
+  // componentwise backward error, with the engine's residual), into host memory.
+  virtual void componentwise_backward_errors(const MatrixView<const double>& x, const MatrixView<const double>& b,
+                                             const MatrixView<const double>& r, double* out) = 0;
   // y := A x in FP64 for vectors of length n.
   virtual void multiply(const double* x, double* y) = 0;
   // ||column j||_inf for every column of m, into host memory.

@@ -322,6 +322,32 @@ __global__ void watch_pivots_kernel(const T* f, std::int64_t ld, std::int64_t j0
   *small = w.small;
 }
 
+// componentwise_backward_errors: s += |A| |x| over the columns [c0, c0 + kAbsProductColumns) of
+// blockIdx.y's chunk, a thread per row (reads of a column coalesced), added into s.
+constexpr int kAbsProductColumns = 256;
+__global__ void abs_product_kernel(const double* a, std::int64_t lda, std::int64_t n, const double* x, double* s) {
+  const std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const std::int64_t c0 = std::int64_t(blockIdx.y) * kAbsProductColumns;
+  const std::int64_t c1 = c0 + kAbsProductColumns < n ? c0 + kAbsProductColumns : n;
+  double sum = 0;
+  for (std::int64_t j = c0; j < c1; ++j) sum += fabs(a[i + j * lda]) * fabs(x[j]);
+  atomicAdd(&s[i], sum);
+}
+// max_i |r_i| / (s_i + |b_i|) folded into *worst through its bits (NaN counts as Inf).
+__global__ void componentwise_ratio_kernel(const double* r, const double* b, const double* s, std::int64_t n,
+                                           unsigned long long* worst) {
+  double largest = 0;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const double denominator = s[i] + fabs(b[i]);
+    const double ratio = denominator > 0 ? fabs(r[i]) / denominator : 0.0;  // 0: r_i = 0 too
+    largest = isnan(ratio) ? INFINITY : fmax(largest, ratio);
+  }
+  for (int o = 16; o > 0; o /= 2) largest = fmax(largest, __shfl_down_sync(0xffffffffu, largest, o));
+  if ((threadIdx.x & 31) == 0) atomicMax(worst, static_cast<unsigned long long>(__double_as_longlong(largest)));
+}
+
 // For each column j of m (one block per column): the power of two
 // factor[j] that brings max_i |row_factor_i m_ij| into [1/2, 1) (row_factor may be null), and
 // optionally its reciprocal.
@@ -965,6 +991,29 @@ class DeviceEngine final : public Engine {
     else
       MIXSOLVE_CUBLAS_CHECK(cublasDgemm(ctx_.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, int(n_), int(x.cols), int(n_), &minus_one,
                                         a_.data, int(a_.ld), x.data, int(x.ld), &one, r.data, int(r.ld)));
+    profile_.stop(Profile::Residual, stream());
+  }
+
+  bool badly_scaled() override { return choose_range_scaling(scan_a().row_max, scan_a().column_max).two_sided; }
+
+  void componentwise_backward_errors(const MatrixView<const double>& x, const MatrixView<const double>& b,
+                                     const MatrixView<const double>& r, double* out) override {
+    profile_.start(Profile::Residual, stream());
+    if (abs_product_.size() < std::size_t(n_)) abs_product_ = DeviceBuffer<double>(ctx_, n_);
+    if (worst_ratio_.size() < std::size_t(x.cols)) worst_ratio_ = DeviceBuffer<unsigned long long>(ctx_, x.cols);
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(worst_ratio_.data(), 0, x.cols * sizeof(unsigned long long), stream()));
+    const dim3 grid(blocks_for(n_), unsigned((n_ + kAbsProductColumns - 1) / kAbsProductColumns));
+    for (std::int64_t c = 0; c < x.cols; ++c) {
+      MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(abs_product_.data(), 0, n_ * sizeof(double), stream()));
+      abs_product_kernel<<<grid, 256, 0, stream()>>>(a_.data, a_.ld, n_, &x(0, c), abs_product_.data());
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+      componentwise_ratio_kernel<<<std::min(blocks_for(n_), 64u), 256, 0, stream()>>>(
+          &r(0, c), &b(0, c), abs_product_.data(), n_, worst_ratio_.data() + c);
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+    }
+    std::vector<unsigned long long> bits(x.cols);
+    worst_ratio_.copy_to_host(bits.data(), x.cols, stream());
+    std::memcpy(out, bits.data(), x.cols * sizeof(double));
     profile_.stop(Profile::Residual, stream());
   }
 
@@ -1671,6 +1720,8 @@ class DeviceEngine final : public Engine {
   DeviceBuffer<unsigned long long> largest_multiplier_{ctx_, 1};  // max |L21| in order, as double bits
   double mu_ = 1.0;
   DeviceBuffer<double> gram_;          // Engine::gram's k x k result
+  DeviceBuffer<double> abs_product_;   // componentwise_backward_errors: |A| |x|
+  DeviceBuffer<unsigned long long> worst_ratio_;  // and each column's largest ratio, as double bits
   DeviceBuffer<double> vector_scale_;  // apply_inverse: each column's sigma and 1 / sigma
   DeviceBuffer<double> projection_;    // orthogonalize: the projections of the two passes
   DeviceBuffer<int> pivots_, permutation_, info_, first_zero_pivot_;

@@ -326,6 +326,30 @@ class HostEngine final : public Engine {
       for (std::int64_t i = 0; i < n_; ++i) y[i] += a_[i + j * n_] * x[j];
   }
 
+  bool badly_scaled() override {
+    std::vector<double> row_largest, column_largest;
+    largest_per_row_and_column(row_largest, column_largest);
+    return choose_range_scaling(row_largest, column_largest).two_sided;
+  }
+
+  void componentwise_backward_errors(const MatrixView<const double>& x, const MatrixView<const double>& b,
+                                     const MatrixView<const double>& r, double* out) override {
+    std::vector<double> s(n_);
+    for (std::int64_t c = 0; c < x.cols; ++c) {
+      for (std::int64_t i = 0; i < n_; ++i) s[i] = std::fabs(b(i, c));
+      for (std::int64_t j = 0; j < n_; ++j) {
+        const double xj = std::fabs(x(j, c));
+        for (std::int64_t i = 0; i < n_; ++i) s[i] += std::fabs(a_[i + j * n_]) * xj;
+      }
+      double worst = 0;
+      for (std::int64_t i = 0; i < n_; ++i) {
+        const double ratio = s[i] > 0 ? std::fabs(r(i, c)) / s[i] : 0.0;  // s_i = 0: r_i = 0 too
+        worst = std::isnan(ratio) ? INFINITY : std::max(worst, ratio);
+      }
+      out[c] = worst;
+    }
+  }
+
   void column_norms_inf(const MatrixView<const double>& m, double* out) override {
     for (std::int64_t c = 0; c < m.cols; ++c) {
       double v = 0;
@@ -391,14 +415,20 @@ class HostEngine final : public Engine {
  private:
   // R, S and mu of SolveOptions::range_scaling (engine.hpp): R from the rows, S from the
   // columns of R A; both only where the rows' or columns' maxima spread widely.
-  void compute_range_scaling() {
-    std::vector<double> row_largest(n_, 0.0), column_largest(n_, 0.0);
+  void largest_per_row_and_column(std::vector<double>& row_largest, std::vector<double>& column_largest) const {
+    row_largest.assign(n_, 0.0);
+    column_largest.assign(n_, 0.0);
     for (std::int64_t j = 0; j < n_; ++j)
       for (std::int64_t i = 0; i < n_; ++i) {
         const double v = std::fabs(a_[i + j * n_]);
         row_largest[i] = std::max(row_largest[i], v);
         column_largest[j] = std::max(column_largest[j], v);
       }
+  }
+
+  void compute_range_scaling() {
+    std::vector<double> row_largest, column_largest;
+    largest_per_row_and_column(row_largest, column_largest);
     const RangeScaling choice = choose_range_scaling(row_largest, column_largest);
     mu_ = choice.mu;
     row_scale_.clear();

@@ -239,6 +239,12 @@ struct SolveReport {
   // right-hand side the returned x is not the last iterate computed.
   double backward_error = 0;
   double stop_test_backward_error = 0;
+  // Where A's rows' or columns' largest entries spread over more than 2^12 (badly scaled: the
+  // two-sided range scaling's criterion), refinement judges iterates, and picks the returned
+  // one, by the componentwise backward error max_i |b - A x|_i / (|A| |x| + |b|)_i (Oettli and
+  // Prager; LAPACK dgerfs's BERR), which row scaling does not change: this is the returned X's
+  // (max over the right-hand sides). 0 for other matrices (not computed).
+  double componentwise_backward_error = 0;
   bool returned_earlier_iterate = false;
   // SolveOptions::condition_estimate: an estimate of cond_inf(A) = ||A||_inf ||A^-1||_inf from the
   // factors in use (Higham's estimator, a lower bound up to the factors' accuracy: FP64 factors,
