@@ -345,13 +345,17 @@ class BestIterate {
     double residual_norm = INFINITY, x_norm = 0;
   };
 
-  BestIterate(Engine& e, std::int64_t k) : e_(e), store_(e.scratch(kBestIterateSlot, k)), best_(k), current_(k) {}
+  BestIterate(Engine& e, std::int64_t k)
+      : e_(e), store_(e.scratch(kBestIterateSlot, k)), best_(k), current_(k), last_is_best_(k, false),
+        smallest_accepted_(k, INFINITY) {}
 
   // x's columns after a solve or step: keeps those that rank above the best so far.
   void offer(const MatrixView<double>& x, const std::vector<Candidate>& candidates) {
     for (std::int64_t j = 0; j < x.cols; ++j) {
       current_[j] = candidates[j];
-      if (!ranks_above(current_[j], best_[j])) continue;
+      last_is_best_[j] = replaces(current_[j], best_[j], smallest_accepted_[j]);
+      if (current_[j].accepted) smallest_accepted_[j] = std::min(smallest_accepted_[j], current_[j].judged_error);
+      if (!last_is_best_[j]) continue;
       best_[j] = current_[j];
       e_.copy(x.block(0, j, x.rows, 1), store_.block(0, j, x.rows, 1));
     }
@@ -363,7 +367,7 @@ class BestIterate {
     report.backward_error = 0;
     report.componentwise_backward_error = 0;
     for (std::int64_t j = 0; j < x.cols; ++j) {
-      if (ranks_above(best_[j], current_[j])) {
+      if (!last_is_best_[j]) {
         e_.copy(store_.block(0, j, x.rows, 1), x.block(0, j, x.rows, 1));
         current_[j] = best_[j];
         report.returned_earlier_iterate = true;
@@ -378,13 +382,20 @@ class BestIterate {
 
  private:
   // An accepted iterate before any that is not, then the smaller error by the measure it is judged by.
-  static bool ranks_above(const Candidate& a, const Candidate& b) {
-    return a.accepted != b.accepted ? a.accepted : a.judged_error < b.judged_error;
+  // Whether a later iterate replaces the best so far: an accepted one before any that is not, then
+  // the smaller error by the measure it is judged by; among accepted ones the later also within
+  // 2x of the smallest accepted one's, since at the backward error's floor its value is noise and
+  // the later iterate had one more correction (Refiner::evaluate's polishing).
+  static bool replaces(const Candidate& later, const Candidate& best, double smallest_accepted) {
+    if (later.accepted != best.accepted) return later.accepted;
+    return later.accepted ? later.judged_error <= 2 * smallest_accepted : later.judged_error < best.judged_error;
   }
 
   Engine& e_;
   MatrixView<double> store_;
   std::vector<Candidate> best_, current_;  // current_: the column's last iterate (x's, until restore)
+  std::vector<bool> last_is_best_;           // offer() kept the column's last iterate
+  std::vector<double> smallest_accepted_;    // the smallest judged error of an accepted iterate
 };
 
 // ||A^-1||_inf estimated with the engine's current factors (condition_estimate.hpp): the host
@@ -454,6 +465,9 @@ class Refiner {
     // solve, 1.0e-24, and the first step made it 2.4e-24, while FP64 factors gave 1.1e-26.
     proven_.assign(k_, attempt.precision == Precision::FP64 || o_.stop_test == StopTest::Lapack);
     ready_.assign(k_, false);
+    correction_norm_.assign(k_, 0.0);
+    correction_ratio_.assign(k_, INFINITY);
+    contracting_.assign(k_, false);
     evaluate(r, berr, done, report, nullptr);
     // Converged wherever every column has a converged (and proven) iterate, whatever else ended
     // the attempt: BestIterate returns it.
@@ -474,6 +488,7 @@ class Refiner {
         e_.apply_inverse(d);
         for (std::int64_t j = 0; j < k_; ++j)
           if (!done[j]) e_.axpy(1.0, &d(0, j), &x_(0, j));
+        e_.column_norms_inf(d, correction_norm_.data());
       } else {
         for (std::int64_t j = 0; j < k_; ++j) {
           if (done[j]) continue;
@@ -488,6 +503,7 @@ class Refiner {
             e_.copy(column(r, j), d);
             e_.apply_inverse(d);
             e_.axpy(1.0, d.data, &x_(0, j));
+            e_.column_norms_inf(d, &correction_norm_[j]);
             inner_stalled[j] = false;
             loose_step[j] = false;
             continue;
@@ -495,7 +511,7 @@ class Refiner {
           const double needed = 0.1 * stop_test_backward_error() / berr[j];
           const double target = tight[j] ? kGmresTolerance : std::clamp(needed, kGmresTolerance, kGmresLoosest);
           loose_step[j] = target > kGmresTolerance;
-          attempt.inner_iterations += gmres_correction(&r(0, j), &x_(0, j), target, it == 0);
+          attempt.inner_iterations += gmres_correction(&r(0, j), &x_(0, j), target, it == 0, &correction_norm_[j]);
           inner_stalled[j] = inner_stagnated_;
         }
       }
@@ -511,6 +527,10 @@ class Refiner {
       for (std::int64_t j = 0; j < k_; ++j) {
         if (done[j]) continue;
         if (!std::isfinite(berr[j])) return finish(StopReason::Diverged);
+        if (ready_[j] && contracting_[j]) {  // polishing while the correction contracts (evaluate)
+          slow[j] = grew[j] = 0;
+          continue;
+        }
         // An inner solve that stagnated says the LU is too weak a preconditioner for this matrix:
         // unless its step still cut the backward error tenfold, the attempt ends here (host
         // model, fp16x3, n = 512, geo cond 1e10: every inner solve stagnated, each step cut
@@ -579,8 +599,20 @@ class Refiner {
       // made the iterate worse: the converged one before it is the best (BestIterate).
       const bool was_ready = ready_[j];
       ready_[j] = (converged_[j] && proven_[j]) || (was_ready && at_limit);
+      // Nor while its corrections still contract (LAPACK xGERFSX's test on ||dx|| / ||x||): once
+      // the backward error is at its floor the forward error can still fall, in the directions
+      // where A is ill-conditioned, whose residual is small. `elasticity`, n = 32761, H100: the
+      // backward error stopped halving after 4 steps with a forward error 18x dgetrf+getrs's; two
+      // more steps made it 0.22x, for 5.5% more time (1-2 steps and 2-6% on other families,
+      // docs/results/solve_h100_2026-11-25_correction_test.txt).
+      contracting_[j] = false;
+      if (previous) {
+        const double ratio = xn[j] > 0 ? correction_norm_[j] / xn[j] : 0.0;
+        contracting_[j] = ratio > kSettledCorrection && ratio <= 0.5 * correction_ratio_[j];
+        correction_ratio_[j] = ratio;
+      }
       done[j] = o_.stop_test == StopTest::Lapack ? converged_[j]
-                                                 : ready_[j] && (rn[j] == 0 || at_limit);
+                                                 : ready_[j] && (rn[j] == 0 || (at_limit && !contracting_[j]));
       candidates[j] = {normwise, berr[j], converged_[j], converged_[j] && proven_[j], rn[j], xn[j]};
       worst = std::max(worst, normwise);
     }
@@ -595,12 +627,14 @@ class Refiner {
   // kComputedResidualMargin of the threshold: the claim then holds for the true residual too,
   // unless the rounding exceeds 5% of the test.
   static constexpr double kComputedResidualMargin = 0.95;
+  // A correction below this fraction of ||x||_inf changes x by about its FP64 rounding.
+  static constexpr double kSettledCorrection = 0x1p-51;
   double stop_test_backward_error() const { return lapack_stop_test_backward_error(o_, n_); }
 
   // GMRES on (LU)^-1 A d = (LU)^-1 r in FP64 (left preconditioning), restarted, until the
   // preconditioned residual falls by `target`; x += d. Returns the number of inner iterations.
   // first_step: the attempt's first outer step, whose budget is also judged inside a cycle.
-  int gmres_correction(const double* r, double* x, double target, bool first_step) {
+  int gmres_correction(const double* r, double* x, double target, bool first_step, double* correction_norm) {
     const auto gmres_start = Clock::now();
     const int m = o_.gmres_restart;
     const MatrixView<double> v = e_.scratch(2, m + 1);
@@ -726,6 +760,7 @@ class Refiner {
       if (j == 0 || too_slow_) break;
     }
     e_.axpy(1.0, d, x);
+    e_.column_norms_inf(MatrixView<const double>{d, n_, 1, n_, e_.memory()}, correction_norm);
     inner_stagnated_ = stagnated;
     if (trace_)
       std::fprintf(stderr, "gmres: inner solve ended after %d iterations (%s), target %.1e\n", total,
@@ -781,6 +816,10 @@ class Refiner {
   // The column has had a converged, proven iterate: under StopTest::Attainable the refinement
   // then only polishes it.
   std::vector<bool> ready_;
+  // ||d||_inf of the column's correction in the step just taken, and ||d||_inf / ||x||_inf of the
+  // one before; contracting_: the last correction halved and exceeded kSettledCorrection (evaluate).
+  std::vector<double> correction_norm_, correction_ratio_;
+  std::vector<bool> contracting_;
   bool inner_stagnated_ = false;  // the last inner solve ended because a cycle stagnated
   bool too_slow_ = false;  // a GMRES of this attempt predicted more iterations or time than its budget
   double next_rung_seconds_;

@@ -41,12 +41,14 @@ enum class Refinement {
 // When refinement ends for a right-hand side. Either way the solve reports it as converged only
 // where the returned x meets the LAPACK test (SolveReport::converged_rhs).
 enum class StopTest {
-  // Refine to the attainable accuracy, as LAPACK's dgerfs does: a right-hand side is done once
-  // it meets the LAPACK test and a step fails to halve its backward error (the refinement has
-  // reached its limit). dgerfs also stops at a backward error of u = 2^-53, but its backward
-  // error is componentwise; a normwise one below u can still fall by orders of magnitude where A
-  // is badly scaled. The answer is then as accurate as the FP64 LU's; it costs one or two steps
-  // beyond Lapack (each a pass over A and a triangular-solve pair).
+  // Refine to the attainable accuracy, as LAPACK's dgerfs and xGERFSX do: a right-hand side is
+  // done once it meets the LAPACK test, a step fails to halve its backward error (componentwise
+  // where A is badly scaled: SolveReport::componentwise_backward_error) and its correction no
+  // longer halves or has fallen to FP64's rounding of x (the forward error can still fall after
+  // the backward error has reached its floor). dgerfs also stops at a backward error of u =
+  // 2^-53; a normwise one below u can still fall by orders of magnitude where A is badly scaled.
+  // The answer is then as accurate as the FP64 LU's; it costs two or three steps beyond Lapack
+  // (each a pass over A and a triangular-solve pair).
   Attainable,
   // LAPACK's dsgesv and cuSOLVER IRS: done once
   //   ||r||_inf < tolerance_factor * sqrt(n) * ||x||_inf * ||A||_inf * eps_64,
