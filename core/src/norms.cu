@@ -1,7 +1,9 @@
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
@@ -89,52 +91,83 @@ ErrorStats compare_impl(const MatrixView<const T>& c, const MatrixView<const dou
   return s;
 }
 
-// componentwise_backward_error: one thread per row (consecutive rows: coalesced reads of each
-// column), the row's ratio folded into the maximum through its bits.
-__global__ void componentwise_backward_error_kernel(const double* a, std::int64_t lda, std::int64_t n, const double* x,
-                                                    const double* b, unsigned long long* worst) {
+// componentwise_backward_error: for a thread's row i and blockIdx.y's chunk of
+// kComponentwiseChunk columns, sum a_ij x_j into product[i] and |a_ij| |x_j| into magnitude[i]
+// (consecutive rows: coalesced reads of each column).
+constexpr int kComponentwiseChunk = 256;
+__global__ void componentwise_sums_kernel(const double* a, std::int64_t lda, std::int64_t n, const double* x,
+                                          double* product, double* magnitude) {
   const std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
   if (i >= n) return;
-  double r = b[i], s = fabs(b[i]);
-  for (std::int64_t j = 0; j < n; ++j) {
+  const std::int64_t c0 = std::int64_t(blockIdx.y) * kComponentwiseChunk;
+  const std::int64_t c1 = c0 + kComponentwiseChunk < n ? c0 + kComponentwiseChunk : n;
+  double p = 0, m = 0;
+  for (std::int64_t j = c0; j < c1; ++j) {
     const double aij = a[i + j * lda], xj = x[j];
-    r -= aij * xj;
-    s += fabs(aij) * fabs(xj);
+    p += aij * xj;
+    m += fabs(aij) * fabs(xj);
   }
-  const double ratio = s > 0 ? fabs(r) / s : 0.0;
-  atomicMax(worst, static_cast<unsigned long long>(__double_as_longlong(isnan(ratio) ? INFINITY : ratio)));
+  atomicAdd(&product[i], p);
+  atomicAdd(&magnitude[i], m);
+}
+
+// max_i |b_i - product_i| / (magnitude_i + |b_i|), folded into *worst through its bits.
+__global__ void componentwise_ratio_kernel(const double* b, const double* product, const double* magnitude,
+                                           std::int64_t n, unsigned long long* worst) {
+  double largest = 0;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const double denominator = magnitude[i] + fabs(b[i]);
+    const double ratio = denominator > 0 ? fabs(b[i] - product[i]) / denominator : 0.0;
+    largest = isnan(ratio) ? INFINITY : fmax(largest, ratio);
+  }
+  for (int o = 16; o > 0; o /= 2) largest = fmax(largest, __shfl_down_sync(0xffffffffu, largest, o));
+  if ((threadIdx.x & 31) == 0) atomicMax(worst, static_cast<unsigned long long>(__double_as_longlong(largest)));
 }
 
 }  // namespace
 
 double componentwise_backward_error(const MatrixView<const double>& a, const double* x, const double* b,
-                                    CUstream_st* stream) {
+                                    CUstream_st* stream, double* workspace) {
   detail::check_view("componentwise_backward_error", "a", a);
   if (a.rows != a.cols)
     throw InvalidArgument("componentwise_backward_error: a is " + std::to_string(a.rows) + " x " +
                           std::to_string(a.cols) + ", not square");
   const std::int64_t n = a.rows;
+  if (n == 0) return 0;
   if (a.memory == Memory::Host) {
+    std::vector<double> product(n, 0.0), magnitude(n, 0.0);
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < n; ++i) {
+        product[i] += a(i, j) * x[j];
+        magnitude[i] += std::fabs(a(i, j)) * std::fabs(x[j]);
+      }
     double worst = 0;
     for (std::int64_t i = 0; i < n; ++i) {
-      double r = b[i], s = std::fabs(b[i]);
-      for (std::int64_t j = 0; j < n; ++j) {
-        r -= a(i, j) * x[j];
-        s += std::fabs(a(i, j)) * std::fabs(x[j]);
-      }
-      const double ratio = s > 0 ? std::fabs(r) / s : 0.0;
+      const double denominator = magnitude[i] + std::fabs(b[i]);
+      const double ratio = denominator > 0 ? std::fabs(b[i] - product[i]) / denominator : 0.0;
       worst = std::isnan(ratio) ? INFINITY : std::fmax(worst, ratio);
     }
     return worst;
   }
-  if (n == 0) return 0;
-  DeviceBuffer<unsigned long long> worst(1);
-  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(worst.data(), 0, sizeof(unsigned long long), stream));
-  componentwise_backward_error_kernel<<<unsigned((n + 127) / 128), 128, 0, stream>>>(a.data, a.ld, n, x, b,
-                                                                                    worst.data());
+  DeviceBuffer<double> allocated;
+  if (!workspace) {
+    allocated = DeviceBuffer<double>(2 * n + 1);
+    workspace = allocated.data();
+  }
+  double* product = workspace;
+  double* magnitude = workspace + n;
+  auto* worst = reinterpret_cast<unsigned long long*>(workspace + 2 * n);
+  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(workspace, 0, (2 * n + 1) * sizeof(double), stream));
+  const dim3 grid(unsigned((n + 255) / 256), unsigned((n + kComponentwiseChunk - 1) / kComponentwiseChunk));
+  componentwise_sums_kernel<<<grid, 256, 0, stream>>>(a.data, a.ld, n, x, product, magnitude);
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+  const unsigned blocks = unsigned(std::min<std::int64_t>((n + 255) / 256, 64));
+  componentwise_ratio_kernel<<<blocks, 256, 0, stream>>>(b, product, magnitude, n, worst);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   unsigned long long bits = 0;
-  worst.copy_to_host(&bits, 1, stream);
+  MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(&bits, worst, sizeof bits, cudaMemcpyDeviceToHost, stream));
+  MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
   return __builtin_bit_cast(double, bits);
 }
 

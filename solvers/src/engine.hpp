@@ -171,8 +171,6 @@ class Engine {
   // min |u_kk| / max |u_kk| over the current factors' diagonal (of mu R A S where range-scaled),
   // after a factorization that completed: the probe's screen (SolveOptions::probe_pivot_ratio).
   virtual double pivot_ratio() = 0;
-  // |u_kk| of the current factors (of mu R A S where range-scaled), in column order, on the host.
-  virtual std::vector<double> pivot_magnitudes() = 0;
   // y := (LU)^-1 P y for an n x k FP64 block: in FP64 arithmetic for FP64 factors, and for
   // FP32-stored factors up to kFp64ApplyMaxColumns columns (every GMRES application); more
   // columns with FP32 factors in FP32.
@@ -189,10 +187,10 @@ class Engine {
   // (the two-sided range scaling's criterion): refinement then judges iterates by their
   // componentwise backward error (SolveReport::componentwise_backward_error).
   virtual bool badly_scaled() = 0;
-  // out[j] := max_i |r_ij| / (|A| |x_j| + |b_j|)_i for the residual r = b - A x (core/norms.hpp's
-  // componentwise backward error, with the engine's residual), into host memory.
+  // out[j] := the componentwise backward error of column j of x for column j of b (core/norms.hpp),
+  // into host memory: one pass over A per column.
   virtual void componentwise_backward_errors(const MatrixView<const double>& x, const MatrixView<const double>& b,
-                                             const MatrixView<const double>& r, double* out) = 0;
+                                             double* out) = 0;
   // y := A x in FP64 for vectors of length n.
   virtual void multiply(const double* x, double* y) = 0;
   // ||column j||_inf for every column of m, into host memory.

@@ -347,7 +347,7 @@ class BestIterate {
 
   BestIterate(Engine& e, std::int64_t k)
       : e_(e), store_(e.scratch(kBestIterateSlot, k)), best_(k), current_(k), last_is_best_(k, false),
-        smallest_accepted_(k, INFINITY) {}
+        stored_(k, false), smallest_accepted_(k, INFINITY) {}
 
   // x's columns after a solve or step: keeps those that rank above the best so far.
   void offer(const MatrixView<double>& x, const std::vector<Candidate>& candidates) {
@@ -357,6 +357,7 @@ class BestIterate {
       if (current_[j].accepted) smallest_accepted_[j] = std::min(smallest_accepted_[j], current_[j].judged_error);
       if (!last_is_best_[j]) continue;
       best_[j] = current_[j];
+      stored_[j] = true;
       e_.copy(x.block(0, j, x.rows, 1), store_.block(0, j, x.rows, 1));
     }
   }
@@ -367,7 +368,7 @@ class BestIterate {
     report.backward_error = 0;
     report.componentwise_backward_error = 0;
     for (std::int64_t j = 0; j < x.cols; ++j) {
-      if (!last_is_best_[j]) {
+      if (!last_is_best_[j] && stored_[j]) {
         e_.copy(store_.block(0, j, x.rows, 1), x.block(0, j, x.rows, 1));
         current_[j] = best_[j];
         report.returned_earlier_iterate = true;
@@ -381,7 +382,6 @@ class BestIterate {
   const std::vector<Candidate>& returned() const { return current_; }
 
  private:
-  // An accepted iterate before any that is not, then the smaller error by the measure it is judged by.
   // Whether a later iterate replaces the best so far: an accepted one before any that is not, then
   // the smaller error by the measure it is judged by; among accepted ones the later also within
   // 2x of the smallest accepted one's, since at the backward error's floor its value is noise and
@@ -395,6 +395,7 @@ class BestIterate {
   MatrixView<double> store_;
   std::vector<Candidate> best_, current_;  // current_: the column's last iterate (x's, until restore)
   std::vector<bool> last_is_best_;           // offer() kept the column's last iterate
+  std::vector<bool> stored_;                 // store_ holds an iterate of the column
   std::vector<double> smallest_accepted_;    // the smallest judged error of an accepted iterate
 };
 
@@ -468,6 +469,8 @@ class Refiner {
     correction_norm_.assign(k_, 0.0);
     correction_ratio_.assign(k_, INFINITY);
     contracting_.assign(k_, false);
+    polishing_steps_.assign(k_, 0);
+    normwise_.assign(k_, INFINITY);
     evaluate(r, berr, done, report, nullptr);
     // Converged wherever every column has a converged (and proven) iterate, whatever else ended
     // the attempt: BestIterate returns it.
@@ -508,7 +511,7 @@ class Refiner {
             loose_step[j] = false;
             continue;
           }
-          const double needed = 0.1 * stop_test_backward_error() / berr[j];
+          const double needed = 0.1 * stop_test_backward_error() / normwise_[j];
           const double target = tight[j] ? kGmresTolerance : std::clamp(needed, kGmresTolerance, kGmresLoosest);
           loose_step[j] = target > kGmresTolerance;
           attempt.inner_iterations += gmres_correction(&r(0, j), &x_(0, j), target, it == 0, &correction_norm_[j]);
@@ -575,7 +578,7 @@ class Refiner {
     e_.column_norms_inf(r, rn.data());
     e_.column_norms_inf(x_, xn.data());
     e_.column_norms_inf(b_, bn.data());
-    if (componentwise_) e_.componentwise_backward_errors(x_, b_, r, componentwise.data());
+    if (componentwise_) e_.componentwise_backward_errors(x_, b_, componentwise.data());
     double worst = 0;
     converged_.assign(k_, false);
     std::vector<BestIterate::Candidate> candidates(k_);
@@ -584,6 +587,7 @@ class Refiner {
       const double normwise =
           std::isfinite(rn[j]) && std::isfinite(xn[j]) ? (denominator > 0 ? rn[j] / denominator : 0.0) : INFINITY;
       berr[j] = componentwise_ ? (std::isfinite(normwise) ? componentwise[j] : INFINITY) : normwise;
+      normwise_[j] = normwise;
       converged_[j] = rn[j] == 0 || (std::isfinite(xn[j]) &&
                                      rn[j] < kComputedResidualMargin * stop_test_backward_error() * xn[j] * norm_a_);
       // StopTest::Attainable: no longer halving once converged (and proven_). Not dgerfs's "at
@@ -605,14 +609,19 @@ class Refiner {
       // backward error stopped halving after 4 steps with a forward error 18x dgetrf+getrs's; two
       // more steps made it 0.22x, for 5.5% more time (1-2 steps and 2-6% on other families,
       // docs/results/solve_h100_2026-11-25_correction_test.txt).
+      // At most kPolishingSteps such steps (xGERFSX's ITHRESH). A column once done stays done: its
+      // x no longer moves, and its correction was computed but not applied.
       contracting_[j] = false;
-      if (previous) {
+      if (previous && !done[j]) {
         const double ratio = xn[j] > 0 ? correction_norm_[j] / xn[j] : 0.0;
-        contracting_[j] = ratio > kSettledCorrection && ratio <= 0.5 * correction_ratio_[j];
+        contracting_[j] = ratio > kSettledCorrection && ratio <= 0.5 * correction_ratio_[j] &&
+                          polishing_steps_[j] < kPolishingSteps;
         correction_ratio_[j] = ratio;
+        if (was_ready) ++polishing_steps_[j];
       }
-      done[j] = o_.stop_test == StopTest::Lapack ? converged_[j]
-                                                 : ready_[j] && (rn[j] == 0 || (at_limit && !contracting_[j]));
+      done[j] = done[j] || (o_.stop_test == StopTest::Lapack
+                                ? converged_[j]
+                                : ready_[j] && (rn[j] == 0 || (at_limit && !contracting_[j])));
       candidates[j] = {normwise, berr[j], converged_[j], converged_[j] && proven_[j], rn[j], xn[j]};
       worst = std::max(worst, normwise);
     }
@@ -629,6 +638,8 @@ class Refiner {
   static constexpr double kComputedResidualMargin = 0.95;
   // A correction below this fraction of ||x||_inf changes x by about its FP64 rounding.
   static constexpr double kSettledCorrection = 0x1p-51;
+  // The most steps a converged column takes while its correction contracts (evaluate).
+  static constexpr int kPolishingSteps = 4;
   double stop_test_backward_error() const { return lapack_stop_test_backward_error(o_, n_); }
 
   // GMRES on (LU)^-1 A d = (LU)^-1 r in FP64 (left preconditioning), restarted, until the
@@ -776,9 +787,9 @@ class Refiner {
   bool classic_too_slow(const std::vector<double>& berr, const std::vector<double>& window_start,
                         const std::vector<bool>& done) const {
     for (std::int64_t j = 0; j < k_; ++j) {
-      if (done[j]) continue;
+      if (done[j] || ready_[j]) continue;  // a converged column only polishes
       const double rate = std::pow(berr[j] / window_start[j], 1.0 / kClassicJudgeWindow);
-      const double more = rate < 1 ? std::log(stop_test_backward_error() / berr[j]) / std::log(rate) : INFINITY;
+      const double more = rate < 1 ? std::log(stop_test_backward_error() / normwise_[j]) / std::log(rate) : INFINITY;
       if (more > kClassicMaxPredictedSteps) return true;
     }
     return false;
@@ -820,6 +831,10 @@ class Refiner {
   // one before; contracting_: the last correction halved and exceeded kSettledCorrection (evaluate).
   std::vector<double> correction_norm_, correction_ratio_;
   std::vector<bool> contracting_;
+  std::vector<int> polishing_steps_;  // steps taken since the column was ready
+  // The normwise backward errors of the last evaluate: how far a column is from the (normwise)
+  // LAPACK test, where berr is componentwise (componentwise_).
+  std::vector<double> normwise_;
   bool inner_stagnated_ = false;  // the last inner solve ended because a cycle stagnated
   bool too_slow_ = false;  // a GMRES of this attempt predicted more iterations or time than its budget
   double next_rung_seconds_;

@@ -518,9 +518,9 @@ TEST(GpuSolve, NumericallySingularMatrixIsNeverWorseThanTheFp64Lu) {
   }
 }
 
-// core/norms.hpp's componentwise backward error on the device matches the host's (the same sums
-// in the same order, with or without fused multiply-adds) for the FP64 solution of a random system
-// with a relative perturbation of 1e-6 in every entry.
+// core/norms.hpp's componentwise backward error on the device matches the host's for the FP64
+// solution of a random system with a relative perturbation of 1e-6 in every entry: the residual
+// (~1e-7 of the sums) is summed in another order on the device (chunks of columns, atomics).
 TEST(GpuSolve, ComponentwiseBackwardErrorOnTheDeviceMatchesTheHost) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
@@ -538,7 +538,7 @@ TEST(GpuSolve, ComponentwiseBackwardErrorOnTheDeviceMatchesTheHost) {
                                    ctx.stream());
   EXPECT_GT(host, 1e-9);
   EXPECT_LT(host, 1e-5);
-  EXPECT_NEAR(device, host, 1e-9 * host);
+  EXPECT_NEAR(device, host, 1e-6 * host);
 }
 
 // A reused row order that fails its multiplier check in the first panel ends the FP64 LU a few

@@ -29,6 +29,7 @@
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/cusolver_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
+#include "mixsolve/core/norms.hpp"
 #include "mixsolve/gemm/fp16x3_packed.hpp"
 #include "mixsolve/gemm/registry.hpp"
 
@@ -307,11 +308,11 @@ __global__ void diagonal_abs_range_kernel(const T* a, std::int64_t lda, std::int
 }
 
 // kCollapseMinPivots (engine.hpp): the pivots of columns [j0, j0 + jb) of the factors f (its
-// diagonal, the same in either layout) into the running PivotWatch, in column order, and its
-// count of small pivots into `small` for the host. One block of kPanelMaxWidth threads.
+// diagonal, the same in either layout) into the running PivotWatch, in column order. One block
+// of kPanelMaxWidth threads.
 template <class T>
 __global__ void watch_pivots_kernel(const T* f, std::int64_t ld, std::int64_t j0, int jb, double below,
-                                    PivotWatch* watch, long long* small) {
+                                    PivotWatch* watch) {
   __shared__ double magnitudes[kPanelMaxWidth];
   if (threadIdx.x < jb) magnitudes[threadIdx.x] = fabs(double(f[(j0 + threadIdx.x) * (ld + 1)]));
   __syncthreads();
@@ -319,33 +320,6 @@ __global__ void watch_pivots_kernel(const T* f, std::int64_t ld, std::int64_t j0
   PivotWatch w = *watch;
   for (int k = 0; k < jb; ++k) watch_pivot(w, magnitudes[k], below);
   *watch = w;
-  *small = w.small;
-}
-
-// componentwise_backward_errors: s += |A| |x| over the columns [c0, c0 + kAbsProductColumns) of
-// blockIdx.y's chunk, a thread per row (reads of a column coalesced), added into s.
-constexpr int kAbsProductColumns = 256;
-__global__ void abs_product_kernel(const double* a, std::int64_t lda, std::int64_t n, const double* x, double* s) {
-  const std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
-  if (i >= n) return;
-  const std::int64_t c0 = std::int64_t(blockIdx.y) * kAbsProductColumns;
-  const std::int64_t c1 = c0 + kAbsProductColumns < n ? c0 + kAbsProductColumns : n;
-  double sum = 0;
-  for (std::int64_t j = c0; j < c1; ++j) sum += fabs(a[i + j * lda]) * fabs(x[j]);
-  atomicAdd(&s[i], sum);
-}
-// max_i |r_i| / (s_i + |b_i|) folded into *worst through its bits (NaN counts as Inf).
-__global__ void componentwise_ratio_kernel(const double* r, const double* b, const double* s, std::int64_t n,
-                                           unsigned long long* worst) {
-  double largest = 0;
-  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::int64_t(gridDim.x) * blockDim.x) {
-    const double denominator = s[i] + fabs(b[i]);
-    const double ratio = denominator > 0 ? fabs(r[i]) / denominator : 0.0;  // 0: r_i = 0 too
-    largest = isnan(ratio) ? INFINITY : fmax(largest, ratio);
-  }
-  for (int o = 16; o > 0; o /= 2) largest = fmax(largest, __shfl_down_sync(0xffffffffu, largest, o));
-  if ((threadIdx.x & 31) == 0) atomicMax(worst, static_cast<unsigned long long>(__double_as_longlong(largest)));
 }
 
 // For each column j of m (one block per column): the power of two
@@ -683,7 +657,8 @@ class DeviceEngine final : public Engine {
     return range[1] > 0 ? range[0] / range[1] : 0.0;
   }
 
-  std::vector<double> pivot_magnitudes() override {
+  // |u_kk| of the current factors, on the host.
+  std::vector<double> pivot_magnitudes() {
     return precision_ == Precision::FP64 ? diagonal_magnitudes(factors64_.data()) : diagonal_magnitudes(factors32_.data());
   }
   template <class T>
@@ -860,7 +835,9 @@ class DeviceEngine final : public Engine {
     factor_blocked(f, update);
     if (collapsed_at_column_ >= 0) {  // the pivots collapsed part way (kCollapseMinPivots)
       row_major_ = false;
-      int first_zero = 0;  // an exact zero pivot (the NaNs after it count as small) says more
+      // An exact zero pivot (the NaNs after it count as small) says more; it may lie in the up to
+      // kOrderVerdictLag panels factored after the judged one (the host LU stops at the first).
+      int first_zero = 0;
       first_zero_pivot_.copy_to_host(&first_zero, 1, stream());
       result.status = first_zero < n_ ? StopReason::ZeroPivot : StopReason::CollapsedPivots;
       result.zero_pivot_column = first_zero < n_ ? first_zero : -1;
@@ -997,23 +974,12 @@ class DeviceEngine final : public Engine {
   bool badly_scaled() override { return choose_range_scaling(scan_a().row_max, scan_a().column_max).two_sided; }
 
   void componentwise_backward_errors(const MatrixView<const double>& x, const MatrixView<const double>& b,
-                                     const MatrixView<const double>& r, double* out) override {
+                                     double* out) override {
     profile_.start(Profile::Residual, stream());
-    if (abs_product_.size() < std::size_t(n_)) abs_product_ = DeviceBuffer<double>(ctx_, n_);
-    if (worst_ratio_.size() < std::size_t(x.cols)) worst_ratio_ = DeviceBuffer<unsigned long long>(ctx_, x.cols);
-    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(worst_ratio_.data(), 0, x.cols * sizeof(unsigned long long), stream()));
-    const dim3 grid(blocks_for(n_), unsigned((n_ + kAbsProductColumns - 1) / kAbsProductColumns));
-    for (std::int64_t c = 0; c < x.cols; ++c) {
-      MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(abs_product_.data(), 0, n_ * sizeof(double), stream()));
-      abs_product_kernel<<<grid, 256, 0, stream()>>>(a_.data, a_.ld, n_, &x(0, c), abs_product_.data());
-      MIXSOLVE_CUDA_CHECK_LAUNCH();
-      componentwise_ratio_kernel<<<std::min(blocks_for(n_), 64u), 256, 0, stream()>>>(
-          &r(0, c), &b(0, c), abs_product_.data(), n_, worst_ratio_.data() + c);
-      MIXSOLVE_CUDA_CHECK_LAUNCH();
-    }
-    std::vector<unsigned long long> bits(x.cols);
-    worst_ratio_.copy_to_host(bits.data(), x.cols, stream());
-    std::memcpy(out, bits.data(), x.cols * sizeof(double));
+    if (componentwise_workspace_.size() < std::size_t(2 * n_ + 1))
+      componentwise_workspace_ = DeviceBuffer<double>(ctx_, 2 * n_ + 1);
+    for (std::int64_t c = 0; c < x.cols; ++c)
+      out[c] = componentwise_backward_error(a_, &x(0, c), &b(0, c), stream(), componentwise_workspace_.data());
     profile_.stop(Profile::Residual, stream());
   }
 
@@ -1260,14 +1226,16 @@ class DeviceEngine final : public Engine {
 
     // Running verdicts (kOrderVerdictLag), after each panel q into a pinned host slot with an
     // event: a reused row order's largest multiplier so far (its panels), or a cheaper LU's count
-    // of small pivots (kCollapseMinPivots; on the inverse's side stream, off the chain's path).
+    // of small pivots (kCollapseMinPivots; on the inverse's side stream after panel q's L11^-1,
+    // where its few microseconds delay only the next panel's L11^-1). The watch is reset on the
+    // bulk stream, which the previous LU's side streams joined and the chain follows (to_chain).
     order_rejected_early_ = false;
     const bool watch = kFp32 && collapse_below_ > 0;
     constexpr std::int64_t kVerdictSlots = kOrderVerdictLag + 1;
     std::vector<StreamEvent> verdict_ready(in_order_ || watch ? kVerdictSlots : 0);
     if ((in_order_ || watch) && !panel_verdicts_)
       MIXSOLVE_CUDA_CHECK(cudaMallocHost(&panel_verdicts_, kVerdictSlots * sizeof(unsigned long long)));
-    if (watch) MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(pivot_watch_.data(), 0, sizeof(PivotWatch), chain));
+    if (watch) MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(pivot_watch_.data(), 0, sizeof(PivotWatch), bulk));
     cudaStream_t watch_stream = side ? side[1] : chain;
     const auto post_verdict = [&](std::int64_t q) {
       unsigned long long* slot = panel_verdicts_ + q % kVerdictSlots;
@@ -1278,12 +1246,11 @@ class DeviceEngine final : public Engine {
       } else if (watch) {
         const std::int64_t j0 = first_column(q), jb = std::min(first_column(q + 1), n_) - j0;
         if (jb <= 0) return;
-        watch_pivots_kernel<<<1, kPanelMaxWidth, 0, watch_stream>>>(
-            f, nf_, j0, int(jb), collapse_below_, reinterpret_cast<PivotWatch*>(pivot_watch_.data()),
-            reinterpret_cast<long long*>(pivot_watch_.data()) + 2);
+        watch_pivots_kernel<<<1, kPanelMaxWidth, 0, watch_stream>>>(f, nf_, j0, int(jb), collapse_below_,
+                                                                     pivot_watch_.data());
         MIXSOLVE_CUDA_CHECK_LAUNCH();
-        MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(slot, reinterpret_cast<long long*>(pivot_watch_.data()) + 2,
-                                            sizeof(long long), cudaMemcpyDeviceToHost, watch_stream));
+        MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(slot, &pivot_watch_.data()->small, sizeof(long long),
+                                            cudaMemcpyDeviceToHost, watch_stream));
         verdict_ready[q % kVerdictSlots].record(watch_stream);
       }
     };
@@ -1387,6 +1354,10 @@ class DeviceEngine final : public Engine {
     if ((order_rejected_early_ || collapsed_at_column_ >= 0) && side) {  // the side streams' last work, which no later panel joined
       moves_done_.wait_in(bulk);
       inverse_done_.wait_in(bulk);
+    }
+    if (watch && side) {  // the last watch kernels read f after the inverse that inverse_done_ marks
+      StreamEvent watched;
+      watched.order(side[1], bulk);
     }
     from_left.order(left, bulk);
     from_chain.order(chain, bulk);
@@ -1710,18 +1681,17 @@ class DeviceEngine final : public Engine {
   bool substitution_solves_ = false;  // FP64 factors solved by trsm (choose_fp64_solves)
   // The panels' verdicts (factor_blocked): pinned host slots; whether a reused order failed; where
   // a cheaper LU's pivots collapsed (-1: they did not), below what (0: not watched), and the
-  // running PivotWatch with its count of small pivots beside it.
+  // running PivotWatch.
   unsigned long long* panel_verdicts_ = nullptr;
   bool order_rejected_early_ = false;
   std::int64_t collapsed_at_column_ = -1;
   double collapse_below_ = 0;
-  DeviceBuffer<unsigned long long> pivot_watch_{ctx_, 3};
+  DeviceBuffer<PivotWatch> pivot_watch_{ctx_, 1};
   std::int64_t order_panels_ = 0;  // the leading panels that follow a reused order (factor_unchecked)
   DeviceBuffer<unsigned long long> largest_multiplier_{ctx_, 1};  // max |L21| in order, as double bits
   double mu_ = 1.0;
   DeviceBuffer<double> gram_;          // Engine::gram's k x k result
-  DeviceBuffer<double> abs_product_;   // componentwise_backward_errors: |A| |x|
-  DeviceBuffer<unsigned long long> worst_ratio_;  // and each column's largest ratio, as double bits
+  DeviceBuffer<double> componentwise_workspace_;  // componentwise_backward_errors'
   DeviceBuffer<double> vector_scale_;  // apply_inverse: each column's sigma and 1 / sigma
   DeviceBuffer<double> projection_;    // orthogonalize: the projections of the two passes
   DeviceBuffer<int> pivots_, permutation_, info_, first_zero_pivot_;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../engine.hpp"
+#include "mixsolve/core/norms.hpp"
 #include "mixsolve/gemm/registry.hpp"
 
 namespace mixsolve::solvers_detail {
@@ -246,7 +247,8 @@ class HostEngine final : public Engine {
     return largest > 0 ? smallest / largest : 0.0;
   }
 
-  std::vector<double> pivot_magnitudes() override {
+  // |u_kk| of the current factors, in column order.
+  std::vector<double> pivot_magnitudes() const {
     std::vector<double> magnitudes(n_);
     for (std::int64_t k = 0; k < n_; ++k) magnitudes[k] = pivot_magnitude(k);
     return magnitudes;
@@ -333,21 +335,9 @@ class HostEngine final : public Engine {
   }
 
   void componentwise_backward_errors(const MatrixView<const double>& x, const MatrixView<const double>& b,
-                                     const MatrixView<const double>& r, double* out) override {
-    std::vector<double> s(n_);
-    for (std::int64_t c = 0; c < x.cols; ++c) {
-      for (std::int64_t i = 0; i < n_; ++i) s[i] = std::fabs(b(i, c));
-      for (std::int64_t j = 0; j < n_; ++j) {
-        const double xj = std::fabs(x(j, c));
-        for (std::int64_t i = 0; i < n_; ++i) s[i] += std::fabs(a_[i + j * n_]) * xj;
-      }
-      double worst = 0;
-      for (std::int64_t i = 0; i < n_; ++i) {
-        const double ratio = s[i] > 0 ? std::fabs(r(i, c)) / s[i] : 0.0;  // s_i = 0: r_i = 0 too
-        worst = std::isnan(ratio) ? INFINITY : std::max(worst, ratio);
-      }
-      out[c] = worst;
-    }
+                                     double* out) override {
+    for (std::int64_t c = 0; c < x.cols; ++c)
+      out[c] = componentwise_backward_error(host_view<const double>(a_.data(), n_, n_, n_), &x(0, c), &b(0, c));
   }
 
   void column_norms_inf(const MatrixView<const double>& m, double* out) override {

@@ -30,10 +30,11 @@ ErrorStats compare_to_reference(const MatrixView<const double>& c, const MatrixV
 //   max_i |b - A x|_i / (|A| |x| + |b|)_i,
 // the smallest relative perturbation of each entry of A and b that makes x exact, so a row
 // scaling of A and b leaves it unchanged (the normwise measure is dominated by the largest rows).
-// A row whose denominator is 0 has a zero residual too and counts as 0. n x n A and
-// vectors x and b of length n, all on the host or all on the device (FP64 arithmetic, one pass
-// over A; device calls synchronise `stream`).
+// A row whose denominator is 0 has a zero residual too and counts as 0; NaN counts as Inf. n x n
+// A and vectors x and b of length n, all on the host or all on the device, in FP64 arithmetic in
+// one pass over A (on the device in chunks of columns, summed in no fixed order). Device calls
+// synchronise `stream`; `workspace` (device only, optional): 2 n + 1 doubles, else allocated.
 double componentwise_backward_error(const MatrixView<const double>& a, const double* x, const double* b,
-                                    CUstream_st* stream = nullptr);
+                                    CUstream_st* stream = nullptr, double* workspace = nullptr);
 
 }  // namespace mixsolve
