@@ -111,14 +111,16 @@ __global__ void componentwise_sums_kernel(const double* a, std::int64_t lda, std
   atomicAdd(&magnitude[i], m);
 }
 
-// max_i |b_i - product_i| / (magnitude_i + |b_i|), folded into *worst through its bits.
-__global__ void componentwise_ratio_kernel(const double* b, const double* product, const double* magnitude,
-                                           std::int64_t n, unsigned long long* worst) {
+// max_i |r_i| / (magnitude_i + |b_i|), r = residual or b - product, folded into *worst through
+// its bits.
+__global__ void componentwise_ratio_kernel(const double* b, const double* product, const double* residual,
+                                           const double* magnitude, std::int64_t n, unsigned long long* worst) {
   double largest = 0;
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x) {
     const double denominator = magnitude[i] + fabs(b[i]);
-    const double ratio = denominator > 0 ? fabs(b[i] - product[i]) / denominator : 0.0;
+    const double r = residual ? residual[i] : b[i] - product[i];
+    const double ratio = denominator > 0 ? fabs(r) / denominator : 0.0;
     largest = isnan(ratio) ? INFINITY : fmax(largest, ratio);
   }
   for (int o = 16; o > 0; o /= 2) largest = fmax(largest, __shfl_down_sync(0xffffffffu, largest, o));
@@ -128,7 +130,7 @@ __global__ void componentwise_ratio_kernel(const double* b, const double* produc
 }  // namespace
 
 double componentwise_backward_error(const MatrixView<const double>& a, const double* x, const double* b,
-                                    CUstream_st* stream, double* workspace) {
+                                    CUstream_st* stream, double* workspace, const double* residual) {
   detail::check_view("componentwise_backward_error", "a", a);
   if (a.rows != a.cols)
     throw InvalidArgument("componentwise_backward_error: a is " + std::to_string(a.rows) + " x " +
@@ -145,7 +147,8 @@ double componentwise_backward_error(const MatrixView<const double>& a, const dou
     double worst = 0;
     for (std::int64_t i = 0; i < n; ++i) {
       const double denominator = magnitude[i] + std::fabs(b[i]);
-      const double ratio = denominator > 0 ? std::fabs(b[i] - product[i]) / denominator : 0.0;
+      const double r = residual ? residual[i] : b[i] - product[i];
+      const double ratio = denominator > 0 ? std::fabs(r) / denominator : 0.0;
       worst = std::isnan(ratio) ? INFINITY : std::fmax(worst, ratio);
     }
     return worst;
@@ -163,7 +166,7 @@ double componentwise_backward_error(const MatrixView<const double>& a, const dou
   componentwise_sums_kernel<<<grid, 256, 0, stream>>>(a.data, a.ld, n, x, product, magnitude);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   const unsigned blocks = unsigned(std::min<std::int64_t>((n + 255) / 256, 64));
-  componentwise_ratio_kernel<<<blocks, 256, 0, stream>>>(b, product, magnitude, n, worst);
+  componentwise_ratio_kernel<<<blocks, 256, 0, stream>>>(b, product, residual, magnitude, n, worst);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   unsigned long long bits = 0;
   MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(&bits, worst, sizeof bits, cudaMemcpyDeviceToHost, stream));

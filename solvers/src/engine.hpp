@@ -187,10 +187,10 @@ class Engine {
   // (the two-sided range scaling's criterion): refinement then judges iterates by their
   // componentwise backward error (SolveReport::componentwise_backward_error).
   virtual bool badly_scaled() = 0;
-  // out[j] := the componentwise backward error of column j of x for column j of b (core/norms.hpp),
-  // into host memory: one pass over A per column.
-  virtual void componentwise_backward_errors(const MatrixView<const double>& x, const MatrixView<const double>& b,
-                                             double* out) = 0;
+  // The componentwise backward error of x for b (core/norms.hpp), vectors of length n, with r =
+  // b - A x from residual() as its numerator (deterministic where the engine's residual is): one
+  // pass over A.
+  virtual double componentwise_backward_error(const double* x, const double* b, const double* r) = 0;
   // y := A x in FP64 for vectors of length n.
   virtual void multiply(const double* x, double* y) = 0;
   // ||column j||_inf for every column of m, into host memory.

@@ -578,7 +578,10 @@ class Refiner {
     e_.column_norms_inf(r, rn.data());
     e_.column_norms_inf(x_, xn.data());
     e_.column_norms_inf(b_, bn.data());
-    if (componentwise_) e_.componentwise_backward_errors(x_, b_, componentwise.data());
+    // A column already done keeps its x, and its measure (the last one in berr).
+    if (componentwise_)
+      for (std::int64_t j = 0; j < k_; ++j)
+        componentwise[j] = previous && done[j] ? berr[j] : e_.componentwise_backward_error(&x_(0, j), &b_(0, j), &r(0, j));
     double worst = 0;
     converged_.assign(k_, false);
     std::vector<BestIterate::Candidate> candidates(k_);
@@ -609,8 +612,9 @@ class Refiner {
       // backward error stopped halving after 4 steps with a forward error 18x dgetrf+getrs's; two
       // more steps made it 0.22x, for 5.5% more time (1-2 steps and 2-6% on other families,
       // docs/results/solve_h100_2026-11-25_correction_test.txt).
-      // At most kPolishingSteps such steps (xGERFSX's ITHRESH). A column once done stays done: its
-      // x no longer moves, and its correction was computed but not applied.
+      // Kept alive this way within its first kPolishingSteps steps after it became ready
+      // (xGERFSX's ITHRESH), whichever kept it going before. A column once done stays done: its x
+      // no longer moves, and its correction was computed but not applied.
       contracting_[j] = false;
       if (previous && !done[j]) {
         const double ratio = xn[j] > 0 ? correction_norm_[j] / xn[j] : 0.0;
@@ -788,6 +792,8 @@ class Refiner {
                         const std::vector<bool>& done) const {
     for (std::int64_t j = 0; j < k_; ++j) {
       if (done[j] || ready_[j]) continue;  // a converged column only polishes
+      // The rate from the measure iterates are judged by, the distance from the normwise one the
+      // LAPACK test reads: where they differ (badly scaled A) a rough prediction either way.
       const double rate = std::pow(berr[j] / window_start[j], 1.0 / kClassicJudgeWindow);
       const double more = rate < 1 ? std::log(stop_test_backward_error() / normwise_[j]) / std::log(rate) : INFINITY;
       if (more > kClassicMaxPredictedSteps) return true;

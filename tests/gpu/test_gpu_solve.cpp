@@ -539,6 +539,17 @@ TEST(GpuSolve, ComponentwiseBackwardErrorOnTheDeviceMatchesTheHost) {
   EXPECT_GT(host, 1e-9);
   EXPECT_LT(host, 1e-5);
   EXPECT_NEAR(device, host, 1e-6 * host);
+  // With the caller's residual as the numerator both sides divide the same numbers up to the
+  // denominators' summation order.
+  const Eigen::VectorXd r = Eigen::Map<const Eigen::VectorXd>(prob.b.data(), n) - a * x;
+  DeviceBuffer<double> dr(n);
+  dr.copy_from_host(std::vector<double>(r.data(), r.data() + n));
+  const double host_r = componentwise_backward_error(host_view<const double>(prob.a.data(), n, n, n), x.data(),
+                                                     prob.b.data(), nullptr, nullptr, r.data());
+  const double device_r =
+      componentwise_backward_error(device_view<const double>(prob.da.data(), n, n, n), dx.data(), prob.db.data(),
+                                   ctx.stream(), nullptr, dr.data());
+  EXPECT_NEAR(device_r, host_r, 1e-12 * host_r);
 }
 
 // A reused row order that fails its multiplier check in the first panel ends the FP64 LU a few

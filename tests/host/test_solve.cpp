@@ -688,7 +688,10 @@ TEST(Solve, DefaultStopTestIsAsAccurateAsTheFp64LuOnEveryApplicationFamily) {
             .maxCoeff();
       };
       EXPECT_LE(componentwise(p.x), 10 * std::max(componentwise(lu_x_v), u)) << r.summary();
-      EXPECT_NEAR(r.componentwise_backward_error, componentwise(p.x), 1e-6 * componentwise(p.x)) << r.summary();
+      // The report's value reads the engine's residual, this one its own: at the floor, where the
+      // residual is its own rounding, they agree to a small factor.
+      EXPECT_LE(r.componentwise_backward_error, 4 * std::max(componentwise(p.x), u)) << r.summary();
+      EXPECT_GE(4 * r.componentwise_backward_error, std::min(componentwise(p.x), u)) << r.summary();
       EXPECT_LE(residual_norm(p.x), 10 * residual_norm(lu_x_v)) << r.summary();
       // The scaled matrix's cheap LU equilibrated rows and columns: its row order is not A's
       // (trusted_order_columns), and an FP64 LU that follows pivots partially.

@@ -334,10 +334,9 @@ class HostEngine final : public Engine {
     return choose_range_scaling(row_largest, column_largest).two_sided;
   }
 
-  void componentwise_backward_errors(const MatrixView<const double>& x, const MatrixView<const double>& b,
-                                     double* out) override {
-    for (std::int64_t c = 0; c < x.cols; ++c)
-      out[c] = componentwise_backward_error(host_view<const double>(a_.data(), n_, n_, n_), &x(0, c), &b(0, c));
+  double componentwise_backward_error(const double* x, const double* b, const double* r) override {
+    return mixsolve::componentwise_backward_error(host_view<const double>(a_.data(), n_, n_, n_), x, b, nullptr,
+                                                  nullptr, r);
   }
 
   void column_norms_inf(const MatrixView<const double>& m, double* out) override {

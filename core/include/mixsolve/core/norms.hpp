@@ -32,9 +32,13 @@ ErrorStats compare_to_reference(const MatrixView<const double>& c, const MatrixV
 // scaling of A and b leaves it unchanged (the normwise measure is dominated by the largest rows).
 // A row whose denominator is 0 has a zero residual too and counts as 0; NaN counts as Inf. n x n
 // A and vectors x and b of length n, all on the host or all on the device, in FP64 arithmetic in
-// one pass over A (on the device in chunks of columns, summed in no fixed order). Device calls
-// synchronise `stream`; `workspace` (device only, optional): 2 n + 1 doubles, else allocated.
+// one pass over A. `residual` (optional, same memory): b - A x as the caller computed it, for the
+// numerator; without it the numerator is summed here, on the device in chunks of columns added
+// in no fixed order (at the FP64 floor the residual is its own rounding, and the ratio then
+// varies from run to run; the denominator needs a digit or two only). Device calls synchronise
+// `stream`; `workspace` (device only, optional): 2 n + 1 doubles, else allocated.
 double componentwise_backward_error(const MatrixView<const double>& a, const double* x, const double* b,
-                                    CUstream_st* stream = nullptr, double* workspace = nullptr);
+                                    CUstream_st* stream = nullptr, double* workspace = nullptr,
+                                    const double* residual = nullptr);
 
 }  // namespace mixsolve
