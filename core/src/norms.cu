@@ -92,8 +92,9 @@ ErrorStats compare_impl(const MatrixView<const T>& c, const MatrixView<const dou
 }
 
 // componentwise_backward_error: for a thread's row i and blockIdx.y's chunk of
-// kComponentwiseChunk columns, sum a_ij x_j into product[i] and |a_ij| |x_j| into magnitude[i]
-// (consecutive rows: coalesced reads of each column).
+// kComponentwiseChunk columns, sum |a_ij| |x_j| into magnitude[i] and, unless product is null
+// (the caller brought the residual), a_ij x_j into product[i] (consecutive rows: coalesced reads
+// of each column).
 constexpr int kComponentwiseChunk = 256;
 __global__ void componentwise_sums_kernel(const double* a, std::int64_t lda, std::int64_t n, const double* x,
                                           double* product, double* magnitude) {
@@ -104,10 +105,10 @@ __global__ void componentwise_sums_kernel(const double* a, std::int64_t lda, std
   double p = 0, m = 0;
   for (std::int64_t j = c0; j < c1; ++j) {
     const double aij = a[i + j * lda], xj = x[j];
-    p += aij * xj;
+    if (product) p += aij * xj;
     m += fabs(aij) * fabs(xj);
   }
-  atomicAdd(&product[i], p);
+  if (product) atomicAdd(&product[i], p);
   atomicAdd(&magnitude[i], m);
 }
 
@@ -138,10 +139,10 @@ double componentwise_backward_error(const MatrixView<const double>& a, const dou
   const std::int64_t n = a.rows;
   if (n == 0) return 0;
   if (a.memory == Memory::Host) {
-    std::vector<double> product(n, 0.0), magnitude(n, 0.0);
+    std::vector<double> product(residual ? 0 : n, 0.0), magnitude(n, 0.0);
     for (std::int64_t j = 0; j < n; ++j)
       for (std::int64_t i = 0; i < n; ++i) {
-        product[i] += a(i, j) * x[j];
+        if (!residual) product[i] += a(i, j) * x[j];
         magnitude[i] += std::fabs(a(i, j)) * std::fabs(x[j]);
       }
     double worst = 0;
@@ -163,7 +164,7 @@ double componentwise_backward_error(const MatrixView<const double>& a, const dou
   auto* worst = reinterpret_cast<unsigned long long*>(workspace + 2 * n);
   MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(workspace, 0, (2 * n + 1) * sizeof(double), stream));
   const dim3 grid(unsigned((n + 255) / 256), unsigned((n + kComponentwiseChunk - 1) / kComponentwiseChunk));
-  componentwise_sums_kernel<<<grid, 256, 0, stream>>>(a.data, a.ld, n, x, product, magnitude);
+  componentwise_sums_kernel<<<grid, 256, 0, stream>>>(a.data, a.ld, n, x, residual ? nullptr : product, magnitude);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   const unsigned blocks = unsigned(std::min<std::int64_t>((n + 255) / 256, 64));
   componentwise_ratio_kernel<<<blocks, 256, 0, stream>>>(b, product, residual, magnitude, n, worst);

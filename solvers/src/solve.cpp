@@ -170,8 +170,7 @@ std::string SolveReport::summary() const {
     for (double e : backward_error_history) s << " " << std::setprecision(3) << e;
     s << "\n  returned x: backward error " << std::setprecision(3) << backward_error;
     if (componentwise_backward_error > 0) s << " (componentwise " << componentwise_backward_error << ")";
-    s
-      << (converged ? ", meets" : ", does NOT meet") << " the LAPACK test (~" << stop_test_backward_error << ")";
+    s << (converged ? ", meets" : ", does NOT meet") << " the LAPACK test (~" << stop_test_backward_error << ")";
     if (returned_earlier_iterate) s << "; the best iterate, not the last";
     s << std::setprecision(6) << "\n";
   }
@@ -349,9 +348,11 @@ class BestIterate {
       : e_(e), store_(e.scratch(kBestIterateSlot, k)), best_(k), current_(k), last_is_best_(k, false),
         stored_(k, false), smallest_accepted_(k, INFINITY) {}
 
-  // x's columns after a solve or step: keeps those that rank above the best so far.
-  void offer(const MatrixView<double>& x, const std::vector<Candidate>& candidates) {
+  // x's columns after a solve or step: keeps those that rank above the best so far. Columns
+  // with moved[j] false kept their x since they were last offered.
+  void offer(const MatrixView<double>& x, const std::vector<Candidate>& candidates, const std::vector<bool>& moved) {
     for (std::int64_t j = 0; j < x.cols; ++j) {
+      if (!moved[j]) continue;
       current_[j] = candidates[j];
       last_is_best_[j] = replaces(current_[j], best_[j], smallest_accepted_[j]);
       if (current_[j].accepted) smallest_accepted_[j] = std::min(smallest_accepted_[j], current_[j].judged_error);
@@ -579,9 +580,11 @@ class Refiner {
     e_.column_norms_inf(x_, xn.data());
     e_.column_norms_inf(b_, bn.data());
     // A column already done keeps its x, and its measure (the last one in berr).
+    std::vector<bool> moved(k_);
+    for (std::int64_t j = 0; j < k_; ++j) moved[j] = !(previous && done[j]);
     if (componentwise_)
       for (std::int64_t j = 0; j < k_; ++j)
-        componentwise[j] = previous && done[j] ? berr[j] : e_.componentwise_backward_error(&x_(0, j), &b_(0, j), &r(0, j));
+        componentwise[j] = moved[j] ? e_.componentwise_backward_error(&x_(0, j), &b_(0, j), &r(0, j)) : berr[j];
     double worst = 0;
     converged_.assign(k_, false);
     std::vector<BestIterate::Candidate> candidates(k_);
@@ -629,7 +632,7 @@ class Refiner {
       candidates[j] = {normwise, berr[j], converged_[j], converged_[j] && proven_[j], rn[j], xn[j]};
       worst = std::max(worst, normwise);
     }
-    best_.offer(x_, candidates);
+    best_.offer(x_, candidates, moved);
     report.backward_error_history.push_back(worst);
   }
 

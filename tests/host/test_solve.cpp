@@ -641,9 +641,9 @@ TEST(Solve, DefaultStopTestIsAsAccurateAsTheFp64Lu) {
     }
 }
 
-// The same on every application family (matgen/application_matrices.hpp) at n = 151 and 302, under
-// auto with its fallback (issue 25's guarantees 3 and 4): the normwise backward error within 10x
-// of Eigen's FP64 LU's, and the forward error within 10x where the solution is determined (not
+// The same on every application family (matgen/application_matrices.hpp) at n = 151 and 302,
+// under auto with its fallback: the normwise backward error within 10x of Eigen's FP64 LU's, and
+// the forward error within 10x where the solution is determined (not
 // for Hilbert, numerically singular, nor `rankdef`, whose consistent system has many solutions).
 // The badly scaled families (rows and columns of `scaled` by 10^+-12, the columns of `graded`)
 // are judged componentwise (SolveReport::componentwise_backward_error): for `scaled` the

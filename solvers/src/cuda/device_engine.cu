@@ -1253,17 +1253,14 @@ class DeviceEngine final : public Engine {
         verdict_ready[q % kVerdictSlots].record(watch_stream);
       }
     };
-    const auto order_failed_at = [&](std::int64_t q) {  // panel q's verdict, on the host
+    const auto verdict = [&](std::int64_t q, auto value) {  // panel q's slot, on the host, as a `value`
       verdict_ready[q % kVerdictSlots].wait_on_host();
-      double largest = 0;
-      std::memcpy(&largest, panel_verdicts_ + q % kVerdictSlots, sizeof largest);
-      return !(largest <= kReusedOrderMaxMultiplier);
+      std::memcpy(&value, panel_verdicts_ + q % kVerdictSlots, sizeof value);
+      return value;
     };
+    const auto order_failed_at = [&](std::int64_t q) { return !(verdict(q, 0.0) <= kReusedOrderMaxMultiplier); };
     const auto collapsed_at = [&](std::int64_t q) {
-      verdict_ready[q % kVerdictSlots].wait_on_host();
-      long long small = 0;
-      std::memcpy(&small, panel_verdicts_ + q % kVerdictSlots, sizeof small);
-      return pivots_collapsed(small, std::min(first_column(q + 1), n_));
+      return pivots_collapsed(verdict(q, 0LL), std::min(first_column(q + 1), n_));
     };
     to_chain.order(bulk, chain);
     profile.start(Profile::Panel, chain);
@@ -1350,7 +1347,8 @@ class DeviceEngine final : public Engine {
         pending = p + 1;
       }
     }
-    if ((order_rejected_early_ || collapsed_at_column_ >= 0) && side) {  // the side streams' last work, which no later panel joined
+    // The side streams' last work, which no later panel joined.
+    if ((order_rejected_early_ || collapsed_at_column_ >= 0) && side) {
       moves_done_.wait_in(bulk);
       inverse_done_.wait_in(bulk);
     }
@@ -1693,7 +1691,7 @@ class DeviceEngine final : public Engine {
   DeviceBuffer<unsigned long long> largest_multiplier_{ctx_, 1};  // max |L21| in order, as double bits
   double mu_ = 1.0;
   DeviceBuffer<double> gram_;          // Engine::gram's k x k result
-  DeviceBuffer<double> componentwise_workspace_;  // componentwise_backward_errors'
+  DeviceBuffer<double> componentwise_workspace_;  // componentwise_backward_error's
   DeviceBuffer<double> vector_scale_;  // apply_inverse: each column's sigma and 1 / sigma
   DeviceBuffer<double> projection_;    // orthogonalize: the projections of the two passes
   DeviceBuffer<int> pivots_, permutation_, info_, first_zero_pivot_;

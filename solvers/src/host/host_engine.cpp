@@ -402,8 +402,7 @@ class HostEngine final : public Engine {
   std::size_t peak_workspace_bytes() const override { return peak_; }
 
  private:
-  // R, S and mu of SolveOptions::range_scaling (engine.hpp): R from the rows, S from the
-  // columns of R A; both only where the rows' or columns' maxima spread widely.
+  // The largest |a_ij| of each row and of each column.
   void largest_per_row_and_column(std::vector<double>& row_largest, std::vector<double>& column_largest) const {
     row_largest.assign(n_, 0.0);
     column_largest.assign(n_, 0.0);
@@ -415,6 +414,8 @@ class HostEngine final : public Engine {
       }
   }
 
+  // R, S and mu of SolveOptions::range_scaling (engine.hpp): R from the rows, S from the
+  // columns of R A; both only where the rows' or columns' maxima spread widely.
   void compute_range_scaling() {
     std::vector<double> row_largest, column_largest;
     largest_per_row_and_column(row_largest, column_largest);
