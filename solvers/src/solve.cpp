@@ -621,7 +621,10 @@ class Refiner {
       contracting_[j] = false;
       if (previous && !done[j]) {
         const double ratio = xn[j] > 0 ? correction_norm_[j] / xn[j] : 0.0;
+        // ... and while the next correction, extrapolated from the last two, would still exceed
+        // FP64's rounding of x: the step that would only confirm it is saved.
         contracting_[j] = ratio > kSettledCorrection && ratio <= 0.5 * correction_ratio_[j] &&
+                          ratio * (ratio / correction_ratio_[j]) > kSettledCorrection &&
                           polishing_steps_[j] < kPolishingSteps;
         correction_ratio_[j] = ratio;
         if (was_ready) ++polishing_steps_[j];
