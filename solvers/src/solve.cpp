@@ -618,9 +618,8 @@ class Refiner {
       // Nor while its corrections still contract (LAPACK xGERFSX's test on ||dx|| / ||x||): once
       // the backward error is at its floor the forward error can still fall, in the directions
       // where A is ill-conditioned, whose residual is small. `elasticity`, n = 32761, H100: the
-      // backward error stopped halving after 4 steps with a forward error 18x dgetrf+getrs's; two
-      // more steps made it 0.22x, for 5.5% more time (1-2 steps and 2-6% on other families,
-      // docs/results/solve_h100_2026-11-25_correction_test.txt).
+      // backward error stopped halving after 4 steps with a forward error 18x dgetrf+getrs's; one
+      // more step made it 0.26x (docs/results/solve_h100_2026-11-25_predicted_correction_ab.txt).
       // Kept alive this way within its first kPolishingSteps steps after it became ready
       // (xGERFSX's ITHRESH), whichever kept it going before. A column once done stays done: its x
       // no longer moves, and its correction was computed but not applied.
@@ -628,7 +627,8 @@ class Refiner {
       if (previous && !done[j] && watch_correction_) {
         const double ratio = xn[j] > 0 ? correction_norm_[j] / xn[j] : 0.0;
         // ... and while the next correction, extrapolated from the last two, would still exceed
-        // FP64's rounding of x: the step that would only confirm it is saved.
+        // FP64's rounding of x: the step that would only confirm a settled x is saved (1-5% on
+        // elasticity, convdiff and the FP64 fallbacks of Hilbert and rankdef, same errors).
         contracting_[j] = ratio > kSettledCorrection && ratio <= 0.5 * correction_ratio_[j] &&
                           ratio * (ratio / correction_ratio_[j]) > kSettledCorrection &&
                           polishing_steps_[j] < kPolishingSteps;
@@ -846,7 +846,8 @@ class Refiner {
   // then only polishes it.
   std::vector<bool> ready_;
   // ||d||_inf of the column's correction in the step just taken, and ||d||_inf / ||x||_inf of the
-  // one before; contracting_: the last correction halved and exceeded kSettledCorrection (evaluate).
+  // one before; contracting_: the last correction halved and it and the next one extrapolated
+  // exceed kSettledCorrection (evaluate).
   std::vector<double> correction_norm_, correction_ratio_;
   std::vector<bool> contracting_;
   bool watch_correction_ = true;  // the factors are cheaper than FP64 (run())
