@@ -43,9 +43,10 @@ enum class Refinement {
 enum class StopTest {
   // Refine to the attainable accuracy, as LAPACK's dgerfs and xGERFSX do: a right-hand side is
   // done once it meets the LAPACK test, a step fails to halve its backward error (componentwise
-  // where A is badly scaled: SolveReport::componentwise_backward_error) and its correction no
-  // longer halves or has fallen to FP64's rounding of x (the forward error can still fall after
-  // the backward error has reached its floor). dgerfs also stops at a backward error of u =
+  // where A is badly scaled: SolveReport::componentwise_backward_error) and, with factors cheaper
+  // than FP64, its correction no longer halves or it or the next one extrapolated from the last
+  // two has fallen to FP64's rounding of x (the forward error can still fall after the backward
+  // error has reached its floor; at most 4 such steps). dgerfs also stops at a backward error of u =
   // 2^-53; a normwise one below u can still fall by orders of magnitude where A is badly scaled.
   // The answer is then as accurate as the FP64 LU's; it costs two or three steps beyond Lapack
   // (each a pass over A and a triangular-solve pair).
