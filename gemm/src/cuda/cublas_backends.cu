@@ -369,32 +369,53 @@ __global__ void pack_fp16x3_kernel(std::int64_t k, std::int64_t n, const float* 
 // clusters and without split-K (no partial tiles that wait for each other): each thread block
 // starts on any free multiprocessor. The first algorithm in the heuristic's order that allows
 // it is taken (a clustered one with its cluster shape set to 1 x 1 x 1, if cublasLtMatmulAlgoCheck
-// accepts that) and kept per shape and device, with the shape's descriptors (host objects, kept
-// for the process: the look-ahead calls this once or twice per panel). Returns false, with
-// nothing launched, where no algorithm qualifies. On `stream`; no workspace.
-bool unclustered_fp16_gemm(cudaStream_t stream, int m, int n, int k, const float* alpha, const __half* a, int lda,
-                           const __half* b, int ldb, const float* beta, float* c, int ldc) {
+// accepts that) and kept per shape and device with the shape's descriptors: the LU's look-ahead
+// calls this once or twice per panel, each panel a new shape.
+class UnclusteredFp16Gemm {
+ public:
+  ~UnclusteredFp16Gemm() {
+    clear_plans();
+    if (op_) cublasLtMatmulDescDestroy(op_);
+    if (handle_) cublasLtDestroy(handle_);
+  }
+
+  // Returns false, with nothing launched, where no algorithm qualifies. On `stream`; no workspace.
+  bool run(cudaStream_t stream, int m, int n, int k, const float* alpha, const __half* a, int lda, const __half* b,
+           int ldb, const float* beta, float* c, int ldc) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!handle_) {
+      MIXSOLVE_CUBLAS_CHECK(cublasLtCreate(&handle_));
+      MIXSOLVE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+      const cublasLtPointerMode_t device_scalars = CUBLASLT_POINTER_MODE_DEVICE;
+      MIXSOLVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_POINTER_MODE, &device_scalars,
+                                                           sizeof(device_scalars)));
+    }
+    int device = 0;
+    MIXSOLVE_CUDA_CHECK(cudaGetDevice(&device));
+    const Key key{device, m, n, k, lda, ldb, ldc};
+    auto it = plans_.find(key);
+    if (it == plans_.end()) {
+      // One LU at order n makes about 2 n / 256 shapes; a process that solves many sizes starts
+      // the cache over rather than let it grow without bound.
+      if (plans_.size() >= kMaxPlans) clear_plans();
+      it = plans_.emplace(key, make_plan(m, n, k, lda, ldb, ldc)).first;
+    }
+    const Plan& plan = it->second;
+    if (!plan.algo) return false;
+    MIXSOLVE_CUBLAS_CHECK(cublasLtMatmul(handle_, op_, alpha, a, plan.a, b, plan.b, beta, c, plan.c, c, plan.c,
+                                         &*plan.algo, nullptr, 0, stream));
+    return true;
+  }
+
+ private:
   struct Plan {
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     std::optional<cublasLtMatmulAlgo_t> algo;
   };
-  static std::mutex mutex;
-  static cublasLtHandle_t handle = nullptr;  // not tied to a CUDA context, unlike a cuBLAS handle
-  static cublasLtMatmulDesc_t op = nullptr;  // FP32 compute and scalars, scalars on the device
-  static std::map<std::tuple<int, int, int, int, int, int, int>, Plan> plans;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (!handle) {
-    MIXSOLVE_CUBLAS_CHECK(cublasLtCreate(&handle));
-    MIXSOLVE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const cublasLtPointerMode_t device_scalars = CUBLASLT_POINTER_MODE_DEVICE;
-    MIXSOLVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_POINTER_MODE, &device_scalars,
-                                                         sizeof(device_scalars)));
-  }
-  int device = 0;
-  MIXSOLVE_CUDA_CHECK(cudaGetDevice(&device));
-  const auto key = std::tuple{device, m, n, k, lda, ldb, ldc};
-  auto it = plans.find(key);
-  if (it == plans.end()) {
+  using Key = std::tuple<int, int, int, int, int, int, int>;  // device, m, n, k, lda, ldb, ldc
+  static constexpr std::size_t kMaxPlans = 1024;
+
+  Plan make_plan(int m, int n, int k, int lda, int ldb, int ldc) {
     Plan plan;
     MIXSOLVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, CUDA_R_16F, m, k, lda));
     MIXSOLVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, CUDA_R_16F, k, n, ldb));
@@ -402,37 +423,53 @@ bool unclustered_fp16_gemm(cudaStream_t stream, int m, int n, int k, const float
     cublasLtMatmulPreference_t preference = nullptr;
     MIXSOLVE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
     const std::size_t no_workspace = 0;
-    cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &no_workspace,
-                                         sizeof(no_workspace));
+    const cublasStatus_t set = cublasLtMatmulPreferenceSetAttribute(
+        preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &no_workspace, sizeof(no_workspace));
     constexpr int kCandidates = 16;
     cublasLtMatmulHeuristicResult_t results[kCandidates];
     int found = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, op, plan.a, plan.b, plan.c, plan.c,
-                                                                 preference, kCandidates, results, &found);
-    cublasLtMatmulPreferenceDestroy(preference);
+    const cublasStatus_t status =
+        set == CUBLAS_STATUS_SUCCESS ? cublasLtMatmulAlgoGetHeuristic(handle_, op_, plan.a, plan.b, plan.c, plan.c,
+                                                                      preference, kCandidates, results, &found)
+                                     : set;
+    MIXSOLVE_CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(preference));
+    // An algorithm whose split-K or cluster shape cannot be read or set does not qualify.
     for (int i = 0; status == CUBLAS_STATUS_SUCCESS && i < found && !plan.algo; ++i) {
       cublasLtMatmulAlgo_t algo = results[i].algo;
-      std::int32_t split_k = 1;
+      std::int32_t split_k = 0;
       std::size_t written = 0;
-      cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split_k, sizeof(split_k),
-                                           &written);
       const std::uint16_t one_block = CUBLASLT_CLUSTER_SHAPE_1x1x1;
       cublasLtMatmulHeuristicResult_t check{};
-      if (split_k <= 1 &&
+      if (cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split_k, sizeof(split_k),
+                                               &written) == CUBLAS_STATUS_SUCCESS &&
+          split_k <= 1 &&
           cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &one_block,
                                                sizeof(one_block)) == CUBLAS_STATUS_SUCCESS &&
-          cublasLtMatmulAlgoCheck(handle, op, plan.a, plan.b, plan.c, plan.c, &algo, &check) ==
+          cublasLtMatmulAlgoCheck(handle_, op_, plan.a, plan.b, plan.c, plan.c, &algo, &check) ==
               CUBLAS_STATUS_SUCCESS &&
           check.workspaceSize == 0)
         plan.algo = algo;
     }
-    it = plans.emplace(key, plan).first;
+    return plan;
   }
-  const Plan& plan = it->second;
-  if (!plan.algo) return false;
-  MIXSOLVE_CUBLAS_CHECK(cublasLtMatmul(handle, op, alpha, a, plan.a, b, plan.b, beta, c, plan.c, c, plan.c,
-                                       &*plan.algo, nullptr, 0, stream));
-  return true;
+
+  void clear_plans() {
+    for (auto& [key, plan] : plans_)
+      for (cublasLtMatrixLayout_t layout : {plan.a, plan.b, plan.c})
+        if (layout) cublasLtMatrixLayoutDestroy(layout);
+    plans_.clear();
+  }
+
+  std::mutex mutex_;
+  cublasLtHandle_t handle_ = nullptr;  // not tied to a CUDA context, unlike a cuBLAS handle
+  cublasLtMatmulDesc_t op_ = nullptr;  // FP32 compute and scalars, scalars on the device
+  std::map<Key, Plan> plans_;
+};
+
+bool unclustered_fp16_gemm(cudaStream_t stream, int m, int n, int k, const float* alpha, const __half* a, int lda,
+                           const __half* b, int ldb, const float* beta, float* c, int ldc) {
+  static UnclusteredFp16Gemm gemm;  // destroyed at exit with its cuBLASLt objects
+  return gemm.run(stream, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void require_argument(bool ok, const char* function, const std::string& what) {
