@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Simulation behind SolveOptions::probe_pivot_ratio (docs/solver.md, session 14).
+"""Simulation behind SolveOptions::probe_pivot_ratio (docs/solver.md, the probe).
 
 For svd-family matrices A = U diag(s) V^T (Haar U, V; `geo` or `arith` spectra, largest entry 1),
 an FP32 blocked LU with partial pivoting stands in for the device's FP32-accurate factorizations.

@@ -208,9 +208,10 @@ constexpr int kBadStepsAllowedClassic = 3;
 constexpr int kBadStepsAllowedGmres = 1;
 // Classic IR gives way to GMRES-IR (where that may follow; Refiner::classic_too_slow) when, from
 // kClassicJudgeAfter steps on, its rate over the last kClassicJudgeWindow steps predicts more
-// than kClassicMaxPredictedSteps further steps. Judged after 3 steps on the last 2, the rule
-// sent n = 32768 arith cond 1e6 (7 classic steps, the early ones slow) to GMRES: 2.06 -> 1.79x
-// dgetrf+getrs (H100, session 9).
+// than kClassicMaxPredictedSteps further steps. Not sooner nor on a shorter window: early steps
+// can be slow in a refinement that converges in a few more (n = 32768 arith cond 1e6 takes 7
+// classic steps; judged after 3 steps on the last 2, it would go to GMRES and take ~15% longer
+// on an H100).
 constexpr int kClassicJudgeAfter = 5;
 constexpr int kClassicJudgeWindow = 3;
 constexpr double kClassicMaxPredictedSteps = 15;
@@ -222,18 +223,16 @@ constexpr int kGmresJudgeAfter = 16;
 constexpr int kGmresJudgeEvery = 8;
 constexpr int kGmresJudgeWindow = 16;
 // SolveOptions::escalate_by_cost: the next rung's factorization is estimated at this multiple of
-// the current one's time (measured ratios in solve.hpp: cuSOLVER's FP64 LU takes 1.5x / 2.4x the
-// fp16x3 LU at n = 16384 / 32768 on the H100, session 7; the device engine's own FP64 LU, which
-// replaced it in session 12, 1.55x / 2.25x). Was 1 while the path was FP16 -> FP32;
-// with fp16x3 -> FP64 at n = 32768, cond 1e6, the factor 1 sent a GMRES that had 38 iterations
-// behind it to the FP64 LU (1.41 s, 0.53x dgetrf+getrs; H100).
+// the current one's time: on the H100 the device engine's FP64 LU takes 1.55x / 2.25x the fp16x3
+// LU at n = 16384 / 32768 (solve.hpp). With a factor of 1, fp16x3 -> FP64 at n = 32768, cond 1e6
+// sends a GMRES with 38 iterations behind it to the FP64 LU (0.53x dgetrf+getrs's speed).
 constexpr double kNextRungCostFactor = 2.0;
 
 // The first refinement under Refinement::Auto: classic IR, for every precision. FP16 / BF16 /
 // TF32 factors need GMRES-IR (Carson and Higham) once cond * u_low passes ~1, but below that
-// classic IR is cheaper per step and overall: FP16 LU at n = 16384, cond 1e2 (H100) converged in
-// 15 classic steps and 27 ms, against 24 GMRES iterations and 70-79 ms; from cond 1e3 classic
-// stagnated after 3 steps (7 ms) and GMRES took over with the same factors (see solve()).
+// classic IR is cheaper per step and overall (FP16 LU at n = 16384, cond 1e2, H100: 15 classic
+// steps in 27 ms against 24 GMRES iterations in 70-79 ms); where classic IR stagnates, it does so
+// within a few cheap steps and GMRES-IR takes over with the same factors (see solve()).
 Refinement resolve_refinement(Refinement r) { return r == Refinement::Auto ? Refinement::Classic : r; }
 
 // The factorizations to try, in order.
@@ -430,12 +429,9 @@ class Refiner {
   // componentwise (A is badly scaled, Engine::badly_scaled): every decision on an iterate (a step
   // that halves, the best one) reads its componentwise backward error, dgerfs's BERR, instead of
   // the normwise one. Where rows span 10^+-12 the normwise measure is ruled by the largest rows
-  // and by ||x||_inf: on such a matrix (host, n = 600, three seeds) the FP64 LU's x had a normwise
-  // backward error 100x smaller than fp16x3's refined one only because its norm was 500x larger
-  // (a forward error of 5e10 against 1e8), with a componentwise one of 5e-13 against 4e-16, and a
-  // larger residual; the normwise measure also moves up and down by 10x between steps there, so
-  // it stopped fp16x3's refinement early (n = 16384, H100: componentwise 3.7e-9 after 2 steps).
-  // The LAPACK test (converged) stays normwise.
+  // and by ||x||_inf: it ranks an x whose norm is far too large above a more accurate one, and it
+  // moves up and down by 10x between steps, which stops refinement early (docs/robustness.md,
+  // "Badly scaled matrices are judged componentwise"). The LAPACK test (converged) stays normwise.
   Refiner(Engine& e, const SolveOptions& o, double norm_a, bool componentwise, const MatrixView<const double>& b,
           const MatrixView<double>& x, double next_rung_seconds, bool gmres_may_follow, BestIterate& best)
       : e_(e), o_(o), norm_a_(norm_a), componentwise_(componentwise), b_(b), x_(x), k_(b.cols), n_(e.n()),
@@ -443,8 +439,8 @@ class Refiner {
 
   // Runs one attempt: X = LU \ B, then refinement. Appends to the report. A GMRES retry after
   // classic IR with the same factors starts from LU \ B too: from classic's last iterate, whose
-  // residual lies in the directions classic IR cannot reduce, GMRES-IR with FP16 factors
-  // diverged where it converged from LU \ B (host model, n = 96, geo cond 1e6: 9.1e-6 -> 1.1e-5
+  // residual lies in the directions classic IR cannot reduce, GMRES-IR with FP16 factors can
+  // diverge where it converges from LU \ B (host model, n = 96, geo cond 1e6: 9.1e-6 -> 1.1e-5
   // against 9.8e-6 -> 6.0e-10 -> 2.1e-16).
   StopReason run(Refinement method, Attempt& attempt, SolveReport& report) {
     const MatrixView<double> r = e_.scratch(0, k_);
@@ -463,8 +459,8 @@ class Refiner {
     // StopTest::Attainable: a column's answer from cheaper factors counts only once a step has
     // halved its backward error (proven_). The first solve with them is backward stable only to
     // their precision, and where A's rows span many orders of magnitude the normwise LAPACK test
-    // cannot see that: 10^+-12 scaled rows and columns (n = 151, host, fp16x3) met it at the first
-    // solve, 1.0e-24, and the first step made it 2.4e-24, while FP64 factors gave 1.1e-26.
+    // cannot see that: 10^+-12 scaled rows and columns (n = 151, host, fp16x3) meet it at the
+    // first solve, 1.0e-24, and the first step makes it 2.4e-24, while FP64 factors give 1.1e-26.
     proven_.assign(k_, attempt.precision == Precision::FP64 || o_.stop_test == StopTest::Lapack);
     ready_.assign(k_, false);
     correction_norm_.assign(k_, 0.0);
@@ -473,8 +469,8 @@ class Refiner {
     // With FP64 factors the FP64 residual's own rounding (about n u |A||x|) makes every
     // correction about cond(A) u ||x||, the size of the LU's own error: refinement in one precision
     // lowers the backward error, not the forward error (Higham, ASNA 2nd ed., sec. 12.2), and a
-    // correction that halves by chance buys nothing (GPU, n = 2100 cond 1e3 and n = 20480: 3-4
-    // steps instead of 2, errors unchanged).
+    // correction that halves by chance buys nothing (watching it, the GPU solves at n = 2100
+    // cond 1e3 and n = 20480 take 3-4 steps instead of 2, with the same errors).
     watch_correction_ = attempt.precision != Precision::FP64;
     polishing_steps_.assign(k_, 0);
     normwise_.assign(k_, INFINITY);
@@ -504,10 +500,9 @@ class Refiner {
           if (done[j]) continue;
           // StopTest::Attainable's polishing of a converged column (proven_): a classic
           // correction, one triangular-solve pair, instead of an inner GMRES solve. A GMRES step
-          // to the unit roundoff and the step that confirmed it cost 22 more inner iterations
-          // than the one step to the LAPACK test (n = 32768, geo cond 1e6, H100: 1.54x ->
-          // 1.17x dgetrf+getrs); where classic IR no longer contracts, the step that finds it
-          // out costs a pass over A and one solve.
+          // to the unit roundoff and the step that confirms it cost 22 more inner iterations
+          // than the one step to the LAPACK test (n = 32768, geo cond 1e6, H100); where classic
+          // IR no longer contracts, the step that finds it out costs a pass over A and one solve.
           if (ready_[j]) {
             const MatrixView<double> d = e_.scratch(3, 1);
             e_.copy(column(r, j), d);
@@ -543,15 +538,15 @@ class Refiner {
         }
         // An inner solve that stagnated says the LU is too weak a preconditioner for this matrix:
         // unless its step still cut the backward error tenfold, the attempt ends here (host
-        // model, fp16x3, n = 512, geo cond 1e10: every inner solve stagnated, each step cut
-        // the backward error by 4x at most, and two more steps cost 100 GMRES iterations).
+        // model, fp16x3, n = 512, geo cond 1e10: every inner solve stagnates, no step cuts the
+        // backward error by more than 4x, and two more steps cost 100 GMRES iterations).
         if (method == Refinement::Gmres && inner_stalled[j] && berr[j] > 0.1 * previous[j])
           return finish(berr[j] >= previous[j] ? StopReason::Diverged : StopReason::Stagnated);
         // A relaxed inner target bounds the preconditioned residual, and the true residual only
         // up to cond(LU): near the stop test such a step may not halve the backward error. It is
         // not counted as bad; the column's later inner solves run to kGmresTolerance. (Host
-        // model, fp16x3, n = 1024, arith cond 1e8: 7.5e-15 -> 8.3e-15 with a 1e-2 target, and the
-        // attempt ended in an FP64 LU for a factor of 2.4 to the stop test.)
+        // model, fp16x3, n = 1024, arith cond 1e8: 7.5e-15 -> 8.3e-15 with a 1e-2 target; counted
+        // as bad, that step would end the attempt in an FP64 LU a factor of 2.4 from the stop test.)
         if (method == Refinement::Gmres && loose_step[j] && berr[j] > 0.5 * previous[j]) {
           tight[j] = true;
           continue;
@@ -618,8 +613,8 @@ class Refiner {
       // Nor while its corrections still contract (LAPACK xGERFSX's test on ||dx|| / ||x||): once
       // the backward error is at its floor the forward error can still fall, in the directions
       // where A is ill-conditioned, whose residual is small. `elasticity`, n = 32761, H100: the
-      // backward error stopped halving after 4 steps with a forward error 18x dgetrf+getrs's; one
-      // more step made it 0.26x (docs/results/solve_h100_2026-11-25_predicted_correction_ab.txt).
+      // backward error stops halving after 4 steps with a forward error 18x dgetrf+getrs's, which
+      // one more step brings to 0.26x (docs/results/solve_h100_2026-11-25_predicted_correction_ab.txt).
       // Kept alive this way within its first kPolishingSteps steps after it became ready
       // (xGERFSX's ITHRESH), whichever kept it going before. A column once done stays done: its x
       // no longer moves, and its correction was computed but not applied.
@@ -646,9 +641,9 @@ class Refiner {
   }
 
   // The LAPACK test is ||r|| < stop_test_backward_error() ||A|| ||x||. At that level the computed
-  // residual's own rounding (about sqrt(n) eps |A||x|) matters: an x whose FP64 residual met the
-  // test at 0.997 of the threshold had a true residual (long double) at 1.0003 of it (GPU, fp16x3,
-  // n = 1024). So a column counts as converged only where its residual meets
+  // residual's own rounding (about sqrt(n) eps |A||x|) matters: an x whose FP64 residual meets the
+  // test at 0.997 of the threshold can have a true residual (long double) at 1.0003 of it (GPU,
+  // fp16x3, n = 1024). So a column counts as converged only where its residual meets
   // kComputedResidualMargin of the threshold: the claim then holds for the true residual too,
   // unless the rounding exceeds 5% of the test.
   static constexpr double kComputedResidualMargin = 0.95;
@@ -696,15 +691,14 @@ class Refiner {
       // The budget, judged at each restart from kGmresJudgeAfter iterations on, on the true
       // preconditioned residual: the geometric-mean rate so far, extrapolated to the target,
       // against gmres_max_inner and (escalate_by_cost) against the time refactoring would
-      // take. Judging inside a cycle, on its Givens estimate, missed attempts whose cycles each
-      // "converged" early: with the preconditioner applied in FP32 the estimate runs ahead of
-      // the true residual, and fp16 at n = 16384 (arith, cond 1e6) took 376 iterations in
-      // cycles shorter than the restart length. Judging after less than a full cycle mistook
-      // GMRES's plateau (while it resolves outlying eigenvalues) for its rate.
+      // take. Judged only inside a cycle, on its Givens estimate, the budget misses attempts
+      // whose cycles each "converge" early where the estimate runs ahead of the true residual
+      // (a preconditioner applied in FP32: fp16 at n = 16384, arith cond 1e6, runs 376
+      // iterations in cycles shorter than the restart length). Judged after less than a full
+      // cycle, it mistakes GMRES's plateau (while it resolves outlying eigenvalues) for its rate.
       // The time already spent is sunk: only what this inner solve still needs is weighed
-      // against the next rung's cost. (Counting the attempt's refinement so far made n = 32768,
-      // cond 1e6 give up after 105 of the ~117 iterations it needed once the LU got faster and
-      // the budget with it: 0.68x -> 0.44x dgetrf+getrs, H100, session 7.)
+      // against the next rung's cost. (Counting the attempt's refinement so far gives up on
+      // solves close to converging: n = 32768, cond 1e6, after 105 of the ~117 iterations.)
       if (cycle_start > 0 && total >= kGmresJudgeAfter &&
           over_budget(beta, beta0, total, target * beta0, total, gmres_start, "at a restart"))
         break;
@@ -749,14 +743,13 @@ class Refiner {
         // The budget inside a cycle, in the attempt's first step: with the preconditioner applied
         // in FP64 the Givens estimate follows the true residual, so its recent rate predicts the
         // rest. Failing attempts then end after 16-24 iterations instead of a cycle or more
-        // (H100, session 9: n = 32768 geo cond 1e8 fell to 0.168 after 16 iterations, rate 0.89
-        // over them, ~140 more predicted; n = 16384 geo 1e8 / 1e10 at rates of 0.89 / 0.93 over
-        // iterations 8-24; converging rows ran at 0.61-0.64 (n = 32768 geo 1e6) or faster). The
-        // recent window, not the mean since the start, because a failing GMRES slows down after
-        // its first iterations. Not in later steps: their residual lies in the directions the
-        // preconditioner handles worst, and GMRES crosses a plateau before it converges (host
-        // model, FP16, n = 96, geo 1e6: rate 0.97 over a second step's first 16 iterations,
-        // 468 more predicted, and the step converged within its cycle).
+        // (H100, `geo` at n = 16384 / 32768: failing ones run at rates of 0.89-0.93 per
+        // iteration, converging ones at 0.64 or faster). The recent window, not the mean since
+        // the start, because a failing GMRES slows down after its first iterations. Not in later
+        // steps: their residual lies in the directions the preconditioner handles worst, and
+        // GMRES crosses a plateau before it converges (host model, FP16, n = 96, geo 1e6: rate
+        // 0.97 over a second step's first 16 iterations, 468 more predicted, and the step
+        // converges within its cycle).
         const int done = total + 1, window = std::min(done, kGmresJudgeWindow);
         if (first_step && done >= kGmresJudgeAfter && done % kGmresJudgeEvery == 0 &&
             over_budget(estimates[done], estimates[done - window], window, target * beta0, done, gmres_start,
@@ -767,8 +760,8 @@ class Refiner {
         }
         // A restarted cycle whose Givens estimate (which runs ahead of the true residual) has
         // not halved after kGmresJudgeAfter iterations stagnates: the same verdict as the test
-        // at the restart, 34 iterations sooner. (n = 32768 geo cond 1e8 / 1e10: the first cycle
-        // predicted 112 iterations, the second cycle stagnated, H100, session 7.)
+        // at the restart, 34 iterations sooner (n = 32768 geo cond 1e8 / 1e10 on the H100: the
+        // second cycle stagnates).
         if (later_cycle && j + 1 == kGmresJudgeAfter && std::fabs(g[j + 1]) > 0.5 * beta) {
           ++j;
           ++total;
@@ -797,9 +790,9 @@ class Refiner {
 
   // Classic IR that halves the backward error each step is not "bad", but may need 20-30 steps,
   // where GMRES-IR with the same factors needs fewer iterations of about the same cost (a
-  // triangular-solve pair and a mat-vec each): H100, n = 16384, geo cond 1e6, classic contracted
-  // 0.5-0.6 per step and took 12-22 steps (0.86-0.99x dgetrf+getrs), GMRES 18 iterations after
-  // 3 classic steps 0.96x (the retry starts again from LU \ B, so those steps are lost).
+  // triangular-solve pair and a mat-vec each): H100, n = 16384, geo cond 1e6, classic contracts
+  // 0.5-0.6 per step and takes 12-22 steps, GMRES 18 iterations after 3 classic steps (the retry
+  // starts again from LU \ B, so those steps are lost).
   bool classic_too_slow(const std::vector<double>& berr, const std::vector<double>& window_start,
                         const std::vector<bool>& done) const {
     for (std::int64_t j = 0; j < k_; ++j) {
@@ -982,8 +975,8 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
     // contraction (~ cond * u * growth) is too close to 1 for classic IR (FP32-accurate LUs from
     // n ~ 32768 at cond 1e6, on the GPU). Not while another factorization short of FP64 remains
     // on the path: refactoring one rung up then costs about as much as the retry and converges
-    // where it did not (H100, n = 16384 and 32768, `auto`: every FP16 retry from cond 1e4 failed or
-    // was cut off by its budget after 50-81 GMRES iterations, 95-265 ms, before FP32 converged).
+    // where it does not (H100, n = 16384 and 32768, a path FP16 -> FP32 -> FP64: every FP16 retry
+    // from cond 1e4 fails or runs out of budget after 50-81 GMRES iterations, and FP32 converges).
     const bool cheaper_rung_left = s.next < s.path.size() && s.path[s.next] != Precision::FP64;
     const bool gmres_may_follow = s.options.refinement == Refinement::Auto &&
                                   attempt.refinement == Refinement::Classic &&

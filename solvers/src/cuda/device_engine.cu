@@ -154,7 +154,7 @@ __global__ void count_nonfinite_kernel(const T* a, std::int64_t lda, std::int64_
 }
 
 // One pass over the n x n matrix A for everything the driver and the range scaling read of it
-// (each pass costs ~0.65 ms at n = 16384; four separate ones took 4.8 ms, H100): a block of
+// (on an H100 at n = 16384 a pass costs ~0.65 ms, four separate ones 4.8 ms): a block of
 // kScanRows rows (one per thread) and kScanColumns columns writes its rows' sums of |a_ij| to
 // row_partial_sums[i + n blockIdx.y] (summed in order afterwards: deterministic), and raises
 // the rows' and columns' largest |a_ij| (as the bits of non-negative doubles, whose order is the
@@ -545,9 +545,8 @@ void cublas_product(cublasHandle_t handle, cublasOperation_t op_a, int m, int n,
 }
 
 // FP64 factorizations of fewer rows go to cuSOLVER's dgetrf: the blocked LU's streams, events and
-// per-panel launches cost more than they save there (H100, session 12, mixsolve fp64 over
-// dgetrf+getrs, engine / cuSOLVER route: n = 256 0.34 / 0.42-0.48x, 1024 0.60 / 0.78-0.81x, 4096
-// 0.95-0.96 / 0.96-0.97x, 6144 1.05-1.06 / 0.97-0.98x, 8192 1.11-1.14 / 0.93-0.96x).
+// per-panel launches cost more than they save there (on an H100 the engine's route overtakes
+// cuSOLVER's between n = 4096 and 6144; docs/solver.md).
 constexpr std::int64_t kFp64EngineMinN = 6144;
 
 // Multiprocessors the panel kernel runs on by default (measured: docs/solver.md).
@@ -557,13 +556,13 @@ constexpr int kDefaultPanelBlocks = 32;
 constexpr int kInOrderChainMultiprocessors = 8;
 // Panels whose updates the columns beyond the look-ahead receive at once (factor_blocked). FP64
 // factors from n = kLargeFp64 on take kDefaultUpdateGroup64: a DGEMM with k = 4 x 256 runs
-// nearer its peak, and the FP64 LU at n = 32768 is bound by the bulk stream's DGEMMs (H100,
-// session 12: 0.598-0.607 s against 0.630-0.634 s with 2; no change at n = 16384; 4-9% slower at
-// n = 8192, which keeps 2).
+// nearer its peak, and the FP64 LU at n = 32768 is bound by the bulk stream's DGEMMs (~5% off
+// that LU on an H100; at n = 8192 group 4 is slower, so smaller matrices keep 2).
 // FP32 factors from n = kLargeFp32 on take kDefaultUpdateGroup32: with the look-ahead's products
-// unclustered (session 17) the fp16x3 LU at n = 32768 is bound by the bulk stream for its first
-// two thirds, and k = 3 x 256 cuts the bulk's A22 traffic by a third more (H100, session 17: LU
-// 233-235 -> 227 ms at n = 32768; at n = 16384, chain-bound, 64.0 -> 65.7 ms, which keeps 2).
+// unclustered (gemm::KernelPlacement) the fp16x3 LU at n = 32768 is bound by the bulk stream for
+// its first two thirds, and k = 3 x 256 cuts the bulk's A22 traffic by a third more (~3% off that
+// LU); at n = 16384 the LU is bound by the chain and group 3 is slower, so it keeps 2.
+// Measurements: docs/solver.md.
 constexpr int kDefaultUpdateGroup = 2;
 // A reused row order (SolveOptions::reuse_pivot_order) is judged while the FP64 LU runs: after
 // each panel the largest multiplier so far goes to the host, which reads panel p's before it
@@ -574,8 +573,7 @@ constexpr std::int64_t kOrderVerdictLag = 3;
 
 // The factors' order is n rounded up to this (DeviceEngine::nf_): cuBLAS's tensor-core GEMMs and
 // the triangular solver's 16-byte copies need aligned leading dimensions, and off that grid the
-// LU's products ran 3.8x slower (H100, n = 32761 against 32768: trailing update 714 against
-// 187 ms, U12 147 against 39 ms).
+// LU's products run ~3.8x slower (n = 32761 against 32768 on an H100).
 constexpr std::int64_t kFactorAlignment = 32;
 constexpr int kDefaultUpdateGroup32 = 3;
 constexpr std::int64_t kLargeFp32 = 24576;
@@ -752,8 +750,8 @@ class DeviceEngine final : public Engine {
   // error grows with their condition; substitution (cuBLAS trsm, as getrs) is backward stable
   // whatever it is. FP64 factors whose pivots span more than 1 / u (min |u_kk| < u max |u_kk|:
   // A is numerically singular) take substitution: with the block inverses, a Hilbert matrix's
-  // first solve had a backward error 6.7e6x dgetrf+getrs's and refinement could not recover it
-  // (n = 16384, H100). The block-inverse solver is built only where it is used.
+  // first solve (n = 16384) has a backward error 6.7e6x dgetrf+getrs's, which refinement cannot
+  // recover. The block-inverse solver is built only where it is used.
   void choose_fp64_solves(const double* f) {
     substitution_solves_ = pivot_ratio() < 0x1p-53;
     if (!substitution_solves_) triangular64_ = std::make_unique<TriangularSolver<double>>(f, n_, nf_, stream(), &ctx_);
@@ -1124,11 +1122,12 @@ class DeviceEngine final : public Engine {
     };
     // fp16x3 (row-major): each panel's L21 is split into FP16 hi/lo once, right after the panel,
     // at the fixed scale that |L| <= 1 allows (gemm/fp16x3_packed.hpp), and every update of its
-    // group multiplies with that copy. The backend split L21 again in every product (the chain's
-    // and three per bulk update), each time after a pass for its largest |value|. A group's
-    // panels lie side by side in each packed row (kPackedGroupSlots slots of nf rows x 3 group nb
-    // halves, indexed by the factors' row), and a later panel's interchanges move the group's
-    // packed rows as they move its L columns. MIXSOLVE_LU_PACKED_L=0: the backend's own split.
+    // group multiplies with that copy, where the backend would split L21 again in every product
+    // (the chain's and three per bulk update), each time after a pass for its largest |value|.
+    // A group's panels lie side by side in each packed row (kPackedGroupSlots slots of nf rows x
+    // 3 group nb halves, indexed by the factors' row), and a later panel's interchanges move the
+    // group's packed rows as they move its L columns. MIXSOLVE_LU_PACKED_L=0: the backend's own
+    // split.
     constexpr bool kFp32 = std::is_same_v<T, float>;
     const bool packed = kFp32 && row_major_ && precision_ == Precision::Fp16x3 && nb_ % 2 == 0 &&
                         env_int("MIXSOLVE_LU_PACKED_L", 1) != 0;
@@ -1152,10 +1151,10 @@ class DeviceEngine final : public Engine {
     };
     // U12 = L11^-1 A12 for panel q's block row on the columns [c0, c1): a copy of A12, then a
     // GEMM (FP32 or FP64, T's) with the inverse computed after the panel (factor_panel).
-    // cublasStrsm took 64 ms of the bulk stream's 254 and 18 ms of the chain's 301 at n = 32768
-    // (H100), ~40x the time its traffic needs; the GEMM takes 20 and 4 ms. An in-place kernel (16
-    // columns per block staged in shared memory, a thread per row of the product) was slower at
-    // n = 16384: the profile's U12 (both streams) 8.9 -> 12.1 ms on the chain only, 28.5 ms on both.
+    // cublasStrsm with 256 rows runs ~40x slower than its traffic needs (at n = 32768 on an H100
+    // 64 ms of the bulk stream, where the GEMM takes 20); an in-place kernel (16 columns per block
+    // staged in shared memory, a thread per row of the product) is slower than the copy and the
+    // GEMM as well (docs/solver.md).
     const auto solve_block_row = [&](Context& c, std::int64_t q, std::int64_t c0, std::int64_t c1) {
       const std::int64_t j0 = first_column(q), jb = first_column(q + 1) - j0, width = c1 - c0;
       BlockRowBuffers<T>& block_rows = block_row_buffers<T>();
@@ -1296,15 +1295,14 @@ class DeviceEngine final : public Engine {
       }
       // Panel p's L11^-1, for the U12 of both streams: the chain waits for it after its
       // interchanges on the next panel's columns, which run beside it, and the bulk stream's next
-      // update after the chain (moves_ready): n = 16384 geo 1e4 0.0730-0.0734 -> 0.0726-0.0728 s
-      // (H100, alternating, median of 3); no change at 32768.
+      // update after the chain (moves_ready).
       const auto inverse_ready = [&] {
         if (side) inverse_done_.wait_in(chain);
         moves_ready.record(chain);
       };
       // The older L columns' interchanges start once the chain has updated the next panel's
       // columns: they saturate the memory bandwidth (one 32-byte sector per 4-byte value), and
-      // beside the chain's short kernels they doubled those (H100); beside the panel
+      // beside the chain's short kernels they double those kernels' time; beside the panel
       // kernel, which works in L2, they cost little.
       const auto swap_left_columns = [&, to = to, from = from, moves = moves] {
         if (pending_column == 0) return;
@@ -1372,9 +1370,9 @@ class DeviceEngine final : public Engine {
   // columns whatever the trailing update's arithmetic; FP64 inside an FP64 one). Then its
   // interchanges as moves (panel_moves) and L11^-1 for the block-row solves (factor_blocked), in
   // panel j0 / nb_'s slots. With `side` streams those two run there at once, beside what the
-  // chain does next (the L21 packing), and moves_done_ and inverse_done_ mark their ends. Against
-  // one side stream for both (H100, alternating, median of 5): n = 16384 fp16x3 0.0749-0.0753 ->
-  // 0.0729-0.0749 s; n = 8192 FP64 0.0349-0.0363 -> 0.0348-0.0350 s.
+  // chain does next (the L21 packing), and moves_done_ and inverse_done_ mark their ends: the
+  // chain waits for both, so they run side by side rather than one after the other on one side
+  // stream (docs/solver.md).
   template <class T>
   void factor_panel(Context& ctx, T* f, std::int64_t j0, std::int64_t jb, const cudaStream_t* side = nullptr) {
     T* diagonal = f + j0 + j0 * nf_;
@@ -1553,7 +1551,7 @@ class DeviceEngine final : public Engine {
     if (n_ == 0) return *scan_;
     // The FP32 copy of an LU in the same pass where one is expected (expect_factorization), A
     // rounded as is: factor_unchecked takes it where prepared_copy_usable. A second read of A
-    // took ~0.65 ms at n = 16384 (H100). MIXSOLVE_SCAN_COPY=0: never.
+    // costs ~0.65 ms at n = 16384 on an H100. MIXSOLVE_SCAN_COPY=0: never.
     prepared_copy_ = expected_precision_ != Precision::Auto && expected_precision_ != Precision::FP64 &&
                      row_major_layout() && env_int("MIXSOLVE_SCAN_COPY", 1) != 0;
     if (prepared_copy_) allocate_factors(factors32_);

@@ -48,7 +48,7 @@ unsigned blocks_for(std::int64_t total, int threads = 256) {
 //         row j, and swaps rows j and p where the block owns them;
 //      3. meanwhile the other warps apply column j - 1's rank-1 update right of column j, and
 //         warp 1 turns column j - 1's swap into step b's moves (both off the per-column critical
-//         path: session 11);
+//         path);
 //   b. writes the sub-panel back and applies the sub-panel's interchanges to the panel's other
 //      columns (the rows that move are staged through global memory: two grid synchronisations);
 //   c. every block computes U12 = L11^-1 A12 for the sub-panel's rows (a kSub x kSub unit lower
@@ -57,7 +57,7 @@ unsigned blocks_for(std::int64_t total, int threads = 256) {
 //   d. updates its own rows of the rest of the panel: A22 -= L21 U12 (in T, shared-memory L21).
 // T = float for the cheap factorizations: FP32 throughout (a few percent of the LU's flops, and
 // the pivot search then sees FP32-accurate columns whatever the trailing update's arithmetic).
-// T = double for the FP64 LU (session 12). PanelTraits<T> holds what differs.
+// T = double for the FP64 LU. PanelTraits<T> holds what differs.
 constexpr int kPanelThreads = 512;
 constexpr int kPanelWarps = kPanelThreads / 32;
 constexpr int kPanelMinRowsPerBlock = 64;
@@ -132,7 +132,7 @@ struct PanelArgs {
 // words, the high half first). 64-bit accesses are single-copy atomic, so a reader that sees the
 // current column's tag sees the current payload: no fence. Waiting for every block's candidate
 // word is the grid-wide barrier of the column; the winner's row and row j follow in a second
-// round trip (fetching every block's row at once instead was slower: L2 contention). A block
+// round trip (fetching every block's row at once is slower: L2 contention). A block
 // overwrites a word of parity j % 2 for column j + 2 only after it has seen every candidate of
 // column j + 1, which each block published after it had fetched what it needed of column j.
 __device__ inline void store_word(unsigned long long* word, unsigned long long v) {
@@ -247,8 +247,8 @@ __device__ inline void store_four(double* p, const double (&v)[4]) {
 // consecutive column groups of the same rows, so global accesses are contiguous along the rows,
 // L21 is a shared-memory broadcast and U12 four values per k. A task's four columns of a row are
 // one vector access where the row's start allows (lda and the panel's offset multiples of 4):
-// four scalar accesses at a 16-byte stride made every warp instruction touch 4x the L2 sectors
-// it used, which the DGEMMs beside the panel make slow (session 16).
+// four scalar accesses at a 16-byte stride would make every warp instruction touch 4x the L2
+// sectors it needs, which the DGEMMs running beside the panel make slow.
 template <class T, int kSub>
 __device__ void update_rows_row_major(const PanelArgs<T>& p, const T* tile, const T* u12, int u12_stride, int r0,
                                       int first, int rows, int column, int right) {
@@ -302,9 +302,9 @@ __device__ void update_rows_row_major(const PanelArgs<T>& p, const T* tile, cons
 // Step b's bookkeeping, one warp: the sub-panel's sequential swaps j <-> pivot as moves "row `to`
 // receives the old row `from`". Lane i tracks row s + i of the sub-panel, lane k the k-th row below
 // it that took part. The warp takes one swap per call of `swap`, during the next column's exchange
-// (off the critical path: session 11), and `emit` writes the moves.
-// (interchanges_to_moves_kernel does the same for a whole panel in shared memory; sharing that
-// version here cost ~6 ms of the panel's critical path at n = 16384, measured.)
+// (off the critical path), and `emit` writes the moves.
+// (interchanges_to_moves_kernel does the same for a whole panel in shared memory; used here it
+// would add ~6 ms to the panels' critical path at n = 16384.)
 struct SubPanelMoves {
   int s, ws, lane, from_inside, below_row = -1, from_below = -1, below = 0;
   __device__ SubPanelMoves(int s_, int ws_, int lane_) : s(s_), ws(ws_), lane(lane_), from_inside(s_ + lane_) {}
@@ -441,8 +441,8 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs<T> p)
           }
         }
         // The candidate first: every block waits for it, while the rows are read a round trip
-        // later (clock64 in block 0: the wait for every candidate fell by ~10%, the panels by
-        // 1-3%; H100, session 10).
+        // later (on an H100 this shortens the wait for every candidate by ~10%, the panels by
+        // 1-3%).
         if (lane == 0) publish_value(slots + block * kSlot, tag, best, found ? unsigned(candidate) : kNoCandidate);
         if (lane < ws) {
           const T candidate_value = found ? tile[candidate * kStride + lane] : T(0);
@@ -483,7 +483,8 @@ __global__ void __launch_bounds__(kPanelThreads) panel_lu_kernel(PanelArgs<T> p)
       } else {
         // 3. Meanwhile the other warps update the rest of this block's rows right of column j
         //    by column j - 1's pivot: the rank-1 update leaves the critical path, which the
-        //    exchange's two round trips set (the same operations as before, in the same order).
+        //    exchange's two round trips set (every entry receives its updates in column order,
+        //    so the results do not depend on which warp applies them).
         //    Warp 1 also turns column j - 1's swap into moves (step b).
         if (warp == 1 && jj > 0) moves_of_sub_panel.swap(jj - 1, sub_pivots[jj - 1]);
         if (apply_previous)
@@ -647,8 +648,8 @@ __device__ int block_exclusive_count(bool flag, int* warp_counts, int* total) {
 // is panel row first + s, slot count + b the b-th distinct pivot row below the panel (in order of
 // first appearance). With the slots numbered, each slot finds the original row it ends up
 // holding, source[s], by following the swaps backwards; every slot whose source changed becomes
-// a move. (A warp that searched the rows below the panel for every swap took ~115 us per panel
-// on the LU's critical path, one thread doing the swaps in order ~33 us; H100, session 7.)
+// a move. Every slot at once, because the kernel sits on the LU's critical path: one thread doing
+// the swaps in order costs ~33 us per panel on an H100 (docs/solver.md).
 __global__ void __launch_bounds__(kPanelMaxWidth)
     interchanges_to_moves_kernel(const int* pivots, std::int64_t first, int count, int* to, int* from, int* moves) {
   __shared__ int pivot[kPanelMaxWidth], slot_of_swap[kPanelMaxWidth], below_slot[kPanelMaxWidth];
@@ -731,9 +732,9 @@ __global__ void __launch_bounds__(32 * kMoveWarps)
 // run. A block takes kRowMoveColumns<T> columns (64 bytes: two 32-byte sectors) of every moved
 // row: all of them are loaded into shared memory (32 KB) before any is stored (the moves form
 // cycles). The move list is staged in shared memory first, and each thread issues kMoveBatch
-// loads before it waits: with the row indices loaded from global memory inside the loop, each of a thread's up to
-// 32 moves cost two dependent round trips (H100, session 10: the LU's interchanges on all streams
-// took 44.7 ms at n = 32768, now 21.1 ms; 16.1 -> 7.7 ms at n = 16384).
+// loads before it waits: with the row indices loaded from global memory inside the loop, each of
+// a thread's up to 32 moves would cost two dependent round trips (about twice the LU's time in
+// interchanges on an H100; docs/solver.md).
 template <class T>
 constexpr int kRowMoveColumns = 64 / int(sizeof(T));
 constexpr int kMoveBatch = 8;
@@ -778,12 +779,10 @@ __global__ void __launch_bounds__(256)
 // per row block, its rows of the triangle go to shared memory, every thread forms one of the
 // block's 32 x 8 right-hand sides (the identity minus the row block's product with the rows of X
 // already final: a dot product from shared memory), and warp c solves the 32 x 32 diagonal block
-// for column c with shuffles. Three barriers per 32 rows; the next row block's loads are issued
-// before the current one's work. Session 17 (H100): a 256 x 256 L11^-1 alone 56 -> 36 us; in the
-// fp16x3 LU at n = 16384, 64 of them 3.9 -> 2.6 ms of the chain. Before, the substitution went
-// row by row with one barrier per row; also measured then and not kept: rows final in groups of 8
-// inside a warp (75 us), a warp per column without barriers (9.5 ms in all instead of 3.9: each
-// step waited for its loads of a(i, k), 32 rows per load).
+// for column c with shuffles. Three barriers per 32 rows, not one per row; the next row block's
+// loads are issued before the current one's work. The LU's chain waits for each panel's L11^-1:
+// a 256 x 256 one takes 36 us alone on an H100, against 56 us for a row-by-row substitution with
+// a barrier per row (that and the other variants measured: docs/solver.md).
 constexpr int kInverseColumns = 8;
 constexpr int kInverseRows = 32;                   // a row block: one warp's lanes
 constexpr int kInverseStrip = kPanelMaxWidth + 1;  // a row block's padded row in shared memory
@@ -932,8 +931,8 @@ __global__ void gather_rows_kernel(const double* y, std::int64_t ldy, const int*
 //    they multiply, so when a part of x arrives only a tile product from shared memory is left;
 //  - a part of x is published as tagged words (value and launch tag in one 64-bit store, two for
 //    FP64), so a reader polls the values themselves: no flag, no fence, one L2 trip per hand-over.
-// At n = 16384 on the H100 this took a solve pair from 2.0 ms (flags, tiles read after the flag)
-// to 0.85 ms, results bit-identical (docs/solver.md).
+// At n = 16384 on the H100 a solve pair then takes 0.85 ms, against 2.0 ms with flags and the
+// tiles read after the flag, with bit-identical results (docs/solver.md).
 // The factor's type F and the arithmetic's type V may differ: FP32 factors are applied in FP64
 // (V = double), reading the same bytes, so that GMRES-IR's preconditioned operator is applied in
 // the working precision (Amestoy, Buttari, Higham, L'Excellent, Mary and Vieuble, "Five-precision
@@ -942,24 +941,23 @@ __global__ void gather_rows_kernel(const double* y, std::int64_t ldy, const int*
 //
 // The chain of hand-overs bounds a solve at n = 16384. A hand-over costs the detection of the
 // published part (~1 us) plus the block's last tile product and inverse, whose work grows with
-// the square of the block's rows: for FP32 factors, 64-row blocks instead of 128 took a solve
-// pair from 1.17 to 0.96 ms at n = 16384, though the chain has twice as many links (H100, session
-// 19). At 32768 it stayed at 2.94 ms: there each hand-over slowed to ~5.6 us (timestamps) under
-// the other blocks' streaming. FP64 factors had 64-row blocks already.
+// the square of the block's rows: 64-row blocks rather than 128 save ~18% of a solve pair with
+// FP32 factors at n = 16384 on an H100, though the chain has twice as many links. (At 32768 the
+// block size makes no difference: there each hand-over slows to ~5.6 us under the other blocks'
+// streaming.)
 constexpr int kSolveRows = 64;
 // Threads per block: 1024, except FP32 factors with several vectors, whose partial sums (a
-// thread group per column slice, K vectors each) fit in a ring slot only with 8 groups; two
-// blocks of 512 per multiprocessor took a solve pair for 4 vectors from 2.54 to 2.05 ms at
-// n = 16384 and from 5.96 to 5.42 ms at 32768 (H100, session 19, against 128-row blocks).
+// thread group per column slice, K vectors each) fit in a ring slot only with 8 groups: two
+// blocks of 512 per multiprocessor (measurements: docs/solver.md).
 template <class F, int K>
 constexpr int kSolveThreads = sizeof(F) == 4 && K > 1 ? 512 : 1024;
 
 // Inverts the diagonal blocks in V arithmetic: blockIdx.y == 0 the unit lower triangles of L, 1
 // the upper triangles of U (column-oriented substitution). A short last block is padded with the
 // identity. kInverseThreadsPerColumn threads of one warp share a column of the inverse, the rows
-// of each substitution step split among them: one thread per column (128 per block, one block per
-// multiprocessor for its shared memory) left the multiprocessors waiting on latency; this took
-// ~1.3 ms off a factorization at n = 32768 (H100, session 11; no change seen at n = 16384).
+// of each substitution step split among them: with one thread per column (128 per block, one
+// block per multiprocessor for its shared memory) the multiprocessors wait on latency. On an H100
+// at n = 32768 this saves ~1.3 ms of a factorization.
 constexpr int kInverseThreadsPerColumn = 8;
 constexpr int kInverseYStride = kSolveRows + 1;  // padded rows of y: the threads of a column hit different banks
 template <class F, class V>
@@ -1009,10 +1007,9 @@ __global__ void invert_diagonal_blocks_kernel(const F* lu, std::int64_t ld, std:
 }
 
 // Tiles of the factor in flight or waiting per thread block. One vector and FP32 factors: 6, which
-// keeps more of a block's row in flight while it runs ahead of the chain (a solve pair 0.96 ->
-// 0.90 ms at n = 16384 and 2.99 -> 2.90 ms at 32768, H100, session 19; 10 or 13 slots: the same).
-// 3 where the tiles or the partial sums take more shared memory (FP64 factors, several vectors:
-// for 4 vectors, 6 slots made the pair slower, 2.05 -> 2.44 ms at 16384).
+// keeps more of a block's row in flight while it runs ahead of the chain (~6% off a solve pair at
+// n = 16384 on an H100; more slots gain nothing). 3 where the tiles or the partial sums take more
+// shared memory (FP64 factors, several vectors: for 4 vectors 6 slots make the pair slower).
 template <class F, int K>
 constexpr int kSolveRing = sizeof(F) == 4 && K == 1 ? 6 : 3;
 
@@ -1058,11 +1055,10 @@ struct TaggedValue<double> {
 // Thread (r, g) owns row r and the columns g, g + kGroups, ... of each tile. For FP64 factors the
 // kGroups threads of a row lie in one warp (kSolveGroupsInWarp), so the sums over them are
 // shuffles and the hand-over from the last part of X to this block's publication holds one
-// barrier (the diagonal block's inverse needs every row of y) instead of three: a solve pair
-// at n = 16384 took 2.3 instead of 3.0 ms (H100, session 15; the blocks hand over one after
-// another, so the hand-over bounds a solve). For FP32 factors the same layout was ~5% slower
-// (1.26 against 1.20 ms per pair at n = 16384, 3.10 against 2.96 at 32768), so there a group
-// is B consecutive threads and the sums go through shared memory.
+// barrier (the diagonal block's inverse needs every row of y) instead of three. The blocks hand
+// over one after another, so the hand-over bounds a solve: a pair at n = 16384 takes 2.3 ms
+// against 3.0 with three barriers (H100). For FP32 factors the same layout is ~5% slower, so
+// there a group is B consecutive threads and the sums go through shared memory.
 template <class F>
 constexpr bool kSolveGroupsInWarp = sizeof(F) == 8;
 template <class F>  // the tiles' column stride, padded where a warp reads several columns
@@ -1235,13 +1231,11 @@ __global__ void __launch_bounds__(kSolveThreads<F, K>, 1024 / kSolveThreads<F, K
 //   c. A22 -= L21 U12 on the FP64 tensor cores (trailing_update).
 // In global memory rows do not move either: perm (logical -> physical row) is followed on every
 // access, and the rows that moved are put in their final order at the end, through `scratch`.
-// Session 16 (H100, a 256 x 256 Gaussian block alone, 254 rows moved): 621 -> 408 us. Before,
-// the rows lived in shared memory with two barriers per column (1.16 us per column; now ~0.8,
-// of which the two warp_best reductions ~0.3) and A22 -= L21 U12 ran on CUDA cores in 4 x 4
-// tiles (194 us; now 77). Inside the n = 16384 FP64 LU, beside the DGEMMs, it takes ~0.55 ms.
-// Measured and not kept (step a 1.4x, 1.0x and 1.75x its time): a shuffle tree over the warps'
-// candidates instead of the second warp_best, each row's reciprocal computed during the search
-// (getf2's scaling), and the column loop not unrolled (v[j] by selection).
+// On an H100 a 256 x 256 Gaussian block takes ~0.4 ms alone (step a ~0.8 us per column, of which
+// the two warp_best reductions ~0.3; step c ~77 us) and ~0.55 ms inside the n = 16384 FP64 LU,
+// beside the DGEMMs. docs/solver.md has the variants measured against this layout (rows in
+// shared memory, step c on CUDA cores, a shuffle tree over the warps' candidates, getf2's
+// reciprocal during the search, the column loop not unrolled).
 constexpr int kBlockSub = 32;
 constexpr int kBlockThreads = 256;
 constexpr int kBlockWarps = kBlockThreads / 32;
@@ -1268,7 +1262,7 @@ struct DiagonalBlockShared {
 // wait at the next __syncthreads).
 __device__ inline void owners_barrier(int threads) { asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory"); }
 
-// C += A B on the FP64 tensor cores (PTX mma.sync m16n8k8, sm_90; step c took the same time
+// C += A B on the FP64 tensor cores (PTX mma.sync m16n8k8, sm_90; step c takes the same time
 // with m8n8k4: its accumulators' loads from L2 set the pace). With g = lane / 4 and
 // t = lane % 4, a lane holds A(g, t), A(g + 8, t), A(g, t + 4), A(g + 8, t + 4) of the 16 x 8 A;
 // B(t, g), B(t + 4, g) of the 8 x 8 B; and C(g, 2 t), C(g, 2 t + 1), C(g + 8, 2 t),
@@ -1299,10 +1293,9 @@ __device__ void factor_sub_panel(DiagonalBlockShared& s, double* __restrict__ a,
   const int owner_threads = (rows + 31) / 32 * 32;
   const bool owner = tid < rows;
   const int physical = owner ? s.perm[c0 + tid] : 0;
-  // The warp's 32 rows through shared memory, a row per load instruction. Each thread loading its
-  // own row touched 32 rows per instruction (up to 4x the L2 sector requests), which the DGEMMs
-  // running beside the LU made slow: inside the n = 16384 LU the kernel took 0.72 ms against
-  // 0.39 alone, 0.55 ms with the loads and stores a row per instruction (session 16).
+  // The warp's 32 rows through shared memory, a row per load instruction: each thread loading
+  // its own row would touch 32 rows per instruction (up to 4x the L2 sector requests), which the
+  // DGEMMs running beside the LU make slow (inside the n = 16384 LU: 0.72 against 0.55 ms).
   {
     double staged[kBlockSub];
 #pragma unroll

@@ -33,9 +33,9 @@ struct Fp16x3PackedB {
 // Where a product's kernel may run. Anywhere: cuBLAS's choice, which on Hopper launches its FP16
 // GEMMs with thread block clusters. A cluster needs several free multiprocessors of one GPC at
 // once: beside a long kernel that holds most multiprocessors it can wait for the whole of that
-// kernel (the device LU's look-ahead updates waited for the bulk update beside them, up to
-// 5.7 ms each and 60 ms of the 241 ms LU at n = 32768; H100, session 17). Unclustered: a kernel
-// whose blocks start on any free multiprocessor.
+// kernel (the device LU's look-ahead updates beside its bulk update: up to 5.7 ms each, 60 ms of
+// a 241 ms LU at n = 32768 on an H100). Unclustered: a kernel whose blocks start on any free
+// multiprocessor.
 enum class KernelPlacement { Anywhere, Unclustered };
 
 // Writes one block of the packed copy: for j < n, packed[j ld_packed + (0, k, 2k) + i] =

@@ -4,8 +4,8 @@
 //   mixsolve::SolveReport r = mixsolve::solve(ctx, A, B, X);          // defaults below
 //
 // A, B, X are views in host or device memory (all three in the same one); A and B are not
-// modified. Host matrices are solved with the host backends (Eigen, and the tensor-core model of
-// gemm/ for the FP16/TF32/halfhalf roundings), so the whole logic runs without a GPU.
+// modified. Host matrices are solved with the host backends (Eigen, and gemm/'s models of the
+// tensor-core roundings for the cheaper precisions), so the whole logic runs without a GPU.
 #pragma once
 
 #include <cstddef>
@@ -61,7 +61,7 @@ enum class StopTest {
 // condition_estimate): Higham's 1-norm estimator (LAPACK's xGECON) on A^-T with the factors in
 // use, 2 to 11 solves with them or their transpose, once per factorization. The transposed solves
 // go through cuBLAS trsv, whose one-vector solves are far below the memory's pace: on the H100
-// the estimate took 12 ms at n = 16384 and 24 ms at n = 32768, 9-15% of an fp16x3 solve.
+// the estimate takes 12 ms at n = 16384 and 24 ms at n = 32768, 9-15% of an fp16x3 solve.
 enum class ConditionEstimate {
   Never,
   WhenNotConverged,  // only for a solve that did not meet the LAPACK test: why, and how far off x may be
@@ -79,18 +79,17 @@ Refinement parse_refinement(const std::string& text);  // "none", "classic", "gm
 
 struct SolveOptions {
   // Auto tries the factorizations of auto_path in order (then FP64 when fallback is on), going up
-  // one step when refinement stagnates, diverges, is too slow, or the LU meets a zero pivot or
-  // overflows.
+  // one step when refinement stagnates, diverges or is too slow, when the LU meets a zero pivot,
+  // overflows or its pivots collapse, or when the probe finds the factors too weak.
   Precision factorization = Precision::Auto;
   // Default {Fp16x3}: FP32-like factors at about the cost of an FP16 LU, so a second cheap rung
-  // gains nothing (H100, session 5: n = 16384, geo, cond 1e2 / 1e4 / 1e6: fp16x3 1.05 / 1.03 /
-  // 0.84x cuSOLVER dgetrf+getrs, fp16 0.93 / 0.38 / 0.38x, fp32 0.91 / 0.88 / 0.75x; n = 32768,
-  // cond 1e2: fp16x3 1.44x, fp16 1.29x; docs/benchmarks.md). With FP64 next, a stalled classic
+  // gains nothing (H100, n = 16384, `geo` cond 1e2 .. 1e6: the fp16x3 path is faster than the
+  // FP16 and FP32 ones at every condition; docs/benchmarks.md). With FP64 next, a stalled classic
   // IR gets a GMRES-IR retry on the same factors first. Must not be empty or contain Auto.
   std::vector<Precision> auto_path = {Precision::Fp16x3};
   // Under Auto, matrices with fewer rows than this are factored in FP64 at once: below it the
-  // cheap LU is no faster than cuSOLVER's dgetrf (H100, session 8: n = 8192, fp16x3 0.91x
-  // dgetrf+getrs at best, cond 1e2; n = 12288 1.12x). -1: the engine's choice, 12288 for device
+  // cheap LU and its refinement are no faster than an FP64 solve (H100, cond 1e2: fp16x3 0.91x
+  // dgetrf+getrs at n = 8192, 1.12x at n = 12288). -1: the engine's choice, 12288 for device
   // matrices and 0 for host matrices (the host engine's cheap factorizations are rounding
   // models, there to exercise the refinement and escalation logic at small n).
   std::int64_t auto_min_n = -1;
@@ -154,14 +153,16 @@ struct SolveOptions {
   // probe_pivot_ratio times the largest so far (StopReason::CollapsedPivots; a Hilbert matrix
   // at column ~260 of 16384). Not with INFINITY.
   double probe_pivot_ratio = 1e-4;
-  // Range scaling of FP16 and BF16 factorizations (Higham, Pranesh & Zounon 2019, "Squeezing a
-  // matrix into half precision"): they factor mu A, a power of two times A with its largest
-  // entry in [1/2, 1); where A's rows' or columns' largest entries spread over more than 2^12,
-  // mu R A S with diagonal R and S (powers of two, so every scaling is exact) that bring each
-  // row's and column's largest entry into [1/2, 1). Entries beyond FP16's range, near its
-  // underflow, or beyond FP32's (A is rounded through FP32) then factorize; refinement works
-  // with A itself. Off: A is rounded as it is, and an overflow escalates. Other precisions are
-  // never scaled.
+  // Range scaling of FP16, BF16 and fp16x3 factorizations (Higham, Pranesh & Zounon 2019,
+  // "Squeezing a matrix into half precision"): they factor mu A, a power of two times A with its
+  // largest entry in [1/2, 1); where A's rows' or columns' largest entries spread over more than
+  // 2^12, mu R A S with diagonal R and S (powers of two, so every scaling is exact) that bring
+  // each row's and column's largest entry into [1/2, 1). A is scaled in FP64 before it is rounded
+  // to the factors' FP32 storage, so entries beyond FP32's range then factorize, and for FP16
+  // entries beyond its range or near its underflow (BF16 and fp16x3, whose products scale their
+  // operands by powers of two themselves, keep FP32's exponent range). Refinement works with A
+  // itself. Off: A is rounded as it is, and an overflow escalates. FP64, FP32, TF32, Halfhalf
+  // and Tf32tf32 factorizations are never scaled.
   bool range_scaling = true;
   ConditionEstimate condition_estimate = ConditionEstimate::WhenNotConverged;
   // LU block size; 0 picks one for the matrix size and memory space (the GPU LU takes at most 256).
@@ -284,7 +285,11 @@ SolveReport solve(Context& ctx, const MatrixView<const double>& a, const MatrixV
                   const MatrixView<double>& x, const SolveOptions& options = {});
 
 // Factor once, solve many: the factorization (and any escalation) happens on the first solve;
-// later solves reuse the factors of the precision that succeeded. The matrix is copied.
+// later solves reuse the factors of the precision that succeeded. A host matrix is copied (an
+// FP64 copy for the residuals, and the factors beside it). A device matrix is not: it is read in
+// place (its scan in the constructor, its conversion into the factors' own storage, the
+// residuals and mat-vecs), so it must outlive the Factorization and stay unchanged. A itself is
+// never written.
 class Factorization {
  public:
   Factorization(Context& ctx, const MatrixView<const double>& a, const SolveOptions& options = {});
