@@ -16,6 +16,7 @@
 #include "mixsolve/core/matrix.hpp"
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/solvers/solve.hpp"
+#include "precisions.hpp"
 
 namespace mixsolve::solvers_detail {
 
@@ -84,19 +85,6 @@ struct FactorResult {
   std::int64_t reused_columns = 0;  // Reused: the leading columns that followed the order
   std::int64_t collapsed_at_column = -1;  // CollapsedPivots: the column up to which they had collapsed
 };
-
-// The unit roundoff of a factorization's arithmetic: the FP32-stored factorizations of FP32
-// accuracy (FP32, and the corrected tensor-core updates: gemm/ measured them as accurate as
-// SGEMM) 2^-24; TF32 and FP16 updates 2^-11; BF16 2^-8.
-inline double unit_roundoff(Precision p) {
-  switch (p) {
-    case Precision::FP64: return 0x1p-53;
-    case Precision::TF32:
-    case Precision::FP16: return 0x1p-11;
-    case Precision::BF16: return 0x1p-8;
-    default: return 0x1p-24;
-  }
-}
 
 // SolveOptions::reuse_pivot_order: how many leading columns of a cheaper LU's row order the FP64
 // LU follows, from the cheaper LU's pivots |u_kk| (`pivots`, in column order) and its arithmetic.

@@ -17,6 +17,7 @@
 
 #include "condition_estimate.hpp"
 #include "engine.hpp"
+#include "precisions.hpp"
 
 namespace mixsolve {
 
@@ -51,17 +52,9 @@ using solvers_detail::Engine;
 using solvers_detail::FactorResult;
 
 std::string to_string(Precision p) {
-  switch (p) {
-    case Precision::FP64: return "fp64";
-    case Precision::FP32: return "fp32";
-    case Precision::TF32: return "tf32";
-    case Precision::FP16: return "fp16";
-    case Precision::BF16: return "bf16";
-    case Precision::Halfhalf: return "halfhalf";
-    case Precision::Tf32tf32: return "tf32tf32";
-    case Precision::Fp16x3: return "fp16x3";
-    case Precision::Auto: return "auto";
-  }
+  if (p == Precision::Auto) return "auto";
+  for (const solvers_detail::PrecisionInfo& info : solvers_detail::factorization_precisions())
+    if (info.precision == p) return info.name;
   return "?";
 }
 
@@ -130,10 +123,13 @@ std::string to_string(PivotOrder o) {
 }
 
 Precision parse_precision(const std::string& text) {
-  for (Precision p : {Precision::FP64, Precision::FP32, Precision::TF32, Precision::FP16, Precision::BF16,
-                      Precision::Halfhalf, Precision::Tf32tf32, Precision::Fp16x3, Precision::Auto})
-    if (to_string(p) == text) return p;
-  throw InvalidArgument("precision \"" + text + "\" is not one of fp64, fp32, tf32, fp16, bf16, halfhalf, tf32tf32, fp16x3, auto");
+  if (text == "auto") return Precision::Auto;
+  std::string names;
+  for (const solvers_detail::PrecisionInfo& info : solvers_detail::factorization_precisions()) {
+    if (text == info.name) return info.precision;
+    names += std::string(info.name) + ", ";
+  }
+  throw InvalidArgument("precision \"" + text + "\" is not one of " + names + "auto");
 }
 
 Refinement parse_refinement(const std::string& text) {
@@ -184,11 +180,8 @@ std::string SolveReport::summary() const {
 
 namespace {
 
-// The factorizations SolveOptions::range_scaling applies to: FP16's exponent range is narrow
-// (normal from 2^-14 to 65504); BF16 and fp16x3 (whose GEMM scales its operands by powers of
-// two itself) keep FP32's, and scaling (in FP64, before A is rounded to the FP32 copy) also lets
-// entries beyond FP32's range factorize.
-bool range_limited(Precision p) { return p == Precision::FP16 || p == Precision::BF16 || p == Precision::Fp16x3; }
+// The factorizations SolveOptions::range_scaling applies to (precisions.cpp says why).
+bool range_limited(Precision p) { return solvers_detail::precision_info(p).range_limited; }
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }

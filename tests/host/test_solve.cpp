@@ -986,6 +986,30 @@ TEST(Solve, BadArgumentsNameTheArgumentAndValue) {
   EXPECT_EQ(parse_precision("fp16x3"), Precision::Fp16x3);
 }
 
+// The precision table (solvers/src/precisions.cpp) has one row per factorization precision: the
+// names round-trip through to_string and parse_precision, both update backends are registered,
+// and the unit roundoffs order the precisions as their arithmetic does.
+TEST(Solve, EveryFactorizationPrecisionHasOneCompleteRow) {
+  using solvers_detail::factorization_precisions;
+  using solvers_detail::precision_info;
+  const std::vector<Precision> all = {Precision::FP64, Precision::FP32,     Precision::TF32,     Precision::FP16,
+                                      Precision::BF16, Precision::Halfhalf, Precision::Tf32tf32, Precision::Fp16x3};
+  ASSERT_EQ(factorization_precisions().size(), all.size());
+  for (Precision p : all) {
+    SCOPED_TRACE(to_string(p));
+    EXPECT_EQ(precision_info(p).precision, p);
+    EXPECT_EQ(parse_precision(to_string(p)), p);
+    EXPECT_NO_THROW(solvers_detail::host_update_backend(p));
+    EXPECT_NO_THROW(solvers_detail::device_update_backend(p));
+  }
+  EXPECT_EQ(parse_precision("auto"), Precision::Auto);
+  EXPECT_THROW(precision_info(Precision::Auto), InvalidArgument);
+  EXPECT_EQ(solvers_detail::unit_roundoff(Precision::FP64), 0x1p-53);
+  EXPECT_LT(solvers_detail::unit_roundoff(Precision::FP32), solvers_detail::unit_roundoff(Precision::FP16));
+  EXPECT_LT(solvers_detail::unit_roundoff(Precision::FP16), solvers_detail::unit_roundoff(Precision::BF16));
+  EXPECT_EQ(solvers_detail::unit_roundoff(Precision::Fp16x3), solvers_detail::unit_roundoff(Precision::FP32));
+}
+
 TEST(Solve, InputsAreNotModified) {
   Problem p(geo(1e6, 2), 64, 2);
   const std::vector<double> a0 = p.a, b0 = p.b;

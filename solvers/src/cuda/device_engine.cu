@@ -503,21 +503,6 @@ int env_int(const char* name, int fallback) {
   return v && *v ? std::atoi(v) : fallback;
 }
 
-const gemm::Backend& device_update_backend(Precision p) {
-  switch (p) {
-    case Precision::FP32: return gemm::find_backend("cublas-sgemm");
-    case Precision::TF32: return gemm::find_backend("cublas-tf32");
-    case Precision::FP16: return gemm::find_backend("cublas-fp16");
-    case Precision::BF16: return gemm::find_backend("cublas-bf16");
-    case Precision::Halfhalf: return gemm::find_backend("halfhalf");
-    case Precision::Tf32tf32: return gemm::find_backend("tf32tf32");
-    case Precision::Fp16x3: return gemm::find_backend("cublas-fp16x3");
-    case Precision::FP64: return gemm::find_backend("cublas-dgemm");
-    default: break;
-  }
-  throw InvalidArgument("device engine: no trailing-update backend for precision " + to_string(p));
-}
-
 // What the block-row solves U12 = L11^-1 A12 of factor_blocked use, for factors of type T.
 template <class T>
 struct BlockRowBuffers {

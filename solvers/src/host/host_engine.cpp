@@ -17,24 +17,6 @@ namespace mixsolve::solvers_detail {
 
 namespace {
 
-// The host GEMM backend that gives a factorization its rounding.
-const gemm::Backend& host_update_backend(Precision p) {
-  switch (p) {
-    case Precision::FP64: return gemm::find_backend("host-fp64");
-    case Precision::FP32: return gemm::find_backend("host-fp32");
-    case Precision::TF32: return gemm::find_backend("model-tf32-rz");
-    case Precision::FP16: return gemm::find_backend("model-fp16-rz");
-    case Precision::BF16: return gemm::find_backend("model-bf16-rz");
-    case Precision::Halfhalf: return gemm::find_backend("model-halfhalf-rn");
-    case Precision::Tf32tf32: return gemm::find_backend("model-tf32tf32-rn");
-    // cublas-fp16x3 as the device computes it: scaled operands, three products truncated in
-    // the tensor core.
-    case Precision::Fp16x3: return gemm::find_backend("model-fp16x3-rz");
-    case Precision::Auto: break;
-  }
-  throw InvalidArgument("host engine: no factorization for precision " + to_string(p));
-}
-
 // Right-looking blocked LU with partial pivoting of the n x n matrix a (leading dimension n),
 // trailing updates A22 -= L21 U12 through `update`. Returns the first zero pivot's column or -1.
 // With largest_multiplier (SolveOptions::reuse_pivot_order): in the blocks that start before

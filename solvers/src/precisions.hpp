@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Internal: one row per factorization precision, read by the driver and both engines. Adding a
+// precision is an enumerator in solve.hpp and a row in precisions.cpp.
+#pragma once
+
+#include <vector>
+
+#include "mixsolve/gemm/backend.hpp"
+#include "mixsolve/solvers/solve.hpp"
+
+namespace mixsolve::solvers_detail {
+
+struct PrecisionInfo {
+  Precision precision;
+  const char* name;  // to_string / parse_precision
+  // The unit roundoff of the factorization's arithmetic: what the probe, the collapse watch and
+  // the reused-order test compare pivots with.
+  double unit_roundoff;
+  // SolveOptions::range_scaling applies (the precision's exponent range, or its GEMM's, is
+  // narrower than FP32's, or the factors are FP32 ones that scaling keeps within range).
+  bool range_limited;
+  const char* device_update;  // gemm backend of the trailing updates on the GPU
+  const char* host_update;    // gemm backend that gives the host LU the device's rounding
+};
+
+// Every factorization precision, in the order parse_precision lists them (not Auto).
+const std::vector<PrecisionInfo>& factorization_precisions();
+
+// The row of p; InvalidArgument for Precision::Auto.
+const PrecisionInfo& precision_info(Precision p);
+
+inline double unit_roundoff(Precision p) { return precision_info(p).unit_roundoff; }
+
+// The GEMM backends of p's trailing updates on the GPU and on the host.
+const gemm::Backend& device_update_backend(Precision p);
+const gemm::Backend& host_update_backend(Precision p);
+
+}  // namespace mixsolve::solvers_detail
