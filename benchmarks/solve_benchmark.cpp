@@ -56,6 +56,7 @@
 #include "mixsolve/matgen/application_matrices.hpp"
 #include "mixsolve/matgen/test_matrices.hpp"
 #include "mixsolve/solvers/solve.hpp"
+#include "solver_tuning_environment.hpp"
 
 using namespace mixsolve;
 
@@ -517,6 +518,7 @@ void run_suite(Context& ctx, cusolverDnHandle_t solver, const std::vector<SuiteM
 }  // namespace
 
 int main(int argc, char** argv) try {
+  bench::apply_solver_tuning_environment();
   const bench::Options opt(argc, argv);
   const bool suite = opt.get("suite", "") == "true";
   std::vector<SuiteMatrix> suite_matrices;  // parsed first: a bad name is an error with or without a GPU

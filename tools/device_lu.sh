@@ -2,7 +2,7 @@
 # Device run for the LU work (from the repository root on the device machine; logs into $OUT):
 #  1. the GPU tests;
 #  2. the LU phase profile at n = $TUNE_N for look-ahead off/on and several panel block counts
-#     (MIXSOLVE_LU_LOOKAHEAD, MIXSOLVE_PANEL_BLOCKS: docs/solver.md);
+#     (MIXSOLVE_LU_LOOKAHEAD, MIXSOLVE_PANEL_BLOCKS: benchmarks/solver_tuning_environment.hpp);
 #  3. solve_benchmark with $BENCH_ARGS, JSON into $OUT/solve.json.
 set -u
 build=${BUILD:-build-gpu}

@@ -18,6 +18,7 @@
 #include "condition_estimate.hpp"
 #include "engine.hpp"
 #include "precisions.hpp"
+#include "tuning.hpp"
 
 namespace mixsolve {
 
@@ -846,8 +847,8 @@ class Refiner {
   double next_rung_seconds_;
   bool gmres_may_follow_;
   BestIterate& best_;
-  // MIXSOLVE_GMRES_TRACE in the environment: each budget judgement goes to stderr (for tuning).
-  bool trace_ = std::getenv("MIXSOLVE_GMRES_TRACE") != nullptr;
+  // Tuning::gmres_trace: each budget judgement goes to stderr.
+  bool trace_ = solvers_detail::tuning().gmres_trace;
 };
 
 }  // namespace

@@ -15,12 +15,19 @@
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/matgen/test_matrices.hpp"
 #include "engine.hpp"  // solvers_detail::make_device_engine: the reused order's rejection path
+#include "tuning.hpp"  // solvers_detail::tuning(): the variants of the device LU
 #include "mixsolve/solvers/solve.hpp"
 #include "solve_test_problems.hpp"
 
 namespace {
 
 using namespace mixsolve;
+
+// The FP64 LU's route by name, as the tests loop over them: "engine", "cusolver", or by size.
+solvers_detail::Tuning::Fp64Route fp64_route(const std::string& name) {
+  using Route = solvers_detail::Tuning::Fp64Route;
+  return name == "engine" ? Route::Engine : name == "cusolver" ? Route::Cusolver : Route::BySize;
+}
 
 struct DeviceProblem {
   std::int64_t n, k;
@@ -111,7 +118,7 @@ TEST(GpuSolve, EveryFactorizationPrecisionMeetsTheStopTest) {
 }
 
 // The FP64 LU runs on the blocked engine (FP64 panels, DGEMM updates) from n = 6144 on and on
-// cuSOLVER's dgetrf below; MIXSOLVE_FP64_LU=engine / cusolver forces either. Both routes must
+// cuSOLVER's dgetrf below; Tuning::fp64_route forces either. Both routes must
 // meet the stop test with at most one classic step, also at cond 1e12 and at n = 20480, where
 // the first panels' rows per block no longer fit 32-column FP64 sub-panels and the panel kernel
 // takes 16-column ones.
@@ -129,12 +136,12 @@ TEST(GpuSolve, Fp64FactorsFromTheEngineAndFromCusolverMeetTheStopTest) {
     // that no longer halves the backward error.
     for (const char* route : {"engine", "cusolver"})
       for (StopTest stop : {StopTest::Lapack, StopTest::Attainable}) {
-        setenv("MIXSOLVE_FP64_LU", route, 1);
+        solvers_detail::tuning().fp64_route = fp64_route(route);
         SolveOptions o;
         o.factorization = Precision::FP64;
         o.stop_test = stop;
         const SolveReport r = prob.solve_on_device(ctx, o);
-        unsetenv("MIXSOLVE_FP64_LU");
+        solvers_detail::tuning().fp64_route = solvers_detail::Tuning::Fp64Route::BySize;
         SCOPED_TRACE(std::string(route) + " n " + std::to_string(c.n) + " " + to_string(stop));
         EXPECT_TRUE(r.converged) << r.summary();
         EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
@@ -152,7 +159,7 @@ TEST(GpuSolve, Fp64FactorsFromTheEngineAndFromCusolverMeetTheStopTest) {
 TEST(GpuSolve, Fp64FallbackReusesTheCheapRowOrderWhileItsPivotsStandAboveItsRoundingError) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
-  setenv("MIXSOLVE_FP64_LU", "engine", 1);
+  solvers_detail::tuning().fp64_route = fp64_route("engine");
   struct Case {
     bool misleading;
     std::int64_t n;
@@ -186,7 +193,7 @@ TEST(GpuSolve, Fp64FallbackReusesTheCheapRowOrderWhileItsPivotsStandAboveItsRoun
       std::printf("%s", r.summary().c_str());
     }
   }
-  unsetenv("MIXSOLVE_FP64_LU");
+  solvers_detail::tuning().fp64_route = solvers_detail::Tuning::Fp64Route::BySize;
 }
 
 // The engine's buffers come from the Context's pool (Context::allocate), which keeps them for the
@@ -284,7 +291,7 @@ TEST(GpuSolve, Fp16x3FactorsRefineLikeFp32AndFasterThanFp16) {
   EXPECT_LT(steps[1], steps[2]);
 }
 
-// The device LU's delayed updates (MIXSOLVE_LU_GROUP: panels per bulk update, 2 by default and 3
+// The device LU's delayed updates (Tuning::update_group: panels per bulk update, 2 by default and 3
 // from n = 24576 on for FP32 factors) at a size a test can afford: every group gives fp16x3
 // factors that refine to the stop test in about the same classic steps (a last panel narrower
 // than the block, and a last group with fewer panels than the others).
@@ -293,13 +300,13 @@ TEST(GpuSolve, Fp16x3LuRefinesAlikeWithEveryUpdateGroup) {
   Context ctx;
   DeviceProblem prob(spec_of(MatrixFamily::Svd, Spectrum::Geo, 1e3, 52), 2100, 1);
   for (const char* group : {"1", "2", "3", "4"}) {
-    setenv("MIXSOLVE_LU_GROUP", group, 1);
+    solvers_detail::tuning().update_group = std::atoi(group);
     SolveOptions o;
     o.factorization = Precision::Fp16x3;
     o.refinement = Refinement::Classic;
     o.fallback = false;
     const SolveReport r = prob.solve_on_device(ctx, o);
-    unsetenv("MIXSOLVE_LU_GROUP");
+    solvers_detail::tuning().update_group = 0;
     SCOPED_TRACE(std::string("group ") + group);
     EXPECT_TRUE(r.converged) << r.summary();
     EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
@@ -309,7 +316,7 @@ TEST(GpuSolve, Fp16x3LuRefinesAlikeWithEveryUpdateGroup) {
 
 // The FP32 copy made in the scan of A (DeviceEngine::prepared_copy_usable: A rounded as is, where
 // range scaling by a power of two mu would change only exponents) gives the same solution, bit for
-// bit, as the copy of mu A the conversion makes (MIXSOLVE_SCAN_COPY=0): every rounding of the LU
+// bit, as the copy of mu A the conversion makes (Tuning::scan_copy off): every rounding of the LU
 // and of the solves scales with mu. A's largest entry ~37 (mu = 2^-6); and one beyond 2^20, where
 // the scan's copy is not taken, converges too.
 TEST(GpuSolve, Fp16x3FactorsOfTheScansCopyMatchThoseOfTheScaledCopyBitForBit) {
@@ -323,13 +330,13 @@ TEST(GpuSolve, Fp16x3FactorsOfTheScansCopyMatchThoseOfTheScaledCopyBitForBit) {
     std::vector<std::vector<double>> solutions;
     std::vector<int> iterations;
     for (const char* copy : {"1", "0"}) {
-      setenv("MIXSOLVE_SCAN_COPY", copy, 1);
+      solvers_detail::tuning().scan_copy = std::atoi(copy) != 0;
       SolveOptions o;
       o.factorization = Precision::Fp16x3;
       o.fallback = false;
       const SolveReport r = prob.solve_on_device(ctx, o);
-      unsetenv("MIXSOLVE_SCAN_COPY");
-      SCOPED_TRACE(std::string("scale ") + std::to_string(scale) + ", MIXSOLVE_SCAN_COPY=" + copy);
+      solvers_detail::tuning().scan_copy = true;
+      SCOPED_TRACE(std::string("scale ") + std::to_string(scale) + ", scan copy " + copy);
       EXPECT_TRUE(r.converged) << r.summary();
       EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
       solutions.push_back(prob.x);
@@ -416,8 +423,7 @@ TEST(GpuSolve, SizesOffTheBlockGridAndManyRightHandSides) {
 TEST(GpuSolve, SizesOffTheAlignmentGridAndOddLeadingDimensions) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
-  const char* saved = std::getenv("MIXSOLVE_FP64_LU");
-  const std::string saved_route = saved ? saved : "";
+  const solvers_detail::Tuning saved = solvers_detail::tuning();
   for (std::int64_t n : {1001, 2049, 2111}) {
     const std::int64_t lda = n + 3;
     DeviceProblem prob(spec_of(MatrixFamily::Svd, Spectrum::Geo, 1e4, 90 + n), n, 1);
@@ -429,7 +435,7 @@ TEST(GpuSolve, SizesOffTheAlignmentGridAndOddLeadingDimensions) {
     for (const char* route : {"", "engine", "cusolver"})
       for (Precision p : {Precision::Fp16x3, Precision::FP32, Precision::FP64}) {
         if (*route && p != Precision::FP64) continue;
-        if (*route) setenv("MIXSOLVE_FP64_LU", route, 1);
+        if (*route) solvers_detail::tuning().fp64_route = fp64_route(route);
         SolveOptions o;
         o.factorization = p;
         o.fallback = false;
@@ -437,8 +443,7 @@ TEST(GpuSolve, SizesOffTheAlignmentGridAndOddLeadingDimensions) {
         const SolveReport r = solve(ctx, device_view<const double>(da.data(), n, n, lda),
                                     device_view<const double>(prob.db.data(), n, 1, n), device_view(prob.dx.data(), n, 1, n), o);
         ctx.synchronize();
-        if (saved) setenv("MIXSOLVE_FP64_LU", saved_route.c_str(), 1);
-        else unsetenv("MIXSOLVE_FP64_LU");
+        solvers_detail::tuning() = saved;
         prob.x = prob.dx.to_host();
         SCOPED_TRACE(to_string(p) + (*route ? std::string(" (") + route + ")" : "") + " n = " + std::to_string(n));
         EXPECT_TRUE(r.converged) << r.summary();
@@ -572,9 +577,9 @@ TEST(GpuSolve, ReusedRowOrderThatFailsItsCheckEndsTheFp64LuEarly) {
     for (std::int64_t i = 0; i < n; ++i) shuffled[i + j * n] = m[rows[i] + j * n];
   std::vector<double> b(n);
   fill_random(host_view(b.data(), n, 1, n), RandomSpec::uniform(-1, 1, 44));
-  setenv("MIXSOLVE_FP64_LU", "engine", 1);
+  solvers_detail::tuning().fp64_route = fp64_route("engine");
   for (const char* look_ahead : {"1", "0"}) {
-    setenv("MIXSOLVE_LU_LOOKAHEAD", look_ahead, 1);
+    solvers_detail::tuning().look_ahead = std::atoi(look_ahead) != 0;
     SCOPED_TRACE(std::string("look-ahead ") + look_ahead);
     Context ctx;
     DeviceBuffer<double> da(n * n), dy(n);
@@ -601,8 +606,8 @@ TEST(GpuSolve, ReusedRowOrderThatFailsItsCheckEndsTheFp64LuEarly) {
     }
     EXPECT_LT(residual, 1e-12) << "M x = b to about n u";
   }
-  unsetenv("MIXSOLVE_LU_LOOKAHEAD");
-  unsetenv("MIXSOLVE_FP64_LU");
+  solvers_detail::tuning().look_ahead = true;
+  solvers_detail::tuning().fp64_route = solvers_detail::Tuning::Fp64Route::BySize;
 }
 
 TEST(GpuSolve, AutoEscalatesOnIllConditionedMatricesAndConverges) {
@@ -696,14 +701,14 @@ TEST(GpuSolve, SingularDeviceMatrixIsAnErrorNamingTheColumn) {
   SolveOptions o;
   o.factorization = Precision::FP64;
   for (const char* route : {"cusolver", "engine"}) {  // the FP64 LU's two routes (see above)
-    setenv("MIXSOLVE_FP64_LU", route, 1);
+    solvers_detail::tuning().fp64_route = fp64_route(route);
     try {
       prob.run(ctx, o);
       ADD_FAILURE() << route << ": expected SingularMatrix";
     } catch (const SingularMatrix& e) {
       EXPECT_EQ(e.column(), 200) << route << ": " << e.what();
     }
-    unsetenv("MIXSOLVE_FP64_LU");
+    solvers_detail::tuning().fp64_route = solvers_detail::Tuning::Fp64Route::BySize;
   }
 }
 

@@ -3,7 +3,7 @@
 // one launch of the cooperative kernel of lu_kernels.cu on its own stream while the trailing
 // update A22 -= L21 U12 runs on the chosen gemm/ backend (DGEMM for FP64 factors); U12 = L11^-1
 // A12 by a GEMM with L11's inverse. cuSOLVER's dgetrf remains for small FP64 factorizations and
-// where the panel kernel does not fit (MIXSOLVE_FP64_LU=cusolver|engine forces a route). Solves
+// where the panel kernel does not fit (Tuning::fp64_route forces a route). Solves
 // gather the pivot permutation and use the bandwidth-bound triangular solver; residuals are FP64
 // (cuBLAS) on the user's matrix.
 #include <cublas_v2.h>
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "../engine.hpp"
+#include "../tuning.hpp"
 #include "lu_kernels.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/cusolver_check.hpp"
@@ -335,8 +336,7 @@ __global__ void column_factors_kernel(const double* m, std::int64_t ld, std::int
   }
 }
 
-// Where the device engine spends its time, for tuning: with MIXSOLVE_LU_PROFILE set in the
-// environment every phase is bracketed by CUDA events on its stream. The LU's phases go to stderr
+// Where the device engine spends its time, for tuning: with Tuning::profile every phase is bracketed by CUDA events on its stream. The LU's phases go to stderr
 // after each factorization (with look-ahead the panel overlaps the others, so they add up to
 // more than the total); the solve phases (triangular solves, residuals, mat-vecs) when the engine
 // ends. Off by default (events cost a little).
@@ -346,8 +346,8 @@ class Profile {
     Panel, RightSwaps, LeftSwaps, RowBlock, Update, PackL21, DiagonalBlock, PanelInverse, kLuPhases,
     Solve = kLuPhases, Residual, Multiply, kPhases
   };
-  Profile() : enabled_(std::getenv("MIXSOLVE_LU_PROFILE") != nullptr) {
-    if (const char* path = std::getenv("MIXSOLVE_LU_TIMELINE"); enabled_ && path) timeline_path_ = path;
+  Profile() : enabled_(tuning().profile) {
+    if (enabled_) timeline_path_ = tuning().timeline_path;
   }
   Profile(const Profile&) = delete;
   Profile& operator=(const Profile&) = delete;
@@ -364,7 +364,7 @@ class Profile {
     if (origin_) cudaEventDestroy(origin_);
   }
   bool enabled() const { return enabled_; }
-  // With MIXSOLVE_LU_TIMELINE=<file> as well, each LU phase's start and end (ms since this call,
+  // With Tuning::timeline_path as well, each LU phase's start and end (ms since this call,
   // which marks the factorization's start on `stream`) are appended to the file as CSV lines
   // "factorization,phase,stream,start_ms,stop_ms", the streams named as given here; factorization
   // counts the process's factorizations (each solve has its own engine and profile).
@@ -498,11 +498,6 @@ class MultiprocessorLimitScope {
   int saved_;
 };
 
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
-
 // What the block-row solves U12 = L11^-1 A12 of factor_blocked use, for factors of type T.
 template <class T>
 struct BlockRowBuffers {
@@ -581,7 +576,7 @@ class DeviceEngine final : public Engine {
     flag_ = DeviceBuffer<unsigned long long>(ctx_, 1);
     column_max_ = DeviceBuffer<double>(ctx_, 64);
     // Blocks (= multiprocessors) of the cooperative panel kernel; a tuning knob (docs/solver.md).
-    panel_blocks_ = env_int("MIXSOLVE_PANEL_BLOCKS", kDefaultPanelBlocks);
+    panel_blocks_ = tuning().panel_blocks > 0 ? tuning().panel_blocks : kDefaultPanelBlocks;
   }
   ~DeviceEngine() override {
     for (cudaStream_t stream : {swap_stream_, side_streams_[0], side_streams_[1]})
@@ -673,11 +668,11 @@ class DeviceEngine final : public Engine {
       packed_l21_ = DeviceBuffer<std::uint16_t>();
       allocate_factors(factors64_);
       // The blocked LU below (DGEMM updates, FP64 panels) from n = kFp64EngineMinN on, where the
-      // rows fit the panel kernel; else cusolverDnDgetrf. MIXSOLVE_FP64_LU=cusolver / engine
-      // forces either (the engine only where it fits).
-      const char* choice = std::getenv("MIXSOLVE_FP64_LU");
-      const std::string forced = choice ? choice : "";
-      const bool engine = forced == "engine" || (forced != "cusolver" && n_ >= kFp64EngineMinN);
+      // rows fit the panel kernel; else cusolverDnDgetrf. Tuning::fp64_route forces either (the
+      // engine only where it fits).
+      const Tuning::Fp64Route route = tuning().fp64_route;
+      const bool engine = route == Tuning::Fp64Route::Engine ||
+                          (route == Tuning::Fp64Route::BySize && n_ >= kFp64EngineMinN);
       if (!engine || !panel_workspace<double>().supported()) return factor_with_cusolver();
       order_panels_ = order_columns / nb_;
       if (order.empty() || order_panels_ == 0 || !row_major_layout())
@@ -1058,15 +1053,15 @@ class DeviceEngine final : public Engine {
   // reading and writing A22 (FP32), not by the tensor cores, so grouping two panels halves that
   // traffic. A bulk update does the next `group` panels' columns first, one event each, so the
   // chain waits only for the columns it needs next, not for the whole bulk update.
-  // MIXSOLVE_LU_LOOKAHEAD=0 in the environment runs everything on the user's stream;
-  // MIXSOLVE_LU_GROUP=<g> sets the group (1: a bulk update after every panel).
+  // Tuning::look_ahead off runs everything on the user's stream; Tuning::update_group sets the
+  // group (1: a bulk update after every panel).
   template <class T>
   void factor_blocked(T* f, const gemm::Backend& update) {
-    const bool look_ahead = env_int("MIXSOLVE_LU_LOOKAHEAD", 1) != 0;
+    const bool look_ahead = tuning().look_ahead;
     const int large_group = std::is_same_v<T, double> ? kDefaultUpdateGroup64 : kDefaultUpdateGroup32;
     const int default_group = nf_ >= (std::is_same_v<T, double> ? kLargeFp64 : kLargeFp32) ? large_group
                                                                                           : kDefaultUpdateGroup;
-    const std::int64_t group = std::max(1, env_int("MIXSOLVE_LU_GROUP", default_group));
+    const std::int64_t group = tuning().update_group > 0 ? tuning().update_group : default_group;
     Context& bulk_ctx = ctx_;
     Context& chain_ctx = look_ahead ? *panel_ctx_ : ctx_;
     cudaStream_t bulk = bulk_ctx.stream(), chain = chain_ctx.stream();
@@ -1074,9 +1069,10 @@ class DeviceEngine final : public Engine {
     int multiprocessors = 0;
     MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, ctx_.device()));
     // Panels in a given row order take a few blocks for their diagonal block and short GEMMs
-    // (factor_panel_in_order): MIXSOLVE_LU_CHAIN_SMS multiprocessors are left to the chain then.
-    const int chain_multiprocessors =
-        in_order_ ? env_int("MIXSOLVE_LU_CHAIN_SMS", kInOrderChainMultiprocessors) : panel_workspace<T>().blocks();
+    // (factor_panel_in_order): kInOrderChainMultiprocessors are left to the chain then.
+    const int in_order_chain = tuning().in_order_chain_multiprocessors > 0 ? tuning().in_order_chain_multiprocessors
+                                                                           : kInOrderChainMultiprocessors;
+    const int chain_multiprocessors = in_order_ ? in_order_chain : panel_workspace<T>().blocks();
     // A given row order is followed for the first in_order_panels panels (order_panels_), and the
     // rest pivot partially: from there the chain's panel kernel takes its multiprocessors back.
     const std::int64_t in_order_panels = in_order_ ? std::min<std::int64_t>(order_panels_, (nf_ + nb_ - 1) / nb_) : 0;
@@ -1111,11 +1107,11 @@ class DeviceEngine final : public Engine {
     // (the chain's and three per bulk update), each time after a pass for its largest |value|.
     // A group's panels lie side by side in each packed row (kPackedGroupSlots slots of nf rows x
     // 3 group nb halves, indexed by the factors' row), and a later panel's interchanges move the
-    // group's packed rows as they move its L columns. MIXSOLVE_LU_PACKED_L=0: the backend's own
+    // group's packed rows as they move its L columns. Tuning::packed_l21 off: the backend's own
     // split.
     constexpr bool kFp32 = std::is_same_v<T, float>;
     const bool packed = kFp32 && row_major_ && precision_ == Precision::Fp16x3 && nb_ % 2 == 0 &&
-                        env_int("MIXSOLVE_LU_PACKED_L", 1) != 0;
+                        tuning().packed_l21;
     const std::int64_t packed_ld = 3 * group * nb_;  // halves per packed row
     if (packed && packed_l21_.size() != std::size_t(kPackedGroupSlots * packed_ld * nf_))
       packed_l21_ = DeviceBuffer<std::uint16_t>(ctx_, kPackedGroupSlots * packed_ld * nf_);
@@ -1536,9 +1532,9 @@ class DeviceEngine final : public Engine {
     if (n_ == 0) return *scan_;
     // The FP32 copy of an LU in the same pass where one is expected (expect_factorization), A
     // rounded as is: factor_unchecked takes it where prepared_copy_usable. A second read of A
-    // costs ~0.65 ms at n = 16384 on an H100. MIXSOLVE_SCAN_COPY=0: never.
+    // costs ~0.65 ms at n = 16384 on an H100. Tuning::scan_copy off: never.
     prepared_copy_ = expected_precision_ != Precision::Auto && expected_precision_ != Precision::FP64 &&
-                     row_major_layout() && env_int("MIXSOLVE_SCAN_COPY", 1) != 0;
+                     row_major_layout() && tuning().scan_copy;
     if (prepared_copy_) allocate_factors(factors32_);
     const std::int64_t stripes = (n_ + kScanColumns - 1) / kScanColumns;
     DeviceBuffer<double> partial_sums(ctx_, n_ * stripes);
@@ -1651,11 +1647,11 @@ class DeviceEngine final : public Engine {
   // Range scaling of the current FP32 factors: they are of mu R A S (R = S = I unless two_sided_).
   DeviceBuffer<double> row_factor_, column_factor_;
   bool two_sided_ = false;
-  // The FP32 factors are row-major while factor_blocked runs (MIXSOLVE_LU_ROW_MAJOR, on by
+  // The FP32 factors are row-major while factor_blocked runs (Tuning::row_major_factors, on by
   // default): a row interchange then moves contiguous runs instead of one 32-byte sector per
   // 4-byte value, and transposed to column-major afterwards.
   bool row_major_ = false;
-  static bool row_major_layout() { return env_int("MIXSOLVE_LU_ROW_MAJOR", 1) != 0; }
+  static bool row_major_layout() { return tuning().row_major_factors; }
   // SolveOptions::reuse_pivot_order: the current factors are of A's rows in row_order_ (empty: A's
   // own order); in_order_ while factor_blocked_lu follows one; factors_complete_: the current
   // factors are a completed LU of A (permutation_ is then a row order to reuse).

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../tuning.hpp"
 #include "lu_kernels.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/error.hpp"
@@ -1526,8 +1527,7 @@ PanelWorkspace<T>::PanelWorkspace(std::int64_t max_rows, int max_blocks, Context
                                            max_dynamic_wide_));
   MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(panel_lu_kernel<T, kNarrow>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            max_dynamic_narrow));
-  const char* narrow_only = std::getenv("MIXSOLVE_PANEL_NARROW");  // for measurements: never the wide sub-panels
-  if (narrow_only && *narrow_only && std::atoi(narrow_only) != 0) max_dynamic_wide_ = 0;
+  if (tuning().narrow_panels_only) max_dynamic_wide_ = 0;
   constexpr int kWords = PanelTraits<T>::kWords;
   const std::size_t words = 2 * (std::size_t(grid_) * kSlotWords<T, kWideSub> + kWideSub * kWords);
   const std::size_t moved = 2 * kWideSub * kPanelMaxWidth;

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Internal: the solver's tuning knobs with their measured defaults (docs/solver.md), in one
+// process-wide struct. The library never reads the environment: tests set these to exercise
+// each variant, and solve_benchmark maps MIXSOLVE_* variables onto them
+// (benchmarks/solver_tuning_environment.hpp) for measurements.
+#pragma once
+
+#include <string>
+
+namespace mixsolve::solvers_detail {
+
+struct Tuning {
+  // The FP64 LU's route: BySize takes the device engine's blocked LU from kFp64EngineMinN rows on
+  // and cuSOLVER's dgetrf below; Engine forces the engine where its panel kernel fits.
+  enum class Fp64Route { BySize, Engine, Cusolver };
+  Fp64Route fp64_route = Fp64Route::BySize;
+  // Panel factorization on its own stream ahead of the trailing updates; off: all on one stream.
+  bool look_ahead = true;
+  // Panels whose trailing updates a bulk update applies at once; 0: the default for the size.
+  int update_group = 0;
+  // Blocks (one per multiprocessor) of the cooperative panel kernel; 0: kDefaultPanelBlocks.
+  int panel_blocks = 0;
+  // Multiprocessors left to the panel chain while an LU follows a reused row order; 0: the default.
+  int in_order_chain_multiprocessors = 0;
+  // fp16x3 updates take L21 split and packed by the LU as its rows move; off: the backend splits it.
+  bool packed_l21 = true;
+  // The scan of A also writes the FP32 copy that an expected cheap LU factors.
+  bool scan_copy = true;
+  // The FP32 factors are row-major while the LU runs (row interchanges move contiguous runs).
+  bool row_major_factors = true;
+  // FP64 panels always take 16-column sub-panels (for measurements).
+  bool narrow_panels_only = false;
+  // Phase times of each LU and of the solves to stderr; with timeline_path, every phase's start
+  // and end per stream appended to that CSV file.
+  bool profile = false;
+  std::string timeline_path;
+  // Each GMRES budget judgement to stderr.
+  bool gmres_trace = false;
+};
+
+// The knobs in force; a test that changes them restores them (ScopedTuning in the tests).
+Tuning& tuning();
+
+}  // namespace mixsolve::solvers_detail
