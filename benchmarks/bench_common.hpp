@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Small helpers for the benchmark and example programs: option parsing, device header, JSON rows.
 #pragma once
 

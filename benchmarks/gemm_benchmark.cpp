@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // GEMM benchmark: throughput and accuracy of each backend against cuBLAS SGEMM measured in the
 // same run, on square problems (n in --sizes) and over a k-sweep for the four input classes of
 // seed 000 §4.1. Prints tables and writes JSON (--json FILE).

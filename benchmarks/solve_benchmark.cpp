@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // solve_benchmark: mixsolve::solve against cuSOLVER on the same GPU, in the same run.
 //
 // For each n, spectrum (svd family, design.md §4) and condition number: B = A x_true with a

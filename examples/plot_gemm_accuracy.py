@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Plot the CSV of compare_gemm_backends (--csv FILE): relative error against k, one panel per
 input class, one line per backend (the layout of seed 000 Fig. 8). Needs matplotlib.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Helpers shared by the GEMM tests: FP64 references and error bounds derived from unit roundoff.
 #pragma once
 

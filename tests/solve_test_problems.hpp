@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Test problems shared by the host and GPU solve tests.
 #pragma once
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs on the device machine (see docs/development.md): the GPU tests, then the GEMM benchmark with
 # $BENCH_ARGS (default: a quick set). Logs go to $OUT.
 export LD_LIBRARY_PATH=build-gpu/gpu-libs:$LD_LIBRARY_PATH

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs on the device machine: GPU tests (ctest, label gpu), the full GEMM benchmark (JSON), the
 # example (CSV), with the GPU's clocks and power logged during the benchmark. Results in $OUT.
 export LD_LIBRARY_PATH=$PWD/build-gpu/gpu-libs:$LD_LIBRARY_PATH

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Device run for the LU work (from the repository root on the device machine; logs into $OUT):
 #  1. the GPU tests;
 #  2. the LU phase profile at n = $TUNE_N for look-ahead off/on and several panel block counts

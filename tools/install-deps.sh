@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs the Debian packages mixsolve builds with, where missing (apt-get update first). The CUDA
 # toolkit (nvcc, cuBLAS) is expected on the machine already.
 set -euo pipefail

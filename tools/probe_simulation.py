@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Simulation behind SolveOptions::probe_pivot_ratio (docs/solver.md, the probe).
 
 For svd-family matrices A = U diag(s) V^T (Haar U, V; `geo` or `arith` spectra, largest entry 1),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "mixsolve/core/gpu.hpp"
 
 #include <cublas_v2.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <cuda_runtime.h>
 
 #include <sstream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "mixsolve/gemm/backend.hpp"
 
 #include <cuda_runtime.h>

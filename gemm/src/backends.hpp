@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: each backend family adds its instances to the registry's list.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "mixsolve/gemm/evaluation.hpp"
 
 #include <cuda_runtime.h>

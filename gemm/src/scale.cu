@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "scale.hpp"
 
 #include "mixsolve/core/cuda_check.hpp"

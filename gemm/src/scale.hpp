@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // C = beta * C on host or device memory (beta == 0 writes zeros without reading C).
 #pragma once
 

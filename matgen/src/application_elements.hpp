@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Element (i, j) of the application families (mixsolve/matgen/application_matrices.hpp): one
 // function, compiled for the host loop and for the device kernel, so both sides evaluate the same
 // IEEE operations in the same order. Contraction into FMA would break that, so the files that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "mixsolve/matgen/application_matrices.hpp"
 
 #include <Eigen/Dense>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Device generation of the application families (mixsolve/matgen/application_matrices.hpp): the
 // per-index arrays are prepared on the host (prepare_elements, the same code as the host path) and
 // copied over, then one elementwise kernel evaluates application_element for every (i, j).

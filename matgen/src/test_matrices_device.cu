@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Device generation of the LAWN-41 test matrices (matgen/test_matrices.hpp) for large n: Gaussian
 // matrices from the counter-based generator, orthogonal factors from cuSOLVER's QR (geqrf +
 // orgqr, with Mezzadri's sign correction), and the products through cuBLAS DGEMM.

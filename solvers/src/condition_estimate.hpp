@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: 1-norm estimation for the solve report (condition number and forward error bound),
 // engine-agnostic. The operators are callbacks on host vectors, so the driver can hand in any
 // engine's A^-1 (a device engine copies the vector to the device and back).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: what the solve driver needs from a memory space. The driver (solve.cpp: escalation,
 // refinement, stop test, report) is shared; an engine holds the matrix and its factors in host
 // or device memory and does the arithmetic there.

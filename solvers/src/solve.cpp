@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The solve driver: argument checks, the precision path (escalation and fallback), classic and
 // GMRES iterative refinement for several right-hand sides, the stop test, and the report. All
 // arithmetic goes through an Engine (engine.hpp), so host and device share this logic.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Device generation of the application families against the host generation: the same values,
 // element by element, with tolerances from the few operations that may round differently.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Every device backend against the host FP64 reference: all transposes, odd sizes, alpha/beta,
 // leading dimensions > rows, fresh seeds, poisoned outputs; range handling; NaN/Inf propagation.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Device conversions and splits agree bit for bit with the host implementations.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The solve driver on device matrices (the GPU engine): every factorization precision, escalation,
 // the families, singular input; accuracy checked on the host against an FP64 LU.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The application test-matrix families (matgen/application_matrices.hpp): structure, definiteness,
 // rank and conditioning checked with Eigen at small n, odd and off any grid among them; names,
 // parse and argument errors.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The 1-norm estimator ([H88] Alg. 4.1, LAPACK's DLACN2), the inverse-norm and reciprocal
 // condition helpers (DGECON) and the normwise forward error bound of
 // solvers/src/condition_estimate.hpp, against exact norms computed from explicit matrices.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Formats: host conversions against independent references, split properties, and the
 // expected retained mantissa length of seed 000 Table 1 / §3.1.
 #include <gtest/gtest.h>

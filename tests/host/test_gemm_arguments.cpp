@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Argument checking and the empty / degenerate cases shared by every backend.
 #include <gtest/gtest.h>
 

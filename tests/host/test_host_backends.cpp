@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Host backends against an FP64 reference: every transpose combination, odd sizes, alpha/beta,
 // leading dimensions larger than the rows. Bounds derive from unit roundoff and k.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The test-input generators of seed 000 §4.1.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The solve driver on host matrices: refinement paths, escalation, fallback, the stop test,
 // argument errors. Low-precision factorizations use the host tensor-core model (gemm/).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The host tensor-core model (seed 000 §3.2): its rounding semantics, and the accuracy effects
 // the seed reports (Fig. 3: RZ accumulation is what degrades the correction; Fig. 8: halfhalf's
 // exponent range).

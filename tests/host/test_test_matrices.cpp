@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The LAWN-41 test-matrix families: spectra checked by Eigen's SVD / eigensolvers on small n.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // cuBLAS backends: FP64 and FP32 (pedantic) GEMM, TF32 tensor cores, and FP16 / BF16 tensor
 // cores on FP32 data converted in the workspace. These are the baselines: no error correction.
 // Besides them, cublas-fp16x3: an FP16 hi/lo split with three products in one cuBLAS GEMM.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "device_common.hpp"
 
 #include <cuda_runtime.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Helpers shared by the device backends: availability checks and workspace carving.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Host reference backends: FP64 and FP32 GEMM through Eigen, and the tensor-core model.
 #include <Eigen/Core>
 

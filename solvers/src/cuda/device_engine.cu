@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Device engine: blocked right-looking LU with partial pivoting and look-ahead on the GPU, FP32 or
 // FP64 storage, row-major while it is factored (design: docs/solver.md). Each panel is factored by
 // one launch of the cooperative kernel of lu_kernels.cu on its own stream while the trailing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // GPU kernels of the device LU and its solves: the cooperative panel factorization, row
 // interchanges, the pivot permutation, and bandwidth-bound triangular solves.
 #include <cooperative_groups.h>

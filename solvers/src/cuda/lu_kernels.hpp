@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: the GPU kernels of the device LU and its solves (lu_kernels.cu), behind host
 // launchers. Matrices are column-major; row indices in pivot arrays are global and 0-based.
 #pragma once

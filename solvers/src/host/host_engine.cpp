@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Host engine: blocked LU with partial pivoting whose trailing updates go through a host GEMM
 // backend (Eigen, or the tensor-core model of gemm/ for FP16 / BF16 / TF32 / halfhalf / tf32tf32
 // rounding), triangular solves in the working precision, FP64 residuals.

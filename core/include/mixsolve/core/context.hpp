@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Context: the device, the stream every operation is ordered on, the cuBLAS handle, a reusable
 // workspace and a pool of device memory that keeps what is freed for the next allocation. One
 // Context per thread of work; it is not thread-safe.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Element-wise copy with type conversion between matrices of the same shape (host or device).
 #pragma once
 

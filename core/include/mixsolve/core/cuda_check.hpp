@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Checked CUDA / cuBLAS calls: every return code is turned into a DeviceError naming the call.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Checked cuSOLVER calls: a failing status becomes a DeviceError naming the call.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // RAII device memory. Allocation and copies are checked; copies are ordered on the given stream.
 #pragma once
 

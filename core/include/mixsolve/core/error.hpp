@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Typed exceptions of the public API. Every message names the function, the argument and the
 // value, e.g. "gemm(cublas-sgemm): lda (3) < rows of A (5)".
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Whether a usable CUDA GPU is present, and what it is (for reports and benchmark headers).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // MIXSOLVE_HD marks functions that compile for both host and device.
 #pragma once
 

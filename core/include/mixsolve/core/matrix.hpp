@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Column-major matrix views with a leading dimension, on the host or the device.
 // A view does not own memory; element (i, j) lives at data[i + j * ld].
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Accuracy measures of design.md §4, against an FP64 reference.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reproducible random test matrices, identical on host and device: element (i, j) of a rows x cols
 // matrix is a pure function of (seed, i + j * rows), so a matrix generated on the GPU equals the
 // one generated on the host for the same seed, whatever the leading dimensions.

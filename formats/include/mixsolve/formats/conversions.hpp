@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Bit-exact FP32 -> FP16 (round to nearest even) and FP32 -> TF32 (round to nearest, ties away)
 // conversions that give the same bits on host and device. On the device they are the hardware
 // conversions (cvt.rn.f16.f32 through __float2half_rn, and cvt.rna.tf32.f32); on the host they are

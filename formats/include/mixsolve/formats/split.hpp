@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Two-term splits of an FP32 value v into tensor-core inputs, as in seed 000:
 //
 //   Markidis (eqs. 1-4):   hi = toF16(v),  lo = toF16(v - toF32(hi))

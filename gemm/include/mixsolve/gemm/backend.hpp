@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The GEMM backend interface:  C = alpha * op(A) * op(B) + beta * C, column-major.
 //
 // A backend computes on FP32 data (SGEMM class) or FP64 data (DGEMM class) in host or device

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Accuracy and speed of GEMM backends on the input classes of seed 000 §4.1, against an FP64
 // reference of the same FP32 inputs (cuBLAS DGEMM on the GPU, Eigen on the host). Used by the
 // example compare_gemm_backends and the GEMM benchmark; useful to anyone comparing backends.

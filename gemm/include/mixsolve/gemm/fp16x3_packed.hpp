@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // cublas-fp16x3's product with its B operand split once and reused by several products.
 //
 // cublas-fp16x3 (backend.hpp, registry) splits both operands into FP16 hi/lo (Markidis, seed 000

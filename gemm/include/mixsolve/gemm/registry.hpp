@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Backends by name. Every backend compiled into this build is registered; which ones can run
 // depends on the Context (a GPU, its compute capability).
 #pragma once

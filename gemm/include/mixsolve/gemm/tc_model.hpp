@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A host model of the tensor-core MMA (seed 000 §3.2), so that the accuracy of every corrected
 // SGEMM variant can be studied and tested on a machine without a GPU.
 //

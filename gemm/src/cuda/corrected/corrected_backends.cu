@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Error-corrected SGEMM backends on tensor cores (seed 000): halfhalf, tf32tf32, and the
 // Markidis baseline. Each call packs op(A) and op(B) into hi/lo tensor-core operands in the
 // Context's workspace (one memory pass) and runs one fused kernel for all products.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Fused error-corrected SGEMM on tensor cores with mma.sync (sm_80 and later).
 //
 // Inputs are the packed hi/lo operands of pack.cuh (k contiguous, padded): one CTA computes a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Packing kernels: split op(A) (m x k) and op(B)^T (n x k) into hi / lo arrays of tensor-core
 // inputs, rows padded to the CTA tile and k padded to 32, k contiguous ("TN" layout), so that the
 // GEMM kernel loads every operand the same way, whatever the transposes, and never bound-checks.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The corrected-SGEMM variants: how operands are split and how the products are accumulated.
 #pragma once
 

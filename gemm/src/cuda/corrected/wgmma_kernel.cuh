@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Fused error-corrected SGEMM on Hopper tensor cores with wgmma (sm_90a), warp-specialized.
 //
 // Same packed hi/lo operands and 128 x 128 CTA tile as the mma.sync kernel. One thread of warpgroup

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Application test matrices (design.md §4): dense n x n matrices with the structure of covariance
 // kernels, discretized PDEs, boundary integrals and of badly scaled, numerically singular or
 // rank-deficient problems, for any n (on and off any alignment grid).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Test matrices of the MAGMA / LAWN-41 families (design.md §4) for the solvers:
 //   svd   A = U diag(s) V^T      U, V Haar-random orthogonal
 //   poev  A = Q diag(s) Q^T      symmetric positive definite

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Solve A X = B (A square, B with one or several right-hand sides) to FP64 accuracy: factorize A
 // in a cheaper arithmetic, refine in FP64, escalate the precision when refinement fails.
 //
