@@ -527,10 +527,10 @@ void cublas_product(cublasHandle_t handle, cublasOperation_t op_a, int m, int n,
 
 // FP64 factorizations of fewer rows go to cuSOLVER's dgetrf: the blocked LU's streams, events and
 // per-panel launches cost more than they save there (on an H100 the engine's route overtakes
-// cuSOLVER's between n = 4096 and 6144; docs/solver.md).
+// cuSOLVER's between n = 4096 and 6144; docs/history/solver-log.md).
 constexpr std::int64_t kFp64EngineMinN = 6144;
 
-// Multiprocessors the panel kernel runs on by default (measured: docs/solver.md).
+// Multiprocessors the panel kernel runs on by default (measured: docs/history/solver-log.md).
 constexpr int kDefaultPanelBlocks = 32;
 // Multiprocessors left to the chain when the panels follow a given row order
 // (factor_panel_in_order: a diagonal block on a few blocks, then short GEMMs).
@@ -543,7 +543,7 @@ constexpr int kInOrderChainMultiprocessors = 8;
 // unclustered (gemm::KernelPlacement) the fp16x3 LU at n = 32768 is bound by the bulk stream for
 // its first two thirds, and k = 3 x 256 cuts the bulk's A22 traffic by a third more (~3% off that
 // LU); at n = 16384 the LU is bound by the chain and group 3 is slower, so it keeps 2.
-// Measurements: docs/solver.md.
+// Measurements: docs/history/solver-log.md.
 constexpr int kDefaultUpdateGroup = 2;
 // A reused row order (SolveOptions::reuse_pivot_order) is judged while the FP64 LU runs: after
 // each panel the largest multiplier so far goes to the host, which reads panel p's before it
@@ -576,7 +576,7 @@ class DeviceEngine final : public Engine {
     info_ = DeviceBuffer<int>(ctx_, 1);
     flag_ = DeviceBuffer<unsigned long long>(ctx_, 1);
     column_max_ = DeviceBuffer<double>(ctx_, 64);
-    // Blocks (= multiprocessors) of the cooperative panel kernel; a tuning knob (docs/solver.md).
+    // Blocks (= multiprocessors) of the cooperative panel kernel; Tuning::panel_blocks (solvers/src/tuning.hpp).
     panel_blocks_ = tuning().panel_blocks > 0 ? tuning().panel_blocks : kDefaultPanelBlocks;
   }
   ~DeviceEngine() override {
@@ -1136,7 +1136,7 @@ class DeviceEngine final : public Engine {
     // cublasStrsm with 256 rows runs ~40x slower than its traffic needs (at n = 32768 on an H100
     // 64 ms of the bulk stream, where the GEMM takes 20); an in-place kernel (16 columns per block
     // staged in shared memory, a thread per row of the product) is slower than the copy and the
-    // GEMM as well (docs/solver.md).
+    // GEMM as well (docs/history/solver-log.md).
     const auto solve_block_row = [&](Context& c, std::int64_t q, std::int64_t c0, std::int64_t c1) {
       const std::int64_t j0 = first_column(q), jb = first_column(q + 1) - j0, width = c1 - c0;
       BlockRowBuffers<T>& block_rows = block_row_buffers<T>();
@@ -1354,7 +1354,7 @@ class DeviceEngine final : public Engine {
   // panel j0 / nb_'s slots. With `side` streams those two run there at once, beside what the
   // chain does next (the L21 packing), and moves_done_ and inverse_done_ mark their ends: the
   // chain waits for both, so they run side by side rather than one after the other on one side
-  // stream (docs/solver.md).
+  // stream (docs/history/solver-log.md).
   template <class T>
   void factor_panel(Context& ctx, T* f, std::int64_t j0, std::int64_t jb, const cudaStream_t* side = nullptr) {
     T* diagonal = f + j0 + j0 * nf_;

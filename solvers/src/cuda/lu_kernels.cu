@@ -651,7 +651,7 @@ __device__ int block_exclusive_count(bool flag, int* warp_counts, int* total) {
 // first appearance). With the slots numbered, each slot finds the original row it ends up
 // holding, source[s], by following the swaps backwards; every slot whose source changed becomes
 // a move. Every slot at once, because the kernel sits on the LU's critical path: one thread doing
-// the swaps in order costs ~33 us per panel on an H100 (docs/solver.md).
+// the swaps in order costs ~33 us per panel on an H100 (docs/history/solver-log.md).
 __global__ void __launch_bounds__(kPanelMaxWidth)
     interchanges_to_moves_kernel(const int* pivots, std::int64_t first, int count, int* to, int* from, int* moves) {
   __shared__ int pivot[kPanelMaxWidth], slot_of_swap[kPanelMaxWidth], below_slot[kPanelMaxWidth];
@@ -736,7 +736,7 @@ __global__ void __launch_bounds__(32 * kMoveWarps)
 // cycles). The move list is staged in shared memory first, and each thread issues kMoveBatch
 // loads before it waits: with the row indices loaded from global memory inside the loop, each of
 // a thread's up to 32 moves would cost two dependent round trips (about twice the LU's time in
-// interchanges on an H100; docs/solver.md).
+// interchanges on an H100; docs/history/solver-log.md).
 template <class T>
 constexpr int kRowMoveColumns = 64 / int(sizeof(T));
 constexpr int kMoveBatch = 8;
@@ -784,7 +784,7 @@ __global__ void __launch_bounds__(256)
 // for column c with shuffles. Three barriers per 32 rows, not one per row; the next row block's
 // loads are issued before the current one's work. The LU's chain waits for each panel's L11^-1:
 // a 256 x 256 one takes 36 us alone on an H100, against 56 us for a row-by-row substitution with
-// a barrier per row (that and the other variants measured: docs/solver.md).
+// a barrier per row (that and the other variants measured: docs/history/solver-log.md).
 constexpr int kInverseColumns = 8;
 constexpr int kInverseRows = 32;                   // a row block: one warp's lanes
 constexpr int kInverseStrip = kPanelMaxWidth + 1;  // a row block's padded row in shared memory
@@ -934,7 +934,7 @@ __global__ void gather_rows_kernel(const double* y, std::int64_t ldy, const int*
 //  - a part of x is published as tagged words (value and launch tag in one 64-bit store, two for
 //    FP64), so a reader polls the values themselves: no flag, no fence, one L2 trip per hand-over.
 // At n = 16384 on the H100 a solve pair then takes 0.85 ms, against 2.0 ms with flags and the
-// tiles read after the flag, with bit-identical results (docs/solver.md).
+// tiles read after the flag, with bit-identical results (docs/history/solver-log.md).
 // The factor's type F and the arithmetic's type V may differ: FP32 factors are applied in FP64
 // (V = double), reading the same bytes, so that GMRES-IR's preconditioned operator is applied in
 // the working precision (Amestoy, Buttari, Higham, L'Excellent, Mary and Vieuble, "Five-precision
@@ -950,7 +950,7 @@ __global__ void gather_rows_kernel(const double* y, std::int64_t ldy, const int*
 constexpr int kSolveRows = 64;
 // Threads per block: 1024, except FP32 factors with several vectors, whose partial sums (a
 // thread group per column slice, K vectors each) fit in a ring slot only with 8 groups: two
-// blocks of 512 per multiprocessor (measurements: docs/solver.md).
+// blocks of 512 per multiprocessor (measurements: docs/history/solver-log.md).
 template <class F, int K>
 constexpr int kSolveThreads = sizeof(F) == 4 && K > 1 ? 512 : 1024;
 
@@ -1235,7 +1235,7 @@ __global__ void __launch_bounds__(kSolveThreads<F, K>, 1024 / kSolveThreads<F, K
 // access, and the rows that moved are put in their final order at the end, through `scratch`.
 // On an H100 a 256 x 256 Gaussian block takes ~0.4 ms alone (step a ~0.8 us per column, of which
 // the two warp_best reductions ~0.3; step c ~77 us) and ~0.55 ms inside the n = 16384 FP64 LU,
-// beside the DGEMMs. docs/solver.md has the variants measured against this layout (rows in
+// beside the DGEMMs. docs/history/solver-log.md has the variants measured against this layout (rows in
 // shared memory, step c on CUDA cores, a shuffle tree over the warps' candidates, getf2's
 // reciprocal during the search, the column loop not unrolled).
 constexpr int kBlockSub = 32;

@@ -24,7 +24,7 @@
 // and every 8 slices acc += part: RZ truncation only touches one slice's partial sum, and the
 // sequential FP32 additions grow like k/512 + 8, not k/64.
 //
-// Measured alternatives (H100, notes in docs/benchmarks.md; code in git history): corrections in a
+// Measured alternatives (H100, notes in docs/kernels.md; code in git history): corrections in a
 // third accumulator kept in the TC over all of k with one-level sums was 3-9% faster but about
 // twice the error, and lost to split-K SGEMM at n = 256, k = 8192; a cooperative kernel (all 256
 // threads load with cp.async, one barrier per slice) was 15% slower; a warp-specialized kernel

@@ -83,10 +83,10 @@ struct SolveOptions {
   // one step when refinement stagnates, diverges or is too slow, when the LU meets a zero pivot,
   // overflows or its pivots collapse, or when the probe finds the factors too weak.
   Precision factorization = Precision::Auto;
-  // Default {Fp16x3}: FP32-like factors at about the cost of an FP16 LU, so a second cheap rung
-  // gains nothing (H100, n = 16384, `geo` cond 1e2 .. 1e6: the fp16x3 path is faster than the
-  // FP16 and FP32 ones at every condition; docs/benchmarks.md). With FP64 next, a stalled classic
-  // IR gets a GMRES-IR retry on the same factors first. Must not be empty or contain Auto.
+  // Default {Fp16x3}: factors as accurate as FP32's at about the cost of an FP16 LU, so a second
+  // cheap rung (FP32) would repeat an LU of the same accuracy at a higher cost (docs/solver.md,
+  // "Precisions and the default path"). With FP64 next, a stalled classic IR gets a GMRES-IR
+  // retry on the same factors first. Must not be empty or contain Auto.
   std::vector<Precision> auto_path = {Precision::Fp16x3};
   // Under Auto, matrices with fewer rows than this are factored in FP64 at once: below it the
   // cheap LU and its refinement are no faster than an FP64 solve (H100, cond 1e2: fp16x3 0.91x
