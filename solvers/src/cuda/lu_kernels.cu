@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "../tuning.hpp"
+#include "mixsolve/primitives/async_copy.cuh"
+#include "mixsolve/primitives/mma.cuh"
 #include "lu_kernels.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/error.hpp"
@@ -1015,18 +1017,16 @@ __global__ void invert_diagonal_blocks_kernel(const F* lu, std::int64_t ld, std:
 template <class F, int K>
 constexpr int kSolveRing = sizeof(F) == 4 && K == 1 ? 6 : 3;
 
-__device__ inline void copy_async_16(void* shared_dst, const void* src, int bytes) {  // zero-fills past bytes
-  const unsigned dst = unsigned(__cvta_generic_to_shared(shared_dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+using primitives::copy_async_commit;
+using primitives::copy_async_wait;
+// cp.async of 16 bytes (.cg) or of one 4- or 8-byte element (.ca), zero-filled past `bytes`.
+__device__ inline void copy_async_16(void* shared_dst, const void* src, int bytes) {
+  primitives::copy_async_16(primitives::shared_address(shared_dst), src, bytes);
 }
 template <int kBytes>
 __device__ inline void copy_async_element(void* shared_dst, const void* src, int bytes) {
-  const unsigned dst = unsigned(__cvta_generic_to_shared(shared_dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" ::"r"(dst), "l"(src), "n"(kBytes), "r"(bytes) : "memory");
+  primitives::copy_async_small<kBytes>(primitives::shared_address(shared_dst), src, bytes);
 }
-__device__ inline void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int kPending>
-__device__ inline void copy_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory"); }
 
 // A published value of x: the bits and the launch's tag in 64-bit words, each stored and loaded
 // whole (single-copy atomic), so a reader that sees the tag sees the value.
@@ -1264,24 +1264,10 @@ struct DiagonalBlockShared {
 // wait at the next __syncthreads).
 __device__ inline void owners_barrier(int threads) { asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory"); }
 
-// C += A B on the FP64 tensor cores (PTX mma.sync m16n8k8, sm_90; step c takes the same time
-// with m8n8k4: its accumulators' loads from L2 set the pace). With g = lane / 4 and
-// t = lane % 4, a lane holds A(g, t), A(g + 8, t), A(g, t + 4), A(g + 8, t + 4) of the 16 x 8 A;
-// B(t, g), B(t + 4, g) of the 8 x 8 B; and C(g, 2 t), C(g, 2 t + 1), C(g + 8, 2 t),
-// C(g + 8, 2 t + 1) of the 16 x 8 C.
-// Before sm_90 (the sm_80 build) it is four m8n8k4 products, whose fragments are these quarters.
+// C += A B on the FP64 tensor cores, one 16 x 8 tile, k = 8 (fragments: primitives/mma.cuh);
+// step c takes the same time with m8n8k4: its accumulators' loads from L2 set the pace.
 __device__ inline void dmma_16x8x8(double (&c)[4], const double (&a)[4], const double (&b)[2]) {
-#if __CUDA_ARCH__ >= 900
-  asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-      : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3])
-      : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
-#else
-  for (int h = 0; h < 2; ++h)    // rows g, then g + 8
-    for (int k = 0; k < 2; ++k)  // columns t of A and rows t of B, then t + 4
-      asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};"
-          : "+d"(c[2 * h]), "+d"(c[2 * h + 1])
-          : "d"(a[h + 2 * k]), "d"(b[k]));
-#endif
+  primitives::mma_16x8x8_fp64(c, a, b);
 }
 
 // Step a on the sub-panel [c0, c0 + cw) of logical rows [c0, c0 + rows), by the first

@@ -25,6 +25,8 @@
 
 #include <cstdint>
 
+#include "mixsolve/primitives/async_copy.cuh"
+#include "mixsolve/primitives/mma.cuh"
 #include "pack.cuh"
 #include "scheme.hpp"
 
@@ -70,9 +72,10 @@ struct MmaSyncParams {
 
 namespace mma_detail {
 
-__device__ __forceinline__ unsigned smem_address(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
+using primitives::copy_async_commit;
+using primitives::copy_async_wait;
+using primitives::load_matrix_x4;
+using primitives::shared_address;
 
 // Byte offset of 16-byte chunk `chunk` (0..7) of row `row` in a 128-byte-row operand tile: the
 // 8 rows one ldmatrix phase reads land in 8 different chunk columns, i.e. all 32 banks.
@@ -80,33 +83,11 @@ __device__ __forceinline__ int swizzled_offset(int row, int chunk) {
   return row * 128 + ((chunk ^ (row & 7)) << 4);
 }
 
-__device__ __forceinline__ void cp_async_16(unsigned dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-
 // d = a * b + c on one m16n8 tile (k = 16 for FP16, 8 for TF32), FP32 accumulate.
 template <Element E>
 __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], const float (&c)[4]) {
-  if constexpr (E == Element::Fp16) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
-                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
-                   "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
-  } else {
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
-                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
-                   "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
-  }
+  if constexpr (E == Element::Fp16) primitives::mma_16x8x16_fp16(d, a, b, c);
+  else primitives::mma_16x8x8_tf32(d, a, b, c);
 }
 
 }  // namespace mma_detail
@@ -127,7 +108,7 @@ __global__ void __launch_bounds__(256, 1) corrected_sgemm_mma_sync_kernel(MmaSyn
   // a fixed distance after its hi array.
   const char* a_source = static_cast<const char*>(p.a_hi) + tile_m0 * p.padded_depth_bytes;
   const char* b_source = static_cast<const char*>(p.b_hi) + tile_n0 * p.padded_depth_bytes;
-  const unsigned shared_base = smem_address(shared);
+  const unsigned shared_base = shared_address(shared);
 
   // Each thread copies 4 chunks of 16 bytes of each operand per stage (128 rows x 8 chunks).
   auto load_stage = [&](int stage, int k_tile) {
@@ -140,7 +121,7 @@ __global__ void __launch_bounds__(256, 1) corrected_sgemm_mma_sync_kernel(MmaSyn
         const int row = chunk_id / Cfg::kChunksPerRow, chunk = chunk_id % Cfg::kChunksPerRow;
         const char* src = (operand < 2 ? a_source + (operand & 1) * p.a_lo_offset : b_source + (operand & 1) * p.b_lo_offset) +
                           row * p.padded_depth_bytes + std::int64_t(k_tile) * Cfg::kRowBytes + chunk * 16;
-        cp_async_16(stage_base + operand * Cfg::kOperandBytes + swizzled_offset(row, chunk), src);
+        primitives::copy_async_16(stage_base + operand * Cfg::kOperandBytes + swizzled_offset(row, chunk), src);
       }
     }
   };
@@ -158,7 +139,7 @@ __global__ void __launch_bounds__(256, 1) corrected_sgemm_mma_sync_kernel(MmaSyn
 #pragma unroll
   for (int s = 0; s < Cfg::kStages - 1; ++s) {
     if (s < p.k_tiles) load_stage(s, s);
-    cp_async_commit();
+    copy_async_commit();
   }
 
   // ldmatrix row / chunk of this lane (see the fragment layouts of mma.m16n8k16 / m16n8k8).
@@ -169,11 +150,11 @@ __global__ void __launch_bounds__(256, 1) corrected_sgemm_mma_sync_kernel(MmaSyn
   const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 
   for (int k_tile = 0; k_tile < p.k_tiles; ++k_tile) {
-    cp_async_wait<Cfg::kStages - 2>();
+    copy_async_wait<Cfg::kStages - 2>();
     __syncthreads();
     const int next = k_tile + Cfg::kStages - 1;
     if (next < p.k_tiles) load_stage(next % Cfg::kStages, next);
-    cp_async_commit();
+    copy_async_commit();
 
     const unsigned stage_base = shared_base + (k_tile % Cfg::kStages) * Cfg::kStageBytes;
 #pragma unroll
@@ -184,17 +165,17 @@ __global__ void __launch_bounds__(256, 1) corrected_sgemm_mma_sync_kernel(MmaSyn
       for (int j = 0; j < Cfg::kMmaTilesN; j += 2) {
         const int offset = swizzled_offset(b_row + j * 8, k_step * 2 + b_chunk);
         unsigned r[4];
-        ldmatrix_x4(r, stage_base + 2 * Cfg::kOperandBytes + offset);
+        load_matrix_x4(r, stage_base + 2 * Cfg::kOperandBytes + offset);
         b_hi[j][0] = r[0]; b_hi[j][1] = r[1]; b_hi[j + 1][0] = r[2]; b_hi[j + 1][1] = r[3];
-        ldmatrix_x4(r, stage_base + 3 * Cfg::kOperandBytes + offset);
+        load_matrix_x4(r, stage_base + 3 * Cfg::kOperandBytes + offset);
         b_lo[j][0] = r[0]; b_lo[j][1] = r[1]; b_lo[j + 1][0] = r[2]; b_lo[j + 1][1] = r[3];
       }
 #pragma unroll
       for (int i = 0; i < Cfg::kMmaTilesM; ++i) {
         unsigned a_hi[4], a_lo[4];
         const int offset = swizzled_offset(a_row + i * 16, k_step * 2 + a_chunk);
-        ldmatrix_x4(a_hi, stage_base + 0 * Cfg::kOperandBytes + offset);
-        ldmatrix_x4(a_lo, stage_base + 1 * Cfg::kOperandBytes + offset);
+        load_matrix_x4(a_hi, stage_base + 0 * Cfg::kOperandBytes + offset);
+        load_matrix_x4(a_lo, stage_base + 1 * Cfg::kOperandBytes + offset);
 #pragma unroll
         for (int j = 0; j < Cfg::kMmaTilesN; ++j) {
           if constexpr (kCorrected) {
@@ -231,7 +212,7 @@ __global__ void __launch_bounds__(256, 1) corrected_sgemm_mma_sync_kernel(MmaSyn
       }
     }
   }
-  cp_async_wait<0>();
+  copy_async_wait<0>();
 
   // Epilogue: C = alpha * 2^-(s_i + s_j) * acc + beta * C (the scaling undone exactly).
   const int group = lane >> 2, quad = lane & 3;

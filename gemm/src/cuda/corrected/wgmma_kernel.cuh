@@ -35,6 +35,7 @@
 
 #include <cstdint>
 
+#include "mixsolve/primitives/async_copy.cuh"
 #include "mma_sync_kernel.cuh"
 #include "pack.cuh"
 #include "scheme.hpp"
@@ -202,7 +203,7 @@ __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1)
   using Cfg = WgmmaConfig;
   using namespace wgmma_detail;
   extern __shared__ unsigned char shared_raw[];
-  const unsigned shared_base = (mma_detail::smem_address(shared_raw) + 1023u) & ~1023u;
+  const unsigned shared_base = (primitives::shared_address(shared_raw) + 1023u) & ~1023u;
   const unsigned full_barriers = shared_base + Cfg::kStages * Cfg::kStageBytes;  // [kStages] x 8 bytes
   const unsigned empty_barriers = full_barriers + Cfg::kStages * 8;
   const int tid = threadIdx.x, warpgroup = tid / 128, lane_in_group = tid % 128;
