@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +21,11 @@
 #include "precisions.hpp"
 
 namespace mixsolve::solvers_detail {
+
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // Range scaling (SolveOptions::range_scaling; Higham, Pranesh & Zounon 2019, "Squeezing a
 // matrix into half precision", Alg. 2.2 with powers of two, so every scaling is exact): the LU
