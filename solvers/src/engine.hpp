@@ -137,13 +137,57 @@ inline bool pivots_collapsed(long long small, std::int64_t seen) {
   return small >= kCollapseMinPivots && 2 * small > seen;
 }
 
-class Engine {
+// What refinement (refinement.hpp) needs from a memory space, and all it may use: FP64 vectors
+// and blocks of n rows there, the operator A, and the preconditioner M ~ A^-1 of the current
+// factors. An LU engine provides it (Engine); QR or Cholesky factors would provide the same.
+class RefinementSpace {
  public:
-  virtual ~Engine() = default;
+  virtual ~RefinementSpace() = default;
   virtual Memory memory() const = 0;
+  std::int64_t n() const { return n_; }
+
+  // The operator A, in FP64. r := b - A x:
+  virtual void residual(const MatrixView<const double>& x, const MatrixView<const double>& b,
+                        const MatrixView<double>& r) = 0;
+  // y := A x in FP64 for vectors of length n.
+  virtual void multiply(const double* x, double* y) = 0;
+  // The componentwise backward error of x for b (core/norms.hpp), vectors of length n, with r =
+  // b - A x from residual() as its numerator (deterministic where the engine's residual is): one
+  // pass over A.
+  virtual double componentwise_backward_error(const double* x, const double* b, const double* r) = 0;
+  // ||column j||_inf for every column of m, into host memory.
+  virtual void column_norms_inf(const MatrixView<const double>& m, double* out) = 0;
+
+  // The preconditioner M ~ A^-1: y := (LU)^-1 P y for an n x k FP64 block: in FP64 arithmetic for FP64 factors, and for
+  // FP32-stored factors up to kFp64ApplyMaxColumns columns (every GMRES application); more
+  // columns with FP32 factors in FP32.
+  virtual void apply_inverse(const MatrixView<double>& y) = 0;
+
+  // FP64 vectors and blocks in the engine's memory. An n x cols FP64 block of scratch memory owned by the engine, valid until scratch() is next
+  // asked for the same slot with more columns (BestIterate keeps slot 4 across a whole solve).
+  virtual MatrixView<double> scratch(int slot, std::int64_t cols) = 0;
+  virtual void copy(const MatrixView<const double>& src, const MatrixView<double>& dst) = 0;
+  // y += alpha x, x *= alpha, x . y, ||x||_2 on vectors of length n.
+  virtual void axpy(double alpha, const double* x, double* y) = 0;
+  virtual void scal(double alpha, double* x) = 0;
+  virtual void zero(double* x) = 0;
+  virtual double dot(const double* x, const double* y) = 0;
+  // GMRES's Arnoldi step: w -= V (V^T w), twice (classical Gram-Schmidt with one
+  // reorthogonalization, CGS2: as stable as modified Gram-Schmidt, in two mat-vecs per pass
+  // instead of a synchronising dot per column), for the first `count` columns V of v. Writes the
+  // sum of the two passes' projections to h[0 .. count) and returns ||w||_2.
+  virtual double orthogonalize(const MatrixView<const double>& v, std::int64_t count, double* w, double* h) = 0;
+
+ protected:
+  std::int64_t n_ = 0;
+};
+
+// The rest of what the driver needs from a memory space: the checks and norms of A, the
+// factorizations, and moving data between host and engine.
+class Engine : public RefinementSpace {
+ public:
   // SolveOptions::auto_min_n's default for this engine.
   virtual std::int64_t default_auto_min_n() const = 0;
-  std::int64_t n() const { return n_; }
 
   // The first factorization the driver will ask for, told before anything reads A: an engine may
   // prepare its copy of A in the same pass as the checks (the device engine's FP32 copy rides on
@@ -166,61 +210,29 @@ class Engine {
   // min |u_kk| / max |u_kk| over the current factors' diagonal (of mu R A S where range-scaled),
   // after a factorization that completed: the probe's screen (SolveOptions::probe_pivot_ratio).
   virtual double pivot_ratio() = 0;
-  // y := (LU)^-1 P y for an n x k FP64 block: in FP64 arithmetic for FP64 factors, and for
-  // FP32-stored factors up to kFp64ApplyMaxColumns columns (every GMRES application); more
-  // columns with FP32 factors in FP32.
-  virtual void apply_inverse(const MatrixView<double>& y) = 0;
   // y := Z^T y for one vector y of length n, where Z is apply_inverse's operator (Z ~ A^-1): the
   // condition estimate's A^-T (condition_estimate.hpp). The device engine applies FP32-stored
   // factors in FP32 arithmetic (the estimate needs a digit or two, not FP64 accuracy), the host
   // engine in FP64.
   virtual void apply_inverse_transpose(double* y) = 0;
-  // r := b - A x in FP64.
-  virtual void residual(const MatrixView<const double>& x, const MatrixView<const double>& b,
-                        const MatrixView<double>& r) = 0;
   // Whether A's rows' or columns' largest entries spread over more than kEquilibrationSpread
   // (the two-sided range scaling's criterion): refinement then judges iterates by their
   // componentwise backward error (SolveReport::componentwise_backward_error).
   virtual bool badly_scaled() = 0;
-  // The componentwise backward error of x for b (core/norms.hpp), vectors of length n, with r =
-  // b - A x from residual() as its numerator (deterministic where the engine's residual is): one
-  // pass over A.
-  virtual double componentwise_backward_error(const double* x, const double* b, const double* r) = 0;
-  // y := A x in FP64 for vectors of length n.
-  virtual void multiply(const double* x, double* y) = 0;
-  // ||column j||_inf for every column of m, into host memory.
-  virtual void column_norms_inf(const MatrixView<const double>& m, double* out) = 0;
 
-  // An n x cols FP64 block of scratch memory owned by the engine, valid until scratch() is next
-  // asked for the same slot with more columns (BestIterate keeps slot 4 across a whole solve).
-  virtual MatrixView<double> scratch(int slot, std::int64_t cols) = 0;
-  virtual void copy(const MatrixView<const double>& src, const MatrixView<double>& dst) = 0;
   // n values between host memory and the engine's (download returns once they are on the host).
   virtual void upload(const double* host, double* y) = 0;
   virtual void download(const double* y, double* host) = 0;
   // m := random entries drawn from spec (core/random.hpp: the same values on host and device).
   virtual void fill_random(const MatrixView<double>& m, const RandomSpec& spec) = 0;
-  // y += alpha x, x *= alpha, x . y, ||x||_2 on vectors of length n.
-  virtual void axpy(double alpha, const double* x, double* y) = 0;
-  virtual void scal(double alpha, double* x) = 0;
-  virtual void zero(double* x) = 0;
-  virtual double dot(const double* x, const double* y) = 0;
   // out := X^T Y for n x k blocks X and Y, into host memory (k x k, column-major): one
   // synchronisation for the k^2 inner products (the probe's Gram matrices).
   virtual void gram(const MatrixView<const double>& x, const MatrixView<const double>& y, double* out) = 0;
-  // GMRES's Arnoldi step: w -= V (V^T w), twice (classical Gram-Schmidt with one
-  // reorthogonalization, CGS2: as stable as modified Gram-Schmidt, in two mat-vecs per pass
-  // instead of a synchronising dot per column), for the first `count` columns V of v. Writes the
-  // sum of the two passes' projections to h[0 .. count) and returns ||w||_2.
-  virtual double orthogonalize(const MatrixView<const double>& v, std::int64_t count, double* w, double* h) = 0;
   // Y += X for n x k blocks.
   virtual void add(const MatrixView<const double>& x, const MatrixView<double>& y) = 0;
 
   virtual void synchronize() = 0;
   virtual std::size_t peak_workspace_bytes() const = 0;
-
- protected:
-  std::int64_t n_ = 0;
 };
 
 // The probe of the current factors (SolveOptions::probe_pivot_ratio): W = (LU)^-1 A Omega - Omega

@@ -59,7 +59,7 @@ class Refiner {
   // and by ||x||_inf: it ranks an x whose norm is far too large above a more accurate one, and it
   // moves up and down by 10x between steps, which stops refinement early (docs/robustness.md,
   // "Badly scaled matrices are judged componentwise"). The LAPACK test (converged) stays normwise.
-  Refiner(Engine& e, const SolveOptions& o, double norm_a, bool componentwise, const MatrixView<const double>& b,
+  Refiner(RefinementSpace& e, const SolveOptions& o, double norm_a, bool componentwise, const MatrixView<const double>& b,
           const MatrixView<double>& x, double next_rung_seconds, bool gmres_may_follow, BestIterate& best)
       : e_(e), o_(o), norm_a_(norm_a), componentwise_(componentwise), b_(b), x_(x), k_(b.cols), n_(e.n()),
         next_rung_seconds_(next_rung_seconds), gmres_may_follow_(gmres_may_follow), best_(best) {}
@@ -453,7 +453,7 @@ class Refiner {
   MatrixView<double> column(const MatrixView<double>& m, std::int64_t j) const { return m.block(0, j, n_, 1); }
   MatrixView<double> host_column(double* p) const { return MatrixView<double>{p, n_, 1, n_, e_.memory()}; }
 
-  Engine& e_;
+  RefinementSpace& e_;
   const SolveOptions& o_;
   double norm_a_;
   bool componentwise_;
@@ -486,7 +486,7 @@ class Refiner {
 
 }  // namespace
 
-StopReason refine(Engine& e, const SolveOptions& o, double norm_a, bool componentwise, const MatrixView<const double>& b,
+StopReason refine(RefinementSpace& e, const SolveOptions& o, double norm_a, bool componentwise, const MatrixView<const double>& b,
                   const MatrixView<double>& x, double next_rung_seconds, bool gmres_may_follow, BestIterate& best,
                   Refinement method, Attempt& attempt, SolveReport& report) {
   Refiner refiner(e, o, norm_a, componentwise, b, x, next_rung_seconds, gmres_may_follow, best);

@@ -38,7 +38,7 @@ class BestIterate {
     double residual_norm = INFINITY, x_norm = 0;
   };
 
-  BestIterate(Engine& e, std::int64_t k)
+  BestIterate(RefinementSpace& e, std::int64_t k)
       : e_(e), store_(e.scratch(kBestIterateSlot, k)), best_(k), current_(k), last_is_best_(k, false),
         stored_(k, false), smallest_accepted_(k, INFINITY) {}
 
@@ -86,7 +86,7 @@ class BestIterate {
     return later.accepted ? later.judged_error <= 2 * smallest_accepted : later.judged_error < best.judged_error;
   }
 
-  Engine& e_;
+  RefinementSpace& e_;
   MatrixView<double> store_;
   std::vector<Candidate> best_, current_;  // current_: the column's last iterate (x's, until restore)
   std::vector<bool> last_is_best_;           // offer() kept the column's last iterate
@@ -105,7 +105,7 @@ class BestIterate {
 // with the same factors (StopReason::TooSlow).
 // componentwise (A is badly scaled, Engine::badly_scaled): iterates are judged by their
 // componentwise backward error (docs/robustness.md); the LAPACK test stays normwise.
-StopReason refine(Engine& e, const SolveOptions& o, double norm_a, bool componentwise, const MatrixView<const double>& b,
+StopReason refine(RefinementSpace& e, const SolveOptions& o, double norm_a, bool componentwise, const MatrixView<const double>& b,
                   const MatrixView<double>& x, double next_rung_seconds, bool gmres_may_follow, BestIterate& best,
                   Refinement method, Attempt& attempt, SolveReport& report);
 
