@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Device engine: blocked right-looking LU with partial pivoting and look-ahead on the GPU, FP32 or
 // FP64 storage, row-major while it is factored (design: docs/solver.md). Each panel is factored by
-// one launch of the cooperative kernel of lu_kernels.cu on its own stream while the trailing
+// one launch of the cooperative kernel of panel_factorization.cu on its own stream while the trailing
 // update A22 -= L21 U12 runs on the chosen gemm/ backend (DGEMM for FP64 factors); U12 = L11^-1
 // A12 by a GEMM with L11's inverse. cuSOLVER's dgetrf remains for small FP64 factorizations and
 // where the panel kernel does not fit (Tuning::fp64_route forces a route). Solves
@@ -1348,7 +1348,7 @@ class DeviceEngine final : public Engine {
   }
 
   // The panel [j0, j0 + jb) of the factors f, rows j0 .. nf-1, in one cooperative launch
-  // (lu_kernels.cu: FP32 arithmetic inside an FP32 panel, so the pivot search sees FP32-accurate
+  // (panel_factorization.cu: FP32 arithmetic inside an FP32 panel, so the pivot search sees FP32-accurate
   // columns whatever the trailing update's arithmetic; FP64 inside an FP64 one). Then its
   // interchanges as moves (panel_moves) and L11^-1 for the block-row solves (factor_blocked), in
   // panel j0 / nb_'s slots. With `side` streams those two run there at once, beside what the

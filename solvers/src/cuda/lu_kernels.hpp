@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Internal: the GPU kernels of the device LU and its solves (lu_kernels.cu), behind host
-// launchers. Matrices are column-major; row indices in pivot arrays are global and 0-based.
+// Internal: the GPU kernels of the device LU and its solves, behind host launchers:
+// panel_factorization.cu, interchanges_and_inverses.cu, diagonal_block_lu.cu, triangular_solve.cu. Matrices are column-major; row indices in pivot arrays are global and 0-based.
 #pragma once
 
 #include <cuda_runtime.h>
