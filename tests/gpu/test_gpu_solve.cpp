@@ -315,6 +315,52 @@ TEST(GpuSolve, Fp16x3LuRefinesAlikeWithEveryUpdateGroup) {
   }
 }
 
+// Every variant of the device LU that solvers_detail::Tuning can select solves alike: without
+// look-ahead, column-major FP32 factors, L21 split by the fp16x3 backend instead of packed by the
+// LU, and FP64 panels in 16-column sub-panels only. Each meets the stop test from fp16x3 factors
+// in about the default's classic steps, and from FP64 factors (the blocked engine, forced at this
+// n) with at most two.
+TEST(GpuSolve, EveryTunableVariantOfTheDeviceLuSolvesAlike) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  DeviceProblem prob(spec_of(MatrixFamily::Svd, Spectrum::Geo, 1e3, 57), 2100, 1);
+  struct Variant {
+    const char* name;
+    void (*set)(solvers_detail::Tuning&);
+  };
+  const Variant variants[] = {
+      {"default", [](solvers_detail::Tuning&) {}},
+      {"no look-ahead", [](solvers_detail::Tuning& t) { t.look_ahead = false; }},
+      {"column-major factors", [](solvers_detail::Tuning& t) { t.row_major_factors = false; }},
+      {"L21 split by the backend", [](solvers_detail::Tuning& t) { t.packed_l21 = false; }},
+      {"narrow FP64 panels", [](solvers_detail::Tuning& t) { t.narrow_panels_only = true; }},
+  };
+  const solvers_detail::Tuning saved = solvers_detail::tuning();
+  int default_steps = -1;
+  for (const Variant& v : variants)
+    for (Precision p : {Precision::Fp16x3, Precision::FP64}) {
+      solvers_detail::tuning() = saved;
+      solvers_detail::tuning().fp64_route = solvers_detail::Tuning::Fp64Route::Engine;
+      v.set(solvers_detail::tuning());
+      SolveOptions o;
+      o.factorization = p;
+      o.refinement = Refinement::Classic;
+      o.fallback = false;
+      const SolveReport r = prob.solve_on_device(ctx, o);
+      solvers_detail::tuning() = saved;
+      SCOPED_TRACE(std::string(v.name) + ", " + to_string(p));
+      EXPECT_TRUE(r.converged) << r.summary();
+      EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
+      if (p == Precision::FP64) {
+        EXPECT_LE(r.iterations, 2) << r.summary();
+      } else if (default_steps < 0) {
+        default_steps = r.iterations;
+      } else {
+        EXPECT_LE(r.iterations, default_steps + 1) << r.summary();
+      }
+    }
+}
+
 // The FP32 copy made in the scan of A (DeviceEngine::prepared_copy_usable: A rounded as is, where
 // range scaling by a power of two mu would change only exponents) gives the same solution, bit for
 // bit, as the copy of mu A the conversion makes (Tuning::scan_copy off): every rounding of the LU
