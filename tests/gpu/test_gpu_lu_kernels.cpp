@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The device LU's panel kernel (solvers/src/cuda/panel_factorization.cu) on its own, FP32 and FP64: P A =
+// The device LU's panel kernel (solvers/src/lu/cuda/panel_factorization.cu) on its own, FP32 and FP64: P A =
 // L U to the working precision's accuracy, the partial-pivoting bound |L| <= 1, LAPACK's pivot and
 // zero-pivot conventions, for panels that take one sub-panel, several, and a short last one, on
 // one or many blocks; and the triangular solver of the refinement and the unit-lower inverse of
@@ -13,7 +13,8 @@
 #include <random>
 #include <vector>
 
-#include "cuda/lu_kernels.hpp"
+#include "lu/cuda/lu_kernels.hpp"
+#include "triangular/triangular_solver.hpp"
 #include "gpu_test_support.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 

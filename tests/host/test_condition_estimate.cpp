@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The 1-norm estimator ([H88] Alg. 4.1, LAPACK's DLACN2), the inverse-norm and reciprocal
 // condition helpers (DGECON) and the normwise forward error bound of
-// solvers/src/condition_estimate.hpp, against exact norms computed from explicit matrices.
+// solvers/src/refinement/condition_estimate.hpp, against exact norms computed from explicit matrices.
 //
 // Measured with these generators (300 seeds per family and size, n = 2, 7, 100, 301), estimate /
 // exact ||B||_1: uniform(-1, 1) min 0.50, median 0.90-1.0, exact (to rounding) in 0-90% of the
@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "condition_estimate.hpp"
+#include "refinement/condition_estimate.hpp"
 #include "mixsolve/core/error.hpp"
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/matgen/test_matrices.hpp"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Internal: the GPU kernels of the device LU and its solves, behind host launchers:
-// panel_factorization.cu, interchanges_and_inverses.cu, diagonal_block_lu.cu, triangular_solve.cu. Matrices are column-major; row indices in pivot arrays are global and 0-based.
+// Internal: the GPU kernels of the device LU, behind host launchers: panel_factorization.cu,
+// interchanges_and_inverses.cu, diagonal_block_lu.cu. The solves with its factors:
+// triangular/triangular_solver.hpp. Matrices are column-major; row indices in pivot arrays are global and 0-based.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -101,35 +102,5 @@ template <class T>
 void gather_rows(const double* y, std::int64_t ldy, const int* permutation, std::int64_t n, std::int64_t k, T* w,
                  std::int64_t ldw, cudaStream_t stream, const double* row_factor = nullptr,
                  const double* column_factor = nullptr);
-
-// X := U^-1 L^-1 X for up to kTriangularSolveMaxColumns vectors, with the unit lower L and upper
-// U stored in the n x n `lu` (type F), in the arithmetic of V (X's type): F = float, V = double
-// applies FP32 factors in FP64. Bandwidth-bound: blocks of rows proceed as soon as the blocks
-// they depend on have published their part of X (tagged words), so the factor is read once for
-// all the vectors. Construction inverts the diagonal blocks in V (2 n x 64 values); `lu` must
-// stay unchanged while the solver is used, and one solver runs one solve at a time.
-constexpr int kTriangularSolveMaxColumns = 4;
-template <class F, class V = F>
-class TriangularSolver {
- public:
-  // With `memory`, the solver's buffers come from its pool (Context::allocate; `stream` must be
-  // memory's).
-  TriangularSolver(const F* lu, std::int64_t n, std::int64_t ld, cudaStream_t stream, Context* memory = nullptr);
-  // x: n x columns, leading dimension ldx (ignored for one column).
-  void solve(V* x, std::int64_t ldx, int columns, cudaStream_t stream);
-  std::size_t bytes() const { return inverses_.bytes() + published_.bytes(); }
-
- private:
-  template <int K>
-  void launch(V* x, std::int64_t ldx, int columns, cudaStream_t stream);
-
-  const F* lu_ = nullptr;
-  std::int64_t n_ = 0, ld_ = 0;
-  bool vector_copies_ = false;  // 16-byte copies of the factor's columns (aligned columns)
-  unsigned tag_ = 0;            // the last launch's tag
-  DeviceBuffer<V> inverses_;
-  DeviceBuffer<unsigned long long> published_;  // X as published, with the launch's tag
-  DeviceBuffer<unsigned> ticket_;
-};
 
 }  // namespace mixsolve::solvers_detail

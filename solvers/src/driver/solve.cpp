@@ -11,10 +11,10 @@
 #include <cmath>
 #include <vector>
 
-#include "condition_estimate.hpp"
+#include "refinement/condition_estimate.hpp"
 #include "engine.hpp"
 #include "precisions.hpp"
-#include "refinement.hpp"
+#include "refinement/refinement.hpp"
 
 namespace mixsolve {
 

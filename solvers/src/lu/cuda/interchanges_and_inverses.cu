@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "lu_common.hpp"
-#include "lu_kernels.hpp"
+#include "cuda_helpers.hpp"
+#include "lu/cuda/lu_kernels.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/error.hpp"
 

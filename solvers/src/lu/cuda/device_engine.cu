@@ -25,9 +25,10 @@
 #include <string>
 #include <vector>
 
-#include "../engine.hpp"
-#include "../tuning.hpp"
-#include "lu_kernels.hpp"
+#include "engine.hpp"
+#include "tuning.hpp"
+#include "lu/cuda/lu_kernels.hpp"
+#include "triangular/triangular_solver.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/cusolver_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"

@@ -12,8 +12,8 @@
 
 #include "mixsolve/primitives/async_copy.cuh"
 #include "mixsolve/primitives/tagged_words.cuh"
-#include "lu_common.hpp"
-#include "lu_kernels.hpp"
+#include "cuda_helpers.hpp"
+#include "triangular/triangular_solver.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/error.hpp"
 

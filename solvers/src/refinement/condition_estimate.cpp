@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "condition_estimate.hpp"
+#include "refinement/condition_estimate.hpp"
 
 #include <algorithm>
 #include <cmath>

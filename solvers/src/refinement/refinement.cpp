@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "refinement.hpp"
+#include "refinement/refinement.hpp"
 
 #include <algorithm>
 #include <chrono>

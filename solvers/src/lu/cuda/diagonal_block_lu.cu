@@ -13,8 +13,8 @@
 
 #include "mixsolve/primitives/mma.cuh"
 #include "mixsolve/primitives/warp.cuh"
-#include "lu_common.hpp"
-#include "lu_kernels.hpp"
+#include "cuda_helpers.hpp"
+#include "lu/cuda/lu_kernels.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/error.hpp"
 

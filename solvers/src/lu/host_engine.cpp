@@ -10,7 +10,7 @@
 #include <numeric>
 #include <vector>
 
-#include "../engine.hpp"
+#include "engine.hpp"
 #include "mixsolve/core/norms.hpp"
 #include "mixsolve/gemm/registry.hpp"
 

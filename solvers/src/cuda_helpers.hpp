@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Internal: what the device LU's kernel files share on the host side.
+// Internal: host-side helpers the solvers' CUDA files share (device buffers, launch sizes).
 #pragma once
 
 #include <algorithm>

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "../tuning.hpp"
+#include "tuning.hpp"
 #include "mixsolve/primitives/tagged_words.cuh"
 #include "mixsolve/primitives/warp.cuh"
-#include "lu_common.hpp"
-#include "lu_kernels.hpp"
+#include "cuda_helpers.hpp"
+#include "lu/cuda/lu_kernels.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/error.hpp"
 
