@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Checked cuSOLVER calls: a failing status becomes a DeviceError naming the call.
+/// @file
+/// Checked cuSOLVER calls: a failing status becomes a DeviceError naming the call.
 #pragma once
 
 #include <cusolverDn.h>
@@ -8,6 +9,8 @@
 
 #include "mixsolve/core/error.hpp"
 
+/// Evaluates a cuSOLVER call once; unless it returns CUSOLVER_STATUS_SUCCESS, throws DeviceError
+/// naming the call and the numeric cusolverStatus_t.
 #define MIXSOLVE_CUSOLVER_CHECK(call)                                                                      \
   do {                                                                                                     \
     cusolverStatus_t mixsolve_status_ = (call);                                                            \

@@ -1,26 +1,39 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Whether a usable CUDA GPU is present, and what it is (for reports and benchmark headers).
+/// @file
+/// Whether a usable CUDA GPU is present, and what it is (for reports and benchmark headers).
 #pragma once
 
 #include <string>
 
 namespace mixsolve {
 
-// True when the CUDA runtime finds at least one device it can use. Never throws: on a machine
-// without a GPU or driver it returns false.
+/// True when the CUDA runtime finds at least one device it can use. Never throws: on a machine
+/// without a GPU or driver it returns false (and clears the runtime's error state).
+/// @return whether at least one CUDA device is usable.
 bool gpu_available();
 
+/// A description of one GPU and of the CUDA and cuBLAS versions in use (device_info()).
 struct DeviceInfo {
+  /// The device's name, e.g. "NVIDIA H200".
   std::string name;          // e.g. "NVIDIA H200"
+  /// 10 major + minor: 90 for Hopper.
   int compute_capability = 0;  // 90 for Hopper
+  /// Number of streaming multiprocessors.
   int multiprocessors = 0;
+  /// CUDA version the driver supports, "major.minor", e.g. "13.0".
   std::string driver_version;   // e.g. "13.0" (CUDA version the driver supports)
+  /// CUDA runtime the library was built with, "major.minor".
   std::string runtime_version;  // CUDA runtime the library was built with
+  /// cuBLAS version, "major.minor.patch".
   std::string cublas_version;
+  /// Total device memory in GiB (2^30 bytes).
   double memory_gib = 0;
 };
 
-// Describes device `device`; throws DeviceError if there is none.
+/// Describes device `device`; throws DeviceError if there is none.
+/// @param device CUDA device index.
+/// @return its name, compute capability, multiprocessors, memory and the software versions.
+/// @throws DeviceError if no CUDA GPU is available or `device` is not a valid index.
 DeviceInfo device_info(int device = 0);
 
 }  // namespace mixsolve

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Reproducible random test matrices, identical on host and device: element (i, j) of a rows x cols
-// matrix is a pure function of (seed, i + j * rows), so a matrix generated on the GPU equals the
-// one generated on the host for the same seed, whatever the leading dimensions.
-//
-// Input classes follow seed 000 §4.1: uniform(lo, hi) and exp_rand(a, b) -- exponent uniform over
-// the integers a..b-1, 23 uniformly random mantissa bits, positive sign (the paper gives none).
+/// @file
+/// Reproducible random test matrices, identical on host and device: element (i, j) of a rows x cols
+/// matrix is a pure function of (seed, i + j * rows), so a matrix generated on the GPU equals the
+/// one generated on the host for the same seed, whatever the leading dimensions.
+///
+/// Input classes follow seed 000 §4.1: uniform(lo, hi) and exp_rand(a, b) -- exponent uniform over
+/// the integers a..b-1, 23 uniformly random mantissa bits, positive sign (the paper gives none).
 #pragma once
 
 #include <cmath>
@@ -18,24 +19,45 @@ struct CUstream_st;
 
 namespace mixsolve {
 
+/// The input class of a RandomSpec: Uniform (uniform(lo, hi)) or ExpRand (exp_rand(a, b)).
 enum class Distribution { Uniform, ExpRand };
 
+/// A distribution and a seed: what fill_random() and random_float() / random_double() draw from.
+/// Build one with uniform() or exp_rand().
 struct RandomSpec {
+  /// Which input class.
   Distribution distribution = Distribution::Uniform;
+  /// uniform: lower bound; exp_rand: smallest binary exponent.
   double lo = -1.0;  // uniform: lower bound; exp_rand: smallest binary exponent
+  /// uniform: upper bound; exp_rand: one past the largest exponent (must exceed lo).
   double hi = 1.0;   // uniform: upper bound; exp_rand: one past the largest exponent
+  /// Seed of the counter-based generator: the same seed gives the same matrix.
   std::uint64_t seed = 1;
 
+  /// uniform(lo, hi): lo + (hi - lo) u with u uniform in [0, 1).
+  /// @param lo   lower bound.
+  /// @param hi   upper bound.
+  /// @param seed generator seed.
+  /// @return the spec.
   static RandomSpec uniform(double lo, double hi, std::uint64_t seed) {
     return {Distribution::Uniform, lo, hi, seed};
   }
+  /// exp_rand(a, b): positive values 1.m * 2^e with e uniform over the integers a..b-1.
+  /// @param a    smallest binary exponent.
+  /// @param b    one past the largest exponent; b > a.
+  /// @param seed generator seed.
+  /// @return the spec.
   static RandomSpec exp_rand(int a, int b, std::uint64_t seed) {
     return {Distribution::ExpRand, double(a), double(b), seed};
   }
+  /// The input class for reports.
+  /// @return "uniform(-1,1)" or "exp_rand(-15,15)" (the seed is not included).
   std::string name() const;  // "uniform(-1,1)" or "exp_rand(-15,15)"
 };
 
-// SplitMix64 finaliser: a counter-based generator, so any element can be drawn independently.
+/// SplitMix64 finaliser: a counter-based generator, so any element can be drawn independently.
+/// @param x the input word.
+/// @return the mixed 64-bit word.
 MIXSOLVE_HD inline std::uint64_t mix64(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -43,11 +65,21 @@ MIXSOLVE_HD inline std::uint64_t mix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
+/// 64 random bits for element `index` of the stream `seed` (two rounds of mix64()); the same on
+/// host and device.
+/// @param seed  the stream's seed.
+/// @param index the element's counter.
+/// @return 64 pseudo-random bits.
 MIXSOLVE_HD inline std::uint64_t random_bits(std::uint64_t seed, std::uint64_t index) {
   return mix64(mix64(seed) ^ (index * 0xD2B74407B1CE6E93ull));
 }
 
-// Element `index` of a float matrix drawn from `spec`.
+/// Element `index` of a float matrix drawn from `spec`.
+/// Uniform: u takes 24 random bits (exact in float); ExpRand: 23 random mantissa bits and an
+/// exponent uniform over the integers lo..hi-1.
+/// @param spec  the distribution; for ExpRand, hi must exceed lo (not checked here).
+/// @param index the element's position i + j * rows.
+/// @return the value.
 MIXSOLVE_HD inline float random_float(const RandomSpec& spec, std::uint64_t index) {
   const std::uint64_t bits = random_bits(spec.seed, index);
   if (spec.distribution == Distribution::Uniform) {
@@ -60,7 +92,11 @@ MIXSOLVE_HD inline float random_float(const RandomSpec& spec, std::uint64_t inde
   return ldexpf(mantissa, exponent);
 }
 
-// Element `index` of a double matrix drawn from `spec` (53 random bits for uniform).
+/// Element `index` of a double matrix drawn from `spec` (53 random bits for uniform).
+/// ExpRand: 52 random mantissa bits and an exponent uniform over the integers lo..hi-1.
+/// @param spec  the distribution; for ExpRand, hi must exceed lo (not checked here).
+/// @param index the element's position i + j * rows.
+/// @return the value.
 MIXSOLVE_HD inline double random_double(const RandomSpec& spec, std::uint64_t index) {
   const std::uint64_t bits = random_bits(spec.seed, index);
   if (spec.distribution == Distribution::Uniform) {
@@ -73,12 +109,28 @@ MIXSOLVE_HD inline double random_double(const RandomSpec& spec, std::uint64_t in
   return ldexp(mantissa, exponent);
 }
 
-// Fills `m` (host or device, by m.memory) from `spec`. Device fills are ordered on `stream`.
+/// Fills `m` (host or device, by m.memory) from `spec`. Device fills are ordered on `stream`.
+/// A device fill is launched and not waited for; a host fill runs at once.
+/// @param m      the matrix to fill; written. Element (i, j) gets random_float(spec, i + j * rows).
+/// @param spec   the distribution and seed.
+/// @param stream CUDA stream of a device fill (null: the default stream); unused on the host.
+/// @throws InvalidArgument if `m` is malformed, or `spec` is exp_rand with hi <= lo.
+/// @throws DeviceError     if the kernel launch fails.
 void fill_random(const MatrixView<float>& m, const RandomSpec& spec, CUstream_st* stream = nullptr);
+/// @overload
+/// The same for a double matrix: element (i, j) gets random_double(spec, i + j * rows).
 void fill_random(const MatrixView<double>& m, const RandomSpec& spec, CUstream_st* stream = nullptr);
 
-// Fills a device or host matrix with a constant (used to poison outputs before a test run).
+/// Fills a device or host matrix with a constant (used to poison outputs before a test run).
+/// A device fill is ordered on `stream` and not waited for.
+/// @param m      the matrix to fill (host or device, by m.memory); written.
+/// @param value  the value of every element.
+/// @param stream CUDA stream of a device fill (null: the default stream); unused on the host.
+/// @throws InvalidArgument if `m` is malformed.
+/// @throws DeviceError     if the kernel launch fails.
 void fill_constant(const MatrixView<float>& m, float value, CUstream_st* stream = nullptr);
+/// @overload
+/// The same for a double matrix.
 void fill_constant(const MatrixView<double>& m, double value, CUstream_st* stream = nullptr);
 
 }  // namespace mixsolve

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Bit-exact FP32 -> FP16 (round to nearest even) and FP32 -> TF32 (round to nearest, ties away)
-// conversions that give the same bits on host and device. On the device they are the hardware
-// conversions (cvt.rn.f16.f32 through __float2half_rn, and cvt.rna.tf32.f32); on the host they are
-// integer re-implementations of the same rounding, tested bit for bit against the GPU.
+/// @file
+/// Bit-exact FP32 -> FP16 (round to nearest even) and FP32 -> TF32 (round to nearest, ties away)
+/// conversions that give the same bits on host and device. On the device they are the hardware
+/// conversions (cvt.rn.f16.f32 through __float2half_rn, and cvt.rna.tf32.f32); on the host they are
+/// integer re-implementations of the same rounding, tested bit for bit against the GPU.
+/// A host-only model of FP32 -> BF16 (round to nearest even) is here too.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +18,9 @@
 
 namespace mixsolve::formats {
 
+/// The IEEE binary32 bit pattern of `f` (host and device).
+/// @param f any float, NaN included.
+/// @return its 32 bits.
 MIXSOLVE_HD inline std::uint32_t float_bits(float f) {
 #if defined(__CUDA_ARCH__)
   return __float_as_uint(f);
@@ -26,6 +31,9 @@ MIXSOLVE_HD inline std::uint32_t float_bits(float f) {
 #endif
 }
 
+/// The float whose IEEE binary32 bit pattern is `u` (host and device); inverse of float_bits().
+/// @param u 32 bits.
+/// @return the float they encode.
 MIXSOLVE_HD inline float bits_float(std::uint32_t u) {
 #if defined(__CUDA_ARCH__)
   return __uint_as_float(u);
@@ -36,10 +44,15 @@ MIXSOLVE_HD inline float bits_float(std::uint32_t u) {
 #endif
 }
 
+/// The FP16 NaN that the GPU's FP32 -> FP16 conversion returns for every NaN input.
 constexpr std::uint16_t kHalfCanonicalNaN = 0x7FFF;
+/// The largest finite FP16 value.
 constexpr float kHalfMax = 65504.0f;
 
-// Host model of cvt.rn.f16.f32: IEEE binary16, round to nearest, ties to even, with subnormals.
+/// Host model of cvt.rn.f16.f32: IEEE binary16, round to nearest, ties to even, with subnormals.
+/// |f| >= 65520 gives +-Inf; NaN gives kHalfCanonicalNaN, as the GPU does.
+/// @param f the value to round.
+/// @return the FP16 bit pattern.
 inline std::uint16_t float_to_half_bits_rn_host(float f) {
   const std::uint32_t x = float_bits(f);
   const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
@@ -61,6 +74,10 @@ inline std::uint16_t float_to_half_bits_rn_host(float f) {
   return static_cast<std::uint16_t>(sign | k);
 }
 
+/// Host conversion of an FP16 bit pattern to float (exact: every FP16 value, subnormals, Inf and
+/// NaN included, is a float).
+/// @param h FP16 bits.
+/// @return the value.
 inline float half_bits_to_float_host(std::uint16_t h) {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
   const std::uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
@@ -71,6 +88,10 @@ inline float half_bits_to_float_host(std::uint16_t h) {
   return sign ? -v : v;
 }
 
+/// FP32 -> FP16 bits, round to nearest even: __float2half_rn on the device,
+/// float_to_half_bits_rn_host() on the host (the same bits).
+/// @param f the value to round.
+/// @return the FP16 bit pattern.
 MIXSOLVE_HD inline std::uint16_t float_to_half_bits_rn(float f) {
 #if defined(__CUDA_ARCH__)
   return __half_as_ushort(__float2half_rn(f));
@@ -79,6 +100,9 @@ MIXSOLVE_HD inline std::uint16_t float_to_half_bits_rn(float f) {
 #endif
 }
 
+/// FP16 bits -> float, exact: __half2float on the device, half_bits_to_float_host() on the host.
+/// @param h FP16 bits.
+/// @return the value.
 MIXSOLVE_HD inline float half_bits_to_float(std::uint16_t h) {
 #if defined(__CUDA_ARCH__)
   return __half2float(__ushort_as_half(h));
@@ -87,17 +111,23 @@ MIXSOLVE_HD inline float half_bits_to_float(std::uint16_t h) {
 #endif
 }
 
-// Host model of cvt.rna.tf32.f32: keep 10 explicit mantissa bits, round half away from zero by
-// adding half an ulp of TF32 to the bit pattern and truncating (a carry into the exponent gives
-// the next binade or Inf). NaN bit patterns are truncated without rounding, as the instruction
-// does on the H100 (GpuFormats test): a NaN whose payload lies below bit 13 comes back as Inf, so
-// callers that must keep NaN (split_tf32tf32) test for it first.
+/// Host model of cvt.rna.tf32.f32: keep 10 explicit mantissa bits, round half away from zero by
+/// adding half an ulp of TF32 to the bit pattern and truncating (a carry into the exponent gives
+/// the next binade or Inf). NaN bit patterns are truncated without rounding, as the instruction
+/// does on the H100 (GpuFormats test): a NaN whose payload lies below bit 13 comes back as Inf, so
+/// callers that must keep NaN (split_tf32tf32) test for it first.
+/// @param f the value to round.
+/// @return the TF32 value as FP32 bits, the low 13 bits zero.
 inline std::uint32_t float_to_tf32_bits_rna_host(float f) {
   const std::uint32_t x = float_bits(f);
   const bool nan = (x & 0x7F800000u) == 0x7F800000u && (x & 0x7FFFFFu) != 0;
   return nan ? (x & 0xFFFFE000u) : ((x + 0x1000u) & 0xFFFFE000u);
 }
 
+/// FP32 -> TF32, round to nearest with ties away from zero: cvt.rna.tf32.f32 on the device,
+/// float_to_tf32_bits_rna_host() on the host (the same bits, NaN handling included).
+/// @param f the value to round.
+/// @return the TF32 value as FP32 bits, the low 13 bits zero.
 MIXSOLVE_HD inline std::uint32_t float_to_tf32_bits_rna(float f) {
 #if defined(__CUDA_ARCH__)
   std::uint32_t out;
@@ -108,17 +138,28 @@ MIXSOLVE_HD inline std::uint32_t float_to_tf32_bits_rna(float f) {
 #endif
 }
 
-// Host model of cvt.rn.bf16.f32: keep the upper 16 bits of the FP32 pattern, round to nearest
-// even (NaN stays NaN).
+/// Host model of cvt.rn.bf16.f32: keep the upper 16 bits of the FP32 pattern, round to nearest
+/// even (NaN stays NaN, made quiet).
+/// @param f the value to round.
+/// @return the BF16 bit pattern.
 inline std::uint16_t float_to_bf16_bits_rn_host(float f) {
   const std::uint32_t x = float_bits(f);
   if ((x & 0x7F800000u) == 0x7F800000u && (x & 0x7FFFFFu)) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
   return static_cast<std::uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
 }
+/// `f` rounded to BF16 (float_to_bf16_bits_rn_host()), as a float. Host only.
+/// @param f the value to round.
+/// @return the BF16 value.
 inline float to_bf16_rn_host(float f) { return bits_float(std::uint32_t(float_to_bf16_bits_rn_host(f)) << 16); }
 
-// TF32 values are FP32 bit patterns with the low 13 mantissa bits zero.
+/// `f` rounded to TF32 (float_to_tf32_bits_rna()), as a float. TF32 values are FP32 bit patterns
+/// with the low 13 mantissa bits zero.
+/// @param f the value to round.
+/// @return the TF32 value.
 MIXSOLVE_HD inline float to_tf32_rna(float f) { return bits_float(float_to_tf32_bits_rna(f)); }
+/// `f` rounded to FP16 (float_to_half_bits_rn()), as a float.
+/// @param f the value to round.
+/// @return the FP16 value (+-Inf for |f| >= 65520).
 MIXSOLVE_HD inline float to_f16_rn(float f) { return half_bits_to_float(float_to_half_bits_rn(f)); }
 
 }  // namespace mixsolve::formats

@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The GEMM backend interface:  C = alpha * op(A) * op(B) + beta * C, column-major.
-//
-// A backend computes on FP32 data (SGEMM class) or FP64 data (DGEMM class) in host or device
-// memory, as data_type() and memory() say. Device backends are ordered on ctx.stream(), take
-// their scratch memory from ctx.workspace() and synchronise nothing unless their description
-// says so. Modelled on CUTLASS's can_implement / workspace / run.
-//
-// Semantics shared by every backend (enforced by Backend::run before a backend sees the call):
-//  * m, n, k >= 0; lda >= max(1, rows of A as stored) (m if op_a == N, else k); likewise ldb, ldc.
-//  * Null pointers are errors only where elements would be read or written.
-//  * m == 0 or n == 0: nothing happens. k == 0 or alpha == 0: C = beta * C, A and B unread.
-//  * beta == 0: C is not read, so NaN in C does not propagate (the BLAS convention).
-//  * NaN/Inf in A or B propagate (as Inf or NaN) to the entries of C they contribute to.
+/// @file
+/// The GEMM backend interface:  C = alpha * op(A) * op(B) + beta * C, column-major.
+///
+/// A backend computes on FP32 data (SGEMM class) or FP64 data (DGEMM class) in host or device
+/// memory, as data_type() and memory() say. Device backends are ordered on ctx.stream(), take
+/// their scratch memory from ctx.workspace() and synchronise nothing unless their description
+/// says so. Modelled on CUTLASS's can_implement / workspace / run.
+///
+/// Semantics shared by every backend (enforced by Backend::run before a backend sees the call):
+///  * m, n, k >= 0; lda >= max(1, rows of A as stored) (m if op_a == N, else k); likewise ldb, ldc.
+///  * Null pointers are errors only where elements would be read or written.
+///  * m == 0 or n == 0: nothing happens. k == 0 or alpha == 0: C = beta * C, A and B unread.
+///  * beta == 0: C is not read, so NaN in C does not propagate (the BLAS convention).
+///  * NaN/Inf in A or B propagate (as Inf or NaN) to the entries of C they contribute to.
 #pragma once
 
 #include <cstddef>
@@ -23,66 +24,121 @@
 
 namespace mixsolve::gemm {
 
+/// op(X) of a GEMM operand: N (X as stored) or T (its transpose).
 enum class Op { N, T };
+/// The element type a backend computes on: F32 (float) or F64 (double).
 enum class DataType { F32, F64 };
 
+/// @param op an operation.
+/// @return "N" or "T".
 inline const char* to_string(Op op) { return op == Op::N ? "N" : "T"; }
+/// @param t a data type.
+/// @return "FP32" or "FP64".
 inline const char* to_string(DataType t) { return t == DataType::F32 ? "FP32" : "FP64"; }
 
+/// The arguments of one GEMM, C = alpha * op(A) * op(B) + beta * C, column-major; op(A) is m x k,
+/// op(B) k x n, C m x n. The pointers lie in the backend's memory space (Backend::memory()).
+/// @tparam T float for FP32 backends, double for FP64 ones.
 template <class T>
 struct GemmArgs {
+  /// op(A): N, A is m x k as stored; T, A is stored k x m.
   Op op_a = Op::N;
+  /// op(B): N, B is k x n as stored; T, B is stored n x k.
   Op op_b = Op::N;
+  /// Rows of op(A) and C (m), columns of op(B) and C (n), the inner dimension (k); all >= 0.
   std::int64_t m = 0, n = 0, k = 0;
+  /// Scale of the product.
   T alpha = T(1);
+  /// A, read; may be null where k == 0, alpha == 0 or C is empty.
   const T* a = nullptr;
+  /// Leading dimension of A, >= max(1, rows of A as stored).
   std::int64_t lda = 1;
+  /// B, read; may be null where k == 0, alpha == 0 or C is empty.
   const T* b = nullptr;
+  /// Leading dimension of B, >= max(1, rows of B as stored).
   std::int64_t ldb = 1;
+  /// Scale of C's old value; 0: C is not read.
   T beta = T(0);
+  /// C, read (unless beta == 0) and written; may be null where m == 0 or n == 0.
   T* c = nullptr;
+  /// Leading dimension of C, >= max(1, m).
   std::int64_t ldc = 1;
-  // Backends that round A and B into a narrower range without scaling (cublas-fp16, cublas-bf16,
-  // halfhalf-unscaled) count the entries that overflow and throw RangeError, at the cost of one
-  // synchronisation. false: no check; an overflow becomes Inf in C (a caller that checks C for
-  // non-finite entries itself, like the LU, skips the synchronisation).
+  /// Backends that round A and B into a narrower range without scaling (cublas-fp16, cublas-bf16,
+  /// halfhalf-unscaled, markidis) count the entries that overflow and throw RangeError, at the
+  /// cost of one synchronisation; so does cublas-fp16x3, whose scaling leaves only entries beyond
+  /// 2^78 to overflow. false: no check; an overflow becomes Inf in C (a caller that checks C for
+  /// non-finite entries itself, like the LU, skips the synchronisation).
   bool check_range = true;
 };
 
+/// The shape of a GEMM, without its data: what Backend::workspace_bytes() depends on.
 struct GemmShape {
+  /// op(A) and op(B), as in GemmArgs.
   Op op_a = Op::N, op_b = Op::N;
+  /// op(A) is m x k, op(B) k x n.
   std::int64_t m = 0, n = 0, k = 0;
 };
 
+/// The shape of a GEMM call.
+/// @param args the call's arguments (only the operations and sizes are read).
+/// @return {op_a, op_b, m, n, k} of `args`.
 template <class T>
 GemmShape shape_of(const GemmArgs<T>& args) {
   return {args.op_a, args.op_b, args.m, args.n, args.k};
 }
 
+/// One GEMM implementation (cuBLAS, a corrected tensor-core SGEMM, a host model, ...), found by
+/// name in the registry (registry.hpp), which holds one shared instance of each, used with any
+/// Context.
 class Backend {
  public:
   virtual ~Backend() = default;
 
+  /// @return the registry name, e.g. "cublas-sgemm", "halfhalf", "model-fp16-rz".
   virtual std::string name() const = 0;
-  // One line: what it computes and how (products, rounding, what it needs).
+  /// One line: what it computes and how (products, rounding, what it needs).
   virtual std::string description() const = 0;
+  /// @return the element type the backend takes (F32: GemmArgs<float>, F64: GemmArgs<double>).
   virtual DataType data_type() const = 0;
+  /// @return where A, B and C must lie (Device backends reject host pointers).
   virtual Memory memory() const = 0;
 
-  // Empty if this backend can run in `ctx` (GPU present, compute capability high enough),
-  // else the reason it cannot.
+  /// Empty if this backend can run in `ctx` (GPU present, compute capability high enough),
+  /// else the reason it cannot.
+  /// @param ctx the context the backend would run in.
+  /// @return "" or the reason, e.g. "needs a GPU; this is a host-only context".
   virtual std::string unavailable_reason(const Context& ctx) const { return {}; }
-  // Device workspace one call of this shape takes from the Context (0 for host backends).
+  /// Device workspace one call of this shape takes from the Context (0 for host backends).
+  /// @param shape the call's shape.
+  /// @return bytes of Context::workspace() the call uses.
   virtual std::size_t workspace_bytes(const GemmShape& shape) const { return 0; }
 
-  // Validates the arguments (throwing InvalidArgument naming the argument and value), handles
-  // the empty cases, then computes. Throws NotSupported for the other data type.
+  /// Validates the arguments (throwing InvalidArgument naming the argument and value), handles
+  /// the empty cases, then computes. Throws NotSupported for the other data type.
+  /// Device backends are ordered on ctx.stream() and return without waiting unless their
+  /// description() says they synchronise.
+  /// @param ctx  the context: stream, cuBLAS handle and workspace of a device backend.
+  /// @param args the GEMM; C is written.
+  /// @throws NotSupported    if the backend takes FP64 data, if it cannot run in `ctx`
+  ///                         (unavailable_reason()), or if a size or leading dimension exceeds
+  ///                         its limit (cuBLAS's 32-bit sizes).
+  /// @throws InvalidArgument naming the argument: a negative size, a leading dimension below
+  ///                         max(1, rows as stored), a null pointer where elements are read or
+  ///                         written, or a host pointer given to a device backend.
+  /// @throws RangeError      with args.check_range, where a backend that checks finds finite
+  ///                         entries of A or B beyond its format's range (GemmArgs::check_range).
+  /// @throws DeviceError     if a CUDA or cuBLAS call fails.
   void run(Context& ctx, const GemmArgs<float>& args) const;
+  /// @overload
+  /// The FP64 form: throws NotSupported if the backend takes FP32 data.
   void run(Context& ctx, const GemmArgs<double>& args) const;
 
  protected:
-  // Called with validated arguments, m, n > 0, k > 0 and alpha != 0.
+  /// Called with validated arguments, m, n > 0, k > 0 and alpha != 0. The default throws
+  /// NotSupported.
   virtual void run_f32(Context& ctx, const GemmArgs<float>& args) const;
+  /// Called with validated arguments, m, n > 0, k > 0 and alpha != 0. The default throws
+  /// NotSupported.
   virtual void run_f64(Context& ctx, const GemmArgs<double>& args) const;
 
  private:

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Solve A X = B (A square, B with one or several right-hand sides) to FP64 accuracy: factorize A
-// in a cheaper arithmetic, refine in FP64, escalate the precision when refinement fails.
-//
-//   mixsolve::SolveReport r = mixsolve::solve(ctx, A, B, X);          // defaults below
-//
-// A, B, X are views in host or device memory (all three in the same one); A and B are not
-// modified. Host matrices are solved with the host backends (Eigen, and gemm/'s models of the
-// tensor-core roundings for the cheaper precisions), so the whole logic runs without a GPU.
+/// @file
+/// Solve A X = B (A square, B with one or several right-hand sides) to FP64 accuracy: factorize A
+/// in a cheaper arithmetic, refine in FP64, escalate the precision when refinement fails.
+///
+///   mixsolve::SolveReport r = mixsolve::solve(ctx, A, B, X);          // defaults below
+///
+/// A, B, X are views in host or device memory (all three in the same one); A and B are not
+/// modified. Host matrices are solved with the host backends (Eigen, and gemm/'s models of the
+/// tensor-core roundings for the cheaper precisions), so the whole logic runs without a GPU.
 #pragma once
 
 #include <cstddef>
@@ -22,283 +23,475 @@
 
 namespace mixsolve {
 
-// Arithmetic of the LU factorization. All but FP64 store the factors in FP32 and differ in the
-// GEMM backend of the trailing updates: FP32 (cublas-sgemm), TF32 (cublas-tf32), FP16 / BF16
-// (tensor cores, inputs rounded), Halfhalf / Tf32tf32 (the corrected tensor-core SGEMM of
-// gemm/, about FP32-accurate), Fp16x3 (FP16 hi/lo split, three products in one FP16 tensor-core
-// GEMM of inner dimension 3k on operands scaled by powers of two: cublas-fp16x3; ~22 bits, at
-// close to the cost of an FP16 update because the update is bound by reading and writing A22).
+/// Arithmetic of the LU factorization. All but FP64 store the factors in FP32 and differ in the
+/// GEMM backend of the trailing updates: FP32 (cublas-sgemm), TF32 (cublas-tf32), FP16 / BF16
+/// (tensor cores, inputs rounded), Halfhalf / Tf32tf32 (the corrected tensor-core SGEMM of
+/// gemm/, about FP32-accurate), Fp16x3 (FP16 hi/lo split, three products in one FP16 tensor-core
+/// GEMM of inner dimension 3k on operands scaled by powers of two: cublas-fp16x3; ~22 bits, at
+/// close to the cost of an FP16 update because the update is bound by reading and writing A22).
+/// Auto: SolveOptions::auto_path, escalating (SolveOptions::factorization); not a precision of
+/// its own. Names (to_string, parse_precision): "fp64", "fp32", "tf32", "fp16", "bf16",
+/// "halfhalf", "tf32tf32", "fp16x3", "auto".
 enum class Precision { FP64, FP32, TF32, FP16, BF16, Halfhalf, Tf32tf32, Fp16x3, Auto };
 
+/// The refinement method of an attempt (SolveOptions::refinement). Names (to_string,
+/// parse_refinement): "none", "classic", "gmres", "auto".
 enum class Refinement {
+  /// One solve with the factors, no refinement.
   None,     // one solve with the factors, no refinement
+  /// x += LU \ (b - A x), residuals and updates in FP64.
   Classic,  // x += LU \ (b - A x), residuals and updates in FP64
+  /// GMRES-IR: the correction from GMRES on A d = r preconditioned by the LU (FP64).
   Gmres,    // GMRES-IR: the correction from GMRES on A d = r preconditioned by the LU (FP64)
+  /// Classic first; when it stalls (stagnates, diverges or reaches max_iterations), or contracts
+  /// so slowly that from its 5th step its rate predicts more than 15 further steps
+  /// (StopReason::TooSlow), Gmres with the same factors (no refactorization). The retry is made
+  /// for factors cheaper than FP64, and only where no other factorization short of FP64 remains
+  /// on the precision path (else that one is tried next).
   Auto,     // Classic first; when it stalls, or contracts so slowly that from its 5th step its
             // rate predicts more than 15 further steps (StopReason::TooSlow), Gmres with the same
             // factors (no refactorization)
 };
 
-// When refinement ends for a right-hand side. Either way the solve reports it as converged only
-// where the returned x meets the LAPACK test (SolveReport::converged_rhs).
+/// When refinement ends for a right-hand side. Either way the solve reports it as converged only
+/// where the returned x meets the LAPACK test (SolveReport::converged_rhs).
+/// Names (to_string, parse_stop_test): "attainable", "lapack".
 enum class StopTest {
-  // Refine to the attainable accuracy, as LAPACK's dgerfs and xGERFSX do: a right-hand side is
-  // done once it meets the LAPACK test, a step fails to halve its backward error (componentwise
-  // where A is badly scaled: SolveReport::componentwise_backward_error) and, with factors cheaper
-  // than FP64, its correction no longer halves or it or the next one extrapolated from the last
-  // two has fallen to FP64's rounding of x (the forward error can still fall after the backward
-  // error has reached its floor; at most 4 such steps). dgerfs also stops at a backward error of u =
-  // 2^-53; a normwise one below u can still fall by orders of magnitude where A is badly scaled.
-  // The answer is then as accurate as the FP64 LU's; it costs two or three steps beyond Lapack
-  // (each a pass over A and a triangular-solve pair).
+  /// Refine to the attainable accuracy, as LAPACK's dgerfs and xGERFSX do: a right-hand side is
+  /// done once it meets the LAPACK test, a step fails to halve its backward error (componentwise
+  /// where A is badly scaled: SolveReport::componentwise_backward_error) and, with factors cheaper
+  /// than FP64, its correction no longer halves or it or the next one extrapolated from the last
+  /// two has fallen to FP64's rounding of x (the forward error can still fall after the backward
+  /// error has reached its floor; at most 4 such steps). dgerfs also stops at a backward error of u =
+  /// 2^-53; a normwise one below u can still fall by orders of magnitude where A is badly scaled.
+  /// The answer is then as accurate as the FP64 LU's; it costs two or three steps beyond Lapack
+  /// (each a pass over A and a triangular-solve pair).
   Attainable,
-  // LAPACK's dsgesv and cuSOLVER IRS: done once
-  //   ||r||_inf < tolerance_factor * sqrt(n) * ||x||_inf * ||A||_inf * eps_64,
-  // a backward error up to sqrt(n) eps, up to ~100x that of an FP64 LU at n ~ 10^4.
+  /// LAPACK's dsgesv and cuSOLVER IRS: done once
+  ///   ||r||_inf < tolerance_factor * sqrt(n) * ||x||_inf * ||A||_inf * eps_64,
+  /// a backward error up to sqrt(n) eps, up to ~100x that of an FP64 LU at n ~ 10^4.
   Lapack,
 };
 
-// When the solve estimates cond_inf(A) and bounds the forward error (SolveReport::
-// condition_estimate): Higham's 1-norm estimator (LAPACK's xGECON) on A^-T with the factors in
-// use, 2 to 11 solves with them or their transpose, once per factorization. The transposed solves
-// go through cuBLAS trsv, whose one-vector solves are far below the memory's pace: on the H100
-// the estimate takes 12 ms at n = 16384 and 24 ms at n = 32768, 9-15% of an fp16x3 solve.
+/// When the solve estimates cond_inf(A) and bounds the forward error (SolveReport::
+/// condition_estimate): Higham's 1-norm estimator (LAPACK's xGECON) on A^-T with the factors in
+/// use, 2 to 11 solves with them or their transpose, once per factorization. The transposed solves
+/// go through cuBLAS trsv, whose one-vector solves are far below the memory's pace: on the H100
+/// the estimate takes 12 ms at n = 16384 and 24 ms at n = 32768, 9-15% of an fp16x3 solve.
+/// Names (to_string, parse_condition_estimate): "never", "when-not-converged", "always".
 enum class ConditionEstimate {
+  /// Never estimate.
   Never,
+  /// Only for a solve that did not meet the LAPACK test: why, and how far off x may be.
   WhenNotConverged,  // only for a solve that did not meet the LAPACK test: why, and how far off x may be
+  /// After every solve.
   Always,
 };
 
+/// The name of a precision, as parse_precision() reads it.
+/// @param p a precision.
+/// @return "fp64", "fp32", "tf32", "fp16", "bf16", "halfhalf", "tf32tf32", "fp16x3" or "auto".
 std::string to_string(Precision p);
+/// The name of a refinement method, as parse_refinement() reads it.
+/// @param r a method.
+/// @return "none", "classic", "gmres" or "auto".
 std::string to_string(Refinement r);
+/// The name of a stop test, as parse_stop_test() reads it.
+/// @param t a stop test.
+/// @return "attainable" or "lapack".
 std::string to_string(StopTest t);
+/// Reads a stop test's name.
+/// @param text "attainable" or "lapack" (exact, lower case).
+/// @return the stop test.
+/// @throws InvalidArgument for any other text.
 StopTest parse_stop_test(const std::string& text);    // "attainable", "lapack"
+/// The name of a ConditionEstimate setting, as parse_condition_estimate() reads it.
+/// @param c a setting.
+/// @return "never", "when-not-converged" or "always".
 std::string to_string(ConditionEstimate c);
+/// Reads a ConditionEstimate setting's name.
+/// @param text "never", "when-not-converged" or "always" (exact, lower case).
+/// @return the setting.
+/// @throws InvalidArgument for any other text.
 ConditionEstimate parse_condition_estimate(const std::string& text);  // "never", "when-not-converged", "always"
+/// Reads a precision's name.
+/// @param text "fp64", "fp32", "tf32", "fp16", "bf16", "halfhalf", "tf32tf32", "fp16x3" or
+///             "auto" (exact, lower case).
+/// @return the precision.
+/// @throws InvalidArgument for any other text; the message lists the names.
 Precision parse_precision(const std::string& text);    // "fp16", "halfhalf", "auto", ...
+/// Reads a refinement method's name.
+/// @param text "none", "classic", "gmres" or "auto" (exact, lower case).
+/// @return the method.
+/// @throws InvalidArgument for any other text.
 Refinement parse_refinement(const std::string& text);  // "none", "classic", "gmres", "auto"
 
+/// The settings of solve() and Factorization; the defaults suit most uses. Factorization's
+/// constructor checks them (InvalidArgument).
 struct SolveOptions {
-  // Auto tries the factorizations of auto_path in order (then FP64 when fallback is on), going up
-  // one step when refinement stagnates, diverges or is too slow, when the LU meets a zero pivot,
-  // overflows or its pivots collapse, or when the probe finds the factors too weak.
+  /// The factorization precision. Auto tries the factorizations of auto_path in order (then FP64
+  /// when fallback is on), going up one step when refinement stagnates, diverges, is too slow or
+  /// reaches max_iterations, when the LU meets a zero pivot, overflows or its pivots collapse, or
+  /// when the probe finds the factors too weak. Another value: that precision (then FP64 when
+  /// fallback is on).
   Precision factorization = Precision::Auto;
-  // Default {Fp16x3}: factors as accurate as FP32's at about the cost of an FP16 LU, so a second
-  // cheap rung (FP32) would repeat an LU of the same accuracy at a higher cost (docs/solver.md,
-  // "Precisions and the default path"). With FP64 next, a stalled classic IR gets a GMRES-IR
-  // retry on the same factors first. Must not be empty or contain Auto.
+  /// The precisions Auto tries, in order. Default {Fp16x3}: factors as accurate as FP32's at
+  /// about the cost of an FP16 LU, so a second cheap rung (FP32) would repeat an LU of the same
+  /// accuracy at a higher cost (docs/solver.md, "Precisions and the default path"). With FP64
+  /// next, a stalled classic IR gets a GMRES-IR retry on the same factors first. Must not be
+  /// empty or contain Auto (checked where factorization is Auto).
   std::vector<Precision> auto_path = {Precision::Fp16x3};
-  // Under Auto, matrices with fewer rows than this are factored in FP64 at once: below it the
-  // cheap LU and its refinement are no faster than an FP64 solve (H100, cond 1e2: fp16x3 0.91x
-  // dgetrf+getrs at n = 8192, 1.12x at n = 12288). -1: the engine's choice, 12288 for device
-  // matrices and 0 for host matrices (the host engine's cheap factorizations are rounding
-  // models, there to exercise the refinement and escalation logic at small n).
+  /// Under Auto, matrices with fewer rows than this are factored in FP64 at once: below it the
+  /// cheap LU and its refinement are no faster than an FP64 solve (H100, cond 1e2: fp16x3 0.91x
+  /// dgetrf+getrs at n = 8192, 1.12x at n = 12288). -1: the engine's choice, 12288 for device
+  /// matrices and 0 for host matrices (the host engine's cheap factorizations are rounding
+  /// models, there to exercise the refinement and escalation logic at small n). Must be >= -1.
   std::int64_t auto_min_n = -1;
+  /// The refinement method (Refinement); Auto: classic IR, then GMRES-IR on the same factors.
   Refinement refinement = Refinement::Auto;
+  /// When refinement ends for a right-hand side (StopTest).
   StopTest stop_test = StopTest::Attainable;
-  // The LAPACK test (StopTest), per right-hand side:
-  //   ||r||_inf < tolerance_factor * sqrt(n) * ||x||_inf * ||A||_inf * eps_64.
-  // The driver asks its computed FP64 residual for 0.95 of that bound, a margin for the residual's
-  // own rounding, so that the true residual of a converged solution meets the test.
+  /// The LAPACK test (StopTest), per right-hand side:
+  ///   ||r||_inf < tolerance_factor * sqrt(n) * ||x||_inf * ||A||_inf * eps_64.
+  /// The driver asks its computed FP64 residual for 0.95 of that bound, a margin for the residual's
+  /// own rounding, so that the true residual of a converged solution meets the test. Must be > 0.
   double tolerance_factor = 1.0;
-  // Refinement steps per factorization: outer iterations (both methods).
+  /// Refinement steps per attempt: outer iterations (both methods); a GMRES-IR retry on the same
+  /// factors (Refinement::Auto) counts its own. Must be >= 0 (0: the first solve only).
   int max_iterations = 30;
-  // GMRES: restart length and total inner iterations per outer step and right-hand side. The
-  // inner iteration limit is also a budget: at each restart (from 16 iterations on), and in an
-  // attempt's first outer step also every 8 iterations inside a cycle (on the rate of the last
-  // 16), an outer step whose convergence rate predicts more than gmres_max_inner iterations ends
-  // the attempt (StopReason::TooSlow), so a preconditioner too weak for the matrix is dropped
-  // early. An outer GMRES step that does not halve the backward error also ends it.
+  /// GMRES: restart length and total inner iterations per outer step and right-hand side. The
+  /// inner iteration limit is also a budget: at each restart (from 16 iterations on), and in an
+  /// attempt's first outer step also every 8 iterations inside a cycle (on the rate of the last
+  /// 16), an outer step whose convergence rate predicts more than gmres_max_inner iterations ends
+  /// the attempt (StopReason::TooSlow), so a preconditioner too weak for the matrix is dropped
+  /// early. An outer GMRES step that does not halve the backward error also ends it (unless its
+  /// inner solve ran to a relaxed tolerance: that right-hand side's later inner solves then run
+  /// to the full one).
+  ///
+  /// gmres_restart: the restart length (Krylov vectors per cycle), >= 1.
   int gmres_restart = 50;
+  /// gmres_max_inner: total GMRES iterations per outer step and right-hand side, and the budget
+  /// described above.
   int gmres_max_inner = 200;
-  // When a higher rung remains (auto's next precision, or the FP64 fallback), a GMRES attempt
-  // also ends as TooSlow at those judgements if the predicted time of the rest of the current inner
-  // solve exceeds twice the time its factorization took: the estimate of what refactoring one
-  // rung up costs (on the H100 the FP64 LU takes 1.55x / 2.25x the fp16x3 LU at n = 16384 /
-  // 32768, the FP32 LU ~2x the FP16 LU), after which a few steps usually converge. The time
-  // already spent does not count (it is spent either way). The rule calibrates itself on the
-  // machine (measured times) but makes the path depend on timing.
+  /// When a higher rung remains (auto's next precision, or the FP64 fallback), a GMRES attempt
+  /// also ends as TooSlow at those judgements if the predicted time of the rest of the current inner
+  /// solve exceeds twice the time its factorization took: the estimate of what refactoring one
+  /// rung up costs (on the H100 the FP64 LU takes 1.55x / 2.25x the fp16x3 LU at n = 16384 /
+  /// 32768, the FP32 LU ~2x the FP16 LU), after which a few steps usually converge. The time
+  /// already spent does not count (it is spent either way). The rule calibrates itself on the
+  /// machine (measured times) but makes the path depend on timing.
   bool escalate_by_cost = true;
-  // Refactor in FP64 when refinement fails at the requested precision (for Auto: whether FP64 is
-  // the last step of the escalation). The report says when it happened.
+  /// Refactor in FP64 when refinement fails at the requested precision (for Auto: whether FP64 is
+  /// the last step of the escalation). The report says when it happened.
   bool fallback = true;
-  // An FP64 factorization that follows a cheaper one (the fallback, or auto's last rung) takes
-  // over the cheaper LU's row order: the rows are put in that order first and pivots are then
-  // searched only inside each 256 x 256 diagonal block, so the panels need no search over the
-  // column and no interchange beyond the block (L21 = A21 U11^-1 by a GEMM). Only the leading
-  // panels whose cheaper pivots stood above that LU's rounding error follow the order; the rest
-  // pivot partially (Attempt::reused_columns). A multiplier |l_ij| above
-  // kReusedOrderMaxMultiplier (below), a zero pivot in a diagonal block or a non-finite entry
-  // rejects the order, on the GPU a few panels after one shows it, and the LU is redone with partial
-  // pivoting; so is one whose FP64 refinement fails. Attempt::pivot_order says which happened.
+  /// An FP64 factorization that follows a cheaper one (the fallback, or auto's last rung) takes
+  /// over the cheaper LU's row order: the rows are put in that order first and pivots are then
+  /// searched only inside each diagonal block of block_size x block_size (256 x 256 on the GPU by
+  /// default), so the panels need no search over the column and no interchange beyond the block
+  /// (L21 = A21 U11^-1 by a GEMM). Only the leading
+  /// panels whose cheaper pivots stood above that LU's rounding error follow the order; the rest
+  /// pivot partially (Attempt::reused_columns). A multiplier |l_ij| above
+  /// kReusedOrderMaxMultiplier (below), a zero pivot in a diagonal block or a non-finite entry
+  /// rejects the order, on the GPU a few panels after one shows it, and the LU is redone with partial
+  /// pivoting; so is one whose FP64 refinement fails. Attempt::pivot_order says which happened.
   bool reuse_pivot_order = true;
-  // Probe of a cheaper factorization where a higher rung remains (auto's next precision, or the
-  // FP64 fallback), before any refinement. With E = (LU)^-1 A - I (how far the preconditioned
-  // operator is from I, with A^-1 applied as refinement applies it) and Omega n x 4 random, the
-  // 4th singular value of E Omega over ||Omega||_2 is a lower bound on E's 4th singular value,
-  // and for a random Omega about the root mean square of E's singular values beyond its 3
-  // largest. From kWeakFactorsProbe (below) on, the LU is far off in a large share of
-  // directions, which GMRES-IR would have to resolve one by one: the attempt ends at once
-  // (StopReason::WeakFactors) instead of after a refinement that fails. A few outlying
-  // directions (a handful of tiny singular values) leave the estimate small. Costs a product of
-  // A with 4 vectors and one 4-vector triangular-solve pair (H100: 3.4 ms at n = 16384, 9.3 ms
-  // at 32768), so it is taken only where the LU's pivots hint at trouble: min |u_kk| / max |u_kk|
-  // (Attempt::pivot_ratio) below probe_pivot_ratio x u / 2^-24 (u: the factorization's unit
-  // roundoff; 2^-24 for FP32-stored factors of FP32 accuracy, 2^-11 for FP16 and TF32, 2^-8 for
-  // BF16), and where n exceeds gmres_max_inner (below that, GMRES's budget spans the whole
-  // space). 0: never probe; INFINITY: probe every such attempt. H100, fp16x3, `geo` and `arith`
-  // at cond 1e2 .. 1e10, n = 16384 / 32768: pivot ratios 1.4e-5 - 2.2e-5 (and 3e-6) where
-  // refinement fails (`geo` 1e8, 1e10), 2.7e-4 and more where it converges.
-  // The same bound stops an LU of FP32 accuracy (u = 2^-24) part way where its pivots collapse:
-  // once at least 256 of its pivots, and more than half of those so far, lie below
-  // probe_pivot_ratio times the largest so far (StopReason::CollapsedPivots; a Hilbert matrix
-  // at column ~260 of 16384). Not with INFINITY.
+  /// Probe of a cheaper factorization where a higher rung remains (auto's next precision, or the
+  /// FP64 fallback), before any refinement. With E = (LU)^-1 A - I (how far the preconditioned
+  /// operator is from I, with A^-1 applied as refinement applies it) and Omega n x 4 random, the
+  /// 4th singular value of E Omega over ||Omega||_2 is a lower bound on E's 4th singular value,
+  /// and for a random Omega about the root mean square of E's singular values beyond its 3
+  /// largest. From kWeakFactorsProbe (below) on, the LU is far off in a large share of
+  /// directions, which GMRES-IR would have to resolve one by one: the attempt ends at once
+  /// (StopReason::WeakFactors) instead of after a refinement that fails. A few outlying
+  /// directions (a handful of tiny singular values) leave the estimate small. Costs a product of
+  /// A with 4 vectors and one 4-vector triangular-solve pair (H100: 3.4 ms at n = 16384, 9.3 ms
+  /// at 32768), so it is taken only where the LU's pivots hint at trouble: min |u_kk| / max |u_kk|
+  /// (Attempt::pivot_ratio) below probe_pivot_ratio x u / 2^-24 (u: the factorization's unit
+  /// roundoff; 2^-24 for FP32-stored factors of FP32 accuracy, 2^-11 for FP16 and TF32, 2^-8 for
+  /// BF16), and where n exceeds gmres_max_inner (below that, GMRES's budget spans the whole
+  /// space) and is at least 16. 0: never probe; INFINITY: probe every such attempt. H100, fp16x3, `geo` and `arith`
+  /// at cond 1e2 .. 1e10, n = 16384 / 32768: pivot ratios 1.4e-5 - 2.2e-5 (and 3e-6) where
+  /// refinement fails (`geo` 1e8, 1e10), 2.7e-4 and more where it converges.
+  /// The same bound stops an LU of FP32 accuracy (u = 2^-24) part way where its pivots collapse:
+  /// once at least 256 of its pivots, and more than half of those so far, lie below
+  /// probe_pivot_ratio times the largest so far (StopReason::CollapsedPivots; a Hilbert matrix
+  /// at column ~260 of 16384). Only where the probe could run (a higher rung remains, n as
+  /// above); not with INFINITY.
   double probe_pivot_ratio = 1e-4;
-  // Range scaling of FP16, BF16 and fp16x3 factorizations (Higham, Pranesh & Zounon 2019,
-  // "Squeezing a matrix into half precision"): they factor mu A, a power of two times A with its
-  // largest entry in [1/2, 1); where A's rows' or columns' largest entries spread over more than
-  // 2^12, mu R A S with diagonal R and S (powers of two, so every scaling is exact) that bring
-  // each row's and column's largest entry into [1/2, 1). A is scaled in FP64 before it is rounded
-  // to the factors' FP32 storage, so entries beyond FP32's range then factorize, and for FP16
-  // entries beyond its range or near its underflow (BF16 and fp16x3, whose products scale their
-  // operands by powers of two themselves, keep FP32's exponent range). Refinement works with A
-  // itself. Off: A is rounded as it is, and an overflow escalates. FP64, FP32, TF32, Halfhalf
-  // and Tf32tf32 factorizations are never scaled.
+  /// Range scaling of FP16, BF16 and fp16x3 factorizations (Higham, Pranesh & Zounon 2019,
+  /// "Squeezing a matrix into half precision"): they factor mu A, a power of two times A with its
+  /// largest entry in [1/2, 1); where A's rows' or columns' largest entries spread over more than
+  /// 2^12, mu R A S with diagonal R and S (powers of two, so every scaling is exact) that bring
+  /// each row's and column's largest entry into [1/2, 1). A is scaled in FP64 before it is rounded
+  /// to the factors' FP32 storage, so entries beyond FP32's range then factorize, and for FP16
+  /// entries beyond its range or near its underflow (BF16 and fp16x3, whose products scale their
+  /// operands by powers of two themselves, keep FP32's exponent range). Refinement works with A
+  /// itself. Off: A is rounded as it is, and an overflow escalates. FP64, FP32, TF32, Halfhalf
+  /// and Tf32tf32 factorizations are never scaled.
   bool range_scaling = true;
+  /// When to estimate cond_inf(A) and bound the forward error (ConditionEstimate;
+  /// SolveReport::condition_estimate).
   ConditionEstimate condition_estimate = ConditionEstimate::WhenNotConverged;
-  // LU block size; 0 picks one for the matrix size and memory space (the GPU LU takes at most 256).
+  /// LU block size; 0 (or a negative value) picks one for the memory space: 256 on the GPU, 32 on the host (the GPU LU
+  /// takes at most 256: larger values are reduced to 256).
   int block_size = 0;
-  // Called at the start of each phase ("factorization fp16", "refinement gmres", ...), e.g. to
-  // print progress during long solves. May be empty.
+  /// Called at the start of each phase ("factorization fp16", "refinement gmres", ...), e.g. to
+  /// print progress during long solves. May be empty. The phase texts are "factorization <p>
+  /// (n = <n>)" (prefixed "fallback: " for an FP64 one after a cheaper one), "probe of the <p>
+  /// factors", "refinement <method> with <p> factors (<k> right-hand side(s))" and "condition
+  /// estimate".
   std::function<void(const std::string& phase)> progress;
 };
 
-// SolveOptions::probe_pivot_ratio: the probe's estimate at and above which a cheaper LU is too
-// far from A to refine. H100, fp16x3, n = 16384 / 32768, `geo` and `arith` at cond 1e2 .. 1e10:
-// 25 to 43 where refinement fails (`geo` 1e8 and 1e10), at most 0.77 where it converges (n =
-// 32768, `geo` 1e6: GMRES-IR, 32 iterations; the rest 0.37 and below). 4 leaves a factor of ~5
-// to either side, for the run-to-run variation of the cheap LU and for other matrices.
+/// SolveOptions::probe_pivot_ratio: the probe's estimate at and above which a cheaper LU is too
+/// far from A to refine. H100, fp16x3, n = 16384 / 32768, `geo` and `arith` at cond 1e2 .. 1e10:
+/// 25 to 43 where refinement fails (`geo` 1e8 and 1e10), at most 0.77 where it converges (n =
+/// 32768, `geo` 1e6: GMRES-IR, 32 iterations; the rest 0.37 and below). 4 leaves a factor of ~5
+/// to either side, for the run-to-run variation of the cheap LU and for other matrices.
 inline constexpr double kWeakFactorsProbe = 4.0;
 
-// Why one factorization's refinement stopped.
+/// Why one factorization's refinement stopped (Attempt::stop), or why the factorization itself
+/// failed before any refinement:
+///  * Converged: every right-hand side met the stop test (SolveOptions::stop_test).
+///  * ZeroPivot: the LU met an exactly zero pivot (Attempt::zero_pivot_column); in the FP64 LU
+///    solve() throws SingularMatrix instead.
+///  * Overflow: the factors (or A rounded to their FP32 storage) hold Inf or NaN.
+///  * Stagnated: refinement steps in a row failed to halve the backward error (3 for classic IR,
+///    1 for GMRES-IR), or a GMRES inner solve stagnated and its step did not cut the backward
+///    error tenfold.
+///  * Diverged: as Stagnated, but each of those steps made the backward error worse; or an
+///    iterate was not finite.
+///  * MaxIterations: SolveOptions::max_iterations steps without meeting the stop test.
+///  * TooSlow: classic IR's rate predicted more than 15 further steps (Refinement::Auto), or
+///    GMRES's predicted more iterations or time than its budget (SolveOptions::gmres_max_inner,
+///    SolveOptions::escalate_by_cost).
+///  * NoRefinement: Refinement::None, and not every right-hand side met the LAPACK test.
+///  * WeakFactors, CollapsedPivots: below.
 enum class StopReason {
   Converged, ZeroPivot, Overflow, Stagnated, Diverged, MaxIterations, TooSlow, NoRefinement,
+  /// The probe of the factors (SolveOptions::probe_pivot_ratio) found them too far from A.
   WeakFactors,  // the probe of the factors (SolveOptions::probe_pivot_ratio) found them too far from A
+  /// Most of the LU's pivots so far were tiny: stopped part way (probe_pivot_ratio;
+  /// Attempt::collapsed_at_column).
   CollapsedPivots,  // most of the LU's pivots so far were tiny: stopped part way (probe_pivot_ratio)
 };
+/// A short description of a stop reason, for reports.
+/// @param s a stop reason.
+/// @return e.g. "converged", "zero pivot", "iteration limit".
 std::string to_string(StopReason s);
 
-// SolveOptions::reuse_pivot_order: an FP64 LU that follows a cheaper LU's row order (pivoting
-// only inside the diagonal blocks) keeps it while every multiplier |l_ij| stays within this
-// bound: threshold pivoting with threshold 1e-6, a guard against an order that is plainly wrong
-// for the FP64 values (partial pivoting keeps |l_ij| <= 1; sparse solvers use thresholds of 0.1
-// to 0.01). Accuracy is judged by the FP64 refinement's stop test, and an FP64 refinement that
-// fails with a reused order is redone with partial pivoting. Measured with fp16x3 orders (H100):
-// max |l_ij| 33 (n = 2100, geo cond 1e12), 780-1200 (n = 16384, geo 1e8-1e10), 230-5100 (n =
-// 32768), and in every case the first FP64 solve met the stop test; the late Schur complements
-// of such matrices lie below fp16x3's rounding error, so its pivots there follow that error.
+/// SolveOptions::reuse_pivot_order: an FP64 LU that follows a cheaper LU's row order (pivoting
+/// only inside the diagonal blocks) keeps it while every multiplier |l_ij| stays within this
+/// bound: threshold pivoting with threshold 1e-6, a guard against an order that is plainly wrong
+/// for the FP64 values (partial pivoting keeps |l_ij| <= 1; sparse solvers use thresholds of 0.1
+/// to 0.01). Accuracy is judged by the FP64 refinement's stop test, and an FP64 refinement that
+/// fails with a reused order is redone with partial pivoting. Measured with fp16x3 orders (H100):
+/// max |l_ij| 33 (n = 2100, geo cond 1e12), 780-1200 (n = 16384, geo 1e8-1e10), 230-5100 (n =
+/// 32768), and in every case the first FP64 solve met the stop test; the late Schur complements
+/// of such matrices lie below fp16x3's rounding error, so its pivots there follow that error.
 inline constexpr double kReusedOrderMaxMultiplier = 1e6;
 
-// How a factorization chose its row interchanges (SolveOptions::reuse_pivot_order).
+/// How a factorization chose its row interchanges (SolveOptions::reuse_pivot_order).
 enum class PivotOrder {
+  /// Partial pivoting, as LAPACK's getrf.
   Partial,   // partial pivoting, as LAPACK's getrf
+  /// The previous factorization's row order, pivoting inside each diagonal block.
   Reused,    // the previous factorization's row order, pivoting inside each diagonal block
+  /// Reused failed its check and the LU was redone with partial pivoting (both count).
   Rejected,  // Reused failed its check and the LU was redone with partial pivoting (both count)
 };
+/// A short description of a pivot order, for reports.
+/// @param o a pivot order.
+/// @return "partial pivoting", "reused row order" or "reused row order rejected, then partial
+///         pivoting".
 std::string to_string(PivotOrder o);
 
+/// One attempt of a solve: a factorization (or the reuse of earlier factors) and its refinement.
 struct Attempt {
+  /// The factorization's precision.
   Precision precision = Precision::FP64;
+  /// The refinement method used (SolveOptions::refinement; Auto appears as Classic, and as Gmres
+  /// for its retry on the same factors).
   Refinement refinement = Refinement::Classic;
+  /// How the attempt ended (StopReason).
   StopReason stop = StopReason::Converged;
+  /// For StopReason::ZeroPivot: the zero pivot's column (0-based); -1 otherwise.
   std::int64_t zero_pivot_column = -1;  // for StopReason::ZeroPivot
+  /// For StopReason::CollapsedPivots: up to which column the LU ran; -1 otherwise.
   std::int64_t collapsed_at_column = -1;  // for StopReason::CollapsedPivots: up to which column
+  /// The LU factored mu R A S (SolveOptions::range_scaling).
   bool range_scaled = false;            // the LU factored mu R A S (SolveOptions::range_scaling)
+  /// How the LU chose its row interchanges (SolveOptions::reuse_pivot_order).
   PivotOrder pivot_order = PivotOrder::Partial;
+  /// max |l_ij| of a reused row order (Reused, Rejected); 0 otherwise.
   double largest_multiplier = 0;        // max |l_ij| of a reused row order (Reused, Rejected)
-  // Reused: the leading columns that followed the order (SolveOptions::reuse_pivot_order); the
-  // rest pivoted partially, where the cheaper LU's pivots had fallen to its rounding error.
+  /// Reused: the leading columns that followed the order (SolveOptions::reuse_pivot_order); the
+  /// rest pivoted partially, where the cheaper LU's pivots had fallen to its rounding error.
   std::int64_t reused_columns = 0;
-  // min |u_kk| / max |u_kk| of a cheaper LU that the probe could judge (SolveOptions::
-  // probe_pivot_ratio's screen); 0 where it was not computed (FP64, nothing higher left, small n).
+  /// min |u_kk| / max |u_kk| of a cheaper LU that the probe could judge (SolveOptions::
+  /// probe_pivot_ratio's screen); 0 where it was not computed (FP64, nothing higher left, small n).
   double pivot_ratio = 0;
-  // The probe's estimate of the 4th singular value of (LU)^-1 A - I (SolveOptions::
-  // probe_pivot_ratio); negative where the factors were not probed. Its time counts in
-  // refinement_seconds.
+  /// The probe's estimate of the 4th singular value of (LU)^-1 A - I (SolveOptions::
+  /// probe_pivot_ratio); negative where the factors were not probed. Its time counts in
+  /// refinement_seconds.
   double probe_estimate = -1;
+  /// Outer refinement iterations.
   int iterations = 0;                   // outer refinement iterations
+  /// GMRES iterations, all right-hand sides.
   int inner_iterations = 0;             // GMRES iterations, all right-hand sides
+  /// Wall-clock seconds of the factorization (0 where earlier factors were reused) and of the
+  /// refinement (the probe included).
   double factorization_seconds = 0, refinement_seconds = 0;
 };
 
+/// What a solve did and how well: convergence, backward errors, the attempts and times.
 struct SolveReport {
-  // Every right-hand side's returned x meets the LAPACK test (SolveOptions::tolerance_factor),
-  // under either StopTest.
+  /// Every right-hand side's returned x meets the LAPACK test (SolveOptions::tolerance_factor),
+  /// under either StopTest.
   bool converged = false;
+  /// Per right-hand side: its returned x meets the LAPACK test (all true for a B with no rows).
   std::vector<bool> converged_rhs;
-  // The returned X holds, for each right-hand side, the iterate with the smallest backward error
-  // of every solve and refinement step of every attempt: never one that refinement made worse.
-  // backward_error: its normwise backward error (max over the right-hand sides);
-  // stop_test_backward_error: about what the LAPACK test asks (tolerance_factor sqrt(n) 2^-53),
-  // so a solve that did not converge says how close it got; returned_earlier_iterate: for some
-  // right-hand side the returned x is not the last iterate computed.
+  /// The returned X holds, for each right-hand side, the best iterate of every solve and
+  /// refinement step of every attempt: never one that refinement made worse. An iterate that
+  /// meets the LAPACK test from factors whose refinement proved itself ranks above any that does
+  /// not; otherwise the smaller backward error (componentwise where A is badly scaled) wins, and
+  /// among iterates that meet the test a later one within 2x of the smallest is kept (at that
+  /// floor the value is noise, and the later iterate had one more correction).
+  /// backward_error: its normwise backward error (max over the right-hand sides); INFINITY where
+  /// every factorization failed before a solve (X then holds no iterate);
+  /// stop_test_backward_error: about what the LAPACK test asks (tolerance_factor sqrt(n) 2^-53),
+  /// so a solve that did not converge says how close it got; returned_earlier_iterate: for some
+  /// right-hand side the returned x is not the last iterate computed.
   double backward_error = 0;
+  /// About the backward error the LAPACK test asks for: tolerance_factor sqrt(n) 2^-53 (see
+  /// backward_error).
   double stop_test_backward_error = 0;
-  // Where A's rows' or columns' largest entries spread over more than 2^12 (badly scaled: the
-  // two-sided range scaling's criterion), refinement judges iterates, and picks the returned
-  // one, by the componentwise backward error max_i |b - A x|_i / (|A| |x| + |b|)_i (Oettli and
-  // Prager; LAPACK dgerfs's BERR), which row scaling does not change: this is the returned X's
-  // (max over the right-hand sides). 0 for other matrices (not computed).
+  /// Where A's rows' or columns' largest entries spread over more than 2^12 (badly scaled: the
+  /// two-sided range scaling's criterion), refinement judges iterates, and picks the returned
+  /// one, by the componentwise backward error max_i |b - A x|_i / (|A| |x| + |b|)_i (Oettli and
+  /// Prager; LAPACK dgerfs's BERR), which row scaling does not change: this is the returned X's
+  /// (max over the right-hand sides). 0 for other matrices (not computed).
   double componentwise_backward_error = 0;
+  /// For some right-hand side the returned x is not the last iterate computed (see
+  /// backward_error).
   bool returned_earlier_iterate = false;
-  // SolveOptions::condition_estimate: an estimate of cond_inf(A) = ||A||_inf ||A^-1||_inf from the
-  // factors in use (Higham's estimator, a lower bound up to the factors' accuracy: FP64 factors,
-  // or cheap ones that refinement made converge), and the normwise bound on the returned X's
-  // forward error ||x - x_true||_inf / ||x||_inf <= ||A^-1|| (||r|| + (n + 1) u (||A|| ||x|| +
-  // ||b||)) / ||x|| (Higham, "Accuracy and Stability of Numerical Algorithms", §7.7; max over the
-  // right-hand sides). 0 where not computed (not asked for, or no factorization completed).
+  /// SolveOptions::condition_estimate: an estimate of cond_inf(A) = ||A||_inf ||A^-1||_inf from the
+  /// factors in use (Higham's estimator, a lower bound up to the factors' accuracy: FP64 factors,
+  /// or cheap ones that refinement made converge), and the normwise bound on the returned X's
+  /// forward error ||x - x_true||_inf / ||x||_inf <= ||A^-1|| (||r|| + (n + 1) u (||A|| ||x|| +
+  /// ||b||)) / ||x|| (Higham, "Accuracy and Stability of Numerical Algorithms", §7.7; max over the
+  /// right-hand sides). 0 where not computed (not asked for, or the last factorization tried did
+  /// not complete).
   double condition_estimate = 0;
+  /// The forward error bound described with condition_estimate (max over the right-hand
+  /// sides); 0 where not computed.
   double forward_error_bound = 0;
+  /// The estimate's time, in seconds (in total_seconds).
   double condition_seconds = 0;  // the estimate's time (in total_seconds)
+  /// Outer refinement iterations, all attempts.
   int iterations = 0;                  // outer refinement iterations, all attempts
-  // Normwise backward error max_j ||b_j - A x_j||_inf / (||A||_inf ||x_j||_inf + ||b_j||_inf)
-  // after each solve (initial and each refinement step), all attempts in order.
+  /// Normwise backward error max_j ||b_j - A x_j||_inf / (||A||_inf ||x_j||_inf + ||b_j||_inf)
+  /// after each solve (initial and each refinement step), all attempts in order.
   std::vector<double> backward_error_history;
+  /// The precision path actually taken: one entry per factorization tried, per GMRES-IR retry
+  /// on the same factors, and (in a later Factorization::solve) one for the reused factors.
   std::vector<Attempt> attempts;       // the precision path actually taken
+  /// An FP64 factorization was needed after a cheaper one.
   bool fell_back = false;              // an FP64 factorization was needed after a cheaper one
+  /// Wall-clock seconds: the attempts' factorizations and refinements, except those of an FP64
+  /// attempt that reached refinement after a cheaper one (the fallback), which count in
+  /// fallback_seconds; total_seconds is the whole call.
   double factorization_seconds = 0, refinement_seconds = 0, fallback_seconds = 0, total_seconds = 0;
+  /// The most memory, in bytes, the solver held for factors, scratch vectors and workspaces
+  /// over the Factorization's life so far.
   std::size_t peak_workspace_bytes = 0;
 
+  /// A text for printing: the outcome, one line per attempt, the backward errors and, where
+  /// computed, the condition estimate.
+  /// @return several lines, each ending in a newline.
   std::string summary() const;         // one line per attempt, for printing
 };
 
-// Exactly singular A: zero pivot in the FP64 factorization.
+/// Exactly singular A: zero pivot in the FP64 factorization. Thrown by solve() and
+/// Factorization::solve().
 class SingularMatrix : public Error {
  public:
+  /// @param message the text what() returns.
+  /// @param column  the zero pivot's column (0-based).
   SingularMatrix(const std::string& message, std::int64_t column) : Error(message), column_(column) {}
+  /// @return the column (0-based) of the zero pivot in the FP64 LU.
   std::int64_t column() const { return column_; }
 
  private:
   std::int64_t column_;
 };
 
+/// Solves A X = B to FP64 accuracy (see the file description): Factorization(ctx, a, options)
+/// followed by its solve(b, x).
+/// @param ctx     the context: its GPU, stream and memory pool for device matrices; a host-only
+///                Context is enough for host matrices.
+/// @param a       the n x n matrix A (host or device memory); read, not modified. No NaN or Inf.
+/// @param b       the n x k right-hand sides B, in a's memory space; read, not modified. No NaN
+///                or Inf.
+/// @param x       the n x k solution X, in a's memory space, not aliasing A or B; written (the
+///                best iterate: SolveReport::backward_error).
+/// @param options the settings (SolveOptions).
+/// @return the report; check SolveReport::converged.
+/// @throws InvalidArgument if a view is malformed, A is not square or holds NaN or Inf, B has
+///                         not n rows or holds NaN or Inf, X's shape differs from B's, the
+///                         matrices lie in different memory spaces or A on the device with a
+///                         host-only ctx, X aliases A or B, or an option is out of range
+///                         (auto_path empty or containing Auto, auto_min_n < -1,
+///                         max_iterations < 0, gmres_restart < 1, tolerance_factor <= 0).
+/// @throws SingularMatrix  if the FP64 factorization meets a zero pivot.
+/// @throws DeviceError     if a CUDA, cuBLAS or cuSOLVER call fails, or device memory runs out.
 SolveReport solve(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
                   const MatrixView<double>& x, const SolveOptions& options = {});
 
-// Factor once, solve many: the factorization (and any escalation) happens on the first solve;
-// later solves reuse the factors of the precision that succeeded. A host matrix is copied (an
-// FP64 copy for the residuals, and the factors beside it). A device matrix is not: it is read in
-// place (its scan in the constructor, its conversion into the factors' own storage, the
-// residuals and mat-vecs), so it must outlive the Factorization and stay unchanged. A itself is
-// never written.
+/// Factor once, solve many: the factorization (and any escalation) happens on the first solve;
+/// later solves reuse the factors of the precision that succeeded. A host matrix is copied (an
+/// FP64 copy for the residuals, and the factors beside it). A device matrix is not: it is read in
+/// place (its scan in the constructor, its conversion into the factors' own storage, the
+/// residuals and mat-vecs), so it must outlive the Factorization and stay unchanged. A itself is
+/// never written.
 class Factorization {
  public:
+  /// Checks A and the options and prepares the engine of A's memory space; nothing is factored
+  /// yet.
+  /// @param ctx     the context; it must outlive the Factorization. A device A needs a Context
+  ///                with a GPU.
+  /// @param a       the n x n matrix A (host or device memory); read, never written. A device A
+  ///                must outlive the Factorization and stay unchanged.
+  /// @param options the settings (SolveOptions), copied.
+  /// @throws InvalidArgument if `a` is malformed, not square or holds NaN or Inf, `a` is on the
+  ///                         device and ctx host-only, or an option is out of range (auto_path
+  ///                         empty or containing Auto where factorization is Auto,
+  ///                         auto_min_n < -1, max_iterations < 0, gmres_restart < 1,
+  ///                         tolerance_factor <= 0).
+  /// @throws DeviceError     if a CUDA call fails or device memory runs out.
   Factorization(Context& ctx, const MatrixView<const double>& a, const SolveOptions& options = {});
+  /// Frees the factors and the engine's memory (device memory goes back to the Context's pool).
   ~Factorization();
+  /// Moves the factors and state; the moved-from object may only be destroyed or assigned to.
   Factorization(Factorization&&) noexcept;
+  /// Moves the factors and state; the moved-from object may only be destroyed or assigned to.
   Factorization& operator=(Factorization&&) noexcept;
 
+  /// Solves A X = B with the factors, factoring (and escalating) first where none are in use.
+  /// A later solve starts from the factors that succeeded, with the refinement method that
+  /// worked, and may still escalate to the next precision of the path if they fail for this B.
+  /// @param b the n x k right-hand sides, in A's memory space; read. No NaN or Inf.
+  /// @param x the n x k solution, in A's memory space, not aliasing A or B; written.
+  /// @return the report of this solve (SolveReport); a B with no columns or rows returns at once,
+  ///         converged.
+  /// @throws InvalidArgument if a view is malformed, B has not n rows or holds NaN or Inf, X's
+  ///                         shape differs from B's, B or X is not in A's memory space, or X
+  ///                         aliases A or B.
+  /// @throws SingularMatrix  if the FP64 factorization meets a zero pivot.
+  /// @throws DeviceError     if a CUDA, cuBLAS or cuSOLVER call fails, or device memory runs out.
   SolveReport solve(const MatrixView<const double>& b, const MatrixView<double>& x);
+  /// The precision of the factors in use (Auto before the first solve).
+  /// @return the precision, or Precision::Auto where no factors are in use.
   Precision precision() const;  // of the factors in use (Auto before the first solve)
 
  private:
