@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <utility>
 
 #include "mixsolve/core/error.hpp"
 #include "scale.hpp"
@@ -13,10 +14,6 @@ namespace mixsolve::gemm {
 namespace {
 
 std::string where(const Backend& b) { return "gemm(" + b.name() + ")"; }
-
-void require(bool ok, const Backend& b, const std::string& what) {
-  if (!ok) throw InvalidArgument(where(b) + ": " + what);
-}
 
 // Throws unless `p` is usable in memory space `mem` (device backends reject host pointers).
 void check_pointer_space(const Backend& b, const char* name, const void* p, Memory mem) {
@@ -34,49 +31,60 @@ void check_pointer_space(const Backend& b, const char* name, const void* p, Memo
 }  // namespace
 
 template <class T>
-void Backend::run_checked(Context& ctx, const GemmArgs<T>& args) const {
+Support Backend::check(const Context& ctx, const GemmArgs<T>& args) const {
+  using Status = Support::Status;
+  const auto invalid = [](std::string reason) { return Support{Status::InvalidArgument, std::move(reason)}; };
+  if ((sizeof(T) == 4) != (data_type() == DataType::F32))
+    return {Status::WrongDataType, sizeof(T) == 4 ? "takes FP64 data; FP32 arguments were given"
+                                                  : "takes FP32 data; FP64 arguments were given"};
   const auto s = [](std::int64_t v) { return std::to_string(v); };
-  require(args.m >= 0, *this, "m (" + s(args.m) + ") < 0");
-  require(args.n >= 0, *this, "n (" + s(args.n) + ") < 0");
-  require(args.k >= 0, *this, "k (" + s(args.k) + ") < 0");
+  if (args.m < 0) return invalid("m (" + s(args.m) + ") < 0");
+  if (args.n < 0) return invalid("n (" + s(args.n) + ") < 0");
+  if (args.k < 0) return invalid("k (" + s(args.k) + ") < 0");
   const std::int64_t a_rows = args.op_a == Op::N ? args.m : args.k;
   const std::int64_t b_rows = args.op_b == Op::N ? args.k : args.n;
   const auto at_least_one = [](std::int64_t v) { return v > 1 ? v : std::int64_t{1}; };
-  require(args.lda >= at_least_one(a_rows), *this,
-          "lda (" + s(args.lda) + ") < rows of A as stored (" + s(a_rows) + ", op_a = " + to_string(args.op_a) + ")");
-  require(args.ldb >= at_least_one(b_rows), *this,
-          "ldb (" + s(args.ldb) + ") < rows of B as stored (" + s(b_rows) + ", op_b = " + to_string(args.op_b) + ")");
-  require(args.ldc >= at_least_one(args.m), *this, "ldc (" + s(args.ldc) + ") < m (" + s(args.m) + ")");
+  if (args.lda < at_least_one(a_rows))
+    return invalid("lda (" + s(args.lda) + ") < rows of A as stored (" + s(a_rows) + ", op_a = " +
+                   to_string(args.op_a) + ")");
+  if (args.ldb < at_least_one(b_rows))
+    return invalid("ldb (" + s(args.ldb) + ") < rows of B as stored (" + s(b_rows) + ", op_b = " +
+                   to_string(args.op_b) + ")");
+  if (args.ldc < at_least_one(args.m)) return invalid("ldc (" + s(args.ldc) + ") < m (" + s(args.m) + ")");
+  if (std::string unavailable = unavailable_reason(ctx); !unavailable.empty())
+    return {Status::Unavailable, std::move(unavailable)};
+  if (args.m == 0 || args.n == 0) return {};
+  if (args.c == nullptr) return invalid("C is null with m = " + s(args.m) + ", n = " + s(args.n));
+  if (args.k == 0 || args.alpha == T(0)) return {};
+  if (args.a == nullptr) return invalid("A is null with m = " + s(args.m) + ", k = " + s(args.k));
+  if (args.b == nullptr) return invalid("B is null with k = " + s(args.k) + ", n = " + s(args.n));
+  return within_size_limits(shape_of(args), args.lda, args.ldb, args.ldc);
+}
 
-  const std::string unavailable = unavailable_reason(ctx);
-  if (!unavailable.empty()) throw NotSupported(where(*this) + ": " + unavailable);
+Support Backend::can_implement(const Context& ctx, const GemmArgs<float>& args) const { return check(ctx, args); }
+Support Backend::can_implement(const Context& ctx, const GemmArgs<double>& args) const { return check(ctx, args); }
 
+template <class T>
+void Backend::run_checked(Context& ctx, const GemmArgs<T>& args) const {
+  if (const Support support = check(ctx, args); !support) {
+    if (support.status == Support::Status::InvalidArgument) throw InvalidArgument(where(*this) + ": " + support.reason);
+    throw NotSupported(where(*this) + ": " + support.reason);
+  }
   if (args.m == 0 || args.n == 0) return;
-  require(args.c != nullptr, *this, "C is null with m = " + s(args.m) + ", n = " + s(args.n));
   check_pointer_space(*this, "C", args.c, memory());
   if (args.k == 0 || args.alpha == T(0)) {
     detail::scale_matrix(ctx, memory(), args.m, args.n, args.beta, args.c, args.ldc);
     return;
   }
-  require(args.a != nullptr, *this, "A is null with m = " + s(args.m) + ", k = " + s(args.k));
-  require(args.b != nullptr, *this, "B is null with k = " + s(args.k) + ", n = " + s(args.n));
   check_pointer_space(*this, "A", args.a, memory());
   check_pointer_space(*this, "B", args.b, memory());
   if constexpr (sizeof(T) == 4) run_f32(ctx, args);
   else run_f64(ctx, args);
 }
 
-void Backend::run(Context& ctx, const GemmArgs<float>& args) const {
-  if (data_type() != DataType::F32)
-    throw NotSupported(where(*this) + ": takes FP64 data; FP32 arguments were given");
-  run_checked(ctx, args);
-}
+void Backend::run(Context& ctx, const GemmArgs<float>& args) const { run_checked(ctx, args); }
 
-void Backend::run(Context& ctx, const GemmArgs<double>& args) const {
-  if (data_type() != DataType::F64)
-    throw NotSupported(where(*this) + ": takes FP32 data; FP64 arguments were given");
-  run_checked(ctx, args);
-}
+void Backend::run(Context& ctx, const GemmArgs<double>& args) const { run_checked(ctx, args); }
 
 void Backend::run_f32(Context&, const GemmArgs<float>&) const {
   throw NotSupported(where(*this) + ": FP32 data not supported");

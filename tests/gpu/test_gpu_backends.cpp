@@ -95,6 +95,42 @@ TEST(GpuBackends, EveryFp32BackendMatchesFp64ReferenceOnAllTransposesAndOddSizes
           }
 }
 
+// The size limits a backend states through can_implement, which never touches the operands
+// (dummy pointers): cuBLAS's 32-bit sizes, fp16x3's inner dimension 3k, the corrected kernels'
+// 2^30; and run() refuses the same call with NotSupported carrying the same reason.
+TEST(GpuBackends, CanImplementStatesEachBackendsSizeLimits) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  float dummy = 0.0f;
+  const auto args = [&](std::int64_t m, std::int64_t k) {
+    GemmArgs<float> g;
+    g.m = m; g.n = 8; g.k = k;
+    g.a = &dummy; g.lda = m;
+    g.b = &dummy; g.ldb = k;
+    g.c = &dummy; g.ldc = m;
+    return g;
+  };
+  const Support sgemm = find_backend("cublas-sgemm").can_implement(ctx, args(std::int64_t{1} << 31, 8));
+  EXPECT_EQ(sgemm.status, Support::Status::OverSizeLimit);
+  EXPECT_NE(sgemm.reason.find("m (2147483648)"), std::string::npos) << sgemm.reason;
+  const Support fp16x3 = find_backend("cublas-fp16x3").can_implement(ctx, args(8, std::int64_t{1} << 30));
+  EXPECT_EQ(fp16x3.status, Support::Status::OverSizeLimit);
+  EXPECT_NE(fp16x3.reason.find("k (1073741824)"), std::string::npos) << fp16x3.reason;
+  const Backend& halfhalf = find_backend("halfhalf");
+  if (halfhalf.unavailable_reason(ctx).empty()) {
+    const Support corrected = halfhalf.can_implement(ctx, args((std::int64_t{1} << 30) + 1, 8));
+    EXPECT_EQ(corrected.status, Support::Status::OverSizeLimit) << corrected.reason;
+  }
+  EXPECT_TRUE(find_backend("cublas-sgemm").can_implement(ctx, args(8, 8)));
+  Context& c = ctx;
+  try {
+    find_backend("cublas-sgemm").run(c, args(std::int64_t{1} << 31, 8));
+    ADD_FAILURE() << "expected NotSupported";
+  } catch (const NotSupported& e) {
+    EXPECT_NE(std::string(e.what()).find(sgemm.reason), std::string::npos) << e.what();
+  }
+}
+
 TEST(GpuBackends, DgemmMatchesLongDoubleReference) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;

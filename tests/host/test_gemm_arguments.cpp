@@ -36,6 +36,35 @@ struct Fixture {
   }
 };
 
+// can_implement answers, without throwing, what run() would do: Ok for a valid call, else the
+// status and the same reason run()'s exception carries; a device backend in a host-only
+// context, and the size limits of the cuBLAS and corrected backends, are reported likewise.
+TEST(GemmArguments, CanImplementReportsWhatRunWouldRefuseWithoutThrowing) {
+  Fixture f;
+  Context ctx = Context::host_only();
+  const Backend& host = find_backend("host-fp32");
+  EXPECT_TRUE(host.can_implement(ctx, f.args()));
+  auto g = f.args();
+  g.lda = 3;
+  const Support bad_lda = host.can_implement(ctx, g);
+  EXPECT_EQ(bad_lda.status, Support::Status::InvalidArgument);
+  EXPECT_NE(bad_lda.reason.find("lda (3)"), std::string::npos) << bad_lda.reason;
+  expect_error<InvalidArgument>([&] { host.run(ctx, g); }, {"host-fp32", bad_lda.reason.c_str()});
+  g = f.args();
+  g.b = nullptr;
+  EXPECT_EQ(host.can_implement(ctx, g).status, Support::Status::InvalidArgument);
+  g.k = 0;  // an empty product reads no B: C = beta C
+  EXPECT_TRUE(host.can_implement(ctx, g));
+  GemmArgs<double> g64;
+  g64.m = g64.n = g64.k = 4;
+  g64.lda = g64.ldb = g64.ldc = 4;
+  EXPECT_EQ(host.can_implement(ctx, g64).status, Support::Status::WrongDataType);
+  const Backend& sgemm = find_backend("cublas-sgemm");
+  const Support no_gpu = sgemm.can_implement(ctx, f.args());
+  EXPECT_EQ(no_gpu.status, Support::Status::Unavailable);
+  EXPECT_EQ(no_gpu.reason, sgemm.unavailable_reason(ctx));
+}
+
 TEST(GemmArguments, NegativeSizesNameTheArgumentAndValue) {
   Fixture f;
   Context ctx = Context::host_only();

@@ -52,8 +52,10 @@ class CublasDgemm final : public Backend {
   std::string unavailable_reason(const Context& ctx) const override { return detail::require_device(ctx, 0); }
 
  protected:
+  Support within_size_limits(const GemmShape& s, std::int64_t lda, std::int64_t ldb, std::int64_t ldc) const override {
+    return detail::sizes_at_most(s, lda, ldb, ldc, kCublasSizeLimit);
+  }
   void run_f64(Context& ctx, const GemmArgs<double>& a) const override {
-    detail::require_sizes_at_most(name(), a, kCublasSizeLimit);
     MathModeScope mode(ctx.cublas(), CUBLAS_DEFAULT_MATH);
     MIXSOLVE_CUBLAS_CHECK(cublasDgemm(ctx.cublas(), to_cublas(a.op_a), to_cublas(a.op_b), int(a.m), int(a.n), int(a.k),
                                       &a.alpha, a.a, int(a.lda), a.b, int(a.ldb), &a.beta, a.c, int(a.ldc)));
@@ -70,8 +72,10 @@ class CublasSgemm final : public Backend {
   std::string unavailable_reason(const Context& ctx) const override { return detail::require_device(ctx, 0); }
 
  protected:
+  Support within_size_limits(const GemmShape& s, std::int64_t lda, std::int64_t ldb, std::int64_t ldc) const override {
+    return detail::sizes_at_most(s, lda, ldb, ldc, kCublasSizeLimit);
+  }
   void run_f32(Context& ctx, const GemmArgs<float>& a) const override {
-    detail::require_sizes_at_most(name(), a, kCublasSizeLimit);
     MathModeScope mode(ctx.cublas(), CUBLAS_PEDANTIC_MATH);
     MIXSOLVE_CUBLAS_CHECK(cublasSgemm(ctx.cublas(), to_cublas(a.op_a), to_cublas(a.op_b), int(a.m), int(a.n), int(a.k),
                                       &a.alpha, a.a, int(a.lda), a.b, int(a.ldb), &a.beta, a.c, int(a.ldc)));
@@ -93,8 +97,10 @@ class CublasTf32 final : public TensorCoreF32Backend {
   std::string description() const override { return "cublasGemmEx, FP32 data on TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32)"; }
 
  protected:
+  Support within_size_limits(const GemmShape& s, std::int64_t lda, std::int64_t ldb, std::int64_t ldc) const override {
+    return detail::sizes_at_most(s, lda, ldb, ldc, kCublasSizeLimit);
+  }
   void run_f32(Context& ctx, const GemmArgs<float>& a) const override {
-    detail::require_sizes_at_most(name(), a, kCublasSizeLimit);
     MathModeScope mode(ctx.cublas(), CUBLAS_DEFAULT_MATH);
     MIXSOLVE_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), to_cublas(a.op_a), to_cublas(a.op_b), int(a.m), int(a.n), int(a.k),
                                        &a.alpha, a.a, CUDA_R_32F, int(a.lda), a.b, CUDA_R_32F, int(a.ldb), &a.beta,
@@ -157,8 +163,10 @@ class CublasHalfPrecision final : public TensorCoreF32Backend {
   std::size_t workspace_bytes(const GemmShape& s) const override { return plan(nullptr, s).bytes(); }
 
  protected:
+  Support within_size_limits(const GemmShape& s, std::int64_t lda, std::int64_t ldb, std::int64_t ldc) const override {
+    return detail::sizes_at_most(s, lda, ldb, ldc, kCublasSizeLimit);
+  }
   void run_f32(Context& ctx, const GemmArgs<float>& a) const override {
-    detail::require_sizes_at_most(name(), a, kCublasSizeLimit);
     const GemmShape s = shape_of(a);
     detail::WorkspaceCarver ws(ctx.workspace(workspace_bytes(s)));
     unsigned int* overflow = ws.take<unsigned int>(2);
@@ -301,11 +309,13 @@ class CublasFp16x3 final : public TensorCoreF32Backend {
   std::size_t workspace_bytes(const GemmShape& s) const override { return plan(nullptr, s).bytes(); }
 
  protected:
+  Support within_size_limits(const GemmShape& s, std::int64_t lda, std::int64_t ldb, std::int64_t ldc) const override {
+    if (3 * s.k > kCublasSizeLimit)  // the inner dimension of the one GEMM (and a leading dimension)
+      return {Support::Status::OverSizeLimit, "k (" + std::to_string(s.k) + ") exceeds this backend's limit (" +
+                                                  std::to_string(kCublasSizeLimit / 3) + ")"};
+    return detail::sizes_at_most(s, lda, ldb, ldc, kCublasSizeLimit);
+  }
   void run_f32(Context& ctx, const GemmArgs<float>& a) const override {
-    detail::require_sizes_at_most(name(), a, kCublasSizeLimit);
-    if (3 * a.k > kCublasSizeLimit)  // the inner dimension of the one GEMM (and a leading dimension)
-      throw NotSupported("gemm(" + name() + "): k (" + std::to_string(a.k) + ") exceeds this backend's limit (" +
-                         std::to_string(kCublasSizeLimit / 3) + ")");
     const GemmShape s = shape_of(a);
     detail::WorkspaceCarver ws(ctx.workspace(workspace_bytes(s)));
     unsigned int* counters = ws.take<unsigned int>(4);  // max_bits of A and B, overflows of A and B

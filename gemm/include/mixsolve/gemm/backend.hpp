@@ -90,6 +90,21 @@ GemmShape shape_of(const GemmArgs<T>& args) {
 /// One GEMM implementation (cuBLAS, a corrected tensor-core SGEMM, a host model, ...), found by
 /// name in the registry (registry.hpp), which holds one shared instance of each, used with any
 /// Context.
+/// Whether a backend can run a GEMM, and if not, why (CUTLASS's can_implement status).
+struct Support {
+  enum class Status {
+    Ok,
+    InvalidArgument,    ///< the arguments are wrong for any backend (Backend::run throws InvalidArgument)
+    WrongDataType,      ///< FP32 arguments for an FP64 backend or the reverse
+    Unavailable,        ///< the backend cannot run in this Context (Backend::unavailable_reason)
+    OverSizeLimit,      ///< a size or leading dimension beyond what the backend can index
+  };
+  Status status = Status::Ok;
+  /// Empty when Ok; else what is wrong, naming the argument and its value.
+  std::string reason;
+  explicit operator bool() const { return status == Status::Ok; }
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -113,6 +128,17 @@ class Backend {
   /// @return bytes of Context::workspace() the call uses.
   virtual std::size_t workspace_bytes(const GemmShape& shape) const { return 0; }
 
+  /// Whether run() would accept `args` in `ctx`: the arguments' validity, the data type, the
+  /// Context and the backend's size limits, in the order run() checks them. A query: it launches
+  /// nothing, synchronises nothing and does not throw. run() also checks that device pointers
+  /// point to device memory.
+  /// @param ctx  the context the backend would run in.
+  /// @param args the GEMM.
+  /// @return Support::Status::Ok, or the first reason run() would refuse the call.
+  Support can_implement(const Context& ctx, const GemmArgs<float>& args) const;
+  /// @overload
+  Support can_implement(const Context& ctx, const GemmArgs<double>& args) const;
+
   /// Validates the arguments (throwing InvalidArgument naming the argument and value), handles
   /// the empty cases, then computes. Throws NotSupported for the other data type.
   /// Device backends are ordered on ctx.stream() and return without waiting unless their
@@ -134,6 +160,14 @@ class Backend {
   void run(Context& ctx, const GemmArgs<double>& args) const;
 
  protected:
+  /// The backend's own limits on otherwise valid arguments (sizes its kernels or cuBLAS cannot
+  /// index). The default accepts every size.
+  /// @param shape the GEMM's shape; lda, ldb, ldc its leading dimensions.
+  /// @return Ok, or Support::Status::OverSizeLimit naming the size.
+  virtual Support within_size_limits(const GemmShape& shape, std::int64_t lda, std::int64_t ldb,
+                                     std::int64_t ldc) const {
+    return {};
+  }
   /// Called with validated arguments, m, n > 0, k > 0 and alpha != 0. The default throws
   /// NotSupported.
   virtual void run_f32(Context& ctx, const GemmArgs<float>& args) const;
@@ -142,6 +176,8 @@ class Backend {
   virtual void run_f64(Context& ctx, const GemmArgs<double>& args) const;
 
  private:
+  template <class T>
+  Support check(const Context& ctx, const GemmArgs<T>& args) const;
   template <class T>
   void run_checked(Context& ctx, const GemmArgs<T>& args) const;
 };
