@@ -53,7 +53,7 @@ class Context {
   int device() const { return device_; }
   /// The stream every operation of this context is ordered on.
   /// @throws NotSupported on a host-only context.
-  cudaStream_t stream() const;  // throws NotSupported on a host-only context
+  cudaStream_t stream() const;
   /// The context's cuBLAS handle, bound to stream().
   /// @throws NotSupported on a host-only context.
   cublasHandle_t cublas() const;
@@ -89,7 +89,7 @@ class Context {
   /// Gives a block from allocate() back to the pool, ordered on stream(): work queued before it
   /// may still use p. Null, or a host-only context, does nothing.
   /// @param p a pointer returned by this context's allocate(), or null.
-  void deallocate(void* p) noexcept;  // ordered on stream(): work queued before it may still use p
+  void deallocate(void* p) noexcept;
   /// Waits for stream(), then hands every unused block of the pool back to the driver. Does
   /// nothing on a host-only context or before the first allocate().
   /// @throws DeviceError if a CUDA call fails.

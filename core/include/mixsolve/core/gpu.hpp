@@ -15,15 +15,15 @@ bool gpu_available();
 /// A description of one GPU and of the CUDA and cuBLAS versions in use (device_info()).
 struct DeviceInfo {
   /// The device's name, e.g. "NVIDIA H200".
-  std::string name;          // e.g. "NVIDIA H200"
+  std::string name;
   /// 10 major + minor: 90 for Hopper.
-  int compute_capability = 0;  // 90 for Hopper
+  int compute_capability = 0;
   /// Number of streaming multiprocessors.
   int multiprocessors = 0;
   /// CUDA version the driver supports, "major.minor", e.g. "13.0".
-  std::string driver_version;   // e.g. "13.0" (CUDA version the driver supports)
+  std::string driver_version;
   /// CUDA runtime the library was built with, "major.minor".
-  std::string runtime_version;  // CUDA runtime the library was built with
+  std::string runtime_version;
   /// cuBLAS version, "major.minor.patch".
   std::string cublas_version;
   /// Total device memory in GiB (2^30 bytes).

@@ -28,9 +28,9 @@ struct RandomSpec {
   /// Which input class.
   Distribution distribution = Distribution::Uniform;
   /// uniform: lower bound; exp_rand: smallest binary exponent.
-  double lo = -1.0;  // uniform: lower bound; exp_rand: smallest binary exponent
+  double lo = -1.0;
   /// uniform: upper bound; exp_rand: one past the largest exponent (must exceed lo).
-  double hi = 1.0;   // uniform: upper bound; exp_rand: one past the largest exponent
+  double hi = 1.0;
   /// Seed of the counter-based generator: the same seed gives the same matrix.
   std::uint64_t seed = 1;
 
@@ -52,7 +52,7 @@ struct RandomSpec {
   }
   /// The input class for reports.
   /// @return "uniform(-1,1)" or "exp_rand(-15,15)" (the seed is not included).
-  std::string name() const;  // "uniform(-1,1)" or "exp_rand(-15,15)"
+  std::string name() const;
 };
 
 /// SplitMix64 finaliser: a counter-based generator, so any element can be drawn independently.

@@ -30,19 +30,19 @@ constexpr float kInverseResidualScale = 1.0f / 2048.0f;
 /// An FP16 hi/lo split of one FP32 value (split_halfhalf(), split_markidis()).
 struct HalfSplit {
   /// FP16 bits of hi = toF16(v).
-  std::uint16_t hi;  // FP16 bits
+  std::uint16_t hi;
   /// FP16 bits of lo (scaled by 2^11 for halfhalf, unscaled for Markidis); 0 where hi is not
   /// finite.
-  std::uint16_t lo;  // FP16 bits (scaled by 2^11 for halfhalf, unscaled for Markidis)
+  std::uint16_t lo;
 };
 
 /// A TF32 hi/lo split of one FP32 value (split_tf32tf32(), split_tf32tf32_unscaled()).
 struct Tf32Split {
   /// TF32 value as FP32 bits (low 13 bits zero); 0x7FFFFFFF for a NaN input.
-  std::uint32_t hi;  // TF32 value as FP32 bits (low 13 bits zero)
+  std::uint32_t hi;
   /// TF32 value as FP32 bits: scaled by 2^11 (split_tf32tf32), unscaled
   /// (split_tf32tf32_unscaled); 0 where hi is not finite.
-  std::uint32_t lo;  // scaled by 2^11
+  std::uint32_t lo;
 };
 
 /// Whether FP16 bits `h` encode a finite value (not Inf or NaN).
@@ -82,7 +82,7 @@ MIXSOLVE_HD inline HalfSplit split_markidis(float v) {
 /// clamped to [-63, 63] so that 2^-(shift_A + shift_B) is a normal FP32 number.
 ///
 /// kFp16x3ScaledTopExponent: the largest |value| lands in [2^14, 2^15).
-constexpr int kFp16x3ScaledTopExponent = 15;  // the largest |value| lands in [2^14, 2^15)
+constexpr int kFp16x3ScaledTopExponent = 15;
 /// The clamp of fp16x3_operand_shift(): shifts lie in [-kFp16x3MaxShift, kFp16x3MaxShift].
 constexpr int kFp16x3MaxShift = 63;
 

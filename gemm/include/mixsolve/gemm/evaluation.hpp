@@ -19,7 +19,7 @@ namespace mixsolve::gemm {
 /// One input class: the distributions of A and B.
 struct InputClass {
   /// The class's name in tables, e.g. "exp_rand(-35,-15) x exp_rand(-15,15)".
-  std::string name;  // e.g. "exp_rand(-35,-15) x exp_rand(-15,15)"
+  std::string name;
   /// The distributions (and seeds) A and B are drawn from.
   RandomSpec a, b;
 };
@@ -37,19 +37,19 @@ struct Evaluation {
   /// The problem size: C = A B with A m x k, B k x n.
   std::int64_t m = 0, n = 0, k = 0;
   /// seed 000 eq. (6): ||C_ref - C||_F / ||C_ref||_F (ErrorStats::relative_error).
-  double relative_error = 0;      // seed 000 eq. (6)
+  double relative_error = 0;
   /// seed 004 eq. (21), against the FP64 reference (ErrorStats::max_relative_error).
-  double max_relative_error = 0;  // seed 004 eq. (21), against the FP64 reference
+  double max_relative_error = 0;
   /// Entries of C that are NaN or Inf.
   std::int64_t nonfinite = 0;
   /// Median of the timed repetitions, in seconds (CUDA events on the GPU, a steady clock on the
   /// host); 0 without repetitions.
-  double median_seconds = 0;      // of the timed repetitions (CUDA events on the GPU)
+  double median_seconds = 0;
   /// 2 m n k / median_seconds, in TFLOP/s; 0 without repetitions.
-  double tflops = 0;              // 2 m n k / median_seconds
+  double tflops = 0;
   /// Non-empty if the backend refused (e.g. a RangeError) or works on the other memory space;
   /// the other fields but the names and sizes are then 0.
-  std::string error;              // non-empty if the backend refused (e.g. a RangeError)
+  std::string error;
 };
 
 /// Holds A, B, C and the FP64 reference for one m x n x k problem in host or device memory.
@@ -104,7 +104,7 @@ struct SweepResult {
   /// The baseline backend's name.
   std::string baseline;
   /// class-major, then k, then backend order (the baseline first, where `backends` lacks it).
-  std::vector<Evaluation> rows;  // class-major, then k, then backend order
+  std::vector<Evaluation> rows;
 };
 /// Evaluates every backend for each input class and each k (a GemmEvaluator per class and k), on
 /// m = n = `n`; see SweepResult.

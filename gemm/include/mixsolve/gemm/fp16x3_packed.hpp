@@ -27,13 +27,13 @@ constexpr int kFp16x3UnitBoundShift = 15;
 /// blocks (an LU's group of panels, or one panel of it) use the same copy.
 struct Fp16x3PackedB {
   /// FP16 bits of the first block row used (device memory).
-  const std::uint16_t* data = nullptr;  // FP16 bits of the first block row used
+  const std::uint16_t* data = nullptr;
   /// Halves between consecutive columns, >= 3 k.
-  std::int64_t ld = 0;                  // halves between consecutive columns, >= 3 k
+  std::int64_t ld = 0;
   /// Rows per block of the inner dimension, > 0.
-  std::int64_t block = 0;               // rows per block of the inner dimension
+  std::int64_t block = 0;
   /// B was scaled by 2^shift; in [-63, 63].
-  int shift = 0;                        // B was scaled by 2^shift
+  int shift = 0;
 };
 
 /// Where a product's kernel may run. Anywhere: cuBLAS's choice, which on Hopper launches its FP16

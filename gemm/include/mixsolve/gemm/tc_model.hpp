@@ -19,20 +19,20 @@ namespace mixsolve::gemm {
 /// How the model rounds or splits the operands, and which products it forms.
 enum class TcScheme {
   /// A, B rounded to FP16; one product.
-  Fp16,      // A, B rounded to FP16; one product
+  Fp16,
   /// A, B rounded to BF16; one product.
-  Bf16,      // A, B rounded to BF16; one product
+  Bf16,
   /// A, B rounded to TF32 (RNA); one product.
-  Tf32,      // A, B rounded to TF32 (RNA); one product
+  Tf32,
   /// seed 000 eqs. (1)-(5): four products in the same accumulator, unscaled residuals.
-  Markidis,  // seed 000 eqs. (1)-(5): four products in the same accumulator, unscaled residuals
+  Markidis,
   /// seed 000 eqs. (15)-(18), (20): main product + two corrections scaled by 2^-11.
-  Halfhalf,  // seed 000 eqs. (15)-(18), (20): main product + two corrections scaled by 2^-11
+  Halfhalf,
   /// The same with TF32 splits.
-  Tf32tf32,  // the same with TF32 splits
+  Tf32tf32,
   /// cublas-fp16x3: operands scaled by powers of two (formats::fp16x3_operand_shift), Markidis
   /// split, hi*hi + hi*lo + lo*hi as one product of inner dimension 3k.
-  Fp16x3,    // cublas-fp16x3: operands scaled by powers of two (formats::fp16x3_operand_shift),
+  Fp16x3,
              // Markidis split, hi*hi + hi*lo + lo*hi as one product of inner dimension 3k
 };
 

@@ -108,41 +108,41 @@ namespace mixsolve {
 /// reads (the file description defines them).
 enum class ApplicationFamily {
   /// cov_se: squared-exponential covariance kernel plus nugget.
-  CovarianceSquaredExponential,  // cov_se
+  CovarianceSquaredExponential,
   /// cov_matern32: Matern 3/2 covariance kernel plus nugget.
-  CovarianceMatern32,            // cov_matern32
+  CovarianceMatern32,
   /// cov_matern52: Matern 5/2 covariance kernel plus nugget.
-  CovarianceMatern52,            // cov_matern52
+  CovarianceMatern52,
   /// convdiff: 2D convection-diffusion, 5-point stencil with upwind convection.
-  ConvectionDiffusion,           // convdiff
+  ConvectionDiffusion,
   /// elasticity: 2D linear elasticity (plane strain), 2 unknowns per node.
-  Elasticity,                    // elasticity
+  Elasticity,
   /// bie_single: Nystrom single-layer Laplace operator on an ellipsoid (first kind).
-  SingleLayer,                   // bie_single
+  SingleLayer,
   /// bie_double: Nystrom double-layer Laplace operator on an ellipsoid (second kind).
-  DoubleLayer,                   // bie_double
+  DoubleLayer,
   /// toeplitz_ar1: AR(1) covariance rho^|i - j|.
-  ToeplitzAr1,                   // toeplitz_ar1
+  ToeplitzAr1,
   /// scaled: D_1 B D_2 with random power-of-ten row and column scalings.
-  BadlyScaled,                   // scaled
+  BadlyScaled,
   /// graded: B with columns graded over `grading` decades.
-  GradedColumns,                 // graded
+  GradedColumns,
   /// hilbert: 1 / (i + j + 1).
-  Hilbert,                       // hilbert
+  Hilbert,
   /// rankdef: X Y^T of rank floor(rank_ratio n), plus a perturbation.
-  RankDeficient,                 // rankdef
+  RankDeficient,
   /// sparse_lowrank: diagonally dominant sparse S plus a rank-`rank` update U V^T.
-  SparseLowRank,                 // sparse_lowrank
+  SparseLowRank,
 };
 
 /// Structure a family guarantees for every n (at its parameters).
 enum class MatrixStructure {
   /// Symmetric positive definite.
-  Spd,           // symmetric positive definite
+  Spd,
   /// Symmetric, definiteness not guaranteed.
-  Symmetric,     // symmetric, definiteness not guaranteed
+  Symmetric,
   /// General.
-  Nonsymmetric,  // general
+  Nonsymmetric,
 };
 
 /// The family's name as ApplicationSpec::parse reads it ("cov_se", ...).
@@ -170,30 +170,30 @@ struct ApplicationSpec {
   std::uint64_t seed = 1;
   // Each family reads the parameters its entry above names; the others are ignored.
   /// cov_*: correlation length l (> 0).
-  double length = 0.1;         // cov_*: correlation length l (> 0)
+  double length = 0.1;
   /// cov_*: added to the diagonal (>= 0).
-  double nugget = 1e-6;        // cov_*: added to the diagonal (>= 0)
+  double nugget = 1e-6;
   /// convdiff: |w| (>= 0).
-  double peclet = 100;         // convdiff: |w| (>= 0)
+  double peclet = 100;
   /// elasticity: Poisson ratio nu, in (-1, 0.5).
-  double poisson = 0.3;        // elasticity: Poisson ratio nu, in (-1, 0.5)
+  double poisson = 0.3;
   /// bie_*: ellipsoid semi-axes along y (b) and z (c) (> 0).
-  double b = 0.75, c = 0.5;    // bie_*: ellipsoid semi-axes along y and z (> 0)
+  double b = 0.75, c = 0.5;
   /// toeplitz_ar1: rho, in (-1, 1).
-  double rho = 0.99;           // toeplitz_ar1: in (-1, 1)
+  double rho = 0.99;
   /// scaled: the scalings' exponents are uniform integers in [-exponent_range, exponent_range];
   /// 0 ... 150.
-  int exponent_range = 12;     // scaled: 0 ... 150
+  int exponent_range = 12;
   /// graded: decades across the columns, 0 ... 300.
-  double grading = 12;         // graded: decades across the columns, 0 ... 300
+  double grading = 12;
   /// rankdef: r = floor(rank_ratio n), in [0, 1).
-  double rank_ratio = 0.5;     // rankdef: r = floor(rank_ratio n), in [0, 1)
+  double rank_ratio = 0.5;
   /// rankdef: weight of the full-rank noise (>= 0).
-  double perturbation = 0;     // rankdef: weight of the full-rank noise (>= 0)
+  double perturbation = 0;
   /// sparse_lowrank: off-diagonal entries per row of S (>= 0).
-  int nnz_per_row = 4;         // sparse_lowrank: off-diagonal entries per row of S (>= 0)
+  int nnz_per_row = 4;
   /// sparse_lowrank: columns of U and V (>= 0).
-  int rank = 8;                // sparse_lowrank: columns of U and V (>= 0)
+  int rank = 8;
 
   /// The family's parameters (key, value), in a fixed order; the seed is not among them.
   /// @return the keys the family reads with their values (integers as doubles); empty for

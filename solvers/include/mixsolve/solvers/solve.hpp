@@ -38,17 +38,17 @@ enum class Precision { FP64, FP32, TF32, FP16, BF16, Halfhalf, Tf32tf32, Fp16x3,
 /// parse_refinement): "none", "classic", "gmres", "auto".
 enum class Refinement {
   /// One solve with the factors, no refinement.
-  None,     // one solve with the factors, no refinement
+  None,
   /// x += LU \ (b - A x), residuals and updates in FP64.
-  Classic,  // x += LU \ (b - A x), residuals and updates in FP64
+  Classic,
   /// GMRES-IR: the correction from GMRES on A d = r preconditioned by the LU (FP64).
-  Gmres,    // GMRES-IR: the correction from GMRES on A d = r preconditioned by the LU (FP64)
+  Gmres,
   /// Classic first; when it stalls (stagnates, diverges or reaches max_iterations), or contracts
   /// so slowly that from its 5th step its rate predicts more than 15 further steps
   /// (StopReason::TooSlow), Gmres with the same factors (no refactorization). The retry is made
   /// for factors cheaper than FP64, and only where no other factorization short of FP64 remains
   /// on the precision path (else that one is tried next).
-  Auto,     // Classic first; when it stalls, or contracts so slowly that from its 5th step its
+  Auto,
             // rate predicts more than 15 further steps (StopReason::TooSlow), Gmres with the same
             // factors (no refactorization)
 };
@@ -83,7 +83,7 @@ enum class ConditionEstimate {
   /// Never estimate.
   Never,
   /// Only for a solve that did not meet the LAPACK test: why, and how far off x may be.
-  WhenNotConverged,  // only for a solve that did not meet the LAPACK test: why, and how far off x may be
+  WhenNotConverged,
   /// After every solve.
   Always,
 };
@@ -104,7 +104,7 @@ std::string to_string(StopTest t);
 /// @param text "attainable" or "lapack" (exact, lower case).
 /// @return the stop test.
 /// @throws InvalidArgument for any other text.
-StopTest parse_stop_test(const std::string& text);    // "attainable", "lapack"
+StopTest parse_stop_test(const std::string& text);
 /// The name of a ConditionEstimate setting, as parse_condition_estimate() reads it.
 /// @param c a setting.
 /// @return "never", "when-not-converged" or "always".
@@ -113,18 +113,18 @@ std::string to_string(ConditionEstimate c);
 /// @param text "never", "when-not-converged" or "always" (exact, lower case).
 /// @return the setting.
 /// @throws InvalidArgument for any other text.
-ConditionEstimate parse_condition_estimate(const std::string& text);  // "never", "when-not-converged", "always"
+ConditionEstimate parse_condition_estimate(const std::string& text);
 /// Reads a precision's name.
 /// @param text "fp64", "fp32", "tf32", "fp16", "bf16", "halfhalf", "tf32tf32", "fp16x3" or
 ///             "auto" (exact, lower case).
 /// @return the precision.
 /// @throws InvalidArgument for any other text; the message lists the names.
-Precision parse_precision(const std::string& text);    // "fp16", "halfhalf", "auto", ...
+Precision parse_precision(const std::string& text);
 /// Reads a refinement method's name.
 /// @param text "none", "classic", "gmres" or "auto" (exact, lower case).
 /// @return the method.
 /// @throws InvalidArgument for any other text.
-Refinement parse_refinement(const std::string& text);  // "none", "classic", "gmres", "auto"
+Refinement parse_refinement(const std::string& text);
 
 /// The settings of solve() and Factorization; the defaults suit most uses. Factorization's
 /// constructor checks them (InvalidArgument).
@@ -270,10 +270,10 @@ inline constexpr double kWeakFactorsProbe = 4.0;
 enum class StopReason {
   Converged, ZeroPivot, Overflow, Stagnated, Diverged, MaxIterations, TooSlow, NoRefinement,
   /// The probe of the factors (SolveOptions::probe_pivot_ratio) found them too far from A.
-  WeakFactors,  // the probe of the factors (SolveOptions::probe_pivot_ratio) found them too far from A
+  WeakFactors,
   /// Most of the LU's pivots so far were tiny: stopped part way (probe_pivot_ratio;
   /// Attempt::collapsed_at_column).
-  CollapsedPivots,  // most of the LU's pivots so far were tiny: stopped part way (probe_pivot_ratio)
+  CollapsedPivots,
 };
 /// A short description of a stop reason, for reports.
 /// @param s a stop reason.
@@ -294,11 +294,11 @@ inline constexpr double kReusedOrderMaxMultiplier = 1e6;
 /// How a factorization chose its row interchanges (SolveOptions::reuse_pivot_order).
 enum class PivotOrder {
   /// Partial pivoting, as LAPACK's getrf.
-  Partial,   // partial pivoting, as LAPACK's getrf
+  Partial,
   /// The previous factorization's row order, pivoting inside each diagonal block.
-  Reused,    // the previous factorization's row order, pivoting inside each diagonal block
+  Reused,
   /// Reused failed its check and the LU was redone with partial pivoting (both count).
-  Rejected,  // Reused failed its check and the LU was redone with partial pivoting (both count)
+  Rejected,
 };
 /// A short description of a pivot order, for reports.
 /// @param o a pivot order.
@@ -316,15 +316,15 @@ struct Attempt {
   /// How the attempt ended (StopReason).
   StopReason stop = StopReason::Converged;
   /// For StopReason::ZeroPivot: the zero pivot's column (0-based); -1 otherwise.
-  std::int64_t zero_pivot_column = -1;  // for StopReason::ZeroPivot
+  std::int64_t zero_pivot_column = -1;
   /// For StopReason::CollapsedPivots: up to which column the LU ran; -1 otherwise.
-  std::int64_t collapsed_at_column = -1;  // for StopReason::CollapsedPivots: up to which column
+  std::int64_t collapsed_at_column = -1;
   /// The LU factored mu R A S (SolveOptions::range_scaling).
-  bool range_scaled = false;            // the LU factored mu R A S (SolveOptions::range_scaling)
+  bool range_scaled = false;
   /// How the LU chose its row interchanges (SolveOptions::reuse_pivot_order).
   PivotOrder pivot_order = PivotOrder::Partial;
   /// max |l_ij| of a reused row order (Reused, Rejected); 0 otherwise.
-  double largest_multiplier = 0;        // max |l_ij| of a reused row order (Reused, Rejected)
+  double largest_multiplier = 0;
   /// Reused: the leading columns that followed the order (SolveOptions::reuse_pivot_order); the
   /// rest pivoted partially, where the cheaper LU's pivots had fallen to its rounding error.
   std::int64_t reused_columns = 0;
@@ -336,9 +336,9 @@ struct Attempt {
   /// refinement_seconds.
   double probe_estimate = -1;
   /// Outer refinement iterations.
-  int iterations = 0;                   // outer refinement iterations
+  int iterations = 0;
   /// GMRES iterations, all right-hand sides.
-  int inner_iterations = 0;             // GMRES iterations, all right-hand sides
+  int inner_iterations = 0;
   /// Wall-clock seconds of the factorization (0 where earlier factors were reused) and of the
   /// refinement (the probe included).
   double factorization_seconds = 0, refinement_seconds = 0;
@@ -387,17 +387,17 @@ struct SolveReport {
   /// sides); 0 where not computed.
   double forward_error_bound = 0;
   /// The estimate's time, in seconds (in total_seconds).
-  double condition_seconds = 0;  // the estimate's time (in total_seconds)
+  double condition_seconds = 0;
   /// Outer refinement iterations, all attempts.
-  int iterations = 0;                  // outer refinement iterations, all attempts
+  int iterations = 0;
   /// Normwise backward error max_j ||b_j - A x_j||_inf / (||A||_inf ||x_j||_inf + ||b_j||_inf)
   /// after each solve (initial and each refinement step), all attempts in order.
   std::vector<double> backward_error_history;
   /// The precision path actually taken: one entry per factorization tried, per GMRES-IR retry
   /// on the same factors, and (in a later Factorization::solve) one for the reused factors.
-  std::vector<Attempt> attempts;       // the precision path actually taken
+  std::vector<Attempt> attempts;
   /// An FP64 factorization was needed after a cheaper one.
-  bool fell_back = false;              // an FP64 factorization was needed after a cheaper one
+  bool fell_back = false;
   /// Wall-clock seconds: the attempts' factorizations and refinements, except those of an FP64
   /// attempt that reached refinement after a cheaper one (the fallback), which count in
   /// fallback_seconds; total_seconds is the whole call.
@@ -409,7 +409,7 @@ struct SolveReport {
   /// A text for printing: the outcome, one line per attempt, the backward errors and, where
   /// computed, the condition estimate.
   /// @return several lines, each ending in a newline.
-  std::string summary() const;         // one line per attempt, for printing
+  std::string summary() const;
 };
 
 /// Exactly singular A: zero pivot in the FP64 factorization. Thrown by solve() and
@@ -492,7 +492,7 @@ class Factorization {
   SolveReport solve(const MatrixView<const double>& b, const MatrixView<double>& x);
   /// The precision of the factors in use (Auto before the first solve).
   /// @return the precision, or Precision::Auto where no factors are in use.
-  Precision precision() const;  // of the factors in use (Auto before the first solve)
+  Precision precision() const;
 
  private:
   struct State;
