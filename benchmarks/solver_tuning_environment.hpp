@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // For measurements: MIXSOLVE_* environment variables set the solver's tuning knobs
 // (solvers/src/tuning.hpp; the library itself never reads the environment). An unset or empty
-// variable keeps the default.
+// variable keeps the default; a switch is off at "0" and on at any other value; a count must be
+// a positive integer (anything else is an error naming the variable).
 //   MIXSOLVE_FP64_LU=engine|cusolver   the FP64 LU's route
 //   MIXSOLVE_LU_LOOKAHEAD=0            no look-ahead: every phase on one stream
 //   MIXSOLVE_LU_GROUP=g                panels per bulk update
@@ -32,10 +33,15 @@ inline void apply_solver_tuning_environment() {
     return v ? v : "";
   };
   const auto integer = [&](const char* name, int& knob) {
-    if (const std::string v = text(name); !v.empty()) knob = std::atoi(v.c_str());
+    const std::string v = text(name);
+    if (v.empty()) return;
+    const int value = std::atoi(v.c_str());
+    if (value <= 0 || std::to_string(value) != v)
+      throw InvalidArgument(std::string(name) + "=\"" + v + "\" is not a positive integer");
+    knob = value;
   };
   const auto flag = [&](const char* name, bool& knob) {
-    if (const std::string v = text(name); !v.empty()) knob = std::atoi(v.c_str()) != 0;
+    if (const std::string v = text(name); !v.empty()) knob = v != "0";
   };
   if (const std::string route = text("MIXSOLVE_FP64_LU"); route == "engine") t.fp64_route = Tuning::Fp64Route::Engine;
   else if (route == "cusolver") t.fp64_route = Tuning::Fp64Route::Cusolver;

@@ -146,7 +146,8 @@ class RefinementSpace {
   virtual Memory memory() const = 0;
   std::int64_t n() const { return n_; }
 
-  // The operator A, in FP64. r := b - A x:
+  // The operator A, in FP64.
+  // r := b - A x.
   virtual void residual(const MatrixView<const double>& x, const MatrixView<const double>& b,
                         const MatrixView<double>& r) = 0;
   // y := A x in FP64 for vectors of length n.
@@ -158,12 +159,13 @@ class RefinementSpace {
   // ||column j||_inf for every column of m, into host memory.
   virtual void column_norms_inf(const MatrixView<const double>& m, double* out) = 0;
 
-  // The preconditioner M ~ A^-1: y := (LU)^-1 P y for an n x k FP64 block: in FP64 arithmetic for FP64 factors, and for
-  // FP32-stored factors up to kFp64ApplyMaxColumns columns (every GMRES application); more
-  // columns with FP32 factors in FP32.
+  // The preconditioner M ~ A^-1: y := (LU)^-1 P y for an n x k FP64 block, in FP64 arithmetic
+  // for FP64 factors, and for FP32-stored factors up to kFp64ApplyMaxColumns columns (every GMRES
+  // application); more columns with FP32 factors in FP32.
   virtual void apply_inverse(const MatrixView<double>& y) = 0;
 
-  // FP64 vectors and blocks in the engine's memory. An n x cols FP64 block of scratch memory owned by the engine, valid until scratch() is next
+  // FP64 vectors and blocks in the engine's memory.
+  // An n x cols FP64 block of scratch memory owned by the engine, valid until scratch() is next
   // asked for the same slot with more columns (BestIterate keeps slot 4 across a whole solve).
   virtual MatrixView<double> scratch(int slot, std::int64_t cols) = 0;
   virtual void copy(const MatrixView<const double>& src, const MatrixView<double>& dst) = 0;

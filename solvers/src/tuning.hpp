@@ -16,11 +16,13 @@ struct Tuning {
   Fp64Route fp64_route = Fp64Route::BySize;
   // Panel factorization on its own stream ahead of the trailing updates; off: all on one stream.
   bool look_ahead = true;
-  // Panels whose trailing updates a bulk update applies at once; 0: the default for the size.
+  // Panels whose trailing updates a bulk update applies at once; 0 (or less): the default for the
+  // size.
   int update_group = 0;
-  // Blocks (one per multiprocessor) of the cooperative panel kernel; 0: kDefaultPanelBlocks.
+  // Blocks (one per multiprocessor) of the cooperative panel kernel; 0 (or less): kDefaultPanelBlocks.
   int panel_blocks = 0;
-  // Multiprocessors left to the panel chain while an LU follows a reused row order; 0: the default.
+  // Multiprocessors left to the panel chain while an LU follows a reused row order; 0 (or less):
+  // kInOrderChainMultiprocessors.
   int in_order_chain_multiprocessors = 0;
   // fp16x3 updates take L21 split and packed by the LU as its rows move; off: the backend splits it.
   bool packed_l21 = true;
@@ -38,7 +40,8 @@ struct Tuning {
   bool gmres_trace = false;
 };
 
-// The knobs in force; a test that changes them restores them (ScopedTuning in the tests).
+// The knobs in force; a test that changes them restores them when it ends (ScopedTuning in
+// tests/gpu/test_gpu_solve.cpp).
 Tuning& tuning();
 
 }  // namespace mixsolve::solvers_detail

@@ -30,6 +30,15 @@ solvers_detail::Tuning::Fp64Route fp64_route(const std::string& name) {
   return name == "engine" ? Route::Engine : name == "cusolver" ? Route::Cusolver : Route::BySize;
 }
 
+// Restores the solver's tuning knobs when a test that changes them ends, however it ends.
+struct ScopedTuning {
+  solvers_detail::Tuning saved = solvers_detail::tuning();
+  ScopedTuning() = default;
+  ScopedTuning(const ScopedTuning&) = delete;
+  ScopedTuning& operator=(const ScopedTuning&) = delete;
+  ~ScopedTuning() { solvers_detail::tuning() = saved; }
+};
+
 struct DeviceProblem {
   std::int64_t n, k;
   std::vector<double> a, b, x;
@@ -125,6 +134,7 @@ TEST(GpuSolve, EveryFactorizationPrecisionMeetsTheStopTest) {
 // takes 16-column ones.
 TEST(GpuSolve, Fp64FactorsFromTheEngineAndFromCusolverMeetTheStopTest) {
   MIXSOLVE_REQUIRE_GPU();
+  const ScopedTuning restore_tuning;
   Context ctx;
   struct Case {
     std::int64_t n;
@@ -159,6 +169,7 @@ TEST(GpuSolve, Fp64FactorsFromTheEngineAndFromCusolverMeetTheStopTest) {
 // fully. Each case also without reuse, which must pivot fully.
 TEST(GpuSolve, Fp64FallbackReusesTheCheapRowOrderWhileItsPivotsStandAboveItsRoundingError) {
   MIXSOLVE_REQUIRE_GPU();
+  const ScopedTuning restore_tuning;
   Context ctx;
   solvers_detail::tuning().fp64_route = fp64_route("engine");
   struct Case {
@@ -298,6 +309,7 @@ TEST(GpuSolve, Fp16x3FactorsRefineLikeFp32AndFasterThanFp16) {
 // than the block, and a last group with fewer panels than the others).
 TEST(GpuSolve, Fp16x3LuRefinesAlikeWithEveryUpdateGroup) {
   MIXSOLVE_REQUIRE_GPU();
+  const ScopedTuning restore_tuning;
   Context ctx;
   DeviceProblem prob(spec_of(MatrixFamily::Svd, Spectrum::Geo, 1e3, 52), 2100, 1);
   for (const char* group : {"1", "2", "3", "4"}) {
@@ -316,29 +328,32 @@ TEST(GpuSolve, Fp16x3LuRefinesAlikeWithEveryUpdateGroup) {
 }
 
 // Every variant of the device LU that solvers_detail::Tuning can select solves alike: without
-// look-ahead, column-major FP32 factors, L21 split by the fp16x3 backend instead of packed by the
-// LU, and FP64 panels in 16-column sub-panels only. Each meets the stop test from fp16x3 factors
-// in about the default's classic steps, and from FP64 factors (the blocked engine, forced at this
-// n) with at most two.
+// look-ahead, column-major factors, L21 split by the fp16x3 backend instead of packed by the LU
+// (fp16x3 only), and FP64 panels in 16-column sub-panels only (FP64 only: FP32 panels take 32
+// columns either way). Each meets the stop test from fp16x3 factors in about the default's
+// classic steps, and from FP64 factors (the blocked engine, forced at this n) with at most two.
 TEST(GpuSolve, EveryTunableVariantOfTheDeviceLuSolvesAlike) {
   MIXSOLVE_REQUIRE_GPU();
+  const ScopedTuning restore_tuning;
   Context ctx;
   DeviceProblem prob(spec_of(MatrixFamily::Svd, Spectrum::Geo, 1e3, 57), 2100, 1);
   struct Variant {
     const char* name;
     void (*set)(solvers_detail::Tuning&);
+    bool fp16x3, fp64;  // the precisions whose LU it changes
   };
   const Variant variants[] = {
-      {"default", [](solvers_detail::Tuning&) {}},
-      {"no look-ahead", [](solvers_detail::Tuning& t) { t.look_ahead = false; }},
-      {"column-major factors", [](solvers_detail::Tuning& t) { t.row_major_factors = false; }},
-      {"L21 split by the backend", [](solvers_detail::Tuning& t) { t.packed_l21 = false; }},
-      {"narrow FP64 panels", [](solvers_detail::Tuning& t) { t.narrow_panels_only = true; }},
+      {"default", [](solvers_detail::Tuning&) {}, true, true},
+      {"no look-ahead", [](solvers_detail::Tuning& t) { t.look_ahead = false; }, true, true},
+      {"column-major factors", [](solvers_detail::Tuning& t) { t.row_major_factors = false; }, true, true},
+      {"L21 split by the backend", [](solvers_detail::Tuning& t) { t.packed_l21 = false; }, true, false},
+      {"narrow FP64 panels", [](solvers_detail::Tuning& t) { t.narrow_panels_only = true; }, false, true},
   };
   const solvers_detail::Tuning saved = solvers_detail::tuning();
   int default_steps = -1;
   for (const Variant& v : variants)
     for (Precision p : {Precision::Fp16x3, Precision::FP64}) {
+      if (!(p == Precision::FP64 ? v.fp64 : v.fp16x3)) continue;
       solvers_detail::tuning() = saved;
       solvers_detail::tuning().fp64_route = solvers_detail::Tuning::Fp64Route::Engine;
       v.set(solvers_detail::tuning());
@@ -368,6 +383,7 @@ TEST(GpuSolve, EveryTunableVariantOfTheDeviceLuSolvesAlike) {
 // the scan's copy is not taken, converges too.
 TEST(GpuSolve, Fp16x3FactorsOfTheScansCopyMatchThoseOfTheScaledCopyBitForBit) {
   MIXSOLVE_REQUIRE_GPU();
+  const ScopedTuning restore_tuning;
   Context ctx;
   const std::int64_t n = 2100;
   for (const double scale : {37.0, 0x1p30}) {
@@ -469,6 +485,7 @@ TEST(GpuSolve, SizesOffTheBlockGridAndManyRightHandSides) {
 // included, must be unchanged.
 TEST(GpuSolve, SizesOffTheAlignmentGridAndOddLeadingDimensions) {
   MIXSOLVE_REQUIRE_GPU();
+  const ScopedTuning restore_tuning;
   Context ctx;
   const solvers_detail::Tuning saved = solvers_detail::tuning();
   for (std::int64_t n : {1001, 2049, 2111}) {
@@ -612,6 +629,7 @@ TEST(GpuSolve, ComponentwiseBackwardErrorOnTheDeviceMatchesTheHost) {
 // the FP64 LU follows M1's order: its diagonal blocks hold M's 1e-8 off-diagonal entries.
 TEST(GpuSolve, ReusedRowOrderThatFailsItsCheckEndsTheFp64LuEarly) {
   MIXSOLVE_REQUIRE_GPU();
+  const ScopedTuning restore_tuning;
   const std::int64_t n = 2048;  // 8 panels: the verdict on panel 0 is read before panel 3
   std::vector<double> m(n * n), shuffled(n * n);
   fill_random(host_view(m.data(), n, n, n), RandomSpec::uniform(-1e-8, 1e-8, 41));
@@ -743,6 +761,7 @@ TEST(GpuSolve, ZeroPivotInAnFp32PanelIsReportedWithItsColumnAndEscalates) {
 
 TEST(GpuSolve, SingularDeviceMatrixIsAnErrorNamingTheColumn) {
   MIXSOLVE_REQUIRE_GPU();
+  const ScopedTuning restore_tuning;
   Context ctx;
   SingularDeviceProblem prob(300, 200, 3);  // column 200 is zero
   SolveOptions o;

@@ -406,8 +406,8 @@ class UnclusteredFp16Gemm {
     const Key key{device, m, n, k, lda, ldb, ldc};
     auto it = plans_.find(key);
     if (it == plans_.end()) {
-      // One LU at order n makes about 2 n / 256 shapes; a process that solves many sizes starts
-      // the cache over rather than let it grow without bound.
+      // One LU at order n makes about 2 n / 256 shapes (256 at n = 32768); a process that solves
+      // many sizes starts the cache over rather than let it grow without bound.
       if (plans_.size() >= kMaxPlans) clear_plans();
       it = plans_.emplace(key, make_plan(m, n, k, lda, ldb, ldc)).first;
     }
@@ -424,10 +424,17 @@ class UnclusteredFp16Gemm {
     std::optional<cublasLtMatmulAlgo_t> algo;
   };
   using Key = std::tuple<int, int, int, int, int, int, int>;  // device, m, n, k, lda, ldb, ldc
-  static constexpr std::size_t kMaxPlans = 1024;
+  static constexpr std::size_t kMaxPlans = 4096;
 
   Plan make_plan(int m, int n, int k, int lda, int ldb, int ldc) {
     Plan plan;
+    struct DestroyUnlessKept {  // the layouts made so far, where a later call throws
+      Plan& plan;
+      bool keep = false;
+      ~DestroyUnlessKept() {
+        if (!keep) destroy_layouts(plan);
+      }
+    } guard{plan};
     MIXSOLVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, CUDA_R_16F, m, k, lda));
     MIXSOLVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, CUDA_R_16F, k, n, ldb));
     MIXSOLVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.c, CUDA_R_32F, m, n, ldc));
@@ -461,13 +468,18 @@ class UnclusteredFp16Gemm {
           check.workspaceSize == 0)
         plan.algo = algo;
     }
+    guard.keep = true;
     return plan;
   }
 
+  static void destroy_layouts(Plan& plan) {
+    for (cublasLtMatrixLayout_t layout : {plan.a, plan.b, plan.c})
+      if (layout) cublasLtMatrixLayoutDestroy(layout);
+    plan.a = plan.b = plan.c = nullptr;
+  }
+
   void clear_plans() {
-    for (auto& [key, plan] : plans_)
-      for (cublasLtMatrixLayout_t layout : {plan.a, plan.b, plan.c})
-        if (layout) cublasLtMatrixLayoutDestroy(layout);
+    for (auto& [key, plan] : plans_) destroy_layouts(plan);
     plans_.clear();
   }
 

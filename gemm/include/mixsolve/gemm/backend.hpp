@@ -130,7 +130,8 @@ class Backend {
 
   /// Whether run() would accept `args` in `ctx`: the arguments' validity, the data type, the
   /// Context and the backend's size limits, in the order run() checks them. A query: it launches
-  /// nothing, synchronises nothing and does not throw. run() also checks that device pointers
+  /// nothing and synchronises nothing; it reports a refused call instead of throwing (only a
+  /// failing CUDA query of the device throws DeviceError). run() also checks that device pointers
   /// point to device memory.
   /// @param ctx  the context the backend would run in.
   /// @param args the GEMM.
