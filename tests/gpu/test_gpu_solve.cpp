@@ -16,6 +16,7 @@
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/matgen/test_matrices.hpp"
 #include "engine.hpp"  // solvers_detail::make_device_engine: the reused order's rejection path
+#include "lu/lu_rules.hpp"  // the trusted row order, the collapse watch
 #include "tuning.hpp"  // solvers_detail::tuning(): the variants of the device LU
 #include "mixsolve/solvers/solve.hpp"
 #include "solve_test_problems.hpp"

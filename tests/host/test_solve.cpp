@@ -17,6 +17,7 @@
 #include "mixsolve/matgen/test_matrices.hpp"
 #include "mixsolve/solvers/solve.hpp"
 #include "engine.hpp"  // solvers_detail::probe_factors, make_host_engine
+#include "lu/lu_rules.hpp"  // range scaling, the trusted row order, the collapse watch
 #include "solve_test_problems.hpp"
 
 namespace {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine.hpp"
+#include "lu/lu_rules.hpp"
 #include "mixsolve/core/norms.hpp"
 #include "mixsolve/gemm/registry.hpp"
 

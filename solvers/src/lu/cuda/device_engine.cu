@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "engine.hpp"
+#include "lu/lu_rules.hpp"
 #include "tuning.hpp"
 #include "lu/cuda/engine_kernels.cuh"
 #include "lu/cuda/engine_support.hpp"

@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include "cuda_helpers.hpp"
-#include "engine.hpp"
+#include "lu/lu_rules.hpp"
 #include "lu/cuda/lu_kernels.hpp"
 
 namespace mixsolve::solvers_detail::device_lu {
