@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "mixsolve/core/error.hpp"
@@ -58,7 +59,15 @@ Support Backend::check(const Context& ctx, const GemmArgs<T>& args) const {
   if (args.k == 0 || args.alpha == T(0)) return {};
   if (args.a == nullptr) return invalid("A is null with m = " + s(args.m) + ", k = " + s(args.k));
   if (args.b == nullptr) return invalid("B is null with k = " + s(args.k) + ", n = " + s(args.n));
-  return within_size_limits(shape_of(args), args.lda, args.ldb, args.ldc);
+  const std::int64_t limit = size_limit(), inner_limit = inner_size_limit();
+  const std::tuple<const char*, std::int64_t, std::int64_t> sizes[] = {
+      {"m", args.m, limit},     {"n", args.n, limit},     {"k", args.k, inner_limit},
+      {"lda", args.lda, limit}, {"ldb", args.ldb, limit}, {"ldc", args.ldc, limit}};
+  for (const auto& [name, value, most] : sizes)
+    if (value > most)
+      return {Status::OverSizeLimit,
+              std::string(name) + " (" + s(value) + ") exceeds this backend's limit (" + s(most) + ")"};
+  return {};
 }
 
 Support Backend::can_implement(const Context& ctx, const GemmArgs<float>& args) const { return check(ctx, args); }

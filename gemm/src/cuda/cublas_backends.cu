@@ -52,9 +52,7 @@ class CublasDgemm final : public Backend {
   std::string unavailable_reason(const Context& ctx) const override { return detail::require_device(ctx, 0); }
 
  protected:
-  Support within_size_limits(const GemmShape& s, std::int64_t lda, std::int64_t ldb, std::int64_t ldc) const override {
-    return detail::sizes_at_most(s, lda, ldb, ldc, kCublasSizeLimit);
-  }
+  std::int64_t size_limit() const override { return kCublasSizeLimit; }
   void run_f64(Context& ctx, const GemmArgs<double>& a) const override {
     MathModeScope mode(ctx.cublas(), CUBLAS_DEFAULT_MATH);
     MIXSOLVE_CUBLAS_CHECK(cublasDgemm(ctx.cublas(), to_cublas(a.op_a), to_cublas(a.op_b), int(a.m), int(a.n), int(a.k),
@@ -72,9 +70,7 @@ class CublasSgemm final : public Backend {
   std::string unavailable_reason(const Context& ctx) const override { return detail::require_device(ctx, 0); }
 
  protected:
-  Support within_size_limits(const GemmShape& s, std::int64_t lda, std::int64_t ldb, std::int64_t ldc) const override {
-    return detail::sizes_at_most(s, lda, ldb, ldc, kCublasSizeLimit);
-  }
+  std::int64_t size_limit() const override { return kCublasSizeLimit; }
   void run_f32(Context& ctx, const GemmArgs<float>& a) const override {
     MathModeScope mode(ctx.cublas(), CUBLAS_PEDANTIC_MATH);
     MIXSOLVE_CUBLAS_CHECK(cublasSgemm(ctx.cublas(), to_cublas(a.op_a), to_cublas(a.op_b), int(a.m), int(a.n), int(a.k),
@@ -97,9 +93,7 @@ class CublasTf32 final : public TensorCoreF32Backend {
   std::string description() const override { return "cublasGemmEx, FP32 data on TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32)"; }
 
  protected:
-  Support within_size_limits(const GemmShape& s, std::int64_t lda, std::int64_t ldb, std::int64_t ldc) const override {
-    return detail::sizes_at_most(s, lda, ldb, ldc, kCublasSizeLimit);
-  }
+  std::int64_t size_limit() const override { return kCublasSizeLimit; }
   void run_f32(Context& ctx, const GemmArgs<float>& a) const override {
     MathModeScope mode(ctx.cublas(), CUBLAS_DEFAULT_MATH);
     MIXSOLVE_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), to_cublas(a.op_a), to_cublas(a.op_b), int(a.m), int(a.n), int(a.k),
@@ -163,9 +157,7 @@ class CublasHalfPrecision final : public TensorCoreF32Backend {
   std::size_t workspace_bytes(const GemmShape& s) const override { return plan(nullptr, s).bytes(); }
 
  protected:
-  Support within_size_limits(const GemmShape& s, std::int64_t lda, std::int64_t ldb, std::int64_t ldc) const override {
-    return detail::sizes_at_most(s, lda, ldb, ldc, kCublasSizeLimit);
-  }
+  std::int64_t size_limit() const override { return kCublasSizeLimit; }
   void run_f32(Context& ctx, const GemmArgs<float>& a) const override {
     const GemmShape s = shape_of(a);
     detail::WorkspaceCarver ws(ctx.workspace(workspace_bytes(s)));
@@ -309,12 +301,9 @@ class CublasFp16x3 final : public TensorCoreF32Backend {
   std::size_t workspace_bytes(const GemmShape& s) const override { return plan(nullptr, s).bytes(); }
 
  protected:
-  Support within_size_limits(const GemmShape& s, std::int64_t lda, std::int64_t ldb, std::int64_t ldc) const override {
-    if (3 * s.k > kCublasSizeLimit)  // the inner dimension of the one GEMM (and a leading dimension)
-      return {Support::Status::OverSizeLimit, "k (" + std::to_string(s.k) + ") exceeds this backend's limit (" +
-                                                  std::to_string(kCublasSizeLimit / 3) + ")"};
-    return detail::sizes_at_most(s, lda, ldb, ldc, kCublasSizeLimit);
-  }
+  std::int64_t size_limit() const override { return kCublasSizeLimit; }
+  // 3k is the inner dimension of the one GEMM (and a leading dimension of the split operands).
+  std::int64_t inner_size_limit() const override { return kCublasSizeLimit / 3; }
   void run_f32(Context& ctx, const GemmArgs<float>& a) const override {
     const GemmShape s = shape_of(a);
     detail::WorkspaceCarver ws(ctx.workspace(workspace_bytes(s)));

@@ -24,19 +24,6 @@ std::string require_device(const Context& ctx, int min_cc);
 void throw_if_operands_overflowed(const unsigned int* overflow, cudaStream_t stream, const std::string& backend,
                                   const std::string& format, const std::string& advice);
 
-// Ok, or OverSizeLimit naming the first of m, n, k, lda, ldb, ldc above `limit` (cuBLAS takes
-// 32-bit sizes; the corrected kernels index tiles with 32-bit integers).
-inline Support sizes_at_most(const GemmShape& shape, std::int64_t lda, std::int64_t ldb, std::int64_t ldc,
-                             std::int64_t limit) {
-  const std::pair<const char*, std::int64_t> sizes[] = {{"m", shape.m}, {"n", shape.n}, {"k", shape.k},
-                                                         {"lda", lda},    {"ldb", ldb},    {"ldc", ldc}};
-  for (const auto& [name, value] : sizes)
-    if (value > limit)
-      return {Support::Status::OverSizeLimit, std::string(name) + " (" + std::to_string(value) +
-                                                  ") exceeds this backend's limit (" + std::to_string(limit) + ")"};
-  return {};
-}
-
 // Hands out consecutive 256-byte aligned pieces of one workspace allocation.
 class WorkspaceCarver {
  public:

@@ -161,14 +161,11 @@ class Backend {
   void run(Context& ctx, const GemmArgs<double>& args) const;
 
  protected:
-  /// The backend's own limits on otherwise valid arguments (sizes its kernels or cuBLAS cannot
-  /// index). The default accepts every size.
-  /// @param shape the GEMM's shape; lda, ldb, ldc its leading dimensions.
-  /// @return Ok, or Support::Status::OverSizeLimit naming the size.
-  virtual Support within_size_limits(const GemmShape& shape, std::int64_t lda, std::int64_t ldb,
-                                     std::int64_t ldc) const {
-    return {};
-  }
+  /// The largest m, n, lda, ldb and ldc the backend can index (cuBLAS: 32-bit sizes); beyond it
+  /// can_implement reports Support::Status::OverSizeLimit. The default accepts every size.
+  virtual std::int64_t size_limit() const { return INT64_MAX; }
+  /// The largest k; the default is size_limit().
+  virtual std::int64_t inner_size_limit() const { return size_limit(); }
   /// Called with validated arguments, m, n > 0, k > 0 and alpha != 0. The default throws
   /// NotSupported.
   virtual void run_f32(Context& ctx, const GemmArgs<float>& args) const;

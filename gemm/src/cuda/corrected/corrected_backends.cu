@@ -199,9 +199,7 @@ class CorrectedSgemm final : public Backend {
   std::size_t workspace_bytes(const GemmShape& s) const override { return carve(nullptr, layout_for(scheme_, s)).bytes; }
 
  protected:
-  Support within_size_limits(const GemmShape& s, std::int64_t lda, std::int64_t ldb, std::int64_t ldc) const override {
-    return detail::sizes_at_most(s, lda, ldb, ldc, std::int64_t{1} << 30);  // 32-bit tile and TMA coordinates
-  }
+  std::int64_t size_limit() const override { return std::int64_t{1} << 30; }  // 32-bit tile and TMA coordinates
   void run_f32(Context& ctx, const GemmArgs<float>& a) const override {
     const GemmShape shape = shape_of(a);
     const PackedLayout l = layout_for(scheme_, shape);
