@@ -121,16 +121,11 @@ __global__ void invert_diagonal_blocks_kernel(const F* lu, std::int64_t ld, std:
 template <class F, int K>
 constexpr int kSolveRing = sizeof(F) == 4 && K == 1 ? 6 : 3;
 
+using primitives::copy_async_16;
 using primitives::copy_async_commit;
+using primitives::copy_async_small;
 using primitives::copy_async_wait;
-// cp.async of 16 bytes (.cg) or of one 4- or 8-byte element (.ca), zero-filled past `bytes`.
-__device__ inline void copy_async_16(void* shared_dst, const void* src, int bytes) {
-  primitives::copy_async_16(primitives::shared_address(shared_dst), src, bytes);
-}
-template <int kBytes>
-__device__ inline void copy_async_element(void* shared_dst, const void* src, int bytes) {
-  primitives::copy_async_small<kBytes>(primitives::shared_address(shared_dst), src, bytes);
-}
+using primitives::shared_address;
 
 // A published value of x: the bits and the launch's tag in 64-bit words, each stored and loaded
 // whole (single-copy atomic), so a reader that sees the tag sees the value.
@@ -210,13 +205,13 @@ __global__ void __launch_bounds__(kSolveThreads<F, K>, 1024 / kSolveThreads<F, K
         for (int idx = threadIdx.x; idx < B * kPiecesPerColumn; idx += kThreads) {
           const int c = idx / kPiecesPerColumn, i = (idx % kPiecesPerColumn) * kPiece;
           const int valid = c < cols ? max(0, min(kPiece, rows - i)) : 0;
-          copy_async_16(tile + c * S + i, valid > 0 ? lu + (r0 + i) + (c0 + c) * ld : lu, valid * int(sizeof(F)));
+          copy_async_16(shared_address(tile + c * S + i), valid > 0 ? lu + (r0 + i) + (c0 + c) * ld : lu, valid * int(sizeof(F)));
         }
       } else {
         for (int idx = threadIdx.x; idx < B * B; idx += kThreads) {
           const int i = idx % B, c = idx / B;
           const bool valid = i < rows && c < cols;
-          copy_async_element<sizeof(F)>(tile + c * S + i, valid ? lu + (r0 + i) + (c0 + c) * ld : lu,
+          copy_async_small<sizeof(F)>(shared_address(tile + c * S + i), valid ? lu + (r0 + i) + (c0 + c) * ld : lu,
                                         valid ? int(sizeof(F)) : 0);
         }
       }

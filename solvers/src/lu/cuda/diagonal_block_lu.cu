@@ -72,11 +72,6 @@ struct DiagonalBlockShared {
 // wait at the next __syncthreads).
 __device__ inline void owners_barrier(int threads) { asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory"); }
 
-// C += A B on the FP64 tensor cores, one 16 x 8 tile, k = 8 (fragments: primitives/mma.cuh);
-// step c takes the same time with m8n8k4: its accumulators' loads from L2 set the pace.
-__device__ inline void dmma_16x8x8(double (&c)[4], const double (&a)[4], const double (&b)[2]) {
-  primitives::mma_16x8x8_fp64(c, a, b);
-}
 
 // Step a on the sub-panel [c0, c0 + cw) of logical rows [c0, c0 + rows), by the first
 // 32 ceil(rows / 32) threads (thread t owns the sub-panel's logical row t at the start). On
@@ -175,6 +170,8 @@ __device__ void factor_sub_panel(DiagonalBlockShared& s, double* __restrict__ a,
 // L21 in s.panel (logical rows kBlockSub ..) and U12 in s.u12. A warp takes 32 x 32 tiles of
 // A22 as 2 x 4 DMMA tiles of 16 x 8, accumulates in registers from global memory and stores back.
 // Fragments past m2 read stale shared memory; they reach only accumulators that are not stored.
+// m16n8k8 (primitives/mma.cuh) takes the same time as m8n8k4 here: the accumulators' loads from
+// L2 set the pace.
 __device__ void trailing_update(DiagonalBlockShared& s, double* __restrict__ a, std::int64_t lda, int c0, int m2) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int tiles = (m2 + 31) / 32;
@@ -216,7 +213,7 @@ __device__ void trailing_update(DiagonalBlockShared& s, double* __restrict__ a, 
 #pragma unroll
       for (int i = 0; i < 2; ++i)
 #pragma unroll
-        for (int jj = 0; jj < 4; ++jj) dmma_16x8x8(c[i][jj], l[i], u[jj]);
+        for (int jj = 0; jj < 4; ++jj) primitives::mma_16x8x8_fp64(c[i][jj], l[i], u[jj]);
     }
     for_each_inside([](double& global, double& accumulator) { global = accumulator; });
   }
