@@ -20,7 +20,7 @@ namespace mixsolve::solvers_detail::device_lu {
 // Element-wise kernels over a rows x cols column-major matrix: a block takes 256 rows (one per
 // thread, coalesced) of kStripeColumns columns; no 64-bit division per element.
 constexpr int kStripeColumns = 16;
-dim3 stripe_grid(std::int64_t rows, std::int64_t cols) {
+inline dim3 stripe_grid(std::int64_t rows, std::int64_t cols) {
   return dim3(unsigned(std::max<std::int64_t>(1, (rows + 255) / 256)),
               unsigned(std::clamp<std::int64_t>((cols + kStripeColumns - 1) / kStripeColumns, 1, 65535)));
 }

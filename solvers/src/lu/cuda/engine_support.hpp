@@ -196,12 +196,12 @@ struct BlockRowBuffers {
 };
 
 // c = a b (alpha 1, beta 0; b not transposed) by cublasSgemm or cublasDgemm.
-void cublas_product(cublasHandle_t handle, cublasOperation_t op_a, int m, int n, int k, const float* a, int lda,
+inline void cublas_product(cublasHandle_t handle, cublasOperation_t op_a, int m, int n, int k, const float* a, int lda,
                     const float* b, int ldb, float* c, int ldc) {
   const float one = 1.0f, zero = 0.0f;
   MIXSOLVE_CUBLAS_CHECK(cublasSgemm(handle, op_a, CUBLAS_OP_N, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc));
 }
-void cublas_product(cublasHandle_t handle, cublasOperation_t op_a, int m, int n, int k, const double* a, int lda,
+inline void cublas_product(cublasHandle_t handle, cublasOperation_t op_a, int m, int n, int k, const double* a, int lda,
                     const double* b, int ldb, double* c, int ldc) {
   const double one = 1.0, zero = 0.0;
   MIXSOLVE_CUBLAS_CHECK(cublasDgemm(handle, op_a, CUBLAS_OP_N, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc));
