@@ -8,6 +8,7 @@
 
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
+#include "mixsolve/core/hd.hpp"
 #include "mixsolve/core/norms.hpp"
 
 namespace mixsolve {
@@ -92,6 +93,14 @@ ErrorStats compare_impl(const MatrixView<const T>& c, const MatrixView<const dou
   return s;
 }
 
+// Row i's Oettli-Prager ratio |r_i| / (sum_j |a_ij| |x_j| + |b_i|): 0 where the row and b_i are
+// all zero, INFINITY where it is NaN (so a maximum over rows keeps it).
+MIXSOLVE_HD inline double componentwise_ratio(double r, double magnitude, double b) {
+  const double denominator = magnitude + fabs(b);
+  const double ratio = denominator > 0 ? fabs(r) / denominator : 0.0;
+  return isnan(ratio) ? INFINITY : ratio;
+}
+
 // componentwise_backward_error: for a thread's row i and blockIdx.y's chunk of
 // kComponentwiseChunk columns, sum |a_ij| |x_j| into magnitude[i] and, unless product is null
 // (the caller brought the residual), a_ij x_j into product[i] (consecutive rows: coalesced reads
@@ -120,10 +129,8 @@ __global__ void componentwise_ratio_kernel(const double* b, const double* produc
   double largest = 0;
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x) {
-    const double denominator = magnitude[i] + fabs(b[i]);
     const double r = residual ? residual[i] : b[i] - product[i];
-    const double ratio = denominator > 0 ? fabs(r) / denominator : 0.0;
-    largest = isnan(ratio) ? INFINITY : fmax(largest, ratio);
+    largest = fmax(largest, componentwise_ratio(r, magnitude[i], b[i]));
   }
   for (int o = 16; o > 0; o /= 2) largest = fmax(largest, __shfl_down_sync(0xffffffffu, largest, o));
   if ((threadIdx.x & 31) == 0) atomicMax(worst, static_cast<unsigned long long>(__double_as_longlong(largest)));
@@ -147,12 +154,8 @@ double componentwise_backward_error(const MatrixView<const double>& a, const dou
         magnitude[i] += std::fabs(a(i, j)) * std::fabs(x[j]);
       }
     double worst = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      const double denominator = magnitude[i] + std::fabs(b[i]);
-      const double r = residual ? residual[i] : b[i] - product[i];
-      const double ratio = denominator > 0 ? std::fabs(r) / denominator : 0.0;
-      worst = std::isnan(ratio) ? INFINITY : std::fmax(worst, ratio);
-    }
+    for (std::int64_t i = 0; i < n; ++i)
+      worst = std::fmax(worst, componentwise_ratio(residual ? residual[i] : b[i] - product[i], magnitude[i], b[i]));
     return worst;
   }
   DeviceBuffer<double> allocated;
