@@ -11,7 +11,6 @@
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/norms.hpp"
 #include "mixsolve/core/random.hpp"
-#include "mixsolve/gemm/fp16x3_packed.hpp"
 #include "mixsolve/gemm/registry.hpp"
 
 namespace {
@@ -194,33 +193,38 @@ TEST(GpuBackends, Fp16x3ScalesEachOperandSoAnyMagnitudeKeepsItsAccuracy) {
   for (std::size_t i = 0; i < c.data.size(); ++i) ASSERT_EQ(c_scaled.data[i], c.data[i]) << "entry " << i;
 }
 
-// The packed product (gemm/fp16x3_packed.hpp) as an LU uses it: B with |B| <= 1 packed once in
-// blocks at the fixed scale, then products over all blocks and over a later block range, with
-// A of any magnitude, through cuBLAS's choice of kernel and through an unclustered cuBLASLt one.
-// Same bound as cublas-fp16x3.
+// A prepacked B (Backend::pack_b) as an LU uses it: B with |B| <= 1 packed once, block by block,
+// by cublas-fp16x3, then products over all blocks and over a later block range, with A of any
+// magnitude, through cuBLAS's choice of kernel and through an unclustered cuBLASLt one. Same
+// bound as cublas-fp16x3 itself.
 TEST(GpuBackends, Fp16x3WithPackedBMatchesFp64ReferenceOverAnyBlockRange) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
+  const Backend& fp16x3 = find_backend("cublas-fp16x3");
   const std::int64_t m = 70, n = 45, k = 300, block = 128, pad = 3;  // blocks of 128, 128, 44 rows
-  const std::int64_t ld_packed = 3 * k + 8;
+  const std::int64_t ld_bytes = fp16x3.packed_b_column_bytes(k, block) + 16;
+  ASSERT_GT(fp16x3.packed_b_column_bytes(k, block), 0);
+  EXPECT_EQ(find_backend("cublas-sgemm").packed_b_column_bytes(k, block), 0) << "cublas-sgemm does not pack";
   const RandomSpec unit_b = RandomSpec::uniform(-1, 1, 91);
-  DeviceBuffer<std::uint16_t> packed(ld_packed * n);
+  DeviceBuffer<unsigned char> storage(ld_bytes * n);
+  const PackedB packed{&fp16x3, storage.data(), ld_bytes, block, 0, 1.0};
   std::uint64_t seed = 92;
   for (const RandomSpec& spec_a : {RandomSpec::uniform(-1, 1, 0), RandomSpec::uniform(-0x1p-30, 0x1p-30, 0),
                                    RandomSpec::exp_rand(30, 40, 0)}) {
     RandomSpec sa = spec_a;
     sa.seed = seed++;
     DeviceProblem p(Op::N, Op::N, m, n, k, pad, sa, unit_b, true);
-    for (std::int64_t first = 0; first < k; first += block)  // the caller packs block by block
-      fp16x3_pack(ctx, std::min(block, k - first), n, p.db.data() + first, p.b.ld, kFp16x3UnitBoundShift,
-                  packed.data() + 3 * first, ld_packed);
+    for (std::int64_t b = 0; b * block < k; ++b)  // the caller packs block by block
+      fp16x3.pack_b(ctx, std::min(block, k - b * block), n,
+                    Operand::dense(Format::F32, Op::N, p.db.data() + b * block, p.b.ld), packed.blocks_from(b));
     for (const std::int64_t first_block : {0, 1}) {  // all of k, then the blocks from the second on
       for (const KernelPlacement placement : {KernelPlacement::Anywhere, KernelPlacement::Unclustered}) {
         const std::int64_t k0 = first_block * block, kk = k - k0;
         p.dc.copy_from_host(p.c0.data);
-        fp16x3_gemm_packed_b(ctx, m, n, kk, -1.25f, p.da.data() + k0 * p.a.ld, p.a.ld,
-                             Fp16x3PackedB{packed.data() + 3 * k0, ld_packed, block, kFp16x3UnitBoundShift}, 0.5f,
-                             p.dc.data(), p.c0.ld, placement);
+        fp16x3.run(ctx,
+                   Problem{m, n, kk, -1.25, 0.5, Operand::dense(Format::F32, Op::N, p.da.data() + k0 * p.a.ld, p.a.ld),
+                           Operand::prepacked(packed.blocks_from(first_block)), Output{Format::F32, p.dc.data(), p.c0.ld}},
+                   {}, Execution{true, placement});
         ctx.synchronize();
         HostMatrix<float> c = p.c0;
         p.dc.copy_to_host(c.data.data(), c.data.size());
@@ -238,25 +242,33 @@ TEST(GpuBackends, Fp16x3WithPackedBMatchesFp64ReferenceOverAnyBlockRange) {
       }
     }
   }
-  // Bad arguments are named.
-  const Fp16x3PackedB good{packed.data(), ld_packed, block, kFp16x3UnitBoundShift};
+  // Refusals name the argument: through can_implement (a query) and run (which throws).
   DeviceBuffer<float> a(m * k), c(m * n);
-  const auto expect_invalid = [](auto f, const std::string& part) {
-    try {
-      f();
-      ADD_FAILURE() << "accepted: " << part;
-    } catch (const InvalidArgument& e) {
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-    }
+  const auto problem = [&](std::int64_t lda, const PackedB& b) {
+    return Problem{m, n, k, 1, 0, Operand::dense(Format::F32, Op::N, a.data(), lda), Operand::prepacked(b),
+                   Output{Format::F32, c.data(), m}};
   };
-  expect_invalid([&] { fp16x3_gemm_packed_b(ctx, m, n, k, 1, a.data(), m - 1, good, 0, c.data(), m); }, "lda (69) < m (70)");
-  expect_invalid([&] { fp16x3_gemm_packed_b(ctx, m, n, k, 1, a.data(), m, {packed.data(), 3 * k - 1, block, 15}, 0, c.data(), m); },
-                 "b.ld (899) < 3 k (900)");
-  expect_invalid([&] { fp16x3_gemm_packed_b(ctx, m, n, k, 1, a.data(), m, {packed.data(), ld_packed, 0, 15}, 0, c.data(), m); },
-                 "b.block (0)");
-  expect_invalid([&] { fp16x3_gemm_packed_b(ctx, m, n, k, 1, nullptr, m, good, 0, c.data(), m); }, "a is null");
-  expect_invalid([&] { fp16x3_pack(ctx, k, n, a.data(), k, 64, packed.data(), ld_packed); }, "shift (64)");
-  expect_invalid([&] { fp16x3_pack(ctx, k, n, a.data(), k, 15, packed.data(), 3 * k - 2); }, "ld_packed (898)");
+  const auto expect_refused = [&](const Backend& backend, const Problem& pr, Support::Status status,
+                                  const std::string& part) {
+    const Support s = backend.can_implement(ctx, pr);
+    EXPECT_EQ(s.status, status) << part << ": " << s.reason;
+    EXPECT_NE(s.reason.find(part), std::string::npos) << s.reason;
+    EXPECT_ANY_THROW(backend.run(ctx, pr)) << part;
+  };
+  PackedB short_ld = packed, no_block = packed;
+  short_ld.ld_bytes = fp16x3.packed_b_column_bytes(k, block) - 2;
+  no_block.block = 0;
+  expect_refused(fp16x3, problem(m - 1, packed), Support::Status::InvalidArgument, "lda (69) < rows of A");
+  expect_refused(fp16x3, problem(m, short_ld), Support::Status::InvalidArgument, "ld_bytes (1798)");
+  expect_refused(fp16x3, problem(m, no_block), Support::Status::InvalidArgument, "block (0)");
+  expect_refused(find_backend("cublas-sgemm"), problem(m, packed), Support::Status::UnsupportedFormat, "B is packed");
+  expect_refused(find_backend("halfhalf"), problem(m, packed), Support::Status::UnsupportedFormat, "B is packed");
+  PackedB bad_bound = packed;
+  bad_bound.abs_bound = 0;
+  EXPECT_THROW(fp16x3.pack_b(ctx, k, n, Operand::dense(Format::F32, Op::N, a.data(), k), bad_bound), InvalidArgument);
+  EXPECT_THROW(fp16x3.pack_b(ctx, k, n, Operand::dense(Format::F32, Op::N, a.data(), k), short_ld), InvalidArgument);
+  EXPECT_THROW(find_backend("cublas-sgemm").pack_b(ctx, k, n, Operand::dense(Format::F32, Op::N, a.data(), k), packed),
+               NotSupported);
 }
 
 TEST(GpuBackends, UnscaledFp16BackendsReportOverflowInsteadOfReturningGarbage) {

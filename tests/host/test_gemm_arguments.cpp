@@ -200,3 +200,90 @@ TEST(GemmArguments, NanAndInfInInputsPropagateToTheEntriesTheyTouch) {
 }
 
 }  // namespace
+
+// The Problem form computes what the typed form does, operand by operand.
+TEST(GemmProblem, ProblemFormMatchesTypedArgumentsBitForBit) {
+  Context ctx = Context::host_only();
+  std::vector<double> a(6 * 5), b(5 * 4), c_typed(7 * 4, 0.5), c_problem(7 * 4, 0.5);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::sin(double(i) + 1);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = std::cos(double(i) * 0.7);
+  const Backend& host = find_backend("host-fp64");
+  // op(A) = A^T: 5 x 6 stored, m = 6, k = 5; C 6 x 4 with ldc 7.
+  host.run(ctx, GemmArgs<double>{Op::T, Op::N, 6, 4, 5, 1.5, a.data(), 5, b.data(), 5, -0.25, c_typed.data(), 7});
+  host.run(ctx, Problem{6, 4, 5, 1.5, -0.25, Operand::dense(Format::F64, Op::T, a.data(), 5),
+                        Operand::dense(Format::F64, Op::N, b.data(), 5), Output{Format::F64, c_problem.data(), 7}});
+  EXPECT_EQ(c_typed, c_problem);
+}
+
+// Operands in a format a backend does not take are refused by name: mixed formats, 16-bit
+// operands, a packed B for a backend that reads none (or one packed by another backend).
+TEST(GemmProblem, FormatsABackendDoesNotTakeAreNamed) {
+  Context ctx = Context::host_only();
+  std::vector<float> a(16, 1.0f), b(16, 1.0f), c(16, 0.0f);
+  const Backend& host = find_backend("host-fp32");
+  const auto problem = [&](Format fa, Format fb, Format fc) {
+    return Problem{4, 4, 4, 1, 0, Operand::dense(fa, Op::N, a.data(), 4), Operand::dense(fb, Op::N, b.data(), 4),
+                   Output{fc, c.data(), 4}};
+  };
+  EXPECT_TRUE(host.can_implement(ctx, problem(Format::F32, Format::F32, Format::F32)));
+  const Support f16 = host.can_implement(ctx, problem(Format::F16, Format::F32, Format::F32));
+  EXPECT_EQ(f16.status, Support::Status::UnsupportedFormat);
+  EXPECT_NE(f16.reason.find("A is FP16"), std::string::npos) << f16.reason;
+  const Support c64 = host.can_implement(ctx, problem(Format::F32, Format::F32, Format::F64));
+  EXPECT_EQ(c64.status, Support::Status::UnsupportedFormat);
+  EXPECT_NE(c64.reason.find("C is FP64"), std::string::npos) << c64.reason;
+  EXPECT_EQ(host.can_implement(ctx, problem(Format::F64, Format::F64, Format::F64)).status,
+            Support::Status::WrongDataType);
+  expect_error<NotSupported>([&] { host.run(ctx, problem(Format::BF16, Format::BF16, Format::F32)); },
+                             {"host-fp32", "A is BF16"});
+  Problem packed = problem(Format::F32, Format::F32, Format::F32);
+  packed.b = Operand::prepacked(PackedB{&host, b.data(), 64, 4, 0, 1.0});
+  const Support s = host.can_implement(ctx, packed);
+  EXPECT_EQ(s.status, Support::Status::UnsupportedFormat);
+  EXPECT_NE(s.reason.find("B is packed"), std::string::npos) << s.reason;
+  EXPECT_EQ(host.packed_b_column_bytes(4, 4), 0);
+  expect_error<NotSupported>(
+      [&] { host.pack_b(ctx, 4, 4, Operand::dense(Format::F32, Op::N, b.data(), 4), packed.b.packed); },
+      {"host-fp32", "does not pack"});
+}
+
+// A backend's parameters are checked against the specs it declares: an undeclared name is
+// refused with the names it takes, a value outside its range names the range, and run() throws
+// what can_implement reports. The registry's backends declare none.
+class BackendWithParameters final : public Backend {
+ public:
+  std::string name() const override { return "test-with-parameters"; }
+  std::string description() const override { return "host FP64 GEMM that declares two parameters"; }
+  DataType data_type() const override { return DataType::F64; }
+  Memory memory() const override { return Memory::Host; }
+  std::vector<ParameterSpec> parameters() const override {
+    return {{"slices", "number of slices", 2, 20, 7}, {"fast", "a switch", 0, 1, 0}};
+  }
+
+ protected:
+  void run_f64(Context& ctx, const GemmArgs<double>& args) const override { find_backend("host-fp64").run(ctx, args); }
+};
+
+TEST(GemmProblem, ParametersAreCheckedAgainstTheBackendsSpecs) {
+  Context ctx = Context::host_only();
+  std::vector<double> a(4, 1.0), b(4, 2.0), c(4, 0.0);
+  const Problem p{2, 2, 2, 1, 0, Operand::dense(Format::F64, Op::N, a.data(), 2),
+                  Operand::dense(Format::F64, Op::N, b.data(), 2), Output{Format::F64, c.data(), 2}};
+  const BackendWithParameters backend;
+  EXPECT_TRUE(backend.can_implement(ctx, p, {{"slices", 20}, {"fast", 1}}));
+  const Support unknown = backend.can_implement(ctx, p, {{"moduli", 14}});
+  EXPECT_EQ(unknown.status, Support::Status::UnsupportedParameter);
+  EXPECT_NE(unknown.reason.find("'moduli' is not one of this backend's (slices, fast)"), std::string::npos)
+      << unknown.reason;
+  const Support out_of_range = backend.can_implement(ctx, p, {{"slices", 21}});
+  EXPECT_EQ(out_of_range.status, Support::Status::InvalidArgument);
+  EXPECT_NE(out_of_range.reason.find("slices (21) outside [2, 20]"), std::string::npos) << out_of_range.reason;
+  expect_error<InvalidArgument>([&] { backend.run(ctx, p, {{"slices", 1}}); }, {"slices (1) outside [2, 20]"});
+  backend.run(ctx, p, {{"slices", 3}});
+  EXPECT_EQ(c, std::vector<double>(4, 4.0));
+  for (const Backend* registered : all_backends()) {
+    EXPECT_TRUE(registered->parameters().empty()) << registered->name();
+    const Support s = registered->can_implement(ctx, p, {{"slices", 3}});
+    EXPECT_FALSE(s) << registered->name();
+  }
+}

@@ -22,7 +22,6 @@
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/error.hpp"
 #include "mixsolve/formats/split.hpp"
-#include "mixsolve/gemm/fp16x3_packed.hpp"
 
 namespace mixsolve::gemm {
 
@@ -299,11 +298,37 @@ class CublasFp16x3 final : public TensorCoreF32Backend {
            "cublasGemmEx of inner dimension 3k, FP32 accumulate in the tensor cores";
   }
   std::size_t workspace_bytes(const GemmShape& s) const override { return plan(nullptr, s).bytes(); }
+  // A packed B column holds, per block of the inner dimension (kb rows, the last block possibly
+  // shorter), [hi(kb) lo(kb) hi(kb)] as FP16: 3 halves per inner row, block b at 3 block b.
+  std::int64_t packed_b_column_bytes(std::int64_t k, std::int64_t) const override {
+    return 3 * k * std::int64_t(sizeof(__half));
+  }
 
  protected:
   std::int64_t size_limit() const override { return kCublasSizeLimit; }
   // 3k is the inner dimension of the one GEMM (and a leading dimension of the split operands).
   std::int64_t inner_size_limit() const override { return kCublasSizeLimit / 3; }
+  Support check_formats(const Problem& p, const Execution& e) const override {
+    if (p.b.format != Format::Packed) return Backend::check_formats(p, e);
+    if (p.a.format != Format::F32 || p.c.format != Format::F32)
+      return {Support::Status::UnsupportedFormat, "with a packed B, A and C must be FP32"};
+    if (p.a.op != Op::N) return {Support::Status::UnsupportedFormat, "with a packed B, op_a must be N"};
+    if (p.b.packed.ld_bytes % std::int64_t(sizeof(__half)) != 0)
+      return {Support::Status::InvalidArgument,
+              "B's packed ld_bytes (" + std::to_string(p.b.packed.ld_bytes) + ") is not a whole number of halves"};
+    if (p.b.packed.ld_bytes / std::int64_t(sizeof(__half)) > kCublasSizeLimit)
+      return {Support::Status::OverSizeLimit, "B's packed leading dimension (" +
+                                                  std::to_string(p.b.packed.ld_bytes / 2) +
+                                                  " halves) exceeds cuBLAS's limit"};
+    return {};
+  }
+  void run_problem(Context& ctx, const Problem& p, const Parameters& parameters,
+                   const Execution& execution) const override {
+    if (p.b.format == Format::Packed) run_packed_b(ctx, p, execution);
+    else Backend::run_problem(ctx, p, parameters, execution);
+  }
+  void pack_b_checked(Context& ctx, std::int64_t k, std::int64_t n, const Operand& b,
+                      const PackedB& into) const override;
   void run_f32(Context& ctx, const GemmArgs<float>& a) const override {
     const GemmShape s = shape_of(a);
     detail::WorkspaceCarver ws(ctx.workspace(workspace_bytes(s)));
@@ -339,6 +364,7 @@ class CublasFp16x3 final : public TensorCoreF32Backend {
   }
 
  private:
+  void run_packed_b(Context& ctx, const Problem& p, const Execution& execution) const;
   static detail::WorkspaceCarver plan(void* base, const GemmShape& s) {
     detail::WorkspaceCarver ws(base);
     ws.take<unsigned int>(4);
@@ -349,7 +375,7 @@ class CublasFp16x3 final : public TensorCoreF32Backend {
   }
 };
 
-// fp16x3_pack: thread (x, y) splits b(i, j) for i = x + blockDim.x blockIdx.x (+ grid strides)
+// One block of a packed B (CublasFp16x3::pack_b_checked): thread (x, y) splits b(i, j) for i = x + blockDim.x blockIdx.x (+ grid strides)
 // and j = blockIdx.y (+ strides); a warp's stores are 64 contiguous bytes per copy.
 __global__ void pack_fp16x3_kernel(std::int64_t k, std::int64_t n, const float* b, std::int64_t ldb, float scale,
                                    __half* packed, std::int64_t ld_packed) {
@@ -484,81 +510,74 @@ bool unclustered_fp16_gemm(cudaStream_t stream, int m, int n, int k, const float
   return gemm.run(stream, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-void require_argument(bool ok, const char* function, const std::string& what) {
-  if (!ok) throw InvalidArgument(std::string(function) + ": " + what);
+// The scale 2^shift of a packed B with |B| <= bound: the largest shift with bound 2^shift <= 2^15
+// (FP16's largest finite value is 65504), within [-63, 63]. bound 1 (GEPP's L) gives 15, the
+// shift cublas-fp16x3's own pass picks for a largest |b| in [1/2, 1).
+int packed_shift(double bound) {
+  int e = 0;
+  const double f = std::frexp(bound, &e);  // bound = f 2^e, f in [1/2, 1)
+  const int shift = (f == 0.5 ? 16 : 15) - e;
+  return std::clamp(shift, -formats::kFp16x3MaxShift, formats::kFp16x3MaxShift);
 }
 
-}  // namespace
-
-void fp16x3_pack(Context& ctx, std::int64_t k, std::int64_t n, const float* b, std::int64_t ldb, int shift,
-                 std::uint16_t* packed, std::int64_t ld_packed) {
-  const char* f = "fp16x3_pack";
-  const auto s = [](std::int64_t v) { return std::to_string(v); };
-  require_argument(k >= 0 && n >= 0, f, "k (" + s(k) + ") and n (" + s(n) + ") must be >= 0");
-  require_argument(shift >= -formats::kFp16x3MaxShift && shift <= formats::kFp16x3MaxShift, f,
-                   "shift (" + s(shift) + ") outside [-63, 63]");
-  if (k == 0 || n == 0) return;
-  require_argument(ldb >= k, f, "ldb (" + s(ldb) + ") < k (" + s(k) + ")");
-  require_argument(ld_packed >= 3 * k, f, "ld_packed (" + s(ld_packed) + ") < 3 k (" + s(3 * k) + ")");
-  require_argument(b != nullptr, f, "b is null with k = " + s(k) + ", n = " + s(n));
-  require_argument(packed != nullptr, f, "packed is null with k = " + s(k) + ", n = " + s(n));
-  const unsigned threads = 128, x_blocks = unsigned(std::min<std::int64_t>((k + threads - 1) / threads, 64));
-  const dim3 grid(x_blocks, unsigned(std::min<std::int64_t>(n, 65535)));
-  pack_fp16x3_kernel<<<grid, threads, 0, ctx.stream()>>>(k, n, b, ldb, std::ldexp(1.0f, shift),
-                                                          reinterpret_cast<__half*>(packed), ld_packed);
-  MIXSOLVE_CUDA_CHECK_LAUNCH();
+void CublasFp16x3::pack_b_checked(Context& ctx, std::int64_t k, std::int64_t n, const Operand& b,
+                                  const PackedB& into) const {
+  if (b.format != Format::F32) throw NotSupported("gemm(" + name() + "): pack_b takes FP32 operands, not " +
+                                                  to_string(b.format));
+  const float scale = std::ldexp(1.0f, packed_shift(into.abs_bound));
+  const float* src = static_cast<const float*>(b.data);
+  __half* storage = static_cast<__half*>(into.data);
+  const unsigned threads = 128;
+  for (std::int64_t r = 0; r < k; r += into.block) {  // block by block: [hi lo hi] of its rows each
+    const std::int64_t rows = std::min(into.block, k - r);
+    const unsigned x_blocks = unsigned(std::min<std::int64_t>((rows + threads - 1) / threads, 64));
+    const dim3 grid(x_blocks, unsigned(std::min<std::int64_t>(n, 65535)));
+    pack_fp16x3_kernel<<<grid, threads, 0, ctx.stream()>>>(rows, n, src + r, b.ld, scale,
+                                                            storage + 3 * (into.first_block * into.block + r),
+                                                            into.ld_bytes / std::int64_t(sizeof(__half)));
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+  }
 }
 
-void fp16x3_gemm_packed_b(Context& ctx, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
-                          std::int64_t lda, const Fp16x3PackedB& b, float beta, float* c, std::int64_t ldc,
-                          KernelPlacement placement) {
-  const char* f = "fp16x3_gemm_packed_b";
-  const auto s = [](std::int64_t v) { return std::to_string(v); };
-  require_argument(m >= 0 && n >= 0 && k >= 0, f,
-                   "m (" + s(m) + "), n (" + s(n) + ") and k (" + s(k) + ") must be >= 0");
-  if (m == 0 || n == 0) return;
-  require_argument(k > 0, f, "k = 0 (an empty product: scale C instead)");
-  require_argument(b.block > 0, f, "b.block (" + s(b.block) + ") must be > 0");
-  require_argument(b.shift >= -formats::kFp16x3MaxShift && b.shift <= formats::kFp16x3MaxShift, f,
-                   "b.shift (" + s(b.shift) + ") outside [-63, 63]");
-  require_argument(lda >= m, f, "lda (" + s(lda) + ") < m (" + s(m) + ")");
-  require_argument(b.ld >= 3 * k, f, "b.ld (" + s(b.ld) + ") < 3 k (" + s(3 * k) + ")");
-  require_argument(ldc >= m, f, "ldc (" + s(ldc) + ") < m (" + s(m) + ")");
-  require_argument(a != nullptr, f, "a is null with m = " + s(m) + ", k = " + s(k));
-  require_argument(b.data != nullptr, f, "b.data is null with k = " + s(k) + ", n = " + s(n));
-  require_argument(c != nullptr, f, "c is null with m = " + s(m) + ", n = " + s(n));
-  for (const auto& [name, value] : {std::pair{"m", m}, {"n", n}, {"3 k", 3 * k}, {"b.ld", b.ld}, {"ldc", ldc}})
-    if (value > kCublasSizeLimit)
-      throw NotSupported(std::string(f) + ": " + name + " (" + s(value) + ") exceeds cuBLAS's limit (" +
-                         s(kCublasSizeLimit) + ")");
+// A product with a packed B: only A is scaled (by its own power of two, found on the device) and
+// split, per block of B's packing, [A_hi A_hi A_lo] against [B_hi; B_lo; B_hi].
+void CublasFp16x3::run_packed_b(Context& ctx, const Problem& p, const Execution& execution) const {
+  const std::int64_t m = p.m, n = p.n, k = p.k, lda = p.a.ld, ldc = p.c.ld;
+  const PackedB& b = p.b.packed;
+  const std::int64_t ld_packed = b.ld_bytes / std::int64_t(sizeof(__half));
   detail::WorkspaceCarver plan(nullptr);
-  plan.take<unsigned int>(2);
+  plan.take<unsigned int>(3);
   plan.take<float>(2);
   plan.take<__half>(3 * m * k);
   detail::WorkspaceCarver ws(ctx.workspace(plan.bytes()));
-  unsigned int* counters = ws.take<unsigned int>(2);  // max_bits of A, overflows of A
+  unsigned int* counters = ws.take<unsigned int>(3);  // max_bits of A, overflows of A, (none of B)
   float* scalars = ws.take<float>(2);                 // alpha * 2^-(shift_A + shift_B), beta
   __half* a3 = ws.take<__half>(3 * m * k);
   cudaStream_t stream = ctx.stream();
-  const StoredOperand op_a{a, m, k, lda};
-  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(counters, 0, 2 * sizeof(unsigned int), stream));
+  const StoredOperand op_a{static_cast<const float*>(p.a.data), m, k, lda};
+  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(counters, 0, 3 * sizeof(unsigned int), stream));
   max_abs_finite_kernel<<<dim3(std::min(conversion_blocks(m * k), 1024u), 1), 256, 0, stream>>>(op_a, op_a, counters);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
-  // A's copies per block of B's packing, [A_hi A_hi A_lo] against [B_hi; B_lo; B_hi].
   split_three_fp16_kernel<<<conversion_blocks(m * k), 256, 0, stream>>>(
-      op_a, OperandShift{0, 0}, OperandShift{-1, b.shift}, counters, SplitPlacement{true, b.block, {0, 0, 1}}, a3,
-      counters + 1, alpha, beta, scalars);
+      op_a, OperandShift{0, 0}, OperandShift{-1, packed_shift(b.abs_bound)}, counters,
+      SplitPlacement{true, b.block, {0, 0, 1}}, a3, counters + 1, float(p.alpha), float(p.beta), scalars);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
-  if (placement == KernelPlacement::Unclustered &&
-      unclustered_fp16_gemm(stream, int(m), int(n), int(3 * k), scalars, a3, int(m),
-                            reinterpret_cast<const __half*>(b.data), int(b.ld), scalars + 1, c, int(ldc)))
+  if (execution.check_range)
+    detail::throw_if_operands_overflowed(counters + 1, stream, name(), "FP16 after scaling by 2^-63 (|x| >= 2^78)",
+                                         "use a scaled backend (halfhalf) or tf32tf32");
+  const __half* b_data = static_cast<const __half*>(b.data) + 3 * b.first_block * b.block;
+  if (execution.placement == KernelPlacement::Unclustered &&
+      unclustered_fp16_gemm(stream, int(m), int(n), int(3 * k), scalars, a3, int(m), b_data, int(ld_packed),
+                            scalars + 1, static_cast<float*>(p.c.data), int(ldc)))
     return;
   MathModeScope mode(ctx.cublas(), CUBLAS_DEFAULT_MATH);
   DevicePointerModeScope pointers(ctx.cublas());
   MIXSOLVE_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, int(m), int(n), int(3 * k), scalars, a3,
-                                     CUDA_R_16F, int(m), b.data, CUDA_R_16F, int(b.ld), scalars + 1, c, CUDA_R_32F,
-                                     int(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                                     CUDA_R_16F, int(m), b_data, CUDA_R_16F, int(ld_packed), scalars + 1, p.c.data,
+                                     CUDA_R_32F, int(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
+
+}  // namespace
 
 void add_cublas_backends(std::vector<std::unique_ptr<Backend>>& out) {
   out.push_back(std::make_unique<CublasDgemm>());

@@ -3,9 +3,10 @@
 /// The GEMM backend interface:  C = alpha * op(A) * op(B) + beta * C, column-major.
 ///
 /// A backend computes on FP32 data (SGEMM class) or FP64 data (DGEMM class) in host or device
-/// memory, as data_type() and memory() say. Device backends are ordered on ctx.stream(), take
-/// their scratch memory from ctx.workspace() and synchronise nothing unless their description
-/// says so. Modelled on CUTLASS's can_implement / workspace / run.
+/// memory, as data_type() and memory() say; some also take other operand formats, a B operand
+/// they packed, or parameters (problem.hpp, the Problem form of run). Device backends are ordered
+/// on ctx.stream(), take their scratch memory from ctx.workspace() and synchronise nothing unless
+/// their description says so. Modelled on CUTLASS's can_implement / workspace / run.
 ///
 /// Semantics shared by every backend (enforced by Backend::run before a backend sees the call):
 ///  * m, n, k >= 0; lda >= max(1, rows of A as stored) (m if op_a == N, else k); likewise ldb, ldc.
@@ -18,23 +19,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "mixsolve/core/context.hpp"
 #include "mixsolve/core/matrix.hpp"
+#include "mixsolve/gemm/problem.hpp"
 
 namespace mixsolve::gemm {
-
-/// op(X) of a GEMM operand: N (X as stored) or T (its transpose).
-enum class Op { N, T };
-/// The element type a backend computes on: F32 (float) or F64 (double).
-enum class DataType { F32, F64 };
-
-/// @param op an operation.
-/// @return "N" or "T".
-inline const char* to_string(Op op) { return op == Op::N ? "N" : "T"; }
-/// @param t a data type.
-/// @return "FP32" or "FP64".
-inline const char* to_string(DataType t) { return t == DataType::F32 ? "FP32" : "FP64"; }
 
 /// The arguments of one GEMM, C = alpha * op(A) * op(B) + beta * C, column-major; op(A) is m x k,
 /// op(B) k x n, C m x n. The pointers lie in the backend's memory space (Backend::memory()).
@@ -98,6 +89,8 @@ struct Support {
     WrongDataType,      ///< FP32 arguments for an FP64 backend or the reverse
     Unavailable,        ///< the backend cannot run in this Context (Backend::unavailable_reason)
     OverSizeLimit,      ///< a size or leading dimension beyond what the backend can index
+    UnsupportedFormat,  ///< an operand's format (or packing) the backend does not take
+    UnsupportedParameter,  ///< a parameter the backend does not declare
   };
   Status status = Status::Ok;
   /// Empty when Ok; else what is wrong, naming the argument and its value.
@@ -140,6 +133,55 @@ class Backend {
   /// @overload
   Support can_implement(const Context& ctx, const GemmArgs<double>& args) const;
 
+  /// The parameters this backend takes (Problem-form run); none by default.
+  /// @return one spec per parameter: name, description, range and default.
+  virtual std::vector<ParameterSpec> parameters() const { return {}; }
+
+  /// Whether run() would accept `problem`: can_implement of the typed form, plus each operand's
+  /// format (Support::Status::UnsupportedFormat names the operand), a packed B's packer and
+  /// storage, and the parameters (UnsupportedParameter for an undeclared name, InvalidArgument
+  /// for a value outside its range).
+  /// @param ctx        the context the backend would run in.
+  /// @param problem    the GEMM.
+  /// @param parameters the backend's parameters; those left out take their defaults.
+  /// @param execution  how the call may execute.
+  /// @return Support::Status::Ok, or the first reason run() would refuse the call.
+  Support can_implement(const Context& ctx, const Problem& problem, const Parameters& parameters = {},
+                        const Execution& execution = {}) const;
+
+  /// Computes `problem` as run(ctx, GemmArgs) does, after can_implement(ctx, problem, ...) (a
+  /// refusal throws InvalidArgument for wrong arguments, NotSupported for the rest, naming the
+  /// argument and value). GemmArgs calls come here with Execution{args.check_range}.
+  /// @param ctx        the context: stream, cuBLAS handle and workspace of a device backend.
+  /// @param problem    the GEMM; C is written.
+  /// @param parameters the backend's parameters.
+  /// @param execution  check_range and placement (Execution).
+  /// @throws InvalidArgument, NotSupported, RangeError, DeviceError as run(ctx, GemmArgs).
+  void run(Context& ctx, const Problem& problem, const Parameters& parameters = {},
+           const Execution& execution = {}) const;
+
+  /// Bytes one column of a B packed by this backend takes when it holds inner rows [0, k) in
+  /// blocks of `block` rows; 0 if this backend does not pack (the default).
+  /// @param k     inner rows the storage holds, >= 0.
+  /// @param block inner rows per block, > 0.
+  /// @return the least PackedB::ld_bytes for such storage, or 0.
+  virtual std::int64_t packed_b_column_bytes(std::int64_t k, std::int64_t block) const { return 0; }
+
+  /// Packs the k x n operand `b` (op N) into `into`: its inner rows [0, k), starting at the
+  /// first row of block into.first_block (several calls can pack a storage block by block). On
+  /// ctx's stream, without synchronisation; the packed copy does not refer to `b` afterwards.
+  /// The caller guarantees |b| <= into.abs_bound (a larger entry may become Inf in products).
+  /// @param ctx  a context this backend can run in.
+  /// @param k    inner rows of b, >= 0.
+  /// @param n    columns of b, >= 0.
+  /// @param b    the dense operand (a format this backend packs, op N).
+  /// @param into the storage: packer this backend, ld_bytes >= packed_b_column_bytes(
+  ///             into.first_block * into.block + k, into.block).
+  /// @throws NotSupported    if this backend does not pack, or not b's format.
+  /// @throws InvalidArgument naming a negative size, a small ldb or ld_bytes, a null pointer, a
+  ///                         bad block or bound, or storage packed for another backend.
+  void pack_b(Context& ctx, std::int64_t k, std::int64_t n, const Operand& b, const PackedB& into) const;
+
   /// Validates the arguments (throwing InvalidArgument naming the argument and value), handles
   /// the empty cases, then computes. Throws NotSupported for the other data type.
   /// Device backends are ordered on ctx.stream() and return without waiting unless their
@@ -166,6 +208,20 @@ class Backend {
   virtual std::int64_t size_limit() const { return INT64_MAX; }
   /// The largest k; the default is size_limit().
   virtual std::int64_t inner_size_limit() const { return size_limit(); }
+  /// Whether this backend takes the operands' formats; the default: A, B and C all of
+  /// data_type() (else WrongDataType when they share the other type, UnsupportedFormat naming
+  /// the operand otherwise). A backend that takes other formats (a packed B, 16-bit A and B)
+  /// overrides it and run_problem.
+  /// @param problem   the GEMM (sizes not yet checked).
+  /// @param execution how the call may execute.
+  virtual Support check_formats(const Problem& problem, const Execution& execution) const;
+  /// Called with a problem can_implement accepted, m, n > 0, k > 0 and alpha != 0. The default
+  /// runs run_f32 or run_f64 on the typed arguments (formats all of data_type()).
+  virtual void run_problem(Context& ctx, const Problem& problem, const Parameters& parameters,
+                           const Execution& execution) const;
+  /// pack_b after its checks, with k, n > 0. The default throws NotSupported.
+  virtual void pack_b_checked(Context& ctx, std::int64_t k, std::int64_t n, const Operand& b,
+                              const PackedB& into) const;
   /// Called with validated arguments, m, n > 0, k > 0 and alpha != 0. The default throws
   /// NotSupported.
   virtual void run_f32(Context& ctx, const GemmArgs<float>& args) const;
@@ -174,10 +230,29 @@ class Backend {
   virtual void run_f64(Context& ctx, const GemmArgs<double>& args) const;
 
  private:
-  template <class T>
-  Support check(const Context& ctx, const GemmArgs<T>& args) const;
-  template <class T>
-  void run_checked(Context& ctx, const GemmArgs<T>& args) const;
+  Support check(const Context& ctx, const Problem& problem, const Parameters& parameters,
+                const Execution& execution) const;
 };
+
+/// The Problem form of typed arguments: A, B and C of T's format.
+/// @param args the GEMM.
+/// @return the same GEMM as a Problem; Execution{args.check_range} completes it.
+template <class T>
+Problem to_problem(const GemmArgs<T>& args) {
+  constexpr Format f = sizeof(T) == 4 ? Format::F32 : Format::F64;
+  return {args.m, args.n, args.k, double(args.alpha), double(args.beta), Operand::dense(f, args.op_a, args.a, args.lda),
+          Operand::dense(f, args.op_b, args.b, args.ldb), Output{f, args.c, args.ldc}};
+}
+
+/// The typed form of a problem whose operands are all dense of T's format.
+/// @param problem   the GEMM.
+/// @param execution supplies check_range.
+/// @return the same GEMM as GemmArgs<T> (alpha and beta rounded to T).
+template <class T>
+GemmArgs<T> to_args(const Problem& problem, const Execution& execution) {
+  return {problem.a.op, problem.b.op, problem.m, problem.n, problem.k, T(problem.alpha),
+          static_cast<const T*>(problem.a.data), problem.a.ld, static_cast<const T*>(problem.b.data), problem.b.ld,
+          T(problem.beta), static_cast<T*>(problem.c.data), problem.c.ld, execution.check_range};
+}
 
 }  // namespace mixsolve::gemm

@@ -36,7 +36,7 @@
 #include "mixsolve/core/cusolver_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/norms.hpp"
-#include "mixsolve/gemm/fp16x3_packed.hpp"
+#include "mixsolve/gemm/problem.hpp"
 #include "mixsolve/gemm/registry.hpp"
 
 namespace mixsolve::solvers_detail {
@@ -186,7 +186,7 @@ class DeviceEngine final : public Engine {
       factors32_ = DeviceBuffer<float>();
       solve_buffer_ = DeviceBuffer<float>();
       block_rows32_ = BlockRowBuffers<float>();
-      packed_l21_ = DeviceBuffer<std::uint16_t>();
+      packed_l21_ = DeviceBuffer<unsigned char>();
       allocate_factors(factors64_);
       // The blocked LU below (DGEMM updates, FP64 panels) from n = kFp64EngineMinN on, where the
       // rows fit the panel kernel; else cusolverDnDgetrf. Tuning::fp64_route forces either (the
@@ -622,33 +622,38 @@ class DeviceEngine final : public Engine {
     const auto at = [&](std::int64_t row, std::int64_t column) {
       return row_major_ ? f + column + row * nf_ : f + row + column * nf_;
     };
-    // fp16x3 (row-major): each panel's L21 is split into FP16 hi/lo once, right after the panel,
-    // at the fixed scale that |L| <= 1 allows (gemm/fp16x3_packed.hpp), and every update of its
-    // group multiplies with that copy, where the backend would split L21 again in every product
-    // (the chain's and three per bulk update), each time after a pass for its largest |value|.
-    // A group's panels lie side by side in each packed row (kPackedGroupSlots slots of nf rows x
-    // 3 group nb halves, indexed by the factors' row), and a later panel's interchanges move the
-    // group's packed rows as they move its L columns. Tuning::packed_l21 off: the backend's own
-    // split.
+    // An update backend that packs operands (gemm::Backend::pack_b; cublas-fp16x3 splits them
+    // into FP16 hi/lo), row-major: each panel's L21 is packed once, right after the panel, with
+    // the bound |L| <= 1 of partial pivoting fixing its scale, and every update of its group reads
+    // that copy, where the backend would convert L21 again in every product (the chain's and
+    // three per bulk update), each time after a pass for its largest |value|. A group's panels
+    // are the blocks of one packed operand (kPackedGroupSlots slots of nf packed columns, indexed
+    // by the factors' row), and a later panel's interchanges move the group's packed columns as
+    // they move its L columns (a packed column depends on its own column of L alone).
+    // Tuning::packed_l21 off: the backend's own conversion in every product.
+    const std::int64_t packed_ld = update.packed_b_column_bytes(group * nb_, nb_);  // bytes per packed column
+    const std::int64_t packed_panel_bytes = update.packed_b_column_bytes(nb_, nb_);
     constexpr bool kFp32 = std::is_same_v<T, float>;
-    const bool packed = kFp32 && row_major_ && precision_ == Precision::Fp16x3 && nb_ % 2 == 0 &&
+    const bool packed = kFp32 && row_major_ && packed_ld > 0 && packed_panel_bytes % 4 == 0 &&
                         tuning().packed_l21;
-    const std::int64_t packed_ld = 3 * group * nb_;  // halves per packed row
     if (packed && packed_l21_.size() != std::size_t(kPackedGroupSlots * packed_ld * nf_))
-      packed_l21_ = DeviceBuffer<std::uint16_t>(ctx_, kPackedGroupSlots * packed_ld * nf_);
+      packed_l21_ = DeviceBuffer<unsigned char>(ctx_, kPackedGroupSlots * packed_ld * nf_);
     std::vector<StreamEvent> slot_read(kPackedGroupSlots);  // the last bulk update that read a slot
     const auto slot_of = [&](std::int64_t q) { return (q / group) % kPackedGroupSlots; };
-    const auto packed_row0 = [&](std::int64_t q) {  // panel q's part of packed row 0
-      return packed_l21_.data() + slot_of(q) * packed_ld * nf_ + (q % group) * 3 * nb_;
+    // Panel q's group as a packed operand, from panel q's block on.
+    const auto packed_l21 = [&](std::int64_t q) {
+      const gemm::PackedB group_storage{&update, packed_l21_.data() + slot_of(q) * packed_ld * nf_, packed_ld, nb_, 0,
+                                        1.0};
+      return group_storage.blocks_from(q % group);
     };
     const auto pack_l21 = [&](std::int64_t q) {
       const std::int64_t j0 = first_column(q), below = first_column(q + 1);
       if (!packed || below >= nf_) return;  // the last panel's L21 updates nothing
       if (q % group == 0) slot_read[slot_of(q)].wait_in(chain);
       profile.start(Profile::PackL21, chain);
-      if constexpr (kFp32)
-        gemm::fp16x3_pack(chain_ctx, below - j0, nf_ - below, at(below, j0), nf_, gemm::kFp16x3UnitBoundShift,
-                          packed_row0(q) + below * packed_ld, packed_ld);
+      update.pack_b(chain_ctx, below - j0, nf_ - below, gemm::Operand::dense(gemm::Format::F32, gemm::Op::N,
+                                                                              at(below, j0), nf_),
+                    packed_l21(q).columns_from(below));
       profile.stop(Profile::PackL21, chain);
     };
     // U12 = L11^-1 A12 for panel q's block row on the columns [c0, c1): a copy of A12, then a
@@ -666,13 +671,11 @@ class DeviceEngine final : public Engine {
       if (row_major_) {  // A12 is jb runs of `width` values: U12^T = A12^T (L11^-1)^T
         MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(copy, width * sizeof(T), at(j0, c0), nf_ * sizeof(T), width * sizeof(T),
                                               jb, cudaMemcpyDeviceToDevice, c.stream()));
-        cublas_product(c.cublas(), CUBLAS_OP_N, int(width), int(jb), int(jb), copy, int(width), inverse, int(jb),
-                       at(j0, c0), int(nf_));
+        exact_product(c, gemm::Op::N, width, jb, jb, copy, width, inverse, jb, at(j0, c0), nf_);
       } else {  // A12 is `width` columns of jb values; the inverse seen column-major is its transpose
         MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(copy, jb * sizeof(T), at(j0, c0), nf_ * sizeof(T), jb * sizeof(T), width,
                                               cudaMemcpyDeviceToDevice, c.stream()));
-        cublas_product(c.cublas(), CUBLAS_OP_T, int(jb), int(width), int(jb), inverse, int(jb), copy, int(jb),
-                       at(j0, c0), int(nf_));
+        exact_product(c, gemm::Op::T, jb, width, jb, inverse, jb, copy, jb, at(j0, c0), nf_);
       }
     };
     // The updates of panels [p0, p1] on the columns [c0, c1), on c's stream: their interchanges
@@ -693,11 +696,12 @@ class DeviceEngine final : public Engine {
           const std::int64_t q = k0 / nb_;
           if (slot_of(q) != slot_of((k1 - 1) / nb_) || q % group + (k1 - k0 + nb_ - 1) / nb_ > group)
             throw Error("device LU: an update spans panels of two packed groups (a bug)");
-          if constexpr (kFp32)
-            gemm::fp16x3_gemm_packed_b(c, c1 - c0, r1 - r0, k1 - k0, -1.0f, at(k0, c0), nf_,
-                                       gemm::Fp16x3PackedB{packed_row0(q) + r0 * packed_ld, packed_ld, nb_,
-                                                           gemm::kFp16x3UnitBoundShift},
-                                       1.0f, at(r0, c0), nf_, placement);
+          update.run(c,
+                     gemm::Problem{c1 - c0, r1 - r0, k1 - k0, -1.0, 1.0,
+                                   gemm::Operand::dense(gemm::Format::F32, gemm::Op::N, at(k0, c0), nf_),
+                                   gemm::Operand::prepacked(packed_l21(q).columns_from(r0)),
+                                   gemm::Output{gemm::Format::F32, at(r0, c0), nf_}},
+                     {}, gemm::Execution{false, placement});
         } else if (row_major_)  // cuBLAS sees the transposes: A22^T -= U12^T L21^T
           update.run(c, gemm::GemmArgs<T>{gemm::Op::N, gemm::Op::N, c1 - c0, r1 - r0, k1 - k0, T(-1), at(k0, c0), nf_,
                                           at(r0, k0), nf_, T(1), at(r0, c0), nf_, false});
@@ -790,9 +794,11 @@ class DeviceEngine final : public Engine {
       if (pending_column < j0) {
         profile.start(Profile::LeftSwaps, chain);
         apply_row_moves(f, nf_, to, from, moves, pending_column, j0, j0, j0, chain, row_major_);
-        if (packed)  // the pending panels' packed rows, moved as pairs of halves
-          apply_row_moves(reinterpret_cast<float*>(packed_row0(pending)), packed_ld / 2, to, from, moves, 0,
-                          (p - pending) * 3 * nb_ / 2, 0, 0, chain, true);
+        if (packed)  // the pending panels' packed columns, moved as 4-byte words
+          apply_row_moves(static_cast<float*>(packed_l21(pending).data) +
+                              update.packed_b_column_bytes((pending % group) * nb_, nb_) / 4,
+                          packed_ld / 4, to, from, moves, 0, (p - pending) * packed_panel_bytes / 4, 0, 0, chain,
+                          true);
         profile.stop(Profile::LeftSwaps, chain);
       }
       // Panel p's L11^-1, for the U12 of both streams: the chain waits for it after its
@@ -939,8 +945,8 @@ class DeviceEngine final : public Engine {
                                           below, cudaMemcpyDeviceToDevice, ctx.stream()));
     // Row-major L21 seen column-major is L21^T = U11^-T A21^T; the row-major inverse seen
     // column-major is U11^-T.
-    cublas_product(ctx.cublas(), CUBLAS_OP_N, int(jb), int(below), int(jb), buffers.u11_inverse.data(), int(jb),
-                   buffers.l21_copy.data(), int(jb), l21, int(nf_));
+    exact_product(ctx, gemm::Op::N, jb, below, jb, buffers.u11_inverse.data(), jb, buffers.l21_copy.data(), jb, l21,
+                  nf_);
     abs_max_row_major_kernel<<<unsigned(std::min<std::int64_t>(1024, (below * jb + 255) / 256)), 256, 0,
                                ctx.stream()>>>(l21, nf_, below, int(jb), largest_multiplier_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
@@ -1199,7 +1205,7 @@ class DeviceEngine final : public Engine {
   DeviceBuffer<int> move_to_, move_from_, move_count_;  // each panel's interchanges as row moves
   BlockRowBuffers<float> block_rows32_;     // for FP32 factors
   BlockRowBuffers<double> block_rows64_;    // for FP64 factors
-  DeviceBuffer<std::uint16_t> packed_l21_;  // fp16x3: each group's L21 split once (factor_blocked)
+  DeviceBuffer<unsigned char> packed_l21_;  // each group's L21 packed once (factor_blocked)
   std::unique_ptr<PanelWorkspace<float>> panel32_;
   std::unique_ptr<PanelWorkspace<double>> panel64_;
   Profile profile_;

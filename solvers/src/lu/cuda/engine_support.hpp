@@ -15,6 +15,8 @@
 #include "mixsolve/core/context.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
+#include "mixsolve/gemm/backend.hpp"
+#include "precisions.hpp"
 #include "tuning.hpp"
 
 namespace mixsolve::solvers_detail::device_lu {
@@ -195,16 +197,13 @@ struct BlockRowBuffers {
   }
 };
 
-// c = a b (alpha 1, beta 0; b not transposed) by cublasSgemm or cublasDgemm.
-inline void cublas_product(cublasHandle_t handle, cublasOperation_t op_a, int m, int n, int k, const float* a, int lda,
-                    const float* b, int ldb, float* c, int ldc) {
-  const float one = 1.0f, zero = 0.0f;
-  MIXSOLVE_CUBLAS_CHECK(cublasSgemm(handle, op_a, CUBLAS_OP_N, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc));
-}
-inline void cublas_product(cublasHandle_t handle, cublasOperation_t op_a, int m, int n, int k, const double* a, int lda,
-                    const double* b, int ldb, double* c, int ldc) {
-  const double one = 1.0, zero = 0.0;
-  MIXSOLVE_CUBLAS_CHECK(cublasDgemm(handle, op_a, CUBLAS_OP_N, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc));
+// c = op_a(a) b (alpha 1, beta 0) in T's own arithmetic: the FP32 or FP64 precision's update
+// backend (cublas-sgemm, cublas-dgemm), on ctx's stream.
+template <class T>
+void exact_product(Context& ctx, gemm::Op op_a, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
+                   std::int64_t lda, const T* b, std::int64_t ldb, T* c, std::int64_t ldc) {
+  static const gemm::Backend& backend = device_update_backend(std::is_same_v<T, float> ? Precision::FP32 : Precision::FP64);
+  backend.run(ctx, gemm::GemmArgs<T>{op_a, gemm::Op::N, m, n, k, T(1), a, lda, b, ldb, T(0), c, ldc, false});
 }
 
 }  // namespace mixsolve::solvers_detail::device_lu
