@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Internal: the device engine's own kernels (device_engine.cu includes this once): conversions
 // and transposes of the factors, the one-pass scan of A, row scatters, pivot bookkeeping, the
-// pivot-range and collapse watches, range scaling's column factors.
+// pivot range, range scaling's column factors.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -241,25 +241,6 @@ __global__ void column_abs_max_kernel(const double* m, std::int64_t ld, std::int
   if (threadIdx.x == 0) out[blockIdx.x] = r;
 }
 
-// *largest = max(*largest, max |a_ij|) over a rows x cols row-major block (element (i, j) at
-// a[j + i lda]), as the bits of a non-negative double (ordered as unsigned integers; NaN above
-// every number, so a NaN multiplier fails the check that reads it).
-template <class T>
-__global__ void abs_max_row_major_kernel(const T* a, std::int64_t lda, std::int64_t rows, int cols,
-                                         unsigned long long* largest) {
-  double v = 0;
-  for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < rows * cols;
-       idx += std::int64_t(gridDim.x) * blockDim.x) {
-    const double x = fabs(double(a[idx % cols + (idx / cols) * lda]));
-    if (!(x <= v)) v = x;
-  }
-  for (int o = 16; o > 0; o /= 2) {
-    const double other = __shfl_down_sync(0xffffffffu, v, o);
-    if (!(other <= v)) v = other;
-  }
-  if ((threadIdx.x & 31) == 0 && v != 0) atomicMax(largest, static_cast<unsigned long long>(__double_as_longlong(v)));
-}
-
 // range[0] = min |a_kk| and range[1] = max |a_kk| over the diagonal of an n x n column-major
 // matrix, as the bits of non-negative doubles (ordered as unsigned integers; range[0] starts at
 // all ones, range[1] at 0). NaNs are skipped: the factorization's own checks catch them.
@@ -280,21 +261,6 @@ __global__ void diagonal_abs_range_kernel(const T* a, std::int64_t lda, std::int
     atomicMin(&range[0], static_cast<unsigned long long>(__double_as_longlong(smallest)));
     atomicMax(&range[1], static_cast<unsigned long long>(__double_as_longlong(largest)));
   }
-}
-
-// kCollapseMinPivots (engine.hpp): the pivots of columns [j0, j0 + jb) of the factors f (its
-// diagonal, the same in either layout) into the running PivotWatch, in column order. One block
-// of kPanelMaxWidth threads.
-template <class T>
-__global__ void watch_pivots_kernel(const T* f, std::int64_t ld, std::int64_t j0, int jb, double below,
-                                    PivotWatch* watch) {
-  __shared__ double magnitudes[kPanelMaxWidth];
-  if (threadIdx.x < jb) magnitudes[threadIdx.x] = fabs(double(f[(j0 + threadIdx.x) * (ld + 1)]));
-  __syncthreads();
-  if (threadIdx.x != 0) return;
-  PivotWatch w = *watch;
-  for (int k = 0; k < jb; ++k) watch_pivot(w, magnitudes[k], below);
-  *watch = w;
 }
 
 // For each column j of m (one block per column): the power of two
