@@ -12,6 +12,7 @@
 
 #include "engine.hpp"
 #include "lu/lu_rules.hpp"
+#include "refinement/host_space.hpp"
 #include "mixsolve/core/norms.hpp"
 #include "mixsolve/gemm/registry.hpp"
 
@@ -120,16 +121,12 @@ bool all_finite(const std::vector<T>& v) {
   return std::all_of(v.begin(), v.end(), [](T x) { return std::isfinite(x); });
 }
 
-class HostEngine final : public Engine {
+class HostEngine final : public HostSpace {
  public:
-  HostEngine(Context& ctx, const MatrixView<const double>& a, int block_size) : ctx_(ctx), a_(a.rows * a.rows) {
-    n_ = a.rows;
-    for (std::int64_t j = 0; j < n_; ++j)
-      for (std::int64_t i = 0; i < n_; ++i) a_[i + j * n_] = a(i, j);
+  HostEngine(Context& ctx, const MatrixView<const double>& a, int block_size) : HostSpace(ctx, a) {
     nb_ = block_size > 0 ? block_size : 32;
   }
 
-  Memory memory() const override { return Memory::Host; }
   std::int64_t default_auto_min_n() const override { return 0; }
 
   double norm_inf() override {
@@ -295,94 +292,12 @@ class HostEngine final : public Engine {
     for (std::int64_t i = 0; i < n_; ++i) y[i] *= row_scale(i);
   }
 
-  void residual(const MatrixView<const double>& x, const MatrixView<const double>& b,
-                const MatrixView<double>& r) override {
-    for (std::int64_t c = 0; c < x.cols; ++c) {
-      for (std::int64_t i = 0; i < n_; ++i) r(i, c) = b(i, c);
-      for (std::int64_t j = 0; j < n_; ++j) {
-        const double xj = x(j, c);
-        for (std::int64_t i = 0; i < n_; ++i) r(i, c) -= a_[i + j * n_] * xj;
-      }
-    }
-  }
-
-  void multiply(const double* x, double* y) override {
-    std::fill(y, y + n_, 0.0);
-    for (std::int64_t j = 0; j < n_; ++j)
-      for (std::int64_t i = 0; i < n_; ++i) y[i] += a_[i + j * n_] * x[j];
-  }
-
   bool badly_scaled() override {
     std::vector<double> row_largest, column_largest;
     largest_per_row_and_column(row_largest, column_largest);
     return choose_range_scaling(row_largest, column_largest).two_sided;
   }
 
-  double componentwise_backward_error(const double* x, const double* b, const double* r) override {
-    return mixsolve::componentwise_backward_error(host_view<const double>(a_.data(), n_, n_, n_), x, b, nullptr,
-                                                  nullptr, r);
-  }
-
-  void column_norms_inf(const MatrixView<const double>& m, double* out) override {
-    for (std::int64_t c = 0; c < m.cols; ++c) {
-      double v = 0;
-      for (std::int64_t i = 0; i < m.rows; ++i) v = std::max(v, std::fabs(m(i, c)));
-      out[c] = v;
-    }
-  }
-
-  MatrixView<double> scratch(int slot, std::int64_t cols) override {
-    if (slot >= int(scratch_.size())) scratch_.resize(slot + 1);
-    auto& s = scratch_[slot];
-    if (s.size() < std::size_t(n_ * cols)) s.resize(n_ * cols);
-    peak_ = std::max(peak_, factors_bytes() + scratch_bytes());
-    return host_view(s.data(), n_, cols, std::max<std::int64_t>(n_, 1));
-  }
-
-  void copy(const MatrixView<const double>& src, const MatrixView<double>& dst) override {
-    for (std::int64_t j = 0; j < src.cols; ++j)
-      for (std::int64_t i = 0; i < src.rows; ++i) dst(i, j) = src(i, j);
-  }
-  void upload(const double* host, double* y) override { std::copy(host, host + n_, y); }
-  void download(const double* y, double* host) override { std::copy(y, y + n_, host); }
-  void fill_random(const MatrixView<double>& m, const RandomSpec& spec) override { mixsolve::fill_random(m, spec); }
-  void axpy(double alpha, const double* x, double* y) override {
-    for (std::int64_t i = 0; i < n_; ++i) y[i] += alpha * x[i];
-  }
-  void scal(double alpha, double* x) override {
-    for (std::int64_t i = 0; i < n_; ++i) x[i] *= alpha;
-  }
-  void zero(double* x) override { std::fill(x, x + n_, 0.0); }
-  double dot(const double* x, const double* y) override {
-    double s = 0;
-    for (std::int64_t i = 0; i < n_; ++i) s += x[i] * y[i];
-    return s;
-  }
-  void gram(const MatrixView<const double>& x, const MatrixView<const double>& y, double* out) override {
-    for (std::int64_t j = 0; j < y.cols; ++j)
-      for (std::int64_t i = 0; i < x.cols; ++i) out[i + j * x.cols] = dot(&x(0, i), &y(0, j));
-  }
-  double orthogonalize(const MatrixView<const double>& v, std::int64_t count, double* w, double* h) override {
-    std::fill(h, h + count, 0.0);
-    std::vector<double> projection(count);
-    for (int pass = 0; pass < 2; ++pass) {
-      for (std::int64_t c = 0; c < count; ++c) {
-        double s = 0;
-        for (std::int64_t i = 0; i < n_; ++i) s += v(i, c) * w[i];
-        projection[c] = s;
-      }
-      for (std::int64_t c = 0; c < count; ++c) {
-        for (std::int64_t i = 0; i < n_; ++i) w[i] -= projection[c] * v(i, c);
-        h[c] += projection[c];
-      }
-    }
-    return std::sqrt(dot(w, w));
-  }
-  void add(const MatrixView<const double>& x, const MatrixView<double>& y) override {
-    for (std::int64_t j = 0; j < x.cols; ++j)
-      for (std::int64_t i = 0; i < x.rows; ++i) y(i, j) += x(i, j);
-  }
-  void synchronize() override {}
   std::size_t peak_workspace_bytes() const override { return peak_; }
 
  private:
@@ -418,19 +333,12 @@ class HostEngine final : public Engine {
     }
   }
 
+  void track_peak() override { peak_ = std::max(peak_, factors_bytes() + scratch_bytes()); }
   std::size_t factors_bytes() const {
     return double_factors_.size() * sizeof(double) + float_factors_.size() * sizeof(float) +
            (pivots_.size() + row_order_.size()) * sizeof(std::int64_t) +
            (row_scale_.size() + column_scale_.size()) * sizeof(double);
   }
-  std::size_t scratch_bytes() const {
-    std::size_t b = 0;
-    for (const auto& s : scratch_) b += s.size() * sizeof(double);
-    return b;
-  }
-
-  Context& ctx_;
-  std::vector<double> a_;  // the FP64 matrix (a copy: the user's is never touched)
   std::vector<double> double_factors_;
   std::vector<float> float_factors_;
   std::vector<std::int64_t> pivots_;
@@ -440,7 +348,6 @@ class HostEngine final : public Engine {
   double mu_ = 1.0;
   double row_scale(std::int64_t i) const { return row_scale_.empty() ? 1.0 : row_scale_[i]; }
   double column_scale(std::int64_t j) const { return column_scale_.empty() ? 1.0 : column_scale_[j]; }
-  std::vector<std::vector<double>> scratch_;
   Precision precision_ = Precision::FP64;  // of the current factors
   int nb_ = 32;
   std::size_t peak_ = 0;

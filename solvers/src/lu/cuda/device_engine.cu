@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Device engine: blocked right-looking LU with partial pivoting and look-ahead on the GPU, FP32 or
-// FP64 storage, row-major while it is factored (design: docs/solver.md). Each panel is factored by
-// one launch of the cooperative kernel of panel_factorization.cu on its own stream while the trailing
-// update A22 -= L21 U12 runs on the chosen gemm/ backend (DGEMM for FP64 factors); U12 = L11^-1
-// A12 by a GEMM with L11's inverse. cuSOLVER's dgetrf remains for small FP64 factorizations and
-// where the panel kernel does not fit (Tuning::fp64_route forces a route). Solves
-// gather the pivot permutation and use the bandwidth-bound triangular solver; residuals are FP64
-// (cuBLAS) on the user's matrix.
+// Device engine: the LU of A on the GPU, FP32- or FP64-stored, and its solves (design:
+// docs/solver.md). It scans A once (norms, non-finite entries, range scaling, and the FP32 copy
+// the blocked LU starts from), writes A's copy into the factors' storage, runs the blocked LU
+// (blocked_lu.hpp) or, for small FP64 factorizations and where the panel kernel does not fit,
+// cuSOLVER's dgetrf (Tuning::fp64_route forces a route), checks the result, and applies the
+// factors: the pivot permutation, then the bandwidth-bound triangular solver or cuBLAS trsm. The
+// vectors and the operator A come from DeviceSpace (refinement/cuda/device_space.hpp).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
@@ -32,6 +31,7 @@
 #include "lu/cuda/engine_kernels.cuh"
 #include "lu/cuda/engine_support.hpp"
 #include "lu/cuda/lu_kernels.hpp"
+#include "refinement/cuda/device_space.hpp"
 #include "triangular/triangular_solver.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/cusolver_check.hpp"
@@ -57,10 +57,9 @@ constexpr int kDefaultPanelBlocks = 32;
 // the triangular solver's 16-byte copies need aligned leading dimensions, and off that grid the
 // LU's products run ~3.8x slower (n = 32761 against 32768 on an H100).
 constexpr std::int64_t kFactorAlignment = 32;
-class DeviceEngine final : public Engine {
+class DeviceEngine final : public DeviceSpace {
  public:
-  DeviceEngine(Context& ctx, const MatrixView<const double>& a, int block_size) : ctx_(ctx), a_(a) {
-    n_ = a.rows;
+  DeviceEngine(Context& ctx, const MatrixView<const double>& a, int block_size) : DeviceSpace(ctx, a) {
     nf_ = (n_ + kFactorAlignment - 1) / kFactorAlignment * kFactorAlignment;
     nb_ = std::min<std::int64_t>(block_size > 0 ? block_size : 256, kPanelMaxWidth);
     pivots_ = DeviceBuffer<int>(ctx_, std::max<std::int64_t>(nf_, 1));
@@ -68,7 +67,6 @@ class DeviceEngine final : public Engine {
     first_zero_pivot_ = DeviceBuffer<int>(ctx_, 1);
     info_ = DeviceBuffer<int>(ctx_, 1);
     flag_ = DeviceBuffer<unsigned long long>(ctx_, 1);
-    column_max_ = DeviceBuffer<double>(ctx_, 64);
     // Blocks (= multiprocessors) of the cooperative panel kernel; Tuning::panel_blocks (solvers/src/tuning.hpp).
     const int panel_blocks = tuning().panel_blocks > 0 ? tuning().panel_blocks : kDefaultPanelBlocks;
     blocked_ = std::make_unique<BlockedLu>(ctx_, n_, nf_, nb_, panel_blocks, profile_, pivots_.data(),
@@ -78,7 +76,6 @@ class DeviceEngine final : public Engine {
     if (solver_) cusolverDnDestroy(solver_);
   }
 
-  Memory memory() const override { return Memory::Device; }
   std::int64_t default_auto_min_n() const override { return 12288; }  // SolveOptions::auto_min_n
 
   void expect_factorization(Precision p) override { expected_precision_ = p; }
@@ -390,111 +387,11 @@ class DeviceEngine final : public Engine {
     MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
 
-  void residual(const MatrixView<const double>& x, const MatrixView<const double>& b,
-                const MatrixView<double>& r) override {
-    profile_.start(Profile::Residual, stream());
-    copy(b, r);
-    const double minus_one = -1.0, one = 1.0;
-    if (x.cols == 1)  // DGEMM with one column is not a GEMV in every cuBLAS
-      MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(n_), int(n_), &minus_one, a_.data, int(a_.ld),
-                                        x.data, 1, &one, r.data, 1));
-    else
-      MIXSOLVE_CUBLAS_CHECK(cublasDgemm(ctx_.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, int(n_), int(x.cols), int(n_), &minus_one,
-                                        a_.data, int(a_.ld), x.data, int(x.ld), &one, r.data, int(r.ld)));
-    profile_.stop(Profile::Residual, stream());
-  }
-
   bool badly_scaled() override { return choose_range_scaling(scan_a().row_max, scan_a().column_max).two_sided; }
 
-  double componentwise_backward_error(const double* x, const double* b, const double* r) override {
-    profile_.start(Profile::Residual, stream());
-    if (componentwise_workspace_.size() < std::size_t(2 * n_ + 1))
-      componentwise_workspace_ = DeviceBuffer<double>(ctx_, 2 * n_ + 1);
-    const double e = mixsolve::componentwise_backward_error(a_, x, b, stream(), componentwise_workspace_.data(), r);
-    profile_.stop(Profile::Residual, stream());
-    return e;
-  }
-
-  void multiply(const double* x, double* y) override {
-    profile_.start(Profile::Multiply, stream());
-    const double one = 1.0, zero = 0.0;
-    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(n_), int(n_), &one, a_.data, int(a_.ld), x, 1,
-                                      &zero, y, 1));
-    profile_.stop(Profile::Multiply, stream());
-  }
-
-  void column_norms_inf(const MatrixView<const double>& m, double* out) override {
-    if (column_max_.size() < std::size_t(m.cols)) column_max_ = DeviceBuffer<double>(ctx_, m.cols);
-    column_abs_max_kernel<<<unsigned(m.cols), 256, 0, stream()>>>(m.data, m.ld, m.rows, column_max_.data());
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-    column_max_.copy_to_host(out, m.cols, stream());
-  }
-
-  MatrixView<double> scratch(int slot, std::int64_t cols) override {
-    if (slot >= int(scratch_.size())) scratch_.resize(slot + 1);
-    if (scratch_[slot].size() < std::size_t(n_ * cols)) scratch_[slot] = DeviceBuffer<double>(ctx_, n_ * cols);
-    track_peak();
-    return device_view(scratch_[slot].data(), n_, cols, std::max<std::int64_t>(n_, 1));
-  }
-
-  void copy(const MatrixView<const double>& src, const MatrixView<double>& dst) override {
-    MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(dst.data, dst.ld * sizeof(double), src.data, src.ld * sizeof(double),
-                                          src.rows * sizeof(double), src.cols, cudaMemcpyDeviceToDevice, stream()));
-  }
-  void upload(const double* host, double* y) override {
-    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(y, host, n_ * sizeof(double), cudaMemcpyHostToDevice, stream()));
-  }
-  void download(const double* y, double* host) override {
-    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(host, y, n_ * sizeof(double), cudaMemcpyDeviceToHost, stream()));
-    MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream()));
-  }
-  void fill_random(const MatrixView<double>& m, const RandomSpec& spec) override {
-    mixsolve::fill_random(m, spec, stream());
-  }
-  void axpy(double alpha, const double* x, double* y) override {
-    MIXSOLVE_CUBLAS_CHECK(cublasDaxpy(ctx_.cublas(), int(n_), &alpha, x, 1, y, 1));
-  }
-  void scal(double alpha, double* x) override { MIXSOLVE_CUBLAS_CHECK(cublasDscal(ctx_.cublas(), int(n_), &alpha, x, 1)); }
-  void zero(double* x) override { MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(x, 0, n_ * sizeof(double), stream())); }
-  double dot(const double* x, const double* y) override {
-    double r = 0;  // host pointer mode: cuBLAS returns after the result is written (a synchronisation)
-    MIXSOLVE_CUBLAS_CHECK(cublasDdot(ctx_.cublas(), int(n_), x, 1, y, 1, &r));
-    return r;
-  }
-  void gram(const MatrixView<const double>& x, const MatrixView<const double>& y, double* out) override {
-    const std::size_t entries = std::size_t(x.cols * y.cols);
-    if (gram_.size() < entries) gram_ = DeviceBuffer<double>(ctx_, entries);
-    const double one = 1.0, zero = 0.0;
-    MIXSOLVE_CUBLAS_CHECK(cublasDgemm(ctx_.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(x.cols), int(y.cols), int(n_), &one,
-                                      x.data, int(x.ld), y.data, int(y.ld), &zero, gram_.data(), int(x.cols)));
-    gram_.copy_to_host(out, entries, stream());
-  }
-  double orthogonalize(const MatrixView<const double>& v, std::int64_t count, double* w, double* h) override {
-    if (projection_.size() < std::size_t(2 * count)) projection_ = DeviceBuffer<double>(ctx_, 2 * count);
-    double *sum = projection_.data(), *pass = sum + count;
-    const double one = 1.0, minus_one = -1.0, zero = 0.0;
-    cublasHandle_t handle = ctx_.cublas();
-    for (int p = 0; p < 2; ++p) {
-      double* target = p == 0 ? sum : pass;
-      MIXSOLVE_CUBLAS_CHECK(cublasDgemv(handle, CUBLAS_OP_T, int(n_), int(count), &one, v.data, int(v.ld), w, 1, &zero,
-                                        target, 1));
-      MIXSOLVE_CUBLAS_CHECK(cublasDgemv(handle, CUBLAS_OP_N, int(n_), int(count), &minus_one, v.data, int(v.ld), target,
-                                        1, &one, w, 1));
-    }
-    MIXSOLVE_CUBLAS_CHECK(cublasDaxpy(handle, int(count), &one, pass, 1, sum, 1));
-    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(h, sum, count * sizeof(double), cudaMemcpyDeviceToHost, stream()));
-    double norm = 0;  // host pointer mode: returns once written, after the copy above (same stream)
-    MIXSOLVE_CUBLAS_CHECK(cublasDnrm2(handle, int(n_), w, 1, &norm));
-    return norm;
-  }
-  void add(const MatrixView<const double>& x, const MatrixView<double>& y) override {
-    for (std::int64_t j = 0; j < x.cols; ++j) axpy(1.0, x.data + j * x.ld, y.data + j * y.ld);
-  }
-  void synchronize() override { ctx_.synchronize(); }
   std::size_t peak_workspace_bytes() const override { return peak_; }
 
  private:
-  cudaStream_t stream() const { return ctx_.stream(); }
 
   // w := U^-1 L^-1 w for an n x k FP64 block with the current factors, in FP64 arithmetic. One to
   // four vectors (refinement, GMRES, the probe) go through the bandwidth-bound solver in one pass
@@ -645,16 +542,13 @@ class DeviceEngine final : public Engine {
     f = DeviceBuffer<U>(ctx_, nf_ * nf_);
   }
 
-  // `transient`: a workspace that lives only during the current step.
-  void track_peak(std::size_t transient = 0) {
+  void track_peak(std::size_t transient = 0) override {
     std::size_t bytes = transient + factors32_.bytes() + factors64_.bytes() + 2 * pivots_.bytes() + blocked_->bytes() +
                         solve_buffer_.bytes() +
                         solve64_.bytes() + row_factor_.bytes() + column_factor_.bytes() + vector_scale_.bytes() +
-                        projection_.bytes() +
-                        (triangular32_ ? triangular32_->bytes() : 0) +
+                        space_bytes() + (triangular32_ ? triangular32_->bytes() : 0) +
                         (triangular64_ ? triangular64_->bytes() : 0) +
                         ctx_.workspace_capacity();
-    for (const auto& s : scratch_) bytes += s.bytes();
     peak_ = std::max(peak_, bytes);
   }
 
@@ -681,14 +575,12 @@ class DeviceEngine final : public Engine {
     MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
 
-  Context& ctx_;
-  MatrixView<const double> a_;  // the user's matrix, read only
   cusolverDnHandle_t solver_ = nullptr;
   Precision precision_ = Precision::FP64;
   DeviceBuffer<float> factors32_, solve_buffer_;
   Precision expected_precision_ = Precision::Auto;  // expect_factorization's hint
   bool prepared_copy_ = false;  // factors32_ holds the scan's FP32 copy of A, row-major (scan_a)
-  DeviceBuffer<double> factors64_, solve64_, column_max_;
+  DeviceBuffer<double> factors64_, solve64_;
   // Range scaling of the current FP32 factors: they are of mu R A S (R = S = I unless two_sided_).
   DeviceBuffer<double> row_factor_, column_factor_;
   bool two_sided_ = false;
@@ -706,19 +598,14 @@ class DeviceEngine final : public Engine {
   bool substitution_solves_ = false;  // FP64 factors solved by trsm (choose_fp64_solves)
   double collapse_below_ = 0;  // watch a cheaper LU's pivots below this (0: not watched)
   double mu_ = 1.0;
-  DeviceBuffer<double> gram_;          // Engine::gram's k x k result
-  DeviceBuffer<double> componentwise_workspace_;  // componentwise_backward_error's
   DeviceBuffer<double> vector_scale_;  // apply_inverse: each column's sigma and 1 / sigma
-  DeviceBuffer<double> projection_;    // orthogonalize: the projections of the two passes
   DeviceBuffer<int> pivots_, permutation_, info_, first_zero_pivot_;
   DeviceBuffer<unsigned long long> pivot_range_;  // pivot_ratio(): min and max |u_kk|
-  Profile profile_;
-  std::unique_ptr<BlockedLu> blocked_;  // the blocked LU's streams and buffers (after profile_: it reports there)
+  std::unique_ptr<BlockedLu> blocked_;  // the blocked LU's streams and buffers
   std::unique_ptr<TriangularSolver<float, double>> triangular32_;  // for the current factors, FP64 arithmetic
   std::unique_ptr<TriangularSolver<double>> triangular64_;
   DeviceBuffer<unsigned long long> flag_;
   std::unique_ptr<MatrixScan> scan_;  // of A, once (scan_a)
-  std::vector<DeviceBuffer<double>> scratch_;
   // The order of the factors: n rounded up to kFactorAlignment. f holds the LU of [A 0; 0 I]
   // (factor_blocked_lu), whose leading n x n block is A's LU and whose border stays the identity,
   // so every product, copy and row of the LU keeps the alignment the tensor cores want whatever

@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "column_max.cuh"
 #include "cuda_helpers.hpp"
 #include "lu/lu_rules.hpp"
 #include "lu/cuda/lu_kernels.hpp"
@@ -217,28 +218,6 @@ __global__ void scatter_rows_kernel(const T* w, const int* permutation, std::int
 __global__ void add_panel_pivots_kernel(const int* panel, int count, std::int64_t first, int* global) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < count) global[first + i] = int(first + panel[i] - 1);
-}
-
-// max_i |row_factor_i m(i, blockIdx.x)| (row_factor may be null), in thread 0 of a block per
-// column.
-__device__ double column_abs_max_in_block(const double* m, std::int64_t ld, std::int64_t rows,
-                                          const double* row_factor) {
-  double v = 0;
-  for (std::int64_t i = threadIdx.x; i < rows; i += blockDim.x)
-    v = fmax(v, fabs(m[i + blockIdx.x * ld]) * (row_factor ? row_factor[i] : 1.0));
-  for (int o = 16; o > 0; o /= 2) v = fmax(v, __shfl_down_sync(0xffffffffu, v, o));
-  __shared__ double warp_max[32];
-  if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x / 32] = v;
-  __syncthreads();
-  double r = 0;
-  if (threadIdx.x == 0)
-    for (int w = 0; w < (blockDim.x + 31) / 32; ++w) r = fmax(r, warp_max[w]);
-  return r;
-}
-
-__global__ void column_abs_max_kernel(const double* m, std::int64_t ld, std::int64_t rows, double* out) {
-  const double r = column_abs_max_in_block(m, ld, rows, nullptr);
-  if (threadIdx.x == 0) out[blockIdx.x] = r;
 }
 
 // range[0] = min |a_kk| and range[1] = max |a_kk| over the diagonal of an n x n column-major
