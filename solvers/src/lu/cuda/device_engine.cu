@@ -223,7 +223,7 @@ class DeviceEngine final : public DeviceSpace {
     if (!substitution_solves_) triangular64_ = std::make_unique<TriangularSolver<double>>(f, n_, nf_, stream(), &ctx_);
   }
 
-  // The blocked LU (factor_blocked) of A, or of mu R A S with range scaling, into f (column-major
+  // The blocked LU (BlockedLu) of A, or of mu R A S with range scaling, into f (column-major
   // when it returns): T = float for the FP32-stored factorizations, double for FP64. f holds the
   // nf x nf matrix [A 0; 0 I] (kFactorAlignment), whose LU is A's with an identity beside it.
   // With a row order (row-major layout only): the LU of A's rows in that order, pivoting inside
