@@ -9,6 +9,8 @@
 //         [--tolerance-factor 1] [--no-fallback] [--no-range-scaling] [--no-reuse-pivot-order] [--block 0]
 //         [--probe-pivot-ratio 1e-4] [--device host|gpu]
 //
+// On the host (the default device) the cheap precisions' products run through gemm/'s bit-exact
+// models of the tensor cores, slow beyond a few hundred rows; --device gpu for large n.
 // A is a generated LAWN-41 test matrix (matgen/test_matrices.hpp: svd|poev|heev _ arith|geo|
 // cluster0|cluster1|logrand [_dominant]) or a Matrix Market file read through CHOLMOD and expanded
 // to a dense matrix (symmetric storage mirrored). For generated problems B = A X_true with a
@@ -84,9 +86,44 @@ std::vector<double> read_matrix_market(const std::string& path, std::int64_t& n)
   return dense;
 }
 
+constexpr const char* kUsage =
+    "solve [--matrix svd_geo] [--n 256] [--cond 1e6] [--seed 1] [--scale 1] [--nrhs 1]\n"
+    "      [--mtx FILE.mtx] [--precision auto] [--auto-path fp32] [--refinement auto]\n"
+    "      [--stop-test attainable|lapack] [--condition-estimate never|when-not-converged|always]\n"
+    "      [--max-iterations 30] [--gmres-restart 50] [--gmres-max-inner 200] [--tolerance-factor 1]\n"
+    "      [--no-fallback] [--no-range-scaling] [--no-reuse-pivot-order] [--block 0]\n"
+    "      [--probe-pivot-ratio 1e-4] [--device host|gpu]\n";
+
+// Throws InvalidArgument naming an argument that is not an option above, or an option without its
+// value: a mistyped option must not be ignored.
+void check_arguments(int argc, char** argv) {
+  static const char* const with_value[] = {
+      "matrix", "n", "cond", "seed", "scale", "nrhs", "mtx", "precision", "auto-path", "refinement", "stop-test",
+      "condition-estimate", "max-iterations", "gmres-restart", "gmres-max-inner", "tolerance-factor", "block",
+      "probe-pivot-ratio", "device"};
+  static const char* const flags[] = {"no-fallback", "no-range-scaling", "no-reuse-pivot-order"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    bool known = false;
+    for (const char* name : flags) known = known || arg == std::string("--") + name;
+    for (const char* name : with_value) {
+      if (arg != std::string("--") + name) continue;
+      if (i + 1 >= argc) throw InvalidArgument("solve: " + arg + " needs a value");
+      known = true;
+      ++i;
+    }
+    if (!known) throw InvalidArgument("solve: unknown argument \"" + arg + "\"; usage:\n" + kUsage);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
+  if (flag(argc, argv, "help")) {
+    std::printf("%s", kUsage);
+    return 0;
+  }
+  check_arguments(argc, argv);
   SolveOptions options;
   options.factorization = parse_precision(option(argc, argv, "precision", "auto"));
   if (const std::string path = option(argc, argv, "auto-path", ""); !path.empty()) {  // else the library's default
