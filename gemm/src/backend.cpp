@@ -105,6 +105,8 @@ Support Backend::check(const Context& ctx, const Problem& p, const Parameters& p
       return {Status::UnsupportedFormat, "B was packed by " + (b.packer ? b.packer->name() : std::string("no backend")) +
                                              "; only the backend that packs an operand reads it"};
     if (b.data == nullptr) return invalid("B's packed data is null with k = " + s(p.k) + ", n = " + s(p.n));
+    if (!(b.abs_bound > 0) || !std::isfinite(b.abs_bound))
+      return invalid("B's packed abs_bound (" + std::to_string(b.abs_bound) + ") must be finite and > 0");
     if (b.block <= 0 || b.first_block < 0)
       return invalid("B's packed block (" + s(b.block) + ") must be > 0 and its first block (" + s(b.first_block) +
                      ") >= 0");
@@ -163,6 +165,13 @@ void Backend::run(Context& ctx, const GemmArgs<float>& args) const {
 
 void Backend::run(Context& ctx, const GemmArgs<double>& args) const {
   run(ctx, to_problem(args), {}, Execution{args.check_range});
+}
+
+std::int64_t Backend::parameter_value(const Parameters& parameters, const std::string& name) const {
+  if (const auto given = parameters.find(name); given != parameters.end()) return given->second;
+  for (const ParameterSpec& spec : this->parameters())
+    if (spec.name == name) return spec.default_value;
+  throw InvalidArgument(where(*this) + ": no parameter '" + name + "'");
 }
 
 void Backend::run_problem(Context& ctx, const Problem& problem, const Parameters&, const Execution& execution) const {

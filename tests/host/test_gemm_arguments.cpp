@@ -259,9 +259,15 @@ class BackendWithParameters final : public Backend {
   std::vector<ParameterSpec> parameters() const override {
     return {{"slices", "number of slices", 2, 20, 7}, {"fast", "a switch", 0, 1, 0}};
   }
+  // The value of "slices" the last run saw (given or default).
+  mutable std::int64_t slices_seen = 0;
 
  protected:
-  void run_f64(Context& ctx, const GemmArgs<double>& args) const override { find_backend("host-fp64").run(ctx, args); }
+  void run_problem(Context& ctx, const Problem& p, const Parameters& parameters,
+                   const Execution& execution) const override {
+    slices_seen = parameter_value(parameters, "slices");
+    find_backend("host-fp64").run(ctx, to_args<double>(p, execution));
+  }
 };
 
 TEST(GemmProblem, ParametersAreCheckedAgainstTheBackendsSpecs) {
@@ -281,9 +287,100 @@ TEST(GemmProblem, ParametersAreCheckedAgainstTheBackendsSpecs) {
   expect_error<InvalidArgument>([&] { backend.run(ctx, p, {{"slices", 1}}); }, {"slices (1) outside [2, 20]"});
   backend.run(ctx, p, {{"slices", 3}});
   EXPECT_EQ(c, std::vector<double>(4, 4.0));
+  EXPECT_EQ(backend.slices_seen, 3);
+  backend.run(ctx, p);  // left out: the spec's default
+  EXPECT_EQ(backend.slices_seen, 7);
   for (const Backend* registered : all_backends()) {
     EXPECT_TRUE(registered->parameters().empty()) << registered->name();
     const Support s = registered->can_implement(ctx, p, {{"slices", 3}});
     EXPECT_FALSE(s) << registered->name();
   }
+}
+
+// A host backend that packs B (as a plain FP64 copy per column) stands for cublas-fp16x3 here:
+// the contract's checks of a packed B (its packer, bound, block and storage size) and of pack_b's
+// arguments run without a GPU, and a product with the packed copy equals the dense one.
+class PackingHostBackend final : public Backend {
+ public:
+  std::string name() const override { return "test-packing"; }
+  std::string description() const override { return "host FP64 GEMM whose B may be a packed copy"; }
+  DataType data_type() const override { return DataType::F64; }
+  Memory memory() const override { return Memory::Host; }
+  std::int64_t packed_b_column_bytes(std::int64_t k, std::int64_t) const override {
+    return k * std::int64_t(sizeof(double));
+  }
+
+ protected:
+  Support check_formats(const Problem& p, const Execution& e) const override {
+    if (p.b.format != Format::Packed) return Backend::check_formats(p, e);
+    return {};
+  }
+  void pack_b_checked(Context&, std::int64_t k, std::int64_t n, const Operand& b, const PackedB& into) const override {
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < k; ++i)
+        static_cast<double*>(into.columns_from(j).data)[into.first_block * into.block + i] =
+            static_cast<const double*>(b.data)[i + j * b.ld];
+  }
+  void run_problem(Context& ctx, const Problem& p, const Parameters& parameters,
+                   const Execution& execution) const override {
+    if (p.b.format != Format::Packed) return Backend::run_problem(ctx, p, parameters, execution);
+    const PackedB& b = p.b.packed;
+    Problem dense = p;
+    dense.b = Operand::dense(Format::F64, Op::N, static_cast<const double*>(b.data) + b.first_block * b.block,
+                             b.ld_bytes / std::int64_t(sizeof(double)));
+    find_backend("host-fp64").run(ctx, dense, {}, execution);
+  }
+};
+
+TEST(GemmProblem, PackedOperandsAreCheckedAndReadByTheirPackerOnly) {
+  Context ctx = Context::host_only();
+  const PackingHostBackend packer;
+  const std::int64_t m = 3, n = 4, k = 5, block = 2;
+  std::vector<double> a(m * k), b(k * n), c_dense(m * n, 0.0), c_packed(m * n, 0.0), storage(k * n);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = 0.25 * double(i) - 1;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = std::sin(double(i));
+  const PackedB packed{&packer, storage.data(), k * std::int64_t(sizeof(double)), block, 0, 1.0};
+  for (std::int64_t first = 0; first * block < k; ++first)  // block by block, the last one short
+    packer.pack_b(ctx, std::min(block, k - first * block), n,
+                  Operand::dense(Format::F64, Op::N, b.data() + first * block, k), packed.blocks_from(first));
+  const auto problem = [&](std::int64_t kk, std::int64_t first, const PackedB& view, std::vector<double>& c) {
+    return Problem{m, n, kk, 1.0, 0.0, Operand::dense(Format::F64, Op::N, a.data() + first * block * m, m),
+                   Operand::prepacked(view.blocks_from(first)), Output{Format::F64, c.data(), m}};
+  };
+  // From the second block on: the product of A's last 3 columns and B's last 3 rows.
+  packer.run(ctx, problem(k - block, 1, packed, c_packed));
+  find_backend("host-fp64").run(ctx, GemmArgs<double>{Op::N, Op::N, m, n, k - block, 1.0, a.data() + block * m, m,
+                                                      b.data() + block, k, 0.0, c_dense.data(), m});
+  EXPECT_EQ(c_packed, c_dense);
+
+  const auto expect_refused = [&](const Backend& backend, const Problem& p, Support::Status status,
+                                  const std::string& part) {
+    const Support s = backend.can_implement(ctx, p);
+    EXPECT_EQ(s.status, status) << s.reason;
+    EXPECT_NE(s.reason.find(part), std::string::npos) << s.reason;
+  };
+  PackedB no_bound = packed, nan_bound = packed, short_ld = packed, no_block = packed;
+  no_bound.abs_bound = 0;
+  nan_bound.abs_bound = std::nan("");
+  short_ld.ld_bytes = (k - 1) * std::int64_t(sizeof(double));
+  no_block.block = 0;
+  expect_refused(packer, problem(k, 0, no_bound, c_packed), Support::Status::InvalidArgument, "abs_bound");
+  expect_refused(packer, problem(k, 0, nan_bound, c_packed), Support::Status::InvalidArgument, "abs_bound");
+  expect_refused(packer, problem(k, 0, short_ld, c_packed), Support::Status::InvalidArgument, "ld_bytes (32)");
+  expect_refused(packer, problem(k, 0, no_block, c_packed), Support::Status::InvalidArgument, "block (0)");
+  const BackendWithParameters other;  // another backend never reads this packer's storage
+  Problem foreign = problem(k, 0, packed, c_packed);
+  expect_refused(other, foreign, Support::Status::UnsupportedFormat, "B is packed");
+  PackedB relabelled = packed;
+  relabelled.packer = &other;
+  expect_refused(packer, problem(k, 0, relabelled, c_packed), Support::Status::UnsupportedFormat,
+                 "packed by test-with-parameters");
+  expect_error<InvalidArgument>(
+      [&] { packer.pack_b(ctx, k, n, Operand::dense(Format::F64, Op::N, b.data(), k), no_bound); }, {"abs_bound"});
+  expect_error<InvalidArgument>(
+      [&] { packer.pack_b(ctx, k, n, Operand::dense(Format::F64, Op::N, b.data(), k - 1), packed); },
+      {"ldb (4) < k (5)"});
+  expect_error<InvalidArgument>(
+      [&] { packer.pack_b(ctx, k, n, Operand::dense(Format::F64, Op::N, b.data(), k), relabelled); },
+      {"the storage is for test-with-parameters"});
 }

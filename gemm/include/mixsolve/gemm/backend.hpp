@@ -215,8 +215,13 @@ class Backend {
   /// @param problem   the GEMM (sizes not yet checked).
   /// @param execution how the call may execute.
   virtual Support check_formats(const Problem& problem, const Execution& execution) const;
+  /// A parameter's value: the one given, else its spec's default.
+  /// @param parameters the call's parameters (already checked against parameters()).
+  /// @param name       a declared parameter's name; InvalidArgument for any other.
+  std::int64_t parameter_value(const Parameters& parameters, const std::string& name) const;
   /// Called with a problem can_implement accepted, m, n > 0, k > 0 and alpha != 0. The default
-  /// runs run_f32 or run_f64 on the typed arguments (formats all of data_type()).
+  /// runs run_f32 or run_f64 on the typed arguments (formats all of data_type()); a backend that
+  /// declares parameters overrides it and reads them through parameter_value.
   virtual void run_problem(Context& ctx, const Problem& problem, const Parameters& parameters,
                            const Execution& execution) const;
   /// pack_b after its checks, with k, n > 0. The default throws NotSupported.

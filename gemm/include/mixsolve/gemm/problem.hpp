@@ -47,8 +47,13 @@ const char* to_string(Format f);
 ///  * column j of B lies at `data + j ld_bytes` and depends on column j of B alone: permuting
 ///    whole packed columns permutes B's columns;
 ///  * the inner dimension is packed in blocks of `block` rows, so a product over inner rows
-///    [b block, k) reads the view blocks_from(b), and a block can be packed on its own;
-///  * the values were scaled for |B| <= abs_bound, which the caller promised when packing.
+///    [b block, k) reads the view blocks_from(b), and a block can be packed on its own; block b
+///    starts Backend::packed_b_column_bytes(b block, block) bytes into its column;
+///  * every block holds `block` rows but the storage's last, which may be shorter: a pack_b call
+///    and a product cover whole blocks, or end where the packed rows end (the backend cannot
+///    check the latter);
+///  * the values were scaled for |B| <= abs_bound, which the caller promised when packing; a
+///    product must give the same abs_bound as the pack_b calls that wrote the storage.
 struct PackedB {
   /// The backend whose layout this is.
   const Backend* packer = nullptr;
@@ -141,7 +146,8 @@ struct Execution {
 };
 
 /// A backend's parameters by name: integers (switches as 0 and 1). A name the backend does not
-/// declare (Backend::parameters) is refused; one left out takes its default.
+/// declare (Backend::parameters) is refused; one left out takes its default
+/// (Backend::parameter_value).
 using Parameters = std::map<std::string, std::int64_t>;
 
 /// One parameter a backend declares.

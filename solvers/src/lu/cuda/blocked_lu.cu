@@ -243,6 +243,9 @@ void BlockedLu::factor_blocked(const BlockedLuJob<T>& job, BlockedLuOutcome& out
   // they move its L columns (a packed column depends on its own column of L alone).
   // Tuning::packed_l21 off: the backend's own conversion in every product.
   const std::int64_t packed_ld = update.packed_b_column_bytes(group * nb_, nb_);  // bytes per packed column
+  // A panel's block is packed_panel_bytes of a packed column, and block b starts b of them in
+  // (gemm::PackedB's layout rules): where that is a multiple of 4 bytes, the interchanges move
+  // packed columns as 4-byte words.
   const std::int64_t packed_panel_bytes = update.packed_b_column_bytes(nb_, nb_);
   constexpr bool kFp32 = std::is_same_v<T, float>;
   const bool packed = kFp32 && row_major_ && packed_ld > 0 && packed_panel_bytes % 4 == 0 &&
