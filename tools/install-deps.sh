@@ -3,7 +3,7 @@
 # Installs the Debian packages mixsolve builds with, where missing (apt-get update first). The CUDA
 # toolkit (nvcc, cuBLAS) is expected on the machine already.
 set -euo pipefail
-packages=(cmake ninja-build g++ libeigen3-dev libgtest-dev nlohmann-json3-dev libsuitesparse-dev)
+packages=(cmake ninja-build g++ libeigen3-dev libgtest-dev nlohmann-json3-dev libsuitesparse-dev libmpfr-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

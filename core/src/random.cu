@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <sstream>
 
 #include "mixsolve/core/cuda_check.hpp"
@@ -10,7 +11,8 @@ namespace mixsolve {
 
 std::string RandomSpec::name() const {
   std::ostringstream s;
-  s << (distribution == Distribution::Uniform ? "uniform(" : "exp_rand(") << lo << "," << hi << ")";
+  if (distribution == Distribution::Phi) s << "phi(" << lo << ")";
+  else s << (distribution == Distribution::Uniform ? "uniform(" : "exp_rand(") << lo << "," << hi << ")";
   return s.str();
 }
 
@@ -49,6 +51,10 @@ void fill_random_impl(const MatrixView<T>& m, const RandomSpec& spec, cudaStream
   if (spec.distribution == Distribution::ExpRand && !(spec.hi > spec.lo))
     throw InvalidArgument("fill_random: exp_rand(" + std::to_string(spec.lo) + ", " +
                           std::to_string(spec.hi) + ") needs a < b");
+  if (spec.distribution == Distribution::Phi && !(spec.lo >= 0 && std::isfinite(spec.lo)))
+    throw InvalidArgument("fill_random: phi(" + std::to_string(spec.lo) + ") needs a finite phi >= 0");
+  if (spec.distribution == Distribution::Phi && !(spec.lo >= 0 && std::isfinite(spec.lo)))
+    throw InvalidArgument("fill_random: phi(" + std::to_string(spec.lo) + ") needs a finite phi >= 0");
   if (m.empty()) return;
   if (m.memory == Memory::Host) {
     for (std::int64_t j = 0; j < m.cols; ++j)

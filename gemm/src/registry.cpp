@@ -16,6 +16,7 @@ struct Registry {
     add_cublas_backends(owned);
     add_corrected_sgemm_backends(owned);
     add_host_backends(owned);
+    add_host_ozaki_backends(owned);
     for (const auto& b : owned) view.push_back(b.get());
   }
 };

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The test-input generators of seed 000 §4.1.
+// The test-input generators of seed 000 §4.1 and seed 004 §5.1.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -47,6 +47,36 @@ TEST(Random, UniformStaysInRangeAndDependsOnlyOnSeedAndIndex) {
   std::vector<float> c(60);
   fill_random(host_view(c.data(), 6, 10, 6), RandomSpec::uniform(-1, 1, 10));
   EXPECT_NE(a, c);
+}
+
+// phi(phi) = (u - 1/2) exp(phi rn): phi = 0 gives uniform(-1/2, 1/2); the spread of |x| widens
+// with phi (rn standard normal: about 1 in 370 draws beyond 3 sigma), and the matrix depends
+// only on the seed and the element's index.
+TEST(Random, PhiSpreadsMagnitudesAsSeed004Describes) {
+  const std::int64_t count = 200000;
+  std::vector<double> x(count);
+  const auto spread = [&](double phi) {
+    fill_random(host_view(x.data(), 400, 500, 400), RandomSpec::phi_spread(phi, 4));
+    double largest = 0, sum = 0;
+    for (double v : x) {
+      largest = std::fmax(largest, std::fabs(v));
+      sum += v;
+    }
+    EXPECT_LT(std::fabs(sum / count), 0.05 * std::exp(phi * phi / 2)) << "phi " << phi << ": mean near 0";
+    return largest;
+  };
+  EXPECT_LT(spread(0.0), 0.5);
+  EXPECT_GE(spread(0.0), 0.499);
+  const double at_1 = spread(1.0), at_2 = spread(2.0);
+  EXPECT_GT(at_1, 0.5 * std::exp(3.0));  // some draw beyond 3 standard deviations
+  EXPECT_LT(at_1, 0.5 * std::exp(6.0));
+  EXPECT_GT(at_2, at_1 * std::exp(2.0));
+  std::vector<double> again(count);
+  fill_random(host_view(again.data(), 400, 500, 400), RandomSpec::phi_spread(2.0, 4));
+  EXPECT_EQ(x, again);
+  EXPECT_EQ(RandomSpec::phi_spread(0.1, 1).name(), "phi(0.1)");
+  std::vector<double> one(1);
+  EXPECT_THROW(fill_random(host_view(one.data(), 1, 1, 1), RandomSpec::phi_spread(-1.0, 1)), InvalidArgument);
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file
-/// Reproducible random test matrices, identical on host and device: element (i, j) of a rows x cols
-/// matrix is a pure function of (seed, i + j * rows), so a matrix generated on the GPU equals the
-/// one generated on the host for the same seed, whatever the leading dimensions.
+/// Reproducible random test matrices: element (i, j) of a rows x cols matrix is a pure function of
+/// (seed, i + j * rows), so a matrix generated on the GPU equals the one generated on the host for
+/// the same seed, whatever the leading dimensions (phi matrices up to their last bits: random_phi).
 ///
 /// Input classes follow seed 000 §4.1: uniform(lo, hi) and exp_rand(a, b) -- exponent uniform over
-/// the integers a..b-1, 23 uniformly random mantissa bits, positive sign (the paper gives none).
+/// the integers a..b-1, 23 uniformly random mantissa bits, positive sign (the paper gives none) --
+/// and seed 004 §5.1: phi(phi) = (u - 1/2) exp(phi rn), u uniform in [0, 1), rn standard normal,
+/// whose magnitudes spread wider as phi grows.
 #pragma once
 
 #include <cmath>
@@ -19,15 +21,16 @@ struct CUstream_st;
 
 namespace mixsolve {
 
-/// The input class of a RandomSpec: Uniform (uniform(lo, hi)) or ExpRand (exp_rand(a, b)).
-enum class Distribution { Uniform, ExpRand };
+/// The input class of a RandomSpec: Uniform (uniform(lo, hi)), ExpRand (exp_rand(a, b)) or Phi
+/// (phi(phi), seed 004).
+enum class Distribution { Uniform, ExpRand, Phi };
 
 /// A distribution and a seed: what fill_random() and random_float() / random_double() draw from.
 /// Build one with uniform() or exp_rand().
 struct RandomSpec {
   /// Which input class.
   Distribution distribution = Distribution::Uniform;
-  /// uniform: lower bound; exp_rand: smallest binary exponent.
+  /// uniform: lower bound; exp_rand: smallest binary exponent; phi: phi.
   double lo = -1.0;
   /// uniform: upper bound; exp_rand: one past the largest exponent (must exceed lo).
   double hi = 1.0;
@@ -50,8 +53,14 @@ struct RandomSpec {
   static RandomSpec exp_rand(int a, int b, std::uint64_t seed) {
     return {Distribution::ExpRand, double(a), double(b), seed};
   }
+  /// phi(phi) (seed 004 §5.1): (u - 1/2) exp(phi rn), u uniform in [0, 1), rn standard normal
+  /// (Box-Muller from the element's own random bits).
+  /// @param phi  the spread, >= 0 (0.1, 1 and 2 in seed 004 Table 2).
+  /// @param seed generator seed.
+  /// @return the spec.
+  static RandomSpec phi_spread(double phi, std::uint64_t seed) { return {Distribution::Phi, phi, phi, seed}; }
   /// The input class for reports.
-  /// @return "uniform(-1,1)" or "exp_rand(-15,15)" (the seed is not included).
+  /// @return "uniform(-1,1)", "exp_rand(-15,15)" or "phi(0.1)" (the seed is not included).
   std::string name() const;
 };
 
@@ -74,6 +83,22 @@ MIXSOLVE_HD inline std::uint64_t random_bits(std::uint64_t seed, std::uint64_t i
   return mix64(mix64(seed) ^ (index * 0xD2B74407B1CE6E93ull));
 }
 
+/// Element `index` of a phi(phi) matrix (seed 004 §5.1): u from 53 bits of the element's first
+/// random word, rn = sqrt(-2 ln u1) cos(2 pi u2) from the two halves of a second. Unlike the other
+/// classes, host and device values may differ in their last bits: CUDA's log, cos and exp are not
+/// correctly rounded. Generate phi matrices on one side and copy them where both must agree.
+/// @param phi   the spread.
+/// @param seed  the stream's seed.
+/// @param index the element's position i + j * rows.
+/// @return the value.
+MIXSOLVE_HD inline double random_phi(double phi, std::uint64_t seed, std::uint64_t index) {
+  const std::uint64_t bits = random_bits(seed, index), more = mix64(bits);
+  const double u = double(bits >> 11) * 0x1p-53;
+  const double u1 = (double(more >> 32) + 1.0) * 0x1p-32, u2 = double(more & 0xFFFFFFFFull) * 0x1p-32;
+  const double rn = sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+  return (u - 0.5) * exp(phi * rn);
+}
+
 /// Element `index` of a float matrix drawn from `spec`.
 /// Uniform: u takes 24 random bits (exact in float); ExpRand: 23 random mantissa bits and an
 /// exponent uniform over the integers lo..hi-1.
@@ -81,6 +106,7 @@ MIXSOLVE_HD inline std::uint64_t random_bits(std::uint64_t seed, std::uint64_t i
 /// @param index the element's position i + j * rows.
 /// @return the value.
 MIXSOLVE_HD inline float random_float(const RandomSpec& spec, std::uint64_t index) {
+  if (spec.distribution == Distribution::Phi) return static_cast<float>(random_phi(spec.lo, spec.seed, index));
   const std::uint64_t bits = random_bits(spec.seed, index);
   if (spec.distribution == Distribution::Uniform) {
     const double u = double(bits >> 40) * 0x1p-24;  // 24 bits: exact in float
@@ -98,6 +124,7 @@ MIXSOLVE_HD inline float random_float(const RandomSpec& spec, std::uint64_t inde
 /// @param index the element's position i + j * rows.
 /// @return the value.
 MIXSOLVE_HD inline double random_double(const RandomSpec& spec, std::uint64_t index) {
+  if (spec.distribution == Distribution::Phi) return random_phi(spec.lo, spec.seed, index);
   const std::uint64_t bits = random_bits(spec.seed, index);
   if (spec.distribution == Distribution::Uniform) {
     const double u = double(bits >> 11) * 0x1p-53;
