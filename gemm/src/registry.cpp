@@ -17,6 +17,7 @@ struct Registry {
     add_corrected_sgemm_backends(owned);
     add_host_backends(owned);
     add_host_ozaki_backends(owned);
+    add_host_ozaki2_backends(owned);
     for (const auto& b : owned) view.push_back(b.get());
   }
 };

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// @file
+/// DGEMM emulated with INT8 products and the Chinese remainder theorem: the Ozaki scheme II
+/// (Uchino, Ozaki, Imamura; GEMMul8 implements it for NVIDIA GPUs), as a host reference that the
+/// device backend must reproduce.
+///
+/// Row i of op(A) is scaled by 2^s_i and rounded to integers, A' = round(diag(2^s) A), column j
+/// of op(B) likewise, B' = round(B diag(2^t)), with s_i, t_j chosen so that every |A'| and |B'|
+/// is at most 2^b, b = floor((log2(M / 2) - log2 k) / 2), M = m_1 ... m_N the product of N
+/// pairwise coprime moduli <= 256: then |A'B'| <= k 2^(2b) <= M / 2 and the integer product is
+/// determined by its residues. For each modulus, A' mod m and B' mod m (symmetric, in
+/// [-128, 127]) are INT8 matrices whose product accumulates exactly in INT32 (k <= 2^17); the N
+/// residues of each entry are combined by the CRT into A'B' exactly, and
+/// C = diag(2^-s) A'B' diag(2^-t). The only error is the rounding of A and B to b-bit integers
+/// relative to their row's and column's largest entry: more moduli, more bits.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace mixsolve::gemm {
+
+/// The moduli, in the order they are taken: pairwise coprime, at most 256, each residue an INT8.
+const std::vector<int>& ozaki2_moduli();
+
+/// The number of moduli the host reference takes: 2 to 15 (M <= 2^118, so the CRT runs exactly
+/// in 128-bit integers).
+constexpr int kOzaki2MinModuli = 2, kOzaki2MaxModuli = 15;
+/// The largest inner dimension: k 128^2 < 2^31 keeps the INT32 accumulation exact.
+constexpr std::int64_t kOzaki2MaxK = std::int64_t{1} << 17;
+
+/// b for `moduli` moduli and inner dimension k: the bits each operand keeps.
+/// @param moduli in [kOzaki2MinModuli, kOzaki2MaxModuli].
+/// @param k      the inner dimension, in [1, kOzaki2MaxK].
+/// @return floor((log2(M / 2) - ceil(log2 k)) / 2), at least 0.
+int ozaki2_operand_bits(int moduli, std::int64_t k);
+
+}  // namespace mixsolve::gemm

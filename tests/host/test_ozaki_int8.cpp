@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The Ozaki scheme II with INT8 moduli on the host (gemm/ozaki_int8.hpp): the CRT gives integer
+// products exactly, the error against MPFR falls as moduli are added and reaches FP64's level, and
+// bad input is refused by name.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "mixsolve/core/random.hpp"
+#include "mixsolve/gemm/ozaki_int8.hpp"
+#include "mixsolve/gemm/registry.hpp"
+#include "mpfr_reference.hpp"
+
+namespace {
+
+using namespace mixsolve;
+using namespace mixsolve::gemm;
+
+std::vector<double> phi_matrix(std::int64_t rows, std::int64_t cols, double phi, std::uint64_t seed) {
+  std::vector<double> x(rows * cols);
+  fill_random(host_view(x.data(), rows, cols, rows), RandomSpec::phi_spread(phi, seed));
+  return x;
+}
+
+Problem product(std::int64_t m, std::int64_t n, std::int64_t k, const double* a, const double* b, double* c) {
+  return Problem{m, n, k, 1.0, 0.0, Operand::dense(Format::F64, Op::N, a, m), Operand::dense(Format::F64, Op::N, b, k),
+                 Output{Format::F64, c, m}};
+}
+
+TEST(Ozaki2Int8, ModuliAreCoprimeInt8AndBitsFollowTheirProduct) {
+  const std::vector<int>& moduli = ozaki2_moduli();
+  for (std::size_t i = 0; i < moduli.size(); ++i) {
+    EXPECT_LE(moduli[i], 256);
+    for (std::size_t j = 0; j < i; ++j) EXPECT_EQ(std::gcd(moduli[i], moduli[j]), 1) << moduli[i] << " " << moduli[j];
+  }
+  EXPECT_EQ(ozaki2_operand_bits(2, 1), 7);     // M = 65280: floor(log2 M) = 15; (15 - 1 - 0) / 2
+  EXPECT_EQ(ozaki2_operand_bits(15, 256), 54);  // floor(log2 M) = 117: (116 - 8) / 2
+  EXPECT_EQ(ozaki2_operand_bits(15, kOzaki2MaxK), 49);
+  EXPECT_THROW(ozaki2_operand_bits(16, 256), InvalidArgument);
+  EXPECT_THROW(ozaki2_operand_bits(8, kOzaki2MaxK + 1), InvalidArgument);
+}
+
+// Integer matrices whose entries fit the operands' bits are scaled by powers of two only, so the
+// result is the exact integer product: every residue and the CRT are checked bit for bit.
+TEST(Ozaki2Int8, IntegerProductsAreReconstructedExactly) {
+  const std::int64_t m = 23, n = 19, k = 77;
+  std::vector<double> a(m * k), b(k * n), c(m * n);
+  for (std::size_t x = 0; x < a.size(); ++x) a[x] = double(std::int64_t(random_bits(3, x) % 2001) - 1000);
+  for (std::size_t x = 0; x < b.size(); ++x) b[x] = double(std::int64_t(random_bits(4, x) % 4001) - 2000);
+  Context ctx = Context::host_only();
+  const Backend& ozaki = find_backend("host-ozaki2-int8");
+  for (const int moduli : {6, 9, 15}) {  // operand bits 17, 24 and 51 at k = 77: every entry exact
+    ozaki.run(ctx, product(m, n, k, a.data(), b.data(), c.data()), {{"moduli", moduli}});
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < m; ++i) {
+        std::int64_t exact = 0;
+        for (std::int64_t l = 0; l < k; ++l) exact += std::int64_t(a[i + l * m]) * std::int64_t(b[l + j * k]);
+        ASSERT_EQ(c[i + j * m], double(exact)) << "moduli " << moduli << " at (" << i << ", " << j << ")";
+      }
+  }
+}
+
+// The maximum relative error (seed 004 eq. (21)) against MPFR at n = 256 falls with the number of
+// moduli, and at 15 moduli (54 bits of each operand) it is no worse than FP64 GEMM's for phi <= 1
+// (issue 27's accuracy target). At phi = 2 a row's small entries keep fewer bits than FP64 gives
+// them (a fixed point per row: 4.4e-9 against FP64's 5.6e-11 at n = 256), so only the fall is
+// asserted there.
+TEST(Ozaki2Int8, MaxRelativeErrorFallsWithTheNumberOfModuli) {
+  const std::int64_t n = 256;
+  Context ctx = Context::host_only();
+  const Backend& ozaki = find_backend("host-ozaki2-int8");
+  const Backend& dgemm = find_backend("host-fp64");
+  const std::vector<int> counts = {6, 8, 10, 12, 14, 15};
+  std::printf("host-ozaki2-int8 at n = %lld: max relative error\n  phi   ", (long long)n);
+  for (int t : counts) std::printf(" %2d moduli ", t);
+  std::printf("     FP64\n");
+  for (const double phi : {0.1, 1.0, 2.0}) {
+    const std::vector<double> a = phi_matrix(n, n, phi, 21), b = phi_matrix(n, n, phi, 22);
+    const std::vector<double> reference = mixsolve::testing::mpfr_gemm(n, n, n, a.data(), n, b.data(), n);
+    std::vector<double> c(n * n), error;
+    for (int t : counts) {
+      ozaki.run(ctx, product(n, n, n, a.data(), b.data(), c.data()), {{"moduli", t}});
+      error.push_back(mixsolve::testing::max_relative_error(n, n, c.data(), n, reference));
+    }
+    dgemm.run(ctx, product(n, n, n, a.data(), b.data(), c.data()));
+    const double fp64 = mixsolve::testing::max_relative_error(n, n, c.data(), n, reference);
+    std::printf("  %-4g", phi);
+    for (double e : error) std::printf("  %9.2e", e);
+    std::printf("  %9.2e\n", fp64);
+    for (std::size_t t = 1; t < error.size(); ++t)
+      EXPECT_LE(error[t], error[t - 1]) << "phi " << phi << ": " << counts[t] << " moduli";
+    if (phi <= 1) {
+      EXPECT_LT(error.front(), 1.0) << "phi " << phi;
+      EXPECT_LE(error.back(), fp64) << "phi " << phi;
+    }
+  }
+}
+
+TEST(Ozaki2Int8, WideExponentsZerosAndNonFiniteInputs) {
+  const std::int64_t m = 20, n = 18, k = 64;
+  Context ctx = Context::host_only();
+  const Backend& ozaki = find_backend("host-ozaki2-int8");
+  std::vector<double> a = phi_matrix(m, k, 0.5, 5), b = phi_matrix(k, n, 0.5, 6);
+  for (std::int64_t l = 0; l < k; ++l) {
+    a[0 + l * m] *= 0x1p+600;
+    a[1 + l * m] *= 0x1p-700;
+    a[2 + l * m] = 0;
+    b[l + 0 * k] *= 0x1p-300;
+    b[l + 1 * k] = 0;
+  }
+  a[3 + 5 * m] = 0x1p-1070;
+  const std::vector<double> reference = mixsolve::testing::mpfr_gemm(m, n, k, a.data(), m, b.data(), k);
+  std::vector<double> c(m * n, 7.0);
+  ozaki.run(ctx, product(m, n, k, a.data(), b.data(), c.data()));
+  EXPECT_LT(mixsolve::testing::max_relative_error(m, n, c.data(), m, reference), 1e-12);
+  for (std::int64_t j = 0; j < n; ++j) EXPECT_EQ(c[2 + j * m], 0.0);
+  for (std::int64_t i = 0; i < m; ++i) EXPECT_EQ(c[i + 1 * m], 0.0);
+  a[4 + 9 * m] = std::numeric_limits<double>::infinity();
+  try {
+    ozaki.run(ctx, product(m, n, k, a.data(), b.data(), c.data()));
+    ADD_FAILURE() << "Inf accepted";
+  } catch (const RangeError& e) {
+    EXPECT_NE(std::string(e.what()).find("element 9 of row 4"), std::string::npos) << e.what();
+  }
+  std::vector<double> tiny(1);
+  const Problem too_deep{1, 1, kOzaki2MaxK + 1, 1.0, 0.0, Operand::dense(Format::F64, Op::N, tiny.data(), 1),
+                         Operand::dense(Format::F64, Op::N, tiny.data(), kOzaki2MaxK + 1),
+                         Output{Format::F64, tiny.data(), 1}};
+  EXPECT_EQ(ozaki.can_implement(ctx, too_deep).status, Support::Status::OverSizeLimit);
+  EXPECT_EQ(ozaki.can_implement(ctx, product(m, n, k, a.data(), b.data(), c.data()), {{"moduli", 16}}).status,
+            Support::Status::InvalidArgument);
+}
+
+}  // namespace
