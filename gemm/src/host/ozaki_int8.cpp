@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The Ozaki scheme II with INT8 moduli (ozaki_int8.hpp) on the host: host-ozaki2-int8, exact
-// integer arithmetic throughout (INT32 products, the CRT in 128-bit integers).
+// The Ozaki scheme II with INT8 moduli (ozaki_int8.hpp) on the host: host-ozaki2-int8. INT32
+// products, exact; the CRT by Garner's digits and a double-double Horner sum (ozaki2_crt.hpp), as
+// the device backend computes it.
 #include "mixsolve/gemm/ozaki_int8.hpp"
 
 #include <cmath>
@@ -9,12 +10,11 @@
 #include <vector>
 
 #include "../backends.hpp"
+#include "../ozaki2_crt.hpp"
 #include "mixsolve/core/error.hpp"
 #include "mixsolve/formats/ozaki_split.hpp"
 
 namespace mixsolve::gemm {
-
-using Int128 = __int128;
 
 const std::vector<int>& ozaki2_moduli() {
   static const std::vector<int> moduli = {256, 255, 253, 251, 247, 241, 239, 233, 229, 227,
@@ -24,19 +24,21 @@ const std::vector<int>& ozaki2_moduli() {
 
 namespace {
 
-Int128 product_of_moduli(int count) {
-  Int128 m = 1;
-  for (int i = 0; i < count; ++i) m *= ozaki2_moduli()[i];
-  return m;
-}
-
-int floor_log2(Int128 x) {
-  int e = -1;
-  while (x > 0) {
-    x >>= 1;
-    ++e;
+// floor(log2 M), M = m_1 ... m_count: exact, as a product of 32-bit limbs.
+int floor_log2_of_moduli(int count) {
+  std::vector<std::uint32_t> limbs = {1};  // little-endian base 2^32
+  for (int i = 0; i < count; ++i) {
+    std::uint64_t carry = 0;
+    for (std::uint32_t& limb : limbs) {
+      const std::uint64_t v = std::uint64_t(limb) * std::uint64_t(ozaki2_moduli()[i]) + carry;
+      limb = std::uint32_t(v);
+      carry = v >> 32;
+    }
+    if (carry) limbs.push_back(std::uint32_t(carry));
   }
-  return e;
+  int top = 31;
+  while (!(limbs.back() >> top & 1u)) --top;
+  return int(32 * (limbs.size() - 1)) + top;
 }
 
 // x mod m in [0, m) for any sign of x.
@@ -71,7 +73,7 @@ int ozaki2_operand_bits(int moduli, std::int64_t k) {
   int log2_k = 0;
   while ((std::int64_t{1} << log2_k) < k) ++log2_k;
   // floor(log2(M / 2)) = floor(log2 M) - 1; then k 2^(2b) <= 2^floor(log2(M / 2)) <= M / 2.
-  const int bits = (floor_log2(product_of_moduli(moduli)) - 1 - log2_k) / 2;
+  const int bits = (floor_log2_of_moduli(moduli) - 1 - log2_k) / 2;
   return bits > 0 ? bits : 0;
 }
 
@@ -102,51 +104,53 @@ class HostOzaki2Int8 final : public Backend {
     const double* b = static_cast<const double*>(p.b.data);
     // Rows of op(A) and columns of op(B) as vectors of length k, rounded to b-bit integers.
     std::vector<int> a_shift, b_shift;
-    const std::vector<std::int64_t> ai = to_integers(a, m, k, p.a.op == Op::N ? 1 : p.a.ld,
+    const std::vector<double> ai = scaled(a, m, k, p.a.op == Op::N ? 1 : p.a.ld,
                                                      p.a.op == Op::N ? p.a.ld : 1, bits, a_shift, "A");
-    const std::vector<std::int64_t> bi = to_integers(b, n, k, p.b.op == Op::N ? p.b.ld : 1,
+    const std::vector<double> bi = scaled(b, n, k, p.b.op == Op::N ? p.b.ld : 1,
                                                      p.b.op == Op::N ? 1 : p.b.ld, bits, b_shift, "B");
-    const Int128 big_m = product_of_moduli(moduli);
-    std::vector<Int128> sum(m * n, 0);  // sum_i residue_i w_i mod M, w_i = (M / m_i) ((M / m_i)^-1 mod m_i)
+    const detail::GarnerTable table = garner_table(moduli);
+    std::vector<std::int32_t> residues(m * n * moduli);  // entry-major: the N residues of an entry together
     std::vector<std::int8_t> ar(m * k), br(n * k);
     for (int t = 0; t < moduli; ++t) {
-      const std::int64_t mod = ozaki2_moduli()[t];
-      for (std::size_t x = 0; x < ai.size(); ++x) ar[x] = symmetric_residue(ai[x], mod);
-      for (std::size_t x = 0; x < bi.size(); ++x) br[x] = symmetric_residue(bi[x], mod);
-      const Int128 cofactor = big_m / mod;
-      const Int128 weight = cofactor * inverse_mod(std::int64_t(cofactor % mod), mod);  // < M
+      const std::int32_t mod = table.modulus[t];
+      for (std::size_t x = 0; x < ai.size(); ++x) ar[x] = std::int8_t(detail::balanced(detail::residue_of_rounded(ai[x], mod), mod));
+      for (std::size_t x = 0; x < bi.size(); ++x) br[x] = std::int8_t(detail::balanced(detail::residue_of_rounded(bi[x], mod), mod));
       for (std::int64_t j = 0; j < n; ++j)
         for (std::int64_t i = 0; i < m; ++i) {
           std::int32_t dot = 0;  // exact: k 128^2 < 2^31
           for (std::int64_t l = 0; l < k; ++l) dot += std::int32_t(ar[i * k + l]) * std::int32_t(br[j * k + l]);
-          Int128& s = sum[i + j * m];
-          s = (s + weight * positive_mod(dot, mod)) % big_m;  // weight * residue < 2^126
+          residues[(i + j * m) * moduli + t] = detail::positive_residue(dot, mod);
         }
     }
     double* c = static_cast<double*>(p.c.data);
     for (std::int64_t j = 0; j < n; ++j)
       for (std::int64_t i = 0; i < m; ++i) {
-        Int128 exact = sum[i + j * m];  // A'B' mod M in [0, M); A'B' itself lies in [-M/2, M/2]
-        if (exact > big_m / 2) exact -= big_m;
-        const double ab = std::ldexp(static_cast<double>(exact), -(a_shift[i] + b_shift[j]));
+        // A'B' lies in [-M/2 + 1, M/2]: the value the residues determine, rounded to double.
+        const double exact = detail::crt_to_double(table, &residues[(i + j * m) * moduli]);
+        const double ab = std::ldexp(exact, -(a_shift[i] + b_shift[j]));
         double& cij = c[i + j * p.c.ld];
         cij = p.beta == 0 ? p.alpha * ab : p.alpha * ab + p.beta * cij;
       }
   }
 
  private:
-  static std::int8_t symmetric_residue(std::int64_t x, std::int64_t mod) {
-    std::int64_t r = positive_mod(x, mod);
-    if (r >= (mod + 1) / 2) r -= mod;  // [-128, 127] for mod = 256, [-(m-1)/2, (m-1)/2] for odd m
-    return static_cast<std::int8_t>(r);
+  static detail::GarnerTable garner_table(int moduli) {
+    detail::GarnerTable table;
+    table.count = moduli;
+    for (int i = 0; i < moduli; ++i) {
+      table.modulus[i] = ozaki2_moduli()[i];
+      for (int j = 0; j < i; ++j) table.inverse[j][i] = std::int32_t(inverse_mod(ozaki2_moduli()[j], ozaki2_moduli()[i]));
+    }
+    return table;
   }
 
-  // Vector v (element l at x[v vector_stride + l element_stride]) times 2^shift[v], rounded to
-  // nearest integers of magnitude <= 2^bits: shift = bits - ceil(log2 max |x_v|). Vector-major.
-  std::vector<std::int64_t> to_integers(const double* x, std::int64_t vectors, std::int64_t k,
+  // Vector v (element l at x[v vector_stride + l element_stride]) times 2^shift[v], shift = bits -
+  // ceil(log2 max |x_v|), so that the rounded values are integers of magnitude <= 2^bits (the
+  // rounding happens in residue_of_rounded). Vector-major.
+  std::vector<double> scaled(const double* x, std::int64_t vectors, std::int64_t k,
                                         std::int64_t vector_stride, std::int64_t element_stride, int bits,
                                         std::vector<int>& shift, const char* operand) const {
-    std::vector<std::int64_t> out(vectors * k);
+    std::vector<double> out(vectors * k);
     shift.assign(vectors, 0);
     for (std::int64_t v = 0; v < vectors; ++v) {
       double largest = 0;
@@ -160,7 +164,7 @@ class HostOzaki2Int8 final : public Backend {
       }
       shift[v] = largest > 0 ? bits - formats::ceil_log2(largest) : 0;
       for (std::int64_t l = 0; l < k; ++l)
-        out[v * k + l] = std::llrint(std::ldexp(x[v * vector_stride + l * element_stride], shift[v]));
+        out[v * k + l] = std::ldexp(x[v * vector_stride + l * element_stride], shift[v]);
     }
     return out;
   }

@@ -10,7 +10,8 @@
 /// pairwise coprime moduli <= 256: then |A'B'| <= k 2^(2b) <= M / 2 and the integer product is
 /// determined by its residues. For each modulus, A' mod m and B' mod m (symmetric, in
 /// [-128, 127]) are INT8 matrices whose product accumulates exactly in INT32 (k <= 2^17); the N
-/// residues of each entry are combined by the CRT into A'B' exactly, and
+/// residues of each entry determine A'B', which Garner's algorithm and a double-double sum turn
+/// into a double (relative error near 2^-104 before the final rounding), and
 /// C = diag(2^-s) A'B' diag(2^-t). The only error is the rounding of A and B to b-bit integers
 /// relative to their row's and column's largest entry: more moduli, more bits.
 #pragma once
@@ -23,9 +24,8 @@ namespace mixsolve::gemm {
 /// The moduli, in the order they are taken: pairwise coprime, at most 256, each residue an INT8.
 const std::vector<int>& ozaki2_moduli();
 
-/// The number of moduli the host reference takes: 2 to 15 (M <= 2^118, so the CRT runs exactly
-/// in 128-bit integers).
-constexpr int kOzaki2MinModuli = 2, kOzaki2MaxModuli = 15;
+/// The number of moduli: 2 to 20 (M up to 2^155).
+constexpr int kOzaki2MinModuli = 2, kOzaki2MaxModuli = 20;
 /// The largest inner dimension: k 128^2 < 2^31 keeps the INT32 accumulation exact.
 constexpr std::int64_t kOzaki2MaxK = std::int64_t{1} << 17;
 
