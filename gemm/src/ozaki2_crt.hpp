@@ -23,6 +23,25 @@ struct GarnerTable {
   std::int32_t inverse[kOzaki2MaxModuliAll][kOzaki2MaxModuliAll] = {};
 };
 
+// Products and sums rounded one by one, never fused into an FMA by the compiler: the device and
+// the host (whatever its -ffp-contract and -march) then round alike.
+MIXSOLVE_HD inline double mul_rn(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dmul_rn(a, b);
+#else
+  volatile double r = a * b;
+  return r;
+#endif
+}
+MIXSOLVE_HD inline double add_rn(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dadd_rn(a, b);
+#else
+  volatile double r = a + b;
+  return r;
+#endif
+}
+
 // x mod m in [0, m).
 MIXSOLVE_HD inline std::int32_t positive_residue(std::int64_t x, std::int32_t m) {
   const std::int64_t r = x % m;
@@ -55,20 +74,20 @@ MIXSOLVE_HD inline double crt_to_double(const GarnerTable& t, const std::int32_t
   }
   double hi = digit[t.count - 1], lo = 0;
   for (int i = t.count - 2; i >= 0; --i) {
-    // (hi, lo) := m_i (hi, lo) + v_i: the product of hi is split exactly by an FMA, then summed.
-    const double m = t.modulus[i];
-    const double p = hi * m;
+    // (hi, lo) := m_i (hi, lo) + v_i: the product of hi is split exactly by an FMA (TwoProduct),
+    // the digit added by TwoSum, and the pair renormalised (FastTwoSum, |hi| >= |lo|).
+    const double m = t.modulus[i], d = digit[i];
+    const double p = mul_rn(hi, m);
     const double p_error = fma(hi, m, -p);
-    const double s = p + double(digit[i]);
-    const double bb = s - p;
-    const double s_error = (p - (s - bb)) + (double(digit[i]) - bb);
-    hi = s;
-    lo = lo * m + p_error + s_error;
-    const double renormalised = hi + lo;  // fast two-sum: |hi| >= |lo|
-    lo = lo - (renormalised - hi);
+    const double s = add_rn(p, d);
+    const double bb = add_rn(s, -p);
+    const double s_error = add_rn(add_rn(p, -add_rn(s, -bb)), add_rn(d, -bb));
+    lo = add_rn(add_rn(mul_rn(lo, m), p_error), s_error);
+    const double renormalised = add_rn(s, lo);
+    lo = add_rn(lo, -add_rn(renormalised, -s));
     hi = renormalised;
   }
-  return hi + lo;
+  return add_rn(hi, lo);
 }
 
 }  // namespace mixsolve::gemm::detail

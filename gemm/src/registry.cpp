@@ -15,6 +15,7 @@ struct Registry {
   Registry() {
     add_cublas_backends(owned);
     add_corrected_sgemm_backends(owned);
+    add_ozaki2_device_backends(owned);
     add_host_backends(owned);
     add_host_ozaki_backends(owned);
     add_host_ozaki2_backends(owned);

@@ -11,6 +11,7 @@
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/norms.hpp"
 #include "mixsolve/core/random.hpp"
+#include "mixsolve/gemm/ozaki_int8.hpp"
 #include "mixsolve/gemm/registry.hpp"
 
 namespace {
@@ -347,6 +348,69 @@ TEST(GpuBackends, CorrectedBackendsAreAsAccurateAsSgemmOnUniformInputs) {
   Context ctx;
   expect_at_least_as_accurate_as_sgemm(ctx, {"halfhalf", "tf32tf32"}, 256, 8192, RandomSpec::uniform(-1, 1, 301),
                                        RandomSpec::uniform(-1, 1, 302));
+}
+
+}  // namespace
+
+namespace {
+
+// ozaki2-int8 computes host-ozaki2-int8's bits (the same residues, exact INT32 products, the same
+// Garner digits and double-double sum): all transposes, odd sizes, leading dimensions beyond the
+// rows, alpha and beta, phi 0.1 to 2, the automatic and fixed numbers of moduli.
+TEST(GpuOzaki2Int8, MatchesTheHostReferenceBitForBit) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  Context host = Context::host_only();
+  const Backend& device = find_backend("ozaki2-int8");
+  const Backend& reference = find_backend("host-ozaki2-int8");
+  const std::int64_t m = 70, n = 45, k = 300, pad = 3;
+  std::uint64_t seed = 40;
+  for (const double phi : {0.1, 1.0, 2.0})
+    for (const Op op_a : {Op::N, Op::T})
+      for (const Op op_b : {Op::N, Op::T})
+        for (const int moduli : {0, 8, 20}) {
+          const std::int64_t lda = (op_a == Op::N ? m : k) + pad, ldb = (op_b == Op::N ? k : n) + pad, ldc = m + pad;
+          std::vector<double> a(lda * (op_a == Op::N ? k : m)), b(ldb * (op_b == Op::N ? n : k)), c(ldc * n);
+          fill_random(host_view(a.data(), lda, a.size() / lda, lda), RandomSpec::phi_spread(phi, seed++));
+          fill_random(host_view(b.data(), ldb, b.size() / ldb, ldb), RandomSpec::phi_spread(phi, seed++));
+          fill_random(host_view(c.data(), ldc, n, ldc), RandomSpec::uniform(-1, 1, seed++));
+          DeviceBuffer<double> da(a.size()), db(b.size()), dc(c.size());
+          da.copy_from_host(a);
+          db.copy_from_host(b);
+          dc.copy_from_host(c);
+          std::vector<double> expected = c;
+          const auto problem = [&](const double* pa, const double* pb, double* pc) {
+            return Problem{m, n, k, -1.5, 0.25, Operand::dense(Format::F64, op_a, pa, lda),
+                           Operand::dense(Format::F64, op_b, pb, ldb), Output{Format::F64, pc, ldc}};
+          };
+          reference.run(host, problem(a.data(), b.data(), expected.data()), {{"moduli", moduli}});
+          device.run(ctx, problem(da.data(), db.data(), dc.data()), {{"moduli", moduli}});
+          ctx.synchronize();
+          std::vector<double> got(c.size());
+          dc.copy_to_host(got.data(), got.size());
+          for (std::size_t x = 0; x < got.size(); ++x)
+            ASSERT_EQ(got[x], expected[x]) << "phi " << phi << " op " << to_string(op_a) << to_string(op_b)
+                                           << " moduli " << moduli << " at " << x;
+        }
+}
+
+TEST(GpuOzaki2Int8, RefusesNonFiniteInputsAndDeepProducts) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const Backend& device = find_backend("ozaki2-int8");
+  const std::int64_t m = 16, n = 16, k = 16;
+  std::vector<double> a(m * k, 1.0), b(k * n, 1.0);
+  a[5] = std::nan("");
+  DeviceBuffer<double> da(a.size()), db(b.size()), dc(m * n);
+  da.copy_from_host(a);
+  db.copy_from_host(b);
+  const Problem p{m, n, k, 1.0, 0.0, Operand::dense(Format::F64, Op::N, da.data(), m),
+                  Operand::dense(Format::F64, Op::N, db.data(), k), Output{Format::F64, dc.data(), m}};
+  EXPECT_THROW(device.run(ctx, p), RangeError);
+  Problem deep = p;
+  deep.k = kOzaki2MaxK + 1;
+  deep.b.ld = deep.k;
+  EXPECT_EQ(device.can_implement(ctx, deep).status, Support::Status::OverSizeLimit);
 }
 
 }  // namespace

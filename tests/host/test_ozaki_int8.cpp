@@ -42,6 +42,9 @@ TEST(Ozaki2Int8, ModuliAreCoprimeInt8AndBitsFollowTheirProduct) {
   EXPECT_EQ(ozaki2_operand_bits(15, kOzaki2MaxK), 49);
   EXPECT_EQ(ozaki2_operand_bits(20, 256), 73);   // floor(log2 M) = 155: (154 - 8) / 2
   EXPECT_THROW(ozaki2_operand_bits(21, 256), InvalidArgument);
+  EXPECT_EQ(ozaki2_moduli_for_bits(53, 256), 15);    // 54 bits
+  EXPECT_EQ(ozaki2_moduli_for_bits(53, 16384), 16);  // 55 bits
+  EXPECT_EQ(ozaki2_moduli_for_bits(40, 256), 12);    // 11 keep 39
   EXPECT_THROW(ozaki2_operand_bits(8, kOzaki2MaxK + 1), InvalidArgument);
 }
 

@@ -77,6 +77,12 @@ int ozaki2_operand_bits(int moduli, std::int64_t k) {
   return bits > 0 ? bits : 0;
 }
 
+int ozaki2_moduli_for_bits(int bits, std::int64_t k) {
+  for (int count = kOzaki2MinModuli; count < kOzaki2MaxModuli; ++count)
+    if (ozaki2_operand_bits(count, k) >= bits) return count;
+  return kOzaki2MaxModuli;
+}
+
 namespace {
 
 // host-ozaki2-int8: FP64 data on the host; parameter moduli.
@@ -90,15 +96,17 @@ class HostOzaki2Int8 final : public Backend {
   DataType data_type() const override { return DataType::F64; }
   Memory memory() const override { return Memory::Host; }
   std::vector<ParameterSpec> parameters() const override {
-    return {{"moduli", "coprime INT8 moduli: each keeps about 4 more bits of A and of B", kOzaki2MinModuli,
-             kOzaki2MaxModuli, kOzaki2MaxModuli}};
+    return {{"moduli", "coprime INT8 moduli, each keeping about 4 more bits of A and of B; 0: the fewest that keep 53",
+             0, kOzaki2MaxModuli, 0}};
   }
 
  protected:
   std::int64_t inner_size_limit() const override { return kOzaki2MaxK; }
   void run_problem(Context&, const Problem& p, const Parameters& parameters, const Execution&) const override {
-    const int moduli = int(parameter_value(parameters, "moduli"));
     const std::int64_t m = p.m, n = p.n, k = p.k;
+    const int asked = int(parameter_value(parameters, "moduli"));
+    if (asked == 1) throw InvalidArgument("gemm(" + name() + "): moduli (1): one modulus keeps no bits; 0 or 2-20");
+    const int moduli = asked == 0 ? ozaki2_moduli_for_bits(53, k) : asked;
     const int bits = ozaki2_operand_bits(moduli, k);
     const double* a = static_cast<const double*>(p.a.data);
     const double* b = static_cast<const double*>(p.b.data);

@@ -35,4 +35,11 @@ constexpr std::int64_t kOzaki2MaxK = std::int64_t{1} << 17;
 /// @return floor((log2(M / 2) - ceil(log2 k)) / 2), at least 0.
 int ozaki2_operand_bits(int moduli, std::int64_t k);
 
+/// The fewest moduli that keep `bits` bits of each operand at inner dimension k (a moduli
+/// parameter of 0 asks for 53: FP64's significand).
+/// @param bits the operand bits asked for, >= 1.
+/// @param k    the inner dimension, in [1, kOzaki2MaxK].
+/// @return the count, at most kOzaki2MaxModuli (which may keep fewer bits than asked at large k).
+int ozaki2_moduli_for_bits(int bits, std::int64_t k);
+
 }  // namespace mixsolve::gemm
