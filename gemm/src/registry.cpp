@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "mixsolve/gemm/registry.hpp"
 
+#include <algorithm>
 #include <memory>
+#include <string>
 
 #include "backends.hpp"
 #include "mixsolve/core/error.hpp"
@@ -43,6 +45,46 @@ const Backend& find_backend(const std::string& name) {
   std::string names;
   for (const Backend* b : all_backends()) names += (names.empty() ? "" : ", ") + b->name();
   throw InvalidArgument("find_backend: no backend named \"" + name + "\"; known: " + names);
+}
+
+BackendCall find_backend_call(const std::string& text) {
+  const std::size_t colon = text.find(':');
+  BackendCall call;
+  call.text = text;
+  call.backend = &find_backend(text.substr(0, colon));
+  if (colon == std::string::npos) return call;
+  const std::vector<ParameterSpec> specs = call.backend->parameters();
+  std::size_t start = colon + 1;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    const std::size_t equals = item.find('=');
+    if (equals == std::string::npos)
+      throw InvalidArgument("backend \"" + text + "\": parameter \"" + item + "\" is not key=value");
+    const std::string key = item.substr(0, equals), value = item.substr(equals + 1);
+    std::size_t used = 0;
+    std::int64_t number = 0;
+    try {
+      number = std::stoll(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (value.empty() || used != value.size())
+      throw InvalidArgument("backend \"" + text + "\": " + key + " = \"" + value + "\" is not an integer");
+    const auto spec = std::find_if(specs.begin(), specs.end(), [&](const ParameterSpec& p) { return p.name == key; });
+    if (spec == specs.end()) {
+      std::string known;
+      for (const ParameterSpec& p : specs) known += (known.empty() ? "" : ", ") + p.name;
+      throw InvalidArgument("backend \"" + text + "\": " + call.backend->name() + " has no parameter \"" + key +
+                            "\" (it takes: " + (known.empty() ? "none" : known) + ")");
+    }
+    if (number < spec->min || number > spec->max)
+      throw InvalidArgument("backend \"" + text + "\": " + key + " (" + value + ") outside [" +
+                            std::to_string(spec->min) + ", " + std::to_string(spec->max) + "]");
+    call.parameters[key] = number;
+    start = end + 1;
+  }
+  return call;
 }
 
 }  // namespace mixsolve::gemm

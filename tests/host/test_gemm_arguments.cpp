@@ -383,3 +383,21 @@ TEST(GemmProblem, PackedOperandsAreCheckedAndReadByTheirPackerOnly) {
       [&] { packer.pack_b(ctx, k, n, Operand::dense(Format::F64, Op::N, b.data(), k), relabelled); },
       {"the storage is for test-with-parameters"});
 }
+
+// "name:key=value,..." names a backend and its parameters; every fault is named.
+TEST(GemmProblem, BackendCallsParseNamesAndParameters) {
+  const BackendCall plain = find_backend_call("host-fp64");
+  EXPECT_EQ(plain.backend->name(), "host-fp64");
+  EXPECT_TRUE(plain.parameters.empty());
+  const BackendCall ozaki = find_backend_call("host-ozaki2-int8:moduli=14");
+  EXPECT_EQ(ozaki.backend->name(), "host-ozaki2-int8");
+  EXPECT_EQ(ozaki.parameters.at("moduli"), 14);
+  EXPECT_EQ(ozaki.text, "host-ozaki2-int8:moduli=14");
+  expect_error<InvalidArgument>([] { find_backend_call("no-such-backend:x=1"); }, {"no-such-backend"});
+  expect_error<InvalidArgument>([] { find_backend_call("host-ozaki2-int8:moduli"); }, {"\"moduli\" is not key=value"});
+  expect_error<InvalidArgument>([] { find_backend_call("host-ozaki2-int8:moduli=1x"); }, {"\"1x\" is not an integer"});
+  expect_error<InvalidArgument>([] { find_backend_call("host-ozaki2-int8:slices=3"); },
+                                {"has no parameter \"slices\"", "it takes: moduli"});
+  expect_error<InvalidArgument>([] { find_backend_call("host-ozaki2-int8:moduli=21"); }, {"moduli (21) outside [0, 20]"});
+  expect_error<InvalidArgument>([] { find_backend_call("host-fp64:x=1"); }, {"it takes: none"});
+}

@@ -26,8 +26,9 @@ const std::vector<int>& ozaki2_moduli();
 
 /// The number of moduli: 2 to 20 (M up to 2^155).
 constexpr int kOzaki2MinModuli = 2, kOzaki2MaxModuli = 20;
-/// The largest inner dimension: k 128^2 < 2^31 keeps the INT32 accumulation exact.
-constexpr std::int64_t kOzaki2MaxK = std::int64_t{1} << 17;
+/// The largest inner dimension: k 128^2 < 2^31 keeps the INT32 accumulation exact (a balanced
+/// residue modulo 256 may be -128).
+constexpr std::int64_t kOzaki2MaxK = (std::int64_t{1} << 31) / (128 * 128) - 1;
 
 /// b for `moduli` moduli and inner dimension k: the bits each operand keeps.
 /// @param moduli in [kOzaki2MinModuli, kOzaki2MaxModuli].

@@ -28,4 +28,22 @@ std::vector<const Backend*> available_backends(const Context& ctx);
 /// @throws InvalidArgument if no backend has that name; the message lists the known names.
 const Backend& find_backend(const std::string& name);
 
+/// A backend with its parameters, as a command line names them.
+struct BackendCall {
+  /// The backend; it lives until the program ends.
+  const Backend* backend = nullptr;
+  /// Its parameters, checked against the backend's ParameterSpecs.
+  Parameters parameters;
+  /// The text it was parsed from, e.g. "ozaki2-int8:moduli=14", for reports.
+  std::string text;
+};
+
+/// Parses "name" or "name:key=value,key=value" (integer values).
+/// @param text the backend's registry name, then optionally ':' and its parameters.
+/// @return the backend and its parameters.
+/// @throws InvalidArgument naming the part at fault: an unknown backend (with the known names),
+///                         a parameter without '=', a value that is not an integer, a name the
+///                         backend does not declare, or a value outside its range.
+BackendCall find_backend_call(const std::string& text);
+
 }  // namespace mixsolve::gemm

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// DGEMM and its emulations on the GPU (issue 27): every backend against cuBLAS DGEMM in the same
+// run, on square sizes and on rectangular shapes (an LU's trailing updates: m = n large, k = 256),
+// for seed 004's phi inputs. Accuracy on sampled entries against MPFR (256 bits): the maximum
+// relative error (seed 004 eq. (21)) and the normwise relative error over the samples.
+//
+//   dgemm_benchmark [--sizes 4096,8192,16384] [--shapes 32768x32768x256,...] [--phis 0.1,1,2]
+//                   [--backends cublas-dgemm,ozaki2-int8,ozaki2-int8:moduli=12] [--reps 5]
+//                   [--samples 16] [--json out.json]
+//
+// A backend's parameters follow its name (gemm::find_backend_call); --samples s takes an s x s
+// grid of entries.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "bench_common.hpp"
+#include "mixsolve/core/cuda_check.hpp"
+#include "mixsolve/core/device_buffer.hpp"
+#include "mixsolve/core/random.hpp"
+#include "mixsolve/gemm/registry.hpp"
+#include "mpfr_reference.hpp"
+
+using namespace mixsolve;
+using namespace mixsolve::gemm;
+
+namespace {
+
+struct Shape {
+  std::int64_t m, n, k;
+};
+
+// --backends: items split at commas, where an item holding '=' but no ':' continues the previous
+// backend's parameters ("ozaki2-int8:moduli=12,x=1").
+std::vector<BackendCall> parse_backends(const std::vector<std::string>& items) {
+  std::vector<std::string> texts;
+  for (const std::string& item : items) {
+    if (!texts.empty() && item.find('=') != std::string::npos && item.find(':') == std::string::npos)
+      texts.back() += "," + item;
+    else
+      texts.push_back(item);
+  }
+  std::vector<BackendCall> calls;
+  for (const std::string& t : texts) calls.push_back(find_backend_call(t));
+  return calls;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const bench::Options opt(argc, argv);
+  if (!gpu_available()) {
+    std::printf("dgemm_benchmark: no CUDA GPU present; nothing to measure\n");
+    return 0;
+  }
+  std::vector<Shape> shapes;
+  for (std::int64_t n : opt.sizes("sizes", "4096,8192,16384")) shapes.push_back({n, n, n});
+  for (const std::string& s : opt.list("shapes", "")) {
+    Shape sh{};
+    if (std::sscanf(s.c_str(), "%ldx%ldx%ld", &sh.m, &sh.n, &sh.k) != 3 || sh.m <= 0 || sh.n <= 0 || sh.k <= 0)
+      throw InvalidArgument("--shapes: \"" + s + "\" is not MxNxK with positive sizes");
+    shapes.push_back(sh);
+  }
+  std::vector<double> phis;
+  for (const std::string& s : opt.list("phis", "0.1,1,2")) phis.push_back(std::stod(s));
+  std::vector<BackendCall> backends = parse_backends(opt.list("backends", "cublas-dgemm,ozaki2-int8"));
+  if (backends.front().backend->name() != "cublas-dgemm") backends.insert(backends.begin(), find_backend_call("cublas-dgemm"));
+  const int reps = std::stoi(opt.get("reps", "5"));
+  const std::int64_t samples = opt.sizes("samples", "16").front();
+  Context ctx;
+  nlohmann::json out = bench::device_json();
+  std::printf("GPU: %s, CUDA driver %s, cuBLAS %s; %s\n", out["gpu"].get<std::string>().c_str(),
+              out.value("cuda_driver", "").c_str(), out.value("cublas", "").c_str(), out["date"].get<std::string>().c_str());
+  std::printf("C = A B, phi inputs (seed 004 §5.1), median of %d runs; errors on %lld x %lld sampled entries vs MPFR\n",
+              reps, (long long)samples, (long long)samples);
+  std::printf("%-28s %20s %5s %10s %9s %12s %12s %10s\n", "backend", "m x n x k", "phi", "TFLOP/s", "x dgemm",
+              "max rel err", "rel err", "err/dgemm");
+  cudaEvent_t start, stop;
+  MIXSOLVE_CUDA_CHECK(cudaEventCreate(&start));
+  MIXSOLVE_CUDA_CHECK(cudaEventCreate(&stop));
+  for (const Shape& sh : shapes)
+    for (const double phi : phis) {
+      DeviceBuffer<double> a(ctx, sh.m * sh.k), b(ctx, sh.k * sh.n), c(ctx, sh.m * sh.n);
+      fill_random(device_view(a.data(), sh.m, sh.k, sh.m), RandomSpec::phi_spread(phi, 1), ctx.stream());
+      fill_random(device_view(b.data(), sh.k, sh.n, sh.k), RandomSpec::phi_spread(phi, 2), ctx.stream());
+      // The sampled rows of A and columns of B, on the host, and their MPFR products.
+      const std::int64_t rows = std::min(samples, sh.m), cols = std::min(samples, sh.n);
+      std::vector<std::int64_t> row_index(rows), col_index(cols);
+      for (std::int64_t s = 0; s < rows; ++s) row_index[s] = s * sh.m / rows;
+      for (std::int64_t s = 0; s < cols; ++s) col_index[s] = s * sh.n / cols;
+      std::vector<double> a_rows(rows * sh.k), b_cols(sh.k * cols);
+      for (std::int64_t s = 0; s < rows; ++s)
+        MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(a_rows.data() + s, rows * sizeof(double), a.data() + row_index[s],
+                                              sh.m * sizeof(double), sizeof(double), sh.k, cudaMemcpyDeviceToHost,
+                                              ctx.stream()));
+      for (std::int64_t s = 0; s < cols; ++s)
+        MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(b_cols.data() + s * sh.k, b.data() + col_index[s] * sh.k,
+                                            sh.k * sizeof(double), cudaMemcpyDeviceToHost, ctx.stream()));
+      ctx.synchronize();
+      const std::vector<double> reference =
+          mixsolve::testing::mpfr_gemm(rows, cols, sh.k, a_rows.data(), rows, b_cols.data(), sh.k);
+      double dgemm_seconds = 0, dgemm_error = 0;
+      for (const BackendCall& call : backends) {
+        const Problem problem{sh.m, sh.n, sh.k, 1.0, 0.0, Operand::dense(Format::F64, Op::N, a.data(), sh.m),
+                              Operand::dense(Format::F64, Op::N, b.data(), sh.k),
+                              Output{Format::F64, c.data(), sh.m}};
+        char dims[64];
+        std::snprintf(dims, sizeof dims, "%lldx%lldx%lld", (long long)sh.m, (long long)sh.n, (long long)sh.k);
+        nlohmann::json row = {{"backend", call.text}, {"m", sh.m}, {"n", sh.n}, {"k", sh.k}, {"phi", phi}};
+        try {
+          call.backend->run(ctx, problem, call.parameters);  // warm-up
+          std::vector<double> seconds;
+          for (int r = 0; r < reps; ++r) {
+            MIXSOLVE_CUDA_CHECK(cudaEventRecord(start, ctx.stream()));
+            call.backend->run(ctx, problem, call.parameters);
+            MIXSOLVE_CUDA_CHECK(cudaEventRecord(stop, ctx.stream()));
+            MIXSOLVE_CUDA_CHECK(cudaEventSynchronize(stop));
+            float ms = 0;
+            MIXSOLVE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+            seconds.push_back(ms * 1e-3);
+          }
+          std::vector<double> sampled(rows * cols);
+          for (std::int64_t t = 0; t < cols; ++t)
+            for (std::int64_t s = 0; s < rows; ++s)
+              MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(&sampled[s + t * rows], c.data() + row_index[s] + col_index[t] * sh.m,
+                                                  sizeof(double), cudaMemcpyDeviceToHost, ctx.stream()));
+          ctx.synchronize();
+          double difference = 0, norm = 0;
+          for (std::size_t x = 0; x < sampled.size(); ++x) {
+            difference += (sampled[x] - reference[x]) * (sampled[x] - reference[x]);
+            norm += reference[x] * reference[x];
+          }
+          const double t = median(seconds), tflops = 2.0 * sh.m * sh.n * sh.k / t * 1e-12;
+          const double max_error = mixsolve::testing::max_relative_error(rows, cols, sampled.data(), rows, reference);
+          const double error = std::sqrt(difference / norm);
+          if (call.backend->name() == "cublas-dgemm" && call.parameters.empty()) {
+            dgemm_seconds = t;
+            dgemm_error = max_error;
+          }
+          std::printf("%-28s %20s %5g %10.1f %9.2f %12.3e %12.3e %10.2f\n", call.text.c_str(), dims, phi, tflops,
+                      dgemm_seconds / t, max_error, error, dgemm_error > 0 ? max_error / dgemm_error : 0.0);
+          row["median_seconds"] = t;
+          row["tflops"] = tflops;
+          row["speedup_vs_dgemm"] = dgemm_seconds / t;
+          row["max_relative_error"] = max_error;
+          row["relative_error"] = error;
+        } catch (const std::exception& e) {
+          std::printf("%-28s %20s %5g  %s\n", call.text.c_str(), dims, phi, e.what());
+          row["error"] = e.what();
+        }
+        out["rows"].push_back(row);
+      }
+    }
+  const std::string json_path = opt.get("json", "");
+  if (!json_path.empty()) {
+    std::ofstream(json_path) << out.dump(2) << "\n";
+    std::printf("\nwrote %s\n", json_path.c_str());
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "dgemm_benchmark: %s\n", e.what());
+  return 1;
+}
