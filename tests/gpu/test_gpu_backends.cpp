@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Every device backend against the host FP64 reference: all transposes, odd sizes, alpha/beta,
 // leading dimensions > rows, fresh seeds, poisoned outputs; range handling; NaN/Inf propagation.
+#include <cublas_v2.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -411,6 +412,46 @@ TEST(GpuOzaki2Int8, RefusesNonFiniteInputsAndDeepProducts) {
   deep.k = kOzaki2MaxK + 1;
   deep.b.ld = deep.k;
   EXPECT_EQ(device.can_implement(ctx, deep).status, Support::Status::OverSizeLimit);
+}
+
+}  // namespace
+
+namespace {
+
+// cuBLAS's own FP64 emulation, the Ozaki backends' baseline: with cuBLAS choosing the bits it
+// agrees with DGEMM on uniform data to 1e-13 (normwise), and its handle settings do not leak into
+// the next call.
+TEST(GpuDgemmEmulated, AgreesWithDgemmAndRestoresTheHandle) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const Backend& emulated = find_backend("cublas-dgemm-emulated");
+  if (!emulated.unavailable_reason(ctx).empty()) GTEST_SKIP() << emulated.unavailable_reason(ctx);
+  const std::int64_t m = 96, n = 80, k = 200;
+  std::vector<double> a(m * k), b(k * n);
+  fill_random(host_view(a.data(), m, k, m), RandomSpec::uniform(-1, 1, 81));
+  fill_random(host_view(b.data(), k, n, k), RandomSpec::uniform(-1, 1, 82));
+  DeviceBuffer<double> da(a.size()), db(b.size()), dc(m * n), dd(m * n);
+  da.copy_from_host(a);
+  db.copy_from_host(b);
+  const auto problem = [&](double* c) {
+    return Problem{m, n, k, 1.0, 0.0, Operand::dense(Format::F64, Op::N, da.data(), m),
+                   Operand::dense(Format::F64, Op::N, db.data(), k), Output{Format::F64, c, m}};
+  };
+  emulated.run(ctx, problem(dc.data()));
+  find_backend("cublas-dgemm").run(ctx, problem(dd.data()));
+  ctx.synchronize();
+  std::vector<double> c(m * n), d(m * n);
+  dc.copy_to_host(c.data(), c.size());
+  dd.copy_to_host(d.data(), d.size());
+  double difference = 0, norm = 0;
+  for (std::size_t x = 0; x < c.size(); ++x) {
+    difference += (c[x] - d[x]) * (c[x] - d[x]);
+    norm += d[x] * d[x];
+  }
+  EXPECT_LT(std::sqrt(difference / norm), 1e-13);
+  cublasEmulationStrategy_t strategy{};
+  ASSERT_EQ(cublasGetEmulationStrategy(ctx.cublas(), &strategy), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(strategy, CUBLAS_EMULATION_STRATEGY_DEFAULT) << "the handle's strategy is restored";
 }
 
 }  // namespace

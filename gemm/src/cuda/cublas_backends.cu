@@ -59,6 +59,71 @@ class CublasDgemm final : public Backend {
   }
 };
 
+// cuBLAS 13's own FP64 emulation (CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT: inputs converted to
+// fixed point, products on integer tensor cores): the baseline of the Ozaki backends. Its
+// handle-level settings are set for the call and restored after it.
+class CublasDgemmEmulated final : public Backend {
+ public:
+  std::string name() const override { return "cublas-dgemm-emulated"; }
+  std::string description() const override {
+    return "cublasGemmEx with CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT (cuBLAS 13), FP64 data; parameters "
+           "mantissa_bits (0: cuBLAS chooses per call) and eager (1: always emulate)";
+  }
+  DataType data_type() const override { return DataType::F64; }
+  Memory memory() const override { return Memory::Device; }
+  std::string unavailable_reason(const Context& ctx) const override {
+#if CUBLAS_VER_MAJOR >= 13
+    return detail::require_device(ctx, 0);
+#else
+    return "needs cuBLAS 13's FP64 emulation; this build has cuBLAS " + std::to_string(CUBLAS_VER_MAJOR);
+#endif
+  }
+  std::vector<ParameterSpec> parameters() const override {
+    return {{"mantissa_bits", "0: cuBLAS chooses the bits per call (dynamic); else that many, fixed", 0, 1024, 0},
+            {"eager", "1: emulate always; 0: only where cuBLAS expects emulation to be faster", 0, 1, 1}};
+  }
+
+ protected:
+  std::int64_t size_limit() const override { return kCublasSizeLimit; }
+  void run_problem(Context& ctx, const Problem& p, const Parameters& parameters, const Execution&) const override {
+#if CUBLAS_VER_MAJOR >= 13
+    const std::int64_t bits = parameter_value(parameters, "mantissa_bits");
+    const bool eager = parameter_value(parameters, "eager") != 0;
+    cublasHandle_t h = ctx.cublas();
+    cublasEmulationStrategy_t saved_strategy{};
+    cudaEmulationMantissaControl saved_control{};
+    int saved_bits = 0;
+    MIXSOLVE_CUBLAS_CHECK(cublasGetEmulationStrategy(h, &saved_strategy));
+    MIXSOLVE_CUBLAS_CHECK(cublasGetFixedPointEmulationMantissaControl(h, &saved_control));
+    MIXSOLVE_CUBLAS_CHECK(cublasGetFixedPointEmulationMaxMantissaBitCount(h, &saved_bits));
+    struct Restore {
+      cublasHandle_t h;
+      cublasEmulationStrategy_t strategy;
+      cudaEmulationMantissaControl control;
+      int bits;
+      ~Restore() {
+        cublasSetEmulationStrategy(h, strategy);
+        cublasSetFixedPointEmulationMantissaControl(h, control);
+        cublasSetFixedPointEmulationMaxMantissaBitCount(h, bits);
+      }
+    } restore{h, saved_strategy, saved_control, saved_bits};
+    MIXSOLVE_CUBLAS_CHECK(
+        cublasSetEmulationStrategy(h, eager ? CUBLAS_EMULATION_STRATEGY_EAGER : CUBLAS_EMULATION_STRATEGY_PERFORMANT));
+    MIXSOLVE_CUBLAS_CHECK(cublasSetFixedPointEmulationMantissaControl(
+        h, bits == 0 ? CUDA_EMULATION_MANTISSA_CONTROL_DYNAMIC : CUDA_EMULATION_MANTISSA_CONTROL_FIXED));
+    if (bits > 0) MIXSOLVE_CUBLAS_CHECK(cublasSetFixedPointEmulationMaxMantissaBitCount(h, int(bits)));
+    MathModeScope mode(h, CUBLAS_DEFAULT_MATH);
+    const double alpha = p.alpha, beta = p.beta;
+    MIXSOLVE_CUBLAS_CHECK(cublasGemmEx(h, to_cublas(p.a.op), to_cublas(p.b.op), int(p.m), int(p.n), int(p.k), &alpha,
+                                       p.a.data, CUDA_R_64F, int(p.a.ld), p.b.data, CUDA_R_64F, int(p.b.ld), &beta,
+                                       p.c.data, CUDA_R_64F, int(p.c.ld), CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT,
+                                       CUBLAS_GEMM_DEFAULT));
+#else
+    throw NotSupported("gemm(" + name() + "): " + unavailable_reason(ctx));
+#endif
+  }
+};
+
 // FP32 data with FP32 arithmetic (pedantic: no TF32 or other reduced-precision shortcuts).
 class CublasSgemm final : public Backend {
  public:
@@ -581,6 +646,7 @@ void CublasFp16x3::run_packed_b(Context& ctx, const Problem& p, const Execution&
 
 void add_cublas_backends(std::vector<std::unique_ptr<Backend>>& out) {
   out.push_back(std::make_unique<CublasDgemm>());
+  out.push_back(std::make_unique<CublasDgemmEmulated>());
   out.push_back(std::make_unique<CublasSgemm>());
   out.push_back(std::make_unique<CublasTf32>());
   out.push_back(std::make_unique<CublasHalfPrecision<__half>>());
