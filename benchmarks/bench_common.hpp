@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <cstdio>
 #include <ctime>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -56,6 +58,33 @@ class Options {
  private:
   std::vector<std::pair<std::string, std::string>> values_;
 };
+
+// A GEMM's m x n x k.
+struct Shape {
+  std::int64_t m, n, k;
+};
+
+// The square sizes of --<sizes_key> (n x n x n) and the rectangular problems of --shapes
+// ("MxNxK,...", e.g. the trailing updates of a blocked LU).
+inline std::vector<Shape> shapes(const Options& opt, const std::string& sizes_key, const std::string& default_sizes) {
+  std::vector<Shape> out;
+  for (std::int64_t n : opt.sizes(sizes_key, default_sizes)) out.push_back({n, n, n});
+  for (const std::string& s : opt.list("shapes", "")) {
+    Shape sh{};
+    if (std::sscanf(s.c_str(), "%ldx%ldx%ld", &sh.m, &sh.n, &sh.k) != 3 || sh.m <= 0 || sh.n <= 0 || sh.k <= 0)
+      throw InvalidArgument("--shapes: \"" + s + "\" is not MxNxK with positive sizes");
+    out.push_back(sh);
+  }
+  return out;
+}
+
+// Writes `out` to the file --json names, if it names one.
+inline void write_json(const Options& opt, const nlohmann::json& out) {
+  const std::string path = opt.get("json", "");
+  if (path.empty()) return;
+  std::ofstream(path) << out.dump(2) << "\n";
+  std::printf("\nwrote %s\n", path.c_str());
+}
 
 inline nlohmann::json device_json() {
   nlohmann::json j;

@@ -31,10 +31,6 @@ using namespace mixsolve::gemm;
 
 namespace {
 
-struct Shape {
-  std::int64_t m, n, k;
-};
-
 // --backends: items split at commas, where an item holding '=' but no ':' continues the previous
 // backend's parameters ("ozaki2-int8:moduli=12,x=1").
 std::vector<BackendCall> parse_backends(const std::vector<std::string>& items) {
@@ -63,14 +59,7 @@ int main(int argc, char** argv) try {
     std::printf("dgemm_benchmark: no CUDA GPU present; nothing to measure\n");
     return 0;
   }
-  std::vector<Shape> shapes;
-  for (std::int64_t n : opt.sizes("sizes", "4096,8192,16384")) shapes.push_back({n, n, n});
-  for (const std::string& s : opt.list("shapes", "")) {
-    Shape sh{};
-    if (std::sscanf(s.c_str(), "%ldx%ldx%ld", &sh.m, &sh.n, &sh.k) != 3 || sh.m <= 0 || sh.n <= 0 || sh.k <= 0)
-      throw InvalidArgument("--shapes: \"" + s + "\" is not MxNxK with positive sizes");
-    shapes.push_back(sh);
-  }
+  const std::vector<bench::Shape> shapes = bench::shapes(opt, "sizes", "4096,8192,16384");
   std::vector<double> phis;
   for (const std::string& s : opt.list("phis", "0.1,1,2")) phis.push_back(std::stod(s));
   std::vector<BackendCall> backends = parse_backends(opt.list("backends", "cublas-dgemm,ozaki2-int8"));
@@ -88,7 +77,7 @@ int main(int argc, char** argv) try {
   cudaEvent_t start, stop;
   MIXSOLVE_CUDA_CHECK(cudaEventCreate(&start));
   MIXSOLVE_CUDA_CHECK(cudaEventCreate(&stop));
-  for (const Shape& sh : shapes)
+  for (const bench::Shape& sh : shapes)
     for (const double phi : phis) {
       DeviceBuffer<double> a(ctx, sh.m * sh.k), b(ctx, sh.k * sh.n), c(ctx, sh.m * sh.n);
       fill_random(device_view(a.data(), sh.m, sh.k, sh.m), RandomSpec::phi_spread(phi, 1), ctx.stream());
@@ -161,11 +150,7 @@ int main(int argc, char** argv) try {
         out["rows"].push_back(row);
       }
     }
-  const std::string json_path = opt.get("json", "");
-  if (!json_path.empty()) {
-    std::ofstream(json_path) << out.dump(2) << "\n";
-    std::printf("\nwrote %s\n", json_path.c_str());
-  }
+  bench::write_json(opt, out);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "dgemm_benchmark: %s\n", e.what());

@@ -23,7 +23,6 @@ int main(int argc, char** argv) try {
     std::printf("gemm_benchmark: no CUDA GPU present; nothing to measure (see examples/compare_gemm_backends for host backends)\n");
     return 0;
   }
-  const auto sizes = opt.sizes("sizes", "4096,8192,16384");
   const auto sweep_n = opt.sizes("sweep-n", "2048").front();
   const auto sweep_k = opt.sizes("sweep-k", "256,1024,4096,16384");
   const auto names = opt.list("backends", "cublas-sgemm,cublas-tf32,cublas-fp16,cublas-bf16,cublas-fp16x3,halfhalf,tf32tf32,halfhalf-mma-sync,tf32tf32-mma-sync,markidis,cublas-dgemm");
@@ -39,21 +38,11 @@ int main(int argc, char** argv) try {
 
   // Square (--sizes) and rectangular (--shapes) problems, uniform(-1,1): TFLOP/s and relative
   // error against cublas-sgemm of this run.
-  struct Shape {
-    std::int64_t m, n, k;
-  };
-  std::vector<Shape> shapes;
-  for (std::int64_t n : sizes) shapes.push_back({n, n, n});
-  for (const std::string& s : opt.list("shapes", "")) {
-    Shape sh{};
-    if (std::sscanf(s.c_str(), "%ldx%ldx%ld", &sh.m, &sh.n, &sh.k) != 3 || sh.m <= 0 || sh.n <= 0 || sh.k <= 0)
-      throw InvalidArgument("--shapes: \"" + s + "\" is not MxNxK with positive sizes");
-    shapes.push_back(sh);
-  }
+  const std::vector<bench::Shape> shapes = bench::shapes(opt, "sizes", "4096,8192,16384");
   const InputClass uniform = seed000_input_classes(2026)[0];
   std::printf("\nC = A B, uniform(-1,1), median of %d runs; ratios against cublas-sgemm in this run\n", reps);
   std::printf("%-18s %18s %10s %9s %12s %12s\n", "backend", "m x n x k", "TFLOP/s", "x sgemm", "rel. error", "err/sgemm");
-  for (const Shape& sh : shapes) {
+  for (const bench::Shape& sh : shapes) {
     GemmEvaluator eval(ctx, Memory::Device, sh.m, sh.n, sh.k);
     eval.set_inputs(uniform);
     const Evaluation sgemm = eval.evaluate(find_backend("cublas-sgemm"), reps);
@@ -79,11 +68,7 @@ int main(int argc, char** argv) try {
   const SweepResult sweep = run_k_sweep(ctx, Memory::Device, backends, sweep_n, sweep_k, seed000_input_classes(7), 3);
   std::printf("%s", format_k_sweep(sweep).c_str());
   for (const Evaluation& e : sweep.rows) out["k_sweep"].push_back(bench::to_json(e));
-  const std::string json_path = opt.get("json", "");
-  if (!json_path.empty()) {
-    std::ofstream(json_path) << out.dump(2) << "\n";
-    std::printf("\nwrote %s\n", json_path.c_str());
-  }
+  bench::write_json(opt, out);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "gemm_benchmark: %s\n", e.what());

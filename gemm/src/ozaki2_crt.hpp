@@ -9,8 +9,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 #include "mixsolve/core/hd.hpp"
+#include "mixsolve/gemm/problem.hpp"
 
 namespace mixsolve::gemm::detail {
 
@@ -41,6 +43,13 @@ MIXSOLVE_HD inline double add_rn(double a, double b) {
   return r;
 #endif
 }
+
+// The Garner constants of the first `moduli` of ozaki2_moduli() (host code, ozaki_int8.cpp).
+GarnerTable garner_table(int moduli);
+// The parameter both ozaki2 backends declare, and the count a call's value asks for: 0, the
+// fewest that keep 53 bits of each operand at inner dimension k; 1 is refused, naming `backend`.
+ParameterSpec ozaki2_moduli_parameter();
+int ozaki2_resolve_moduli(std::int64_t asked, std::int64_t k, const std::string& backend);
 
 // x mod m in [0, m).
 MIXSOLVE_HD inline std::int32_t positive_residue(std::int64_t x, std::int32_t m) {

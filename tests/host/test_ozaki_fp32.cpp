@@ -13,18 +13,14 @@
 #include "mixsolve/formats/ozaki_split.hpp"
 #include "mixsolve/gemm/ozaki_fp32.hpp"
 #include "mixsolve/gemm/registry.hpp"
-#include "mpfr_reference.hpp"
+#include "ozaki_test_support.hpp"
 
 namespace {
 
 using namespace mixsolve;
 using namespace mixsolve::gemm;
+using mixsolve::testing::phi_matrix;
 
-std::vector<double> phi_matrix(std::int64_t rows, std::int64_t cols, double phi, std::uint64_t seed) {
-  std::vector<double> x(rows * cols);
-  fill_random(host_view(x.data(), rows, cols, rows), RandomSpec::phi_spread(phi, seed));
-  return x;
-}
 
 TEST(OzakiFp32, BetaFollowsSeed004Eq10) {
   EXPECT_EQ(formats::ozaki_fp32_beta(1), 12);     // ceil((24 + 0) / 2)
@@ -152,41 +148,13 @@ TEST(OzakiFp32, MaxRelativeErrorFallsWithTheNumberOfSplits) {
 // subnormal entries are split after scaling by powers of two; NaN and Inf are refused by name; a k
 // beyond eq. (5)'s reach is refused by can_implement.
 TEST(OzakiFp32, WideExponentsZerosAndNonFiniteInputs) {
-  const std::int64_t m = 20, n = 18, k = 64;
-  Context ctx = Context::host_only();
   const Backend& ozaki = find_backend("host-ozaki-fp32");
-  std::vector<double> a = phi_matrix(m, k, 0.5, 5), b = phi_matrix(k, n, 0.5, 6);
-  for (std::int64_t l = 0; l < k; ++l) {
-    a[0 + l * m] *= 0x1p+600;   // a row beyond FP32's range
-    a[1 + l * m] *= 0x1p-700;   // and one below it
-    a[2 + l * m] = 0;           // a zero row
-    b[l + 0 * k] *= 0x1p-300;
-    b[l + 1 * k] = 0;           // a zero column
-  }
-  a[3 + 5 * m] = 0x1p-1070;  // a subnormal entry
-  const std::vector<double> reference = mixsolve::testing::mpfr_gemm(m, n, k, a.data(), m, b.data(), k);
-  std::vector<double> c(m * n, 7.0);
-  const Problem problem{m, n, k, 1.0, 0.0, Operand::dense(Format::F64, Op::N, a.data(), m),
-                        Operand::dense(Format::F64, Op::N, b.data(), k), Output{Format::F64, c.data(), m}};
-  ozaki.run(ctx, problem, {{"splits", 6}});
-  EXPECT_LT(mixsolve::testing::max_relative_error(m, n, c.data(), m, reference), 1e-9);
-  for (std::int64_t j = 0; j < n; ++j) EXPECT_EQ(c[2 + j * m], 0.0);  // the zero row
-  for (std::int64_t i = 0; i < m; ++i) EXPECT_EQ(c[i + 1 * m], 0.0);  // the zero column
-  a[4 + 9 * m] = std::numeric_limits<double>::quiet_NaN();
-  try {
-    ozaki.run(ctx, problem);
-    ADD_FAILURE() << "NaN accepted";
-  } catch (const RangeError& e) {
-    EXPECT_NE(std::string(e.what()).find("element 9 of row 4"), std::string::npos) << e.what();
-  }
-  std::vector<double> tiny(1);
-  const Problem too_deep{1, 1, kOzakiFp32MaxK + 1, 1.0, 0.0, Operand::dense(Format::F64, Op::N, tiny.data(), 1),
-                         Operand::dense(Format::F64, Op::N, tiny.data(), kOzakiFp32MaxK + 1),
-                         Output{Format::F64, tiny.data(), 1}};
-  const Support s = ozaki.can_implement(ctx, too_deep);
-  EXPECT_EQ(s.status, Support::Status::OverSizeLimit);
-  EXPECT_NE(s.reason.find("k (4194305)"), std::string::npos) << s.reason;
-  EXPECT_EQ(ozaki.can_implement(ctx, problem, {{"splits", 7}}).status, Support::Status::InvalidArgument);
+  mixsolve::testing::expect_any_finite_input_and_refusals(ozaki, {{"splits", 6}}, 1e-9, kOzakiFp32MaxK);
+  Context ctx = Context::host_only();
+  std::vector<double> x(4);
+  const Problem p{2, 2, 2, 1.0, 0.0, Operand::dense(Format::F64, Op::N, x.data(), 2),
+                  Operand::dense(Format::F64, Op::N, x.data(), 2), Output{Format::F64, x.data(), 2}};
+  EXPECT_EQ(ozaki.can_implement(ctx, p, {{"splits", 7}}).status, Support::Status::InvalidArgument);
 }
 
 }  // namespace

@@ -112,20 +112,6 @@ __global__ void reconstruct_kernel(const std::uint8_t* residues, std::int64_t pl
   }
 }
 
-std::int64_t inverse_mod(std::int64_t a, std::int64_t m) {
-  std::int64_t t = 0, new_t = 1, r = m, new_r = ((a % m) + m) % m;
-  while (new_r != 0) {
-    const std::int64_t q = r / new_r;
-    std::int64_t tmp = t - q * new_t;
-    t = new_t;
-    new_t = tmp;
-    tmp = r - q * new_r;
-    r = new_r;
-    new_r = tmp;
-  }
-  return ((t % m) + m) % m;
-}
-
 class Ozaki2Int8 final : public Backend {
  public:
   std::string name() const override { return "ozaki2-int8"; }
@@ -136,26 +122,16 @@ class Ozaki2Int8 final : public Backend {
   DataType data_type() const override { return DataType::F64; }
   Memory memory() const override { return Memory::Device; }
   std::string unavailable_reason(const Context& ctx) const override { return detail::require_device(ctx, 75); }
-  std::vector<ParameterSpec> parameters() const override {
-    return {{"moduli", "coprime INT8 moduli, each keeping about 4 more bits of A and of B; 0: the fewest that keep 53",
-             0, kOzaki2MaxModuli, 0}};
-  }
+  std::vector<ParameterSpec> parameters() const override { return {detail::ozaki2_moduli_parameter()}; }
 
  protected:
   std::int64_t size_limit() const override { return 2147483647 - 16; }  // cuBLAS's int sizes, after padding
   std::int64_t inner_size_limit() const override { return kOzaki2MaxK; }
   void run_problem(Context& ctx, const Problem& p, const Parameters& parameters, const Execution&) const override {
     const std::int64_t m = p.m, n = p.n, k = p.k;
-    const int asked = int(parameter_value(parameters, "moduli"));
-    if (asked == 1) throw InvalidArgument("gemm(" + name() + "): moduli (1): one modulus keeps no bits; 0 or 2-20");
-    const int moduli = asked == 0 ? ozaki2_moduli_for_bits(53, k) : asked;
+    const int moduli = detail::ozaki2_resolve_moduli(parameter_value(parameters, "moduli"), k, name());
     const int bits = ozaki2_operand_bits(moduli, k);
-    detail::GarnerTable table;
-    table.count = moduli;
-    for (int i = 0; i < moduli; ++i) {
-      table.modulus[i] = ozaki2_moduli()[i];
-      for (int j = 0; j < i; ++j) table.inverse[j][i] = std::int32_t(inverse_mod(ozaki2_moduli()[j], ozaki2_moduli()[i]));
-    }
+    const detail::GarnerTable table = detail::garner_table(moduli);
     // cuBLAS's INT8 GEMM wants leading dimensions and sizes in multiples of 4: the planes are
     // zero-padded to k4 rows and m16 / n16 columns.
     const std::int64_t k4 = round_up(k, 16), m16 = round_up(m, 16), n16 = round_up(n, 16);

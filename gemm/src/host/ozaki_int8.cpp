@@ -83,6 +83,30 @@ int ozaki2_moduli_for_bits(int bits, std::int64_t k) {
   return kOzaki2MaxModuli;
 }
 
+namespace detail {
+
+GarnerTable garner_table(int moduli) {
+  GarnerTable table;
+  table.count = moduli;
+  for (int i = 0; i < moduli; ++i) {
+    table.modulus[i] = ozaki2_moduli()[i];
+    for (int j = 0; j < i; ++j) table.inverse[j][i] = std::int32_t(inverse_mod(ozaki2_moduli()[j], ozaki2_moduli()[i]));
+  }
+  return table;
+}
+
+ParameterSpec ozaki2_moduli_parameter() {
+  return {"moduli", "coprime INT8 moduli, each keeping about 4 more bits of A and of B; 0: the fewest that keep 53", 0,
+          kOzaki2MaxModuli, 0};
+}
+
+int ozaki2_resolve_moduli(std::int64_t asked, std::int64_t k, const std::string& backend) {
+  if (asked == 1) throw InvalidArgument("gemm(" + backend + "): moduli (1): one modulus keeps no bits; 0 or 2-20");
+  return asked == 0 ? ozaki2_moduli_for_bits(53, k) : int(asked);
+}
+
+}  // namespace detail
+
 namespace {
 
 // host-ozaki2-int8: FP64 data on the host; parameter moduli.
@@ -95,18 +119,13 @@ class HostOzaki2Int8 final : public Backend {
   }
   DataType data_type() const override { return DataType::F64; }
   Memory memory() const override { return Memory::Host; }
-  std::vector<ParameterSpec> parameters() const override {
-    return {{"moduli", "coprime INT8 moduli, each keeping about 4 more bits of A and of B; 0: the fewest that keep 53",
-             0, kOzaki2MaxModuli, 0}};
-  }
+  std::vector<ParameterSpec> parameters() const override { return {detail::ozaki2_moduli_parameter()}; }
 
  protected:
   std::int64_t inner_size_limit() const override { return kOzaki2MaxK; }
   void run_problem(Context&, const Problem& p, const Parameters& parameters, const Execution&) const override {
     const std::int64_t m = p.m, n = p.n, k = p.k;
-    const int asked = int(parameter_value(parameters, "moduli"));
-    if (asked == 1) throw InvalidArgument("gemm(" + name() + "): moduli (1): one modulus keeps no bits; 0 or 2-20");
-    const int moduli = asked == 0 ? ozaki2_moduli_for_bits(53, k) : asked;
+    const int moduli = detail::ozaki2_resolve_moduli(parameter_value(parameters, "moduli"), k, name());
     const int bits = ozaki2_operand_bits(moduli, k);
     const double* a = static_cast<const double*>(p.a.data);
     const double* b = static_cast<const double*>(p.b.data);
@@ -116,7 +135,7 @@ class HostOzaki2Int8 final : public Backend {
                                                      p.a.op == Op::N ? p.a.ld : 1, bits, a_shift, "A");
     const std::vector<double> bi = scaled(b, n, k, p.b.op == Op::N ? p.b.ld : 1,
                                                      p.b.op == Op::N ? 1 : p.b.ld, bits, b_shift, "B");
-    const detail::GarnerTable table = garner_table(moduli);
+    const detail::GarnerTable table = detail::garner_table(moduli);
     std::vector<std::int32_t> residues(m * n * moduli);  // entry-major: the N residues of an entry together
     std::vector<std::int8_t> ar(m * k), br(n * k);
     for (int t = 0; t < moduli; ++t) {
@@ -142,16 +161,6 @@ class HostOzaki2Int8 final : public Backend {
   }
 
  private:
-  static detail::GarnerTable garner_table(int moduli) {
-    detail::GarnerTable table;
-    table.count = moduli;
-    for (int i = 0; i < moduli; ++i) {
-      table.modulus[i] = ozaki2_moduli()[i];
-      for (int j = 0; j < i; ++j) table.inverse[j][i] = std::int32_t(inverse_mod(ozaki2_moduli()[j], ozaki2_moduli()[i]));
-    }
-    return table;
-  }
-
   // Vector v (element l at x[v vector_stride + l element_stride]) times 2^shift[v], shift = bits -
   // ceil(log2 max |x_v|), so that the rounded values are integers of magnitude <= 2^bits (the
   // rounding happens in residue_of_rounded). Vector-major.
