@@ -57,6 +57,11 @@ MIXSOLVE_HD inline std::int32_t positive_residue(std::int64_t x, std::int32_t m)
   return std::int32_t(r < 0 ? r + m : r);
 }
 
+// A residue as an INT8 operand: in [-128, 127] for m = 256, [-(m - 1) / 2, (m - 1) / 2] for odd m.
+MIXSOLVE_HD inline std::int8_t int8_residue(std::int32_t r, std::int32_t m) {
+  return static_cast<std::int8_t>(r >= (m + 1) / 2 ? r - m : r);
+}
+
 // The balanced digit of a residue: in [-(m - 1) / 2, m / 2].
 MIXSOLVE_HD inline std::int32_t balanced(std::int32_t r, std::int32_t m) { return r > m / 2 ? r - m : r; }
 

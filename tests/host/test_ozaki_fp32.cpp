@@ -33,9 +33,9 @@ TEST(OzakiFp32, BetaFollowsSeed004Eq10) {
   EXPECT_EQ(formats::ceil_log2(0x1p-1074), -1074);
 }
 
-// Each high part has at most alpha = 24 - beta significant bits on its vector's grid, the parts
-// and the last remainder add up to the scaled vector (up to the remainder's FP32 rounding), and
-// every product of high parts with p + q <= s is exact in FP32 (seed 004 eq. (5)).
+// The first high part lies on its vector's grid (alpha + 1 bits at most), the parts and the last
+// remainder add up to the scaled vector (up to the remainder's FP32 rounding), and every product
+// of high parts with p + q <= s is exact in FP32 (seed 004 eq. (5)): what the split is for.
 TEST(OzakiFp32, SplitsAreOnTheirGridAndHighProductsAreExact) {
   const std::int64_t m = 37, n = 29, k = 300;
   const int beta = formats::ozaki_fp32_beta(k);
@@ -75,7 +75,8 @@ TEST(OzakiFp32, SplitsAreOnTheirGridAndHighProductsAreExact) {
             float single = 0;
             long double exact = 0;
             for (std::int64_t l = 0; l < k; ++l) {
-              single += pa[i * k + l] * pb[j * k + l];
+              volatile float product = pa[i * k + l] * pb[j * k + l];  // rounded alone, as a GEMM's may be
+              single = single + product;
               exact += (long double)pa[i * k + l] * pb[j * k + l];
             }
             ASSERT_EQ((long double)single, exact) << "A_" << t.a_index << " B_" << t.b_index << " s " << s;

@@ -38,6 +38,8 @@ TEST(Ozaki2Int8, ModuliAreCoprimeInt8AndBitsFollowTheirProduct) {
   EXPECT_EQ(ozaki2_operand_bits(15, kOzaki2MaxK), 49);
   EXPECT_EQ(ozaki2_operand_bits(20, 256), 73);   // floor(log2 M) = 155: (154 - 8) / 2
   EXPECT_THROW(ozaki2_operand_bits(21, 256), InvalidArgument);
+  EXPECT_EQ(ozaki2_operand_bits(2, 1 << 14), 0);
+  EXPECT_THROW(ozaki2_operand_bits(2, 40000), InvalidArgument);  // M / 2 = 32640 < k
   EXPECT_EQ(ozaki2_moduli_for_bits(53, 256), 15);    // 54 bits
   EXPECT_EQ(ozaki2_moduli_for_bits(53, 16384), 16);  // 55 bits
   EXPECT_EQ(ozaki2_moduli_for_bits(40, 256), 12);    // 11 keep 39
@@ -53,7 +55,7 @@ TEST(Ozaki2Int8, IntegerProductsAreReconstructedExactly) {
   for (std::size_t x = 0; x < b.size(); ++x) b[x] = double(std::int64_t(random_bits(4, x) % 4001) - 2000);
   Context ctx = Context::host_only();
   const Backend& ozaki = find_backend("host-ozaki2-int8");
-  for (const int moduli : {6, 9, 15, 20}) {  // operand bits 17, 24, 51 and 70 at k = 77: every entry exact
+  for (const int moduli : {6, 9, 15, 20}) {  // operand bits 19, 31, 54 and 73 at k = 77: every entry exact
     ozaki.run(ctx, product(m, n, k, a.data(), b.data(), c.data()), {{"moduli", moduli}});
     for (std::int64_t j = 0; j < n; ++j)
       for (std::int64_t i = 0; i < m; ++i) {

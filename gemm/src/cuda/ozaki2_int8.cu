@@ -83,7 +83,7 @@ __global__ void residues_kernel(Vectors x, const int* shift, detail::GarnerTable
     const double y = ldexp(x.at(v, l), shift[v]);
     for (int t = 0; t < table.count; ++t)
       planes[t * plane_elements + l + v * k4] =
-          std::int8_t(detail::balanced(detail::residue_of_rounded(y, table.modulus[t]), table.modulus[t]));
+          detail::int8_residue(detail::residue_of_rounded(y, table.modulus[t]), table.modulus[t]);
   }
 }
 

@@ -73,8 +73,11 @@ int ozaki2_operand_bits(int moduli, std::int64_t k) {
   int log2_k = 0;
   while ((std::int64_t{1} << log2_k) < k) ++log2_k;
   // floor(log2(M / 2)) = floor(log2 M) - 1; then k 2^(2b) <= 2^floor(log2(M / 2)) <= M / 2.
-  const int bits = (floor_log2_of_moduli(moduli) - 1 - log2_k) / 2;
-  return bits > 0 ? bits : 0;
+  const int room = floor_log2_of_moduli(moduli) - 1 - log2_k;  // k 2^(2b) <= 2^room <= M / 2
+  if (room < 0)
+    throw InvalidArgument("ozaki2: moduli (" + std::to_string(moduli) + ") too few for k (" + std::to_string(k) +
+                          "): even 0-bit operands could sum beyond M / 2; take more moduli");
+  return room / 2;
 }
 
 int ozaki2_moduli_for_bits(int bits, std::int64_t k) {
@@ -140,8 +143,8 @@ class HostOzaki2Int8 final : public Backend {
     std::vector<std::int8_t> ar(m * k), br(n * k);
     for (int t = 0; t < moduli; ++t) {
       const std::int32_t mod = table.modulus[t];
-      for (std::size_t x = 0; x < ai.size(); ++x) ar[x] = std::int8_t(detail::balanced(detail::residue_of_rounded(ai[x], mod), mod));
-      for (std::size_t x = 0; x < bi.size(); ++x) br[x] = std::int8_t(detail::balanced(detail::residue_of_rounded(bi[x], mod), mod));
+      for (std::size_t x = 0; x < ai.size(); ++x) ar[x] = detail::int8_residue(detail::residue_of_rounded(ai[x], mod), mod);
+      for (std::size_t x = 0; x < bi.size(); ++x) br[x] = detail::int8_residue(detail::residue_of_rounded(bi[x], mod), mod);
       for (std::int64_t j = 0; j < n; ++j)
         for (std::int64_t i = 0; i < m; ++i) {
           std::int32_t dot = 0;  // exact: k 128^2 < 2^31
@@ -156,7 +159,9 @@ class HostOzaki2Int8 final : public Backend {
         const double exact = detail::crt_to_double(table, &residues[(i + j * m) * moduli]);
         const double ab = std::ldexp(exact, -(a_shift[i] + b_shift[j]));
         double& cij = c[i + j * p.c.ld];
-        cij = p.beta == 0 ? p.alpha * ab : p.alpha * ab + p.beta * cij;
+        // Unfused, as the device rounds it.
+        cij = p.beta == 0 ? detail::mul_rn(p.alpha, ab)
+                          : detail::add_rn(detail::mul_rn(p.alpha, ab), detail::mul_rn(p.beta, cij));
       }
   }
 

@@ -33,7 +33,9 @@ constexpr std::int64_t kOzaki2MaxK = (std::int64_t{1} << 31) / (128 * 128) - 1;
 /// b for `moduli` moduli and inner dimension k: the bits each operand keeps.
 /// @param moduli in [kOzaki2MinModuli, kOzaki2MaxModuli].
 /// @param k      the inner dimension, in [1, kOzaki2MaxK].
-/// @return floor((log2(M / 2) - ceil(log2 k)) / 2), at least 0.
+/// @return floor((floor(log2 M) - 1 - ceil(log2 k)) / 2).
+/// @throws InvalidArgument if moduli or k is out of range, or M is too small for k (2 moduli
+///                         with k > 2^14).
 int ozaki2_operand_bits(int moduli, std::int64_t k);
 
 /// The fewest moduli that keep `bits` bits of each operand at inner dimension k (a moduli
