@@ -21,6 +21,7 @@ struct Registry {
     add_host_backends(owned);
     add_host_ozaki_backends(owned);
     add_host_ozaki2_backends(owned);
+    add_host_ozaki_slice_backends(owned);
     for (const auto& b : owned) view.push_back(b.get());
   }
 };

@@ -290,8 +290,8 @@ TEST(GemmProblem, ParametersAreCheckedAgainstTheBackendsSpecs) {
   EXPECT_EQ(backend.slices_seen, 3);
   backend.run(ctx, p);  // left out: the spec's default
   EXPECT_EQ(backend.slices_seen, 7);
-  for (const Backend* registered : all_backends()) {  // none of them takes "slices"
-    const Support s = registered->can_implement(ctx, p, {{"slices", 3}});
+  for (const Backend* registered : all_backends()) {  // none of them takes "no-such-parameter"
+    const Support s = registered->can_implement(ctx, p, {{"no-such-parameter", 3}});
     EXPECT_FALSE(s) << registered->name();
   }
 }

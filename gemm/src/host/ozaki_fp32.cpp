@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../backends.hpp"
+#include "finite_vectors.hpp"
 #include "mixsolve/core/error.hpp"
 #include "mixsolve/formats/ozaki_split.hpp"
 #include "mixsolve/gemm/registry.hpp"
@@ -99,8 +100,8 @@ class HostOzakiFp32 final : public Backend {
     const std::int64_t m = p.m, n = p.n, k = p.k;
     const double* a = static_cast<const double*>(p.a.data);
     const double* b = static_cast<const double*>(p.b.data);
-    require_finite(a, m, k, p.a.op == Op::N ? 1 : p.a.ld, p.a.op == Op::N ? p.a.ld : 1, "A");
-    require_finite(b, n, k, p.b.op == Op::N ? p.b.ld : 1, p.b.op == Op::N ? 1 : p.b.ld, "B");
+    detail::require_finite_vectors(name(), a, m, k, p.a.op == Op::N ? 1 : p.a.ld, p.a.op == Op::N ? p.a.ld : 1, "A");
+    detail::require_finite_vectors(name(), b, n, k, p.b.op == Op::N ? p.b.ld : 1, p.b.op == Op::N ? 1 : p.b.ld, "B");
     // Rows of op(A) and columns of op(B) as vectors of length k.
     const OzakiFp32Operand sa = ozaki_fp32_split(m, k, a, p.a.op == Op::N ? 1 : p.a.ld, p.a.op == Op::N ? p.a.ld : 1,
                                                  splits);
@@ -123,18 +124,6 @@ class HostOzakiFp32 final : public Backend {
         const double ab = std::ldexp(sum[i + j * m], sa.exponent[i] + sb.exponent[j]);  // undoes the scaling
         cij = p.beta == 0 ? p.alpha * ab : p.alpha * ab + p.beta * cij;
       }
-  }
-
- private:
-  // NaN and Inf have no splits: refused, where native DGEMM would propagate them.
-  void require_finite(const double* x, std::int64_t vectors, std::int64_t k, std::int64_t vector_stride,
-                      std::int64_t element_stride, const char* operand) const {
-    for (std::int64_t v = 0; v < vectors; ++v)
-      for (std::int64_t l = 0; l < k; ++l)
-        if (!std::isfinite(x[v * vector_stride + l * element_stride]))
-          throw RangeError("gemm(" + name() + "): " + operand + " holds NaN or Inf (element " + std::to_string(l) +
-                           " of " + (operand[0] == 'A' ? "row " : "column ") + std::to_string(v) +
-                           "); the splits represent finite values only: use host-fp64");
   }
 };
 

@@ -11,6 +11,7 @@
 
 #include "../backends.hpp"
 #include "../ozaki2_crt.hpp"
+#include "finite_vectors.hpp"
 #include "mixsolve/core/error.hpp"
 #include "mixsolve/formats/ozaki_split.hpp"
 
@@ -172,18 +173,12 @@ class HostOzaki2Int8 final : public Backend {
   std::vector<double> scaled(const double* x, std::int64_t vectors, std::int64_t k,
                                         std::int64_t vector_stride, std::int64_t element_stride, int bits,
                                         std::vector<int>& shift, const char* operand) const {
+    detail::require_finite_vectors(name(), x, vectors, k, vector_stride, element_stride, operand);
     std::vector<double> out(vectors * k);
     shift.assign(vectors, 0);
     for (std::int64_t v = 0; v < vectors; ++v) {
       double largest = 0;
-      for (std::int64_t l = 0; l < k; ++l) {
-        const double value = x[v * vector_stride + l * element_stride];
-        if (!std::isfinite(value))
-          throw RangeError("gemm(" + name() + "): " + operand + " holds NaN or Inf (element " + std::to_string(l) +
-                           " of " + (operand[0] == 'A' ? "row " : "column ") + std::to_string(v) +
-                           "); the scheme represents finite values only: use host-fp64");
-        largest = std::fmax(largest, std::fabs(value));
-      }
+      for (std::int64_t l = 0; l < k; ++l) largest = std::fmax(largest, std::fabs(x[v * vector_stride + l * element_stride]));
       shift[v] = largest > 0 ? bits - formats::ceil_log2(largest) : 0;
       for (std::int64_t l = 0; l < k; ++l)
         out[v * k + l] = std::ldexp(x[v * vector_stride + l * element_stride], shift[v]);

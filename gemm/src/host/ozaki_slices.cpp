@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The Ozaki scheme with BF16 or FP16 slices (ozaki_slices.hpp, seed 001) on the host:
+// host-ozaki-bf16 and host-ozaki-fp16, parameters slices and d (fast mode).
+#include "mixsolve/gemm/ozaki_slices.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../backends.hpp"
+#include "finite_vectors.hpp"
+#include "../ozaki2_crt.hpp"
+#include "mixsolve/core/error.hpp"
+#include "mixsolve/formats/ozaki_split.hpp"
+
+namespace mixsolve::gemm {
+
+int ozaki_slices_rho(int significand_bits, std::int64_t k) {
+  int log2_k = 0;
+  while ((std::int64_t{1} << log2_k) < k) ++log2_k;
+  // gamma = ceil(53 - (24 - log2 k) / 2) = 53 - floor((24 - log2 k) / 2).
+  const int room = 24 - log2_k;
+  const int gamma = 53 - (room >= 0 ? room / 2 : -((-room + 1) / 2));
+  return std::max(gamma, 53 - significand_bits);
+}
+
+int ozaki_slice_bits(int significand_bits, std::int64_t k) {
+  const int bits = 53 - ozaki_slices_rho(significand_bits, k);
+  if (bits < 1)
+    throw InvalidArgument("ozaki slices: k (" + std::to_string(k) +
+                          ") leaves no bit per slice for exact FP32 accumulation (2 bits + log2 k <= 24)");
+  return bits;
+}
+
+namespace {
+
+// One operand's slices: slice p of vector v, element l, at value[p][v k + l] (a multiple of
+// 2^-bits in [-1, 1], exact in the slice format), scaled by 2^exponent[p][v].
+struct Slices {
+  std::vector<std::vector<double>> value;
+  std::vector<std::vector<int>> exponent;
+};
+
+Slices slice(const double* x, std::int64_t vectors, std::int64_t k, std::int64_t vector_stride,
+             std::int64_t element_stride, int count, int rho) {
+  Slices out;
+  out.value.assign(count, std::vector<double>(vectors * k, 0.0));
+  out.exponent.assign(count, std::vector<int>(vectors, 0));
+  std::vector<double> r(k);
+  for (std::int64_t v = 0; v < vectors; ++v) {
+    for (std::int64_t l = 0; l < k; ++l) r[l] = x[v * vector_stride + l * element_stride];
+    for (int p = 0; p < count; ++p) {
+      double mu = 0;
+      for (std::int64_t l = 0; l < k; ++l) mu = std::fmax(mu, std::fabs(r[l]));
+      if (mu == 0) break;                                       // the rest of the slices stay 0
+      const int c = formats::ceil_log2(mu);                      // seed 001 eq. (1)
+      const double sigma = 0.75 * std::ldexp(1.0, rho + c);       // eq. (2)
+      out.exponent[p][v] = c;
+      for (std::int64_t l = 0; l < k; ++l) {
+        const double high = detail::add_rn(detail::add_rn(r[l], sigma), -sigma);  // eq. (3)
+        r[l] -= high;                                                             // eq. (4), exact
+        out.value[p][v * k + l] = std::ldexp(high, -c);                          // eq. (5)
+      }
+    }
+  }
+  return out;
+}
+
+class HostOzakiSlices final : public Backend {
+ public:
+  HostOzakiSlices(const char* format, int significand_bits) : format_(format), significand_bits_(significand_bits) {}
+  std::string name() const override { return std::string("host-ozaki-") + format_; }
+  std::string description() const override {
+    return std::string("host DGEMM emulated with ") + format_ +
+           " slices whose products are exact in FP32 (Ozaki scheme, seed 001), parameters slices and d (fast mode)";
+  }
+  DataType data_type() const override { return DataType::F64; }
+  Memory memory() const override { return Memory::Host; }
+  std::vector<ParameterSpec> parameters() const override {
+    return {{"slices", "slices of each operand; 0: one more than 53 bits need", 0, kOzakiMaxSlices, 0},
+            {"d", "fast mode: only slice pairs p + q < d (0-based); 0: every pair", 0, 2 * kOzakiMaxSlices, 0}};
+  }
+
+ protected:
+  std::int64_t inner_size_limit() const override { return std::int64_t{1} << 22; }
+  void run_problem(Context&, const Problem& p, const Parameters& parameters, const Execution&) const override {
+    const std::int64_t m = p.m, n = p.n, k = p.k;
+    const int bits = ozaki_slice_bits(significand_bits_, k), rho = 53 - bits;
+    const std::int64_t asked = parameter_value(parameters, "slices"), d = parameter_value(parameters, "d");
+    const int count = asked > 0 ? int(asked) : std::min(kOzakiMaxSlices, (53 + bits - 1) / bits + 1);
+    const double* a = static_cast<const double*>(p.a.data);
+    const double* b = static_cast<const double*>(p.b.data);
+    detail::require_finite_vectors(name(), a, m, k, p.a.op == Op::N ? 1 : p.a.ld, p.a.op == Op::N ? p.a.ld : 1, "A");
+    detail::require_finite_vectors(name(), b, n, k, p.b.op == Op::N ? p.b.ld : 1, p.b.op == Op::N ? 1 : p.b.ld, "B");
+    const Slices sa = slice(a, m, k, p.a.op == Op::N ? 1 : p.a.ld, p.a.op == Op::N ? p.a.ld : 1, count, rho);
+    const Slices sb = slice(b, n, k, p.b.op == Op::N ? p.b.ld : 1, p.b.op == Op::N ? 1 : p.b.ld, count, rho);
+    std::vector<double> sum(m * n, 0.0);
+    for (int pa = 0; pa < count; ++pa)
+      for (int pb = 0; pb < count; ++pb) {
+        if (d > 0 && pa + pb >= d) continue;  // fast mode
+        const std::vector<double>& x = sa.value[pa];
+        const std::vector<double>& y = sb.value[pb];
+        for (std::int64_t j = 0; j < n; ++j)
+          for (std::int64_t i = 0; i < m; ++i) {
+            double dot = 0;  // exact: what FP32 accumulates without error (eq. (11))
+            for (std::int64_t l = 0; l < k; ++l) dot += x[i * k + l] * y[j * k + l];
+            sum[i + j * m] += std::ldexp(dot, sa.exponent[pa][i] + sb.exponent[pb][j]);  // eq. (10)
+          }
+      }
+    double* c = static_cast<double*>(p.c.data);
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < m; ++i) {
+        double& cij = c[i + j * p.c.ld];
+        cij = p.beta == 0 ? p.alpha * sum[i + j * m] : p.alpha * sum[i + j * m] + p.beta * cij;
+      }
+  }
+
+ private:
+  const char* format_;
+  int significand_bits_;
+};
+
+}  // namespace
+
+void add_host_ozaki_slice_backends(std::vector<std::unique_ptr<Backend>>& out) {
+  out.push_back(std::make_unique<HostOzakiSlices>("bf16", 8));
+  out.push_back(std::make_unique<HostOzakiSlices>("fp16", 11));
+}
+
+}  // namespace mixsolve::gemm

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The Ozaki scheme with BF16 / FP16 slices on the host (gemm/ozaki_slices.hpp, seed 001): rho as
+// the seed defines it, FP64-level results with every slice pair, the accuracy/work trade of fast
+// mode d (seed 001's d table at n = 256), and bad input.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "mixsolve/gemm/ozaki_slices.hpp"
+#include "mixsolve/gemm/registry.hpp"
+#include "ozaki_test_support.hpp"
+
+namespace {
+
+using namespace mixsolve;
+using namespace mixsolve::gemm;
+using mixsolve::testing::phi_matrix;
+
+TEST(OzakiSlices, RhoFollowsSeed001) {
+  EXPECT_EQ(ozaki_slices_rho(8, 128), 45);  // BF16: ceil(53 - 17 / 2) = 45 = 53 - 8
+  EXPECT_EQ(ozaki_slice_bits(8, 128), 8);
+  EXPECT_EQ(ozaki_slice_bits(8, 256), 8);   // 2 8 + 8 = 24
+  EXPECT_EQ(ozaki_slice_bits(8, 16384), 5); // 2 5 + 14 = 24
+  EXPECT_EQ(ozaki_slice_bits(11, 1), 11);   // FP16 at k = 1: the format's own 11 bits
+  EXPECT_EQ(ozaki_slice_bits(11, 256), 8);  // beyond k = 4, FP32's 24 bits bind, not FP16's 11
+  EXPECT_THROW(ozaki_slice_bits(8, std::int64_t{1} << 23), InvalidArgument);
+}
+
+// With every pair of slices the result is at FP64's level (within 4x of FP64 GEMM's maximum
+// relative error against MPFR); fast mode trades pairs for accuracy, and the error falls as d
+// admits more pairs until it reaches the rounding of the FP64 sum (below 1e-12 here), where more
+// pairs change only the last bits. The table is printed. At k = 256 an FP16 slice keeps the same
+// 8 bits as a BF16 one (FP32's 24 bits bind, seed 001), so host-ozaki-fp16 gives the same bits.
+TEST(OzakiSlices, FastModeTradesSlicePairsForAccuracy) {
+  const std::int64_t n = 256;
+  Context ctx = Context::host_only();
+  const Backend& dgemm = find_backend("host-fp64");
+  const Backend& ozaki = find_backend("host-ozaki-bf16");
+  for (const double phi : {0.1, 1.0}) {
+    const std::vector<double> a = phi_matrix(n, n, phi, 31), b = phi_matrix(n, n, phi, 32);
+    const std::vector<double> reference = mixsolve::testing::mpfr_gemm(n, n, n, a.data(), n, b.data(), n);
+    std::vector<double> c(n * n), c16(n * n);
+    const auto problem = [&](double* out) {
+      return Problem{n, n, n, 1.0, 0.0, Operand::dense(Format::F64, Op::N, a.data(), n),
+                     Operand::dense(Format::F64, Op::N, b.data(), n), Output{Format::F64, out, n}};
+    };
+    dgemm.run(ctx, problem(c.data()));
+    const double fp64 = mixsolve::testing::max_relative_error(n, n, c.data(), n, reference);
+    std::printf("host-ozaki-bf16, n = %lld, phi %g (8 slices of 8 bits; FP64 %.2e): d, pairs, max relative error\n",
+                (long long)n, phi, fp64);
+    double previous = 1e300;
+    for (const int d : {4, 5, 6, 7, 8, 9, 0}) {
+      ozaki.run(ctx, problem(c.data()), {{"d", d}});
+      const double error = mixsolve::testing::max_relative_error(n, n, c.data(), n, reference);
+      int pairs = 0;
+      for (int p = 0; p < 8; ++p)
+        for (int q = 0; q < 8; ++q) pairs += d == 0 || p + q < d;
+      std::printf("  d = %d  %2d pairs  %.2e\n", d, pairs, error);
+      EXPECT_LE(error, std::max(previous, 1e-12)) << "phi " << phi << " d " << d;
+      previous = error;
+    }
+    EXPECT_LE(previous, 4 * fp64) << "phi " << phi << ": every pair";
+    find_backend("host-ozaki-fp16").run(ctx, problem(c16.data()));
+    EXPECT_EQ(c16, c) << "phi " << phi;
+  }
+}
+
+TEST(OzakiSlices, WideExponentsZerosAndNonFiniteInputs) {
+  for (const char* name : {"host-ozaki-bf16", "host-ozaki-fp16"})
+    mixsolve::testing::expect_any_finite_input_and_refusals(find_backend(name), {}, 1e-12, std::int64_t{1} << 22);
+}
+
+}  // namespace
