@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// DGEMM and its emulations on the GPU (issue 27): every backend against cuBLAS DGEMM in the same
+// DGEMM and its emulations on the GPU: every backend against cuBLAS DGEMM in the same
 // run, on square sizes and on rectangular shapes (an LU's trailing updates: m = n large, k = 256),
 // for seed 004's phi inputs. Accuracy on sampled entries against MPFR (256 bits): the maximum
 // relative error (seed 004 eq. (21)) and the normwise relative error over the samples.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Runs on the device machine: the same benchmarks from two builds in one run, A/B/A, for a change
-# that must not move speed or results (issue 26). BEFORE and AFTER are folders holding stripped
+# that must not move speed or results. BEFORE and AFTER are folders holding stripped
 # solve_benchmark and gemm_benchmark binaries (AFTER also mixsolve_gpu_tests), LIBS the bundled
 # libraries (../shared/tools/gpu-bundle). Logs into $OUT.
 #   BEFORE=carry/before AFTER=carry/after LIBS=carry/gpu-libs bash tools/device_before_after.sh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Runs on the device machine: the emulated DGEMMs' GPU tests, then dgemm_benchmark against cuBLAS
-# DGEMM and cuBLAS's own FP64 emulation in the same run (issue 27). BIN is a folder holding the
+# DGEMM and cuBLAS's own FP64 emulation in the same run. BIN is a folder holding the
 # stripped mixsolve_gpu_tests and dgemm_benchmark, LIBS the bundled libraries
 # (../shared/tools/gpu-bundle). Logs and JSON into $OUT.
 #   BIN=build-carry LIBS=build-carry/gpu-libs bash tools/device_ozaki.sh

@@ -60,24 +60,32 @@ Support Backend::check_formats(const Problem& problem, const Execution&) const {
   return refused("C", problem.c.format);
 }
 
-Support Backend::check(const Context& ctx, const Problem& p, const Parameters& parameters,
-                       const Execution& execution) const {
-  using Status = Support::Status;
-  const auto invalid = [](std::string reason) { return Support{Status::InvalidArgument, std::move(reason)}; };
+Support Backend::check_parameters(const Parameters& parameters) const {
+  if (parameters.empty()) return {};
   const auto s = [](std::int64_t v) { return std::to_string(v); };
-  if (Support formats = check_formats(p, execution); !formats) return formats;
   const std::vector<ParameterSpec> specs = this->parameters();
   for (const auto& [name, value] : parameters) {
     const auto spec = std::find_if(specs.begin(), specs.end(), [&](const ParameterSpec& x) { return x.name == name; });
     if (spec == specs.end()) {
       std::string known;
       for (const ParameterSpec& x : specs) known += (known.empty() ? "" : ", ") + x.name;
-      return {Status::UnsupportedParameter,
+      return {Support::Status::UnsupportedParameter,
               "parameter '" + name + "' is not one of this backend's (" + (known.empty() ? "none" : known) + ")"};
     }
     if (value < spec->min || value > spec->max)
-      return invalid("parameter " + name + " (" + s(value) + ") outside [" + s(spec->min) + ", " + s(spec->max) + "]");
+      return {Support::Status::InvalidArgument,
+              "parameter " + name + " (" + s(value) + ") outside [" + s(spec->min) + ", " + s(spec->max) + "]"};
   }
+  return {};
+}
+
+Support Backend::check(const Context& ctx, const Problem& p, const Parameters& parameters,
+                       const Execution& execution) const {
+  using Status = Support::Status;
+  const auto invalid = [](std::string reason) { return Support{Status::InvalidArgument, std::move(reason)}; };
+  const auto s = [](std::int64_t v) { return std::to_string(v); };
+  if (Support formats = check_formats(p, execution); !formats) return formats;
+  if (Support given = check_parameters(parameters); !given) return given;
   if (p.m < 0) return invalid("m (" + s(p.m) + ") < 0");
   if (p.n < 0) return invalid("n (" + s(p.n) + ") < 0");
   if (p.k < 0) return invalid("k (" + s(p.k) + ") < 0");
@@ -200,7 +208,8 @@ void Backend::pack_b(Context& ctx, std::int64_t k, std::int64_t n, const Operand
   require(into.ld_bytes >= least, "ld_bytes (" + s(into.ld_bytes) + ") < the " + s(least) +
                                       " bytes a column of inner rows up to " +
                                       s(into.first_block * into.block + k) + " takes");
-  if (unavailable_reason(ctx) != "") throw NotSupported(where(*this) + ": " + unavailable_reason(ctx));
+  if (const std::string unavailable = unavailable_reason(ctx); !unavailable.empty())
+    throw NotSupported(where(*this) + ": " + unavailable);
   check_pointer_space(*this, "b", b.data, memory());
   check_pointer_space(*this, "the packed storage", into.data, memory());
   pack_b_checked(ctx, k, n, b, into);

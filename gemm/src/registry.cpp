@@ -54,7 +54,6 @@ BackendCall find_backend_call(const std::string& text) {
   call.text = text;
   call.backend = &find_backend(text.substr(0, colon));
   if (colon == std::string::npos) return call;
-  const std::vector<ParameterSpec> specs = call.backend->parameters();
   std::size_t start = colon + 1;
   while (start <= text.size()) {
     const std::size_t end = std::min(text.find(',', start), text.size());
@@ -72,19 +71,11 @@ BackendCall find_backend_call(const std::string& text) {
     }
     if (value.empty() || used != value.size())
       throw InvalidArgument("backend \"" + text + "\": " + key + " = \"" + value + "\" is not an integer");
-    const auto spec = std::find_if(specs.begin(), specs.end(), [&](const ParameterSpec& p) { return p.name == key; });
-    if (spec == specs.end()) {
-      std::string known;
-      for (const ParameterSpec& p : specs) known += (known.empty() ? "" : ", ") + p.name;
-      throw InvalidArgument("backend \"" + text + "\": " + call.backend->name() + " has no parameter \"" + key +
-                            "\" (it takes: " + (known.empty() ? "none" : known) + ")");
-    }
-    if (number < spec->min || number > spec->max)
-      throw InvalidArgument("backend \"" + text + "\": " + key + " (" + value + ") outside [" +
-                            std::to_string(spec->min) + ", " + std::to_string(spec->max) + "]");
     call.parameters[key] = number;
     start = end + 1;
   }
+  if (const Support given = call.backend->check_parameters(call.parameters); !given)
+    throw InvalidArgument("backend \"" + text + "\": " + given.reason);
   return call;
 }
 

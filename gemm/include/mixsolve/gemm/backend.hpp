@@ -137,6 +137,13 @@ class Backend {
   /// @return one spec per parameter: name, description, range and default.
   virtual std::vector<ParameterSpec> parameters() const { return {}; }
 
+  /// Whether `parameters` are this backend's: every name declared by parameters(), every value
+  /// in its spec's range (an empty map always is).
+  /// @param parameters the parameters to check.
+  /// @return Ok, UnsupportedParameter naming an undeclared name and the declared ones, or
+  ///         InvalidArgument naming a value and its range.
+  Support check_parameters(const Parameters& parameters) const;
+
   /// Whether run() would accept `problem`: can_implement of the typed form, plus each operand's
   /// format (Support::Status::UnsupportedFormat names the operand), a packed B's packer and
   /// storage, and the parameters (UnsupportedParameter for an undeclared name, InvalidArgument
