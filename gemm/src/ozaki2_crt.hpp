@@ -1,10 +1,20 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Internal: the Chinese remainder step of the Ozaki scheme II, host and device alike (the device
-// backend reproduces the host reference bit for bit). Garner's algorithm turns an entry's N
-// residues into balanced mixed-radix digits with small-integer arithmetic only, and Horner's rule
-// in double-double arithmetic (error-free FMA products and two-sums) evaluates
-//     x = v_0 + m_0 (v_1 + m_1 (v_2 + ... + m_{N-2} v_{N-1}))
-// with a relative error near 2^-104, whatever N (M up to 2^155 for 20 moduli).
+// Internal: the modular arithmetic of the Ozaki scheme II, host and device alike (the device
+// backend reproduces the host reference bit for bit).
+//
+// Residues. round(y) mod m for a double y comes from two exact FMA reductions
+// y - m rint(y / m): each result is an integer small enough to be a double, whatever the
+// rounding of the quotient.
+//
+// The CRT. An entry's residues r_t (mod m_t, M = m_1 ... m_N) determine the integer
+//     x = S - q M,   S = sum_t r_t w_t,   w_t = (M / m_t) ((M / m_t)^-1 mod m_t),   q = round(S / M),
+// the representative in (-M/2, M/2). Each w_t and M is held as four 40-bit limbs, so every
+// limb of S (a sum of at most 20 products of an 8-bit residue and a 40-bit limb) and of S - q M
+// (q < 2^13) is an integer below 2^53, computed exactly by FMAs. Only q comes from a rounded
+// division, and it is right because x stays away from +-M/2 (crt_table checks the margin). The
+// limbs are then carried into [-2^39, 2^39] and summed in double-double: the result is x with
+// a relative error near 2^-104 before its final rounding. N FMAs per limb, against Garner's
+// N(N - 1)/2 modular products.
 #pragma once
 
 #include <cmath>
@@ -17,12 +27,17 @@
 namespace mixsolve::gemm::detail {
 
 constexpr int kOzaki2MaxModuliAll = 20;
+constexpr int kCrtLimbs = 4;  // 4 x 40 bits > log2 M for 20 moduli (155.4)
+constexpr double kCrtLimbRadix = 0x1p40;
 
-// The constants of Garner's algorithm for N moduli: inverse[j][i] = m_j^-1 mod m_i (j < i).
-struct GarnerTable {
+// The constants of the CRT for N moduli.
+struct CrtTable {
   int count = 0;
   std::int32_t modulus[kOzaki2MaxModuliAll] = {};
-  std::int32_t inverse[kOzaki2MaxModuliAll][kOzaki2MaxModuliAll] = {};
+  double reciprocal[kOzaki2MaxModuliAll] = {};  // 1 / m_t, rounded
+  double weight[kOzaki2MaxModuliAll][kCrtLimbs] = {};  // w_t's limbs, least significant first
+  double product[kCrtLimbs] = {};                      // M's limbs
+  double inverse_product = 0;                          // 1 / M, rounded
 };
 
 // Products and sums rounded one by one, never fused into an FMA by the compiler: the device and
@@ -44,64 +59,60 @@ MIXSOLVE_HD inline double add_rn(double a, double b) {
 #endif
 }
 
-// The Garner constants of the first `moduli` of ozaki2_moduli() (host code, ozaki_int8.cpp).
-GarnerTable garner_table(int moduli);
+// The CRT constants of the first `moduli` of ozaki2_moduli() (host code, ozaki_int8.cpp).
+CrtTable crt_table(int moduli);
 // The parameter both ozaki2 backends declare, and the count a call's value asks for: 0, the
 // fewest that keep 53 bits of each operand at inner dimension k; 1 is refused, naming `backend`.
 ParameterSpec ozaki2_moduli_parameter();
 int ozaki2_resolve_moduli(std::int64_t asked, std::int64_t k, const std::string& backend);
 
-// x mod m in [0, m).
-MIXSOLVE_HD inline std::int32_t positive_residue(std::int64_t x, std::int32_t m) {
-  const std::int64_t r = x % m;
-  return std::int32_t(r < 0 ? r + m : r);
+// x - m rint(x / m) for an integer-valued x with |x| < 2^80, exactly (the product and the
+// difference are integers below 2^53: |result| <= m (2^21 + 1/2) for the largest x, <= m / 2 once
+// |x| < 2^40).
+MIXSOLVE_HD inline double reduced(double x, double m, double reciprocal) { return fma(-rint(x * reciprocal), m, x); }
+
+// round(y) mod m (round half to even), balanced as an INT8 operand: in [-128, 127] for m = 256,
+// [-(m - 1) / 2, (m - 1) / 2] for odd m. |y| < 2^80.
+MIXSOLVE_HD inline std::int8_t int8_residue_of_rounded(double y, std::int32_t m, double reciprocal) {
+  const int r = int(reduced(reduced(rint(y), m, reciprocal), m, reciprocal));  // |r| <= m / 2
+  return static_cast<std::int8_t>(r == 128 ? -128 : r);
 }
 
-// A residue as an INT8 operand: in [-128, 127] for m = 256, [-(m - 1) / 2, (m - 1) / 2] for odd m.
-MIXSOLVE_HD inline std::int8_t int8_residue(std::int32_t r, std::int32_t m) {
-  return static_cast<std::int8_t>(r >= (m + 1) / 2 ? r - m : r);
+// x mod m in [0, m) for |x| < 2^31 (an INT32 product).
+MIXSOLVE_HD inline std::int32_t residue_of_product(std::int32_t x, std::int32_t m, double reciprocal) {
+  const int r = int(reduced(double(x), m, reciprocal));  // |r| <= m / 2
+  return r < 0 ? r + m : r;
 }
 
-// The balanced digit of a residue: in [-(m - 1) / 2, m / 2].
-MIXSOLVE_HD inline std::int32_t balanced(std::int32_t r, std::int32_t m) { return r > m / 2 ? r - m : r; }
-
-// round(y) mod m in [0, m) for a finite y of any magnitude: below 2^62 through a 64-bit integer;
-// above, y = mant 2^e with a 53-bit integer mant and e >= 10 is an integer, whose residue is
-// (mant mod m) (2^e mod m).
-MIXSOLVE_HD inline std::int32_t residue_of_rounded(double y, std::int32_t m) {
-  if (fabs(y) < 0x1p62) return positive_residue(llrint(y), m);
-  int e = 0;
-  const double f = frexp(y, &e);  // y = f 2^e, |f| in [1/2, 1)
-  std::int64_t r = positive_residue(std::int64_t(ldexp(f, 53)), m);
-  for (int i = 0; i < e - 53; ++i) r = (2 * r) % m;
-  return std::int32_t(r);
+// The CRT in two steps: crt_add for each modulus t in turn (limbs start at 0), then crt_value.
+MIXSOLVE_HD inline void crt_add(const CrtTable& table, int t, std::int32_t residue, double (&limbs)[kCrtLimbs]) {
+  for (int j = 0; j < kCrtLimbs; ++j) limbs[j] = fma(double(residue), table.weight[t][j], limbs[j]);  // exact
 }
 
-// The value x in [-M/2 + 1, M/2] with x = residue[i] mod m_i, in double: Garner's digits, then
-// Horner's rule in double-double. residue[i] in [0, m_i).
-MIXSOLVE_HD inline double crt_to_double(const GarnerTable& t, const std::int32_t* residue) {
-  std::int32_t digit[kOzaki2MaxModuliAll] = {};
-  for (int i = 0; i < t.count; ++i) {
-    std::int64_t r = residue[i];
-    for (int j = 0; j < i; ++j) r = positive_residue((r - digit[j]) * t.inverse[j][i], t.modulus[i]);
-    digit[i] = balanced(std::int32_t(r), t.modulus[i]);
+// x in (-M/2, M/2) from the limbs of S, rounded to double.
+MIXSOLVE_HD inline double crt_value(const CrtTable& table, double (&limbs)[kCrtLimbs]) {
+  double s = limbs[kCrtLimbs - 1];
+  for (int j = kCrtLimbs - 2; j >= 0; --j) s = add_rn(mul_rn(s, kCrtLimbRadix), limbs[j]);
+  const double q = rint(mul_rn(s, table.inverse_product));  // round(S / M), below 2^13
+  for (int j = 0; j < kCrtLimbs; ++j) limbs[j] = fma(-q, table.product[j], limbs[j]);  // exact
+  for (int j = 0; j + 1 < kCrtLimbs; ++j) {  // carries: limbs below the top into [-2^39, 2^39]
+    const double carry = rint(limbs[j] * (1 / kCrtLimbRadix));
+    limbs[j] = fma(-carry, kCrtLimbRadix, limbs[j]);
+    limbs[j + 1] += carry;  // exact: below 2^53
   }
-  double hi = digit[t.count - 1], lo = 0;
-  for (int i = t.count - 2; i >= 0; --i) {
-    // (hi, lo) := m_i (hi, lo) + v_i: the product of hi is split exactly by an FMA (TwoProduct),
-    // the digit added by TwoSum, and the pair renormalised (FastTwoSum, |hi| >= |lo|).
-    const double m = t.modulus[i], d = digit[i];
-    const double p = mul_rn(hi, m);
-    const double p_error = fma(hi, m, -p);
-    const double s = add_rn(p, d);
-    const double bb = add_rn(s, -p);
-    const double s_error = add_rn(add_rn(p, -add_rn(s, -bb)), add_rn(d, -bb));
-    lo = add_rn(add_rn(mul_rn(lo, m), p_error), s_error);
-    const double renormalised = add_rn(s, lo);
-    lo = add_rn(lo, -add_rn(renormalised, -s));
-    hi = renormalised;
+  // Double-double sum from the top limb down; a lower limb is at most half a unit of the limb
+  // above, so there is no cancellation beyond one bit.
+  double hi = ldexp(limbs[kCrtLimbs - 1], 40 * (kCrtLimbs - 1)), lo = 0;
+  for (int j = kCrtLimbs - 2; j >= 0; --j) {
+    const double term = ldexp(limbs[j], 40 * j);
+    const double s1 = add_rn(hi, term);
+    const double bb = add_rn(s1, -hi);
+    const double error = add_rn(add_rn(hi, -add_rn(s1, -bb)), add_rn(term, -bb));  // TwoSum
+    lo = add_rn(lo, error);
+    hi = add_rn(s1, lo);  // FastTwoSum: |s1| >= |lo|
+    lo = add_rn(lo, -add_rn(hi, -s1));
   }
-  return add_rn(hi, lo);
+  return hi;
 }
 
 }  // namespace mixsolve::gemm::detail

@@ -13,6 +13,7 @@
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/gemm/ozaki_int8.hpp"
 #include "mixsolve/gemm/registry.hpp"
+#include "ozaki2_crt.hpp"
 #include "ozaki_test_support.hpp"
 
 namespace {
@@ -20,6 +21,7 @@ namespace {
 using namespace mixsolve;
 using namespace mixsolve::gemm;
 using mixsolve::testing::phi_matrix;
+namespace crt = mixsolve::gemm::detail;
 
 
 Problem product(std::int64_t m, std::int64_t n, std::int64_t k, const double* a, const double* b, double* c) {
@@ -44,6 +46,59 @@ TEST(Ozaki2Int8, ModuliAreCoprimeInt8AndBitsFollowTheirProduct) {
   EXPECT_EQ(ozaki2_moduli_for_bits(53, 16384), 16);  // 55 bits
   EXPECT_EQ(ozaki2_moduli_for_bits(40, 256), 12);    // 11 keep 39
   EXPECT_THROW(ozaki2_operand_bits(8, kOzaki2MaxK + 1), InvalidArgument);
+}
+
+// round(y) mod m from two FMA reductions equals the residue computed by integer division, for
+// every modulus and y up to 2^79 in magnitude, ties to even included.
+TEST(Ozaki2Int8, ResiduesByFmaReductionAreExact) {
+  const crt::CrtTable table = crt::crt_table(kOzaki2MaxModuli);
+  // round(y) mod m by integer arithmetic: below 2^53 directly, above as f 2^e, f an integer.
+  const auto reference = [](double y, std::int64_t m) {
+    const double rounded = std::nearbyint(y);
+    if (std::fabs(rounded) < 0x1p53) return (std::int64_t(rounded) % m + m) % m;
+    int e = 0;
+    const std::int64_t mantissa = std::int64_t(std::ldexp(std::frexp(rounded, &e), 53));
+    std::int64_t r = (mantissa % m + m) % m;
+    for (int i = 53; i < e; ++i) r = 2 * r % m;
+    return r;
+  };
+  for (std::uint64_t x = 0; x < 20000; ++x) {
+    const int e = int(random_bits(7, x) % 80);
+    const double sign = random_bits(8, x) & 1 ? -1.0 : 1.0;
+    double y = sign * std::ldexp(double(random_bits(9, x) >> 11), e - 53);  // 53 random bits at scale 2^e
+    if (x % 7 == 0) y = sign * (std::floor(std::ldexp(1.0, e % 52)) + 0.5);  // ties
+    for (int t = 0; t < table.count; ++t) {
+      const std::int32_t m = table.modulus[t];
+      const std::int8_t r = crt::int8_residue_of_rounded(y, m, table.reciprocal[t]);
+      ASSERT_EQ((r + m) % m, reference(y, m)) << "y = " << y << ", m = " << m;
+      ASSERT_LE(std::abs(int(r)), m / 2) << "y = " << y << ", m = " << m;
+    }
+  }
+  for (std::int32_t x : {0, 1, -1, 2147483647, -2147483647 - 1, 123456789, -987654321})
+    for (int t = 0; t < table.count; ++t)
+      ASSERT_EQ(crt::residue_of_product(x, table.modulus[t], table.reciprocal[t]),
+                ((std::int64_t(x) % table.modulus[t]) + table.modulus[t]) % table.modulus[t]);
+}
+
+// The CRT gives back any integer in (-M/2, M/2), rounded to double: integers of up to 126 bits
+// (__int128) from their residues, for every count of moduli whose M exceeds them.
+TEST(Ozaki2Int8, CrtRecoversIntegersFromTheirResidues) {
+  for (int count = 2; count <= 16; ++count) {
+    const crt::CrtTable table = crt::crt_table(count);
+    const int room = ozaki2_operand_bits(count, 1) * 2;  // |x| <= 2^room <= M / 2
+    for (std::uint64_t s = 0; s < 2000; ++s) {
+      const int bits = int(random_bits(10, s) % std::uint64_t(std::min(room, 126) + 1));
+      __int128 x = (__int128(random_bits(11, s)) << 64 | random_bits(12, s)) & ((__int128(1) << bits) - 1);
+      if (s % 5 == 0) x = (__int128(1) << std::min(room, 126)) - __int128(s % 3);  // near the bound
+      if (random_bits(13, s) & 1) x = -x;
+      double limbs[crt::kCrtLimbs] = {};
+      for (int t = 0; t < count; ++t) {
+        const std::int32_t m = table.modulus[t];
+        crt::crt_add(table, t, std::int32_t(((x % m) + m) % m), limbs);
+      }
+      ASSERT_EQ(crt::crt_value(table, limbs), double(x)) << count << " moduli, " << bits << " bits, s = " << s;
+    }
+  }
 }
 
 // Integer matrices whose entries fit the operands' bits are scaled by powers of two only, so the

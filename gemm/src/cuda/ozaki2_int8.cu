@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // ozaki2-int8: DGEMM emulated on the INT8 tensor cores by the Ozaki scheme II (ozaki_int8.hpp),
 // computing what host-ozaki2-int8 computes, bit for bit:
-//  1. the largest |value| of each row of op(A) and column of op(B) (non-negative doubles order as
-//     their bits: one atomicMax per element, as seed 004's FP32 version), hence the shifts;
+//  1. the largest |value| of each row of op(A) and column of op(B), one atomicMax per vector and
+//     tile (non-negative doubles order as their bits), hence the shifts;
 //  2. one pass over each operand writes its INT8 residues for every modulus (seed 001's fused
-//     split): plane t holds round(x 2^shift) mod m_t, balanced, as a k4 x m16 (or k4 x n16)
+//     split): plane t holds round(x 2^shift) mod m_t, balanced, as a k16 x m16 (or k16 x n16)
 //     column-major INT8 matrix, zero-padded, so that each product is cuBLAS's INT8 "TN" GEMM;
 //  3. per modulus, C32 = A_t^T B_t (INT32, exact for k <= 2^17), reduced mod m_t to a byte;
-//  4. per entry, Garner's digits and a double-double Horner sum (ozaki2_crt.hpp), the shifts
-//     undone, alpha and beta applied.
+//  4. per entry, the CRT from the bytes (ozaki2_crt.hpp), the shifts undone, alpha and beta.
+// Both operands are read through 64 x 64 tiles in shared memory, so that reads follow the
+// stored matrix and writes follow the planes, whatever the transposes. The columns of C are
+// taken in panels when the workspace for all of them would not fit in the device's memory.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -36,6 +38,10 @@ unsigned grid_for(std::int64_t total) {
   return unsigned(std::clamp<std::int64_t>((total + 255) / 256, 1, 8192));
 }
 
+constexpr int kTile = 64;      // tile: 64 vectors x 64 elements
+constexpr int kThreads = 256;  // per tile
+constexpr int kGroup = 16;     // elements one thread turns into residues: one 16-byte store per plane
+
 // One operand seen as `vectors` vectors of length k: element l of vector v at
 // data[v * vector_stride + l * element_stride].
 struct Vectors {
@@ -44,22 +50,42 @@ struct Vectors {
   __device__ double at(std::int64_t v, std::int64_t l) const { return data[v * vector_stride + l * element_stride]; }
 };
 
-// largest_bits[v] = max over l of |x(v, l)| as the bits of a non-negative double (start: 0);
-// nonfinite[0] counts NaN and Inf.
-__global__ void largest_per_vector_kernel(Vectors x, unsigned long long* largest_bits, unsigned int* nonfinite) {
-  const std::int64_t total = x.vectors * x.k;
-  for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < total;
-       idx += std::int64_t(gridDim.x) * blockDim.x) {
-    // Consecutive threads take consecutive elements of the stored matrix.
-    const std::int64_t v = x.element_stride == 1 ? idx / x.k : idx % x.vectors;
-    const std::int64_t l = x.element_stride == 1 ? idx % x.k : idx / x.vectors;
-    const double a = fabs(x.at(v, l));
-    if (!(a <= 1.7976931348623157e308)) {
-      atomicAdd(nonfinite, 1u);
-      continue;
-    }
-    if (a > 0) atomicMax(&largest_bits[v], static_cast<unsigned long long>(__double_as_longlong(a)));
+// tile[dv][dl] = value(x(v0 + dv, l0 + dl), v0 + dv) inside the operand, 0 outside; consecutive
+// threads read consecutive addresses, along l or along v, whichever is contiguous.
+template <class Value>
+__device__ void load_tile(const Vectors& x, std::int64_t v0, std::int64_t l0, double (*tile)[kTile + 1], Value value) {
+  const bool along_l = x.element_stride == 1;
+  for (int e = threadIdx.x; e < kTile * kTile; e += kThreads) {
+    const int fast = e % kTile, slow = e / kTile;
+    const int dv = along_l ? slow : fast, dl = along_l ? fast : slow;
+    const std::int64_t v = v0 + dv, l = l0 + dl;
+    tile[dv][dl] = v < x.vectors && l < x.k ? value(x.at(v, l), v) : 0.0;
   }
+  __syncthreads();
+}
+
+// largest_bits[v] = max over l of |x(v, l)| as the bits of a non-negative double (start: 0);
+// nonfinite[0] counts NaN and Inf. Grid: (tiles along the vectors, tiles along k).
+__global__ void __launch_bounds__(kThreads) largest_per_vector_kernel(Vectors x, unsigned long long* largest_bits,
+                                                                       unsigned int* nonfinite) {
+  __shared__ double tile[kTile][kTile + 1];
+  const std::int64_t v0 = std::int64_t(blockIdx.x) * kTile, l0 = std::int64_t(blockIdx.y) * kTile;
+  int bad = 0;
+  load_tile(x, v0, l0, tile, [&](double value, std::int64_t) {
+    const double a = fabs(value);
+    if (a <= 1.7976931348623157e308) return a;
+    bad = 1;
+    return 0.0;
+  });
+  const int dv = threadIdx.x / 4, part = threadIdx.x % 4;  // 4 threads per vector, 16 elements each
+  double largest = 0;
+  for (int dl = part * kGroup; dl < (part + 1) * kGroup; ++dl) largest = fmax(largest, tile[dv][dl]);
+  largest = fmax(largest, __shfl_xor_sync(0xffffffffu, largest, 1));
+  largest = fmax(largest, __shfl_xor_sync(0xffffffffu, largest, 2));
+  if (part == 0 && largest > 0 && v0 + dv < x.vectors)
+    atomicMax(&largest_bits[v0 + dv], static_cast<unsigned long long>(__double_as_longlong(largest)));
+  const int bad_in_block = __syncthreads_count(bad);
+  if (threadIdx.x == 0 && bad_in_block) atomicAdd(nonfinite, unsigned(bad_in_block));
 }
 
 // shift[v] = bits - ceil(log2 largest_v) (0 for a zero vector), as host-ozaki2-int8 computes it.
@@ -71,45 +97,80 @@ __global__ void shifts_kernel(const unsigned long long* largest_bits, std::int64
   }
 }
 
-// Plane t of `planes` (k4 x padded_vectors, column-major, INT8): the balanced residue of
-// round(x(v, l) 2^shift[v]) mod m_t at [l + v k4]; the padding was zeroed beforehand.
-__global__ void residues_kernel(Vectors x, const int* shift, detail::GarnerTable table, std::int8_t* planes,
-                                std::int64_t k4, std::int64_t plane_elements) {
-  const std::int64_t total = x.vectors * x.k;
-  for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < total;
-       idx += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t v = x.element_stride == 1 ? idx / x.k : idx % x.vectors;
-    const std::int64_t l = x.element_stride == 1 ? idx % x.k : idx / x.vectors;
-    const double y = ldexp(x.at(v, l), shift[v]);
-    for (int t = 0; t < table.count; ++t)
-      planes[t * plane_elements + l + v * k4] =
-          detail::int8_residue(detail::residue_of_rounded(y, table.modulus[t]), table.modulus[t]);
+// Plane t of `planes` (k16 x padded_vectors, column-major, INT8): the balanced residue of
+// round(x(v, l) 2^shift[v]) mod m_t at [l + v k16], zero in the padding. Grid: (tiles along
+// padded_vectors, tiles along k16).
+__global__ void __launch_bounds__(kThreads) residues_kernel(Vectors x, const int* shift, detail::CrtTable table,
+                                                             std::int8_t* planes, std::int64_t k16,
+                                                             std::int64_t padded_vectors) {
+  __shared__ double tile[kTile][kTile + 1];
+  __shared__ std::int32_t modulus[detail::kOzaki2MaxModuliAll];
+  __shared__ double reciprocal[detail::kOzaki2MaxModuliAll];
+  if (threadIdx.x < table.count) {
+    modulus[threadIdx.x] = table.modulus[threadIdx.x];
+    reciprocal[threadIdx.x] = table.reciprocal[threadIdx.x];
+  }
+  const std::int64_t v0 = std::int64_t(blockIdx.x) * kTile, l0 = std::int64_t(blockIdx.y) * kTile;
+  load_tile(x, v0, l0, tile, [&](double value, std::int64_t v) { return rint(ldexp(value, shift[v])); });
+  const int dv = threadIdx.x / 4, dl = threadIdx.x % 4 * kGroup;
+  const std::int64_t v = v0 + dv, l = l0 + dl;
+  if (v >= padded_vectors || l >= k16) return;  // k16 is a multiple of kGroup: whole groups
+  const std::int64_t plane_elements = k16 * padded_vectors;
+  for (int t = 0; t < table.count; ++t) {
+    alignas(16) std::int8_t group[kGroup];
+    for (int e = 0; e < kGroup; ++e) group[e] = detail::int8_residue_of_rounded(tile[dv][dl + e], modulus[t], reciprocal[t]);
+    *reinterpret_cast<int4*>(planes + t * plane_elements + v * k16 + l) = *reinterpret_cast<const int4*>(group);
   }
 }
 
-// residue[t][i + j m] = product(i, j) mod m_t (product: m16 x n16 INT32, leading dimension m16).
-__global__ void reduce_product_kernel(const std::int32_t* product, std::int64_t m, std::int64_t n, std::int64_t ld,
-                                      std::int32_t modulus, std::uint8_t* residue) {
-  for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < m * n;
-       idx += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t i = idx % m, j = idx / m;
-    residue[idx] = std::uint8_t(detail::positive_residue(product[i + j * ld], modulus));
+// residues[i] = product[i] mod m in [0, m), 16 entries per thread (count: a multiple of 16).
+__global__ void reduce_product_kernel(const std::int32_t* product, std::int64_t count, std::int32_t modulus,
+                                      double reciprocal, std::uint8_t* residues) {
+  for (std::int64_t group = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; group < count / kGroup;
+       group += std::int64_t(gridDim.x) * blockDim.x) {
+    alignas(16) std::uint8_t out[kGroup];
+    for (int q = 0; q < kGroup / 4; ++q) {
+      const int4 in = reinterpret_cast<const int4*>(product)[group * (kGroup / 4) + q];
+      out[4 * q + 0] = std::uint8_t(detail::residue_of_product(in.x, modulus, reciprocal));
+      out[4 * q + 1] = std::uint8_t(detail::residue_of_product(in.y, modulus, reciprocal));
+      out[4 * q + 2] = std::uint8_t(detail::residue_of_product(in.z, modulus, reciprocal));
+      out[4 * q + 3] = std::uint8_t(detail::residue_of_product(in.w, modulus, reciprocal));
+    }
+    reinterpret_cast<int4*>(residues)[group] = *reinterpret_cast<const int4*>(out);
   }
 }
 
-// C = alpha 2^-(s_i + t_j) CRT(residues) + beta C, as the host reference rounds it.
-__global__ void reconstruct_kernel(const std::uint8_t* residues, std::int64_t plane, detail::GarnerTable table,
-                                   const int* a_shift, const int* b_shift, std::int64_t m, std::int64_t n,
-                                   double alpha, double beta, double* c, std::int64_t ldc) {
-  for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < m * n;
-       idx += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t i = idx % m, j = idx / m;
-    std::int32_t r[detail::kOzaki2MaxModuliAll];
-    for (int t = 0; t < table.count; ++t) r[t] = residues[t * plane + idx];
-    const double ab = ldexp(detail::crt_to_double(table, r), -(a_shift[i] + b_shift[j]));
-    double& cij = c[i + j * ldc];
-    cij = beta == 0 ? __dmul_rn(alpha, ab) : __dadd_rn(__dmul_rn(alpha, ab), __dmul_rn(beta, cij));
+// C = alpha 2^-(s_i + t_j) CRT(residues) + beta C, as the host reference rounds it. The residues
+// of modulus t are an m16 x n byte matrix at residues + t plane; four rows per thread.
+__global__ void reconstruct_kernel(const std::uint8_t* residues, std::int64_t plane, std::int64_t m16,
+                                   detail::CrtTable table, const int* a_shift, const int* b_shift, std::int64_t m,
+                                   std::int64_t n, double alpha, double beta, double* c, std::int64_t ldc) {
+  __shared__ detail::CrtTable shared_table;
+  for (int w = threadIdx.x; w < int(sizeof(detail::CrtTable) / sizeof(int)); w += blockDim.x)
+    reinterpret_cast<int*>(&shared_table)[w] = reinterpret_cast<const int*>(&table)[w];
+  __syncthreads();
+  for (std::int64_t quad = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; quad < m16 / 4 * n;
+       quad += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t i0 = quad % (m16 / 4) * 4, j = quad / (m16 / 4);
+    if (i0 >= m) continue;
+    double limbs[4][detail::kCrtLimbs] = {};
+    for (int t = 0; t < shared_table.count; ++t) {
+      const uchar4 r = *reinterpret_cast<const uchar4*>(residues + t * plane + i0 + j * m16);
+      detail::crt_add(shared_table, t, r.x, limbs[0]);
+      detail::crt_add(shared_table, t, r.y, limbs[1]);
+      detail::crt_add(shared_table, t, r.z, limbs[2]);
+      detail::crt_add(shared_table, t, r.w, limbs[3]);
+    }
+    for (int e = 0; e < 4 && i0 + e < m; ++e) {
+      const double ab = ldexp(detail::crt_value(shared_table, limbs[e]), -(a_shift[i0 + e] + b_shift[j]));
+      double& cij = c[i0 + e + j * ldc];
+      cij = beta == 0 ? __dmul_rn(alpha, ab) : __dadd_rn(__dmul_rn(alpha, ab), __dmul_rn(beta, cij));
+    }
   }
+}
+
+dim3 tiles(std::int64_t vectors, std::int64_t k) {
+  return dim3(unsigned((vectors + kTile - 1) / kTile), unsigned((k + kTile - 1) / kTile));
 }
 
 class Ozaki2Int8 final : public Backend {
@@ -131,43 +192,52 @@ class Ozaki2Int8 final : public Backend {
     const std::int64_t m = p.m, n = p.n, k = p.k;
     const int moduli = detail::ozaki2_resolve_moduli(parameter_value(parameters, "moduli"), k, name());
     const int bits = ozaki2_operand_bits(moduli, k);
-    const detail::GarnerTable table = detail::garner_table(moduli);
-    // cuBLAS's INT8 GEMM wants leading dimensions and sizes in multiples of 4: the planes are
-    // zero-padded to k4 rows and m16 / n16 columns.
-    const std::int64_t k4 = round_up(k, 16), m16 = round_up(m, 16), n16 = round_up(n, 16);
+    const detail::CrtTable table = detail::crt_table(moduli);
+    // cuBLAS's INT8 GEMM wants leading dimensions and sizes in multiples of 4, and the residue
+    // kernels write 16 bytes at a time: the planes are zero-padded to k16 rows and m16 / n16
+    // columns.
+    const std::int64_t k16 = round_up(k, kGroup), m16 = round_up(m, kGroup);
     const Vectors a{static_cast<const double*>(p.a.data), m, k, p.a.op == Op::N ? 1 : p.a.ld,
                     p.a.op == Op::N ? p.a.ld : 1};
     const Vectors b{static_cast<const double*>(p.b.data), n, k, p.b.op == Op::N ? p.b.ld : 1,
                     p.b.op == Op::N ? 1 : p.b.ld};
-    detail::WorkspaceCarver plan(nullptr);
-    const auto carve = [&](detail::WorkspaceCarver& w) {
-      struct Parts {
-        unsigned long long* largest;
-        unsigned int* nonfinite;
-        int *a_shift, *b_shift;
-        std::int8_t *a_planes, *b_planes;
-        std::int32_t* product;
-        std::uint8_t* residues;
-      } parts;
+    struct Parts {
+      unsigned long long* largest;
+      unsigned int* nonfinite;
+      int *a_shift, *b_shift;
+      std::int8_t *a_planes, *b_planes;
+      std::int32_t* product;
+      std::uint8_t* residues;
+    };
+    // The workspace for a panel of `columns` columns of C (a multiple of 16).
+    const auto carve = [&](detail::WorkspaceCarver& w, std::int64_t columns) {
+      Parts parts;
       parts.largest = w.take<unsigned long long>(m + n);
       parts.nonfinite = w.take<unsigned int>(1);
-      parts.a_shift = w.take<int>(m);
-      parts.b_shift = w.take<int>(n);
-      parts.a_planes = w.take<std::int8_t>(moduli * k4 * m16);
-      parts.b_planes = w.take<std::int8_t>(moduli * k4 * n16);
-      parts.product = w.take<std::int32_t>(m16 * n16);
-      parts.residues = w.take<std::uint8_t>(moduli * m * n);
+      parts.a_shift = w.take<int>(m + n);  // then B's
+      parts.b_shift = parts.a_shift ? parts.a_shift + m : nullptr;
+      parts.a_planes = w.take<std::int8_t>(moduli * k16 * m16);
+      parts.b_planes = w.take<std::int8_t>(moduli * k16 * columns);
+      parts.product = w.take<std::int32_t>(m16 * columns);
+      parts.residues = w.take<std::uint8_t>(moduli * m16 * columns);
       return parts;
     };
-    carve(plan);
-    detail::WorkspaceCarver ws(ctx.workspace(plan.bytes()));
-    const auto parts = carve(ws);
+    const std::int64_t panel = panel_columns(ctx, round_up(n, kGroup), [&](std::int64_t columns) {
+      detail::WorkspaceCarver plan(nullptr);
+      carve(plan, columns);
+      return plan.bytes();
+    });
+    detail::WorkspaceCarver sizing(nullptr);
+    carve(sizing, panel);
+    detail::WorkspaceCarver ws(ctx.workspace(sizing.bytes()));
+    const Parts parts = carve(ws, panel);
     cudaStream_t stream = ctx.stream();
+
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(parts.largest, 0, (m + n) * sizeof(unsigned long long), stream));
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(parts.nonfinite, 0, sizeof(unsigned int), stream));
-    largest_per_vector_kernel<<<grid_for(m * k), 256, 0, stream>>>(a, parts.largest, parts.nonfinite);
+    largest_per_vector_kernel<<<tiles(m, k), kThreads, 0, stream>>>(a, parts.largest, parts.nonfinite);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    largest_per_vector_kernel<<<grid_for(n * k), 256, 0, stream>>>(b, parts.largest + m, parts.nonfinite);
+    largest_per_vector_kernel<<<tiles(n, k), kThreads, 0, stream>>>(b, parts.largest + m, parts.nonfinite);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     unsigned int nonfinite = 0;  // NaN or Inf: refused, as the host reference does (one synchronisation)
     MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(&nonfinite, parts.nonfinite, sizeof nonfinite, cudaMemcpyDeviceToHost, stream));
@@ -175,30 +245,48 @@ class Ozaki2Int8 final : public Backend {
     if (nonfinite)
       throw RangeError("gemm(" + name() + "): A or B holds " + std::to_string(nonfinite) +
                        " NaN or Inf; the scheme represents finite values only: use cublas-dgemm");
-    shifts_kernel<<<grid_for(m), 256, 0, stream>>>(parts.largest, m, bits, parts.a_shift);
+    shifts_kernel<<<grid_for(m + n), 256, 0, stream>>>(parts.largest, m + n, bits, parts.a_shift);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    shifts_kernel<<<grid_for(n), 256, 0, stream>>>(parts.largest + m, n, bits, parts.b_shift);
+    residues_kernel<<<tiles(m16, k16), kThreads, 0, stream>>>(a, parts.a_shift, table, parts.a_planes, k16, m16);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(parts.a_planes, 0, moduli * k4 * m16, stream));
-    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(parts.b_planes, 0, moduli * k4 * n16, stream));
-    residues_kernel<<<grid_for(m * k), 256, 0, stream>>>(a, parts.a_shift, table, parts.a_planes, k4, k4 * m16);
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-    residues_kernel<<<grid_for(n * k), 256, 0, stream>>>(b, parts.b_shift, table, parts.b_planes, k4, k4 * n16);
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-    const std::int32_t one = 1, zero = 0;
-    for (int t = 0; t < moduli; ++t) {
-      MIXSOLVE_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(m16), int(n16), int(k4), &one,
-                                         parts.a_planes + t * k4 * m16, CUDA_R_8I, int(k4),
-                                         parts.b_planes + t * k4 * n16, CUDA_R_8I, int(k4), &zero, parts.product,
-                                         CUDA_R_32I, int(m16), CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT));
-      reduce_product_kernel<<<grid_for(m * n), 256, 0, stream>>>(parts.product, m, n, m16, table.modulus[t],
-                                                                 parts.residues + t * m * n);
+
+    for (std::int64_t j0 = 0; j0 < n; j0 += panel) {
+      const std::int64_t columns = std::min(panel, n - j0), columns16 = round_up(columns, kGroup);
+      const Vectors b_panel{b.data + j0 * b.vector_stride, columns, k, b.vector_stride, b.element_stride};
+      residues_kernel<<<tiles(columns16, k16), kThreads, 0, stream>>>(b_panel, parts.b_shift + j0, table,
+                                                                      parts.b_planes, k16, columns16);
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+      const std::int32_t one = 1, zero = 0;
+      for (int t = 0; t < moduli; ++t) {
+        MIXSOLVE_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(m16), int(columns16), int(k16),
+                                           &one, parts.a_planes + t * k16 * m16, CUDA_R_8I, int(k16),
+                                           parts.b_planes + t * k16 * columns16, CUDA_R_8I, int(k16), &zero,
+                                           parts.product, CUDA_R_32I, int(m16), CUBLAS_COMPUTE_32I,
+                                           CUBLAS_GEMM_DEFAULT));
+        reduce_product_kernel<<<grid_for(m16 * columns16 / kGroup), 256, 0, stream>>>(
+            parts.product, m16 * columns16, table.modulus[t], table.reciprocal[t],
+            parts.residues + t * m16 * columns16);
+        MIXSOLVE_CUDA_CHECK_LAUNCH();
+      }
+      reconstruct_kernel<<<grid_for(m16 / 4 * columns), 256, 0, stream>>>(
+          parts.residues, m16 * columns16, m16, table, parts.a_shift, parts.b_shift + j0, m, columns, p.alpha,
+          p.beta, static_cast<double*>(p.c.data) + j0 * p.c.ld, p.c.ld);
       MIXSOLVE_CUDA_CHECK_LAUNCH();
     }
-    reconstruct_kernel<<<grid_for(m * n), 256, 0, stream>>>(parts.residues, m * n, table, parts.a_shift, parts.b_shift,
-                                                            m, n, p.alpha, p.beta, static_cast<double*>(p.c.data),
-                                                            p.c.ld);
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
+  }
+
+ private:
+  // The widest panel of C's columns (a multiple of 16, halved from all of them) whose workspace
+  // fits in 90% of the memory the device has free beside the current workspace; at least 1024
+  // columns (or all of them), whatever the memory says.
+  template <class Bytes>
+  static std::int64_t panel_columns(const Context& ctx, std::int64_t columns16, Bytes bytes) {
+    std::size_t free = 0, total = 0;
+    MIXSOLVE_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    const double budget = 0.9 * double(free + ctx.workspace_capacity());
+    std::int64_t panel = columns16;
+    while (panel > 1024 && double(bytes(panel)) > budget) panel = round_up(panel / 2, kGroup);
+    return panel;
   }
 };
 

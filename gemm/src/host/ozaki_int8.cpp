@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The Ozaki scheme II with INT8 moduli (ozaki_int8.hpp) on the host: host-ozaki2-int8. INT32
-// products, exact; the CRT by Garner's digits and a double-double Horner sum (ozaki2_crt.hpp), as
-// the device backend computes it.
+// products, exact; the CRT by exact limb sums and a double-double sum (ozaki2_crt.hpp), as the
+// device backend computes it.
 #include "mixsolve/gemm/ozaki_int8.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -25,21 +28,66 @@ const std::vector<int>& ozaki2_moduli() {
 
 namespace {
 
-// floor(log2 M), M = m_1 ... m_count: exact, as a product of 32-bit limbs.
-int floor_log2_of_moduli(int count) {
-  std::vector<std::uint32_t> limbs = {1};  // little-endian base 2^32
-  for (int i = 0; i < count; ++i) {
-    std::uint64_t carry = 0;
-    for (std::uint32_t& limb : limbs) {
-      const std::uint64_t v = std::uint64_t(limb) * std::uint64_t(ozaki2_moduli()[i]) + carry;
-      limb = std::uint32_t(v);
-      carry = v >> 32;
-    }
-    if (carry) limbs.push_back(std::uint32_t(carry));
+// Natural numbers as little-endian base-2^32 limbs, for M and the CRT weights (up to 2^156).
+using Natural = std::vector<std::uint32_t>;
+
+Natural times(const Natural& x, std::uint32_t factor) {
+  Natural out;
+  std::uint64_t carry = 0;
+  for (const std::uint32_t limb : x) {
+    const std::uint64_t v = std::uint64_t(limb) * factor + carry;
+    out.push_back(std::uint32_t(v));
+    carry = v >> 32;
   }
+  if (carry) out.push_back(std::uint32_t(carry));
+  return out;
+}
+
+// x / divisor, exact (divisor divides x).
+Natural divided(const Natural& x, std::uint32_t divisor) {
+  Natural out(x.size());
+  std::uint64_t remainder = 0;
+  for (std::size_t i = x.size(); i-- > 0;) {
+    const std::uint64_t v = (remainder << 32) | x[i];
+    out[i] = std::uint32_t(v / divisor);
+    remainder = v % divisor;
+  }
+  while (out.size() > 1 && out.back() == 0) out.pop_back();
+  return out;
+}
+
+std::uint32_t remainder_of(const Natural& x, std::uint32_t divisor) {
+  std::uint64_t remainder = 0;
+  for (std::size_t i = x.size(); i-- > 0;) remainder = ((remainder << 32) | x[i]) % divisor;
+  return std::uint32_t(remainder);
+}
+
+// Bits [from, from + count) of x, count <= 64.
+std::uint64_t bits_of(const Natural& x, int from, int count) {
+  std::uint64_t out = 0;
+  for (int b = 0; b < count; ++b) {
+    const std::size_t limb = std::size_t(from + b) / 32;
+    if (limb < x.size() && (x[limb] >> ((from + b) % 32) & 1u)) out |= std::uint64_t{1} << b;
+  }
+  return out;
+}
+
+int floor_log2(const Natural& x) {
   int top = 31;
-  while (!(limbs.back() >> top & 1u)) --top;
-  return int(32 * (limbs.size() - 1)) + top;
+  while (!(x.back() >> top & 1u)) --top;
+  return int(32 * (x.size() - 1)) + top;
+}
+
+// x / 2^floor_log2(x), in [1, 2), from its top 64 bits.
+double mantissa(const Natural& x) {
+  const int top = floor_log2(x);
+  return std::ldexp(double(bits_of(x, std::max(0, top - 63), std::min(64, top + 1))), -std::min(63, top));
+}
+
+Natural product_of_moduli(int count) {
+  Natural product = {1};
+  for (int i = 0; i < count; ++i) product = times(product, std::uint32_t(ozaki2_moduli()[i]));
+  return product;
 }
 
 // x mod m in [0, m) for any sign of x.
@@ -74,7 +122,7 @@ int ozaki2_operand_bits(int moduli, std::int64_t k) {
   int log2_k = 0;
   while ((std::int64_t{1} << log2_k) < k) ++log2_k;
   // floor(log2(M / 2)) = floor(log2 M) - 1; then k 2^(2b) <= 2^floor(log2(M / 2)) <= M / 2.
-  const int room = floor_log2_of_moduli(moduli) - 1 - log2_k;  // k 2^(2b) <= 2^room <= M / 2
+  const int room = floor_log2(product_of_moduli(moduli)) - 1 - log2_k;  // k 2^(2b) <= 2^room <= M / 2
   if (room < 0)
     throw InvalidArgument("ozaki2: moduli (" + std::to_string(moduli) + ") too few for k (" + std::to_string(k) +
                           "): even 0-bit operands could sum beyond M / 2; take more moduli");
@@ -89,13 +137,25 @@ int ozaki2_moduli_for_bits(int bits, std::int64_t k) {
 
 namespace detail {
 
-GarnerTable garner_table(int moduli) {
-  GarnerTable table;
+CrtTable crt_table(int moduli) {
+  CrtTable table;
   table.count = moduli;
-  for (int i = 0; i < moduli; ++i) {
-    table.modulus[i] = ozaki2_moduli()[i];
-    for (int j = 0; j < i; ++j) table.inverse[j][i] = std::int32_t(inverse_mod(ozaki2_moduli()[j], ozaki2_moduli()[i]));
+  const Natural product = product_of_moduli(moduli);
+  const int limb_bits = 40;
+  if (floor_log2(product) >= kCrtLimbs * limb_bits) throw std::logic_error("crt_table: M exceeds the limbs");
+  for (int j = 0; j < kCrtLimbs; ++j) table.product[j] = double(bits_of(product, limb_bits * j, limb_bits));
+  table.inverse_product = 1 / std::ldexp(mantissa(product), floor_log2(product));
+  for (int t = 0; t < moduli; ++t) {
+    const std::uint32_t m = std::uint32_t(ozaki2_moduli()[t]);
+    table.modulus[t] = std::int32_t(m);
+    table.reciprocal[t] = 1.0 / m;
+    const Natural cofactor = divided(product, m);  // M / m_t
+    const Natural weight = times(cofactor, std::uint32_t(inverse_mod(remainder_of(cofactor, m), m)));
+    for (int j = 0; j < kCrtLimbs; ++j) table.weight[t][j] = double(bits_of(weight, limb_bits * j, limb_bits));
   }
+  // crt_value's q = round(S / M) is computed from doubles, S / M to about 2^-38; it is right when
+  // x / M, at most 2^(floor(log2 M) - 1) / M (ozaki2_operand_bits), stays 2^-30 from 1/2.
+  if (0.5 * (1 - 1 / mantissa(product)) < 0x1p-30) throw std::logic_error("crt_table: M too close to a power of 2");
   return table;
 }
 
@@ -139,25 +199,28 @@ class HostOzaki2Int8 final : public Backend {
                                                      p.a.op == Op::N ? p.a.ld : 1, bits, a_shift, "A");
     const std::vector<double> bi = scaled(b, n, k, p.b.op == Op::N ? p.b.ld : 1,
                                                      p.b.op == Op::N ? 1 : p.b.ld, bits, b_shift, "B");
-    const detail::GarnerTable table = detail::garner_table(moduli);
+    const detail::CrtTable table = detail::crt_table(moduli);
     std::vector<std::int32_t> residues(m * n * moduli);  // entry-major: the N residues of an entry together
     std::vector<std::int8_t> ar(m * k), br(n * k);
     for (int t = 0; t < moduli; ++t) {
       const std::int32_t mod = table.modulus[t];
-      for (std::size_t x = 0; x < ai.size(); ++x) ar[x] = detail::int8_residue(detail::residue_of_rounded(ai[x], mod), mod);
-      for (std::size_t x = 0; x < bi.size(); ++x) br[x] = detail::int8_residue(detail::residue_of_rounded(bi[x], mod), mod);
+      const double reciprocal = table.reciprocal[t];
+      for (std::size_t x = 0; x < ai.size(); ++x) ar[x] = detail::int8_residue_of_rounded(ai[x], mod, reciprocal);
+      for (std::size_t x = 0; x < bi.size(); ++x) br[x] = detail::int8_residue_of_rounded(bi[x], mod, reciprocal);
       for (std::int64_t j = 0; j < n; ++j)
         for (std::int64_t i = 0; i < m; ++i) {
           std::int32_t dot = 0;  // exact: k 128^2 < 2^31
           for (std::int64_t l = 0; l < k; ++l) dot += std::int32_t(ar[i * k + l]) * std::int32_t(br[j * k + l]);
-          residues[(i + j * m) * moduli + t] = detail::positive_residue(dot, mod);
+          residues[(i + j * m) * moduli + t] = detail::residue_of_product(dot, mod, reciprocal);
         }
     }
     double* c = static_cast<double*>(p.c.data);
     for (std::int64_t j = 0; j < n; ++j)
       for (std::int64_t i = 0; i < m; ++i) {
-        // A'B' lies in [-M/2 + 1, M/2]: the value the residues determine, rounded to double.
-        const double exact = detail::crt_to_double(table, &residues[(i + j * m) * moduli]);
+        // A'B' lies in (-M/2, M/2): the value the residues determine, rounded to double.
+        double limbs[detail::kCrtLimbs] = {};
+        for (int t = 0; t < moduli; ++t) detail::crt_add(table, t, residues[(i + j * m) * moduli + t], limbs);
+        const double exact = detail::crt_value(table, limbs);
         const double ab = std::ldexp(exact, -(a_shift[i] + b_shift[j]));
         double& cij = c[i + j * p.c.ld];
         // Unfused, as the device rounds it.
@@ -169,7 +232,7 @@ class HostOzaki2Int8 final : public Backend {
  private:
   // Vector v (element l at x[v vector_stride + l element_stride]) times 2^shift[v], shift = bits -
   // ceil(log2 max |x_v|), so that the rounded values are integers of magnitude <= 2^bits (the
-  // rounding happens in residue_of_rounded). Vector-major.
+  // rounding happens in int8_residue_of_rounded). Vector-major.
   std::vector<double> scaled(const double* x, std::int64_t vectors, std::int64_t k,
                                         std::int64_t vector_stride, std::int64_t element_stride, int bits,
                                         std::vector<int>& shift, const char* operand) const {

@@ -10,8 +10,8 @@
 /// pairwise coprime moduli <= 256: then |A'B'| <= k 2^(2b) <= M / 2 and the integer product is
 /// determined by its residues. For each modulus, A' mod m and B' mod m (symmetric, in
 /// [-128, 127]) are INT8 matrices whose product accumulates exactly in INT32 (k <= 2^17); the N
-/// residues of each entry determine A'B', which Garner's algorithm and a double-double sum turn
-/// into a double (relative error near 2^-104 before the final rounding), and
+/// residues of each entry determine A'B', which the CRT (exact limb sums, then a double-double
+/// sum) turns into a double (relative error near 2^-104 before the final rounding), and
 /// C = diag(2^-s) A'B' diag(2^-t). The only error is the rounding of A and B to b-bit integers
 /// relative to their row's and column's largest entry: more moduli, more bits.
 #pragma once
