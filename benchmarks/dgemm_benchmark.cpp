@@ -9,13 +9,16 @@
 //                   [--samples 16] [--json out.json]
 //
 // A backend's parameters follow its name (gemm::find_backend_call); --samples s takes an s x s
-// grid of entries.
+// grid of entries. After each shape, one cuBLAS INT8 GEMM of that shape: the ceiling of any
+// emulation by INT8 GEMMs on this GPU (at its power limit, with full-entropy bytes).
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -49,6 +52,48 @@ std::vector<BackendCall> parse_backends(const std::vector<std::string>& items) {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// The ceiling of an emulation by INT8 GEMMs: one cuBLAS INT8 GEMM ("TN", INT32 out, random
+// bytes) of the shape, padded to multiples of 16 as ozaki2-int8 pads it. Its "x dgemm" column is
+// DGEMM's time over this GEMM's: the number of INT8 GEMMs that take as long as one DGEMM.
+void int8_ceiling(Context& ctx, const bench::Shape& sh, int reps, double dgemm_seconds, nlohmann::json& out) {
+  const auto round16 = [](std::int64_t x) { return (x + 15) / 16 * 16; };
+  const std::int64_t m = round16(sh.m), n = round16(sh.n), k = round16(sh.k);
+  DeviceBuffer<double> a(ctx, (m * k + 7) / 8), b(ctx, (k * n + 7) / 8);  // random doubles, read as bytes
+  DeviceBuffer<std::int32_t> c(ctx, m * n);
+  fill_random(device_view(a.data(), (m * k + 7) / 8, 1, (m * k + 7) / 8), RandomSpec{}, ctx.stream());
+  fill_random(device_view(b.data(), (k * n + 7) / 8, 1, (k * n + 7) / 8), RandomSpec{}, ctx.stream());
+  const std::int32_t one = 1, zero = 0;
+  const auto gemm = [&] {
+    if (cublasGemmEx(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(m), int(n), int(k), &one, a.data(), CUDA_R_8I, int(k),
+                     b.data(), CUDA_R_8I, int(k), &zero, c.data(), CUDA_R_32I, int(m), CUBLAS_COMPUTE_32I,
+                     CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+      throw std::runtime_error("cublasGemmEx (INT8) failed");
+  };
+  gemm();
+  cudaEvent_t start, stop;
+  MIXSOLVE_CUDA_CHECK(cudaEventCreate(&start));
+  MIXSOLVE_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<double> seconds;
+  for (int r = 0; r < reps; ++r) {
+    MIXSOLVE_CUDA_CHECK(cudaEventRecord(start, ctx.stream()));
+    gemm();
+    MIXSOLVE_CUDA_CHECK(cudaEventRecord(stop, ctx.stream()));
+    MIXSOLVE_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    MIXSOLVE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    seconds.push_back(ms * 1e-3);
+  }
+  MIXSOLVE_CUDA_CHECK(cudaEventDestroy(start));
+  MIXSOLVE_CUDA_CHECK(cudaEventDestroy(stop));
+  const double t = median(seconds);
+  char dims[64];
+  std::snprintf(dims, sizeof dims, "%lldx%lldx%lld", (long long)sh.m, (long long)sh.n, (long long)sh.k);
+  std::printf("%-28s %20s %5s %10.1f %9.2f   (TOP/s; x dgemm: INT8 GEMMs per DGEMM)\n", "cublas int8 gemm (ceiling)",
+              dims, "-", 2.0 * m * n * k / t * 1e-12, dgemm_seconds / t);
+  out["int8_ceiling"].push_back({{"m", sh.m}, {"n", sh.n}, {"k", sh.k}, {"median_seconds", t},
+                                 {"tops", 2.0 * m * n * k / t * 1e-12}, {"int8_gemms_per_dgemm", dgemm_seconds / t}});
 }
 
 }  // namespace
@@ -149,6 +194,7 @@ int main(int argc, char** argv) try {
         }
         out["rows"].push_back(row);
       }
+      if (phi == phis.front() && dgemm_seconds > 0) int8_ceiling(ctx, sh, reps, dgemm_seconds, out);
     }
   bench::write_json(opt, out);
   return 0;

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "mixsolve/core/hd.hpp"
 #include "mixsolve/gemm/problem.hpp"
@@ -61,10 +62,11 @@ MIXSOLVE_HD inline double add_rn(double a, double b) {
 
 // The CRT constants of the first `moduli` of ozaki2_moduli() (host code, ozaki_int8.cpp).
 CrtTable crt_table(int moduli);
-// The parameter both ozaki2 backends declare, and the count a call's value asks for: 0, the
-// fewest that keep 53 bits of each operand at inner dimension k; 1 is refused, naming `backend`.
-ParameterSpec ozaki2_moduli_parameter();
-int ozaki2_resolve_moduli(std::int64_t asked, std::int64_t k, const std::string& backend);
+// The parameters both ozaki2 backends declare, moduli and bits, and the count of moduli a call
+// asks for: `moduli` if set, else the fewest that keep `bits` bits of each operand at inner
+// dimension k (53 when neither is set). Setting both, or 1 modulus, is refused, naming `backend`.
+std::vector<ParameterSpec> ozaki2_parameters();
+int ozaki2_resolve_moduli(const Parameters& asked, std::int64_t k, const std::string& backend);
 
 // x - m rint(x / m) for an integer-valued x with |x| < 2^80, exactly (the product and the
 // difference are integers below 2^53: |result| <= m (2^21 + 1/2) for the largest x, <= m / 2 once

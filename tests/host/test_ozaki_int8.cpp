@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <limits>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "mixsolve/core/random.hpp"
@@ -46,6 +47,30 @@ TEST(Ozaki2Int8, ModuliAreCoprimeInt8AndBitsFollowTheirProduct) {
   EXPECT_EQ(ozaki2_moduli_for_bits(53, 16384), 16);  // 55 bits
   EXPECT_EQ(ozaki2_moduli_for_bits(40, 256), 12);    // 11 keep 39
   EXPECT_THROW(ozaki2_operand_bits(8, kOzaki2MaxK + 1), InvalidArgument);
+}
+
+// The accuracy knob: bits asks for the fewest moduli that keep that many bits of each operand at
+// the call's k, which is the same computation as naming that count; both at once are refused.
+TEST(Ozaki2Int8, BitsChooseTheFewestModuliThatKeepThem) {
+  const std::int64_t n = 64;
+  const std::vector<double> a = phi_matrix(n, n, 1.0, 31), b = phi_matrix(n, n, 1.0, 32);
+  std::vector<double> by_bits(n * n), by_moduli(n * n);
+  Context ctx = Context::host_only();
+  const Backend& ozaki = find_backend("host-ozaki2-int8");
+  for (const int bits : {20, 40, 53}) {
+    const int moduli = ozaki2_moduli_for_bits(bits, n);
+    ASSERT_GE(ozaki2_operand_bits(moduli, n), bits);
+    ASSERT_LT(ozaki2_operand_bits(moduli - 1, n), bits);
+    ozaki.run(ctx, product(n, n, n, a.data(), b.data(), by_bits.data()), {{"bits", bits}});
+    ozaki.run(ctx, product(n, n, n, a.data(), b.data(), by_moduli.data()), {{"moduli", moduli}});
+    EXPECT_EQ(by_bits, by_moduli) << bits << " bits, " << moduli << " moduli";
+  }
+  try {
+    ozaki.run(ctx, product(n, n, n, a.data(), b.data(), by_bits.data()), {{"bits", 40}, {"moduli", 12}});
+    ADD_FAILURE() << "bits and moduli together were accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("moduli (12) and bits (40) both set; set one"), std::string::npos) << e.what();
+  }
 }
 
 // round(y) mod m from two FMA reductions equals the residue computed by integer division, for

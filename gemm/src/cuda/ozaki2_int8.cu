@@ -178,19 +178,19 @@ class Ozaki2Int8 final : public Backend {
   std::string name() const override { return "ozaki2-int8"; }
   std::string description() const override {
     return "DGEMM emulated with cuBLAS INT8 GEMMs modulo N coprime moduli and the CRT (Ozaki scheme II), "
-           "parameter moduli; the same bits as host-ozaki2-int8";
+           "parameters moduli or bits; the same bits as host-ozaki2-int8";
   }
   DataType data_type() const override { return DataType::F64; }
   Memory memory() const override { return Memory::Device; }
   std::string unavailable_reason(const Context& ctx) const override { return detail::require_device(ctx, 75); }
-  std::vector<ParameterSpec> parameters() const override { return {detail::ozaki2_moduli_parameter()}; }
+  std::vector<ParameterSpec> parameters() const override { return detail::ozaki2_parameters(); }
 
  protected:
   std::int64_t size_limit() const override { return 2147483647 - 16; }  // cuBLAS's int sizes, after padding
   std::int64_t inner_size_limit() const override { return kOzaki2MaxK; }
   void run_problem(Context& ctx, const Problem& p, const Parameters& parameters, const Execution&) const override {
     const std::int64_t m = p.m, n = p.n, k = p.k;
-    const int moduli = detail::ozaki2_resolve_moduli(parameter_value(parameters, "moduli"), k, name());
+    const int moduli = detail::ozaki2_resolve_moduli(parameters, k, name());
     const int bits = ozaki2_operand_bits(moduli, k);
     const detail::CrtTable table = detail::crt_table(moduli);
     // cuBLAS's INT8 GEMM wants leading dimensions and sizes in multiples of 4, and the residue

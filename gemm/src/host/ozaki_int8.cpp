@@ -159,37 +159,48 @@ CrtTable crt_table(int moduli) {
   return table;
 }
 
-ParameterSpec ozaki2_moduli_parameter() {
-  return {"moduli", "coprime INT8 moduli, each keeping about 4 more bits of A and of B; 0: the fewest that keep 53", 0,
-          kOzaki2MaxModuli, 0};
+std::vector<ParameterSpec> ozaki2_parameters() {
+  return {{"moduli", "coprime INT8 moduli, each keeping about 4 more bits of A and of B; 0: chosen from bits", 0,
+           kOzaki2MaxModuli, 0},
+          {"bits", "the bits of each operand to keep, the accuracy knob: the fewest moduli that keep them at this k; "
+                   "0: 53 (FP64's significand) unless moduli is set",
+           0, 64, 0}};
 }
 
-int ozaki2_resolve_moduli(std::int64_t asked, std::int64_t k, const std::string& backend) {
-  if (asked == 1) throw InvalidArgument("gemm(" + backend + "): moduli (1): one modulus keeps no bits; 0 or 2-20");
-  return asked == 0 ? ozaki2_moduli_for_bits(53, k) : int(asked);
+int ozaki2_resolve_moduli(const Parameters& asked, std::int64_t k, const std::string& backend) {
+  const auto value = [&](const char* key) {
+    const auto it = asked.find(key);
+    return it == asked.end() ? std::int64_t{0} : it->second;
+  };
+  const std::int64_t moduli = value("moduli"), bits = value("bits");
+  if (moduli == 1) throw InvalidArgument("gemm(" + backend + "): moduli (1): one modulus keeps no bits; 0 or 2-20");
+  if (moduli != 0 && bits != 0)
+    throw InvalidArgument("gemm(" + backend + "): moduli (" + std::to_string(moduli) + ") and bits (" +
+                          std::to_string(bits) + ") both set; set one");
+  return moduli != 0 ? int(moduli) : ozaki2_moduli_for_bits(bits != 0 ? int(bits) : 53, k);
 }
 
 }  // namespace detail
 
 namespace {
 
-// host-ozaki2-int8: FP64 data on the host; parameter moduli.
+// host-ozaki2-int8: FP64 data on the host; parameters moduli or bits.
 class HostOzaki2Int8 final : public Backend {
  public:
   std::string name() const override { return "host-ozaki2-int8"; }
   std::string description() const override {
     return "host DGEMM emulated with INT8 products modulo N coprime moduli and the CRT (Ozaki scheme II), "
-           "parameter moduli";
+           "parameters moduli or bits";
   }
   DataType data_type() const override { return DataType::F64; }
   Memory memory() const override { return Memory::Host; }
-  std::vector<ParameterSpec> parameters() const override { return {detail::ozaki2_moduli_parameter()}; }
+  std::vector<ParameterSpec> parameters() const override { return detail::ozaki2_parameters(); }
 
  protected:
   std::int64_t inner_size_limit() const override { return kOzaki2MaxK; }
   void run_problem(Context&, const Problem& p, const Parameters& parameters, const Execution&) const override {
     const std::int64_t m = p.m, n = p.n, k = p.k;
-    const int moduli = detail::ozaki2_resolve_moduli(parameter_value(parameters, "moduli"), k, name());
+    const int moduli = detail::ozaki2_resolve_moduli(parameters, k, name());
     const int bits = ozaki2_operand_bits(moduli, k);
     const double* a = static_cast<const double*>(p.a.data);
     const double* b = static_cast<const double*>(p.b.data);
