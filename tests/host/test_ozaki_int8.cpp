@@ -46,6 +46,8 @@ TEST(Ozaki2Int8, ModuliAreCoprimeInt8AndBitsFollowTheirProduct) {
   EXPECT_EQ(ozaki2_moduli_for_bits(53, 256), 15);    // 54 bits
   EXPECT_EQ(ozaki2_moduli_for_bits(53, 16384), 16);  // 55 bits
   EXPECT_EQ(ozaki2_moduli_for_bits(40, 256), 12);    // 11 keep 39
+  EXPECT_EQ(ozaki2_moduli_for_bits(53, 32768), 16);  // beyond k = 2^14, where 2 moduli are too few: 54 bits
+  EXPECT_EQ(ozaki2_moduli_for_bits(1, kOzaki2MaxK), 3);
   EXPECT_THROW(ozaki2_operand_bits(8, kOzaki2MaxK + 1), InvalidArgument);
 }
 

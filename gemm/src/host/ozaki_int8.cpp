@@ -113,7 +113,11 @@ std::int64_t inverse_mod(std::int64_t a, std::int64_t m) {
 
 }  // namespace
 
-int ozaki2_operand_bits(int moduli, std::int64_t k) {
+namespace {
+
+// floor(log2(M / 2)) - ceil(log2 k) for valid moduli and k: the bits two operands share, k 2^(2b)
+// <= 2^room <= M / 2; negative when M / 2 < k.
+int operand_room(int moduli, std::int64_t k) {
   if (moduli < kOzaki2MinModuli || moduli > kOzaki2MaxModuli)
     throw InvalidArgument("ozaki2: moduli (" + std::to_string(moduli) + ") outside [" +
                           std::to_string(kOzaki2MinModuli) + ", " + std::to_string(kOzaki2MaxModuli) + "]");
@@ -121,8 +125,13 @@ int ozaki2_operand_bits(int moduli, std::int64_t k) {
     throw InvalidArgument("ozaki2: k (" + std::to_string(k) + ") outside [1, " + std::to_string(kOzaki2MaxK) + "]");
   int log2_k = 0;
   while ((std::int64_t{1} << log2_k) < k) ++log2_k;
-  // floor(log2(M / 2)) = floor(log2 M) - 1; then k 2^(2b) <= 2^floor(log2(M / 2)) <= M / 2.
-  const int room = floor_log2(product_of_moduli(moduli)) - 1 - log2_k;  // k 2^(2b) <= 2^room <= M / 2
+  return floor_log2(product_of_moduli(moduli)) - 1 - log2_k;  // floor(log2(M / 2)) = floor(log2 M) - 1
+}
+
+}  // namespace
+
+int ozaki2_operand_bits(int moduli, std::int64_t k) {
+  const int room = operand_room(moduli, k);
   if (room < 0)
     throw InvalidArgument("ozaki2: moduli (" + std::to_string(moduli) + ") too few for k (" + std::to_string(k) +
                           "): even 0-bit operands could sum beyond M / 2; take more moduli");
@@ -131,7 +140,7 @@ int ozaki2_operand_bits(int moduli, std::int64_t k) {
 
 int ozaki2_moduli_for_bits(int bits, std::int64_t k) {
   for (int count = kOzaki2MinModuli; count < kOzaki2MaxModuli; ++count)
-    if (ozaki2_operand_bits(count, k) >= bits) return count;
+    if (operand_room(count, k) >= 2 * bits) return count;
   return kOzaki2MaxModuli;
 }
 
