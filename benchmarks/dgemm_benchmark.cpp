@@ -9,8 +9,8 @@
 //                   [--samples 16] [--json out.json]
 //
 // A backend's parameters follow its name (gemm::find_backend_call); --samples s takes an s x s
-// grid of entries. After each shape, one cuBLAS INT8 GEMM of that shape: the ceiling of any
-// emulation by INT8 GEMMs on this GPU (at its power limit, with full-entropy bytes).
+// grid of entries. After each shape, one cuBLAS INT8 product of that shape, in ozaki2-int8's
+// panels: the ceiling of an emulation by cuBLAS INT8 GEMMs on this GPU.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -26,6 +26,7 @@
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/random.hpp"
+#include "mixsolve/gemm/ozaki_int8.hpp"
 #include "mixsolve/gemm/registry.hpp"
 #include "mpfr_reference.hpp"
 
@@ -54,22 +55,26 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// The ceiling of an emulation by INT8 GEMMs: one cuBLAS INT8 GEMM ("TN", INT32 out, random
-// bytes) of the shape, padded to multiples of 16 as ozaki2-int8 pads it. Its "x dgemm" column is
-// DGEMM's time over this GEMM's: the number of INT8 GEMMs that take as long as one DGEMM.
+// The ceiling of an emulation by INT8 GEMMs: cuBLAS INT8 GEMMs ("TN", INT32 out, random bytes)
+// of the shape, padded to multiples of 16 and taken in panels of kOzaki2PanelColumns columns of C
+// as ozaki2-int8 takes them. Its "x dgemm" column is DGEMM's time over this product's: the number
+// of INT8 products that take as long as one DGEMM.
 void int8_ceiling(Context& ctx, const bench::Shape& sh, int reps, double dgemm_seconds, nlohmann::json& out) {
   const auto round16 = [](std::int64_t x) { return (x + 15) / 16 * 16; };
   const std::int64_t m = round16(sh.m), n = round16(sh.n), k = round16(sh.k);
+  const std::int64_t panel = std::min(n, kOzaki2PanelColumns);
   DeviceBuffer<double> a(ctx, (m * k + 7) / 8), b(ctx, (k * n + 7) / 8);  // random doubles, read as bytes
-  DeviceBuffer<std::int32_t> c(ctx, m * n);
+  DeviceBuffer<std::int32_t> c(ctx, m * panel);
   fill_random(device_view(a.data(), (m * k + 7) / 8, 1, (m * k + 7) / 8), RandomSpec{}, ctx.stream());
   fill_random(device_view(b.data(), (k * n + 7) / 8, 1, (k * n + 7) / 8), RandomSpec{}, ctx.stream());
   const std::int32_t one = 1, zero = 0;
   const auto gemm = [&] {
-    if (cublasGemmEx(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(m), int(n), int(k), &one, a.data(), CUDA_R_8I, int(k),
-                     b.data(), CUDA_R_8I, int(k), &zero, c.data(), CUDA_R_32I, int(m), CUBLAS_COMPUTE_32I,
-                     CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
-      throw std::runtime_error("cublasGemmEx (INT8) failed");
+    for (std::int64_t j0 = 0; j0 < n; j0 += panel)
+      if (cublasGemmEx(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(m), int(std::min(panel, n - j0)), int(k), &one,
+                       a.data(), CUDA_R_8I, int(k), reinterpret_cast<const std::int8_t*>(b.data()) + j0 * k, CUDA_R_8I,
+                       int(k), &zero, c.data(), CUDA_R_32I, int(m), CUBLAS_COMPUTE_32I,
+                       CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+        throw std::runtime_error("cublasGemmEx (INT8) failed");
   };
   gemm();
   cudaEvent_t start, stop;

@@ -9,8 +9,9 @@
 //  3. per modulus, C32 = A_t^T B_t (INT32, exact for k <= 2^17), reduced mod m_t to a byte;
 //  4. per entry, the CRT from the bytes (ozaki2_crt.hpp), the shifts undone, alpha and beta.
 // Both operands are read through 64 x 64 tiles in shared memory, so that reads follow the
-// stored matrix and writes follow the planes, whatever the transposes. The columns of C are
-// taken in panels when the workspace for all of them would not fit in the device's memory.
+// stored matrix and writes follow the planes, whatever the transposes. C is taken in panels of
+// kOzaki2PanelColumns columns (cuBLAS's INT8 GEMM is faster on them than on a whole large C),
+// fewer when the workspace would not fit in the device's memory.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -183,7 +184,13 @@ class Ozaki2Int8 final : public Backend {
   DataType data_type() const override { return DataType::F64; }
   Memory memory() const override { return Memory::Device; }
   std::string unavailable_reason(const Context& ctx) const override { return detail::require_device(ctx, 75); }
-  std::vector<ParameterSpec> parameters() const override { return detail::ozaki2_parameters(); }
+  std::vector<ParameterSpec> parameters() const override {
+    std::vector<ParameterSpec> specs = detail::ozaki2_parameters();
+    specs.push_back({"panel", "columns of C per pass, rounded up to 16; 0: kOzaki2PanelColumns (4096), fewer if the "
+                              "workspace would not fit in the free device memory",
+                     0, std::int64_t{1} << 31, 0});
+    return specs;
+  }
 
  protected:
   std::int64_t size_limit() const override { return 2147483647 - 16; }  // cuBLAS's int sizes, after padding
@@ -222,7 +229,9 @@ class Ozaki2Int8 final : public Backend {
       parts.residues = w.take<std::uint8_t>(moduli * m16 * columns);
       return parts;
     };
-    const std::int64_t panel = panel_columns(ctx, round_up(n, kGroup), [&](std::int64_t columns) {
+    const std::int64_t asked_panel = parameter_value(parameters, "panel");
+    const std::int64_t panel = panel_columns(ctx, round_up(std::min(asked_panel > 0 ? asked_panel : kOzaki2PanelColumns, n), kGroup),
+                                             [&](std::int64_t columns) {
       detail::WorkspaceCarver plan(nullptr);
       carve(plan, columns);
       return plan.bytes();
@@ -276,9 +285,9 @@ class Ozaki2Int8 final : public Backend {
   }
 
  private:
-  // The widest panel of C's columns (a multiple of 16, halved from all of them) whose workspace
+  // The widest panel of C's columns (a multiple of 16, halved from `columns16`) whose workspace
   // fits in 90% of the memory the device has free beside the current workspace; at least 1024
-  // columns (or all of them), whatever the memory says.
+  // columns (or `columns16`), whatever the memory says.
   template <class Bytes>
   static std::int64_t panel_columns(const Context& ctx, std::int64_t columns16, Bytes bytes) {
     std::size_t free = 0, total = 0;

@@ -24,6 +24,11 @@ namespace mixsolve::gemm {
 /// The moduli, in the order they are taken: pairwise coprime, at most 256, each residue an INT8.
 const std::vector<int>& ozaki2_moduli();
 
+/// The columns of C that ozaki2-int8 takes per pass unless its parameter panel says otherwise:
+/// cuBLAS's INT8 GEMM ran 1.6-1.7x faster on 16384 x 4096 panels than on a whole 16384 x 16384 C
+/// (H100, dgemm_benchmark).
+constexpr std::int64_t kOzaki2PanelColumns = 4096;
+
 /// The number of moduli: 2 to 20 (M up to 2^155).
 constexpr int kOzaki2MinModuli = 2, kOzaki2MaxModuli = 20;
 /// The largest inner dimension: k 128^2 < 2^31 keeps the INT32 accumulation exact (a balanced
