@@ -6,8 +6,9 @@
 //  2. one pass over each operand writes its INT8 residues for every modulus (seed 001's fused
 //     split): plane t holds round(x 2^shift) mod m_t, balanced, as a k16 x m16 (or k16 x n16)
 //     column-major INT8 matrix, zero-padded, so that each product is cuBLAS's INT8 "TN" GEMM;
-//  3. per modulus, C32 = A_t^T B_t (INT32, exact for k <= 2^17), reduced mod m_t to a byte;
-//  4. per entry, the CRT from the bytes (ozaki2_crt.hpp), the shifts undone, alpha and beta.
+//  3. per modulus, C32_t = A_t^T B_t (INT32, exact for k <= 2^17), all kept for step 4;
+//  4. per entry, the residues of the N products and the CRT (ozaki2_crt.hpp), the shifts undone,
+//     alpha and beta applied.
 // Both operands are read through 64 x 64 tiles in shared memory, so that reads follow the
 // stored matrix and writes follow the planes, whatever the transposes. C is taken in panels of
 // kOzaki2PanelColumns columns (cuBLAS's INT8 GEMM is faster on them than on a whole large C),
@@ -124,26 +125,9 @@ __global__ void __launch_bounds__(kThreads) residues_kernel(Vectors x, const int
   }
 }
 
-// residues[i] = product[i] mod m in [0, m), 16 entries per thread (count: a multiple of 16).
-__global__ void reduce_product_kernel(const std::int32_t* product, std::int64_t count, std::int32_t modulus,
-                                      double reciprocal, std::uint8_t* residues) {
-  for (std::int64_t group = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; group < count / kGroup;
-       group += std::int64_t(gridDim.x) * blockDim.x) {
-    alignas(16) std::uint8_t out[kGroup];
-    for (int q = 0; q < kGroup / 4; ++q) {
-      const int4 in = reinterpret_cast<const int4*>(product)[group * (kGroup / 4) + q];
-      out[4 * q + 0] = std::uint8_t(detail::residue_of_product(in.x, modulus, reciprocal));
-      out[4 * q + 1] = std::uint8_t(detail::residue_of_product(in.y, modulus, reciprocal));
-      out[4 * q + 2] = std::uint8_t(detail::residue_of_product(in.z, modulus, reciprocal));
-      out[4 * q + 3] = std::uint8_t(detail::residue_of_product(in.w, modulus, reciprocal));
-    }
-    reinterpret_cast<int4*>(residues)[group] = *reinterpret_cast<const int4*>(out);
-  }
-}
-
-// C = alpha 2^-(s_i + t_j) CRT(residues) + beta C, as the host reference rounds it. The residues
-// of modulus t are an m16 x n byte matrix at residues + t plane; four rows per thread.
-__global__ void reconstruct_kernel(const std::uint8_t* residues, std::int64_t plane, std::int64_t m16,
+// C = alpha 2^-(s_i + t_j) CRT(products mod m_t) + beta C, as the host reference rounds it. The
+// INT32 products of modulus t are an m16 x n matrix at products + t plane; four rows per thread.
+__global__ void reconstruct_kernel(const std::int32_t* products, std::int64_t plane, std::int64_t m16,
                                    detail::CrtTable table, const int* a_shift, const int* b_shift, std::int64_t m,
                                    std::int64_t n, double alpha, double beta, double* c, std::int64_t ldc) {
   __shared__ detail::CrtTable shared_table;
@@ -156,11 +140,13 @@ __global__ void reconstruct_kernel(const std::uint8_t* residues, std::int64_t pl
     if (i0 >= m) continue;
     double limbs[4][detail::kCrtLimbs] = {};
     for (int t = 0; t < shared_table.count; ++t) {
-      const uchar4 r = *reinterpret_cast<const uchar4*>(residues + t * plane + i0 + j * m16);
-      detail::crt_add(shared_table, t, r.x, limbs[0]);
-      detail::crt_add(shared_table, t, r.y, limbs[1]);
-      detail::crt_add(shared_table, t, r.z, limbs[2]);
-      detail::crt_add(shared_table, t, r.w, limbs[3]);
+      const int4 p = *reinterpret_cast<const int4*>(products + t * plane + i0 + j * m16);
+      const std::int32_t modulus = shared_table.modulus[t];
+      const double reciprocal = shared_table.reciprocal[t];
+      detail::crt_add(shared_table, t, detail::residue_of_product(p.x, modulus, reciprocal), limbs[0]);
+      detail::crt_add(shared_table, t, detail::residue_of_product(p.y, modulus, reciprocal), limbs[1]);
+      detail::crt_add(shared_table, t, detail::residue_of_product(p.z, modulus, reciprocal), limbs[2]);
+      detail::crt_add(shared_table, t, detail::residue_of_product(p.w, modulus, reciprocal), limbs[3]);
     }
     for (int e = 0; e < 4 && i0 + e < m; ++e) {
       const double ab = ldexp(detail::crt_value(shared_table, limbs[e]), -(a_shift[i0 + e] + b_shift[j]));
@@ -213,8 +199,7 @@ class Ozaki2Int8 final : public Backend {
       unsigned int* nonfinite;
       int *a_shift, *b_shift;
       std::int8_t *a_planes, *b_planes;
-      std::int32_t* product;
-      std::uint8_t* residues;
+      std::int32_t* products;
     };
     // The workspace for a panel of `columns` columns of C (a multiple of 16).
     const auto carve = [&](detail::WorkspaceCarver& w, std::int64_t columns) {
@@ -225,8 +210,7 @@ class Ozaki2Int8 final : public Backend {
       parts.b_shift = parts.a_shift ? parts.a_shift + m : nullptr;
       parts.a_planes = w.take<std::int8_t>(moduli * k16 * m16);
       parts.b_planes = w.take<std::int8_t>(moduli * k16 * columns);
-      parts.product = w.take<std::int32_t>(m16 * columns);
-      parts.residues = w.take<std::uint8_t>(moduli * m16 * columns);
+      parts.products = w.take<std::int32_t>(moduli * m16 * columns);
       return parts;
     };
     const std::int64_t asked_panel = parameter_value(parameters, "panel");
@@ -265,20 +249,16 @@ class Ozaki2Int8 final : public Backend {
       residues_kernel<<<tiles(columns16, k16), kThreads, 0, stream>>>(b_panel, parts.b_shift + j0, table,
                                                                       parts.b_planes, k16, columns16);
       MIXSOLVE_CUDA_CHECK_LAUNCH();
+      // One GEMM per modulus: cuBLAS's strided-batched INT8 GEMM ran slower than these.
       const std::int32_t one = 1, zero = 0;
-      for (int t = 0; t < moduli; ++t) {
+      for (int t = 0; t < moduli; ++t)
         MIXSOLVE_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(m16), int(columns16), int(k16),
                                            &one, parts.a_planes + t * k16 * m16, CUDA_R_8I, int(k16),
                                            parts.b_planes + t * k16 * columns16, CUDA_R_8I, int(k16), &zero,
-                                           parts.product, CUDA_R_32I, int(m16), CUBLAS_COMPUTE_32I,
-                                           CUBLAS_GEMM_DEFAULT));
-        reduce_product_kernel<<<grid_for(m16 * columns16 / kGroup), 256, 0, stream>>>(
-            parts.product, m16 * columns16, table.modulus[t], table.reciprocal[t],
-            parts.residues + t * m16 * columns16);
-        MIXSOLVE_CUDA_CHECK_LAUNCH();
-      }
+                                           parts.products + t * m16 * columns16, CUDA_R_32I, int(m16),
+                                           CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT));
       reconstruct_kernel<<<grid_for(m16 / 4 * columns), 256, 0, stream>>>(
-          parts.residues, m16 * columns16, m16, table, parts.a_shift, parts.b_shift + j0, m, columns, p.alpha,
+          parts.products, m16 * columns16, m16, table, parts.a_shift, parts.b_shift + j0, m, columns, p.alpha,
           p.beta, static_cast<double*>(p.c.data) + j0 * p.c.ld, p.c.ld);
       MIXSOLVE_CUDA_CHECK_LAUNCH();
     }
