@@ -5,13 +5,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
+#include <vector>
 
 #include "gemm_test_support.hpp"
 #include "gpu_test_support.hpp"
+#include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/norms.hpp"
 #include "mixsolve/core/random.hpp"
+#include "mixsolve/gemm/dgemm_auto.hpp"
 #include "mixsolve/gemm/ozaki_int8.hpp"
 #include "mixsolve/gemm/registry.hpp"
 
@@ -489,6 +493,53 @@ TEST(GpuDgemmEmulated, AgreesWithDgemmAndRestoresTheHandle) {
   cublasEmulationStrategy_t strategy{};
   ASSERT_EQ(cublasGetEmulationStrategy(ctx.cublas(), &strategy), CUBLAS_STATUS_SUCCESS);
   EXPECT_EQ(strategy, CUBLAS_EMULATION_STRATEGY_DEFAULT) << "the handle's strategy is restored";
+}
+
+}  // namespace
+
+namespace {
+
+// dgemm-auto runs what dgemm_auto_choice names, bit for bit: cuBLAS DGEMM for a small product,
+// and at 8192^3 and 30 bits the emulation wherever this GPU has a measured model; NaN in A sends
+// a product the model would emulate to DGEMM, which propagates it.
+TEST(GpuDgemmAuto, RunsItsChoiceAndSendsNanToDgemm) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const Backend& automatic = find_backend("dgemm-auto");
+  for (const std::int64_t size : {std::int64_t{96}, std::int64_t{8192}}) {
+    const DgemmAutoChoice choice = dgemm_auto_choice(ctx, size, size, size, 30);
+    std::printf("n = %lld, 30 bits: %s, %s\n", (long long)size, choice.backend.c_str(), choice.reason.c_str());
+    if (size == 96) EXPECT_EQ(choice.backend, "cublas-dgemm") << choice.reason;
+    DeviceBuffer<double> a(ctx, size * size), b(ctx, size * size), c(ctx, size * size), d(ctx, size * size);
+    fill_random(device_view(a.data(), size, size, size), RandomSpec::phi_spread(1, 91), ctx.stream());
+    fill_random(device_view(b.data(), size, size, size), RandomSpec::phi_spread(1, 92), ctx.stream());
+    const auto problem = [&](double* out) {
+      return Problem{size, size, size, 1.0, 0.0, Operand::dense(Format::F64, Op::N, a.data(), size),
+                     Operand::dense(Format::F64, Op::N, b.data(), size), Output{Format::F64, out, size}};
+    };
+    const auto same = [&](const char* what) {
+      ctx.synchronize();
+      std::vector<double> x(size * size), y(size * size);
+      c.copy_to_host(x.data(), x.size());
+      d.copy_to_host(y.data(), y.size());
+      std::int64_t differ = 0;
+      for (std::size_t e = 0; e < x.size(); ++e)
+        differ += !(x[e] == y[e] || (std::isnan(x[e]) && std::isnan(y[e])));
+      EXPECT_EQ(differ, 0) << what << " at n = " << size;
+    };
+    automatic.run(ctx, problem(c.data()), {{"bits", 30}});
+    if (choice.backend == "ozaki2-int8")
+      find_backend("ozaki2-int8").run(ctx, problem(d.data()), {{"moduli", choice.moduli}});
+    else
+      find_backend("cublas-dgemm").run(ctx, problem(d.data()));
+    same("the choice");
+    const double nan = std::nan("");
+    MIXSOLVE_CUDA_CHECK(cudaMemcpy(a.data(), &nan, sizeof nan, cudaMemcpyHostToDevice));
+    automatic.run(ctx, problem(c.data()), {{"bits", 30}});
+    find_backend("cublas-dgemm").run(ctx, problem(d.data()));
+    same("NaN in A");
+  }
+  EXPECT_THROW(dgemm_auto_choice(ctx, 8, 8, 8, 0), InvalidArgument);
 }
 
 }  // namespace
