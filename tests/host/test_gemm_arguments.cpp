@@ -397,7 +397,7 @@ TEST(GemmProblem, BackendCallsParseNamesAndParameters) {
   expect_error<InvalidArgument>([] { find_backend_call("host-ozaki2-int8:moduli"); }, {"\"moduli\" is not key=value"});
   expect_error<InvalidArgument>([] { find_backend_call("host-ozaki2-int8:moduli=1x"); }, {"\"1x\" is not an integer"});
   expect_error<InvalidArgument>([] { find_backend_call("host-ozaki2-int8:slices=3"); },
-                                {"'slices' is not one of this backend's (moduli)"});
+                                {"'slices' is not one of this backend's (moduli, bits)"});
   expect_error<InvalidArgument>([] { find_backend_call("host-ozaki2-int8:moduli=21"); }, {"moduli (21) outside [0, 20]"});
   expect_error<InvalidArgument>([] { find_backend_call("host-fp64:x=1"); }, {"'x' is not one of this backend's (none)"});
 }
