@@ -360,8 +360,9 @@ TEST(GpuBackends, CorrectedBackendsAreAsAccurateAsSgemmOnUniformInputs) {
 namespace {
 
 // ozaki2-int8 computes host-ozaki2-int8's bits (the same residues, exact INT32 products, the same
-// Garner digits and double-double sum): all transposes, odd sizes, leading dimensions beyond the
-// rows, alpha and beta, phi 0.1 to 2, the automatic and fixed numbers of moduli.
+// CRT limbs and double-double sum): all transposes, odd sizes, leading dimensions beyond the rows,
+// alpha and beta, phi 0.1 to 2, the automatic and fixed numbers of moduli, C in one panel or in
+// several.
 TEST(GpuOzaki2Int8, MatchesTheHostReferenceBitForBit) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
@@ -389,7 +390,8 @@ TEST(GpuOzaki2Int8, MatchesTheHostReferenceBitForBit) {
                            Operand::dense(Format::F64, op_b, pb, ldb), Output{Format::F64, pc, ldc}};
           };
           reference.run(host, problem(a.data(), b.data(), expected.data()), {{"moduli", moduli}});
-          device.run(ctx, problem(da.data(), db.data(), dc.data()), {{"moduli", moduli}});
+          // 8 moduli in panels of 16 columns (16, 16, 13): each panel's B residues, products and C.
+          device.run(ctx, problem(da.data(), db.data(), dc.data()), {{"moduli", moduli}, {"panel", moduli == 8 ? 16 : 0}});
           ctx.synchronize();
           std::vector<double> got(c.size());
           dc.copy_to_host(got.data(), got.size());
