@@ -75,9 +75,10 @@ int main(int argc, char** argv) try {
   std::vector<double> phis;
   for (const std::string& p : split_list(option(argc, argv, "phis", "0.1,1,2"))) phis.push_back(std::stod(p));
   const bool host_schemes = n <= 512;
-  std::printf("compare_dgemm_backends on %s: C = A B, n = %lld, seed 004 phi inputs; max relative error against "
-              "Dot2 (twice FP64)\n",
-              gpu ? device_info().name.c_str() : "the host (no GPU)", static_cast<long long>(n));
+  std::printf(
+      "compare_dgemm_backends on %s: C = A B, n = %lld, seed 004 phi inputs; max relative error against "
+      "Dot2 (twice FP64)\n",
+      gpu ? device_info().name.c_str() : "the host (no GPU)", static_cast<long long>(n));
 
   // table, backend call, GEMMs of the scheme (its cost in lower-precision products)
   struct Setting {
@@ -87,8 +88,8 @@ int main(int argc, char** argv) try {
   std::vector<Setting> settings;
   if (host_schemes) {
     for (int s = 2; s <= 6; ++s)
-      settings.push_back({"FP32 splits (seed 004 Table 2)", "host-ozaki-fp32:splits=" + std::to_string(s),
-                          s * (s + 1) / 2.0});
+      settings.push_back(
+          {"FP32 splits (seed 004 Table 2)", "host-ozaki-fp32:splits=" + std::to_string(s), s * (s + 1) / 2.0});
     for (int d = 4; d <= 8; ++d)  // pairs (i, j) of 8 slices with i + j <= d + 1
       settings.push_back({"BF16 slices, fast mode d (seed 001)", "host-ozaki-bf16:slices=8,d=" + std::to_string(d),
                           d * (d + 1) / 2.0});
@@ -121,7 +122,11 @@ int main(int argc, char** argv) try {
       const BackendCall call = find_backend_call(setting.call);
       const bool on_device = call.backend->memory() == Memory::Device;
       Context& ctx = on_device ? device : host;
-      const Problem problem{n, n, n, 1.0, 0.0,
+      const Problem problem{n,
+                            n,
+                            n,
+                            1.0,
+                            0.0,
                             Operand::dense(Format::F64, Op::N, on_device ? da.data() : a.data(), n),
                             Operand::dense(Format::F64, Op::N, on_device ? db.data() : b.data(), n),
                             Output{Format::F64, on_device ? dc.data() : c.data(), n}};

@@ -12,8 +12,9 @@
 // limb of S (a sum of at most 20 products of an 8-bit residue and a 40-bit limb) and of S - q M
 // (q < 2^13) is an integer below 2^53, computed exactly by FMAs. Only q comes from a rounded
 // division, and it is right because x stays away from +-M/2 (crt_table checks the margin). The
-// limbs are then carried into [-2^39, 2^39] and summed in double-double: the result is x with
-// a relative error near 2^-104 before its final rounding. N FMAs per limb, against Garner's
+// limbs are then carried into [-2^39, 2^39] and summed in double-double: exactly for |x| below
+// about 2^104, so the result is x correctly rounded there; above, x with a relative error near
+// 2^-104 before its final rounding (host and device alike). N FMAs per limb, against Garner's
 // N(N - 1)/2 modular products.
 #pragma once
 
@@ -35,7 +36,7 @@ constexpr double kCrtLimbRadix = 0x1p40;
 struct CrtTable {
   int count = 0;
   std::int32_t modulus[kOzaki2MaxModuliAll] = {};
-  double reciprocal[kOzaki2MaxModuliAll] = {};  // 1 / m_t, rounded
+  double reciprocal[kOzaki2MaxModuliAll] = {};         // 1 / m_t, rounded
   double weight[kOzaki2MaxModuliAll][kCrtLimbs] = {};  // w_t's limbs, least significant first
   double product[kCrtLimbs] = {};                      // M's limbs
   double inverse_product = 0;                          // 1 / M, rounded
@@ -68,9 +69,9 @@ CrtTable crt_table(int moduli);
 std::vector<ParameterSpec> ozaki2_parameters();
 int ozaki2_resolve_moduli(const Parameters& asked, std::int64_t k, const std::string& backend);
 
-// x - m rint(x / m) for an integer-valued x with |x| < 2^80, exactly (the product and the
-// difference are integers below 2^53: |result| <= m (2^21 + 1/2) for the largest x, <= m / 2 once
-// |x| < 2^40).
+// x - m rint(x / m) for an integer-valued x with |x| < 2^80, exactly: the quotient's rounding
+// errs by at most |x| 2^-52 / m + 1/2, so the exact difference is an integer below 2^29 (below
+// m / 2 + 1 once |x| < 2^40), which the FMA returns unrounded.
 MIXSOLVE_HD inline double reduced(double x, double m, double reciprocal) { return fma(-rint(x * reciprocal), m, x); }
 
 // round(y) mod m (round half to even), balanced as an INT8 operand: in [-128, 127] for m = 256,
@@ -91,11 +92,11 @@ MIXSOLVE_HD inline void crt_add(const CrtTable& table, int t, std::int32_t resid
   for (int j = 0; j < kCrtLimbs; ++j) limbs[j] = fma(double(residue), table.weight[t][j], limbs[j]);  // exact
 }
 
-// x in (-M/2, M/2) from the limbs of S, rounded to double.
+// x in (-M/2, M/2) from the limbs of S, as a double (see the header comment for its rounding).
 MIXSOLVE_HD inline double crt_value(const CrtTable& table, double (&limbs)[kCrtLimbs]) {
   double s = limbs[kCrtLimbs - 1];
   for (int j = kCrtLimbs - 2; j >= 0; --j) s = add_rn(mul_rn(s, kCrtLimbRadix), limbs[j]);
-  const double q = rint(mul_rn(s, table.inverse_product));  // round(S / M), below 2^13
+  const double q = rint(mul_rn(s, table.inverse_product));                             // round(S / M), below 2^13
   for (int j = 0; j < kCrtLimbs; ++j) limbs[j] = fma(-q, table.product[j], limbs[j]);  // exact
   for (int j = 0; j + 1 < kCrtLimbs; ++j) {  // carries: limbs below the top into [-2^39, 2^39]
     const double carry = rint(limbs[j] * (1 / kCrtLimbRadix));

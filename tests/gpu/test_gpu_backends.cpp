@@ -401,6 +401,49 @@ TEST(GpuOzaki2Int8, MatchesTheHostReferenceBitForBit) {
         }
 }
 
+// Small, skinny and wide shapes (sizes off the 16-padding, k = 1, one row, several default panels
+// of 4096 columns, a panel width that is not a multiple of 16) match the host reference bit for
+// bit, with beta != 0.
+TEST(GpuOzaki2Int8, SmallSkinnyAndWideShapesMatchTheHostReference) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  Context host = Context::host_only();
+  struct Case {
+    std::int64_t m, n, k;
+    Op op_a, op_b;
+    int moduli;
+    std::int64_t panel;
+  };
+  const Case cases[] = {{1, 1, 1, Op::N, Op::N, 0, 0},     {3, 5, 1, Op::T, Op::T, 20, 0},
+                        {17, 15, 2, Op::N, Op::T, 2, 0},   {1, 40, 17, Op::N, Op::N, 0, 16},
+                        {130, 4200, 64, Op::T, Op::N, 0, 0}, {5, 4200, 70, Op::N, Op::N, 12, 1000}};
+  std::uint64_t seed = 140;
+  for (const Case& t : cases) {
+    const std::int64_t lda = t.op_a == Op::N ? t.m : t.k, ldb = t.op_b == Op::N ? t.k : t.n;
+    std::vector<double> a(t.m * t.k), b(t.k * t.n), c(t.m * t.n);
+    fill_random(host_view(a.data(), lda, t.m * t.k / lda, lda), RandomSpec::phi_spread(1, seed++));
+    fill_random(host_view(b.data(), ldb, t.k * t.n / ldb, ldb), RandomSpec::phi_spread(1, seed++));
+    fill_random(host_view(c.data(), t.m, t.n, t.m), RandomSpec::uniform(-1, 1, seed++));
+    DeviceBuffer<double> da(a.size()), db(b.size()), dc(c.size());
+    da.copy_from_host(a);
+    db.copy_from_host(b);
+    dc.copy_from_host(c);
+    std::vector<double> expected = c;
+    const auto problem = [&](const double* pa, const double* pb, double* pc) {
+      return Problem{t.m, t.n, t.k, 2.0, -0.5, Operand::dense(Format::F64, t.op_a, pa, lda),
+                     Operand::dense(Format::F64, t.op_b, pb, ldb), Output{Format::F64, pc, t.m}};
+    };
+    find_backend("host-ozaki2-int8").run(host, problem(a.data(), b.data(), expected.data()), {{"moduli", t.moduli}});
+    find_backend("ozaki2-int8")
+        .run(ctx, problem(da.data(), db.data(), dc.data()), {{"moduli", t.moduli}, {"panel", t.panel}});
+    ctx.synchronize();
+    std::vector<double> got(c.size());
+    dc.copy_to_host(got.data(), got.size());
+    for (std::size_t x = 0; x < got.size(); ++x)
+      ASSERT_EQ(got[x], expected[x]) << t.m << " x " << t.n << " x " << t.k << " at " << x;
+  }
+}
+
 // Rows far above and below FP32's range, zero rows and columns and subnormal entries: the same
 // bits as the host reference.
 TEST(GpuOzaki2Int8, WideExponentsAndZerosMatchTheHostReference) {
@@ -501,9 +544,10 @@ TEST(GpuDgemmEmulated, AgreesWithDgemmAndRestoresTheHandle) {
 
 namespace {
 
-// dgemm-auto runs what dgemm_auto_choice names, bit for bit: cuBLAS DGEMM for a small product,
-// and at 8192^3 and 30 bits the emulation wherever this GPU has a measured model; NaN in A sends
-// a product the model would emulate to DGEMM, which propagates it.
+// dgemm-auto runs what dgemm_auto_choice names, bit for bit, with beta != 0: cuBLAS DGEMM for a
+// small product, and at 8192^3 and 30 bits the emulation wherever this GPU has a measured model;
+// NaN in A sends a product the model would emulate to DGEMM, which propagates it, and C holds
+// DGEMM's result alone.
 TEST(GpuDgemmAuto, RunsItsChoiceAndSendsNanToDgemm) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
@@ -515,8 +559,12 @@ TEST(GpuDgemmAuto, RunsItsChoiceAndSendsNanToDgemm) {
     DeviceBuffer<double> a(ctx, size * size), b(ctx, size * size), c(ctx, size * size), d(ctx, size * size);
     fill_random(device_view(a.data(), size, size, size), RandomSpec::phi_spread(1, 91), ctx.stream());
     fill_random(device_view(b.data(), size, size, size), RandomSpec::phi_spread(1, 92), ctx.stream());
+    const auto fresh_c = [&] {  // the same C before each pair of calls
+      fill_random(device_view(c.data(), size, size, size), RandomSpec::uniform(-1, 1, 93), ctx.stream());
+      fill_random(device_view(d.data(), size, size, size), RandomSpec::uniform(-1, 1, 93), ctx.stream());
+    };
     const auto problem = [&](double* out) {
-      return Problem{size, size, size, 1.0, 0.0, Operand::dense(Format::F64, Op::N, a.data(), size),
+      return Problem{size, size, size, 1.0, 0.5, Operand::dense(Format::F64, Op::N, a.data(), size),
                      Operand::dense(Format::F64, Op::N, b.data(), size), Output{Format::F64, out, size}};
     };
     const auto same = [&](const char* what) {
@@ -529,6 +577,7 @@ TEST(GpuDgemmAuto, RunsItsChoiceAndSendsNanToDgemm) {
         differ += !(x[e] == y[e] || (std::isnan(x[e]) && std::isnan(y[e])));
       EXPECT_EQ(differ, 0) << what << " at n = " << size;
     };
+    fresh_c();
     automatic.run(ctx, problem(c.data()), {{"bits", 30}});
     if (choice.backend == "ozaki2-int8")
       find_backend("ozaki2-int8").run(ctx, problem(d.data()), {{"moduli", choice.moduli}});
@@ -537,6 +586,7 @@ TEST(GpuDgemmAuto, RunsItsChoiceAndSendsNanToDgemm) {
     same("the choice");
     const double nan = std::nan("");
     MIXSOLVE_CUDA_CHECK(cudaMemcpy(a.data(), &nan, sizeof nan, cudaMemcpyHostToDevice));
+    fresh_c();
     automatic.run(ctx, problem(c.data()), {{"bits", 30}});
     find_backend("cublas-dgemm").run(ctx, problem(d.data()));
     same("NaN in A");

@@ -2,7 +2,9 @@
 // The Ozaki scheme II with INT8 moduli on the host (gemm/ozaki_int8.hpp): the CRT gives integer
 // products exactly, the error against MPFR falls as moduli are added and reaches FP64's level, and
 // bad input is refused by name.
+#include <gmp.h>
 #include <gtest/gtest.h>
+#include <mpfr.h>
 
 #include <cmath>
 #include <cstdio>
@@ -108,25 +110,46 @@ TEST(Ozaki2Int8, ResiduesByFmaReductionAreExact) {
                 ((std::int64_t(x) % table.modulus[t]) + table.modulus[t]) % table.modulus[t]);
 }
 
-// The CRT gives back any integer in (-M/2, M/2), rounded to double: integers of up to 126 bits
-// (__int128) from their residues, for every count of moduli whose M exceeds them.
+// The CRT gives back any integer x with |x| <= 2^room <= M/2 from its residues, for every count of
+// moduli (x up to 2^154 for 20): the nearest double to x below 2^104 (the double-double sum is
+// exact there), within one unit in the last place above. GMP integers; MPFR rounds the reference.
 TEST(Ozaki2Int8, CrtRecoversIntegersFromTheirResidues) {
-  for (int count = 2; count <= 16; ++count) {
+  mpz_t x;
+  mpfr_t rounded;
+  mpz_init(x);
+  mpfr_init2(rounded, 53);
+  for (int count = 2; count <= kOzaki2MaxModuli; ++count) {
     const crt::CrtTable table = crt::crt_table(count);
     const int room = ozaki2_operand_bits(count, 1) * 2;  // |x| <= 2^room <= M / 2
-    for (std::uint64_t s = 0; s < 2000; ++s) {
-      const int bits = int(random_bits(10, s) % std::uint64_t(std::min(room, 126) + 1));
-      __int128 x = (__int128(random_bits(11, s)) << 64 | random_bits(12, s)) & ((__int128(1) << bits) - 1);
-      if (s % 5 == 0) x = (__int128(1) << std::min(room, 126)) - __int128(s % 3);  // near the bound
-      if (random_bits(13, s) & 1) x = -x;
-      double limbs[crt::kCrtLimbs] = {};
-      for (int t = 0; t < count; ++t) {
-        const std::int32_t m = table.modulus[t];
-        crt::crt_add(table, t, std::int32_t(((x % m) + m) % m), limbs);
+    for (std::uint64_t s = 0; s < 1000; ++s) {
+      const int bits = int(random_bits(10, s) % std::uint64_t(room + 1));
+      mpz_set_ui(x, 0);
+      for (int limb = 0; limb < 3; ++limb) {  // 192 random bits, cut to `bits`
+        mpz_mul_2exp(x, x, 64);
+        mpz_add_ui(x, x, static_cast<unsigned long>(random_bits(11 + limb, s)));
       }
-      ASSERT_EQ(crt::crt_value(table, limbs), double(x)) << count << " moduli, " << bits << " bits, s = " << s;
+      mpz_fdiv_r_2exp(x, x, static_cast<unsigned long>(bits));
+      if (s % 5 == 0) {  // near the bound: 2^room - (s mod 3)
+        mpz_set_ui(x, 1);
+        mpz_mul_2exp(x, x, static_cast<unsigned long>(room));
+        mpz_sub_ui(x, x, static_cast<unsigned long>(s % 3));
+      }
+      if (random_bits(14, s) & 1) mpz_neg(x, x);
+      double limbs[crt::kCrtLimbs] = {};
+      for (int t = 0; t < count; ++t)
+        crt::crt_add(table, t, std::int32_t(mpz_fdiv_ui(x, static_cast<unsigned long>(table.modulus[t]))), limbs);
+      const double got = crt::crt_value(table, limbs);
+      mpfr_set_z(rounded, x, MPFR_RNDN);
+      const double expected = mpfr_get_d(rounded, MPFR_RNDN);
+      if (mpz_sizeinbase(x, 2) <= 104)
+        ASSERT_EQ(got, expected) << count << " moduli, " << bits << " bits, s = " << s;
+      else
+        ASSERT_LE(std::fabs(got - expected), std::ldexp(1.0, std::ilogb(expected) - 52))
+            << count << " moduli, " << bits << " bits, s = " << s;
     }
   }
+  mpfr_clear(rounded);
+  mpz_clear(x);
 }
 
 // Integer matrices whose entries fit the operands' bits are scaled by powers of two only, so the
@@ -204,7 +227,7 @@ TEST(DgemmAuto, ChoosesDgemmWithoutAMeasuredModelAndNamesBadArguments) {
   EXPECT_EQ(choice.reason, "no emulation model measured on this GPU");
   const DgemmAutoChoice deep = dgemm_auto_choice(host, 64, 64, kOzaki2MaxK + 1, 53);
   EXPECT_EQ(deep.backend, "cublas-dgemm");
-  EXPECT_NE(deep.reason.find("outside the emulation's [1, 131071]"), std::string::npos) << deep.reason;
+  EXPECT_NE(deep.reason.find("outside the emulation's sizes (k in [1, 131071]"), std::string::npos) << deep.reason;
   EXPECT_THROW(dgemm_auto_choice(host, 64, 64, 64, 65), InvalidArgument);
   EXPECT_THROW(dgemm_auto_choice(host, -1, 64, 64, 53), InvalidArgument);
 }

@@ -2,6 +2,10 @@
 // dgemm-auto (dgemm_auto.hpp): cuBLAS DGEMM or ozaki2-int8, by a cost model measured per GPU.
 #include "mixsolve/gemm/dgemm_auto.hpp"
 
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -10,6 +14,7 @@
 
 #include "../backends.hpp"
 #include "device_common.hpp"
+#include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/error.hpp"
 #include "mixsolve/core/gpu.hpp"
 #include "mixsolve/gemm/ozaki_int8.hpp"
@@ -52,12 +57,21 @@ const EmulationModel* model_for(const Context& ctx) {
   return found;
 }
 
+std::string fixed2(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", x);
+  return text;
+}
+
+// The largest m, n or k ozaki2-int8 takes (cuBLAS's int sizes, after its padding to 16).
+constexpr std::int64_t kEmulationSizeLimit = 2147483647 - 16;
+
 class DgemmAuto final : public Backend {
  public:
   std::string name() const override { return "dgemm-auto"; }
   std::string description() const override {
     return "cuBLAS DGEMM, or ozaki2-int8 where a cost model measured on this GPU predicts it " +
-           std::to_string(kDgemmAutoMargin).substr(0, 4) + "x faster at the requested bits; parameter bits";
+           fixed2(kDgemmAutoMargin) + "x faster at the requested bits; parameter bits";
   }
   DataType data_type() const override { return DataType::F64; }
   Memory memory() const override { return Memory::Device; }
@@ -67,6 +81,7 @@ class DgemmAuto final : public Backend {
   }
 
  protected:
+  std::int64_t size_limit() const override { return 2147483647; }  // cuBLAS DGEMM's int sizes
   void run_problem(Context& ctx, const Problem& p, const Parameters& parameters,
                    const Execution& execution) const override {
     const std::int64_t asked = parameter_value(parameters, "bits");
@@ -77,7 +92,8 @@ class DgemmAuto final : public Backend {
         find_backend("ozaki2-int8").run(ctx, p, {{"moduli", choice.moduli}}, execution);
         return;
       } catch (const RangeError&) {
-        // NaN or Inf in A or B (found before C is written): DGEMM propagates them.
+        // NaN or Inf in A or B, ozaki2-int8's only RangeError, found before it writes C: DGEMM
+        // propagates them.
       }
     }
     find_backend("cublas-dgemm").run(ctx, p, {}, execution);
@@ -90,11 +106,13 @@ DgemmAutoChoice dgemm_auto_choice(const Context& ctx, std::int64_t m, std::int64
   if (m < 0 || n < 0 || k < 0)
     throw InvalidArgument("dgemm_auto_choice: m, n, k (" + std::to_string(m) + ", " + std::to_string(n) + ", " +
                           std::to_string(k) + ") must be >= 0");
-  if (bits < 1 || bits > 64) throw InvalidArgument("dgemm_auto_choice: bits (" + std::to_string(bits) + ") outside [1, 64]");
+  if (bits < 1 || bits > 64)
+    throw InvalidArgument("dgemm_auto_choice: bits (" + std::to_string(bits) + ") outside [1, 64]");
   DgemmAutoChoice choice{"cublas-dgemm", 0, 0, ""};
-  if (k < 1 || k > kOzaki2MaxK || m == 0 || n == 0) {
-    choice.reason = "k = " + std::to_string(k) + " outside the emulation's [1, " + std::to_string(kOzaki2MaxK) +
-                    "], or an empty C";
+  if (k < 1 || k > kOzaki2MaxK || m == 0 || n == 0 || std::max(m, n) > kEmulationSizeLimit) {
+    choice.reason = "m, n, k = " + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) +
+                    ": outside the emulation's sizes (k in [1, " + std::to_string(kOzaki2MaxK) + "], m and n in [1, " +
+                    std::to_string(kEmulationSizeLimit) + "])";
     return choice;
   }
   choice.moduli = ozaki2_moduli_for_bits(bits, k);
@@ -108,14 +126,29 @@ DgemmAutoChoice dgemm_auto_choice(const Context& ctx, std::int64_t m, std::int64
                                             model->per_operand_modulus * double(m + n) * double(k)) +
                            model->per_entry * mn;
   choice.predicted_speedup = flops / model->dgemm_flops / emulation;
-  const bool emulate = choice.predicted_speedup >= kDgemmAutoMargin;
-  if (emulate) choice.backend = "ozaki2-int8";
-  choice.reason = "predicted " + std::to_string(choice.predicted_speedup).substr(0, 4) + "x DGEMM with " +
-                  std::to_string(choice.moduli) + " moduli (" + (emulate ? ">= " : "< ") +
-                  std::to_string(kDgemmAutoMargin).substr(0, 4) + "x; model " + model->measured + ")";
+  const std::string model_text = fixed2(choice.predicted_speedup) + "x DGEMM with " + std::to_string(choice.moduli) +
+                                 " moduli (model: " + model->measured + ")";
+  if (choice.predicted_speedup < kDgemmAutoMargin) {
+    choice.reason = "predicted " + model_text + ", below " + fixed2(kDgemmAutoMargin) + "x";
+    return choice;
+  }
+  // The workspace at the narrowest panel ozaki2-int8 takes must fit beside what is allocated.
+  std::size_t free = 0, total = 0;
+  MIXSOLVE_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  const std::size_t needed =
+      detail::ozaki2_int8_workspace_bytes(m, n, k, choice.moduli, std::min<std::int64_t>(1024, (n + 15) / 16 * 16));
+  if (double(needed) > 0.9 * double(free + ctx.workspace_capacity())) {
+    choice.reason = "predicted " + model_text + ", but its workspace (" + fixed2(double(needed) / 1e9) +
+                    " GB) exceeds the free device memory";
+    return choice;
+  }
+  choice.backend = "ozaki2-int8";
+  choice.reason = "predicted " + model_text + ", at least " + fixed2(kDgemmAutoMargin) + "x";
   return choice;
 }
 
-void add_dgemm_auto_backends(std::vector<std::unique_ptr<Backend>>& out) { out.push_back(std::make_unique<DgemmAuto>()); }
+void add_dgemm_auto_backends(std::vector<std::unique_ptr<Backend>>& out) {
+  out.push_back(std::make_unique<DgemmAuto>());
+}
 
 }  // namespace mixsolve::gemm

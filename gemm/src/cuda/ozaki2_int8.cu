@@ -36,9 +36,7 @@ namespace {
 
 std::int64_t round_up(std::int64_t x, std::int64_t to) { return (x + to - 1) / to * to; }
 
-unsigned grid_for(std::int64_t total) {
-  return unsigned(std::clamp<std::int64_t>((total + 255) / 256, 1, 8192));
-}
+unsigned grid_for(std::int64_t total) { return unsigned(std::clamp<std::int64_t>((total + 255) / 256, 1, 8192)); }
 
 constexpr int kTile = 64;      // tile: 64 vectors x 64 elements
 constexpr int kThreads = 256;  // per tile
@@ -68,15 +66,15 @@ __device__ void load_tile(const Vectors& x, std::int64_t v0, std::int64_t l0, do
 
 // largest_bits[v] = max over l of |x(v, l)| as the bits of a non-negative double (start: 0);
 // nonfinite[0] counts NaN and Inf. Grid: (tiles along the vectors, tiles along k).
-__global__ void __launch_bounds__(kThreads) largest_per_vector_kernel(Vectors x, unsigned long long* largest_bits,
-                                                                       unsigned int* nonfinite) {
+__global__ void __launch_bounds__(kThreads)
+    largest_per_vector_kernel(Vectors x, unsigned long long* largest_bits, unsigned int* nonfinite) {
   __shared__ double tile[kTile][kTile + 1];
   const std::int64_t v0 = std::int64_t(blockIdx.x) * kTile, l0 = std::int64_t(blockIdx.y) * kTile;
-  int bad = 0;
+  unsigned int bad = 0;  // this thread's NaN and Inf
   load_tile(x, v0, l0, tile, [&](double value, std::int64_t) {
     const double a = fabs(value);
     if (a <= 1.7976931348623157e308) return a;
-    bad = 1;
+    ++bad;
     return 0.0;
   });
   const int dv = threadIdx.x / 4, part = threadIdx.x % 4;  // 4 threads per vector, 16 elements each
@@ -86,8 +84,7 @@ __global__ void __launch_bounds__(kThreads) largest_per_vector_kernel(Vectors x,
   largest = fmax(largest, __shfl_xor_sync(0xffffffffu, largest, 2));
   if (part == 0 && largest > 0 && v0 + dv < x.vectors)
     atomicMax(&largest_bits[v0 + dv], static_cast<unsigned long long>(__double_as_longlong(largest)));
-  const int bad_in_block = __syncthreads_count(bad);
-  if (threadIdx.x == 0 && bad_in_block) atomicAdd(nonfinite, unsigned(bad_in_block));
+  if (bad) atomicAdd(nonfinite, bad);
 }
 
 // shift[v] = bits - ceil(log2 largest_v) (0 for a zero vector), as host-ozaki2-int8 computes it.
@@ -102,9 +99,9 @@ __global__ void shifts_kernel(const unsigned long long* largest_bits, std::int64
 // Plane t of `planes` (k16 x padded_vectors, column-major, INT8): the balanced residue of
 // round(x(v, l) 2^shift[v]) mod m_t at [l + v k16], zero in the padding. Grid: (tiles along
 // padded_vectors, tiles along k16).
-__global__ void __launch_bounds__(kThreads) residues_kernel(Vectors x, const int* shift, detail::CrtTable table,
-                                                             std::int8_t* planes, std::int64_t k16,
-                                                             std::int64_t padded_vectors) {
+__global__ void __launch_bounds__(kThreads)
+    residues_kernel(Vectors x, const int* shift, detail::CrtTable table, std::int8_t* planes, std::int64_t k16,
+                    std::int64_t padded_vectors) {
   __shared__ double tile[kTile][kTile + 1];
   __shared__ std::int32_t modulus[detail::kOzaki2MaxModuliAll];
   __shared__ double reciprocal[detail::kOzaki2MaxModuliAll];
@@ -120,7 +117,8 @@ __global__ void __launch_bounds__(kThreads) residues_kernel(Vectors x, const int
   const std::int64_t plane_elements = k16 * padded_vectors;
   for (int t = 0; t < table.count; ++t) {
     alignas(16) std::int8_t group[kGroup];
-    for (int e = 0; e < kGroup; ++e) group[e] = detail::int8_residue_of_rounded(tile[dv][dl + e], modulus[t], reciprocal[t]);
+    for (int e = 0; e < kGroup; ++e)
+      group[e] = detail::int8_residue_of_rounded(tile[dv][dl + e], modulus[t], reciprocal[t]);
     *reinterpret_cast<int4*>(planes + t * plane_elements + v * k16 + l) = *reinterpret_cast<const int4*>(group);
   }
 }
@@ -156,6 +154,29 @@ __global__ void reconstruct_kernel(const std::int32_t* products, std::int64_t pl
   }
 }
 
+// The pieces of ozaki2-int8's workspace for C in panels of `columns` columns (a multiple of 16).
+struct WorkspaceParts {
+  unsigned long long* largest;
+  unsigned int* nonfinite;
+  int *a_shift, *b_shift;
+  std::int8_t *a_planes, *b_planes;
+  std::int32_t* products;
+};
+
+WorkspaceParts carve_workspace(detail::WorkspaceCarver& w, std::int64_t m, std::int64_t n, std::int64_t k, int moduli,
+                               std::int64_t columns) {
+  const std::int64_t k16 = round_up(k, kGroup), m16 = round_up(m, kGroup);
+  WorkspaceParts parts;
+  parts.largest = w.take<unsigned long long>(m + n);
+  parts.nonfinite = w.take<unsigned int>(1);
+  parts.a_shift = w.take<int>(m + n);  // then B's
+  parts.b_shift = parts.a_shift ? parts.a_shift + m : nullptr;
+  parts.a_planes = w.take<std::int8_t>(moduli * k16 * m16);
+  parts.b_planes = w.take<std::int8_t>(moduli * k16 * columns);
+  parts.products = w.take<std::int32_t>(moduli * m16 * columns);
+  return parts;
+}
+
 dim3 tiles(std::int64_t vectors, std::int64_t k) {
   return dim3(unsigned((vectors + kTile - 1) / kTile), unsigned((k + kTile - 1) / kTile));
 }
@@ -172,10 +193,19 @@ class Ozaki2Int8 final : public Backend {
   std::string unavailable_reason(const Context& ctx) const override { return detail::require_device(ctx, 75); }
   std::vector<ParameterSpec> parameters() const override {
     std::vector<ParameterSpec> specs = detail::ozaki2_parameters();
-    specs.push_back({"panel", "columns of C per pass, rounded up to 16; 0: kOzaki2PanelColumns (4096), fewer if the "
-                              "workspace would not fit in the free device memory",
+    specs.push_back({"panel",
+                     "columns of C per pass, rounded up to 16; 0: kOzaki2PanelColumns (4096); either is "
+                     "halved while the workspace would not fit in the free device memory",
                      0, std::int64_t{1} << 31, 0});
     return specs;
+  }
+
+  // With the default parameters (53 bits, panels of kOzaki2PanelColumns); other moduli and
+  // panels: detail::ozaki2_int8_workspace_bytes.
+  std::size_t workspace_bytes(const GemmShape& s) const override {
+    if (s.k < 1 || s.k > kOzaki2MaxK) return 0;
+    return detail::ozaki2_int8_workspace_bytes(s.m, s.n, s.k, ozaki2_moduli_for_bits(53, s.k),
+                                               round_up(std::min(kOzaki2PanelColumns, s.n), kGroup));
   }
 
  protected:
@@ -194,36 +224,12 @@ class Ozaki2Int8 final : public Backend {
                     p.a.op == Op::N ? p.a.ld : 1};
     const Vectors b{static_cast<const double*>(p.b.data), n, k, p.b.op == Op::N ? p.b.ld : 1,
                     p.b.op == Op::N ? 1 : p.b.ld};
-    struct Parts {
-      unsigned long long* largest;
-      unsigned int* nonfinite;
-      int *a_shift, *b_shift;
-      std::int8_t *a_planes, *b_planes;
-      std::int32_t* products;
-    };
-    // The workspace for a panel of `columns` columns of C (a multiple of 16).
-    const auto carve = [&](detail::WorkspaceCarver& w, std::int64_t columns) {
-      Parts parts;
-      parts.largest = w.take<unsigned long long>(m + n);
-      parts.nonfinite = w.take<unsigned int>(1);
-      parts.a_shift = w.take<int>(m + n);  // then B's
-      parts.b_shift = parts.a_shift ? parts.a_shift + m : nullptr;
-      parts.a_planes = w.take<std::int8_t>(moduli * k16 * m16);
-      parts.b_planes = w.take<std::int8_t>(moduli * k16 * columns);
-      parts.products = w.take<std::int32_t>(moduli * m16 * columns);
-      return parts;
-    };
     const std::int64_t asked_panel = parameter_value(parameters, "panel");
-    const std::int64_t panel = panel_columns(ctx, round_up(std::min(asked_panel > 0 ? asked_panel : kOzaki2PanelColumns, n), kGroup),
-                                             [&](std::int64_t columns) {
-      detail::WorkspaceCarver plan(nullptr);
-      carve(plan, columns);
-      return plan.bytes();
-    });
-    detail::WorkspaceCarver sizing(nullptr);
-    carve(sizing, panel);
-    detail::WorkspaceCarver ws(ctx.workspace(sizing.bytes()));
-    const Parts parts = carve(ws, panel);
+    const std::int64_t panel = panel_columns(
+        ctx, round_up(std::min(asked_panel > 0 ? asked_panel : kOzaki2PanelColumns, n), kGroup),
+        [&](std::int64_t columns) { return detail::ozaki2_int8_workspace_bytes(m, n, k, moduli, columns); });
+    detail::WorkspaceCarver ws(ctx.workspace(detail::ozaki2_int8_workspace_bytes(m, n, k, moduli, panel)));
+    const WorkspaceParts parts = carve_workspace(ws, m, n, k, moduli, panel);
     cudaStream_t stream = ctx.stream();
 
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(parts.largest, 0, (m + n) * sizeof(unsigned long long), stream));
@@ -258,8 +264,8 @@ class Ozaki2Int8 final : public Backend {
                                            parts.products + t * m16 * columns16, CUDA_R_32I, int(m16),
                                            CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT));
       reconstruct_kernel<<<grid_for(m16 / 4 * columns), 256, 0, stream>>>(
-          parts.products, m16 * columns16, m16, table, parts.a_shift, parts.b_shift + j0, m, columns, p.alpha,
-          p.beta, static_cast<double*>(p.c.data) + j0 * p.c.ld, p.c.ld);
+          parts.products, m16 * columns16, m16, table, parts.a_shift, parts.b_shift + j0, m, columns, p.alpha, p.beta,
+          static_cast<double*>(p.c.data) + j0 * p.c.ld, p.c.ld);
       MIXSOLVE_CUDA_CHECK_LAUNCH();
     }
   }
@@ -280,6 +286,17 @@ class Ozaki2Int8 final : public Backend {
 };
 
 }  // namespace
+
+namespace detail {
+
+std::size_t ozaki2_int8_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k, int moduli,
+                                        std::int64_t panel) {
+  WorkspaceCarver plan(nullptr);
+  carve_workspace(plan, m, n, k, moduli, panel);
+  return plan.bytes();
+}
+
+}  // namespace detail
 
 void add_ozaki2_device_backends(std::vector<std::unique_ptr<Backend>>& out) {
   out.push_back(std::make_unique<Ozaki2Int8>());

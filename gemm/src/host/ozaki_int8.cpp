@@ -171,8 +171,9 @@ CrtTable crt_table(int moduli) {
 std::vector<ParameterSpec> ozaki2_parameters() {
   return {{"moduli", "coprime INT8 moduli, each keeping about 4 more bits of A and of B; 0: chosen from bits", 0,
            kOzaki2MaxModuli, 0},
-          {"bits", "the bits of each operand to keep, the accuracy knob: the fewest moduli that keep them at this k; "
-                   "0: 53 (FP64's significand) unless moduli is set",
+          {"bits",
+           "the bits of each operand to keep, the accuracy knob: the fewest moduli that keep them at this k; "
+           "0: 53 (FP64's significand) unless moduli is set",
            0, 64, 0}};
 }
 
@@ -215,10 +216,10 @@ class HostOzaki2Int8 final : public Backend {
     const double* b = static_cast<const double*>(p.b.data);
     // Rows of op(A) and columns of op(B) as vectors of length k, rounded to b-bit integers.
     std::vector<int> a_shift, b_shift;
-    const std::vector<double> ai = scaled(a, m, k, p.a.op == Op::N ? 1 : p.a.ld,
-                                                     p.a.op == Op::N ? p.a.ld : 1, bits, a_shift, "A");
-    const std::vector<double> bi = scaled(b, n, k, p.b.op == Op::N ? p.b.ld : 1,
-                                                     p.b.op == Op::N ? 1 : p.b.ld, bits, b_shift, "B");
+    const std::vector<double> ai =
+        scaled(a, m, k, p.a.op == Op::N ? 1 : p.a.ld, p.a.op == Op::N ? p.a.ld : 1, bits, a_shift, "A");
+    const std::vector<double> bi =
+        scaled(b, n, k, p.b.op == Op::N ? p.b.ld : 1, p.b.op == Op::N ? 1 : p.b.ld, bits, b_shift, "B");
     const detail::CrtTable table = detail::crt_table(moduli);
     std::vector<std::int32_t> residues(m * n * moduli);  // entry-major: the N residues of an entry together
     std::vector<std::int8_t> ar(m * k), br(n * k);
@@ -253,15 +254,16 @@ class HostOzaki2Int8 final : public Backend {
   // Vector v (element l at x[v vector_stride + l element_stride]) times 2^shift[v], shift = bits -
   // ceil(log2 max |x_v|), so that the rounded values are integers of magnitude <= 2^bits (the
   // rounding happens in int8_residue_of_rounded). Vector-major.
-  std::vector<double> scaled(const double* x, std::int64_t vectors, std::int64_t k,
-                                        std::int64_t vector_stride, std::int64_t element_stride, int bits,
-                                        std::vector<int>& shift, const char* operand) const {
+  std::vector<double> scaled(const double* x, std::int64_t vectors, std::int64_t k, std::int64_t vector_stride,
+                             std::int64_t element_stride, int bits, std::vector<int>& shift,
+                             const char* operand) const {
     detail::require_finite_vectors(name(), x, vectors, k, vector_stride, element_stride, operand);
     std::vector<double> out(vectors * k);
     shift.assign(vectors, 0);
     for (std::int64_t v = 0; v < vectors; ++v) {
       double largest = 0;
-      for (std::int64_t l = 0; l < k; ++l) largest = std::fmax(largest, std::fabs(x[v * vector_stride + l * element_stride]));
+      for (std::int64_t l = 0; l < k; ++l)
+        largest = std::fmax(largest, std::fabs(x[v * vector_stride + l * element_stride]));
       shift[v] = largest > 0 ? bits - formats::ceil_log2(largest) : 0;
       for (std::int64_t l = 0; l < k; ++l)
         out[v * k + l] = std::ldexp(x[v * vector_stride + l * element_stride], shift[v]);

@@ -5,7 +5,9 @@
 /// the requested accuracy (parameter bits, default 53). The emulation is taken only where the
 /// model predicts at least kDgemmAutoMargin times DGEMM's speed, so that model error (within 15%
 /// of the measured times) cannot make dgemm-auto slower than DGEMM. GPUs without a measured
-/// model, and inputs holding NaN or Inf, run cuBLAS DGEMM.
+/// model, products whose emulation would not fit in the free device memory, and inputs holding
+/// NaN or Inf run cuBLAS DGEMM. The model was fitted for m, n >= 4096 and 256 <= k <= 32768;
+/// beyond that range its margin is not measured.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +24,7 @@ constexpr double kDgemmAutoMargin = 1.15;
 struct DgemmAutoChoice {
   /// "cublas-dgemm" or "ozaki2-int8".
   std::string backend;
-  /// The moduli ozaki2-int8 would take (0 when no emulation is possible: k too large).
+  /// The moduli ozaki2-int8 would take (0 when the sizes are outside the emulation's).
   int moduli = 0;
   /// DGEMM's time over the emulation's, as the model predicts it (0 without a model).
   double predicted_speedup = 0;

@@ -47,7 +47,7 @@ int ozaki2_operand_bits(int moduli, std::int64_t k);
 /// parameter of 0 asks for 53: FP64's significand).
 /// @param bits the operand bits asked for, >= 1.
 /// @param k    the inner dimension, in [1, kOzaki2MaxK].
-/// @return the count, at most kOzaki2MaxModuli (which may keep fewer bits than asked at large k).
+/// @return the count, at most kOzaki2MaxModuli (20 moduli keep at least 68 bits at any k).
 int ozaki2_moduli_for_bits(int bits, std::int64_t k);
 
 }  // namespace mixsolve::gemm
