@@ -26,6 +26,7 @@
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/random.hpp"
+#include "mixsolve/gemm/evaluation.hpp"
 #include "mixsolve/gemm/ozaki_int8.hpp"
 #include "mixsolve/gemm/registry.hpp"
 #include "mpfr_reference.hpp"
@@ -50,11 +51,6 @@ std::vector<BackendCall> parse_backends(const std::vector<std::string>& items) {
   return calls;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // The ceiling of an emulation by INT8 GEMMs: cuBLAS INT8 GEMMs ("TN", INT32 out, random bytes)
 // of the shape, padded to multiples of 16 and taken in panels of kOzaki2PanelColumns columns of C
 // as ozaki2-int8 takes them. Its "x dgemm" column is DGEMM's time over this product's: the number
@@ -77,22 +73,7 @@ void int8_ceiling(Context& ctx, const bench::Shape& sh, int reps, double dgemm_s
         throw std::runtime_error("cublasGemmEx (INT8) failed");
   };
   gemm();
-  cudaEvent_t start, stop;
-  MIXSOLVE_CUDA_CHECK(cudaEventCreate(&start));
-  MIXSOLVE_CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<double> seconds;
-  for (int r = 0; r < reps; ++r) {
-    MIXSOLVE_CUDA_CHECK(cudaEventRecord(start, ctx.stream()));
-    gemm();
-    MIXSOLVE_CUDA_CHECK(cudaEventRecord(stop, ctx.stream()));
-    MIXSOLVE_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    MIXSOLVE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    seconds.push_back(ms * 1e-3);
-  }
-  MIXSOLVE_CUDA_CHECK(cudaEventDestroy(start));
-  MIXSOLVE_CUDA_CHECK(cudaEventDestroy(stop));
-  const double t = median(seconds);
+  const double t = median_seconds(ctx, Memory::Device, reps, gemm);
   char dims[64];
   std::snprintf(dims, sizeof dims, "%lldx%lldx%lld", (long long)sh.m, (long long)sh.n, (long long)sh.k);
   std::printf("%-28s %20s %5s %10.1f %9.2f   (TOP/s; x dgemm: INT8 GEMMs per DGEMM)\n", "cublas int8 gemm (ceiling)",
@@ -124,9 +105,6 @@ int main(int argc, char** argv) try {
               reps, (long long)samples, (long long)samples);
   std::printf("%-28s %20s %5s %10s %9s %12s %12s %10s\n", "backend", "m x n x k", "phi", "TFLOP/s", "x dgemm",
               "max rel err", "rel err", "err/dgemm");
-  cudaEvent_t start, stop;
-  MIXSOLVE_CUDA_CHECK(cudaEventCreate(&start));
-  MIXSOLVE_CUDA_CHECK(cudaEventCreate(&stop));
   for (const bench::Shape& sh : shapes)
     for (const double phi : phis) {
       DeviceBuffer<double> a(ctx, sh.m * sh.k), b(ctx, sh.k * sh.n), c(ctx, sh.m * sh.n);
@@ -157,17 +135,9 @@ int main(int argc, char** argv) try {
         std::snprintf(dims, sizeof dims, "%lldx%lldx%lld", (long long)sh.m, (long long)sh.n, (long long)sh.k);
         nlohmann::json row = {{"backend", call.text}, {"m", sh.m}, {"n", sh.n}, {"k", sh.k}, {"phi", phi}};
         try {
-          call.backend->run(ctx, problem, call.parameters);  // warm-up
-          std::vector<double> seconds;
-          for (int r = 0; r < reps; ++r) {
-            MIXSOLVE_CUDA_CHECK(cudaEventRecord(start, ctx.stream()));
-            call.backend->run(ctx, problem, call.parameters);
-            MIXSOLVE_CUDA_CHECK(cudaEventRecord(stop, ctx.stream()));
-            MIXSOLVE_CUDA_CHECK(cudaEventSynchronize(stop));
-            float ms = 0;
-            MIXSOLVE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-            seconds.push_back(ms * 1e-3);
-          }
+          const auto run = [&] { call.backend->run(ctx, problem, call.parameters); };
+          run();  // warm-up
+          const double t = median_seconds(ctx, Memory::Device, reps, run);
           std::vector<double> sampled(rows * cols);
           for (std::int64_t t = 0; t < cols; ++t)
             for (std::int64_t s = 0; s < rows; ++s)
@@ -179,7 +149,7 @@ int main(int argc, char** argv) try {
             difference += (sampled[x] - reference[x]) * (sampled[x] - reference[x]);
             norm += reference[x] * reference[x];
           }
-          const double t = median(seconds), tflops = 2.0 * sh.m * sh.n * sh.k / t * 1e-12;
+          const double tflops = 2.0 * sh.m * sh.n * sh.k / t * 1e-12;
           const double max_error = mixsolve::testing::max_relative_error(rows, cols, sampled.data(), rows, reference);
           const double error = std::sqrt(difference / norm);
           if (call.backend->name() == "cublas-dgemm" && call.parameters.empty()) {

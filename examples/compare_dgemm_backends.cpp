@@ -13,37 +13,25 @@
 //
 // Defaults: n = 256 on the host, 4096 on a GPU (FP32 splits and BF16 slices run on the host at
 // n <= 512 only: they have no device version).
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "example_options.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/gpu.hpp"
 #include "mixsolve/core/random.hpp"
+#include "mixsolve/gemm/evaluation.hpp"
 #include "mixsolve/gemm/registry.hpp"
 
 using namespace mixsolve;
 using namespace mixsolve::gemm;
+using mixsolve_examples::option;
+using mixsolve_examples::split_list;
 
 namespace {
-
-std::string option(int argc, char** argv, const std::string& name, const std::string& fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (argv[i] == "--" + name) return argv[i + 1];
-  return fallback;
-}
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 // sum_l a[l] b[l] in twice the working precision (Dot2): error-free products (FMA) and sums.
 double dot2(const double* a, std::int64_t a_stride, const double* b, std::int64_t k) {
@@ -130,20 +118,18 @@ int main(int argc, char** argv) try {
                             Operand::dense(Format::F64, Op::N, on_device ? da.data() : a.data(), n),
                             Operand::dense(Format::F64, Op::N, on_device ? db.data() : b.data(), n),
                             Output{Format::F64, on_device ? dc.data() : c.data(), n}};
-      call.backend->run(ctx, problem, call.parameters);  // warm-up
+      const auto run = [&] { call.backend->run(ctx, problem, call.parameters); };
+      run();  // warm-up
       ctx.synchronize();
-      double best = 1e300;
-      for (int r = 0; r < reps; ++r) {
-        const auto start = std::chrono::steady_clock::now();
-        call.backend->run(ctx, problem, call.parameters);
+      const double seconds = median_seconds(ctx, call.backend->memory(), reps, [&] {
+        run();
         ctx.synchronize();
-        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      }
+      });
       if (on_device) dc.copy_to_host(c.data(), c.size());
       double worst = 0;
       for (std::size_t e = 0; e < c.size(); ++e)
         if (reference[e] != 0) worst = std::max(worst, std::fabs(c[e] - reference[e]) / std::fabs(reference[e]));
-      rows.push_back({setting.table, setting.call, phi, setting.products, best, worst});
+      rows.push_back({setting.table, setting.call, phi, setting.products, seconds, worst});
     }
   }
 

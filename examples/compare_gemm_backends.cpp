@@ -7,34 +7,18 @@
 //                         [--reps 3] [--csv results.csv]
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "example_options.hpp"
 #include "mixsolve/core/gpu.hpp"
 #include "mixsolve/gemm/evaluation.hpp"
 #include "mixsolve/gemm/registry.hpp"
 
 using namespace mixsolve;
 using namespace mixsolve::gemm;
-
-namespace {
-
-std::string option(int argc, char** argv, const std::string& name, const std::string& fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (argv[i] == "--" + name) return argv[i + 1];
-  return fallback;
-}
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-}  // namespace
+using mixsolve_examples::option;
+using mixsolve_examples::split_list;
 
 int main(int argc, char** argv) try {
   const bool gpu = gpu_available();

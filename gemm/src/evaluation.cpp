@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "mixsolve/core/convert.hpp"
@@ -17,6 +18,35 @@
 #include "mixsolve/gemm/registry.hpp"
 
 namespace mixsolve::gemm {
+
+double median_seconds(Context& ctx, Memory memory, int repetitions, const std::function<void()>& run) {
+  if (repetitions < 1) throw InvalidArgument("median_seconds: repetitions (" + std::to_string(repetitions) + ") < 1");
+  std::vector<double> seconds;
+  if (memory == Memory::Device) {
+    cudaEvent_t start, stop;
+    MIXSOLVE_CUDA_CHECK(cudaEventCreate(&start));
+    MIXSOLVE_CUDA_CHECK(cudaEventCreate(&stop));
+    for (int r = 0; r < repetitions; ++r) {
+      MIXSOLVE_CUDA_CHECK(cudaEventRecord(start, ctx.stream()));
+      run();
+      MIXSOLVE_CUDA_CHECK(cudaEventRecord(stop, ctx.stream()));
+      MIXSOLVE_CUDA_CHECK(cudaEventSynchronize(stop));
+      float ms = 0;
+      MIXSOLVE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      seconds.push_back(ms * 1e-3);
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  } else {
+    for (int r = 0; r < repetitions; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      run();
+      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
 
 std::vector<InputClass> seed000_input_classes(std::uint64_t seed) {
   const RandomSpec mid = RandomSpec::exp_rand(-15, 15, seed + 1);
@@ -104,32 +134,8 @@ Evaluation GemmEvaluator::evaluate(const Backend& backend, int repetitions) {
     e.error = err.what();
     return e;
   }
-  std::vector<double> seconds;
-  if (memory_ == Memory::Device) {
-    cudaEvent_t start, stop;
-    MIXSOLVE_CUDA_CHECK(cudaEventCreate(&start));
-    MIXSOLVE_CUDA_CHECK(cudaEventCreate(&stop));
-    for (int r = 0; r < repetitions; ++r) {
-      MIXSOLVE_CUDA_CHECK(cudaEventRecord(start, ctx_.stream()));
-      run_once();
-      MIXSOLVE_CUDA_CHECK(cudaEventRecord(stop, ctx_.stream()));
-      MIXSOLVE_CUDA_CHECK(cudaEventSynchronize(stop));
-      float ms = 0;
-      MIXSOLVE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-      seconds.push_back(ms * 1e-3);
-    }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-  } else {
-    for (int r = 0; r < repetitions; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
-      run_once();
-      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-  }
-  if (!seconds.empty()) {
-    std::sort(seconds.begin(), seconds.end());
-    e.median_seconds = seconds[seconds.size() / 2];
+  if (repetitions > 0) {
+    e.median_seconds = median_seconds(ctx_, memory_, repetitions, run_once);
     e.tflops = 2.0 * double(m_) * double(n_) * double(k_) / e.median_seconds * 1e-12;
   }
   cudaStream_t stream = memory_ == Memory::Device ? ctx_.stream() : nullptr;

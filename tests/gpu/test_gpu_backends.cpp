@@ -359,88 +359,85 @@ TEST(GpuBackends, CorrectedBackendsAreAsAccurateAsSgemmOnUniformInputs) {
 
 namespace {
 
+// One product on both ozaki2 backends, compared bit for bit: op(A) m x k and op(B) k x n with
+// phi inputs (leading dimensions `pad` beyond the stored rows), C = alpha op(A) op(B) + beta C
+// from a random C; the device backend with `panel` (0: its default).
+struct Ozaki2Case {
+  std::int64_t m, n, k;
+  Op op_a, op_b;
+  int moduli;
+  std::int64_t panel;
+  double phi = 1;
+  std::int64_t pad = 0;
+};
+
+void expect_device_matches_host(Context& ctx, const Ozaki2Case& t, std::uint64_t seed) {
+  Context host = Context::host_only();
+  const std::int64_t lda = (t.op_a == Op::N ? t.m : t.k) + t.pad, ldb = (t.op_b == Op::N ? t.k : t.n) + t.pad,
+                     ldc = t.m + t.pad;
+  std::vector<double> a(lda * (t.op_a == Op::N ? t.k : t.m)), b(ldb * (t.op_b == Op::N ? t.n : t.k)), c(ldc * t.n);
+  fill_random(host_view(a.data(), lda, std::int64_t(a.size()) / lda, lda), RandomSpec::phi_spread(t.phi, seed));
+  fill_random(host_view(b.data(), ldb, std::int64_t(b.size()) / ldb, ldb), RandomSpec::phi_spread(t.phi, seed + 1));
+  fill_random(host_view(c.data(), ldc, t.n, ldc), RandomSpec::uniform(-1, 1, seed + 2));
+  DeviceBuffer<double> da(a.size()), db(b.size()), dc(c.size());
+  da.copy_from_host(a);
+  db.copy_from_host(b);
+  dc.copy_from_host(c);
+  std::vector<double> expected = c;
+  const auto problem = [&](const double* pa, const double* pb, double* pc) {
+    return Problem{t.m,
+                   t.n,
+                   t.k,
+                   -1.5,
+                   0.25,
+                   Operand::dense(Format::F64, t.op_a, pa, lda),
+                   Operand::dense(Format::F64, t.op_b, pb, ldb),
+                   Output{Format::F64, pc, ldc}};
+  };
+  find_backend("host-ozaki2-int8").run(host, problem(a.data(), b.data(), expected.data()), {{"moduli", t.moduli}});
+  find_backend("ozaki2-int8")
+      .run(ctx, problem(da.data(), db.data(), dc.data()), {{"moduli", t.moduli}, {"panel", t.panel}});
+  ctx.synchronize();
+  std::vector<double> got(c.size());
+  dc.copy_to_host(got.data(), got.size());
+  for (std::size_t x = 0; x < got.size(); ++x)
+    ASSERT_EQ(got[x], expected[x]) << t.m << " x " << t.n << " x " << t.k << ", phi " << t.phi << ", op "
+                                   << to_string(t.op_a) << to_string(t.op_b) << ", moduli " << t.moduli << ", panel "
+                                   << t.panel << ", at " << x;
+}
+
 // ozaki2-int8 computes host-ozaki2-int8's bits (the same residues, exact INT32 products, the same
 // CRT limbs and double-double sum): all transposes, odd sizes, leading dimensions beyond the rows,
-// alpha and beta, phi 0.1 to 2, the automatic and fixed numbers of moduli, C in one panel or in
-// several.
+// alpha and beta, phi 0.1 to 2, the automatic and fixed numbers of moduli; 8 moduli with C in
+// panels of 16 columns (16, 16, 13).
 TEST(GpuOzaki2Int8, MatchesTheHostReferenceBitForBit) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
-  Context host = Context::host_only();
-  const Backend& device = find_backend("ozaki2-int8");
-  const Backend& reference = find_backend("host-ozaki2-int8");
-  const std::int64_t m = 70, n = 45, k = 300, pad = 3;
   std::uint64_t seed = 40;
   for (const double phi : {0.1, 1.0, 2.0})
     for (const Op op_a : {Op::N, Op::T})
       for (const Op op_b : {Op::N, Op::T})
         for (const int moduli : {0, 8, 20}) {
-          const std::int64_t lda = (op_a == Op::N ? m : k) + pad, ldb = (op_b == Op::N ? k : n) + pad, ldc = m + pad;
-          std::vector<double> a(lda * (op_a == Op::N ? k : m)), b(ldb * (op_b == Op::N ? n : k)), c(ldc * n);
-          fill_random(host_view(a.data(), lda, a.size() / lda, lda), RandomSpec::phi_spread(phi, seed++));
-          fill_random(host_view(b.data(), ldb, b.size() / ldb, ldb), RandomSpec::phi_spread(phi, seed++));
-          fill_random(host_view(c.data(), ldc, n, ldc), RandomSpec::uniform(-1, 1, seed++));
-          DeviceBuffer<double> da(a.size()), db(b.size()), dc(c.size());
-          da.copy_from_host(a);
-          db.copy_from_host(b);
-          dc.copy_from_host(c);
-          std::vector<double> expected = c;
-          const auto problem = [&](const double* pa, const double* pb, double* pc) {
-            return Problem{m, n, k, -1.5, 0.25, Operand::dense(Format::F64, op_a, pa, lda),
-                           Operand::dense(Format::F64, op_b, pb, ldb), Output{Format::F64, pc, ldc}};
-          };
-          reference.run(host, problem(a.data(), b.data(), expected.data()), {{"moduli", moduli}});
-          // 8 moduli in panels of 16 columns (16, 16, 13): each panel's B residues, products and C.
-          device.run(ctx, problem(da.data(), db.data(), dc.data()), {{"moduli", moduli}, {"panel", moduli == 8 ? 16 : 0}});
-          ctx.synchronize();
-          std::vector<double> got(c.size());
-          dc.copy_to_host(got.data(), got.size());
-          for (std::size_t x = 0; x < got.size(); ++x)
-            ASSERT_EQ(got[x], expected[x]) << "phi " << phi << " op " << to_string(op_a) << to_string(op_b)
-                                           << " moduli " << moduli << " at " << x;
+          expect_device_matches_host(ctx, {70, 45, 300, op_a, op_b, moduli, moduli == 8 ? 16 : 0, phi, 3}, seed);
+          if (HasFatalFailure()) return;
+          seed += 3;
         }
 }
 
 // Small, skinny and wide shapes (sizes off the 16-padding, k = 1, one row, several default panels
 // of 4096 columns, a panel width that is not a multiple of 16) match the host reference bit for
-// bit, with beta != 0.
+// bit.
 TEST(GpuOzaki2Int8, SmallSkinnyAndWideShapesMatchTheHostReference) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
-  Context host = Context::host_only();
-  struct Case {
-    std::int64_t m, n, k;
-    Op op_a, op_b;
-    int moduli;
-    std::int64_t panel;
-  };
-  const Case cases[] = {{1, 1, 1, Op::N, Op::N, 0, 0},     {3, 5, 1, Op::T, Op::T, 20, 0},
-                        {17, 15, 2, Op::N, Op::T, 2, 0},   {1, 40, 17, Op::N, Op::N, 0, 16},
-                        {130, 4200, 64, Op::T, Op::N, 0, 0}, {5, 4200, 70, Op::N, Op::N, 12, 1000}};
+  const Ozaki2Case cases[] = {{1, 1, 1, Op::N, Op::N, 0, 0},       {3, 5, 1, Op::T, Op::T, 20, 0},
+                              {17, 15, 2, Op::N, Op::T, 2, 0},     {1, 40, 17, Op::N, Op::N, 0, 16},
+                              {130, 4200, 64, Op::T, Op::N, 0, 0}, {5, 4200, 70, Op::N, Op::N, 12, 1000}};
   std::uint64_t seed = 140;
-  for (const Case& t : cases) {
-    const std::int64_t lda = t.op_a == Op::N ? t.m : t.k, ldb = t.op_b == Op::N ? t.k : t.n;
-    std::vector<double> a(t.m * t.k), b(t.k * t.n), c(t.m * t.n);
-    fill_random(host_view(a.data(), lda, t.m * t.k / lda, lda), RandomSpec::phi_spread(1, seed++));
-    fill_random(host_view(b.data(), ldb, t.k * t.n / ldb, ldb), RandomSpec::phi_spread(1, seed++));
-    fill_random(host_view(c.data(), t.m, t.n, t.m), RandomSpec::uniform(-1, 1, seed++));
-    DeviceBuffer<double> da(a.size()), db(b.size()), dc(c.size());
-    da.copy_from_host(a);
-    db.copy_from_host(b);
-    dc.copy_from_host(c);
-    std::vector<double> expected = c;
-    const auto problem = [&](const double* pa, const double* pb, double* pc) {
-      return Problem{t.m, t.n, t.k, 2.0, -0.5, Operand::dense(Format::F64, t.op_a, pa, lda),
-                     Operand::dense(Format::F64, t.op_b, pb, ldb), Output{Format::F64, pc, t.m}};
-    };
-    find_backend("host-ozaki2-int8").run(host, problem(a.data(), b.data(), expected.data()), {{"moduli", t.moduli}});
-    find_backend("ozaki2-int8")
-        .run(ctx, problem(da.data(), db.data(), dc.data()), {{"moduli", t.moduli}, {"panel", t.panel}});
-    ctx.synchronize();
-    std::vector<double> got(c.size());
-    dc.copy_to_host(got.data(), got.size());
-    for (std::size_t x = 0; x < got.size(); ++x)
-      ASSERT_EQ(got[x], expected[x]) << t.m << " x " << t.n << " x " << t.k << " at " << x;
+  for (const Ozaki2Case& t : cases) {
+    expect_device_matches_host(ctx, t, seed);
+    if (HasFatalFailure()) return;
+    seed += 3;
   }
 }
 
@@ -465,7 +462,13 @@ TEST(GpuOzaki2Int8, WideExponentsAndZerosMatchTheHostReference) {
   da.copy_from_host(a);
   db.copy_from_host(b);
   const auto problem = [&](const double* pa, const double* pb, double* pc) {
-    return Problem{m, n, k, 1.0, 0.0, Operand::dense(Format::F64, Op::N, pa, m), Operand::dense(Format::F64, Op::N, pb, k),
+    return Problem{m,
+                   n,
+                   k,
+                   1.0,
+                   0.0,
+                   Operand::dense(Format::F64, Op::N, pa, m),
+                   Operand::dense(Format::F64, Op::N, pb, k),
                    Output{Format::F64, pc, m}};
   };
   find_backend("host-ozaki2-int8").run(host, problem(a.data(), b.data(), expected.data()));

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,15 @@ struct InputClass {
 /// @param seed base seed; every RandomSpec's seed is derived from it.
 /// @return the four classes, in that order.
 std::vector<InputClass> seed000_input_classes(std::uint64_t seed);
+
+/// The median time of `repetitions` runs of `run`: CUDA events on ctx's stream for device work,
+/// the host's steady clock otherwise. No warm-up: the caller runs once first.
+/// @param ctx         the context whose stream `run` enqueues on (Memory::Device).
+/// @param memory      where `run` works.
+/// @param repetitions timed runs, >= 1.
+/// @param run         the work to time.
+/// @return seconds.
+double median_seconds(Context& ctx, Memory memory, int repetitions, const std::function<void()>& run);
 
 /// The accuracy and speed of one backend on one problem (GemmEvaluator::evaluate()).
 struct Evaluation {
