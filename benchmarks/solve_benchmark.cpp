@@ -10,7 +10,8 @@
 //     "fp16-unscaled", turns SolveOptions::range_scaling off; "-no-reuse", e.g. "auto-no-reuse",
 //     SolveOptions::reuse_pivot_order; "-lapack-stop" takes StopTest::Lapack instead of the
 //     default StopTest::Attainable; "-probe-all" probes every cheap attempt, "-no-probe" none:
-//     SolveOptions::probe_pivot_ratio).
+//     SolveOptions::probe_pivot_ratio; "-bits44" sets SolveOptions::ozaki_bits, e.g. "ozaki-bits44"
+//     or "auto:fp16x3+ozaki-bits36").
 // --block sets SolveOptions::block_size (the LU panel width; 0: the library's choice).
 // Each method runs --warmup times untimed, then --reps times; the median time is reported, with
 // the iterations, the normwise backward error ||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf)
@@ -282,6 +283,11 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
   if (strip_suffix("-lapack-stop")) options.stop_test = StopTest::Lapack;
   if (strip_suffix("-no-reuse")) options.reuse_pivot_order = false;
   if (strip_suffix("-unscaled")) options.range_scaling = false;
+  // "-bits<b>": SolveOptions::ozaki_bits (ozaki and auto paths through it).
+  if (const std::size_t bits = name.rfind("-bits"); bits != std::string::npos) {
+    options.ozaki_bits = std::stoi(name.substr(bits + 5));
+    name.resize(bits);
+  }
   const std::size_t colon = name.find(':');
   options.factorization = parse_precision(name.substr(0, colon));
   if (colon != std::string::npos) {

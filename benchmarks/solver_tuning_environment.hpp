@@ -12,6 +12,7 @@
 //   MIXSOLVE_SCAN_COPY=0               the scan of A writes no FP32 copy
 //   MIXSOLVE_LU_ROW_MAJOR=0            column-major FP32 factors
 //   MIXSOLVE_PANEL_NARROW=1            FP64 panels always in 16-column sub-panels
+//   MIXSOLVE_OZAKI_BLOCK=c             columns of the Ozaki LU's outer blocks
 //   MIXSOLVE_LU_PROFILE=1              LU and solve phase times to stderr
 //   MIXSOLVE_LU_TIMELINE=file          with the profile: every phase per stream, CSV
 //   MIXSOLVE_GMRES_TRACE=1             each GMRES budget judgement to stderr
@@ -50,6 +51,7 @@ inline void apply_solver_tuning_environment() {
   flag("MIXSOLVE_LU_LOOKAHEAD", t.look_ahead);
   integer("MIXSOLVE_LU_GROUP", t.update_group);
   integer("MIXSOLVE_PANEL_BLOCKS", t.panel_blocks);
+  integer("MIXSOLVE_OZAKI_BLOCK", t.emulated_lu_block);
   integer("MIXSOLVE_LU_CHAIN_SMS", t.in_order_chain_multiprocessors);
   flag("MIXSOLVE_LU_PACKED_L", t.packed_l21);
   flag("MIXSOLVE_SCAN_COPY", t.scan_copy);

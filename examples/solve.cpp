@@ -7,7 +7,7 @@
 //         [--max-iterations 30]
 //         [--gmres-restart 50] [--gmres-max-inner 200]
 //         [--tolerance-factor 1] [--no-fallback] [--no-range-scaling] [--no-reuse-pivot-order] [--block 0]
-//         [--probe-pivot-ratio 1e-4] [--device host|gpu]
+//         [--probe-pivot-ratio 1e-4] [--ozaki-bits 40] [--device host|gpu]
 //
 // On the host (the default device) the cheap precisions' products run through gemm/'s bit-exact
 // models of the tensor cores, slow beyond a few hundred rows; --device gpu for large n.
@@ -92,7 +92,7 @@ constexpr const char* kUsage =
     "      [--stop-test attainable|lapack] [--condition-estimate never|when-not-converged|always]\n"
     "      [--max-iterations 30] [--gmres-restart 50] [--gmres-max-inner 200] [--tolerance-factor 1]\n"
     "      [--no-fallback] [--no-range-scaling] [--no-reuse-pivot-order] [--block 0]\n"
-    "      [--probe-pivot-ratio 1e-4] [--device host|gpu]\n";
+    "      [--probe-pivot-ratio 1e-4] [--ozaki-bits 40] [--device host|gpu]\n";
 
 // Throws InvalidArgument naming an argument that is not an option above, or an option without its
 // value: a mistyped option must not be ignored.
@@ -100,7 +100,7 @@ void check_arguments(int argc, char** argv) {
   static const char* const with_value[] = {
       "matrix", "n", "cond", "seed", "scale", "nrhs", "mtx", "precision", "auto-path", "refinement", "stop-test",
       "condition-estimate", "max-iterations", "gmres-restart", "gmres-max-inner", "tolerance-factor", "block",
-      "probe-pivot-ratio", "device"};
+      "probe-pivot-ratio", "ozaki-bits", "device"};
   static const char* const flags[] = {"no-fallback", "no-range-scaling", "no-reuse-pivot-order"};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -144,6 +144,7 @@ int main(int argc, char** argv) try {
   options.probe_pivot_ratio =
       std::stod(option(argc, argv, "probe-pivot-ratio", std::to_string(options.probe_pivot_ratio)));
   options.block_size = std::stoi(option(argc, argv, "block", "0"));
+  options.ozaki_bits = std::stoi(option(argc, argv, "ozaki-bits", std::to_string(options.ozaki_bits)));
   const auto t_start = std::chrono::steady_clock::now();
   options.progress = [&](const std::string& phase) {
     std::printf("[%8.3f s] %s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(),

@@ -90,6 +90,8 @@ class Engine : public RefinementSpace {
  public:
   // SolveOptions::auto_min_n's default for this engine.
   virtual std::int64_t default_auto_min_n() const = 0;
+  // SolveOptions::ozaki_bits: the bits a Precision::Ozaki LU's updates keep.
+  void set_ozaki_bits(int bits) { ozaki_bits_ = bits; }
 
   // The first factorization the driver will ask for, told before anything reads A: an engine may
   // prepare its copy of A in the same pass as the checks (the device engine's FP32 copy rides on
@@ -106,8 +108,8 @@ class Engine : public RefinementSpace {
   // reuse_pivot_order (FP64 only): where an earlier factorization of this engine completed, follow
   // its row order with pivoting inside the diagonal blocks, checked against
   // kReusedOrderMaxMultiplier, else partial pivoting (SolveOptions::reuse_pivot_order).
-  // collapse_below (not FP64; 0: never): stop with StopReason::CollapsedPivots where the pivots
-  // collapse (kCollapseMinPivots).
+  // collapse_below (FP32-stored factors; 0: never): stop with StopReason::CollapsedPivots where
+  // the pivots collapse (kCollapseMinPivots). FP64 and Ozaki LUs run to the end.
   virtual FactorResult factor(Precision p, bool range_scaling, bool reuse_pivot_order, double collapse_below) = 0;
   // min |u_kk| / max |u_kk| over the current factors' diagonal (of mu R A S where range-scaled),
   // after a factorization that completed: the probe's screen (SolveOptions::probe_pivot_ratio).
@@ -135,6 +137,9 @@ class Engine : public RefinementSpace {
 
   virtual void synchronize() = 0;
   virtual std::size_t peak_workspace_bytes() const = 0;
+
+ protected:
+  int ozaki_bits_ = 40;
 };
 
 // The probe of the current factors (SolveOptions::probe_pivot_ratio): W = (LU)^-1 A Omega - Omega

@@ -21,6 +21,7 @@ struct PrecisionInfo {
   bool range_limited;
   const char* device_update;  // gemm backend of the trailing updates on the GPU
   const char* host_update;    // gemm backend that gives the host LU the device's rounding
+  bool fp64_factors;          // the factors are stored (and applied) in FP64, else in FP32
 };
 
 // Every factorization precision, in the order parse_precision lists them (not Auto).
@@ -29,7 +30,11 @@ const std::vector<PrecisionInfo>& factorization_precisions();
 // The row of p; InvalidArgument for Precision::Auto.
 const PrecisionInfo& precision_info(Precision p);
 
-inline double unit_roundoff(Precision p) { return precision_info(p).unit_roundoff; }
+// The unit roundoff of p's factorization; Ozaki's follows the bits its updates keep
+// (SolveOptions::ozaki_bits): 2^-bits.
+double unit_roundoff(Precision p, int ozaki_bits);
+
+inline bool fp64_factors(Precision p) { return precision_info(p).fp64_factors; }
 
 // The GEMM backends of p's trailing updates on the GPU and on the host.
 const gemm::Backend& device_update_backend(Precision p);

@@ -30,6 +30,8 @@ struct Tuning {
   bool scan_copy = true;
   // The FP32 factors are row-major while the LU runs (row interchanges move contiguous runs).
   bool row_major_factors = true;
+  // Columns of the Ozaki LU's outer blocks; 0 (or less): kEmulatedLuBlock.
+  int emulated_lu_block = 0;
   // FP64 panels always take 16-column sub-panels (for measurements).
   bool narrow_panels_only = false;
   // Phase times of each LU and of the solves to stderr; with timeline_path, every phase's start

@@ -116,6 +116,58 @@ TEST(Solve, CorrectedFactorizationsConvergeLikeFp32) {
   }
 }
 
+// The Ozaki LU: FP64-stored factors whose trailing updates keep ozaki_bits bits of each operand
+// (the host model of ozaki2-int8). At 40 bits, cond 1e10 gives a contraction near 1e10 2^-40 ~
+// 1e-2: a few classic steps, no fallback.
+TEST(Solve, OzakiFactorizationRefinesIllConditionedMatricesInFewSteps) {
+  Problem p(geo(1e10, 5), 120, 2);
+  const SolveReport r = run(p, Precision::Ozaki, Refinement::Classic);
+  expect_converged_and_accurate(p, r);
+  ASSERT_EQ(r.attempts.size(), 1u) << r.summary();
+  EXPECT_EQ(r.attempts[0].precision, Precision::Ozaki);
+  EXPECT_FALSE(r.fell_back);
+  EXPECT_LE(r.iterations, 5) << r.summary();
+}
+
+// The bits are the accuracy knob: the first solve's backward error follows 2^-bits.
+TEST(Solve, OzakiBitsSetTheFactorsAccuracy) {
+  std::vector<double> first_error;
+  for (int bits : {20, 32, 44}) {
+    Problem p(geo(1e4, 6), 100);
+    Context ctx = Context::host_only();
+    SolveOptions o;
+    o.factorization = Precision::Ozaki;
+    o.ozaki_bits = bits;
+    o.refinement = Refinement::None;
+    o.fallback = false;
+    o.block_size = 16;
+    const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+    ASSERT_FALSE(r.backward_error_history.empty());
+    first_error.push_back(r.backward_error_history[0]);
+  }
+  // 12 bits more: at least 2^8 smaller (the LU's growth and the backward error's slack aside).
+  EXPECT_GT(first_error[0], 0x1p8 * first_error[1]) << first_error[0] << " " << first_error[1];
+  EXPECT_GT(first_error[1], 0x1p8 * first_error[2]) << first_error[1] << " " << first_error[2];
+}
+
+// As a rung of auto between fp16x3 and FP64: where fp16x3's classic refinement fails, the Ozaki
+// LU converges and FP64 is never factored.
+TEST(Solve, OzakiRungTakesOverFromFp16x3BeforeFp64) {
+  Problem p(geo(1e10, 7), 128);
+  Context ctx = Context::host_only();
+  SolveOptions o;
+  o.auto_path = {Precision::Fp16x3, Precision::Ozaki};
+  o.refinement = Refinement::Classic;
+  o.block_size = 16;
+  const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+  expect_converged_and_accurate(p, r);
+  ASSERT_EQ(r.attempts.size(), 2u) << r.summary();
+  EXPECT_EQ(r.attempts[0].precision, Precision::Fp16x3);
+  EXPECT_NE(r.attempts[0].stop, StopReason::Converged);
+  EXPECT_EQ(r.attempts[1].precision, Precision::Ozaki);
+  EXPECT_FALSE(r.fell_back);
+}
+
 TEST(Solve, Fp16NeedsGmresWhereClassicRefinementFails) {
   // With FP16 trailing updates (FP32 panels), classic IR stops contracting from cond ~1e5 while
   // GMRES-IR converges up to ~1e7 (host model, n = 96): cond 1e6 separates them.
@@ -983,6 +1035,12 @@ TEST(Solve, BadArgumentsNameTheArgumentAndValue) {
   bad_min.auto_min_n = -2;
   expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3), bad_min); },
                "auto_min_n (-2) < -1");
+  for (int bits : {15, 54}) {
+    SolveOptions bad_bits;
+    bad_bits.ozaki_bits = bits;
+    expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3), bad_bits); },
+                 ("ozaki_bits (" + std::to_string(bits) + ") outside [16, 53]").c_str());
+  }
   EXPECT_THROW(parse_precision("fp8"), InvalidArgument);
   EXPECT_EQ(parse_precision("halfhalf"), Precision::Halfhalf);
   EXPECT_EQ(parse_precision("fp16x3"), Precision::Fp16x3);
@@ -995,7 +1053,8 @@ TEST(Solve, EveryFactorizationPrecisionHasOneCompleteRow) {
   using solvers_detail::factorization_precisions;
   using solvers_detail::precision_info;
   const std::vector<Precision> all = {Precision::FP64, Precision::FP32,     Precision::TF32,     Precision::FP16,
-                                      Precision::BF16, Precision::Halfhalf, Precision::Tf32tf32, Precision::Fp16x3};
+                                      Precision::BF16, Precision::Halfhalf, Precision::Tf32tf32, Precision::Fp16x3,
+                                      Precision::Ozaki};
   ASSERT_EQ(factorization_precisions().size(), all.size());
   for (Precision p : all) {
     SCOPED_TRACE(to_string(p));
@@ -1006,10 +1065,16 @@ TEST(Solve, EveryFactorizationPrecisionHasOneCompleteRow) {
   }
   EXPECT_EQ(parse_precision("auto"), Precision::Auto);
   EXPECT_THROW(precision_info(Precision::Auto), InvalidArgument);
-  EXPECT_EQ(solvers_detail::unit_roundoff(Precision::FP64), 0x1p-53);
-  EXPECT_LT(solvers_detail::unit_roundoff(Precision::FP32), solvers_detail::unit_roundoff(Precision::FP16));
-  EXPECT_LT(solvers_detail::unit_roundoff(Precision::FP16), solvers_detail::unit_roundoff(Precision::BF16));
-  EXPECT_EQ(solvers_detail::unit_roundoff(Precision::Fp16x3), solvers_detail::unit_roundoff(Precision::FP32));
+  const auto u = [](Precision p) { return solvers_detail::unit_roundoff(p, 40); };
+  EXPECT_EQ(u(Precision::FP64), 0x1p-53);
+  EXPECT_LT(u(Precision::FP32), u(Precision::FP16));
+  EXPECT_LT(u(Precision::FP16), u(Precision::BF16));
+  EXPECT_EQ(u(Precision::Fp16x3), u(Precision::FP32));
+  EXPECT_EQ(u(Precision::Ozaki), 0x1p-40);
+  EXPECT_EQ(solvers_detail::unit_roundoff(Precision::Ozaki, 48), 0x1p-48);
+  EXPECT_TRUE(solvers_detail::fp64_factors(Precision::Ozaki));
+  EXPECT_TRUE(solvers_detail::fp64_factors(Precision::FP64));
+  EXPECT_FALSE(solvers_detail::fp64_factors(Precision::Fp16x3));
 }
 
 TEST(Solve, InputsAreNotModified) {

@@ -124,6 +124,9 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
       if (options.auto_path[i] == Precision::Auto)
         throw InvalidArgument(std::string(where) + ": auto_path[" + std::to_string(i) + "] is auto");
   }
+  if (options.ozaki_bits < kOzakiMinBits || options.ozaki_bits > kOzakiMaxBits)
+    throw InvalidArgument(std::string(where) + ": ozaki_bits (" + std::to_string(options.ozaki_bits) + ") outside [" +
+                          std::to_string(kOzakiMinBits) + ", " + std::to_string(kOzakiMaxBits) + "]");
   if (!(options.tolerance_factor > 0))
     throw InvalidArgument(std::string(where) + ": tolerance_factor (" + std::to_string(options.tolerance_factor) + ") <= 0");
   State& s = *state_;
@@ -136,6 +139,7 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
   } else {
     s.engine = solvers_detail::make_host_engine(ctx, a, options.block_size);
   }
+  s.engine->set_ozaki_bits(options.ozaki_bits);
   s.path = precision_path(options, s.engine->n(), s.engine->default_auto_min_n());
   if (!s.path.empty()) s.engine->expect_factorization(s.path.front());
   const auto bad = s.engine->find_nonfinite(a);
@@ -227,11 +231,11 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       // remains; the same bound stops one of FP32 accuracy whose pivots collapse.
       const std::int64_t n = s.engine->n();
       const double probe_below =
-          s.options.probe_pivot_ratio * solvers_detail::unit_roundoff(attempt.precision) / 0x1p-24;
+          s.options.probe_pivot_ratio * solvers_detail::unit_roundoff(attempt.precision, s.options.ozaki_bits) / 0x1p-24;
       const bool may_probe = attempt.precision != Precision::FP64 && s.next < s.path.size() && probe_below > 0 &&
                              n > s.options.gmres_max_inner && n >= 4 * solvers_detail::kProbeColumns;
       const double collapse_below =
-          may_probe && std::isfinite(probe_below) && solvers_detail::unit_roundoff(attempt.precision) <= 0x1p-24
+          may_probe && std::isfinite(probe_below) && solvers_detail::unit_roundoff(attempt.precision, s.options.ozaki_bits) <= 0x1p-24
               ? probe_below
               : 0.0;
       const FactorResult f = s.engine->factor(attempt.precision, attempt.range_scaled, reuse_order, collapse_below);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Host engine: blocked LU with partial pivoting whose trailing updates go through a host GEMM
-// backend (Eigen, or the tensor-core model of gemm/ for FP16 / BF16 / TF32 / halfhalf / tf32tf32
-// rounding), triangular solves in the working precision, FP64 residuals.
+// backend (Eigen, the tensor-core model of gemm/ for FP16 / BF16 / TF32 / halfhalf / tf32tf32
+// rounding, or the INT8 emulation's model for Ozaki), triangular solves in the working precision,
+// FP64 residuals.
 #include <Eigen/Core>
 
 #include <algorithm>
@@ -21,7 +22,8 @@ namespace mixsolve::solvers_detail {
 namespace {
 
 // Right-looking blocked LU with partial pivoting of the n x n matrix a (leading dimension n),
-// trailing updates A22 -= L21 U12 through `update`. Returns the first zero pivot's column or -1.
+// trailing updates A22 -= L21 U12 through `update` with its `parameters`. Returns the first zero
+// pivot's column or -1.
 // With largest_multiplier (SolveOptions::reuse_pivot_order): in the blocks that start before
 // column in_order_columns pivots are searched only inside the diagonal block (the rows already
 // stand in a chosen order), and *largest_multiplier gets max |l_ij| below those diagonal blocks
@@ -30,7 +32,8 @@ namespace {
 // (kCollapseMinPivots); if so *collapsed_at gets the block's end and the LU stops there.
 template <class T>
 std::int64_t lu_factor(std::vector<T>& a, std::int64_t n, std::vector<std::int64_t>& pivots, int nb,
-                       const gemm::Backend& update, Context& ctx, double* largest_multiplier = nullptr,
+                       const gemm::Backend& update, const gemm::Parameters& parameters, Context& ctx,
+                       double* largest_multiplier = nullptr,
                        std::int64_t in_order_columns = 0, double collapse_below = 0,
                        std::int64_t* collapsed_at = nullptr) {
   auto at = [&](std::int64_t i, std::int64_t j) -> T& { return a[i + j * n]; };
@@ -73,7 +76,8 @@ std::int64_t lu_factor(std::vector<T>& a, std::int64_t n, std::vector<std::int64
         for (std::int64_t i = j + 1; i < j0 + jb; ++i) at(i, c) -= at(i, j) * at(j, c);
     gemm::GemmArgs<T> g{gemm::Op::N, gemm::Op::N, rest, rest, jb, T(-1), &at(j0 + jb, j0), n,
                         &at(j0, j0 + jb), n, T(1), &at(j0 + jb, j0 + jb), n};
-    update.run(ctx, g);  // A22 -= L21 U12 in the backend's arithmetic
+    // A22 -= L21 U12 in the backend's arithmetic
+    update.run(ctx, gemm::to_problem(g), parameters, gemm::Execution{g.check_range});
   }
   return -1;
 }
@@ -155,7 +159,7 @@ class HostEngine final : public HostSpace {
     if (reuse_pivot_order && p == Precision::FP64 && factors_complete_ && row_scale_.empty()) {
       order = current_row_order();
       // whole blocks, as the device LU's panels
-      order_columns = trusted_order_columns(pivot_magnitudes(), precision_) / nb_ * nb_;
+      order_columns = trusted_order_columns(pivot_magnitudes(), unit_roundoff(precision_, ozaki_bits_)) / nb_ * nb_;
     }
     factors_complete_ = false;
     precision_ = p;
@@ -165,14 +169,17 @@ class HostEngine final : public HostSpace {
     row_scale_.clear();
     column_scale_.clear();
     mu_ = 1.0;
-    if (range_scaling && p != Precision::FP64) compute_range_scaling();
-    if (p == Precision::FP64) {
-      if (order_columns > 0 && factor_in_order(order, order_columns, update, result)) {
+    if (range_scaling && !fp64_factors(p)) compute_range_scaling();
+    // Ozaki's updates keep ozaki_bits_ bits of each operand.
+    const gemm::Parameters parameters =
+        p == Precision::Ozaki ? gemm::Parameters{{"bits", ozaki_bits_}} : gemm::Parameters{};
+    if (fp64_factors(p)) {
+      if (order_columns > 0 && factor_in_order(order, order_columns, update, parameters, result)) {
         factors_complete_ = true;
         return result;
       }
       double_factors_ = a_;
-      result.zero_pivot_column = lu_factor(double_factors_, n_, pivots_, nb_, update, ctx_);
+      result.zero_pivot_column = lu_factor(double_factors_, n_, pivots_, nb_, update, parameters, ctx_);
       if (result.zero_pivot_column < 0 && !all_finite(double_factors_)) result.status = StopReason::Overflow;
     } else {
       float_factors_.resize(a_.size());
@@ -185,7 +192,8 @@ class HostEngine final : public HostSpace {
         return result;
       }
       result.zero_pivot_column =
-          lu_factor(float_factors_, n_, pivots_, nb_, update, ctx_, nullptr, 0, collapse_below, &result.collapsed_at_column);
+          lu_factor(float_factors_, n_, pivots_, nb_, update, parameters, ctx_, nullptr, 0, collapse_below,
+                    &result.collapsed_at_column);
       if (result.zero_pivot_column < 0 && result.collapsed_at_column >= 0) {
         result.status = StopReason::CollapsedPivots;
         return result;
@@ -201,12 +209,13 @@ class HostEngine final : public HostSpace {
   // The FP64 LU of A's rows in `order`, pivoting inside the diagonal blocks; true where its check
   // passed (kReusedOrderMaxMultiplier), else the caller factors with partial pivoting.
   bool factor_in_order(const std::vector<std::int64_t>& order, std::int64_t order_columns, const gemm::Backend& update,
-                       FactorResult& result) {
+                       const gemm::Parameters& parameters, FactorResult& result) {
     double_factors_.resize(a_.size());
     for (std::int64_t j = 0; j < n_; ++j)
       for (std::int64_t i = 0; i < n_; ++i) double_factors_[i + j * n_] = a_[order[i] + j * n_];
     double largest = 0;
-    const std::int64_t zero = lu_factor(double_factors_, n_, pivots_, nb_, update, ctx_, &largest, order_columns);
+    const std::int64_t zero =
+        lu_factor(double_factors_, n_, pivots_, nb_, update, parameters, ctx_, &largest, order_columns);
     result.largest_multiplier = largest;
     if (zero < 0 && largest <= kReusedOrderMaxMultiplier && all_finite(double_factors_)) {
       result.pivot_order = PivotOrder::Reused;

@@ -82,10 +82,10 @@ constexpr std::int64_t kFp64ApplyMaxColumns = 4;
 // that small. Not at all after a two-sided range scaling (RangeScaling): the cheaper LU chose
 // its pivots among the rows of R A S, and for A's own rows that order's multipliers carry the
 // ratios of R's entries (10^+-12 scaled rows, host, n = 600: max |l_ij| 1.7e24, rejected).
-inline std::int64_t trusted_order_columns(const std::vector<double>& pivots, Precision cheap) {
+inline std::int64_t trusted_order_columns(const std::vector<double>& pivots, double cheap_unit_roundoff) {
   double largest = 0;
   for (double u : pivots) largest = std::max(largest, u);
-  const double noise = std::sqrt(double(pivots.size())) * unit_roundoff(cheap) * largest;
+  const double noise = std::sqrt(double(pivots.size())) * cheap_unit_roundoff * largest;
   for (std::size_t k = 0; k < pivots.size(); ++k)
     if (!(pivots[k] >= noise)) return std::int64_t(k);
   return std::int64_t(pivots.size());

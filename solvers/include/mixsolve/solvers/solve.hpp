@@ -23,16 +23,20 @@
 
 namespace mixsolve {
 
-/// Arithmetic of the LU factorization. All but FP64 store the factors in FP32 and differ in the
-/// GEMM backend of the trailing updates: FP32 (cublas-sgemm), TF32 (cublas-tf32), FP16 / BF16
-/// (tensor cores, inputs rounded), Halfhalf / Tf32tf32 (the corrected tensor-core SGEMM of
-/// gemm/, about FP32-accurate), Fp16x3 (FP16 hi/lo split, three products in one FP16 tensor-core
-/// GEMM of inner dimension 3k on operands scaled by powers of two: cublas-fp16x3; ~22 bits, at
-/// close to the cost of an FP16 update because the update is bound by reading and writing A22).
+/// Arithmetic of the LU factorization. All but FP64 and Ozaki store the factors in FP32 and
+/// differ in the GEMM backend of the trailing updates: FP32 (cublas-sgemm), TF32 (cublas-tf32),
+/// FP16 / BF16 (tensor cores, inputs rounded), Halfhalf / Tf32tf32 (the corrected tensor-core
+/// SGEMM of gemm/, about FP32-accurate), Fp16x3 (FP16 hi/lo split, three products in one FP16
+/// tensor-core GEMM of inner dimension 3k on operands scaled by powers of two: cublas-fp16x3; ~22
+/// bits, at close to the cost of an FP16 update because the update is bound by reading and
+/// writing A22). Ozaki: FP64-stored factors whose trailing updates keep SolveOptions::ozaki_bits
+/// bits of each operand (default 40): on the GPU an LU with wide outer blocks (4096 columns) whose
+/// updates run on dgemm-auto (the INT8 emulation ozaki2-int8 where its cost model predicts it
+/// faster than DGEMM, else DGEMM), on the host the model host-ozaki2-int8.
 /// Auto: SolveOptions::auto_path, escalating (SolveOptions::factorization); not a precision of
 /// its own. Names (to_string, parse_precision): "fp64", "fp32", "tf32", "fp16", "bf16",
-/// "halfhalf", "tf32tf32", "fp16x3", "auto".
-enum class Precision { FP64, FP32, TF32, FP16, BF16, Halfhalf, Tf32tf32, Fp16x3, Auto };
+/// "halfhalf", "tf32tf32", "fp16x3", "ozaki", "auto".
+enum class Precision { FP64, FP32, TF32, FP16, BF16, Halfhalf, Tf32tf32, Fp16x3, Ozaki, Auto };
 
 /// The refinement method of an attempt (SolveOptions::refinement). Names (to_string,
 /// parse_refinement): "none", "classic", "gmres", "auto".
@@ -90,7 +94,8 @@ enum class ConditionEstimate {
 
 /// The name of a precision, as parse_precision() reads it.
 /// @param p a precision.
-/// @return "fp64", "fp32", "tf32", "fp16", "bf16", "halfhalf", "tf32tf32", "fp16x3" or "auto".
+/// @return "fp64", "fp32", "tf32", "fp16", "bf16", "halfhalf", "tf32tf32", "fp16x3", "ozaki" or
+///         "auto".
 std::string to_string(Precision p);
 /// The name of a refinement method, as parse_refinement() reads it.
 /// @param r a method.
@@ -115,8 +120,8 @@ std::string to_string(ConditionEstimate c);
 /// @throws InvalidArgument for any other text.
 ConditionEstimate parse_condition_estimate(const std::string& text);
 /// Reads a precision's name.
-/// @param text "fp64", "fp32", "tf32", "fp16", "bf16", "halfhalf", "tf32tf32", "fp16x3" or
-///             "auto" (exact, lower case).
+/// @param text "fp64", "fp32", "tf32", "fp16", "bf16", "halfhalf", "tf32tf32", "fp16x3",
+///             "ozaki" or "auto" (exact, lower case).
 /// @return the precision.
 /// @throws InvalidArgument for any other text; the message lists the names.
 Precision parse_precision(const std::string& text);
@@ -235,6 +240,12 @@ struct SolveOptions {
   /// LU block size; 0 (or a negative value) picks one for the memory space: 256 on the GPU, 32 on the host (the GPU LU
   /// takes at most 256: larger values are reduced to 256).
   int block_size = 0;
+  /// The bits of each operand that the trailing updates of a Precision::Ozaki LU keep (the
+  /// emulation's accuracy knob: ozaki2-int8's parameter bits), in [kOzakiMinBits, kOzakiMaxBits].
+  /// The factors are then about as accurate as an LU in a precision of unit roundoff 2^-bits
+  /// (the probe and the reused-order test take that one): 40 refines in a few classic steps up to
+  /// cond ~1e10; 53 gives factors of FP64 accuracy.
+  int ozaki_bits = 40;
   /// Called at the start of each phase ("factorization fp16", "refinement gmres", ...), e.g. to
   /// print progress during long solves. May be empty. The phase texts are "factorization <p>
   /// (n = <n>)" (prefixed "fallback: " for an FP64 one after a cheaper one), "probe of the <p>
@@ -242,6 +253,9 @@ struct SolveOptions {
   /// estimate".
   std::function<void(const std::string& phase)> progress;
 };
+
+/// The range of SolveOptions::ozaki_bits.
+inline constexpr int kOzakiMinBits = 16, kOzakiMaxBits = 53;
 
 /// SolveOptions::probe_pivot_ratio: the probe's estimate at and above which a cheaper LU is too
 /// far from A to refine. H100, fp16x3, n = 16384 / 32768, `geo` and `arith` at cond 1e2 .. 1e10:
@@ -442,7 +456,8 @@ class SingularMatrix : public Error {
 ///                         matrices lie in different memory spaces or A on the device with a
 ///                         host-only ctx, X aliases A or B, or an option is out of range
 ///                         (auto_path empty or containing Auto, auto_min_n < -1,
-///                         max_iterations < 0, gmres_restart < 1, tolerance_factor <= 0).
+///                         max_iterations < 0, gmres_restart < 1, tolerance_factor <= 0,
+///                         ozaki_bits outside [kOzakiMinBits, kOzakiMaxBits]).
 /// @throws SingularMatrix  if the FP64 factorization meets a zero pivot.
 /// @throws DeviceError     if a CUDA, cuBLAS or cuSOLVER call fails, or device memory runs out.
 SolveReport solve(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
@@ -467,7 +482,8 @@ class Factorization {
   ///                         device and ctx host-only, or an option is out of range (auto_path
   ///                         empty or containing Auto where factorization is Auto,
   ///                         auto_min_n < -1, max_iterations < 0, gmres_restart < 1,
-  ///                         tolerance_factor <= 0).
+  ///                         tolerance_factor <= 0, ozaki_bits outside [kOzakiMinBits,
+  ///                         kOzakiMaxBits]).
   /// @throws DeviceError     if a CUDA call fails or device memory runs out.
   Factorization(Context& ctx, const MatrixView<const double>& a, const SolveOptions& options = {});
   /// Frees the factors and the engine's memory (device memory goes back to the Context's pool).

@@ -51,6 +51,11 @@ using namespace device_lu;
 // cuSOLVER's between n = 4096 and 6144; docs/history/solver-log.md).
 constexpr std::int64_t kFp64EngineMinN = 6144;
 
+// The outer block of the Ozaki LU (factor_with_emulated_updates): its trailing updates have this
+// inner dimension. ozaki2-int8 at 53 bits ran 0.8x DGEMM at k = 2048 and 1.1x at k = 4096 (n =
+// 16384, H100; docs/ozaki.md), while the FP64 panels and trsm grow with the block.
+constexpr std::int64_t kEmulatedLuBlock = 4096;
+
 // Multiprocessors the panel kernel runs on by default (measured: docs/history/solver-log.md).
 constexpr int kDefaultPanelBlocks = 32;
 // The factors' order is n rounded up to this (DeviceEngine::nf_): cuBLAS's tensor-core GEMMs and
@@ -97,9 +102,9 @@ class DeviceEngine final : public DeviceSpace {
     std::int64_t order_columns = 0;
     if (reuse_pivot_order && p == Precision::FP64 && factors_complete_ && !two_sided_) {
       order = permutation_.to_host(stream());
-      order_columns = trusted_order_columns(pivot_magnitudes(), precision_);
+      order_columns = trusted_order_columns(pivot_magnitudes(), unit_roundoff(precision_, ozaki_bits_));
     }
-    collapse_below_ = p == Precision::FP64 ? 0.0 : collapse_below;
+    collapse_below_ = fp64_factors(p) ? 0.0 : collapse_below;
     FactorResult result = factor_unchecked(p, range_scaling, order, order_columns);
     factors_complete_ = result.status == StopReason::Converged;
     return result;
@@ -110,7 +115,7 @@ class DeviceEngine final : public DeviceSpace {
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(pivot_range_.data(), 0xff, sizeof(unsigned long long), stream()));
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(pivot_range_.data() + 1, 0, sizeof(unsigned long long), stream()));
     const unsigned blocks = std::min(blocks_for(n_), 64u);
-    if (precision_ == Precision::FP64)
+    if (fp64_factors(precision_))
       diagonal_abs_range_kernel<<<blocks, 256, 0, stream()>>>(factors64_.data(), nf_, n_, pivot_range_.data());
     else
       diagonal_abs_range_kernel<<<blocks, 256, 0, stream()>>>(factors32_.data(), nf_, n_, pivot_range_.data());
@@ -124,7 +129,7 @@ class DeviceEngine final : public DeviceSpace {
 
   // |u_kk| of the current factors, on the host.
   std::vector<double> pivot_magnitudes() {
-    return precision_ == Precision::FP64 ? diagonal_magnitudes(factors64_.data()) : diagonal_magnitudes(factors32_.data());
+    return fp64_factors(precision_) ? diagonal_magnitudes(factors64_.data()) : diagonal_magnitudes(factors32_.data());
   }
   template <class T>
   std::vector<double> diagonal_magnitudes(const T* f) {
@@ -146,13 +151,14 @@ class DeviceEngine final : public DeviceSpace {
     precision_ = p;
     two_sided_ = false;
     mu_ = 1.0;
-    if (p == Precision::FP64) {
+    if (fp64_factors(p)) {
       prepared_copy_ = false;
       // The FP32 factors go first: the FP64 ones never sit beside them (peak 8 n^2, not 12 n^2).
       factors32_ = DeviceBuffer<float>();
       solve_buffer_ = DeviceBuffer<float>();
       blocked_->release<float>();
       allocate_factors(factors64_);
+      if (p == Precision::Ozaki) return factor_with_emulated_updates();
       // The blocked LU below (DGEMM updates, FP64 panels) from n = kFp64EngineMinN on, where the
       // rows fit the panel kernel; else cusolverDnDgetrf. Tuning::fp64_route forces either (the
       // engine only where it fits).
@@ -179,18 +185,28 @@ class DeviceEngine final : public DeviceSpace {
     return factor_blocked_lu(factors32_.data(), device_update_backend(p), range_scaling);
   }
 
-  FactorResult factor_with_cusolver() {
-    FactorResult result;
-    MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(factors64_.data(), nf_ * sizeof(double), a_.data, a_.ld * sizeof(double),
-                                          n_ * sizeof(double), n_, cudaMemcpyDeviceToDevice, stream()));
-    if (!solver_) {  // created on first use: most solves never factor with cuSOLVER
+  // cuSOLVER's handle, created on first use: most solves never factor with cuSOLVER.
+  cusolverDnHandle_t cusolver() {
+    if (!solver_) {
       MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&solver_));
       MIXSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(solver_, stream()));
     }
+    return solver_;
+  }
+
+  // factors64_ := A (column-major, leading dimension nf_).
+  void copy_a_to_fp64_factors() {
+    MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(factors64_.data(), nf_ * sizeof(double), a_.data, a_.ld * sizeof(double),
+                                          n_ * sizeof(double), n_, cudaMemcpyDeviceToDevice, stream()));
+  }
+
+  FactorResult factor_with_cusolver() {
+    FactorResult result;
+    copy_a_to_fp64_factors();
     int lwork = 0;
-    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf_bufferSize(solver_, int(n_), int(n_), factors64_.data(), int(nf_), &lwork));
+    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf_bufferSize(cusolver(), int(n_), int(n_), factors64_.data(), int(nf_), &lwork));
     DeviceBuffer<double> work(ctx_, std::max(lwork, 1));
-    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf(solver_, int(n_), int(n_), factors64_.data(), int(nf_), work.data(),
+    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf(cusolver(), int(n_), int(n_), factors64_.data(), int(nf_), work.data(),
                                              pivots_.data(), info_.data()));
     track_peak(work.bytes());
     const int info = read_info();
@@ -210,6 +226,77 @@ class DeviceEngine final : public DeviceSpace {
     choose_fp64_solves(factors64_.data());
     track_peak();
     return result;
+  }
+
+  // Precision::Ozaki: the right-looking LU of A in FP64 storage with outer blocks of
+  // emulated_block_columns() columns. Each block's tall panel is factored by cuSOLVER's dgetrf
+  // (FP64, partial pivoting), its interchanges are applied to the other columns, U12 = L11^-1 A12
+  // by cuBLAS trsm, and the trailing update A22 -= L21 U12 runs on dgemm-auto keeping ozaki_bits_
+  // bits of each operand: the emulation pays only for inner dimensions in the thousands (its
+  // per-entry work, the residues and the CRT, is ~170 / k of a DGEMM's), hence the wide blocks.
+  // No look-ahead: each panel waits for the update before it.
+  FactorResult factor_with_emulated_updates() {
+    FactorResult result;
+    copy_a_to_fp64_factors();
+    const std::int64_t block = std::min(n_, emulated_block_columns());
+    int lwork = 0;
+    MIXSOLVE_CUSOLVER_CHECK(
+        cusolverDnDgetrf_bufferSize(cusolver(), int(n_), int(block), factors64_.data(), int(nf_), &lwork));
+    DeviceBuffer<double> work(ctx_, std::max(lwork, 1));
+    DeviceBuffer<int> moves(ctx_, 4 * kPanelMaxWidth + 1);  // interchanges_to_moves: to, from, count
+    int *to = moves.data(), *from = to + 2 * kPanelMaxWidth, *move_count = from + 2 * kPanelMaxWidth;
+    track_peak(work.bytes() + moves.bytes());
+    const gemm::Backend& update = device_update_backend(Precision::Ozaki);
+    const gemm::Parameters bits{{"bits", ozaki_bits_}};
+    double* f = factors64_.data();
+    const auto at = [&](std::int64_t i, std::int64_t j) { return f + i + j * nf_; };
+    for (std::int64_t j0 = 0; j0 < n_; j0 += block) {
+      const std::int64_t w = std::min(block, n_ - j0), rest = n_ - j0 - w;
+      MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf(cusolver(), int(n_ - j0), int(w), at(j0, j0), int(nf_), work.data(),
+                                               pivots_.data() + j0, info_.data()));
+      const int info = read_info();
+      if (info > 0) {
+        result.status = StopReason::ZeroPivot;
+        result.zero_pivot_column = j0 + info - 1;
+        return result;
+      }
+      add_panel_pivots_kernel<<<blocks_for(w), 256, 0, stream()>>>(pivots_.data() + j0, int(w), j0, pivots_.data());
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+      // dgetrf interchanged the panel's rows; the same interchanges on the columns beside it.
+      for (std::int64_t first = j0; first < j0 + w; first += kPanelMaxWidth) {
+        const int count = int(std::min<std::int64_t>(kPanelMaxWidth, j0 + w - first));
+        interchanges_to_moves(pivots_.data(), first, count, to, from, move_count, stream());
+        apply_row_moves(f, nf_, to, from, move_count, 0, n_, j0, j0 + w, stream());
+      }
+      if (rest == 0) break;
+      const double one = 1;
+      MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                                        CUBLAS_DIAG_UNIT, int(w), int(rest), &one, at(j0, j0), int(nf_),
+                                        at(j0, j0 + w), int(nf_)));
+      const gemm::Problem trailing{rest,
+                                   rest,
+                                   w,
+                                   -1.0,
+                                   1.0,
+                                   gemm::Operand::dense(gemm::Format::F64, gemm::Op::N, at(j0 + w, j0), nf_),
+                                   gemm::Operand::dense(gemm::Format::F64, gemm::Op::N, at(j0, j0 + w), nf_),
+                                   gemm::Output{gemm::Format::F64, at(j0 + w, j0 + w), nf_}};
+      update.run(ctx_, trailing, bits, gemm::Execution{false});
+      track_peak(work.bytes() + moves.bytes());
+    }
+    if (find_nonfinite_in(f, nf_, n_, n_).first >= 0) {
+      result.status = StopReason::Overflow;
+      return result;
+    }
+    pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream());
+    choose_fp64_solves(f);
+    track_peak();
+    return result;
+  }
+
+  // The outer block of the Ozaki LU (Tuning::emulated_lu_block overrides it).
+  static std::int64_t emulated_block_columns() {
+    return tuning().emulated_lu_block > 0 ? tuning().emulated_lu_block : kEmulatedLuBlock;
   }
 
   // The bandwidth-bound triangular solver applies explicit inverses of its diagonal blocks, whose
@@ -334,7 +421,7 @@ class DeviceEngine final : public DeviceSpace {
     // factors). In FP64 arithmetic for FP64 factors, and for FP32 factors up to
     // kFp64ApplyMaxColumns columns (engine.hpp): y = P R y through a copy, the two triangles,
     // then mu S.
-    if (precision_ == Precision::FP64 || k <= kFp64ApplyMaxColumns) {
+    if (fp64_factors(precision_) || k <= kFp64ApplyMaxColumns) {
       if (solve64_.size() < std::size_t(n_ * k)) solve64_ = DeviceBuffer<double>(ctx_, n_ * k);
       double* w = solve64_.data();
       gather_rows(y.data, y.ld, permutation_.data(), n_, k, w, n_, stream(), row_factor());
@@ -365,7 +452,7 @@ class DeviceEngine final : public DeviceSpace {
   // by a power of two sigma that brings max |S y| into [1/2, 1) (FP32's range), undone after.
   void apply_inverse_transpose(double* y) override {
     if (vector_scale_.size() < 2) vector_scale_ = DeviceBuffer<double>(ctx_, 2);
-    if (precision_ == Precision::FP64) {
+    if (fp64_factors(precision_)) {
       if (solve64_.size() < std::size_t(n_)) solve64_ = DeviceBuffer<double>(ctx_, n_);
       double* w = solve64_.data();
       MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(w, y, n_ * sizeof(double), cudaMemcpyDeviceToDevice, stream()));
@@ -398,8 +485,8 @@ class DeviceEngine final : public DeviceSpace {
   // over the factors (FP32 factors only reach here that way); blocks of many through cuBLAS trsm.
   void solve_triangles_in_fp64(double* w, std::int64_t k) {
     static_assert(kFp64ApplyMaxColumns <= kTriangularSolveMaxColumns, "one solve takes every column");
-    if (k <= kFp64ApplyMaxColumns && !(precision_ == Precision::FP64 && substitution_solves_)) {
-      if (precision_ == Precision::FP64) triangular64_->solve(w, n_, int(k), stream());
+    if (k <= kFp64ApplyMaxColumns && !(fp64_factors(precision_) && substitution_solves_)) {
+      if (fp64_factors(precision_)) triangular64_->solve(w, n_, int(k), stream());
       else triangular32_->solve(w, n_, int(k), stream());
       return;
     }
@@ -476,7 +563,7 @@ class DeviceEngine final : public DeviceSpace {
     // The FP32 copy of an LU in the same pass where one is expected (expect_factorization), A
     // rounded as is: factor_unchecked takes it where prepared_copy_usable. A second read of A
     // costs ~0.65 ms at n = 16384 on an H100. Tuning::scan_copy off: never.
-    prepared_copy_ = expected_precision_ != Precision::Auto && expected_precision_ != Precision::FP64 &&
+    prepared_copy_ = expected_precision_ != Precision::Auto && !fp64_factors(expected_precision_) &&
                      row_major_layout() && tuning().scan_copy;
     if (prepared_copy_) allocate_factors(factors32_);
     const std::int64_t stripes = (n_ + kScanColumns - 1) / kScanColumns;
