@@ -193,7 +193,9 @@ void BlockedLu::factor_blocked(const BlockedLuJob<T>& job, BlockedLuOutcome& out
   const int large_group = std::is_same_v<T, double> ? kDefaultUpdateGroup64 : kDefaultUpdateGroup32;
   const int default_group = nf_ >= (std::is_same_v<T, double> ? kLargeFp64 : kLargeFp32) ? large_group
                                                                                         : kDefaultUpdateGroup;
-  const std::int64_t group = tuning().update_group > 0 ? tuning().update_group : default_group;
+  const std::int64_t group = tuning().update_group > 0 ? tuning().update_group
+                             : job.update_group > 0     ? job.update_group
+                                                        : default_group;
   Context& bulk_ctx = ctx_;
   Context& chain_ctx = look_ahead ? *panel_ctx_ : ctx_;
   cudaStream_t bulk = bulk_ctx.stream(), chain = chain_ctx.stream();
@@ -316,12 +318,17 @@ void BlockedLu::factor_blocked(const BlockedLuJob<T>& job, BlockedLuOutcome& out
                                  gemm::Operand::prepacked(packed_l21(q).columns_from(r0)),
                                  gemm::Output{gemm::Format::F32, at(r0, c0), nf_}},
                    {}, gemm::Execution{false, placement});
-      } else if (row_major_)  // cuBLAS sees the transposes: A22^T -= U12^T L21^T
-        update.run(c, gemm::GemmArgs<T>{gemm::Op::N, gemm::Op::N, c1 - c0, r1 - r0, k1 - k0, T(-1), at(k0, c0), nf_,
-                                        at(r0, k0), nf_, T(1), at(r0, c0), nf_, false});
-      else
-        update.run(c, gemm::GemmArgs<T>{gemm::Op::N, gemm::Op::N, r1 - r0, c1 - c0, k1 - k0, T(-1), at(r0, k0), nf_,
-                                        at(k0, c0), nf_, T(1), at(r0, c0), nf_, false});
+      } else if (row_major_) {  // cuBLAS sees the transposes: A22^T -= U12^T L21^T
+        update.run(c,
+                   gemm::to_problem(gemm::GemmArgs<T>{gemm::Op::N, gemm::Op::N, c1 - c0, r1 - r0, k1 - k0, T(-1),
+                                                      at(k0, c0), nf_, at(r0, k0), nf_, T(1), at(r0, c0), nf_}),
+                   job.update_parameters, gemm::Execution{false});
+      } else {
+        update.run(c,
+                   gemm::to_problem(gemm::GemmArgs<T>{gemm::Op::N, gemm::Op::N, r1 - r0, c1 - c0, k1 - k0, T(-1),
+                                                      at(r0, k0), nf_, at(k0, c0), nf_, T(1), at(r0, c0), nf_}),
+                   job.update_parameters, gemm::Execution{false});
+      }
       profile.stop(Profile::Update, s);
     };
     profile.start(Profile::RightSwaps, s);

@@ -34,8 +34,13 @@ struct BlockedLuJob {
   // row_major, column-major otherwise (and when run returns with row_major false).
   T* factors = nullptr;
   bool row_major = true;
-  // The trailing updates' backend (a packing one has each panel's L21 packed once).
+  // The trailing updates' backend (a packing one has each panel's L21 packed once) and its
+  // parameters (non-packing backends).
   const gemm::Backend* update = nullptr;
+  gemm::Parameters update_parameters;
+  // Panels whose updates a bulk update applies at once (its inner dimension: update_group x nb);
+  // 0: the default for the size (Tuning::update_group overrides either).
+  std::int64_t update_group = 0;
   // The leading panels whose rows stand in a given order (pivoting inside their diagonal blocks
   // only, FP64 and row-major only); 0: partial pivoting throughout.
   std::int64_t order_panels = 0;

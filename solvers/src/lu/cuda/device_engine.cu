@@ -158,7 +158,8 @@ class DeviceEngine final : public DeviceSpace {
       solve_buffer_ = DeviceBuffer<float>();
       blocked_->release<float>();
       allocate_factors(factors64_);
-      if (p == Precision::Ozaki) return factor_with_emulated_updates();
+      if (p == Precision::Ozaki && tuning().fp64_route == Tuning::Fp64Route::Cusolver)
+        return factor_with_emulated_updates();
       // The blocked LU below (DGEMM updates, FP64 panels) from n = kFp64EngineMinN on, where the
       // rows fit the panel kernel; else cusolverDnDgetrf. Tuning::fp64_route forces either (the
       // engine only where it fits).
@@ -294,6 +295,15 @@ class DeviceEngine final : public DeviceSpace {
     return result;
   }
 
+  // The current factorization's update parameters and bulk-update group: the Ozaki LU's bulk
+  // updates keep ozaki_bits_ bits and have an inner dimension of emulated_block_columns().
+  gemm::Parameters update_parameters() const {
+    return precision_ == Precision::Ozaki ? gemm::Parameters{{"bits", ozaki_bits_}} : gemm::Parameters{};
+  }
+  std::int64_t update_group() const {
+    return precision_ == Precision::Ozaki ? std::max<std::int64_t>(1, emulated_block_columns() / nb_) : 0;
+  }
+
   // The outer block of the Ozaki LU (Tuning::emulated_lu_block overrides it).
   static std::int64_t emulated_block_columns() {
     return tuning().emulated_lu_block > 0 ? tuning().emulated_lu_block : kEmulatedLuBlock;
@@ -353,7 +363,8 @@ class DeviceEngine final : public DeviceSpace {
       MIXSOLVE_CUDA_CHECK_LAUNCH();
     }
     const BlockedLuOutcome outcome =
-        blocked_->run(BlockedLuJob<T>{f, row_major, &update, in_order ? order_panels_ : 0, collapse_below_});
+        blocked_->run(BlockedLuJob<T>{f, row_major, &update, update_parameters(), update_group(),
+                                      in_order ? order_panels_ : 0, collapse_below_});
     if (outcome.collapsed_at_column >= 0) {  // the pivots collapsed part way (kCollapseMinPivots)
       // An exact zero pivot (the NaNs after it count as small) says more; it may lie in the up to
       // kOrderVerdictLag panels factored after the judged one (the host LU stops at the first).
