@@ -30,8 +30,11 @@ struct Tuning {
   bool scan_copy = true;
   // The FP32 factors are row-major while the LU runs (row interchanges move contiguous runs).
   bool row_major_factors = true;
-  // Columns of the Ozaki LU's outer blocks; 0 (or less): kEmulatedLuBlock.
+  // Columns of the Ozaki LU's wide bulk updates; 0 (or less): kEmulatedLuBlock.
   int emulated_lu_block = 0;
+  // The Ozaki LU's update backend instead of dgemm-auto (e.g. "ozaki2-int8", for tests at sizes
+  // where dgemm-auto takes DGEMM); it gets the parameter bits, and every bulk update is wide.
+  std::string ozaki_lu_update;
   // FP64 panels always take 16-column sub-panels (for measurements).
   bool narrow_panels_only = false;
   // Phase times of each LU and of the solves to stderr; with timeline_path, every phase's start

@@ -111,7 +111,7 @@ TEST(GpuSolve, EveryFactorizationPrecisionMeetsTheStopTest) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
   for (Precision p : {Precision::FP64, Precision::FP32, Precision::Halfhalf, Precision::Tf32tf32, Precision::TF32,
-                      Precision::FP16, Precision::BF16, Precision::Fp16x3}) {
+                      Precision::FP16, Precision::BF16, Precision::Fp16x3, Precision::Ozaki}) {
     DeviceProblem prob(spec_of(MatrixFamily::Svd, Spectrum::Geo, 1e3, 50), 1024, 2);
     SolveOptions o;
     o.factorization = p;
@@ -161,6 +161,56 @@ TEST(GpuSolve, Fp64FactorsFromTheEngineAndFromCusolverMeetTheStopTest) {
         EXPECT_LE(r.attempts[0].iterations, stop == StopTest::Lapack ? 1 : 2) << r.summary();
       }
   }
+}
+
+// The Ozaki LU: the engine's FP64 LU with wide bulk updates on the INT8 emulation. Forced here
+// (engine route, ozaki2-int8 for every bulk update, 512-column groups) at n = 2100, off the
+// block grid: the first solve's backward error follows SolveOptions::ozaki_bits, so the updates
+// did run emulated at that accuracy, and cond 1e10 refines in a few classic steps at 40 bits.
+// At n = 8192 with dgemm-auto (which may take DGEMM for every update on this GPU) it solves too.
+TEST(GpuSolve, OzakiLuKeepsTheAskedBitsAndRefinesIllConditionedMatrices) {
+  MIXSOLVE_REQUIRE_GPU();
+  const ScopedTuning restore_tuning;
+  Context ctx;
+  solvers_detail::tuning().fp64_route = fp64_route("engine");
+  solvers_detail::tuning().ozaki_lu_update = "ozaki2-int8";
+  solvers_detail::tuning().emulated_lu_block = 512;
+  std::vector<double> first_error;
+  for (int bits : {20, 44}) {
+    DeviceProblem prob(spec_of(MatrixFamily::Svd, Spectrum::Geo, 1e4, 93), 2100, 1);
+    SolveOptions o;
+    o.factorization = Precision::Ozaki;
+    o.ozaki_bits = bits;
+    o.refinement = Refinement::None;
+    o.fallback = false;
+    const SolveReport r = prob.solve_on_device(ctx, o);
+    ASSERT_FALSE(r.backward_error_history.empty()) << r.summary();
+    first_error.push_back(r.backward_error_history[0]);
+  }
+  // 24 bits more: at least 2^12 smaller (the LU's growth and the backward error's slack aside).
+  EXPECT_GT(first_error[0], 0x1p12 * first_error[1]) << first_error[0] << " " << first_error[1];
+  {
+    DeviceProblem prob(spec_of(MatrixFamily::Svd, Spectrum::Geo, 1e10, 94), 2100, 2);
+    SolveOptions o;
+    o.factorization = Precision::Ozaki;
+    o.refinement = Refinement::Classic;
+    const SolveReport r = prob.solve_on_device(ctx, o);
+    EXPECT_TRUE(r.converged) << r.summary();
+    EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
+    ASSERT_EQ(r.attempts.size(), 1u) << r.summary();
+    EXPECT_EQ(r.attempts[0].precision, Precision::Ozaki);
+    EXPECT_LE(r.attempts[0].iterations, 5) << r.summary();
+  }
+  solvers_detail::tuning() = restore_tuning.saved;
+  DeviceProblem prob(95, 8192, 1);
+  SolveOptions o;
+  o.factorization = Precision::Ozaki;
+  const SolveReport r = prob.solve_on_device(ctx, o);
+  EXPECT_TRUE(r.converged) << r.summary();
+  EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
+  ASSERT_GE(r.attempts.size(), 1u);
+  EXPECT_EQ(r.attempts[0].precision, Precision::Ozaki);
+  EXPECT_FALSE(r.fell_back) << r.summary();
 }
 
 // SolveOptions::reuse_pivot_order on the engine's FP64 LU (forced at these n): the fallback after

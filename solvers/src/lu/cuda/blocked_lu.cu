@@ -193,9 +193,14 @@ void BlockedLu::factor_blocked(const BlockedLuJob<T>& job, BlockedLuOutcome& out
   const int large_group = std::is_same_v<T, double> ? kDefaultUpdateGroup64 : kDefaultUpdateGroup32;
   const int default_group = nf_ >= (std::is_same_v<T, double> ? kLargeFp64 : kLargeFp32) ? large_group
                                                                                         : kDefaultUpdateGroup;
-  const std::int64_t group = tuning().update_group > 0 ? tuning().update_group
-                             : job.update_group > 0     ? job.update_group
-                                                        : default_group;
+  // The group of the bulk update whose first panel is q (BlockedLuJob::update_group); packed
+  // L21 storage is laid out for one group size, so packing LUs keep theirs.
+  const auto group_from = [&](std::int64_t q) -> std::int64_t {
+    if (tuning().update_group > 0) return tuning().update_group;
+    if (job.update_group > 0 && nf_ - std::min(q * nb_, nf_) >= job.update_group_min_rows) return job.update_group;
+    return default_group;
+  };
+  const std::int64_t group = group_from(0);
   Context& bulk_ctx = ctx_;
   Context& chain_ctx = look_ahead ? *panel_ctx_ : ctx_;
   cudaStream_t bulk = bulk_ctx.stream(), chain = chain_ctx.stream();
@@ -460,10 +465,11 @@ void BlockedLu::factor_blocked(const BlockedLuJob<T>& job, BlockedLuOutcome& out
     pack_l21(p + 1);
     // A bulk update once `group` panels are pending: the next panels' columns one by one (the
     // chain waits for each), then the rest.
-    if (after_next < nf_ && p + 1 - pending >= group) {
+    if (after_next < nf_ && p + 1 - pending >= (packed ? group : group_from(pending))) {
       moves_ready.wait_in(bulk);
+      const std::int64_t next_group = packed ? group : group_from(p + 1);  // the chain's panels until the next one
       std::int64_t q = p + 2;
-      for (; q < std::min(panels, p + 2 + group); ++q) {
+      for (; q < std::min(panels, p + 2 + next_group); ++q) {
         apply_panels(bulk_ctx, pending, p, first_column(q), first_column(q + 1));
         if (!column_ready[q]) column_ready[q] = std::make_unique<StreamEvent>();
         column_ready[q]->record(bulk);

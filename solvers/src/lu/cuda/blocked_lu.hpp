@@ -38,9 +38,12 @@ struct BlockedLuJob {
   // parameters (non-packing backends).
   const gemm::Backend* update = nullptr;
   gemm::Parameters update_parameters;
-  // Panels whose updates a bulk update applies at once (its inner dimension: update_group x nb);
-  // 0: the default for the size (Tuning::update_group overrides either).
+  // Panels whose updates a bulk update applies at once (its inner dimension: update_group x nb)
+  // while the rows from the group's first panel on number at least update_group_min_rows; later
+  // bulk updates, and all where update_group is 0, take the default for the size
+  // (Tuning::update_group overrides both).
   std::int64_t update_group = 0;
+  std::int64_t update_group_min_rows = 0;
   // The leading panels whose rows stand in a given order (pivoting inside their diagonal blocks
   // only, FP64 and row-major only); 0: partial pivoting throughout.
   std::int64_t order_panels = 0;

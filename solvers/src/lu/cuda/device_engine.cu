@@ -37,6 +37,7 @@
 #include "mixsolve/core/cusolver_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/norms.hpp"
+#include "mixsolve/gemm/dgemm_auto.hpp"
 #include "mixsolve/gemm/problem.hpp"
 #include "mixsolve/gemm/registry.hpp"
 
@@ -51,9 +52,9 @@ using namespace device_lu;
 // cuSOLVER's between n = 4096 and 6144; docs/history/solver-log.md).
 constexpr std::int64_t kFp64EngineMinN = 6144;
 
-// The outer block of the Ozaki LU (factor_with_emulated_updates): its trailing updates have this
-// inner dimension. ozaki2-int8 at 53 bits ran 0.8x DGEMM at k = 2048 and 1.1x at k = 4096 (n =
-// 16384, H100; docs/ozaki.md), while the FP64 panels and trsm grow with the block.
+// The columns of the Ozaki LU's wide bulk updates (DeviceEngine::ozaki_job), their inner dimension:
+// ozaki2-int8 at 40 bits ran 1.03-1.10x DGEMM at k = 2048 and 1.4-1.5x at k = 4096 (H100,
+// docs/ozaki.md); in the LU at n = 32768, groups of 8192 columns were slower than of 4096.
 constexpr std::int64_t kEmulatedLuBlock = 4096;
 
 // Multiprocessors the panel kernel runs on by default (measured: docs/history/solver-log.md).
@@ -158,8 +159,6 @@ class DeviceEngine final : public DeviceSpace {
       solve_buffer_ = DeviceBuffer<float>();
       blocked_->release<float>();
       allocate_factors(factors64_);
-      if (p == Precision::Ozaki && tuning().fp64_route == Tuning::Fp64Route::Cusolver)
-        return factor_with_emulated_updates();
       // The blocked LU below (DGEMM updates, FP64 panels) from n = kFp64EngineMinN on, where the
       // rows fit the panel kernel; else cusolverDnDgetrf. Tuning::fp64_route forces either (the
       // engine only where it fits).
@@ -186,28 +185,18 @@ class DeviceEngine final : public DeviceSpace {
     return factor_blocked_lu(factors32_.data(), device_update_backend(p), range_scaling);
   }
 
-  // cuSOLVER's handle, created on first use: most solves never factor with cuSOLVER.
-  cusolverDnHandle_t cusolver() {
-    if (!solver_) {
+  FactorResult factor_with_cusolver() {
+    FactorResult result;
+    MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(factors64_.data(), nf_ * sizeof(double), a_.data, a_.ld * sizeof(double),
+                                          n_ * sizeof(double), n_, cudaMemcpyDeviceToDevice, stream()));
+    if (!solver_) {  // created on first use: most solves never factor with cuSOLVER
       MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&solver_));
       MIXSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(solver_, stream()));
     }
-    return solver_;
-  }
-
-  // factors64_ := A (column-major, leading dimension nf_).
-  void copy_a_to_fp64_factors() {
-    MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(factors64_.data(), nf_ * sizeof(double), a_.data, a_.ld * sizeof(double),
-                                          n_ * sizeof(double), n_, cudaMemcpyDeviceToDevice, stream()));
-  }
-
-  FactorResult factor_with_cusolver() {
-    FactorResult result;
-    copy_a_to_fp64_factors();
     int lwork = 0;
-    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf_bufferSize(cusolver(), int(n_), int(n_), factors64_.data(), int(nf_), &lwork));
+    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf_bufferSize(solver_, int(n_), int(n_), factors64_.data(), int(nf_), &lwork));
     DeviceBuffer<double> work(ctx_, std::max(lwork, 1));
-    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf(cusolver(), int(n_), int(n_), factors64_.data(), int(nf_), work.data(),
+    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf(solver_, int(n_), int(n_), factors64_.data(), int(nf_), work.data(),
                                              pivots_.data(), info_.data()));
     track_peak(work.bytes());
     const int info = read_info();
@@ -229,82 +218,40 @@ class DeviceEngine final : public DeviceSpace {
     return result;
   }
 
-  // Precision::Ozaki: the right-looking LU of A in FP64 storage with outer blocks of
-  // emulated_block_columns() columns. Each block's tall panel is factored by cuSOLVER's dgetrf
-  // (FP64, partial pivoting), its interchanges are applied to the other columns, U12 = L11^-1 A12
-  // by cuBLAS trsm, and the trailing update A22 -= L21 U12 runs on dgemm-auto keeping ozaki_bits_
-  // bits of each operand: the emulation pays only for inner dimensions in the thousands (its
-  // per-entry work, the residues and the CRT, is ~170 / k of a DGEMM's), hence the wide blocks.
-  // No look-ahead: each panel waits for the update before it.
-  FactorResult factor_with_emulated_updates() {
-    FactorResult result;
-    copy_a_to_fp64_factors();
-    const std::int64_t block = std::min(n_, emulated_block_columns());
-    int lwork = 0;
-    MIXSOLVE_CUSOLVER_CHECK(
-        cusolverDnDgetrf_bufferSize(cusolver(), int(n_), int(block), factors64_.data(), int(nf_), &lwork));
-    DeviceBuffer<double> work(ctx_, std::max(lwork, 1));
-    DeviceBuffer<int> moves(ctx_, 4 * kPanelMaxWidth + 1);  // interchanges_to_moves: to, from, count
-    int *to = moves.data(), *from = to + 2 * kPanelMaxWidth, *move_count = from + 2 * kPanelMaxWidth;
-    track_peak(work.bytes() + moves.bytes());
-    const gemm::Backend& update = device_update_backend(Precision::Ozaki);
-    const gemm::Parameters bits{{"bits", ozaki_bits_}};
-    double* f = factors64_.data();
-    const auto at = [&](std::int64_t i, std::int64_t j) { return f + i + j * nf_; };
-    for (std::int64_t j0 = 0; j0 < n_; j0 += block) {
-      const std::int64_t w = std::min(block, n_ - j0), rest = n_ - j0 - w;
-      MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf(cusolver(), int(n_ - j0), int(w), at(j0, j0), int(nf_), work.data(),
-                                               pivots_.data() + j0, info_.data()));
-      const int info = read_info();
-      if (info > 0) {
-        result.status = StopReason::ZeroPivot;
-        result.zero_pivot_column = j0 + info - 1;
-        return result;
-      }
-      add_panel_pivots_kernel<<<blocks_for(w), 256, 0, stream()>>>(pivots_.data() + j0, int(w), j0, pivots_.data());
-      MIXSOLVE_CUDA_CHECK_LAUNCH();
-      // dgetrf interchanged the panel's rows; the same interchanges on the columns beside it.
-      for (std::int64_t first = j0; first < j0 + w; first += kPanelMaxWidth) {
-        const int count = int(std::min<std::int64_t>(kPanelMaxWidth, j0 + w - first));
-        interchanges_to_moves(pivots_.data(), first, count, to, from, move_count, stream());
-        apply_row_moves(f, nf_, to, from, move_count, 0, n_, j0, j0 + w, stream());
-      }
-      if (rest == 0) break;
-      const double one = 1;
-      MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx_.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                                        CUBLAS_DIAG_UNIT, int(w), int(rest), &one, at(j0, j0), int(nf_),
-                                        at(j0, j0 + w), int(nf_)));
-      const gemm::Problem trailing{rest,
-                                   rest,
-                                   w,
-                                   -1.0,
-                                   1.0,
-                                   gemm::Operand::dense(gemm::Format::F64, gemm::Op::N, at(j0 + w, j0), nf_),
-                                   gemm::Operand::dense(gemm::Format::F64, gemm::Op::N, at(j0, j0 + w), nf_),
-                                   gemm::Output{gemm::Format::F64, at(j0 + w, j0 + w), nf_}};
-      update.run(ctx_, trailing, bits, gemm::Execution{false});
-      track_peak(work.bytes() + moves.bytes());
+  // The Ozaki LU is the FP64 blocked LU with its trailing updates on dgemm-auto (or
+  // Tuning::ozaki_lu_update) keeping ozaki_bits_ bits of each operand. Its bulk updates take
+  // emulated_block_columns() panels' columns at once (k = 4096: the emulation pays only for
+  // inner dimensions in the thousands) while dgemm-auto would emulate such a product, and the
+  // FP64 LU's group after that, where the trailing matrix has become too small; where it would
+  // emulate none (no cost model for this GPU, small n) the Ozaki LU is the FP64 LU.
+  const gemm::Backend& ozaki_update_backend() const {
+    return gemm::find_backend(tuning().ozaki_lu_update.empty() ? precision_info(Precision::Ozaki).device_update
+                                                                : tuning().ozaki_lu_update);
+  }
+  BlockedLuJob<double> ozaki_job(double* f, bool row_major) const {
+    BlockedLuJob<double> job{f, row_major, &ozaki_update_backend()};
+    job.update_parameters = {{"bits", ozaki_bits_}};
+    const std::int64_t group = std::max<std::int64_t>(1, emulated_block_columns() / nb_), width = group * nb_;
+    if (!tuning().ozaki_lu_update.empty()) {  // forced: every bulk update wide
+      job.update_group = group;
+      return job;
     }
-    if (find_nonfinite_in(f, nf_, n_, n_).first >= 0) {
-      result.status = StopReason::Overflow;
-      return result;
+    // The fewest rows (from a group's first panel on) at which dgemm-auto emulates the bulk
+    // product: the rows below the group times the columns beyond the next group's, k = width.
+    std::int64_t min_rows = -1;
+    for (std::int64_t rows = nf_; rows > 2 * width; rows -= nb_) {
+      if (gemm::dgemm_auto_choice(ctx_, rows - 2 * width, rows - width, width, ozaki_bits_).backend != "ozaki2-int8")
+        break;
+      min_rows = rows;
     }
-    pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream());
-    choose_fp64_solves(f);
-    track_peak();
-    return result;
+    if (min_rows > 0) {
+      job.update_group = group;
+      job.update_group_min_rows = min_rows;
+    }
+    return job;
   }
 
-  // The current factorization's update parameters and bulk-update group: the Ozaki LU's bulk
-  // updates keep ozaki_bits_ bits and have an inner dimension of emulated_block_columns().
-  gemm::Parameters update_parameters() const {
-    return precision_ == Precision::Ozaki ? gemm::Parameters{{"bits", ozaki_bits_}} : gemm::Parameters{};
-  }
-  std::int64_t update_group() const {
-    return precision_ == Precision::Ozaki ? std::max<std::int64_t>(1, emulated_block_columns() / nb_) : 0;
-  }
-
-  // The outer block of the Ozaki LU (Tuning::emulated_lu_block overrides it).
+  // The Ozaki LU's wide bulk-update group, in columns (Tuning::emulated_lu_block overrides it).
   static std::int64_t emulated_block_columns() {
     return tuning().emulated_lu_block > 0 ? tuning().emulated_lu_block : kEmulatedLuBlock;
   }
@@ -362,9 +309,12 @@ class DeviceEngine final : public DeviceSpace {
       identity_border_kernel<<<blocks_for(nf_ * (nf_ - n_)), 256, 0, stream()>>>(f, nf_, n_);
       MIXSOLVE_CUDA_CHECK_LAUNCH();
     }
-    const BlockedLuOutcome outcome =
-        blocked_->run(BlockedLuJob<T>{f, row_major, &update, update_parameters(), update_group(),
-                                      in_order ? order_panels_ : 0, collapse_below_});
+    BlockedLuJob<T> job{f, row_major, &update};
+    if constexpr (std::is_same_v<T, double>)
+      if (precision_ == Precision::Ozaki) job = ozaki_job(f, row_major);
+    job.order_panels = in_order ? order_panels_ : 0;
+    job.collapse_below = collapse_below_;
+    const BlockedLuOutcome outcome = blocked_->run(job);
     if (outcome.collapsed_at_column >= 0) {  // the pivots collapsed part way (kCollapseMinPivots)
       // An exact zero pivot (the NaNs after it count as small) says more; it may lie in the up to
       // kOrderVerdictLag panels factored after the judged one (the host LU stops at the first).
