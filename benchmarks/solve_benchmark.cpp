@@ -338,6 +338,8 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
       continue;
     }
     out.path += to_string(a.precision);
+    if (a.precision == Precision::Ozaki)  // the bits its emulated updates kept, or "fp64" for none
+      out.path += a.emulated_bits > 0 ? std::to_string(a.emulated_bits) : std::string("[fp64]");
     if (a.pivot_order != PivotOrder::Partial) {  // SolveOptions::reuse_pivot_order, with max |l_ij|
       char multiplier[32];
       std::snprintf(multiplier, sizeof multiplier, "%.3g", a.largest_multiplier);

@@ -35,6 +35,7 @@ struct FactorResult {
   double largest_multiplier = 0;  // max |l_ij| of a reused order (also when it was rejected)
   std::int64_t reused_columns = 0;  // Reused: the leading columns that followed the order
   std::int64_t collapsed_at_column = -1;  // CollapsedPivots: the column up to which they had collapsed
+  int emulated_bits = 0;  // Ozaki: the bits its emulated updates kept; 0 where none ran emulated
 };
 
 // What refinement (refinement.hpp) needs from a memory space, and all it may use: FP64 vectors

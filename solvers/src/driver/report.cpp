@@ -105,6 +105,9 @@ std::string SolveReport::summary() const {
   s << "\n";
   for (const Attempt& a : attempts) {
     s << "  " << to_string(a.precision) << (a.range_scaled ? " (range-scaled)" : "");
+    if (a.precision == Precision::Ozaki)
+      s << (a.emulated_bits > 0 ? " (updates emulated, " + std::to_string(a.emulated_bits) + " bits)"
+                                : " (every update in FP64)");
     if (a.pivot_order != PivotOrder::Partial) {
       s << " (" << to_string(a.pivot_order);
       if (a.pivot_order == PivotOrder::Reused) s << " for " << a.reused_columns << " columns";

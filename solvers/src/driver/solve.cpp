@@ -246,6 +246,7 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       attempt.pivot_order = f.pivot_order;
       attempt.largest_multiplier = f.largest_multiplier;
       attempt.reused_columns = f.reused_columns;
+      attempt.emulated_bits = f.emulated_bits;
       if (f.status != StopReason::Converged) {
         if (f.status == StopReason::ZeroPivot && attempt.precision == Precision::FP64)
           throw SingularMatrix("solve: A is singular: zero pivot in column " + std::to_string(f.zero_pivot_column) +

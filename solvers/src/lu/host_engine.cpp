@@ -201,6 +201,7 @@ class HostEngine final : public HostSpace {
       if (result.zero_pivot_column < 0 && !all_finite(float_factors_)) result.status = StopReason::Overflow;
     }
     if (result.zero_pivot_column >= 0) result.status = StopReason::ZeroPivot;
+    if (p == Precision::Ozaki) result.emulated_bits = ozaki_bits_;
     factors_complete_ = result.status == StopReason::Converged;
     peak_ = std::max(peak_, factors_bytes() + scratch_bytes());
     return result;

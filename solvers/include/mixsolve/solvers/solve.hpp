@@ -342,6 +342,11 @@ struct Attempt {
   /// Reused: the leading columns that followed the order (SolveOptions::reuse_pivot_order); the
   /// rest pivoted partially, where the cheaper LU's pivots had fallen to its rounding error.
   std::int64_t reused_columns = 0;
+  /// Precision::Ozaki: the bits of each operand that its emulated trailing updates kept
+  /// (SolveOptions::ozaki_bits); 0 where every update ran in FP64 (on a GPU without a cost model
+  /// for the emulation, or where the matrix is too small for it to pay: the LU was then the FP64
+  /// one), and for the other precisions.
+  int emulated_bits = 0;
   /// min |u_kk| / max |u_kk| of a cheaper LU that the probe could judge (SolveOptions::
   /// probe_pivot_ratio's screen); 0 where it was not computed (FP64, nothing higher left, small n).
   double pivot_ratio = 0;

@@ -56,6 +56,11 @@ constexpr std::int64_t kFp64EngineMinN = 6144;
 // ozaki2-int8 at 40 bits ran 1.03-1.10x DGEMM at k = 2048 and 1.4-1.5x at k = 4096 (H100,
 // docs/ozaki.md); in the LU at n = 32768, groups of 8192 columns were slower than of 4096.
 constexpr std::int64_t kEmulatedLuBlock = 4096;
+// The predicted speed-up over DGEMM (gemm::dgemm_auto_choice) from which a bulk update takes the
+// wide group: the wide groups' narrower products beside the bulk update (each panel's columns,
+// the group's block rows) cost more than a smaller gain saves. H100, n = 16384, 40 bits: wide
+// groups wherever dgemm-auto emulated made the LU ~10% slower than the FP64 LU.
+constexpr double kOzakiWideGroupMinSpeedup = 1.3;
 
 // Multiprocessors the panel kernel runs on by default (measured: docs/history/solver-log.md).
 constexpr int kDefaultPanelBlocks = 32;
@@ -237,11 +242,13 @@ class DeviceEngine final : public DeviceSpace {
       return job;
     }
     // The fewest rows (from a group's first panel on) at which dgemm-auto emulates the bulk
-    // product: the rows below the group times the columns beyond the next group's, k = width.
+    // product (the rows below the group times the columns beyond the next group's, k = width)
+    // at a predicted kOzakiWideGroupMinSpeedup or more.
     std::int64_t min_rows = -1;
     for (std::int64_t rows = nf_; rows > 2 * width; rows -= nb_) {
-      if (gemm::dgemm_auto_choice(ctx_, rows - 2 * width, rows - width, width, ozaki_bits_).backend != "ozaki2-int8")
-        break;
+      const gemm::DgemmAutoChoice choice =
+          gemm::dgemm_auto_choice(ctx_, rows - 2 * width, rows - width, width, ozaki_bits_);
+      if (choice.backend != "ozaki2-int8" || choice.predicted_speedup < kOzakiWideGroupMinSpeedup) break;
       min_rows = rows;
     }
     if (min_rows > 0) {
@@ -315,6 +322,7 @@ class DeviceEngine final : public DeviceSpace {
     job.order_panels = in_order ? order_panels_ : 0;
     job.collapse_below = collapse_below_;
     const BlockedLuOutcome outcome = blocked_->run(job);
+    if (precision_ == Precision::Ozaki && job.update_group > 0) result.emulated_bits = ozaki_bits_;
     if (outcome.collapsed_at_column >= 0) {  // the pivots collapsed part way (kCollapseMinPivots)
       // An exact zero pivot (the NaNs after it count as small) says more; it may lie in the up to
       // kOrderVerdictLag panels factored after the judged one (the host LU stops at the first).
