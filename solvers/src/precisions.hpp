@@ -36,6 +36,12 @@ double unit_roundoff(Precision p, int ozaki_bits);
 
 inline bool fp64_factors(Precision p) { return precision_info(p).fp64_factors; }
 
+// The attempt's factors are an FP64 LU's: FP64, or an Ozaki LU that emulated no update
+// (Attempt::emulated_bits). Refinement and escalation treat them alike.
+inline bool fp64_lu(const Attempt& a) {
+  return a.precision == Precision::FP64 || (a.precision == Precision::Ozaki && a.emulated_bits == 0);
+}
+
 // The GEMM backends of p's trailing updates on the GPU and on the host.
 const gemm::Backend& device_update_backend(Precision p);
 const gemm::Backend& host_update_backend(Precision p);

@@ -248,7 +248,7 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       attempt.reused_columns = f.reused_columns;
       attempt.emulated_bits = f.emulated_bits;
       if (f.status != StopReason::Converged) {
-        if (f.status == StopReason::ZeroPivot && attempt.precision == Precision::FP64)
+        if (f.status == StopReason::ZeroPivot && solvers_detail::fp64_lu(attempt))
           throw SingularMatrix("solve: A is singular: zero pivot in column " + std::to_string(f.zero_pivot_column) +
                                    " of the FP64 LU factorization",
                                f.zero_pivot_column);
@@ -259,8 +259,9 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
         continue;
       }
       // Weak factors end the attempt before any refinement. Screened by the pivot ratio.
-      if (may_probe) attempt.pivot_ratio = s.engine->pivot_ratio();
-      if (may_probe && attempt.pivot_ratio < probe_below) {
+      const bool probe = may_probe && !solvers_detail::fp64_lu(attempt);
+      if (probe) attempt.pivot_ratio = s.engine->pivot_ratio();
+      if (probe && attempt.pivot_ratio < probe_below) {
         if (s.options.progress) s.options.progress("probe of the " + to_string(attempt.precision) + " factors");
         const auto t_probe = Clock::now();
         attempt.probe_estimate = solvers_detail::probe_factors(*s.engine);
@@ -284,12 +285,12 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
     }
     first_attempt = false;
     Attempt& attempt = report.attempts.back();
-    const bool is_fallback = attempt.precision == Precision::FP64 && cheaper_tried;
+    const bool is_fallback = solvers_detail::fp64_lu(attempt) && cheaper_tried;
     if (s.options.progress)
       s.options.progress("refinement " + to_string(attempt.refinement) + " with " + to_string(attempt.precision) +
                          " factors (" + std::to_string(b.cols) + " right-hand side" + (b.cols > 1 ? "s)" : ")"));
     const auto t1 = Clock::now();
-    const bool higher_rung = s.next < s.path.size() && attempt.precision != Precision::FP64;
+    const bool higher_rung = s.next < s.path.size() && !solvers_detail::fp64_lu(attempt);
     // Under Refinement::Auto a classic refinement that stalls gets GMRES-IR with the same factors
     // before anything is refactored: the LU may be good enough as a preconditioner although its
     // contraction (~ cond * u * growth) is too close to 1 for classic IR (FP32-accurate LUs from
@@ -300,7 +301,7 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
     const bool cheaper_rung_left = s.next < s.path.size() && s.path[s.next] != Precision::FP64;
     const bool gmres_may_follow = s.options.refinement == Refinement::Auto &&
                                   attempt.refinement == Refinement::Classic &&
-                                  attempt.precision != Precision::FP64 && !cheaper_rung_left;
+                                  !solvers_detail::fp64_lu(attempt) && !cheaper_rung_left;
     attempt.stop = solvers_detail::refine(
         *s.engine, s.options, s.norm_a, s.badly_scaled, b, x,
         s.options.escalate_by_cost && higher_rung ? kNextRungCostFactor * s.current_factor_seconds : INFINITY,
@@ -333,7 +334,7 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       s.factored = false;
       continue;
     }
-    if (attempt.precision == Precision::FP64 || s.next >= s.path.size()) break;  // nothing higher to try
+    if (solvers_detail::fp64_lu(attempt) || s.next >= s.path.size()) break;  // nothing higher to try
     s.factored = false;  // escalate
     cheaper_tried = true;
   }
