@@ -2,7 +2,8 @@
 // Compare the FP64 GEMM emulations on seed 004's phi inputs: the maximum relative error (seed 004
 // eq. (21)) and the time of each setting, against the product computed in twice the working
 // precision (compensated dot products, Ogita, Rump and Oishi's Dot2). Three tables:
-//   - seed 004 Table 2: FP32 splits s = 2..6 (host-ozaki-fp32, s(s+1)/2 SGEMMs);
+//   - seed 004 Table 2: FP32 splits s = 2..6 (s(s+1)/2 FP32 products: on a GPU ozaki-fp32 with
+//     cuBLAS SGEMM, halfhalf and tf32tf32 products, host-ozaki-fp32 without one);
 //   - seed 001's d table: 8 BF16 slices with fast mode d (host-ozaki-bf16, the d(d+1)/2 slice
 //     pairs p + q < d);
 //   - INT8 moduli (ozaki2-int8 on a GPU, host-ozaki2-int8 without one), with cuBLAS DGEMM,
@@ -11,8 +12,8 @@
 //
 //   compare_dgemm_backends [--n 256] [--phis 0.1,1,2] [--reps 1] [--csv results.csv]
 //
-// Defaults: n = 256 on the host, 4096 on a GPU (FP32 splits and BF16 slices run on the host at
-// n <= 512 only: they have no device version).
+// Defaults: n = 256 on the host, 4096 on a GPU (BF16 slices, and FP32 splits without a GPU, run
+// on the host at n <= 512 only: the slices have no device version).
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -74,10 +75,15 @@ int main(int argc, char** argv) try {
     double products;
   };
   std::vector<Setting> settings;
+  const std::vector<std::string> fp32_splits =
+      gpu ? std::vector<std::string>{"ozaki-fp32", "ozaki-fp32-halfhalf", "ozaki-fp32-tf32tf32"}
+          : std::vector<std::string>{"host-ozaki-fp32"};
+  if (gpu || host_schemes)
+    for (const std::string& backend : fp32_splits)
+      for (int s = 2; s <= 6; ++s)
+        settings.push_back(
+            {"FP32 splits (seed 004 Table 2)", backend + ":splits=" + std::to_string(s), s * (s + 1) / 2.0});
   if (host_schemes) {
-    for (int s = 2; s <= 6; ++s)
-      settings.push_back(
-          {"FP32 splits (seed 004 Table 2)", "host-ozaki-fp32:splits=" + std::to_string(s), s * (s + 1) / 2.0});
     for (int d = 4; d <= 8; ++d)  // pairs (i, j) of 8 slices with i + j <= d + 1
       settings.push_back({"BF16 slices, fast mode d (seed 001)", "host-ozaki-bf16:slices=8,d=" + std::to_string(d),
                           d * (d + 1) / 2.0});

@@ -25,6 +25,7 @@
 #include "../backends.hpp"
 #include "../ozaki2_crt.hpp"
 #include "device_common.hpp"
+#include "vector_tiles.cuh"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/error.hpp"
 #include "mixsolve/formats/ozaki_split.hpp"
@@ -34,58 +35,14 @@ namespace mixsolve::gemm {
 
 namespace {
 
-std::int64_t round_up(std::int64_t x, std::int64_t to) { return (x + to - 1) / to * to; }
-
-unsigned grid_for(std::int64_t total) { return unsigned(std::clamp<std::int64_t>((total + 255) / 256, 1, 8192)); }
-
-constexpr int kTile = 64;      // tile: 64 vectors x 64 elements
-constexpr int kThreads = 256;  // per tile
-constexpr int kGroup = 16;     // elements one thread turns into residues: one 16-byte store per plane
-
-// One operand seen as `vectors` vectors of length k: element l of vector v at
-// data[v * vector_stride + l * element_stride].
-struct Vectors {
-  const double* data;
-  std::int64_t vectors, k, vector_stride, element_stride;
-  __device__ double at(std::int64_t v, std::int64_t l) const { return data[v * vector_stride + l * element_stride]; }
-};
-
-// tile[dv][dl] = value(x(v0 + dv, l0 + dl), v0 + dv) inside the operand, 0 outside; consecutive
-// threads read consecutive addresses, along l or along v, whichever is contiguous.
-template <class Value>
-__device__ void load_tile(const Vectors& x, std::int64_t v0, std::int64_t l0, double (*tile)[kTile + 1], Value value) {
-  const bool along_l = x.element_stride == 1;
-  for (int e = threadIdx.x; e < kTile * kTile; e += kThreads) {
-    const int fast = e % kTile, slow = e / kTile;
-    const int dv = along_l ? slow : fast, dl = along_l ? fast : slow;
-    const std::int64_t v = v0 + dv, l = l0 + dl;
-    tile[dv][dl] = v < x.vectors && l < x.k ? value(x.at(v, l), v) : 0.0;
-  }
-  __syncthreads();
-}
-
-// largest_bits[v] = max over l of |x(v, l)| as the bits of a non-negative double (start: 0);
-// nonfinite[0] counts NaN and Inf. Grid: (tiles along the vectors, tiles along k).
-__global__ void __launch_bounds__(kThreads)
-    largest_per_vector_kernel(Vectors x, unsigned long long* largest_bits, unsigned int* nonfinite) {
-  __shared__ double tile[kTile][kTile + 1];
-  const std::int64_t v0 = std::int64_t(blockIdx.x) * kTile, l0 = std::int64_t(blockIdx.y) * kTile;
-  unsigned int bad = 0;  // this thread's NaN and Inf
-  load_tile(x, v0, l0, tile, [&](double value, std::int64_t) {
-    const double a = fabs(value);
-    if (a <= 1.7976931348623157e308) return a;
-    ++bad;
-    return 0.0;
-  });
-  const int dv = threadIdx.x / 4, part = threadIdx.x % 4;  // 4 threads per vector, 16 elements each
-  double largest = 0;
-  for (int dl = part * kGroup; dl < (part + 1) * kGroup; ++dl) largest = fmax(largest, tile[dv][dl]);
-  largest = fmax(largest, __shfl_xor_sync(0xffffffffu, largest, 1));
-  largest = fmax(largest, __shfl_xor_sync(0xffffffffu, largest, 2));
-  if (part == 0 && largest > 0 && v0 + dv < x.vectors)
-    atomicMax(&largest_bits[v0 + dv], static_cast<unsigned long long>(__double_as_longlong(largest)));
-  if (bad) atomicAdd(nonfinite, bad);
-}
+using detail::grid_for;
+using detail::kGroup;
+using detail::kThreads;
+using detail::kTile;
+using detail::load_tile;
+using detail::round_up;
+using detail::tiles;
+using detail::Vectors;
 
 // shift[v] = bits - ceil(log2 largest_v) (0 for a zero vector), as host-ozaki2-int8 computes it.
 __global__ void shifts_kernel(const unsigned long long* largest_bits, std::int64_t vectors, int bits, int* shift) {
@@ -177,9 +134,6 @@ WorkspaceParts carve_workspace(detail::WorkspaceCarver& w, std::int64_t m, std::
   return parts;
 }
 
-dim3 tiles(std::int64_t vectors, std::int64_t k) {
-  return dim3(unsigned((vectors + kTile - 1) / kTile), unsigned((k + kTile - 1) / kTile));
-}
 
 class Ozaki2Int8 final : public Backend {
  public:
@@ -234,9 +188,9 @@ class Ozaki2Int8 final : public Backend {
 
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(parts.largest, 0, (m + n) * sizeof(unsigned long long), stream));
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(parts.nonfinite, 0, sizeof(unsigned int), stream));
-    largest_per_vector_kernel<<<tiles(m, k), kThreads, 0, stream>>>(a, parts.largest, parts.nonfinite);
+    detail::largest_per_vector_kernel<<<tiles(m, k), kThreads, 0, stream>>>(a, parts.largest, parts.nonfinite);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    largest_per_vector_kernel<<<tiles(n, k), kThreads, 0, stream>>>(b, parts.largest + m, parts.nonfinite);
+    detail::largest_per_vector_kernel<<<tiles(n, k), kThreads, 0, stream>>>(b, parts.largest + m, parts.nonfinite);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     unsigned int nonfinite = 0;  // NaN or Inf: refused, as the host reference does (one synchronisation)
     MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(&nonfinite, parts.nonfinite, sizeof nonfinite, cudaMemcpyDeviceToHost, stream));

@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include "mixsolve/core/context.hpp"
+
 namespace mixsolve::gemm {
 
 /// The number of splits the scheme takes: 2 to 6, as in seed 004.
@@ -54,6 +56,20 @@ struct OzakiFp32Operand {
 /// @throws InvalidArgument for a splits value out of range, k < 1 or k > kOzakiFp32MaxK.
 OzakiFp32Operand ozaki_fp32_split(std::int64_t vectors, std::int64_t k, const double* x, std::int64_t vector_stride,
                                   std::int64_t element_stride, int splits);
+
+/// The same split on ctx's GPU, as the device backends ozaki-fp32* make it, copied back to the
+/// host (for tests and studies: it equals ozaki_fp32_split's bit for bit).
+/// @param ctx            a context with a GPU.
+/// @param vectors        as ozaki_fp32_split.
+/// @param k              as ozaki_fp32_split.
+/// @param x              the operand, in device memory.
+/// @param vector_stride  as ozaki_fp32_split.
+/// @param element_stride as ozaki_fp32_split.
+/// @param splits         as ozaki_fp32_split.
+/// @return the high parts and remainders, in host memory.
+/// @throws InvalidArgument as ozaki_fp32_split; RangeError where x holds NaN or Inf.
+OzakiFp32Operand ozaki_fp32_split_on_device(Context& ctx, std::int64_t vectors, std::int64_t k, const double* x,
+                                            std::int64_t vector_stride, std::int64_t element_stride, int splits);
 
 /// One FP32 product of the scheme: which part of A times which part of B.
 struct OzakiFp32Product {

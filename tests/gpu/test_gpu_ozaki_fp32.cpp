@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The device backends of the Ozaki scheme with FP32 splits (ozaki-fp32, -halfhalf, -tf32tf32):
+// their split against the host's bit for bit, and their products against a long double
+// reference beside host-ozaki-fp32's.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "gpu_test_support.hpp"
+#include "mixsolve/core/device_buffer.hpp"
+#include "mixsolve/core/random.hpp"
+#include "mixsolve/gemm/ozaki_fp32.hpp"
+#include "mixsolve/gemm/registry.hpp"
+
+namespace {
+
+using namespace mixsolve;
+using namespace mixsolve::gemm;
+
+// A rows x cols phi(phi) matrix (seed 004 §5.1), column-major.
+std::vector<double> phi_matrix(std::int64_t rows, std::int64_t cols, double phi, std::uint64_t seed) {
+  std::vector<double> x(rows * cols);
+  fill_random(host_view(x.data(), rows, cols, rows), RandomSpec::phi_spread(phi, seed));
+  return x;
+}
+
+// max_ij |c_ij - ref_ij| / |ref_ij| over the nonzero entries of the reference.
+double max_relative_error(const std::vector<double>& c, const std::vector<long double>& reference) {
+  double worst = 0;
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (reference[i] != 0) worst = std::max(worst, double(std::fabs((c[i] - reference[i]) / reference[i])));
+  return worst;
+}
+
+// The split of the rows of A (strided: vectors along the leading dimension) and of its columns
+// (contiguous), with rows and columns far outside FP32's range, a zero row and column and a
+// subnormal entry: the device's planes and exponents equal the host's bit for bit, 2 to 6 splits.
+TEST(GpuOzakiFp32, SplitMatchesTheHostBitForBit) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t rows = 37, cols = 300, ld = 41;
+  std::vector<double> a(ld * cols, 0.0);
+  const std::vector<double> values = phi_matrix(rows, cols, 1.0, 17);
+  for (std::int64_t j = 0; j < cols; ++j)
+    for (std::int64_t i = 0; i < rows; ++i) a[i + j * ld] = values[i + j * rows];
+  for (std::int64_t j = 0; j < cols; ++j) {
+    a[0 + j * ld] *= 0x1p+600;
+    a[1 + j * ld] *= 0x1p-700;
+    a[2 + j * ld] = 0;
+  }
+  for (std::int64_t i = 0; i < rows; ++i) a[i + 7 * ld] = 0;
+  a[3 + 5 * ld] = 0x1p-1070;
+  DeviceBuffer<double> da(a.size());
+  da.copy_from_host(a);
+  struct Layout {
+    const char* name;
+    std::int64_t vectors, k, vector_stride, element_stride;
+  };
+  for (const Layout& layout : {Layout{"rows", rows, cols, 1, ld}, Layout{"columns", cols, rows, ld, 1}})
+    for (int splits = kOzakiFp32MinSplits; splits <= kOzakiFp32MaxSplits; ++splits) {
+      SCOPED_TRACE(std::string(layout.name) + ", " + std::to_string(splits) + " splits");
+      const OzakiFp32Operand host =
+          ozaki_fp32_split(layout.vectors, layout.k, a.data(), layout.vector_stride, layout.element_stride, splits);
+      const OzakiFp32Operand device = ozaki_fp32_split_on_device(ctx, layout.vectors, layout.k, da.data(),
+                                                                 layout.vector_stride, layout.element_stride, splits);
+      ASSERT_EQ(device.exponent, host.exponent);
+      ASSERT_EQ(device.high.size(), host.high.size());
+      ASSERT_EQ(device.remainder.size(), host.remainder.size());
+      for (std::size_t p = 0; p < host.high.size(); ++p)
+        for (std::size_t e = 0; e < host.high[p].size(); ++e)
+          ASSERT_EQ(device.high[p][e], host.high[p][e]) << "high part " << p + 1 << ", element " << e;
+      for (std::size_t p = 0; p < host.remainder.size(); ++p)
+        for (std::size_t e = 0; e < host.remainder[p].size(); ++e)
+          ASSERT_EQ(device.remainder[p][e], host.remainder[p][e]) << "remainder " << p + 1 << ", element " << e;
+    }
+}
+
+// Seed 004 Table 2's trend on the GPU (n = 256, op(A) = A^T, alpha and beta): for phi 0.1 and 1
+// the maximum relative error against a long double reference falls with every split, for each
+// FP32 product backend, and stays within 8x of host-ozaki-fp32's at the same number of splits
+// (the summation orders of the inexact products differ).
+TEST(GpuOzakiFp32, ErrorsFallWithTheSplitsAsOnTheHost) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  Context host = Context::host_only();
+  const std::int64_t n = 256;
+  for (const double phi : {0.1, 1.0}) {
+    const std::vector<double> a = phi_matrix(n, n, phi, 21), b = phi_matrix(n, n, phi, 22);
+    const std::vector<double> c0 = phi_matrix(n, n, 0.1, 23);
+    const double alpha = 0.75, beta = -0.5;
+    std::vector<long double> reference(n * n);
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < n; ++i) {
+        long double sum = 0;
+        for (std::int64_t l = 0; l < n; ++l) sum += static_cast<long double>(a[l + i * n]) * b[l + j * n];
+        reference[i + j * n] = alpha * sum + static_cast<long double>(beta) * c0[i + j * n];
+      }
+    DeviceBuffer<double> da(a.size()), db(b.size()), dc(c0.size());
+    da.copy_from_host(a);
+    db.copy_from_host(b);
+    const auto problem = [&](const double* pa, const double* pb, double* pc) {
+      return Problem{n, n, n, alpha, beta, Operand::dense(Format::F64, Op::T, pa, n),
+                     Operand::dense(Format::F64, Op::N, pb, n), Output{Format::F64, pc, n}};
+    };
+    std::vector<double> host_error(kOzakiFp32MaxSplits + 1);
+    for (int s = kOzakiFp32MinSplits; s <= kOzakiFp32MaxSplits; ++s) {
+      std::vector<double> c = c0;
+      find_backend("host-ozaki-fp32").run(host, problem(a.data(), b.data(), c.data()), {{"splits", s}});
+      host_error[s] = max_relative_error(c, reference);
+    }
+    std::printf("phi %g, max relative error for s = 2 .. 6\n  %-22s", phi, "host-ozaki-fp32");
+    for (int s = kOzakiFp32MinSplits; s <= kOzakiFp32MaxSplits; ++s) std::printf(" %9.2e", host_error[s]);
+    std::printf("\n");
+    for (const char* name : {"ozaki-fp32", "ozaki-fp32-halfhalf", "ozaki-fp32-tf32tf32"}) {
+      const Backend& backend = find_backend(name);
+      if (!backend.unavailable_reason(ctx).empty()) continue;
+      std::printf("  %-22s", name);
+      double previous = INFINITY;
+      for (int s = kOzakiFp32MinSplits; s <= kOzakiFp32MaxSplits; ++s) {
+        dc.copy_from_host(c0);
+        backend.run(ctx, problem(da.data(), db.data(), dc.data()), {{"splits", s}});
+        const double error = max_relative_error(dc.to_host(ctx.stream()), reference);
+        std::printf(" %9.2e", error);
+        EXPECT_LT(error, previous) << name << ", phi " << phi << ": " << s << " splits no better than " << s - 1;
+        EXPECT_LT(error, 8 * host_error[s]) << name << ", phi " << phi << ", " << s << " splits";
+        previous = error;
+      }
+      std::printf("\n");
+    }
+  }
+}
+
+// NaN or Inf is refused by name before anything is computed, and k beyond eq. (5)'s reach by
+// can_implement.
+TEST(GpuOzakiFp32, RefusesNonFiniteInputsAndDeepProducts) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const Backend& device = find_backend("ozaki-fp32");
+  const std::int64_t m = 16, n = 16, k = 16;
+  std::vector<double> a(m * k, 1.0), b(k * n, 1.0);
+  b[7] = INFINITY;
+  DeviceBuffer<double> da(a.size()), db(b.size()), dc(m * n);
+  da.copy_from_host(a);
+  db.copy_from_host(b);
+  const Problem p{m, n, k, 1.0, 0.0, Operand::dense(Format::F64, Op::N, da.data(), m),
+                  Operand::dense(Format::F64, Op::N, db.data(), k), Output{Format::F64, dc.data(), m}};
+  try {
+    device.run(ctx, p);
+    ADD_FAILURE() << "Inf accepted";
+  } catch (const RangeError& e) {
+    EXPECT_NE(std::string(e.what()).find("B holds 1 NaN or Inf"), std::string::npos) << e.what();
+  }
+  Problem deep = p;
+  deep.k = kOzakiFp32MaxK + 1;
+  deep.b.ld = deep.k;
+  EXPECT_EQ(device.can_implement(ctx, deep).status, Support::Status::OverSizeLimit);
+}
+
+}  // namespace
