@@ -4,16 +4,17 @@
 // precision (compensated dot products, Ogita, Rump and Oishi's Dot2). Three tables:
 //   - seed 004 Table 2: FP32 splits s = 2..6 (s(s+1)/2 FP32 products: on a GPU ozaki-fp32 with
 //     cuBLAS SGEMM, halfhalf and tf32tf32 products, host-ozaki-fp32 without one);
-//   - seed 001's d table: 8 BF16 slices with fast mode d (host-ozaki-bf16, the d(d+1)/2 slice
-//     pairs p + q < d);
+//   - seed 001's d table: BF16 slices with fast mode d (the slice pairs p + q < d: on a GPU
+//     ozaki-bf16 with its default slices, host-ozaki-bf16 with 8 slices without one);
 //   - INT8 moduli (ozaki2-int8 on a GPU, host-ozaki2-int8 without one), with cuBLAS DGEMM,
 //     cuBLAS's own emulation and dgemm-auto on a GPU.
 // With --csv FILE the rows go to a CSV for plot_dgemm_accuracy.py.
 //
 //   compare_dgemm_backends [--n 256] [--phis 0.1,1,2] [--reps 1] [--csv results.csv]
 //
-// Defaults: n = 256 on the host, 4096 on a GPU (BF16 slices, and FP32 splits without a GPU, run
-// on the host at n <= 512 only: the slices have no device version).
+// Defaults: n = 256 on the host, 4096 on a GPU (without a GPU, FP32 splits and BF16 slices run at
+// n <= 512 only).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -25,6 +26,7 @@
 #include "mixsolve/core/gpu.hpp"
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/gemm/evaluation.hpp"
+#include "mixsolve/gemm/ozaki_slices.hpp"
 #include "mixsolve/gemm/registry.hpp"
 
 using namespace mixsolve;
@@ -83,7 +85,12 @@ int main(int argc, char** argv) try {
       for (int s = 2; s <= 6; ++s)
         settings.push_back(
             {"FP32 splits (seed 004 Table 2)", backend + ":splits=" + std::to_string(s), s * (s + 1) / 2.0});
-  if (host_schemes) {
+  if (gpu) {  // the slices' default count at k = n (53 bits and one slice more), pairs p + q < d
+    const int bits = ozaki_slice_bits(8, n), slices = std::min(kOzakiMaxSlices, (53 + bits - 1) / bits + 1);
+    for (int d = 5; d <= slices + 1; ++d)
+      settings.push_back({"BF16 slices, fast mode d (seed 001)", "ozaki-bf16:d=" + std::to_string(d),
+                          double(std::min(d, slices) * (std::min(d, slices) + 1) / 2)});
+  } else if (host_schemes) {
     for (int d = 4; d <= 8; ++d)  // pairs (i, j) of 8 slices with i + j <= d + 1
       settings.push_back({"BF16 slices, fast mode d (seed 001)", "host-ozaki-bf16:slices=8,d=" + std::to_string(d),
                           d * (d + 1) / 2.0});

@@ -15,6 +15,7 @@ void add_host_ozaki2_backends(std::vector<std::unique_ptr<Backend>>& out);
 void add_host_ozaki_slice_backends(std::vector<std::unique_ptr<Backend>>& out);
 void add_ozaki2_device_backends(std::vector<std::unique_ptr<Backend>>& out);
 void add_ozaki_fp32_device_backends(std::vector<std::unique_ptr<Backend>>& out);
+void add_ozaki_slice_device_backends(std::vector<std::unique_ptr<Backend>>& out);
 void add_dgemm_auto_backends(std::vector<std::unique_ptr<Backend>>& out);
 
 namespace detail {

@@ -19,6 +19,7 @@ struct Registry {
     add_corrected_sgemm_backends(owned);
     add_ozaki2_device_backends(owned);
     add_ozaki_fp32_device_backends(owned);
+    add_ozaki_slice_device_backends(owned);
     add_dgemm_auto_backends(owned);
     add_host_backends(owned);
     add_host_ozaki_backends(owned);

@@ -69,7 +69,34 @@ TEST(OzakiSlices, FastModeTradesSlicePairsForAccuracy) {
 
 TEST(OzakiSlices, WideExponentsZerosAndNonFiniteInputs) {
   for (const char* name : {"host-ozaki-bf16", "host-ozaki-fp16"})
-    mixsolve::testing::expect_any_finite_input_and_refusals(find_backend(name), {}, 1e-12, std::int64_t{1} << 22);
+    for (const std::int64_t fused : {0, 1})
+      mixsolve::testing::expect_any_finite_input_and_refusals(find_backend(name), {{"fused", fused}}, 1e-12,
+                                                              std::int64_t{1} << 22);
+}
+
+// The fused split (every slice's exponent from the vector's largest |value|, as the device
+// backends split) keeps fast mode's trade: at each d its error stays within 4x of the split with
+// each slice's own exponent (n = 256, phi 0.1 and 1, MPFR).
+TEST(OzakiSlices, FusedSplitKeepsTheAccuracy) {
+  const std::int64_t n = 256;
+  Context ctx = Context::host_only();
+  const Backend& ozaki = find_backend("host-ozaki-bf16");
+  for (const double phi : {0.1, 1.0}) {
+    const std::vector<double> a = phi_matrix(n, n, phi, 41), b = phi_matrix(n, n, phi, 42);
+    const std::vector<double> reference = mixsolve::testing::mpfr_gemm(n, n, n, a.data(), n, b.data(), n);
+    std::vector<double> c(n * n);
+    const Problem problem{n, n, n, 1.0, 0.0, Operand::dense(Format::F64, Op::N, a.data(), n),
+                          Operand::dense(Format::F64, Op::N, b.data(), n), Output{Format::F64, c.data(), n}};
+    for (const int d : {5, 7}) {
+      ozaki.run(ctx, problem, {{"d", d}});
+      const double own = mixsolve::testing::max_relative_error(n, n, c.data(), n, reference);
+      ozaki.run(ctx, problem, {{"d", d}, {"fused", 1}});
+      const double fused = mixsolve::testing::max_relative_error(n, n, c.data(), n, reference);
+      std::printf("phi %g, d = %d: max relative error %.2e (each slice's exponent), %.2e (fused)\n", phi, d, own,
+                  fused);
+      EXPECT_LE(fused, 4 * std::max(own, 1e-15)) << "phi " << phi << " d " << d;
+    }
+  }
 }
 
 }  // namespace

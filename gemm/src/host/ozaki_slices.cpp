@@ -11,7 +11,7 @@
 
 #include "../backends.hpp"
 #include "finite_vectors.hpp"
-#include "../ozaki2_crt.hpp"
+#include "../ozaki_slice_split.hpp"
 #include "mixsolve/core/error.hpp"
 #include "mixsolve/formats/ozaki_split.hpp"
 
@@ -43,26 +43,29 @@ struct Slices {
   std::vector<std::vector<int>> exponent;
 };
 
+// fused: every slice's exponent from the vector's largest |value| (ozaki_slices.hpp), else each
+// slice's own (seed 001 eq. (1)).
 Slices slice(const double* x, std::int64_t vectors, std::int64_t k, std::int64_t vector_stride,
-             std::int64_t element_stride, int count, int rho) {
+             std::int64_t element_stride, int count, int rho, bool fused) {
   Slices out;
   out.value.assign(count, std::vector<double>(vectors * k, 0.0));
   out.exponent.assign(count, std::vector<int>(vectors, 0));
   std::vector<double> r(k);
   for (std::int64_t v = 0; v < vectors; ++v) {
     for (std::int64_t l = 0; l < k; ++l) r[l] = x[v * vector_stride + l * element_stride];
+    int first = 0;  // c of slice 0 (fused)
     for (int p = 0; p < count; ++p) {
       double mu = 0;
-      for (std::int64_t l = 0; l < k; ++l) mu = std::fmax(mu, std::fabs(r[l]));
-      if (mu == 0) break;                                       // the rest of the slices stay 0
-      const int c = formats::ceil_log2(mu);                      // seed 001 eq. (1)
-      const double sigma = 0.75 * std::ldexp(1.0, rho + c);       // eq. (2)
-      out.exponent[p][v] = c;
-      for (std::int64_t l = 0; l < k; ++l) {
-        const double high = detail::add_rn(detail::add_rn(r[l], sigma), -sigma);  // eq. (3)
-        r[l] -= high;                                                             // eq. (4), exact
-        out.value[p][v * k + l] = std::ldexp(high, -c);                          // eq. (5)
+      if (!fused || p == 0)
+        for (std::int64_t l = 0; l < k; ++l) mu = std::fmax(mu, std::fabs(r[l]));
+      if (!fused && mu == 0) break;  // the rest of the slices stay 0
+      if (fused && p == 0) {
+        if (mu == 0) break;  // a zero vector
+        first = formats::ceil_log2(mu);
       }
+      const int c = fused ? first - p * (54 - rho) : formats::ceil_log2(mu);  // seed 001 eq. (1)
+      out.exponent[p][v] = c;
+      for (std::int64_t l = 0; l < k; ++l) out.value[p][v * k + l] = detail::take_ozaki_slice(r[l], rho, c);
     }
   }
   return out;
@@ -80,7 +83,10 @@ class HostOzakiSlices final : public Backend {
   Memory memory() const override { return Memory::Host; }
   std::vector<ParameterSpec> parameters() const override {
     return {{"slices", "slices of each operand; 0: one more than 53 bits need", 0, kOzakiMaxSlices, 0},
-            {"d", "fast mode: only slice pairs p + q < d (0-based); 0: every pair", 0, 2 * kOzakiMaxSlices, 0}};
+            {"d", "fast mode: only slice pairs p + q < d (0-based); 0: every pair", 0, 2 * kOzakiMaxSlices, 0},
+            {"fused", "1: the fused split, every slice's exponent from the vector's largest |value| (as the "
+                      "device backends); 0: each slice's own",
+             0, 1, 0}};
   }
 
  protected:
@@ -94,8 +100,9 @@ class HostOzakiSlices final : public Backend {
     const double* b = static_cast<const double*>(p.b.data);
     detail::require_finite_vectors(name(), a, m, k, p.a.op == Op::N ? 1 : p.a.ld, p.a.op == Op::N ? p.a.ld : 1, "A");
     detail::require_finite_vectors(name(), b, n, k, p.b.op == Op::N ? p.b.ld : 1, p.b.op == Op::N ? 1 : p.b.ld, "B");
-    const Slices sa = slice(a, m, k, p.a.op == Op::N ? 1 : p.a.ld, p.a.op == Op::N ? p.a.ld : 1, count, rho);
-    const Slices sb = slice(b, n, k, p.b.op == Op::N ? p.b.ld : 1, p.b.op == Op::N ? 1 : p.b.ld, count, rho);
+    const bool fused = parameter_value(parameters, "fused") != 0;
+    const Slices sa = slice(a, m, k, p.a.op == Op::N ? 1 : p.a.ld, p.a.op == Op::N ? p.a.ld : 1, count, rho, fused);
+    const Slices sb = slice(b, n, k, p.b.op == Op::N ? p.b.ld : 1, p.b.op == Op::N ? 1 : p.b.ld, count, rho, fused);
     std::vector<double> sum(m * n, 0.0);
     for (int pa = 0; pa < count; ++pa)
       for (int pb = 0; pb < count; ++pb) {

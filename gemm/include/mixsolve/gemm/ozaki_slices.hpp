@@ -15,6 +15,14 @@
 ///
 /// Seed 001 takes c over the whole matrix; here it is per vector, as in the Ozaki scheme's own
 /// papers, so that a row of small entries keeps its bits.
+///
+/// The fused split (parameter fused = 1; seed 001's "fused split kernel"): c is taken once per
+/// vector, from x itself, and slice p (0-based) takes c_p = c - p (b + 1), b = 53 - rho the bits
+/// per slice, so that every slice comes from one pass over x (no reduction between slices). Slice
+/// p leaves a remainder of at most half its grid, 2^(c_p - b - 1) = 2^(c_{p+1}), so each slice
+/// fits its format and uses all its bits; where a remainder is much smaller than that bound, eq.
+/// (1) per slice keeps more of its bits. The device backends ozaki-bf16 and ozaki-fp16 split this
+/// way.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The device backends of the Ozaki scheme with FP32 splits (ozaki-fp32, -halfhalf, -tf32tf32):
-// their split against the host's bit for bit, and their products against a long double
-// reference beside host-ozaki-fp32's.
+// The device backends of the Ozaki scheme with FP32 splits (ozaki-fp32, -halfhalf, -tf32tf32) and
+// with BF16 / FP16 slices (ozaki-bf16, ozaki-fp16): the splits against the host's bit for bit,
+// the FP32 splits' products against a long double reference beside host-ozaki-fp32's, and the
+// slices' products (exact in FP32) against host-ozaki-bf16 / -fp16 bit for bit.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/gemm/ozaki_fp32.hpp"
+#include "mixsolve/gemm/ozaki_slices.hpp"
 #include "mixsolve/gemm/registry.hpp"
 
 namespace {
@@ -157,6 +159,78 @@ TEST(GpuOzakiFp32, RefusesNonFiniteInputsAndDeepProducts) {
   deep.k = kOzakiFp32MaxK + 1;
   deep.b.ld = deep.k;
   EXPECT_EQ(device.can_implement(ctx, deep).status, Support::Status::OverSizeLimit);
+}
+
+// The slices' products are exact in FP32 (seed 001 eq. (11)) and summed in the host's order, so
+// ozaki-bf16 / -fp16 compute host-ozaki-bf16 / -fp16's bits with the fused split: all transposes,
+// odd sizes, a leading dimension beyond the rows, alpha and beta, phi 1 and rows far beyond FP32's
+// range, zero rows and columns; the default slices and 4, every pair and fast mode d = 5.
+TEST(GpuOzakiSlices, MatchTheFusedHostSplitBitForBit) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  Context host = Context::host_only();
+  const std::int64_t m = 37, n = 29, k = 300, pad = 3;
+  for (const char* format : {"bf16", "fp16"})
+    for (const Op op_a : {Op::N, Op::T})
+      for (const Op op_b : {Op::N, Op::T}) {
+        const std::int64_t lda = (op_a == Op::N ? m : k) + pad, ldb = (op_b == Op::N ? k : n) + pad, ldc = m + pad;
+        std::vector<double> a = phi_matrix(lda, op_a == Op::N ? k : m, 1.0, 31);
+        std::vector<double> b = phi_matrix(ldb, op_b == Op::N ? n : k, 1.0, 32);
+        const auto a_at = [&](std::int64_t i, std::int64_t l) -> double& {
+          return op_a == Op::N ? a[i + l * lda] : a[l + i * lda];
+        };
+        const auto b_at = [&](std::int64_t l, std::int64_t j) -> double& {
+          return op_b == Op::N ? b[l + j * ldb] : b[j + l * ldb];
+        };
+        for (std::int64_t l = 0; l < k; ++l) {
+          a_at(0, l) *= 0x1p+600;
+          a_at(1, l) *= 0x1p-700;
+          a_at(2, l) = 0;
+          b_at(l, 3) = 0;
+        }
+        const std::vector<double> c0 = phi_matrix(ldc, n, 0.1, 33);
+        DeviceBuffer<double> da(a.size()), db(b.size()), dc(c0.size());
+        da.copy_from_host(a);
+        db.copy_from_host(b);
+        const auto problem = [&](const double* pa, const double* pb, double* pc) {
+          return Problem{m, n, k, -1.5, 0.25, Operand::dense(Format::F64, op_a, pa, lda),
+                         Operand::dense(Format::F64, op_b, pb, ldb), Output{Format::F64, pc, ldc}};
+        };
+        for (const std::int64_t slices : {0, 4})
+          for (const std::int64_t d : {0, 5}) {
+            SCOPED_TRACE(std::string(format) + " op " + to_string(op_a) + to_string(op_b) + ", slices " +
+                         std::to_string(slices) + ", d " + std::to_string(d));
+            std::vector<double> expected = c0;
+            find_backend(std::string("host-ozaki-") + format)
+                .run(host, problem(a.data(), b.data(), expected.data()), {{"slices", slices}, {"d", d}, {"fused", 1}});
+            dc.copy_from_host(c0);
+            find_backend(std::string("ozaki-") + format)
+                .run(ctx, problem(da.data(), db.data(), dc.data()), {{"slices", slices}, {"d", d}});
+            const std::vector<double> got = dc.to_host(ctx.stream());
+            for (std::size_t x = 0; x < got.size(); ++x) ASSERT_EQ(got[x], expected[x]) << "at " << x;
+          }
+      }
+}
+
+TEST(GpuOzakiSlices, RefuseNonFiniteInputs) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t m = 16, n = 16, k = 16;
+  std::vector<double> a(m * k, 1.0), b(k * n, 1.0);
+  a[3] = std::nan("");
+  DeviceBuffer<double> da(a.size()), db(b.size()), dc(m * n);
+  da.copy_from_host(a);
+  db.copy_from_host(b);
+  const Problem p{m, n, k, 1.0, 0.0, Operand::dense(Format::F64, Op::N, da.data(), m),
+                  Operand::dense(Format::F64, Op::N, db.data(), k), Output{Format::F64, dc.data(), m}};
+  for (const char* name : {"ozaki-bf16", "ozaki-fp16"}) {
+    try {
+      find_backend(name).run(ctx, p);
+      ADD_FAILURE() << name << " accepted NaN";
+    } catch (const RangeError& e) {
+      EXPECT_NE(std::string(e.what()).find("A holds 1 NaN or Inf"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace
