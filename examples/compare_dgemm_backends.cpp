@@ -87,9 +87,12 @@ int main(int argc, char** argv) try {
             {"FP32 splits (seed 004 Table 2)", backend + ":splits=" + std::to_string(s), s * (s + 1) / 2.0});
   if (gpu) {  // the slices' default count at k = n (53 bits and one slice more), pairs p + q < d
     const int bits = ozaki_slice_bits(8, n), slices = std::min(kOzakiMaxSlices, (53 + bits - 1) / bits + 1);
-    for (int d = 5; d <= slices + 1; ++d)
-      settings.push_back({"BF16 slices, fast mode d (seed 001)", "ozaki-bf16:d=" + std::to_string(d),
-                          double(std::min(d, slices) * (std::min(d, slices) + 1) / 2)});
+    for (int d = 5; d <= slices + 1; ++d) {
+      int pairs = 0;
+      for (int p = 0; p < slices; ++p)
+        for (int q = 0; q < slices; ++q) pairs += p + q < d;
+      settings.push_back({"BF16 slices, fast mode d (seed 001)", "ozaki-bf16:d=" + std::to_string(d), double(pairs)});
+    }
   } else if (host_schemes) {
     for (int d = 4; d <= 8; ++d)  // pairs (i, j) of 8 slices with i + j <= d + 1
       settings.push_back({"BF16 slices, fast mode d (seed 001)", "host-ozaki-bf16:slices=8,d=" + std::to_string(d),
