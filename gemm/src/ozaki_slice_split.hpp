@@ -14,7 +14,7 @@ namespace mixsolve::gemm::detail {
 // The slice 2^-c v of the remainder r on the grid of exponent c (a multiple of 2^-(53 - rho),
 // exact in the slice format); r is replaced by r - v, exactly.
 MIXSOLVE_HD inline double take_ozaki_slice(double& r, int rho, int c) {
-  const double sigma = 0.75 * ldexp(1.0, rho + c);  // eq. (2)
+  const double sigma = 0.75 * ldexp(1.0, rho + c);    // eq. (2)
   const double v = add_rn(add_rn(r, sigma), -sigma);  // eq. (3)
   r = add_rn(r, -v);                                  // eq. (4), exact
   return ldexp(v, -c);                                // eq. (5)

@@ -104,8 +104,14 @@ TEST(GpuOzakiFp32, ErrorsFallWithTheSplitsAsOnTheHost) {
     da.copy_from_host(a);
     db.copy_from_host(b);
     const auto problem = [&](const double* pa, const double* pb, double* pc) {
-      return Problem{n, n, n, alpha, beta, Operand::dense(Format::F64, Op::T, pa, n),
-                     Operand::dense(Format::F64, Op::N, pb, n), Output{Format::F64, pc, n}};
+      return Problem{n,
+                     n,
+                     n,
+                     alpha,
+                     beta,
+                     Operand::dense(Format::F64, Op::T, pa, n),
+                     Operand::dense(Format::F64, Op::N, pb, n),
+                     Output{Format::F64, pc, n}};
     };
     std::vector<double> host_error(kOzakiFp32MaxSplits + 1);
     for (int s = kOzakiFp32MinSplits; s <= kOzakiFp32MaxSplits; ++s) {
@@ -147,8 +153,14 @@ TEST(GpuOzakiFp32, RefusesNonFiniteInputsAndDeepProducts) {
   DeviceBuffer<double> da(a.size()), db(b.size()), dc(m * n);
   da.copy_from_host(a);
   db.copy_from_host(b);
-  const Problem p{m, n, k, 1.0, 0.0, Operand::dense(Format::F64, Op::N, da.data(), m),
-                  Operand::dense(Format::F64, Op::N, db.data(), k), Output{Format::F64, dc.data(), m}};
+  const Problem p{m,
+                  n,
+                  k,
+                  1.0,
+                  0.0,
+                  Operand::dense(Format::F64, Op::N, da.data(), m),
+                  Operand::dense(Format::F64, Op::N, db.data(), k),
+                  Output{Format::F64, dc.data(), m}};
   try {
     device.run(ctx, p);
     ADD_FAILURE() << "Inf accepted";
@@ -193,8 +205,14 @@ TEST(GpuOzakiSlices, MatchTheFusedHostSplitBitForBit) {
         da.copy_from_host(a);
         db.copy_from_host(b);
         const auto problem = [&](const double* pa, const double* pb, double* pc) {
-          return Problem{m, n, k, -1.5, 0.25, Operand::dense(Format::F64, op_a, pa, lda),
-                         Operand::dense(Format::F64, op_b, pb, ldb), Output{Format::F64, pc, ldc}};
+          return Problem{m,
+                         n,
+                         k,
+                         -1.5,
+                         0.25,
+                         Operand::dense(Format::F64, op_a, pa, lda),
+                         Operand::dense(Format::F64, op_b, pb, ldb),
+                         Output{Format::F64, pc, ldc}};
         };
         for (const std::int64_t slices : {0, 4})
           for (const std::int64_t d : {0, 5}) {
@@ -221,8 +239,14 @@ TEST(GpuOzakiSlices, RefuseNonFiniteInputs) {
   DeviceBuffer<double> da(a.size()), db(b.size()), dc(m * n);
   da.copy_from_host(a);
   db.copy_from_host(b);
-  const Problem p{m, n, k, 1.0, 0.0, Operand::dense(Format::F64, Op::N, da.data(), m),
-                  Operand::dense(Format::F64, Op::N, db.data(), k), Output{Format::F64, dc.data(), m}};
+  const Problem p{m,
+                  n,
+                  k,
+                  1.0,
+                  0.0,
+                  Operand::dense(Format::F64, Op::N, da.data(), m),
+                  Operand::dense(Format::F64, Op::N, db.data(), k),
+                  Output{Format::F64, dc.data(), m}};
   for (const char* name : {"ozaki-bf16", "ozaki-fp16"}) {
     try {
       find_backend(name).run(ctx, p);

@@ -103,7 +103,7 @@ struct DeviceSplit {
   DeviceBuffer<float> high, remainder;  // splits - 1 and splits planes of vectors x k
   DeviceBuffer<int> exponent;
   std::int64_t plane = 0;
-  const float* high_plane(int p) const { return high.data() + (p - 1) * plane; }       // x_p, 1-based
+  const float* high_plane(int p) const { return high.data() + (p - 1) * plane; }            // x_p, 1-based
   const float* remainder_plane(int p) const { return remainder.data() + (p - 1) * plane; }  // r_p, 1-based
 };
 
@@ -134,14 +134,14 @@ DeviceSplit split_on_device(Context& ctx, const Vectors& x, int splits, const st
   exponents_kernel<<<grid_for(vectors), 256, 0, stream>>>(largest.data(), vectors, out.exponent.data());
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   scaled_copy_kernel<<<tiles(vectors, k), kThreads, 0, stream>>>(x, out.exponent.data(), r.data(),
-                                                                   out.remainder.data());
+                                                                 out.remainder.data());
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   const int beta = formats::ozaki_fp32_beta(k);
   const Vectors remainder_vectors{r.data(), vectors, k, k, 1};
   for (int p = 1; p < splits; ++p) {
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(largest.data(), 0, vectors * sizeof(unsigned long long), stream));
     detail::largest_per_vector_kernel<<<tiles(vectors, k), kThreads, 0, stream>>>(remainder_vectors, largest.data(),
-                                                                                   nonfinite.data());
+                                                                                  nonfinite.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     split_kernel<<<grid_for(out.plane), 256, 0, stream>>>(r.data(), vectors, k, largest.data(), beta,
                                                           out.high.data() + (p - 1) * out.plane,
@@ -197,8 +197,8 @@ class OzakiFp32 final : public Backend {
       add_product_kernel<<<grid_for(m * n), 256, 0, stream>>>(product.data(), m * n, sum.data());
       MIXSOLVE_CUDA_CHECK_LAUNCH();
     }
-    finish_kernel<<<grid_for(m * n), 256, 0, stream>>>(sum.data(), m, n, a.exponent.data(), b.exponent.data(),
-                                                       p.alpha, p.beta, static_cast<double*>(p.c.data), p.c.ld);
+    finish_kernel<<<grid_for(m * n), 256, 0, stream>>>(sum.data(), m, n, a.exponent.data(), b.exponent.data(), p.alpha,
+                                                       p.beta, static_cast<double*>(p.c.data), p.c.ld);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
 

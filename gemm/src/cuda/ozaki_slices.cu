@@ -87,8 +87,8 @@ __global__ void __launch_bounds__(kThreads)
 
 // sum += 2^(a_exponent_i + b_exponent_j - shift) product, in FP64 (seed 001 eq. (10)); pairs of a
 // zero vector add nothing.
-__global__ void add_scaled_product_kernel(const float* product, std::int64_t m, std::int64_t n,
-                                          const int* a_exponent, const int* b_exponent, int shift, double* sum) {
+__global__ void add_scaled_product_kernel(const float* product, std::int64_t m, std::int64_t n, const int* a_exponent,
+                                          const int* b_exponent, int shift, double* sum) {
   for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < m * n;
        e += std::int64_t(gridDim.x) * blockDim.x) {
     const int ea = a_exponent[e % m], eb = b_exponent[e / m];
@@ -127,7 +127,7 @@ DeviceSlices<Slice> slice_on_device(Context& ctx, const Vectors& x, int count, i
   MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(largest.data(), 0, x.vectors * sizeof(unsigned long long), stream));
   MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(nonfinite.data(), 0, sizeof(unsigned int), stream));
   detail::largest_per_vector_kernel<<<tiles(x.vectors, x.k), kThreads, 0, stream>>>(x, largest.data(),
-                                                                                     nonfinite.data());
+                                                                                    nonfinite.data());
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   unsigned int bad = 0;
   nonfinite.copy_to_host(&bad, 1, stream);
@@ -136,8 +136,8 @@ DeviceSlices<Slice> slice_on_device(Context& ctx, const Vectors& x, int count, i
                      " NaN or Inf; the scheme represents finite values only: use cublas-dgemm");
   first_exponents_kernel<<<grid_for(x.vectors), 256, 0, stream>>>(largest.data(), x.vectors, out.exponent.data());
   MIXSOLVE_CUDA_CHECK_LAUNCH();
-  fused_split_kernel<Slice><<<tiles(x.vectors, x.k), kThreads, 0, stream>>>(x, out.exponent.data(), count, rho,
-                                                                             out.planes.data());
+  fused_split_kernel<Slice>
+      <<<tiles(x.vectors, x.k), kThreads, 0, stream>>>(x, out.exponent.data(), count, rho, out.planes.data());
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   return out;
 }
@@ -151,7 +151,8 @@ class OzakiSlices final : public Backend {
   std::string description() const override {
     return std::string("DGEMM emulated with ") + format_ +
            " slices on the tensor cores, products exact in FP32 (Ozaki scheme, seed 001) and the fused split, "
-           "parameters slices and d (fast mode); host-ozaki-" + format_ + " with fused=1 bit for bit";
+           "parameters slices and d (fast mode); host-ozaki-" +
+           format_ + " with fused=1 bit for bit";
   }
   DataType data_type() const override { return DataType::F64; }
   Memory memory() const override { return Memory::Device; }
@@ -188,9 +189,8 @@ class OzakiSlices final : public Backend {
                                            a.planes.data() + pa * a.plane, type_, int(k),
                                            b.planes.data() + pb * b.plane, type_, int(k), &zero, product.data(),
                                            CUDA_R_32F, int(m), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-        add_scaled_product_kernel<<<grid_for(m * n), 256, 0, stream>>>(product.data(), m, n, a.exponent.data(),
-                                                                       b.exponent.data(), (pa + pb) * (bits + 1),
-                                                                       sum.data());
+        add_scaled_product_kernel<<<grid_for(m * n), 256, 0, stream>>>(
+            product.data(), m, n, a.exponent.data(), b.exponent.data(), (pa + pb) * (bits + 1), sum.data());
         MIXSOLVE_CUDA_CHECK_LAUNCH();
       }
     finish_kernel<<<grid_for(m * n), 256, 0, stream>>>(sum.data(), m, n, p.alpha, p.beta,

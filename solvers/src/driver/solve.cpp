@@ -230,14 +230,12 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       // The probe (SolveOptions::probe_pivot_ratio) judges a cheaper LU where something higher
       // remains; the same bound stops one of FP32 accuracy whose pivots collapse.
       const std::int64_t n = s.engine->n();
-      const double probe_below =
-          s.options.probe_pivot_ratio * solvers_detail::unit_roundoff(attempt.precision, s.options.ozaki_bits) / 0x1p-24;
+      const double unit_roundoff = solvers_detail::unit_roundoff(attempt.precision, s.options.ozaki_bits);
+      const double probe_below = s.options.probe_pivot_ratio * unit_roundoff / 0x1p-24;
       const bool may_probe = attempt.precision != Precision::FP64 && s.next < s.path.size() && probe_below > 0 &&
                              n > s.options.gmres_max_inner && n >= 4 * solvers_detail::kProbeColumns;
       const double collapse_below =
-          may_probe && std::isfinite(probe_below) && solvers_detail::unit_roundoff(attempt.precision, s.options.ozaki_bits) <= 0x1p-24
-              ? probe_below
-              : 0.0;
+          may_probe && std::isfinite(probe_below) && unit_roundoff <= 0x1p-24 ? probe_below : 0.0;
       const FactorResult f = s.engine->factor(attempt.precision, attempt.range_scaled, reuse_order, collapse_below);
       s.engine->synchronize();
       s.factors_complete = f.status == StopReason::Converged;

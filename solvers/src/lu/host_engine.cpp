@@ -33,9 +33,8 @@ namespace {
 template <class T>
 std::int64_t lu_factor(std::vector<T>& a, std::int64_t n, std::vector<std::int64_t>& pivots, int nb,
                        const gemm::Backend& update, const gemm::Parameters& parameters, Context& ctx,
-                       double* largest_multiplier = nullptr,
-                       std::int64_t in_order_columns = 0, double collapse_below = 0,
-                       std::int64_t* collapsed_at = nullptr) {
+                       double* largest_multiplier = nullptr, std::int64_t in_order_columns = 0,
+                       double collapse_below = 0, std::int64_t* collapsed_at = nullptr) {
   auto at = [&](std::int64_t i, std::int64_t j) -> T& { return a[i + j * n]; };
   pivots.assign(n, 0);
   if (largest_multiplier) *largest_multiplier = 0;
@@ -191,9 +190,8 @@ class HostEngine final : public HostSpace {
         result.status = StopReason::Overflow;  // beyond FP32's range
         return result;
       }
-      result.zero_pivot_column =
-          lu_factor(float_factors_, n_, pivots_, nb_, update, parameters, ctx_, nullptr, 0, collapse_below,
-                    &result.collapsed_at_column);
+      result.zero_pivot_column = lu_factor(float_factors_, n_, pivots_, nb_, update, parameters, ctx_, nullptr, 0,
+                                           collapse_below, &result.collapsed_at_column);
       if (result.zero_pivot_column < 0 && result.collapsed_at_column >= 0) {
         result.status = StopReason::CollapsedPivots;
         return result;

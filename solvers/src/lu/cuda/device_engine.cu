@@ -251,10 +251,9 @@ class DeviceEngine final : public DeviceSpace {
       if (choice.backend != "ozaki2-int8" || choice.predicted_speedup < kOzakiWideGroupMinSpeedup) break;
       min_rows = rows;
     }
-    if (min_rows > 0) {
-      job.update_group = group;
-      job.update_group_min_rows = min_rows;
-    }
+    if (min_rows <= 0) return BlockedLuJob<double>{f, row_major, &device_update_backend(Precision::FP64)};
+    job.update_group = group;
+    job.update_group_min_rows = min_rows;
     return job;
   }
 
