@@ -37,7 +37,7 @@ def moduli_for_bits(bits, k):
 
 def moduli_of(backend, k):
     params = dict(p.split("=") for p in backend.split(":", 1)[1].split(",")) if ":" in backend else {}
-    if "moduli" in params:
+    if int(params.get("moduli", 0)):  # 0: chosen from bits, as the backend does
         return int(params["moduli"])
     return moduli_for_bits(int(params.get("bits", 53)) or 53, k)
 

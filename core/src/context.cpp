@@ -91,6 +91,14 @@ void* Context::workspace(std::size_t bytes) {
   return workspace_;
 }
 
+void Context::release_workspace() {
+  if (!has_device_ || !workspace_) return;
+  MIXSOLVE_CUDA_CHECK(cudaSetDevice(device_));
+  MIXSOLVE_CUDA_CHECK(cudaFreeAsync(workspace_, stream_));
+  workspace_ = nullptr;
+  workspace_bytes_ = 0;
+}
+
 void* Context::allocate(std::size_t bytes) {
   if (!has_device_) throw NotSupported("Context::allocate: this is a host-only context");
   if (bytes == 0) return nullptr;

@@ -175,8 +175,9 @@ TEST(GpuOzakiFp32, RefusesNonFiniteInputsAndDeepProducts) {
 
 // The slices' products are exact in FP32 (seed 001 eq. (11)) and summed in the host's order, so
 // ozaki-bf16 / -fp16 compute host-ozaki-bf16 / -fp16's bits with the fused split: all transposes,
-// odd sizes, a leading dimension beyond the rows, alpha and beta, phi 1 and rows far beyond FP32's
-// range, zero rows and columns; the default slices and 4, every pair and fast mode d = 5.
+// odd sizes, a leading dimension beyond the rows, alpha and beta, phi 1 and rows near the top and
+// the bottom of FP64's range, zero rows and columns; the default slices and 4, every pair and fast
+// mode d = 5.
 TEST(GpuOzakiSlices, MatchTheFusedHostSplitBitForBit) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
@@ -195,8 +196,8 @@ TEST(GpuOzakiSlices, MatchTheFusedHostSplitBitForBit) {
           return op_b == Op::N ? b[l + j * ldb] : b[j + l * ldb];
         };
         for (std::int64_t l = 0; l < k; ++l) {
-          a_at(0, l) *= 0x1p+600;
-          a_at(1, l) *= 0x1p-700;
+          a_at(0, l) *= 0x1p+1000;  // sigma would overflow without the per-vector scaling
+          a_at(1, l) *= 0x1p-1000;
           a_at(2, l) = 0;
           b_at(l, 3) = 0;
         }

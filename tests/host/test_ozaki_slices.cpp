@@ -74,6 +74,31 @@ TEST(OzakiSlices, WideExponentsZerosAndNonFiniteInputs) {
                                                               std::int64_t{1} << 22);
 }
 
+// Vectors near the top and the bottom of FP64's range: each vector is scaled by a power of two
+// before it is sliced, so sigma = 0.75 2^(rho + c) stays finite (it would overflow from |x| ~
+// 2^978) and the grids of tiny vectors stay normal; the products are as accurate as elsewhere.
+TEST(OzakiSlices, HugeAndTinyVectorsKeepTheirBits) {
+  using namespace mixsolve::testing;
+  Context ctx = Context::host_only();
+  const std::int64_t m = 6, n = 5, k = 64;
+  std::vector<double> a = phi_matrix(m, k, 0.5, 51), b = phi_matrix(k, n, 0.5, 52);
+  for (std::int64_t l = 0; l < k; ++l) {
+    a[0 + l * m] *= 0x1p+1000;  // a row near the top of the range
+    a[1 + l * m] *= 0x1p-1000;  // and one of normal values near its bottom
+    b[l + 0 * k] *= 0x1p-1010;
+  }
+  const std::vector<double> reference = mpfr_gemm(m, n, k, a.data(), m, b.data(), k);
+  for (const char* name : {"host-ozaki-bf16", "host-ozaki-fp16"})
+    for (const std::int64_t fused : {0, 1}) {
+      std::vector<double> c(m * n);
+      const Problem problem{m, n, k, 1.0, 0.0, Operand::dense(Format::F64, Op::N, a.data(), m),
+                            Operand::dense(Format::F64, Op::N, b.data(), k), Output{Format::F64, c.data(), m}};
+      find_backend(name).run(ctx, problem, {{"fused", fused}});
+      for (double v : c) EXPECT_TRUE(std::isfinite(v)) << name;
+      EXPECT_LT(max_relative_error(m, n, c.data(), m, reference), 1e-12) << name << " fused " << fused;
+    }
+}
+
 // The fused split (every slice's exponent from the vector's largest |value|, as the device
 // backends split) keeps fast mode's trade: at each d its error stays within 4x of the split with
 // each slice's own exponent (n = 256, phi 0.1 and 1, MPFR).

@@ -15,6 +15,7 @@
 // FP32 backend may take.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -179,7 +180,10 @@ class OzakiFp32 final : public Backend {
 
  protected:
   std::int64_t size_limit() const override { return 2147483647; }  // the FP32 backends' int sizes
-  std::int64_t inner_size_limit() const override { return kOzakiFp32MaxK; }
+  // kOzakiFp32MaxK, within the split's grid (detail::kMaxTiledDepth).
+  std::int64_t inner_size_limit() const override {
+    return std::min<std::int64_t>(kOzakiFp32MaxK, detail::kMaxTiledDepth);
+  }
   void run_problem(Context& ctx, const Problem& p, const Parameters& parameters, const Execution&) const override {
     const int splits = int(parameter_value(parameters, "splits"));
     const std::int64_t m = p.m, n = p.n, k = p.k;
@@ -212,6 +216,9 @@ OzakiFp32Operand ozaki_fp32_split_on_device(Context& ctx, std::int64_t vectors, 
                                             std::int64_t vector_stride, std::int64_t element_stride, int splits) {
   if (splits < kOzakiFp32MinSplits || splits > kOzakiFp32MaxSplits || k < 1 || k > kOzakiFp32MaxK)
     return ozaki_fp32_split(vectors, k, nullptr, vector_stride, element_stride, splits);  // its error
+  if (k > detail::kMaxTiledDepth)
+    throw InvalidArgument("ozaki_fp32_split_on_device: k (" + std::to_string(k) + ") exceeds " +
+                          std::to_string(detail::kMaxTiledDepth) + " (65535 tiles of 64 along k)");
   const DeviceSplit split =
       split_on_device(ctx, Vectors{x, vectors, k, vector_stride, element_stride}, splits, "ozaki-fp32", "x");
   OzakiFp32Operand out;

@@ -78,10 +78,10 @@ __global__ void __launch_bounds__(kThreads)
     const std::int64_t v = v0 + dv, l = l0 + dl;
     if (v >= x.vectors || l >= x.k) continue;
     const int c = exponent[v];
-    double r = tile[dv][dl];
+    double r = c == kZeroVector ? 0.0 : ldexp(tile[dv][dl], -c);  // scaled as the host scales it
     for (int p = 0; p < count; ++p)
       planes[p * plane + v * x.k + l] =
-          to_slice<Slice>(c == kZeroVector ? 0.0 : detail::take_ozaki_slice(r, rho, c - p * step));
+          to_slice<Slice>(c == kZeroVector ? 0.0 : detail::take_ozaki_slice(r, rho, -p * step));
   }
 }
 
@@ -164,7 +164,10 @@ class OzakiSlices final : public Backend {
 
  protected:
   std::int64_t size_limit() const override { return 2147483647; }  // cuBLAS's int sizes
-  std::int64_t inner_size_limit() const override { return std::int64_t{1} << 22; }
+  // The host's 2^22, within the split's grid (detail::kMaxTiledDepth).
+  std::int64_t inner_size_limit() const override {
+    return std::min<std::int64_t>(std::int64_t{1} << 22, detail::kMaxTiledDepth);
+  }
   void run_problem(Context& ctx, const Problem& p, const Parameters& parameters, const Execution&) const override {
     const std::int64_t m = p.m, n = p.n, k = p.k;
     const int bits = ozaki_slice_bits(significand_bits_, k), rho = 53 - bits;

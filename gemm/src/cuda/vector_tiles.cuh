@@ -71,7 +71,10 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-// The grid of tiles over `vectors` vectors of length k.
+// The largest k a grid of tiles covers: CUDA's 65535 blocks along y.
+constexpr std::int64_t kMaxTiledDepth = std::int64_t{65535} * kTile;
+
+// The grid of tiles over `vectors` vectors of length k (k <= kMaxTiledDepth).
 inline dim3 tiles(std::int64_t vectors, std::int64_t k) {
   return dim3(unsigned((vectors + kTile - 1) / kTile), unsigned((k + kTile - 1) / kTile));
 }

@@ -44,7 +44,10 @@ struct Slices {
 };
 
 // fused: every slice's exponent from the vector's largest |value| (ozaki_slices.hpp), else each
-// slice's own (seed 001 eq. (1)).
+// slice's own (seed 001 eq. (1)). Each vector is first scaled by 2^-c_0, c_0 = ceil(log2 max |x|),
+// so that sigma stays in range for any finite input (2^(rho + c) would overflow from |x| ~ 2^978)
+// and the slices' grids stay normal for tiny ones; a power of two changes no bit of a slice, and
+// what underflows in the scaling lies far below the last slice's grid.
 Slices slice(const double* x, std::int64_t vectors, std::int64_t k, std::int64_t vector_stride,
              std::int64_t element_stride, int count, int rho, bool fused) {
   Slices out;
@@ -52,19 +55,20 @@ Slices slice(const double* x, std::int64_t vectors, std::int64_t k, std::int64_t
   out.exponent.assign(count, std::vector<int>(vectors, 0));
   std::vector<double> r(k);
   for (std::int64_t v = 0; v < vectors; ++v) {
-    for (std::int64_t l = 0; l < k; ++l) r[l] = x[v * vector_stride + l * element_stride];
-    int first = 0;  // c of slice 0 (fused)
+    double largest = 0;
+    for (std::int64_t l = 0; l < k; ++l) largest = std::fmax(largest, std::fabs(x[v * vector_stride + l * element_stride]));
+    if (largest == 0) continue;  // a zero vector: its slices stay 0
+    const int first = formats::ceil_log2(largest);
+    for (std::int64_t l = 0; l < k; ++l) r[l] = std::ldexp(x[v * vector_stride + l * element_stride], -first);
     for (int p = 0; p < count; ++p) {
-      double mu = 0;
-      if (!fused || p == 0)
+      int c = -p * (54 - rho);  // fused: c_0 - p (b + 1), relative to c_0
+      if (!fused) {
+        double mu = 0;
         for (std::int64_t l = 0; l < k; ++l) mu = std::fmax(mu, std::fabs(r[l]));
-      if (!fused && mu == 0) break;  // the rest of the slices stay 0
-      if (fused && p == 0) {
-        if (mu == 0) break;  // a zero vector
-        first = formats::ceil_log2(mu);
+        if (mu == 0) break;  // the rest of the slices stay 0
+        c = formats::ceil_log2(mu);  // seed 001 eq. (1)
       }
-      const int c = fused ? first - p * (54 - rho) : formats::ceil_log2(mu);  // seed 001 eq. (1)
-      out.exponent[p][v] = c;
+      out.exponent[p][v] = first + c;
       for (std::int64_t l = 0; l < k; ++l) out.value[p][v * k + l] = detail::take_ozaki_slice(r[l], rho, c);
     }
   }
@@ -120,7 +124,9 @@ class HostOzakiSlices final : public Backend {
     for (std::int64_t j = 0; j < n; ++j)
       for (std::int64_t i = 0; i < m; ++i) {
         double& cij = c[i + j * p.c.ld];
-        cij = p.beta == 0 ? p.alpha * sum[i + j * m] : p.alpha * sum[i + j * m] + p.beta * cij;
+        // Rounded operation by operation, as the device backends round them (no contraction).
+        const double scaled = detail::mul_rn(p.alpha, sum[i + j * m]);
+        cij = p.beta == 0 ? scaled : detail::add_rn(scaled, detail::mul_rn(p.beta, cij));
       }
   }
 

@@ -94,6 +94,7 @@ struct Factorization::State {
   std::size_t next = 0;  // index in path of the next factorization to try
   Precision current = Precision::Auto;
   Refinement current_refinement = Refinement::Classic;  // the method that converged with the factors
+  int current_emulated_bits = 0;                         // Attempt::emulated_bits of the current factors
   double current_factor_seconds = 0;                     // the time the current factors took
   bool factored = false;
   // An FP64 refinement failed with factors in a reused row order: later FP64 LUs pivot fully.
@@ -272,12 +273,14 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       }
       s.factored = true;
       s.current = attempt.precision;
+      s.current_emulated_bits = attempt.emulated_bits;
       s.current_factor_seconds = attempt.factorization_seconds;
       s.current_refinement = attempt.refinement;
       report.attempts.push_back(attempt);
     } else if (first_attempt) {
       Attempt attempt;  // reuse of the factors from an earlier solve, with the method that worked
       attempt.precision = s.current;
+      attempt.emulated_bits = s.current_emulated_bits;
       attempt.refinement = s.current_refinement;
       report.attempts.push_back(attempt);
     }
@@ -321,6 +324,7 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
                              attempt.stop == StopReason::MaxIterations || attempt.stop == StopReason::TooSlow)) {
       Attempt retry;
       retry.precision = attempt.precision;
+      retry.emulated_bits = attempt.emulated_bits;
       retry.refinement = Refinement::Gmres;
       report.attempts.push_back(retry);
       continue;

@@ -69,6 +69,11 @@ class Context {
   void* workspace(std::size_t bytes);
   /// @return the bytes the current workspace holds (0 before the first workspace() call).
   std::size_t workspace_capacity() const { return workspace_bytes_; }
+  /// Frees the workspace, ordered on stream() (work queued before may still use it); the next
+  /// workspace() call allocates anew. For callers that needed an unusually large one once (the
+  /// Ozaki LU's emulated updates). Does nothing on a host-only context or without a workspace.
+  /// @throws DeviceError if the free fails.
+  void release_workspace();
 
   /// Waits until all work queued on stream() has completed; does nothing on a host-only context.
   /// @throws DeviceError if the stream reports an error.

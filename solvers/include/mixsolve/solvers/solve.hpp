@@ -345,7 +345,8 @@ struct Attempt {
   /// Precision::Ozaki: the bits of each operand that its emulated trailing updates kept
   /// (SolveOptions::ozaki_bits); 0 where every update ran in FP64 (on a GPU without a cost model
   /// for the emulation, or where the matrix is too small for it to pay: the LU was then the FP64
-  /// one), and for the other precisions.
+  /// one), and for the other precisions. On the GPU this is the plan: dgemm-auto may still run a
+  /// planned product in DGEMM (its workspace would not fit, or NaN), which costs speed only.
   int emulated_bits = 0;
   /// min |u_kk| / max |u_kk| of a cheaper LU that the probe could judge (SolveOptions::
   /// probe_pivot_ratio's screen); 0 where it was not computed (FP64, nothing higher left, small n).

@@ -178,8 +178,9 @@ BlockedLuOutcome BlockedLu::run(const BlockedLuJob<T>& job) {
 //  * bulk (the user's context): the update of the columns beyond the next panel, with a
 //    multiprocessor limit that leaves panel_blocks_ multiprocessors to the panel kernel;
 //  * left: the interchanges on the finished L columns to the left, which nothing reads again.
-// Delayed updates: the bulk columns receive the updates of `group` panels at once,
-// A22 -= [L21 ...] [U12; ...] with k = group x 256. At k = 256 the trailing update is bound by
+// Delayed updates: the bulk columns receive the updates of a group of panels at once,
+// A22 -= [L21 ...] [U12; ...] with k = group x 256 (the group may differ from one bulk update to
+// the next: BlockedLuJob::update_group). At k = 256 the trailing update is bound by
 // reading and writing A22 (FP32), not by the tensor cores, so grouping two panels halves that
 // traffic. A bulk update does the next `group` panels' columns first, one event each, so the
 // chain waits only for the columns it needs next, not for the whole bulk update.
@@ -463,8 +464,9 @@ void BlockedLu::factor_blocked(const BlockedLuJob<T>& job, BlockedLuOutcome& out
     profile.stop(Profile::Panel, chain);
     post_verdict(p + 1);
     pack_l21(p + 1);
-    // A bulk update once `group` panels are pending: the next panels' columns one by one (the
-    // chain waits for each), then the rest.
+    // A bulk update once a group of panels is pending (group_from(pending)): the columns of the
+    // panels the chain factors before the next bulk update (group_from(p + 1) of them) one by one,
+    // the chain waiting for each, then the rest.
     if (after_next < nf_ && p + 1 - pending >= (packed ? group : group_from(pending))) {
       moves_ready.wait_in(bulk);
       const std::int64_t next_group = packed ? group : group_from(p + 1);  // the chain's panels until the next one

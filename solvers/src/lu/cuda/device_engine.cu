@@ -242,8 +242,9 @@ class DeviceEngine final : public DeviceSpace {
       return job;
     }
     // The fewest rows (from a group's first panel on) at which dgemm-auto emulates the bulk
-    // product (the rows below the group times the columns beyond the next group's, k = width)
-    // at a predicted kOzakiWideGroupMinSpeedup or more.
+    // product (the rows below the group times about the columns beyond the next group's, k =
+    // width) at a predicted kOzakiWideGroupMinSpeedup or more. A plan: dgemm-auto may still run
+    // DGEMM at run time (memory, NaN), which costs speed only.
     std::int64_t min_rows = -1;
     for (std::int64_t rows = nf_; rows > 2 * width; rows -= nb_) {
       const gemm::DgemmAutoChoice choice =
@@ -321,7 +322,13 @@ class DeviceEngine final : public DeviceSpace {
     job.order_panels = in_order ? order_panels_ : 0;
     job.collapse_below = collapse_below_;
     const BlockedLuOutcome outcome = blocked_->run(job);
-    if (precision_ == Precision::Ozaki && job.update_group > 0) result.emulated_bits = ozaki_bits_;
+    if (precision_ == Precision::Ozaki && job.update_group > 0) {
+      // The emulation's workspace (~6 GB at n = 32768) is counted in the peak, then given back:
+      // nothing after the LU needs it.
+      result.emulated_bits = ozaki_bits_;
+      track_peak();
+      ctx_.release_workspace();
+    }
     if (outcome.collapsed_at_column >= 0) {  // the pivots collapsed part way (kCollapseMinPivots)
       // An exact zero pivot (the NaNs after it count as small) says more; it may lie in the up to
       // kOrderVerdictLag panels factored after the judged one (the host LU stops at the first).
