@@ -10,19 +10,16 @@ import csv
 import sys
 from collections import defaultdict
 
+from plot_support import pyplot_for
+
 
 def main() -> int:
-    if len(sys.argv) != 3:
-        print(__doc__)
-        return 2
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("plot_dgemm_accuracy: matplotlib is not installed (pip install matplotlib)", file=sys.stderr)
+    plt = pyplot_for("plot_dgemm_accuracy", __doc__)
+    if plt is None:
         return 1
-    series = defaultdict(lambda: defaultdict(list))  # phi -> table -> [(products, error)]
+    # phi -> (table, backend without parameters) -> [(products, error)]: one line per backend, so
+    # that the FP32 splits' product backends (SGEMM, halfhalf, tf32tf32 on a GPU) stay apart
+    series = defaultdict(lambda: defaultdict(list))
     fp64 = {}
     n = ""
     with open(sys.argv[1], newline="") as f:
@@ -33,13 +30,13 @@ def main() -> int:
                 if row["backend"] in ("cublas-dgemm", "host-fp64"):
                     fp64[phi] = error
                 continue
-            series[phi][row["table"]].append((products, max(error, 1e-17)))
+            series[phi][(row["table"], row["backend"].split(":")[0])].append((products, max(error, 1e-17)))
     phis = sorted(series)
     fig, axes = plt.subplots(1, len(phis), figsize=(5 * len(phis), 4), squeeze=False)
     for ax, phi in zip(axes[0], phis):
-        for table, points in series[phi].items():
+        for (table, backend), points in series[phi].items():
             points.sort()
-            ax.plot([p for p, _ in points], [e for _, e in points], marker="o", label=table)
+            ax.plot([p for p, _ in points], [e for _, e in points], marker="o", label=f"{table}: {backend}")
         if phi in fp64:
             ax.axhline(max(fp64[phi], 1e-17), color="black", linestyle="--", label="FP64 GEMM")
         ax.set_yscale("log")

@@ -9,17 +9,12 @@ import csv
 import sys
 from collections import defaultdict
 
+from plot_support import pyplot_for
+
 
 def main() -> int:
-    if len(sys.argv) != 3:
-        print(__doc__)
-        return 2
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("plot_gemm_accuracy: matplotlib is not installed (pip install matplotlib)", file=sys.stderr)
+    plt = pyplot_for("plot_gemm_accuracy", __doc__)
+    if plt is None:
         return 1
     series = defaultdict(lambda: defaultdict(list))  # class -> backend -> [(k, error)]
     with open(sys.argv[1], newline="") as f:

@@ -2,7 +2,8 @@
 // The device backends of the Ozaki scheme with FP32 splits (ozaki-fp32, -halfhalf, -tf32tf32) and
 // with BF16 / FP16 slices (ozaki-bf16, ozaki-fp16): the splits against the host's bit for bit,
 // the FP32 splits' products against a long double reference beside host-ozaki-fp32's, and the
-// slices' products (exact in FP32) against host-ozaki-bf16 / -fp16 bit for bit.
+// slices' products (exact in FP32) against host-ozaki-bf16 / -fp16 bit for bit; the refusals of
+// every emulated DGEMM (ozaki2-int8 too).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/gemm/ozaki_fp32.hpp"
+#include "mixsolve/gemm/ozaki_int8.hpp"
 #include "mixsolve/gemm/ozaki_slices.hpp"
 #include "mixsolve/gemm/registry.hpp"
 
@@ -141,38 +143,6 @@ TEST(GpuOzakiFp32, ErrorsFallWithTheSplitsAsOnTheHost) {
   }
 }
 
-// NaN or Inf is refused by name before anything is computed, and k beyond eq. (5)'s reach by
-// can_implement.
-TEST(GpuOzakiFp32, RefusesNonFiniteInputsAndDeepProducts) {
-  MIXSOLVE_REQUIRE_GPU();
-  Context ctx;
-  const Backend& device = find_backend("ozaki-fp32");
-  const std::int64_t m = 16, n = 16, k = 16;
-  std::vector<double> a(m * k, 1.0), b(k * n, 1.0);
-  b[7] = INFINITY;
-  DeviceBuffer<double> da(a.size()), db(b.size()), dc(m * n);
-  da.copy_from_host(a);
-  db.copy_from_host(b);
-  const Problem p{m,
-                  n,
-                  k,
-                  1.0,
-                  0.0,
-                  Operand::dense(Format::F64, Op::N, da.data(), m),
-                  Operand::dense(Format::F64, Op::N, db.data(), k),
-                  Output{Format::F64, dc.data(), m}};
-  try {
-    device.run(ctx, p);
-    ADD_FAILURE() << "Inf accepted";
-  } catch (const RangeError& e) {
-    EXPECT_NE(std::string(e.what()).find("B holds 1 NaN or Inf"), std::string::npos) << e.what();
-  }
-  Problem deep = p;
-  deep.k = kOzakiFp32MaxK + 1;
-  deep.b.ld = deep.k;
-  EXPECT_EQ(device.can_implement(ctx, deep).status, Support::Status::OverSizeLimit);
-}
-
 // The slices' products are exact in FP32 (seed 001 eq. (11)) and summed in the host's order, so
 // ozaki-bf16 / -fp16 compute host-ozaki-bf16 / -fp16's bits with the fused split: all transposes,
 // odd sizes, a leading dimension beyond the rows, alpha and beta, phi 1 and rows near the top and
@@ -231,29 +201,60 @@ TEST(GpuOzakiSlices, MatchTheFusedHostSplitBitForBit) {
       }
 }
 
-TEST(GpuOzakiSlices, RefuseNonFiniteInputs) {
+// Every emulated DGEMM on the GPU refuses NaN and Inf in A or in B by name (with a count) before
+// anything is computed, and the first k beyond its reach in can_implement: the INT32 accumulation
+// of ozaki2-int8 (kOzaki2MaxK), the split's grid of 65535 tiles of 64 for the others.
+TEST(GpuOzakiSchemes, RefuseNonFiniteInputsAndDeepProducts) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
   const std::int64_t m = 16, n = 16, k = 16;
-  std::vector<double> a(m * k, 1.0), b(k * n, 1.0);
-  a[3] = std::nan("");
-  DeviceBuffer<double> da(a.size()), db(b.size()), dc(m * n);
-  da.copy_from_host(a);
-  db.copy_from_host(b);
-  const Problem p{m,
-                  n,
-                  k,
-                  1.0,
-                  0.0,
-                  Operand::dense(Format::F64, Op::N, da.data(), m),
-                  Operand::dense(Format::F64, Op::N, db.data(), k),
-                  Output{Format::F64, dc.data(), m}};
-  for (const char* name : {"ozaki-bf16", "ozaki-fp16"}) {
-    try {
-      find_backend(name).run(ctx, p);
-      ADD_FAILURE() << name << " accepted NaN";
-    } catch (const RangeError& e) {
-      EXPECT_NE(std::string(e.what()).find("A holds 1 NaN or Inf"), std::string::npos) << e.what();
+  struct Case {
+    const char* name;
+    std::int64_t first_refused_k;
+  };
+  const std::int64_t tiled = std::int64_t{65535} * 64 + 1;
+  for (const Case& c :
+       {Case{"ozaki2-int8", kOzaki2MaxK + 1}, Case{"ozaki-fp32", tiled}, Case{"ozaki-fp32-halfhalf", tiled},
+        Case{"ozaki-fp32-tf32tf32", tiled}, Case{"ozaki-bf16", tiled}, Case{"ozaki-fp16", tiled}}) {
+    const Backend& backend = find_backend(c.name);
+    if (!backend.unavailable_reason(ctx).empty()) continue;
+    for (const bool in_a : {true, false}) {
+      std::vector<double> a(m * k, 1.0), b(k * n, 1.0);
+      (in_a ? a[3] : b[7]) = in_a ? std::nan("") : INFINITY;
+      DeviceBuffer<double> da(a.size()), db(b.size()), dc(m * n);
+      da.copy_from_host(a);
+      db.copy_from_host(b);
+      const Problem p{m,
+                      n,
+                      k,
+                      1.0,
+                      0.0,
+                      Operand::dense(Format::F64, Op::N, da.data(), m),
+                      Operand::dense(Format::F64, Op::N, db.data(), k),
+                      Output{Format::F64, dc.data(), m}};
+      try {
+        backend.run(ctx, p);
+        ADD_FAILURE() << c.name << " accepted " << (in_a ? "NaN in A" : "Inf in B");
+      } catch (const RangeError& e) {
+        EXPECT_NE(std::string(e.what()).find("holds 1 NaN or Inf"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(c.name), std::string::npos) << e.what();
+      }
+    }
+    std::vector<double> tiny(1);
+    for (const std::int64_t depth : {c.first_refused_k - 1, c.first_refused_k}) {
+      const Problem deep{1,
+                         1,
+                         depth,
+                         1.0,
+                         0.0,
+                         Operand::dense(Format::F64, Op::N, tiny.data(), 1),
+                         Operand::dense(Format::F64, Op::N, tiny.data(), depth),
+                         Output{Format::F64, tiny.data(), 1}};
+      const Support::Status status = backend.can_implement(ctx, deep).status;
+      if (depth < c.first_refused_k)
+        EXPECT_NE(status, Support::Status::OverSizeLimit) << c.name << ", k " << depth;
+      else
+        EXPECT_EQ(status, Support::Status::OverSizeLimit) << c.name << ", k " << depth;
     }
   }
 }

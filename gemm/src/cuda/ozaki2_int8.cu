@@ -106,7 +106,7 @@ __global__ void reconstruct_kernel(const std::int32_t* products, std::int64_t pl
     for (int e = 0; e < 4 && i0 + e < m; ++e) {
       const double ab = ldexp(detail::crt_value(shared_table, limbs[e]), -(a_shift[i0 + e] + b_shift[j]));
       double& cij = c[i0 + e + j * ldc];
-      cij = beta == 0 ? __dmul_rn(alpha, ab) : __dadd_rn(__dmul_rn(alpha, ab), __dmul_rn(beta, cij));
+      cij = detail::alpha_ab_plus_beta_c(alpha, ab, beta, cij);
     }
   }
 }
@@ -174,10 +174,7 @@ class Ozaki2Int8 final : public Backend {
     // kernels write 16 bytes at a time: the planes are zero-padded to k16 rows and m16 / n16
     // columns.
     const std::int64_t k16 = round_up(k, kGroup), m16 = round_up(m, kGroup);
-    const Vectors a{static_cast<const double*>(p.a.data), m, k, p.a.op == Op::N ? 1 : p.a.ld,
-                    p.a.op == Op::N ? p.a.ld : 1};
-    const Vectors b{static_cast<const double*>(p.b.data), n, k, p.b.op == Op::N ? p.b.ld : 1,
-                    p.b.op == Op::N ? 1 : p.b.ld};
+    const Vectors a = detail::rows_of_op_a(p), b = detail::columns_of_op_b(p);
     const std::int64_t asked_panel = parameter_value(parameters, "panel");
     const std::int64_t panel = panel_columns(
         ctx, round_up(std::min(asked_panel > 0 ? asked_panel : kOzaki2PanelColumns, n), kGroup),

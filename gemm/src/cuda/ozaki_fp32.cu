@@ -3,7 +3,8 @@
 // 004, ozaki_fp32.hpp) on the GPU, the s (s + 1) / 2 products through an FP32 backend of this
 // library (cuBLAS SGEMM, or the corrected tensor-core SGEMMs halfhalf and tf32tf32 of seed 000).
 // The split is host-ozaki-fp32's bit for bit (formats/ozaki_split.hpp):
-//  1. e_v = ceil(log2 max |x_v|) per vector (row of op(A), column of op(B)); NaN/Inf refused;
+//  1. e_v = ceil(log2 max |x_v|) per vector (row of op(A), column of op(B)); NaN/Inf refused
+//     (vector_tiles.cuh);
 //  2. r_1 = x 2^-e in FP64, in a plane of k x vectors (vector v contiguous), and its FP32 rounding;
 //  3. per split p: mu_p = max |r_p| per vector, sigma_p = 2^(ceil(log2 mu_p) + beta), the high
 //     part x_p = fl32(fl32(r_p) + sigma_p) - sigma_p, r_{p+1} = r_p - x_p (exact) and its rounding;
@@ -40,15 +41,6 @@ using detail::kTile;
 using detail::load_tile;
 using detail::tiles;
 using detail::Vectors;
-
-// exponent[v] = ceil(log2 largest_v), 0 for a zero vector (host: ozaki_fp32_split).
-__global__ void exponents_kernel(const unsigned long long* largest_bits, std::int64_t vectors, int* exponent) {
-  for (std::int64_t v = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; v < vectors;
-       v += std::int64_t(gridDim.x) * blockDim.x) {
-    const double largest = __longlong_as_double(static_cast<long long>(largest_bits[v]));
-    exponent[v] = largest > 0 ? formats::ceil_log2(largest) : 0;
-  }
-}
 
 // r[v k + l] = x(v, l) 2^-exponent[v] (FP64), remainder[v k + l] = fl32(r). Grid: tiles(vectors, k).
 __global__ void __launch_bounds__(kThreads)
@@ -87,18 +79,6 @@ __global__ void add_product_kernel(const float* product, std::int64_t count, dou
     sum[i] += double(product[i]);
 }
 
-// C = alpha 2^(e_i + f_j) sum + beta C, rounded as the host backend rounds it.
-__global__ void finish_kernel(const double* sum, std::int64_t m, std::int64_t n, const int* a_exponent,
-                              const int* b_exponent, double alpha, double beta, double* c, std::int64_t ldc) {
-  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < m * n;
-       e += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t i = e % m, j = e / m;
-    const double ab = ldexp(sum[e], a_exponent[i] + b_exponent[j]);
-    double& cij = c[i + j * ldc];
-    cij = beta == 0 ? __dmul_rn(alpha, ab) : __dadd_rn(__dmul_rn(alpha, ab), __dmul_rn(beta, cij));
-  }
-}
-
 // The split planes of one operand on the device (layout of OzakiFp32Operand).
 struct DeviceSplit {
   DeviceBuffer<float> high, remainder;  // splits - 1 and splits planes of vectors x k
@@ -120,20 +100,10 @@ DeviceSplit split_on_device(Context& ctx, const Vectors& x, int splits, const st
   out.remainder = DeviceBuffer<float>(ctx, std::max<std::int64_t>(splits * out.plane, 1));
   out.exponent = DeviceBuffer<int>(ctx, std::max<std::int64_t>(vectors, 1));
   if (vectors == 0) return out;
+  detail::vector_exponents(ctx, x, 0, out.exponent.data(), backend, operand);
   DeviceBuffer<double> r(ctx, out.plane);
-  DeviceBuffer<unsigned long long> largest(ctx, vectors);
-  DeviceBuffer<unsigned int> nonfinite(ctx, 1);
-  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(largest.data(), 0, vectors * sizeof(unsigned long long), stream));
-  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(nonfinite.data(), 0, sizeof(unsigned int), stream));
-  detail::largest_per_vector_kernel<<<tiles(vectors, k), kThreads, 0, stream>>>(x, largest.data(), nonfinite.data());
-  MIXSOLVE_CUDA_CHECK_LAUNCH();
-  unsigned int bad = 0;
-  nonfinite.copy_to_host(&bad, 1, stream);
-  if (bad)
-    throw RangeError("gemm(" + backend + "): " + operand + " holds " + std::to_string(bad) +
-                     " NaN or Inf; the scheme represents finite values only: use cublas-dgemm");
-  exponents_kernel<<<grid_for(vectors), 256, 0, stream>>>(largest.data(), vectors, out.exponent.data());
-  MIXSOLVE_CUDA_CHECK_LAUNCH();
+  DeviceBuffer<unsigned long long> largest(ctx, vectors);  // of each remainder
+  DeviceBuffer<unsigned int> nonfinite(ctx, 1);            // none: the remainders are finite
   scaled_copy_kernel<<<tiles(vectors, k), kThreads, 0, stream>>>(x, out.exponent.data(), r.data(),
                                                                  out.remainder.data());
   MIXSOLVE_CUDA_CHECK_LAUNCH();
@@ -150,13 +120,6 @@ DeviceSplit split_on_device(Context& ctx, const Vectors& x, int splits, const st
     MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
   return out;
-}
-
-Vectors rows_of_op_a(const Problem& p) {
-  return {static_cast<const double*>(p.a.data), p.m, p.k, p.a.op == Op::N ? 1 : p.a.ld, p.a.op == Op::N ? p.a.ld : 1};
-}
-Vectors columns_of_op_b(const Problem& p) {
-  return {static_cast<const double*>(p.b.data), p.n, p.k, p.b.op == Op::N ? p.b.ld : 1, p.b.op == Op::N ? 1 : p.b.ld};
 }
 
 class OzakiFp32 final : public Backend {
@@ -187,8 +150,8 @@ class OzakiFp32 final : public Backend {
   void run_problem(Context& ctx, const Problem& p, const Parameters& parameters, const Execution&) const override {
     const int splits = int(parameter_value(parameters, "splits"));
     const std::int64_t m = p.m, n = p.n, k = p.k;
-    const DeviceSplit a = split_on_device(ctx, rows_of_op_a(p), splits, name(), "A");
-    const DeviceSplit b = split_on_device(ctx, columns_of_op_b(p), splits, name(), "B");
+    const DeviceSplit a = split_on_device(ctx, detail::rows_of_op_a(p), splits, name(), "A");
+    const DeviceSplit b = split_on_device(ctx, detail::columns_of_op_b(p), splits, name(), "B");
     DeviceBuffer<double> sum(ctx, m * n);
     DeviceBuffer<float> product(ctx, m * n);
     cudaStream_t stream = ctx.stream();
@@ -201,8 +164,9 @@ class OzakiFp32 final : public Backend {
       add_product_kernel<<<grid_for(m * n), 256, 0, stream>>>(product.data(), m * n, sum.data());
       MIXSOLVE_CUDA_CHECK_LAUNCH();
     }
-    finish_kernel<<<grid_for(m * n), 256, 0, stream>>>(sum.data(), m, n, a.exponent.data(), b.exponent.data(), p.alpha,
-                                                       p.beta, static_cast<double*>(p.c.data), p.c.ld);
+    detail::scaled_sum_to_c_kernel<<<grid_for(m * n), 256, 0, stream>>>(sum.data(), m, n, a.exponent.data(),
+                                                                        b.exponent.data(), p.alpha, p.beta,
+                                                                        static_cast<double*>(p.c.data), p.c.ld);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
 

@@ -54,15 +54,6 @@ __device__ __half to_slice(double v) {
   return __double2half(v);
 }
 
-// exponent[v] = ceil(log2 largest_v), kZeroVector for a zero vector.
-__global__ void first_exponents_kernel(const unsigned long long* largest_bits, std::int64_t vectors, int* exponent) {
-  for (std::int64_t v = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; v < vectors;
-       v += std::int64_t(gridDim.x) * blockDim.x) {
-    const double largest = __longlong_as_double(static_cast<long long>(largest_bits[v]));
-    exponent[v] = largest > 0 ? formats::ceil_log2(largest) : kZeroVector;
-  }
-}
-
 // Every slice of every element in one pass (the fused split): plane p (k x vectors, vector v
 // contiguous) holds 2^-(c_v - p (b + 1)) v_p. Grid: tiles(vectors, k).
 template <class Slice>
@@ -97,15 +88,6 @@ __global__ void add_scaled_product_kernel(const float* product, std::int64_t m, 
   }
 }
 
-__global__ void finish_kernel(const double* sum, std::int64_t m, std::int64_t n, double alpha, double beta, double* c,
-                              std::int64_t ldc) {
-  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < m * n;
-       e += std::int64_t(gridDim.x) * blockDim.x) {
-    double& cij = c[e % m + e / m * ldc];
-    cij = beta == 0 ? __dmul_rn(alpha, sum[e]) : __dadd_rn(__dmul_rn(alpha, sum[e]), __dmul_rn(beta, cij));
-  }
-}
-
 template <class Slice>
 struct DeviceSlices {
   DeviceBuffer<Slice> planes;  // count planes of vectors x k
@@ -122,20 +104,7 @@ DeviceSlices<Slice> slice_on_device(Context& ctx, const Vectors& x, int count, i
   out.planes = DeviceBuffer<Slice>(ctx, std::max<std::int64_t>(count * out.plane, 1));
   out.exponent = DeviceBuffer<int>(ctx, std::max<std::int64_t>(x.vectors, 1));
   if (x.vectors == 0) return out;
-  DeviceBuffer<unsigned long long> largest(ctx, x.vectors);
-  DeviceBuffer<unsigned int> nonfinite(ctx, 1);
-  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(largest.data(), 0, x.vectors * sizeof(unsigned long long), stream));
-  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(nonfinite.data(), 0, sizeof(unsigned int), stream));
-  detail::largest_per_vector_kernel<<<tiles(x.vectors, x.k), kThreads, 0, stream>>>(x, largest.data(),
-                                                                                    nonfinite.data());
-  MIXSOLVE_CUDA_CHECK_LAUNCH();
-  unsigned int bad = 0;
-  nonfinite.copy_to_host(&bad, 1, stream);
-  if (bad)
-    throw RangeError("gemm(" + backend + "): " + operand + " holds " + std::to_string(bad) +
-                     " NaN or Inf; the scheme represents finite values only: use cublas-dgemm");
-  first_exponents_kernel<<<grid_for(x.vectors), 256, 0, stream>>>(largest.data(), x.vectors, out.exponent.data());
-  MIXSOLVE_CUDA_CHECK_LAUNCH();
+  detail::vector_exponents(ctx, x, kZeroVector, out.exponent.data(), backend, operand);
   fused_split_kernel<Slice>
       <<<tiles(x.vectors, x.k), kThreads, 0, stream>>>(x, out.exponent.data(), count, rho, out.planes.data());
   MIXSOLVE_CUDA_CHECK_LAUNCH();
@@ -173,12 +142,8 @@ class OzakiSlices final : public Backend {
     const int bits = ozaki_slice_bits(significand_bits_, k), rho = 53 - bits;
     const std::int64_t asked = parameter_value(parameters, "slices"), d = parameter_value(parameters, "d");
     const int count = asked > 0 ? int(asked) : std::min(kOzakiMaxSlices, (53 + bits - 1) / bits + 1);
-    const Vectors rows{static_cast<const double*>(p.a.data), m, k, p.a.op == Op::N ? 1 : p.a.ld,
-                       p.a.op == Op::N ? p.a.ld : 1};
-    const Vectors columns{static_cast<const double*>(p.b.data), n, k, p.b.op == Op::N ? p.b.ld : 1,
-                          p.b.op == Op::N ? 1 : p.b.ld};
-    const DeviceSlices<Slice> a = slice_on_device<Slice>(ctx, rows, count, rho, name(), "A");
-    const DeviceSlices<Slice> b = slice_on_device<Slice>(ctx, columns, count, rho, name(), "B");
+    const DeviceSlices<Slice> a = slice_on_device<Slice>(ctx, detail::rows_of_op_a(p), count, rho, name(), "A");
+    const DeviceSlices<Slice> b = slice_on_device<Slice>(ctx, detail::columns_of_op_b(p), count, rho, name(), "B");
     DeviceBuffer<double> sum(ctx, m * n);
     DeviceBuffer<float> product(ctx, m * n);
     cudaStream_t stream = ctx.stream();
@@ -196,8 +161,8 @@ class OzakiSlices final : public Backend {
             product.data(), m, n, a.exponent.data(), b.exponent.data(), (pa + pb) * (bits + 1), sum.data());
         MIXSOLVE_CUDA_CHECK_LAUNCH();
       }
-    finish_kernel<<<grid_for(m * n), 256, 0, stream>>>(sum.data(), m, n, p.alpha, p.beta,
-                                                       static_cast<double*>(p.c.data), p.c.ld);
+    detail::scaled_sum_to_c_kernel<<<grid_for(m * n), 256, 0, stream>>>(sum.data(), m, n, nullptr, nullptr, p.alpha,
+                                                                        p.beta, static_cast<double*>(p.c.data), p.c.ld);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
 
