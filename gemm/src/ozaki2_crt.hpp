@@ -65,9 +65,41 @@ MIXSOLVE_HD inline double add_rn(double a, double b) {
 CrtTable crt_table(int moduli);
 // The parameters both ozaki2 backends declare, moduli and bits, and the count of moduli a call
 // asks for: `moduli` if set, else the fewest that keep `bits` bits of each operand at inner
-// dimension k (53 when neither is set). Setting both, or 1 modulus, is refused, naming `backend`.
+// dimension k (kOzaki2DefaultBits when neither is set). Setting both, or 1 modulus, is refused,
+// naming `backend`.
 std::vector<ParameterSpec> ozaki2_parameters();
 int ozaki2_resolve_moduli(const Parameters& asked, std::int64_t k, const std::string& backend);
+
+// The scaling (ozaki_int8.hpp). Vector v, a row of op(A) or a column of op(B), is multiplied by
+// 2^(K - e_v), where 2^e_v bounds its 2-norm, and rounded to integers x'. Then ||x'|| <= 2^K +
+// sqrt(k) / 2, and by Cauchy-Schwarz |a'_i . b'_j| <= (2^K_A + sqrt(k)/2) (2^K_B + sqrt(k)/2),
+// which ozaki2_scale keeps within 2^(floor(log2 M) - 1), the CRT's margin.
+struct Ozaki2Scale {
+  int a = 0, b = 0;  // K_A >= K_B
+};
+// K_A and K_B for `moduli` moduli at inner dimension k (host code, ozaki_int8.cpp). Throws
+// InvalidArgument when M is too small for k.
+Ozaki2Scale ozaki2_scale(int moduli, std::int64_t k);
+
+// The norm bound e_v comes from an integer: with c = ceil(log2 max_l |x_l|) and y_l = |x_l| 2^-c
+// <= 1, each nonzero element adds floor(y_l^2 2^40) + 2 units of 2^-40, more than y_l^2 2^40
+// whatever the rounding of y_l^2, and the sum (below k 2^41 <= 2^58) is the same in any order of
+// addition: the device's atomic sums equal the host's. It overestimates ||x||^2 by at most
+// 2k 2^-40 max^2, a relative 2^-22 at k = 2^17.
+constexpr int kNormUnitBits = 40;
+MIXSOLVE_HD inline std::uint64_t norm_units(double x, int c) {
+  if (x == 0) return 0;
+  const double y = ldexp(fabs(x), -c);
+  return std::uint64_t(mul_rn(y, y) * 0x1p40) + 2;
+}
+// The smallest e with 2^(2e) >= units 2^(2c - 40), so that ||x|| <= 2^e, for a vector's
+// units > 0 (at least 2^38: its largest element has y > 1/2).
+MIXSOLVE_HD inline int norm_exponent(std::uint64_t units, int c) {
+  int log2_units = 0;  // ceil(log2 units)
+  while ((std::uint64_t{1} << log2_units) < units) ++log2_units;
+  const int excess = log2_units - kNormUnitBits;  // >= -2
+  return c + (excess >= 0 ? (excess + 1) / 2 : -(-excess / 2));
+}
 
 // x - m rint(x / m) for an integer-valued x with |x| < 2^80, exactly: the quotient's rounding
 // errs by at most |x| 2^-52 / m + 1/2, so the exact difference is an integer below 2^29 (below

@@ -39,18 +39,23 @@ TEST(Ozaki2Int8, ModuliAreCoprimeInt8AndBitsFollowTheirProduct) {
     EXPECT_LE(moduli[i], 256);
     for (std::size_t j = 0; j < i; ++j) EXPECT_EQ(std::gcd(moduli[i], moduli[j]), 1) << moduli[i] << " " << moduli[j];
   }
-  EXPECT_EQ(ozaki2_operand_bits(2, 1), 7);     // M = 65280: floor(log2 M) = 15; (15 - 1 - 0) / 2
-  EXPECT_EQ(ozaki2_operand_bits(15, 256), 54);  // floor(log2 M) = 117: (116 - 8) / 2
-  EXPECT_EQ(ozaki2_operand_bits(15, kOzaki2MaxK), 49);
-  EXPECT_EQ(ozaki2_operand_bits(20, 256), 73);   // floor(log2 M) = 155: (154 - 8) / 2
+  // bits = K_B - 1, K_A + K_B = floor(log2 M) - 2, independent of k while k's rounding terms
+  // sqrt(k) / 2 stay small beside 2^K.
+  EXPECT_EQ(ozaki2_operand_bits(2, 1), 5);      // M = 65280: floor(log2 M) = 15; K = 7, 6
+  EXPECT_EQ(ozaki2_operand_bits(2, 1 << 14), 4);  // (2^6 + 64)^2 = 2^14 is refused: K = 6, 5
+  EXPECT_EQ(ozaki2_operand_bits(2, 60000), 1);     // (2^3 + 122.5)(2^2 + 122.5) <= 2^14: K = 3, 2
+  EXPECT_THROW(ozaki2_operand_bits(2, 70000), InvalidArgument);  // (2 + 132.3)^2 > 2^14
+  EXPECT_EQ(ozaki2_operand_bits(12, 4096), 45);  // floor(log2 M) = 94: K = 46, 46
+  EXPECT_EQ(ozaki2_operand_bits(14, 256), 53);   // floor(log2 M) = 110: K = 54, 54
+  EXPECT_EQ(ozaki2_operand_bits(15, 256), 56);   // floor(log2 M) = 117: K = 58, 57
+  EXPECT_EQ(ozaki2_operand_bits(15, kOzaki2MaxK), 56);
+  EXPECT_EQ(ozaki2_operand_bits(20, 256), 75);  // floor(log2 M) = 155: K = 77, 76
   EXPECT_THROW(ozaki2_operand_bits(21, 256), InvalidArgument);
-  EXPECT_EQ(ozaki2_operand_bits(2, 1 << 14), 0);
-  EXPECT_THROW(ozaki2_operand_bits(2, 40000), InvalidArgument);  // M / 2 = 32640 < k
-  EXPECT_EQ(ozaki2_moduli_for_bits(53, 256), 15);    // 54 bits
-  EXPECT_EQ(ozaki2_moduli_for_bits(53, 16384), 16);  // 55 bits
-  EXPECT_EQ(ozaki2_moduli_for_bits(40, 256), 12);    // 11 keep 39
-  EXPECT_EQ(ozaki2_moduli_for_bits(53, 32768), 16);  // beyond k = 2^14, where 2 moduli are too few: 54 bits
-  EXPECT_EQ(ozaki2_moduli_for_bits(1, kOzaki2MaxK), 3);
+  EXPECT_EQ(ozaki2_moduli_for_bits(53, 256), 14);
+  EXPECT_EQ(ozaki2_moduli_for_bits(53, 32768), 14);
+  EXPECT_EQ(ozaki2_moduli_for_bits(kOzaki2DefaultBits, 16384), 15);
+  EXPECT_EQ(ozaki2_moduli_for_bits(40, 256), 11);  // 10 keep 37
+  EXPECT_EQ(ozaki2_moduli_for_bits(1, kOzaki2MaxK), 3);  // 2 are too few at this k
   EXPECT_THROW(ozaki2_operand_bits(8, kOzaki2MaxK + 1), InvalidArgument);
 }
 
@@ -110,8 +115,8 @@ TEST(Ozaki2Int8, ResiduesByFmaReductionAreExact) {
                 ((std::int64_t(x) % table.modulus[t]) + table.modulus[t]) % table.modulus[t]);
 }
 
-// The CRT gives back any integer x with |x| <= 2^room <= M/2 from its residues, for every count of
-// moduli (x up to 2^154 for 20): the nearest double to x below 2^104 (the double-double sum is
+// The CRT gives back any integer x with |x| <= 2^room, room = floor(log2 M) - 1 (the products'
+// bound, ozaki2_scale), from its residues, for every count of moduli (x up to 2^154 for 20): the nearest double to x below 2^104 (the double-double sum is
 // exact there), within one unit in the last place above. GMP integers; MPFR rounds the reference.
 TEST(Ozaki2Int8, CrtRecoversIntegersFromTheirResidues) {
   mpz_t x;
@@ -120,7 +125,8 @@ TEST(Ozaki2Int8, CrtRecoversIntegersFromTheirResidues) {
   mpfr_init2(rounded, 53);
   for (int count = 2; count <= kOzaki2MaxModuli; ++count) {
     const crt::CrtTable table = crt::crt_table(count);
-    const int room = ozaki2_operand_bits(count, 1) * 2;  // |x| <= 2^room <= M / 2
+    const crt::Ozaki2Scale scale = crt::ozaki2_scale(count, 1);
+    const int room = scale.a + scale.b + 1;  // K_A + K_B = floor(log2 M) - 2
     for (std::uint64_t s = 0; s < 1000; ++s) {
       const int bits = int(random_bits(10, s) % std::uint64_t(room + 1));
       mpz_set_ui(x, 0);
@@ -152,8 +158,8 @@ TEST(Ozaki2Int8, CrtRecoversIntegersFromTheirResidues) {
   mpz_clear(x);
 }
 
-// Integer matrices whose entries fit the operands' bits are scaled by powers of two only, so the
-// result is the exact integer product: every residue and the CRT are checked bit for bit.
+// Integer matrices whose vectors' grids 2^(e - K) are at most 1 are scaled by powers of two only,
+// so the result is the exact integer product: every residue and the CRT are checked bit for bit.
 TEST(Ozaki2Int8, IntegerProductsAreReconstructedExactly) {
   const std::int64_t m = 23, n = 19, k = 77;
   std::vector<double> a(m * k), b(k * n), c(m * n);
@@ -161,7 +167,7 @@ TEST(Ozaki2Int8, IntegerProductsAreReconstructedExactly) {
   for (std::size_t x = 0; x < b.size(); ++x) b[x] = double(std::int64_t(random_bits(4, x) % 4001) - 2000);
   Context ctx = Context::host_only();
   const Backend& ozaki = find_backend("host-ozaki2-int8");
-  for (const int moduli : {6, 9, 15, 20}) {  // operand bits 19, 31, 54 and 73 at k = 77: every entry exact
+  for (const int moduli : {6, 9, 15, 20}) {  // K_B = 22, 34, 57, 76 >= e = 15 (||b_j|| < 2^15): exact
     ozaki.run(ctx, product(m, n, k, a.data(), b.data(), c.data()), {{"moduli", moduli}});
     for (std::int64_t j = 0; j < n; ++j)
       for (std::int64_t i = 0; i < m; ++i) {
@@ -169,6 +175,27 @@ TEST(Ozaki2Int8, IntegerProductsAreReconstructedExactly) {
         for (std::int64_t l = 0; l < k; ++l) exact += std::int64_t(a[i + l * m]) * std::int64_t(b[l + j * k]);
         ASSERT_EQ(c[i + j * m], double(exact)) << "moduli " << moduli << " at (" << i << ", " << j << ")";
       }
+  }
+}
+
+// Cauchy-Schwarz is attained by equal vectors of equal entries: a'_i . b'_j = ||a'_i|| ||b'_j||,
+// here 3/4 of 2^(K_A + K_B) at k = 3 (||x|| = sqrt(3), bounded by 2^2). Those products, and their
+// sign changes, come back exactly for every count of moduli and several k.
+TEST(Ozaki2Int8, ProductsAtTheCauchySchwarzBoundAreExact) {
+  Context ctx = Context::host_only();
+  const Backend& ozaki = find_backend("host-ozaki2-int8");
+  for (const std::int64_t k : {3, 48, 4095}) {
+    // Rows of A: all ones, alternating signs; columns of B: the same.
+    std::vector<double> a(2 * k), b(k * 2), c(4);
+    for (std::int64_t l = 0; l < k; ++l) {
+      a[0 + l * 2] = b[l] = 1.0;
+      a[1 + l * 2] = b[l + k] = l % 2 ? -1.0 : 1.0;
+    }
+    const double exact[4] = {double(k), double(k % 2), double(k % 2), double(k)};
+    for (int count = kOzaki2MinModuli; count <= kOzaki2MaxModuli; ++count) {
+      ozaki.run(ctx, product(2, 2, k, a.data(), b.data(), c.data()), {{"moduli", count}});
+      for (int e = 0; e < 4; ++e) ASSERT_EQ(c[e], exact[e]) << count << " moduli, k = " << k << ", entry " << e;
+    }
   }
 }
 

@@ -81,7 +81,10 @@ class DgemmAuto final : public Backend {
   Memory memory() const override { return Memory::Device; }
   std::string unavailable_reason(const Context& ctx) const override { return detail::require_device(ctx, 75); }
   std::vector<ParameterSpec> parameters() const override {
-    return {{"bits", "the bits of each operand the emulation must keep; 0: 53 (FP64's significand)", 0, 64, 0}};
+    return {{"bits",
+             "the emulation's accuracy, ozaki2-int8's bits (a grid of 2^-bits of each row's and column's 2-norm); 0: " +
+                 std::to_string(kOzaki2DefaultBits) + " (DGEMM's accuracy)",
+             0, 64, 0}};
   }
 
  protected:
@@ -89,7 +92,7 @@ class DgemmAuto final : public Backend {
   void run_problem(Context& ctx, const Problem& p, const Parameters& parameters,
                    const Execution& execution) const override {
     const std::int64_t asked = parameter_value(parameters, "bits");
-    const int bits = asked == 0 ? 53 : int(asked);
+    const int bits = asked == 0 ? kOzaki2DefaultBits : int(asked);
     const DgemmAutoChoice choice = dgemm_auto_choice(ctx, p.m, p.n, p.k, bits);
     if (choice.backend == "ozaki2-int8") {
       try {

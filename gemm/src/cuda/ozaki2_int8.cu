@@ -2,7 +2,8 @@
 // ozaki2-int8: DGEMM emulated on the INT8 tensor cores by the Ozaki scheme II (ozaki_int8.hpp),
 // computing what host-ozaki2-int8 computes, bit for bit:
 //  1. the largest |value| of each row of op(A) and column of op(B), one atomicMax per vector and
-//     tile (non-negative doubles order as their bits), hence the shifts;
+//     tile (non-negative doubles order as their bits), then the integer bound of its 2-norm, one
+//     atomicAdd per vector and tile, hence the shifts;
 //  2. one pass over each operand writes its INT8 residues for every modulus (seed 001's fused
 //     split): plane t holds round(x 2^shift) mod m_t, balanced, as a k16 x m16 (or k16 x n16)
 //     column-major INT8 matrix, zero-padded, so that each product is cuBLAS's INT8 "TN" GEMM;
@@ -44,12 +45,35 @@ using detail::round_up;
 using detail::tiles;
 using detail::Vectors;
 
-// shift[v] = bits - ceil(log2 largest_v) (0 for a zero vector), as host-ozaki2-int8 computes it.
-__global__ void shifts_kernel(const unsigned long long* largest_bits, std::int64_t vectors, int bits, int* shift) {
+// units[v] += the norm units (ozaki2_crt.hpp) of vector v's elements in this tile, given the
+// vector's largest |value| (largest_per_vector_kernel). Integer sums: the same in any order.
+// Grid: (tiles along the vectors, tiles along k).
+__global__ void __launch_bounds__(kThreads)
+    norm_units_kernel(Vectors x, const unsigned long long* largest_bits, unsigned long long* units) {
+  __shared__ double tile[kTile][kTile + 1];
+  const std::int64_t v0 = std::int64_t(blockIdx.x) * kTile, l0 = std::int64_t(blockIdx.y) * kTile;
+  load_tile(x, v0, l0, tile, [](double value, std::int64_t) { return value; });
+  const int dv = threadIdx.x / 4, part = threadIdx.x % 4;  // 4 threads per vector, 16 elements each
+  const std::int64_t v = v0 + dv;
+  const double largest = v < x.vectors ? __longlong_as_double(static_cast<long long>(largest_bits[v])) : 0.0;
+  unsigned long long sum = 0;
+  if (largest > 0) {
+    const int c = formats::ceil_log2(largest);
+    for (int dl = part * kGroup; dl < (part + 1) * kGroup; ++dl) sum += detail::norm_units(tile[dv][dl], c);
+  }
+  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+  sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+  if (part == 0 && sum > 0) atomicAdd(&units[v], sum);
+}
+
+// shift[v] = norm_bits - e_v, e_v the bound of vector v's 2-norm (0 for a zero vector), as
+// host-ozaki2-int8 computes it.
+__global__ void shifts_kernel(const unsigned long long* largest_bits, const unsigned long long* units,
+                              std::int64_t vectors, int norm_bits, int* shift) {
   for (std::int64_t v = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; v < vectors;
        v += std::int64_t(gridDim.x) * blockDim.x) {
     const double largest = __longlong_as_double(static_cast<long long>(largest_bits[v]));
-    shift[v] = largest > 0 ? bits - formats::ceil_log2(largest) : 0;
+    shift[v] = largest > 0 ? norm_bits - detail::norm_exponent(units[v], formats::ceil_log2(largest)) : 0;
   }
 }
 
@@ -113,7 +137,7 @@ __global__ void reconstruct_kernel(const std::int32_t* products, std::int64_t pl
 
 // The pieces of ozaki2-int8's workspace for C in panels of `columns` columns (a multiple of 16).
 struct WorkspaceParts {
-  unsigned long long* largest;
+  unsigned long long *largest, *units;
   unsigned int* nonfinite;
   int *a_shift, *b_shift;
   std::int8_t *a_planes, *b_planes;
@@ -124,7 +148,8 @@ WorkspaceParts carve_workspace(detail::WorkspaceCarver& w, std::int64_t m, std::
                                std::int64_t columns) {
   const std::int64_t k16 = round_up(k, kGroup), m16 = round_up(m, kGroup);
   WorkspaceParts parts;
-  parts.largest = w.take<unsigned long long>(m + n);
+  parts.largest = w.take<unsigned long long>(m + n);  // then B's
+  parts.units = w.take<unsigned long long>(m + n);
   parts.nonfinite = w.take<unsigned int>(1);
   parts.a_shift = w.take<int>(m + n);  // then B's
   parts.b_shift = parts.a_shift ? parts.a_shift + m : nullptr;
@@ -154,11 +179,11 @@ class Ozaki2Int8 final : public Backend {
     return specs;
   }
 
-  // With the default parameters (53 bits, panels of kOzaki2PanelColumns); other moduli and
-  // panels: detail::ozaki2_int8_workspace_bytes.
+  // With the default parameters (kOzaki2DefaultBits, panels of kOzaki2PanelColumns); other moduli
+  // and panels: detail::ozaki2_int8_workspace_bytes.
   std::size_t workspace_bytes(const GemmShape& s) const override {
     if (s.k < 1 || s.k > kOzaki2MaxK) return 0;
-    return detail::ozaki2_int8_workspace_bytes(s.m, s.n, s.k, ozaki2_moduli_for_bits(53, s.k),
+    return detail::ozaki2_int8_workspace_bytes(s.m, s.n, s.k, ozaki2_moduli_for_bits(kOzaki2DefaultBits, s.k),
                                                round_up(std::min(kOzaki2PanelColumns, s.n), kGroup));
   }
 
@@ -168,7 +193,7 @@ class Ozaki2Int8 final : public Backend {
   void run_problem(Context& ctx, const Problem& p, const Parameters& parameters, const Execution&) const override {
     const std::int64_t m = p.m, n = p.n, k = p.k;
     const int moduli = detail::ozaki2_resolve_moduli(parameters, k, name());
-    const int bits = ozaki2_operand_bits(moduli, k);
+    const detail::Ozaki2Scale scale = detail::ozaki2_scale(moduli, k);
     const detail::CrtTable table = detail::crt_table(moduli);
     // cuBLAS's INT8 GEMM wants leading dimensions and sizes in multiples of 4, and the residue
     // kernels write 16 bytes at a time: the planes are zero-padded to k16 rows and m16 / n16
@@ -184,6 +209,7 @@ class Ozaki2Int8 final : public Backend {
     cudaStream_t stream = ctx.stream();
 
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(parts.largest, 0, (m + n) * sizeof(unsigned long long), stream));
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(parts.units, 0, (m + n) * sizeof(unsigned long long), stream));
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(parts.nonfinite, 0, sizeof(unsigned int), stream));
     detail::largest_per_vector_kernel<<<tiles(m, k), kThreads, 0, stream>>>(a, parts.largest, parts.nonfinite);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
@@ -195,7 +221,13 @@ class Ozaki2Int8 final : public Backend {
     if (nonfinite)
       throw RangeError("gemm(" + name() + "): A or B holds " + std::to_string(nonfinite) +
                        " NaN or Inf; the scheme represents finite values only: use cublas-dgemm");
-    shifts_kernel<<<grid_for(m + n), 256, 0, stream>>>(parts.largest, m + n, bits, parts.a_shift);
+    norm_units_kernel<<<tiles(m, k), kThreads, 0, stream>>>(a, parts.largest, parts.units);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    norm_units_kernel<<<tiles(n, k), kThreads, 0, stream>>>(b, parts.largest + m, parts.units + m);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    shifts_kernel<<<grid_for(m), 256, 0, stream>>>(parts.largest, parts.units, m, scale.a, parts.a_shift);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    shifts_kernel<<<grid_for(n), 256, 0, stream>>>(parts.largest + m, parts.units + m, n, scale.b, parts.b_shift);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     residues_kernel<<<tiles(m16, k16), kThreads, 0, stream>>>(a, parts.a_shift, table, parts.a_planes, k16, m16);
     MIXSOLVE_CUDA_CHECK_LAUNCH();

@@ -111,36 +111,51 @@ std::int64_t inverse_mod(std::int64_t a, std::int64_t m) {
   return positive_mod(t, m);
 }
 
-}  // namespace
-
-namespace {
-
-// floor(log2(M / 2)) - ceil(log2 k) for valid moduli and k: the bits two operands share, k 2^(2b)
-// <= 2^room <= M / 2; negative when M / 2 < k.
-int operand_room(int moduli, std::int64_t k) {
+void check_moduli_and_k(int moduli, std::int64_t k) {
   if (moduli < kOzaki2MinModuli || moduli > kOzaki2MaxModuli)
     throw InvalidArgument("ozaki2: moduli (" + std::to_string(moduli) + ") outside [" +
                           std::to_string(kOzaki2MinModuli) + ", " + std::to_string(kOzaki2MaxModuli) + "]");
   if (k < 1 || k > kOzaki2MaxK)
     throw InvalidArgument("ozaki2: k (" + std::to_string(k) + ") outside [1, " + std::to_string(kOzaki2MaxK) + "]");
-  int log2_k = 0;
-  while ((std::int64_t{1} << log2_k) < k) ++log2_k;
-  return floor_log2(product_of_moduli(moduli)) - 1 - log2_k;  // floor(log2(M / 2)) = floor(log2 M) - 1
 }
 
 }  // namespace
 
-int ozaki2_operand_bits(int moduli, std::int64_t k) {
-  const int room = operand_room(moduli, k);
-  if (room < 0)
+namespace detail {
+
+Ozaki2Scale ozaki2_scale(int moduli, std::int64_t k) {
+  check_moduli_and_k(moduli, k);
+  const int top = floor_log2(product_of_moduli(moduli));  // 2^top <= M
+  // (2^K_A + r)(2^K_B + r) <= 2^(top - 1), r = sqrt(k) / 2 (rounded up, and the product's
+  // rounding covered by the factor 1 - 2^-50).
+  const double r = 0.5 * std::sqrt(double(k)) * (1 + 0x1p-50), limit = std::ldexp(1 - 0x1p-50, top - 1);
+  Ozaki2Scale scale{(top - 1) / 2, (top - 2) / 2};  // K_A + K_B = top - 2
+  while (scale.b >= 1 && (std::ldexp(1, scale.a) + r) * (std::ldexp(1, scale.b) + r) > limit) {
+    if (scale.a > scale.b)
+      --scale.a;
+    else
+      --scale.b;
+  }
+  if (scale.b < 1)
     throw InvalidArgument("ozaki2: moduli (" + std::to_string(moduli) + ") too few for k (" + std::to_string(k) +
-                          "): even 0-bit operands could sum beyond M / 2; take more moduli");
-  return room / 2;
+                          "): the rounding of the operands alone could carry the product beyond M / 2; take more "
+                          "moduli");
+  return scale;
 }
 
+}  // namespace detail
+
+int ozaki2_operand_bits(int moduli, std::int64_t k) { return detail::ozaki2_scale(moduli, k).b - 1; }
+
 int ozaki2_moduli_for_bits(int bits, std::int64_t k) {
-  for (int count = kOzaki2MinModuli; count < kOzaki2MaxModuli; ++count)
-    if (operand_room(count, k) >= 2 * bits) return count;
+  check_moduli_and_k(kOzaki2MinModuli, k);
+  for (int count = kOzaki2MinModuli; count < kOzaki2MaxModuli; ++count) {
+    try {
+      if (ozaki2_operand_bits(count, k) >= bits) return count;
+    } catch (const InvalidArgument&) {
+      // too few for k: the next count
+    }
+  }
   return kOzaki2MaxModuli;
 }
 
@@ -163,7 +178,7 @@ CrtTable crt_table(int moduli) {
     for (int j = 0; j < kCrtLimbs; ++j) table.weight[t][j] = double(bits_of(weight, limb_bits * j, limb_bits));
   }
   // crt_value's q = round(S / M) is computed from doubles, S / M to about 2^-38; it is right when
-  // x / M, at most 2^(floor(log2 M) - 1) / M (ozaki2_operand_bits), stays 2^-30 from 1/2.
+  // x / M, at most 2^(floor(log2 M) - 1) / M (ozaki2_scale), stays 2^-30 from 1/2.
   if (0.5 * (1 - 1 / mantissa(product)) < 0x1p-30) throw std::logic_error("crt_table: M too close to a power of 2");
   return table;
 }
@@ -172,8 +187,9 @@ std::vector<ParameterSpec> ozaki2_parameters() {
   return {{"moduli", "coprime INT8 moduli, each keeping about 4 more bits of A and of B; 0: chosen from bits", 0,
            kOzaki2MaxModuli, 0},
           {"bits",
-           "the bits of each operand to keep, the accuracy knob: the fewest moduli that keep them at this k; "
-           "0: 53 (FP64's significand) unless moduli is set",
+           "the accuracy knob: each row of op(A) and column of op(B) is rounded on a grid of 2^-bits of its "
+           "2-norm, with the fewest moduli that allow it at this k; 0: " + std::to_string(kOzaki2DefaultBits) +
+               " (DGEMM's accuracy) unless moduli is set",
            0, 64, 0}};
 }
 
@@ -187,7 +203,7 @@ int ozaki2_resolve_moduli(const Parameters& asked, std::int64_t k, const std::st
   if (moduli != 0 && bits != 0)
     throw InvalidArgument("gemm(" + backend + "): moduli (" + std::to_string(moduli) + ") and bits (" +
                           std::to_string(bits) + ") both set; set one");
-  return moduli != 0 ? int(moduli) : ozaki2_moduli_for_bits(bits != 0 ? int(bits) : 53, k);
+  return moduli != 0 ? int(moduli) : ozaki2_moduli_for_bits(bits != 0 ? int(bits) : kOzaki2DefaultBits, k);
 }
 
 }  // namespace detail
@@ -211,15 +227,15 @@ class HostOzaki2Int8 final : public Backend {
   void run_problem(Context&, const Problem& p, const Parameters& parameters, const Execution&) const override {
     const std::int64_t m = p.m, n = p.n, k = p.k;
     const int moduli = detail::ozaki2_resolve_moduli(parameters, k, name());
-    const int bits = ozaki2_operand_bits(moduli, k);
+    const detail::Ozaki2Scale scale = detail::ozaki2_scale(moduli, k);
     const double* a = static_cast<const double*>(p.a.data);
     const double* b = static_cast<const double*>(p.b.data);
-    // Rows of op(A) and columns of op(B) as vectors of length k, rounded to b-bit integers.
+    // Rows of op(A) and columns of op(B) as vectors of length k, scaled to 2-norms of at most 2^K.
     std::vector<int> a_shift, b_shift;
     const std::vector<double> ai =
-        scaled(a, m, k, p.a.op == Op::N ? 1 : p.a.ld, p.a.op == Op::N ? p.a.ld : 1, bits, a_shift, "A");
+        scaled(a, m, k, p.a.op == Op::N ? 1 : p.a.ld, p.a.op == Op::N ? p.a.ld : 1, scale.a, a_shift, "A");
     const std::vector<double> bi =
-        scaled(b, n, k, p.b.op == Op::N ? p.b.ld : 1, p.b.op == Op::N ? 1 : p.b.ld, bits, b_shift, "B");
+        scaled(b, n, k, p.b.op == Op::N ? p.b.ld : 1, p.b.op == Op::N ? 1 : p.b.ld, scale.b, b_shift, "B");
     const detail::CrtTable table = detail::crt_table(moduli);
     std::vector<std::int32_t> residues(m * n * moduli);  // entry-major: the N residues of an entry together
     std::vector<std::int8_t> ar(m * k), br(n * k);
@@ -251,22 +267,27 @@ class HostOzaki2Int8 final : public Backend {
   }
 
  private:
-  // Vector v (element l at x[v vector_stride + l element_stride]) times 2^shift[v], shift = bits -
-  // ceil(log2 max |x_v|), so that the rounded values are integers of magnitude <= 2^bits (the
-  // rounding happens in int8_residue_of_rounded). Vector-major.
+  // Vector v (element l at x[v vector_stride + l element_stride]) times 2^shift[v], shift = K -
+  // e_v with 2^e_v the bound of its 2-norm (ozaki2_crt.hpp: norm_units, norm_exponent), so that
+  // the rounded values (int8_residue_of_rounded rounds them) have a 2-norm of at most
+  // 2^K + sqrt(k) / 2. Vector-major.
   std::vector<double> scaled(const double* x, std::int64_t vectors, std::int64_t k, std::int64_t vector_stride,
-                             std::int64_t element_stride, int bits, std::vector<int>& shift,
+                             std::int64_t element_stride, int norm_bits, std::vector<int>& shift,
                              const char* operand) const {
     detail::require_finite_vectors(name(), x, vectors, k, vector_stride, element_stride, operand);
     std::vector<double> out(vectors * k);
     shift.assign(vectors, 0);
     for (std::int64_t v = 0; v < vectors; ++v) {
+      const auto at = [&](std::int64_t l) { return x[v * vector_stride + l * element_stride]; };
       double largest = 0;
-      for (std::int64_t l = 0; l < k; ++l)
-        largest = std::fmax(largest, std::fabs(x[v * vector_stride + l * element_stride]));
-      shift[v] = largest > 0 ? bits - formats::ceil_log2(largest) : 0;
-      for (std::int64_t l = 0; l < k; ++l)
-        out[v * k + l] = std::ldexp(x[v * vector_stride + l * element_stride], shift[v]);
+      for (std::int64_t l = 0; l < k; ++l) largest = std::fmax(largest, std::fabs(at(l)));
+      if (largest > 0) {
+        const int c = formats::ceil_log2(largest);
+        std::uint64_t units = 0;
+        for (std::int64_t l = 0; l < k; ++l) units += detail::norm_units(at(l), c);
+        shift[v] = norm_bits - detail::norm_exponent(units, c);
+      }
+      for (std::int64_t l = 0; l < k; ++l) out[v * k + l] = std::ldexp(at(l), shift[v]);
     }
     return out;
   }

@@ -2,7 +2,7 @@
 /// @file
 /// dgemm-auto: C = alpha op(A) op(B) + beta C in FP64 on the GPU, by cuBLAS DGEMM or by its
 /// emulation ozaki2-int8, whichever a cost model measured on this GPU predicts to be faster at
-/// the requested accuracy (parameter bits, default 53). The emulation is taken only where the
+/// the requested accuracy (parameter bits, default kOzaki2DefaultBits). The emulation is taken only where the
 /// model predicts at least kDgemmAutoMargin times DGEMM's speed, so that model error (within 15%
 /// of the measured times) cannot make dgemm-auto slower than DGEMM. GPUs without a measured
 /// model, products whose emulation would not fit in the free device memory, and inputs holding
