@@ -241,10 +241,10 @@ struct SolveOptions {
   /// takes at most 256: larger values are reduced to 256).
   int block_size = 0;
   /// The bits of each operand that the trailing updates of a Precision::Ozaki LU keep (the
-  /// emulation's accuracy knob: ozaki2-int8's parameter bits), in [kOzakiMinBits, kOzakiMaxBits].
-  /// The factors are then about as accurate as an LU in a precision of unit roundoff 2^-bits
-  /// (the probe and the reused-order test take that one): 40 refines in a few classic steps up to
-  /// cond ~1e10; 53 gives factors of FP64 accuracy.
+  /// emulation's accuracy knob: ozaki2-int8's parameter bits, a grid of 2^-bits of each row's and
+  /// column's 2-norm), in [kOzakiMinBits, kOzakiMaxBits]. The factors are then about as accurate
+  /// as an LU in a precision of unit roundoff 2^-bits (the probe and the reused-order test take
+  /// that one): 40 refines in a few classic steps up to cond ~1e10.
   int ozaki_bits = 40;
   /// Called at the start of each phase ("factorization fp16", "refinement gmres", ...), e.g. to
   /// print progress during long solves. May be empty. The phase texts are "factorization <p>
