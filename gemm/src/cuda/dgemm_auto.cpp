@@ -28,7 +28,7 @@ namespace {
 //   N (2 m n k / int8_ops + per_entry_modulus m n + per_operand_modulus (m + n) k) + per_entry m n,
 // against DGEMM's 2 m n k / dgemm_flops. Fitted (least squares on relative error,
 // tools/fit_dgemm_auto_model.py) to dgemm_benchmark's times of shapes with 256 <= k <= 32768 and
-// 4096 <= m, n <= 32768 at 30, 40 and 53 bits: on the H100 44 of them, every predicted speed-up
+// 4096 <= m, n <= 32768 at 9 to 16 moduli: on the H100 44 of them, every predicted speed-up
 // within 15% of the measured one; on the H200 39, within 18%, and all but two below the measured
 // one (those by at most 3%). dgemm_flops is DGEMM's best measured rate, so that the model errs
 // towards DGEMM.
