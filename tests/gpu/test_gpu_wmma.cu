@@ -11,12 +11,14 @@
 #include <mma.h>
 
 #include <cstdint>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "gpu_test_support.hpp"
 #include "mixsolve/core/cuda_check.hpp"
+#include "mixsolve/primitives/wmma_corrected.cuh"
 #include "mixsolve/primitives/wmma_helpers.cuh"
 
 namespace {
@@ -302,6 +304,81 @@ TEST(GpuWmma, VectorFragmentsGiveTheOuterProduct) {
   if (major < 9) GTEST_SKIP() << "the fragment maps were read on sm_90";
   check_outer_product<16, 16, 16, half, float>("half m16n16k16");
   check_outer_product<8, 8, 4, double, double>("double m8n8k4");
+}
+
+// C (16 x 16) = A (16 x k, row major) B (k x 16, column major) of FP32 data by one warp, with the
+// split on load and the corrected product (kCorrected) or the plain product of the rounded
+// operands.
+template <class T, int K, bool kCorrected>
+__global__ void corrected_product(const float* a, const float* b, int k, float* c) {
+  using A = wmma::fragment<wmma::matrix_a, 16, 16, K, T, wmma::row_major>;
+  using B = wmma::fragment<wmma::matrix_b, 16, 16, K, T, wmma::col_major>;
+  wmma::fragment<wmma::accumulator, 16, 16, K, float> acc;
+  wmma::fill_fragment(acc, 0.0f);
+  for (int l = 0; l < k; l += K) {
+    A a_hi, a_lo;
+    B b_hi, b_lo;
+    mw::load_split_sync(a_hi, a_lo, a + l, k, wmma::mem_row_major);
+    mw::load_split_sync(b_hi, b_lo, b + l, k, wmma::mem_col_major);
+    if constexpr (kCorrected) {
+      mw::mma_corrected_sync(acc, a_hi, a_lo, b_hi, b_lo, acc);
+    } else {
+      wmma::mma_sync(acc, a_hi, b_hi, acc);
+    }
+  }
+  wmma::store_matrix_sync(c, acc, 16, wmma::mem_col_major);
+}
+
+// max_ij |C_ij - (AB)_ij| / (|A||B|)_ij against an FP64 product.
+template <class T, int K, bool kCorrected>
+double product_error(const std::vector<float>& a, const std::vector<float>& b, int k) {
+  float *d_a = device_copy(a), *d_b = device_copy(b);
+  std::vector<float> c(256);
+  float* d_c = device_copy(c);
+  corrected_product<T, K, kCorrected><<<1, 32>>>(d_a, d_b, k, d_c);
+  MIXSOLVE_CUDA_CHECK(cudaMemcpy(c.data(), d_c, sizeof(float) * 256, cudaMemcpyDeviceToHost));
+  double worst = 0;
+  for (int j = 0; j < 16; ++j)
+    for (int i = 0; i < 16; ++i) {
+      double exact = 0, magnitude = 0;
+      for (int l = 0; l < k; ++l) {
+        exact += double(a[i * k + l]) * double(b[l + j * k]);
+        magnitude += std::fabs(double(a[i * k + l]) * double(b[l + j * k]));
+      }
+      worst = std::max(worst, std::fabs(double(c[i + j * 16]) - exact) / magnitude);
+    }
+  MIXSOLVE_CUDA_CHECK(cudaFree(d_a));
+  MIXSOLVE_CUDA_CHECK(cudaFree(d_b));
+  MIXSOLVE_CUDA_CHECK(cudaFree(d_c));
+  return worst;
+}
+
+// The corrected fragment products keep FP32's accuracy: at k = 512 on uniform(-1, 1) data within
+// 2^-20 of |A||B| (an FP32 dot product's own rounding is of order 2^-24 sqrt(k)), where the
+// products of the rounded operands alone err by more than 16 times as much.
+TEST(GpuWmma, CorrectedFragmentProductsKeepFp32Accuracy) {
+  MIXSOLVE_REQUIRE_GPU();
+  int major = 0;
+  MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  if (major < 9) GTEST_SKIP() << "the fragment maps were read on sm_90";
+  const int k = 512;
+  std::vector<float> a(16 * k), b(k * 16);
+  std::uint64_t state = 12345;
+  const auto uniform = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return float(double(state >> 11) * 0x1p-53 * 2 - 1);
+  };
+  for (float& x : a) x = uniform();
+  for (float& x : b) x = uniform();
+  const double halfhalf = product_error<half, 16, true>(a, b, k), fp16 = product_error<half, 16, false>(a, b, k);
+  const double tf32tf32 = product_error<wmma::precision::tf32, 8, true>(a, b, k),
+               tf32 = product_error<wmma::precision::tf32, 8, false>(a, b, k);
+  std::printf("k = %d, max |error| / (|A||B|): halfhalf %.3g (FP16 %.3g), tf32tf32 %.3g (TF32 %.3g)\n", k, halfhalf,
+              fp16, tf32tf32, tf32);
+  EXPECT_LT(halfhalf, 0x1p-20);
+  EXPECT_LT(tf32tf32, 0x1p-20);
+  EXPECT_GT(fp16, 16 * halfhalf);
+  EXPECT_GT(tf32, 16 * tf32tf32);
 }
 
 }  // namespace
