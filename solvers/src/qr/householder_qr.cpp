@@ -145,6 +145,18 @@ void HouseholderQr<T>::solve_r(const MatrixView<T>& x) const {
     }
 }
 
+template <class T>
+void HouseholderQr<T>::solve_rt(const MatrixView<T>& x) const {
+  if (x.rows < n_) throw InvalidArgument("HouseholderQr::solve_rt: x has " + std::to_string(x.rows) +
+                                         " rows, fewer than n = " + std::to_string(n_));
+  for (std::int64_t col = 0; col < x.cols; ++col)
+    for (std::int64_t i = 0; i < n_; ++i) {
+      T s = x(i, col);
+      for (std::int64_t j = 0; j < i; ++j) s -= a_(j, i) * x(j, col);
+      x(i, col) = s / a_(i, i);
+    }
+}
+
 template class HouseholderQr<float>;
 template class HouseholderQr<double>;
 

@@ -44,6 +44,8 @@ class HouseholderQr {
   // x := R^-1 x for the first n rows of x (n x k or taller); a zero diagonal entry gives Inf/NaN,
   // as a triangular solve does.
   void solve_r(const MatrixView<T>& x) const;
+  // x := R^-T x for the first n rows of x.
+  void solve_rt(const MatrixView<T>& x) const;
 
  private:
   // The V of block b (rows j0 .. m, nb columns, unit lower trapezoidal, zeros above) and its T.

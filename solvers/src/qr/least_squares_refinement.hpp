@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Internal: least squares min ||b - A x||_2 (A m x n, m >= n, full rank) refined to FP64 accuracy
+// from a QR of A in a cheaper precision, on the host (issue 28's model of the device solver).
+//
+// The refinement works on the augmented system (Bjorck 1967; Higham, Accuracy and Stability of
+// Numerical Algorithms, 2nd ed., section 20.5)
+//     [ I   A ] [ r ]   [ b ]
+//     [ A^T 0 ] [ x ] = [ 0 ],
+// whose solution is the least-squares x with its residual r = b - A x. Each step computes the
+// residuals of both equations in FP64,
+//     f = b - r - A x,   g = -A^T r,
+// and solves the system for the corrections with the cheap factors A = Q R (Q = [Q1 Q2]):
+//     h = R^-T g,   d = Q^T f,   dx = R^-1 (d1 - h),   dr = Q [h; d2],
+// then x += dx, r += dr. Refining x alone against b - A x would not do: with a nonzero residual
+// its limit is the solution of a perturbed problem, whose error grows with kappa^2 ||r||; the
+// augmented form refines r as well and reaches FP64's accuracy where kappa(A) u_QR < 1.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "mixsolve/core/matrix.hpp"
+#include "qr/householder_qr.hpp"
+
+namespace mixsolve::solvers_detail {
+
+// How the refinement ended.
+enum class LsStop {
+  Converged,      // ||dx|| <= 2^-53 ||x|| and ||dr|| <= 2^-53 ||b||: nothing left to correct
+  Stagnated,      // the corrections stopped halving after they had halved twice (or reached
+                  // 2^-40): x and r are as accurate as FP64 residuals make them
+  Diverged,       // they stopped before that, or overflowed: the factors are too far from A
+                  // (kappa(A) u_T >~ 1); x and r are not to be trusted
+  MaxIterations,  // neither within the step budget
+};
+
+struct LsRefinementResult {
+  LsStop stop = LsStop::MaxIterations;
+  int iterations = 0;
+  std::vector<double> dx_history;  // ||dx||_2 / ||x||_2 after each step
+  std::vector<double> dr_history;  // ||dr||_2 / ||b||_2 (0 where b = 0)
+};
+
+// x (n) and r (m): the least-squares solution of A x ~ b and its residual, from `qr` (a QR of A,
+// or of A rounded to T, in precision T), refined in FP64 for at most max_iterations steps. A is
+// read in FP64 (host memory). The first x is the cheap factors' solution, R^-1 (Q^T b)(1:n).
+template <class T>
+LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const double* b,
+                                        const HouseholderQr<T>& qr, int max_iterations, double* x, double* r);
+
+}  // namespace mixsolve::solvers_detail
