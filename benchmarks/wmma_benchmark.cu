@@ -199,8 +199,12 @@ int main(int argc, char** argv) try {
   std::printf("%-10s %10s %14s %14s %8s  %s\n", "benchmark", "size", "api ms", "helpers ms", "ratio", "same C");
   const auto row = [&](const char* name, long long size, double api, double helpers, bool same) {
     std::printf("%-10s %10lld %14.4f %14.4f %8.3f  %s\n", name, size, api, helpers, api / helpers, same ? "yes" : "NO");
-    out["rows"].push_back({{"benchmark", name}, {"size", size}, {"api_ms", api}, {"helpers_ms", helpers},
-                           {"ratio", api / helpers}, {"same_result", same}});
+    out["rows"].push_back({{"benchmark", name},
+                           {"size", size},
+                           {"api_ms", api},
+                           {"helpers_ms", helpers},
+                           {"ratio", api / helpers},
+                           {"same_result", same}});
   };
   for (const std::int64_t batches : opt.sizes("batches", "16384,65536,262144,1048576")) {
     const std::size_t outputs = std::size_t(batches) * 256;
@@ -210,12 +214,16 @@ int main(int argc, char** argv) try {
     const int n = int(batches);
     for (const bool identity : {false, true}) {
       const double api = median_ms(reps, [&] {
-        if (identity) outer_api<true><<<blocks, 32 * kWarpsPerBlock>>>(v, d_api, n, 2.0f);
-        else outer_api<false><<<blocks, 32 * kWarpsPerBlock>>>(v, d_api, n, 2.0f);
+        if (identity)
+          outer_api<true><<<blocks, 32 * kWarpsPerBlock>>>(v, d_api, n, 2.0f);
+        else
+          outer_api<false><<<blocks, 32 * kWarpsPerBlock>>>(v, d_api, n, 2.0f);
       });
       const double helpers = median_ms(reps, [&] {
-        if (identity) outer_helpers<true><<<blocks, 32 * kWarpsPerBlock>>>(v, d_helpers, n, 2.0f);
-        else outer_helpers<false><<<blocks, 32 * kWarpsPerBlock>>>(v, d_helpers, n, 2.0f);
+        if (identity)
+          outer_helpers<true><<<blocks, 32 * kWarpsPerBlock>>>(v, d_helpers, n, 2.0f);
+        else
+          outer_helpers<false><<<blocks, 32 * kWarpsPerBlock>>>(v, d_helpers, n, 2.0f);
       });
       row(identity ? "identity" : "outer", batches, api, helpers, same_bits(d_api, d_helpers, outputs));
     }

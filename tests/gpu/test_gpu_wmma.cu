@@ -28,9 +28,12 @@ namespace mw = mixsolve::primitives::wmma;
 
 template <class T>
 __host__ __device__ T from_int(int v) {
-  if constexpr (std::is_same_v<T, half>) return __int2half_rn(v);
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __int2bfloat16_rn(v);
-  else return T(v);
+  if constexpr (std::is_same_v<T, half>)
+    return __int2half_rn(v);
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return __int2bfloat16_rn(v);
+  else
+    return T(v);
 }
 
 template <class Fragment>
@@ -291,7 +294,8 @@ void check_outer_product(const char* name) {
   outer_product<M, N, K, T, Accumulator><<<1, 32>>>(d_v, d_w, d_d);
   MIXSOLVE_CUDA_CHECK(cudaMemcpy(d.data(), d_d, sizeof(Accumulator) * d.size(), cudaMemcpyDeviceToHost));
   for (int j = 0; j < N; ++j)
-    for (int i = 0; i < M; ++i) EXPECT_EQ(double(d[i + j * M]), double((i - 5) * (2 * j - 7))) << name << " " << i << "," << j;
+    for (int i = 0; i < M; ++i)
+      EXPECT_EQ(double(d[i + j * M]), double((i - 5) * (2 * j - 7))) << name << " " << i << "," << j;
   MIXSOLVE_CUDA_CHECK(cudaFree(d_v));
   MIXSOLVE_CUDA_CHECK(cudaFree(d_w));
   MIXSOLVE_CUDA_CHECK(cudaFree(d_d));

@@ -81,8 +81,8 @@ TEST(LeastSquaresRefinement, Fp32QrRefinesToFp64AccuracyWithAnyResidual) {
                          : result.stop == LsStop::Stagnated ? "stagnated"
                          : result.stop == LsStop::Diverged  ? "diverged"
                                                             : "max iterations";
-      std::printf("kappa %.0e rho %.0e: %s after %d, x error %.2e (FP64 QR %.2e), r error %.2e (FP64 QR %.2e)\n",
-                  kappa, rho, stop, result.iterations, x_error, x64_error, r_error, r64_error);
+      std::printf("kappa %.0e rho %.0e: %s after %d, x error %.2e (FP64 QR %.2e), r error %.2e (FP64 QR %.2e)\n", kappa,
+                  rho, stop, result.iterations, x_error, x64_error, r_error, r64_error);
       const std::string label = "kappa " + std::to_string(kappa) + ", rho " + std::to_string(rho);
       const bool claims = result.stop == LsStop::Converged || result.stop == LsStop::Stagnated;
       if (kappa <= 1e6) {
@@ -104,8 +104,8 @@ TEST(LeastSquaresRefinement, Fp64FactorsAndZeroRightHandSide) {
   MatrixD f = p.a;
   const HouseholderQr<double> qr(ctx, host_view(f.data(), m, n, m), 16, gemm::find_backend("host-fp64"));
   VectorD x(n), r(m);
-  const auto result = solvers_detail::refine_least_squares(host_view<const double>(p.a.data(), m, n, m), p.b.data(),
-                                                           qr, 30, x.data(), r.data());
+  const auto result = solvers_detail::refine_least_squares(host_view<const double>(p.a.data(), m, n, m), p.b.data(), qr,
+                                                           30, x.data(), r.data());
   EXPECT_TRUE(result.stop == LsStop::Converged || result.stop == LsStop::Stagnated) << int(result.stop);
   const VectorL x_ref = p.a.cast<long double>().householderQr().solve(p.b.cast<long double>());
   const VectorD x64 = p.a.householderQr().solve(p.b);

@@ -21,16 +21,22 @@ namespace {
 
 template <class Storage>
 __device__ Storage encode(int v) {
-  if constexpr (std::is_same_v<Storage, half>) return __int2half_rn(v);
-  else if constexpr (std::is_same_v<Storage, __nv_bfloat16>) return __int2bfloat16_rn(v);
-  else return Storage(v);
+  if constexpr (std::is_same_v<Storage, half>)
+    return __int2half_rn(v);
+  else if constexpr (std::is_same_v<Storage, __nv_bfloat16>)
+    return __int2bfloat16_rn(v);
+  else
+    return Storage(v);
 }
 
 template <class Element>
 __device__ int decode(Element v) {
-  if constexpr (std::is_same_v<Element, half>) return __half2int_rn(v);
-  else if constexpr (std::is_same_v<Element, __nv_bfloat16>) return __bfloat162int_rn(v);
-  else return int(v);
+  if constexpr (std::is_same_v<Element, half>)
+    return __half2int_rn(v);
+  else if constexpr (std::is_same_v<Element, __nv_bfloat16>)
+    return __bfloat162int_rn(v);
+  else
+    return int(v);
 }
 
 // rows x cols matrix with leading dimension ld (row major: ld >= cols, column major: ld >=

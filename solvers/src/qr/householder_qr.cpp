@@ -30,8 +30,7 @@ T scaled_norm(const T* x, std::int64_t n) {
 }  // namespace
 
 template <class T>
-HouseholderQr<T>::HouseholderQr(Context& ctx, const MatrixView<T>& a, std::int64_t block,
-                                const gemm::Backend& update)
+HouseholderQr<T>::HouseholderQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, const gemm::Backend& update)
     : ctx_(ctx), a_(a), m_(a.rows), n_(a.cols), update_(update) {
   if (m_ < n_)
     throw InvalidArgument("HouseholderQr: a has fewer rows (" + std::to_string(m_) + ") than columns (" +
@@ -99,8 +98,8 @@ void HouseholderQr<T>::apply_block(const Block& b, const MatrixView<T>& c, bool 
   T* c0 = c.data + b.j0;
   // W = V^T C (nb x k) on the backend.
   std::vector<T> w(nb * k);
-  const gemm::GemmArgs<T> vt_c{gemm::Op::T, gemm::Op::N, nb, k, rows, T(1), b.v.data(), rows, c0, c.ld, T(0),
-                               w.data(), nb};
+  const gemm::GemmArgs<T> vt_c{gemm::Op::T, gemm::Op::N, nb,   k,    rows,     T(1), b.v.data(),
+                               rows,        c0,          c.ld, T(0), w.data(), nb};
   update_.run(ctx_, gemm::to_problem(vt_c));
   // W := T^T W (transposed) or T W, on the host: nb x nb by nb x k.
   std::vector<T> tw(nb * k, T(0));
@@ -114,29 +113,32 @@ void HouseholderQr<T>::apply_block(const Block& b, const MatrixView<T>& c, bool 
       tw[p + col * nb] = s;
     }
   // C -= V W on the backend.
-  const gemm::GemmArgs<T> c_minus{gemm::Op::N, gemm::Op::N, rows, k, nb, T(-1), b.v.data(), rows, tw.data(), nb,
-                                  T(1), c0, c.ld};
+  const gemm::GemmArgs<T> c_minus{gemm::Op::N, gemm::Op::N, rows, k,    nb, T(-1), b.v.data(),
+                                  rows,        tw.data(),   nb,   T(1), c0, c.ld};
   update_.run(ctx_, gemm::to_problem(c_minus));
 }
 
 template <class T>
 void HouseholderQr<T>::apply_qt(const MatrixView<T>& c) const {
-  if (c.rows != m_) throw InvalidArgument("HouseholderQr::apply_qt: c has " + std::to_string(c.rows) + " rows, not " +
-                                          std::to_string(m_));
+  if (c.rows != m_)
+    throw InvalidArgument("HouseholderQr::apply_qt: c has " + std::to_string(c.rows) + " rows, not " +
+                          std::to_string(m_));
   for (const Block& b : blocks_) apply_block(b, c, true);
 }
 
 template <class T>
 void HouseholderQr<T>::apply_q(const MatrixView<T>& c) const {
-  if (c.rows != m_) throw InvalidArgument("HouseholderQr::apply_q: c has " + std::to_string(c.rows) + " rows, not " +
-                                          std::to_string(m_));
+  if (c.rows != m_)
+    throw InvalidArgument("HouseholderQr::apply_q: c has " + std::to_string(c.rows) + " rows, not " +
+                          std::to_string(m_));
   for (auto b = blocks_.rbegin(); b != blocks_.rend(); ++b) apply_block(*b, c, false);
 }
 
 template <class T>
 void HouseholderQr<T>::solve_r(const MatrixView<T>& x) const {
-  if (x.rows < n_) throw InvalidArgument("HouseholderQr::solve_r: x has " + std::to_string(x.rows) +
-                                         " rows, fewer than n = " + std::to_string(n_));
+  if (x.rows < n_)
+    throw InvalidArgument("HouseholderQr::solve_r: x has " + std::to_string(x.rows) +
+                          " rows, fewer than n = " + std::to_string(n_));
   for (std::int64_t col = 0; col < x.cols; ++col)
     for (std::int64_t i = n_ - 1; i >= 0; --i) {
       T s = x(i, col);
@@ -147,8 +149,9 @@ void HouseholderQr<T>::solve_r(const MatrixView<T>& x) const {
 
 template <class T>
 void HouseholderQr<T>::solve_rt(const MatrixView<T>& x) const {
-  if (x.rows < n_) throw InvalidArgument("HouseholderQr::solve_rt: x has " + std::to_string(x.rows) +
-                                         " rows, fewer than n = " + std::to_string(n_));
+  if (x.rows < n_)
+    throw InvalidArgument("HouseholderQr::solve_rt: x has " + std::to_string(x.rows) +
+                          " rows, fewer than n = " + std::to_string(n_));
   for (std::int64_t col = 0; col < x.cols; ++col)
     for (std::int64_t i = 0; i < n_; ++i) {
       T s = x(i, col);

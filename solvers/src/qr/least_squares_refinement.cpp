@@ -10,12 +10,13 @@ namespace mixsolve::solvers_detail {
 
 namespace {
 
-double norm2(const std::vector<double>& v) {
+// ||v||_2 of `count` values, scaled by the largest |v_i| against overflow.
+double norm2(const double* v, std::int64_t count) {
   double largest = 0;
-  for (double e : v) largest = std::max(largest, std::fabs(e));
+  for (std::int64_t i = 0; i < count; ++i) largest = std::max(largest, std::fabs(v[i]));
   if (largest == 0) return 0;
   double sum = 0;
-  for (double e : v) sum += (e / largest) * (e / largest);
+  for (std::int64_t i = 0; i < count; ++i) sum += (v[i] / largest) * (v[i] / largest);
   return largest * std::sqrt(sum);
 }
 
@@ -40,8 +41,8 @@ void augmented_correction(const HouseholderQr<T>& qr, const std::vector<double>&
 }  // namespace
 
 template <class T>
-LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const double* b,
-                                        const HouseholderQr<T>& qr, int max_iterations, double* x, double* r) {
+LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const double* b, const HouseholderQr<T>& qr,
+                                        int max_iterations, double* x, double* r) {
   const std::int64_t m = a.rows, n = a.cols;
   constexpr double kUnit = 0x1p-53;
   // The cheap factors' solution: x = R^-1 (Q^T b)(1:n), r = b - A x in FP64.
@@ -56,7 +57,7 @@ LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const
     for (std::int64_t j = 0; j < n; ++j) s -= a(i, j) * x[j];
     r[i] = s;
   }
-  const double norm_b = norm2(std::vector<double>(b, b + m));
+  const double norm_b = norm2(b, m);
   LsRefinementResult result;
   std::vector<double> f(m), g(n), dx, dr;
   double previous = INFINITY;
@@ -77,8 +78,8 @@ LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const
     for (std::int64_t j = 0; j < n; ++j) x[j] += dx[j];
     for (std::int64_t i = 0; i < m; ++i) r[i] += dr[i];
     // dr relative to ||b||, not ||r||: r may be (close to) zero, for a consistent system.
-    const double nx = norm2(std::vector<double>(x, x + n));
-    const double rel_dx = nx > 0 ? norm2(dx) / nx : norm2(dx), rel_dr = norm_b > 0 ? norm2(dr) / norm_b : 0.0;
+    const double nx = norm2(x, n), ndx = norm2(dx.data(), n);
+    const double rel_dx = nx > 0 ? ndx / nx : ndx, rel_dr = norm_b > 0 ? norm2(dr.data(), m) / norm_b : 0.0;
     result.iterations = step;
     result.dx_history.push_back(rel_dx);
     result.dr_history.push_back(rel_dr);

@@ -45,7 +45,7 @@ struct LsRefinementResult {
 // or of A rounded to T, in precision T), refined in FP64 for at most max_iterations steps. A is
 // read in FP64 (host memory). The first x is the cheap factors' solution, R^-1 (Q^T b)(1:n).
 template <class T>
-LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const double* b,
-                                        const HouseholderQr<T>& qr, int max_iterations, double* x, double* r);
+LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const double* b, const HouseholderQr<T>& qr,
+                                        int max_iterations, double* x, double* r);
 
 }  // namespace mixsolve::solvers_detail

@@ -26,7 +26,7 @@ template <class Fragment>
 __device__ __forceinline__ void load_split_sync(Fragment& hi, Fragment& lo, const float* ptr, unsigned ldm,
                                                 nvcuda::wmma::layout_t layout) {
   using Element = std::remove_reference_t<decltype(hi.x[0])>;
-  foreach(hi, ldm, layout, [&](int e, unsigned index) {
+  foreach (hi, ldm, layout, [&](int e, unsigned index) {
     const float v = ptr[index];
     if constexpr (std::is_same_v<Element, half>) {
       const formats::HalfSplit s = formats::split_halfhalf(v);
@@ -38,14 +38,14 @@ __device__ __forceinline__ void load_split_sync(Fragment& hi, Fragment& lo, cons
       hi.x[e] = __uint_as_float(s.hi);
       lo.x[e] = __uint_as_float(s.lo);
     }
-  });
+  })
+    ;
 }
 
 // d = c + a_hi b_hi + 2^-11 (a_lo b_hi + a_hi b_lo), the sums in FP32 round to nearest; d may be c.
 template <class Accumulator, class FragmentA, class FragmentB>
 __device__ __forceinline__ void mma_corrected_sync(Accumulator& d, const FragmentA& a_hi, const FragmentA& a_lo,
-                                                   const FragmentB& b_hi, const FragmentB& b_lo,
-                                                   const Accumulator& c) {
+                                                   const FragmentB& b_hi, const FragmentB& b_lo, const Accumulator& c) {
   Accumulator main, correction;
   nvcuda::wmma::fill_fragment(main, 0.0f);
   nvcuda::wmma::fill_fragment(correction, 0.0f);

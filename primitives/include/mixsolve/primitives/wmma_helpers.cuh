@@ -82,12 +82,18 @@ using Wide = std::conditional_t<std::is_same_v<Element, double>, double,
 // A value of any arithmetic type, or half / bfloat16, as the fragment's element type.
 template <class Element, class Value>
 __device__ __forceinline__ Element to_element(Value v) {
-  if constexpr (std::is_same_v<Element, Value>) return v;
-  else if constexpr (std::is_same_v<Value, half>) return Element(__half2float(v));
-  else if constexpr (std::is_same_v<Value, __nv_bfloat16>) return Element(__bfloat162float(v));
-  else if constexpr (std::is_same_v<Element, half>) return __float2half_rn(float(v));
-  else if constexpr (std::is_same_v<Element, __nv_bfloat16>) return __float2bfloat16_rn(float(v));
-  else return Element(v);
+  if constexpr (std::is_same_v<Element, Value>)
+    return v;
+  else if constexpr (std::is_same_v<Value, half>)
+    return Element(__half2float(v));
+  else if constexpr (std::is_same_v<Value, __nv_bfloat16>)
+    return Element(__bfloat162float(v));
+  else if constexpr (std::is_same_v<Element, half>)
+    return __float2half_rn(float(v));
+  else if constexpr (std::is_same_v<Element, __nv_bfloat16>)
+    return __float2bfloat16_rn(float(v));
+  else
+    return Element(v);
 }
 
 }  // namespace detail
@@ -120,10 +126,10 @@ __device__ __forceinline__ void foreach_ij(const Fragment&, Function f) {
 // f(e, index) with index the position of x[e]'s element in a matrix with leading dimension ldm,
 // stored by rows (mem_row_major) or columns (mem_col_major).
 template <class Fragment, class Function>
-__device__ __forceinline__ void foreach(const Fragment& frag, unsigned ldm, nvcuda::wmma::layout_t layout, Function f) {
-  foreach_ij(frag, [&](int e, int i, int j) {
-    f(e, layout == nvcuda::wmma::mem_row_major ? i * ldm + j : i + j * ldm);
-  });
+__device__ __forceinline__ void foreach (const Fragment& frag, unsigned ldm, nvcuda::wmma::layout_t layout,
+                                         Function f) {
+  foreach_ij(frag,
+             [&](int e, int i, int j) { f(e, layout == nvcuda::wmma::mem_row_major ? i * ldm + j : i + j * ldm); });
 }
 
 // x[e] = op(e, ptr[index of x[e]'s element]); any pointer type that op accepts, no alignment or
@@ -131,7 +137,8 @@ __device__ __forceinline__ void foreach(const Fragment& frag, unsigned ldm, nvcu
 template <class Fragment, class Pointer, class Op>
 __device__ __forceinline__ void load_matrix_with_op_sync(Fragment& frag, const Pointer* ptr, unsigned ldm,
                                                          nvcuda::wmma::layout_t layout, Op op) {
-  foreach(frag, ldm, layout, [&](int e, unsigned index) { frag.x[e] = op(e, ptr[index]); });
+  foreach (frag, ldm, layout, [&](int e, unsigned index) { frag.x[e] = op(e, ptr[index]); })
+    ;
 }
 
 // A matrix_a fragment whose column 0 is v[0 .. M) and the rest zero, or a matrix_b fragment whose

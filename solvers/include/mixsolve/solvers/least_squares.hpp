@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// @file
+/// Least squares min ||b - A x||_2 to FP64 accuracy for full-rank A (m x n, m >= n), also where
+/// the residual is not zero: a Householder QR of A in a cheaper precision, refined in FP64 on the
+/// augmented system [I A; A^T 0] [r; x] = [b; 0] (Bjorck; Higham, Accuracy and Stability of
+/// Numerical Algorithms, section 20.5), with an FP64 QR where that refinement does not converge.
+///
+/// The FP32 QR refines to the FP64 QR's accuracy, in x and in the residual r, while
+/// kappa(A) u_32 < 1; beyond, its refinement is detected to diverge within a few steps and the
+/// FP64 QR takes over. Where the FP32 R's diagonal spans more than 1 / (16 u_32) (about
+/// kappa > 1e6) the FP64 QR decides at once: FP32 factors cannot tell such an A from a
+/// rank-deficient one, whose least-squares solution is not unique (RankDeficientMatrix). The
+/// report says which factors produced X and how each refinement ended.
+///
+/// Host memory only so far: the device QR (tensor-core panels, issue 28) is still to come.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mixsolve/core/context.hpp"
+#include "mixsolve/core/error.hpp"
+#include "mixsolve/core/matrix.hpp"
+#include "mixsolve/solvers/solve.hpp"
+
+namespace mixsolve {
+
+/// The settings of least_squares().
+struct LeastSquaresOptions {
+  /// The QR's precision: FP32 (refined to FP64 accuracy where kappa(A) u_32 < 1) or FP64.
+  Precision factorization = Precision::FP32;
+  /// Refinement steps per attempt, >= 1.
+  int max_iterations = 30;
+  /// Factor again in FP64 where the cheaper factors' refinement does not converge. Without, such
+  /// a solve returns that attempt's X with converged = false.
+  bool fallback = true;
+  /// Householder reflectors per compact-WY block; 0: 32.
+  int block_size = 0;
+};
+
+/// How the refinement of one attempt ended (the worst over the right-hand sides).
+enum class LeastSquaresStop {
+  /// The corrections fell below 2^-53 of x and of b.
+  Converged,
+  /// The corrections stopped halving after they had converged: as accurate as FP64 residuals
+  /// make x and r.
+  Stagnated,
+  /// The corrections never contracted: the factors are too far from A (kappa(A) u >~ 1).
+  Diverged,
+  /// Neither within LeastSquaresOptions::max_iterations.
+  MaxIterations,
+  /// Not refined: the FP32 R's diagonal spans more than 1 / (16 u_32) (about kappa(A) > 1e6), where
+  /// FP32 factors cannot tell an ill-conditioned A from a rank-deficient one.
+  RankUndecided,
+};
+
+/// @param s a stop reason.
+/// @return "converged", "stagnated", "diverged", "max iterations" or "rank undecided".
+std::string to_string(LeastSquaresStop s);
+
+/// One QR and its refinement.
+struct LeastSquaresAttempt {
+  /// The QR's precision.
+  Precision precision = Precision::FP32;
+  /// The worst stop over the right-hand sides (in the order of LeastSquaresStop).
+  LeastSquaresStop stop = LeastSquaresStop::Converged;
+  /// The most refinement steps any right-hand side took.
+  int iterations = 0;
+  /// min_j |r_jj| / max_j |r_jj| of the factors' R, of the order of 1 / kappa(A).
+  double diagonal_ratio = 0;
+  /// Wall-clock seconds of the QR and of the refinement.
+  double factor_seconds = 0, refine_seconds = 0;
+};
+
+/// What least_squares() did.
+struct LeastSquaresReport {
+  /// The last attempt's refinement converged or stagnated for every right-hand side: X holds
+  /// FP64-accurate least-squares solutions.
+  bool converged = false;
+  /// A cheaper attempt failed and the FP64 QR produced X.
+  bool fell_back = false;
+  /// Every attempt, in order.
+  std::vector<LeastSquaresAttempt> attempts;
+  /// ||b_j - A x_j||_2 for each column of X, in FP64.
+  std::vector<double> residual_norms;
+  /// The path in one line, e.g. "fp32/augmented(6)" or "fp32[diverged after 2] -> fp64/augmented(2)".
+  std::string path() const;
+};
+
+/// A numerically rank-deficient A: ||A v||_2 <= max(m, n) 2^-53 ||A||_F for a unit vector v (R's
+/// estimate of the smallest singular vector, by inverse iteration; checked where R's diagonal
+/// spans more than 2^10). Thrown by least_squares().
+class RankDeficientMatrix : public Error {
+ public:
+  /// @param message the text what() returns.
+  /// @param column  the column (0-based) of the smallest |r_jj|.
+  RankDeficientMatrix(const std::string& message, std::int64_t column) : Error(message), column_(column) {}
+  /// @return the column (0-based) of the smallest diagonal entry of R, where the estimate started.
+  std::int64_t column() const { return column_; }
+
+ private:
+  std::int64_t column_;
+};
+
+/// Solves min ||B - A X||_F column by column to FP64 accuracy (see the file description).
+/// @param ctx     the context (a host-only Context is enough).
+/// @param a       the m x n matrix A, m >= n, host memory; read, not modified. No NaN or Inf.
+/// @param b       the m x k right-hand sides, host memory; read, not modified. No NaN or Inf.
+/// @param x       the n x k solutions, host memory, not aliasing A or B; written.
+/// @param options the settings (LeastSquaresOptions).
+/// @return the report; check LeastSquaresReport::converged.
+/// @throws InvalidArgument      if a view is malformed or not in host memory, m < n, B has not m
+///                              rows, X not n rows or not B's columns, A or B holds NaN or Inf,
+///                              X aliases A or B, factorization is not FP32 or FP64,
+///                              max_iterations < 1 or block_size < 0.
+/// @throws RankDeficientMatrix  if A is numerically rank deficient (RankDeficientMatrix).
+LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
+                                 const MatrixView<double>& x, const LeastSquaresOptions& options = {});
+
+}  // namespace mixsolve
