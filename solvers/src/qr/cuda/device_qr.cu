@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "qr/cuda/device_qr.hpp"
+
+#include <algorithm>
+#include <string>
+#include <type_traits>
+
+#include "mixsolve/core/cuda_check.hpp"
+#include "mixsolve/core/cusolver_check.hpp"
+#include "mixsolve/core/error.hpp"
+
+namespace mixsolve::solvers_detail {
+
+namespace {
+
+// cuSOLVER and cuBLAS by element type.
+int geqrf_work(cusolverDnHandle_t h, int m, int n, float* a, int lda) {
+  int lwork = 0;
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnSgeqrf_bufferSize(h, m, n, a, lda, &lwork));
+  return lwork;
+}
+int geqrf_work(cusolverDnHandle_t h, int m, int n, double* a, int lda) {
+  int lwork = 0;
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf_bufferSize(h, m, n, a, lda, &lwork));
+  return lwork;
+}
+void geqrf(cusolverDnHandle_t h, int m, int n, float* a, int lda, float* tau, float* work, int lwork, int* info) {
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnSgeqrf(h, m, n, a, lda, tau, work, lwork, info));
+}
+void geqrf(cusolverDnHandle_t h, int m, int n, double* a, int lda, double* tau, double* work, int lwork, int* info) {
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf(h, m, n, a, lda, tau, work, lwork, info));
+}
+int ormqr_work(cusolverDnHandle_t h, cublasOperation_t op, int m, int k, int n, const float* a, int lda,
+               const float* tau, const float* c, int ldc) {
+  int lwork = 0;
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnSormqr_bufferSize(h, CUBLAS_SIDE_LEFT, op, m, k, n, a, lda, tau, c, ldc, &lwork));
+  return lwork;
+}
+int ormqr_work(cusolverDnHandle_t h, cublasOperation_t op, int m, int k, int n, const double* a, int lda,
+               const double* tau, const double* c, int ldc) {
+  int lwork = 0;
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnDormqr_bufferSize(h, CUBLAS_SIDE_LEFT, op, m, k, n, a, lda, tau, c, ldc, &lwork));
+  return lwork;
+}
+void ormqr(cusolverDnHandle_t h, cublasOperation_t op, int m, int k, int n, const float* a, int lda, const float* tau,
+           float* c, int ldc, float* work, int lwork, int* info) {
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnSormqr(h, CUBLAS_SIDE_LEFT, op, m, k, n, a, lda, tau, c, ldc, work, lwork, info));
+}
+void ormqr(cusolverDnHandle_t h, cublasOperation_t op, int m, int k, int n, const double* a, int lda, const double* tau,
+           double* c, int ldc, double* work, int lwork, int* info) {
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnDormqr(h, CUBLAS_SIDE_LEFT, op, m, k, n, a, lda, tau, c, ldc, work, lwork, info));
+}
+void trsm(cublasHandle_t h, cublasOperation_t op, int n, int k, const float* a, int lda, float* x, int ldx) {
+  const float one = 1;
+  MIXSOLVE_CUBLAS_CHECK(
+      cublasStrsm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, n, k, &one, a, lda, x, ldx));
+}
+void trsm(cublasHandle_t h, cublasOperation_t op, int n, int k, const double* a, int lda, double* x, int ldx) {
+  const double one = 1;
+  MIXSOLVE_CUBLAS_CHECK(
+      cublasDtrsm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, n, k, &one, a, lda, x, ldx));
+}
+// c := T^T b (T nb x nb upper triangular), out of place.
+void trmm_transposed(cublasHandle_t h, int nb, int k, const float* t, const float* b, float* c) {
+  const float one = 1;
+  MIXSOLVE_CUBLAS_CHECK(cublasStrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, nb,
+                                    k, &one, t, nb, b, nb, c, nb));
+}
+void trmm_transposed(cublasHandle_t h, int nb, int k, const double* t, const double* b, double* c) {
+  const double one = 1;
+  MIXSOLVE_CUBLAS_CHECK(cublasDtrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, nb,
+                                    k, &one, t, nb, b, nb, c, nb));
+}
+void gram(cublasHandle_t h, int nb, int rows, const float* v, float* s) {  // s := V^T V
+  const float one = 1, zero = 0;
+  MIXSOLVE_CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, nb, nb, rows, &one, v, rows, v, rows, &zero, s, nb));
+}
+void gram(cublasHandle_t h, int nb, int rows, const double* v, double* s) {
+  const double one = 1, zero = 0;
+  MIXSOLVE_CUBLAS_CHECK(cublasDgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, nb, nb, rows, &one, v, rows, v, rows, &zero, s, nb));
+}
+
+// v (rows x nb, leading dimension rows) := the panel's reflectors with their unit diagonal and
+// zeros above it.
+template <class T>
+__global__ void unit_lower_kernel(const T* panel, std::int64_t lda, std::int64_t rows, std::int64_t nb, T* v) {
+  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < rows * nb;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t i = e % rows, q = e / rows;
+    v[e] = i == q ? T(1) : i > q ? panel[i + q * lda] : T(0);
+  }
+}
+
+}  // namespace
+
+template <class T>
+DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, const gemm::Backend& update)
+    : ctx_(ctx), a_(a), m_(a.rows), n_(a.cols) {
+  if (m_ < n_)
+    throw InvalidArgument("DeviceQr: a has fewer rows (" + std::to_string(m_) + ") than columns (" +
+                          std::to_string(n_) + ")");
+  if (block < 1) throw InvalidArgument("DeviceQr: block (" + std::to_string(block) + ") must be >= 1");
+  if (a.memory != Memory::Device) throw InvalidArgument("DeviceQr: a must be in device memory");
+  constexpr gemm::DataType kType = std::is_same_v<T, float> ? gemm::DataType::F32 : gemm::DataType::F64;
+  if (update.data_type() != kType || update.memory() != Memory::Device)
+    throw InvalidArgument("DeviceQr: update backend " + update.name() + " is not a device backend for " +
+                          (std::is_same_v<T, float> ? "FP32" : "FP64") + " data");
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&solver_));
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(solver_, ctx.stream()));
+  tau_ = DeviceBuffer<T>(ctx, std::max<std::int64_t>(n_, 1));
+  info_ = DeviceBuffer<int>(ctx, 1);
+  if (n_ == 0) return;
+  const std::int64_t nb_max = std::min(block, n_);
+  const int lwork = geqrf_work(solver_, int(m_), int(nb_max), a_.data, int(a_.ld));
+  work_ = DeviceBuffer<T>(ctx, std::max(lwork, 1));
+  DeviceBuffer<T> v(ctx, m_ * nb_max), s(ctx, nb_max * nb_max), t(ctx, nb_max * nb_max), w(ctx, nb_max * n_),
+      tw(ctx, nb_max * n_);
+  std::vector<T> s_host(nb_max * nb_max), tau_host(nb_max);
+  std::vector<T> t_host(nb_max * nb_max);
+  cudaStream_t stream = ctx.stream();
+  for (std::int64_t j0 = 0; j0 < n_; j0 += block) {
+    const std::int64_t nb = std::min(block, n_ - j0), rows = m_ - j0, rest = n_ - j0 - nb;
+    T* panel = a_.data + j0 + j0 * a_.ld;
+    geqrf(solver_, int(rows), int(nb), panel, int(a_.ld), tau_.data() + j0, work_.data(), lwork, info_.data());
+    if (rest == 0) continue;
+    unit_lower_kernel<<<unsigned(std::min<std::int64_t>((rows * nb + 255) / 256, 4096)), 256, 0, stream>>>(
+        panel, a_.ld, rows, nb, v.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    // T (LAPACK larft, forward, columnwise) from S = V^T V and tau: T(q, q) = tau_q,
+    // T(0:q, q) = -tau_q T(0:q, 0:q) S(0:q, q). nb^2 work on the host.
+    gram(ctx.cublas(), int(nb), int(rows), v.data(), s.data());
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(s_host.data(), s.data(), sizeof(T) * nb * nb, cudaMemcpyDeviceToHost, stream));
+    MIXSOLVE_CUDA_CHECK(
+        cudaMemcpyAsync(tau_host.data(), tau_.data() + j0, sizeof(T) * nb, cudaMemcpyDeviceToHost, stream));
+    MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::fill(t_host.begin(), t_host.end(), T(0));
+    for (std::int64_t q = 0; q < nb; ++q) {
+      t_host[q + q * nb] = tau_host[q];
+      for (std::int64_t p = 0; p < q; ++p) {
+        double sum = 0;
+        for (std::int64_t r = p; r < q; ++r) sum += double(t_host[p + r * nb]) * double(s_host[r + q * nb]);
+        t_host[p + q * nb] = T(-double(tau_host[q]) * sum);
+      }
+    }
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(t.data(), t_host.data(), sizeof(T) * nb * nb, cudaMemcpyHostToDevice, stream));
+    // C := C - V (T^T (V^T C)), the two products on the backend.
+    T* c = a_.data + j0 + (j0 + nb) * a_.ld;
+    const gemm::GemmArgs<T> vt_c{gemm::Op::T, gemm::Op::N, nb,    rest, rows,     T(1), v.data(),
+                                 rows,        c,           a_.ld, T(0), w.data(), nb};
+    update.run(ctx, gemm::to_problem(vt_c));
+    trmm_transposed(ctx.cublas(), int(nb), int(rest), t.data(), w.data(), tw.data());
+    const gemm::GemmArgs<T> c_update{gemm::Op::N, gemm::Op::N, rows, rest, nb, T(-1), v.data(),
+                                     rows,        tw.data(),   nb,   T(1), c,  a_.ld};
+    update.run(ctx, gemm::to_problem(c_update));
+    // t_host is rewritten by the next block: its upload must be done.
+    MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+}
+
+template <class T>
+DeviceQr<T>::~DeviceQr() {
+  if (solver_) cusolverDnDestroy(solver_);
+}
+
+template <class T>
+std::vector<double> DeviceQr<T>::diagonal() const {
+  std::vector<T> d(n_);
+  if (n_ > 0)
+    MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(d.data(), sizeof(T), a_.data, (a_.ld + 1) * sizeof(T), sizeof(T), n_,
+                                          cudaMemcpyDeviceToHost, ctx_.stream()));
+  MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));
+  std::vector<double> out(n_);
+  for (std::int64_t j = 0; j < n_; ++j) out[j] = std::abs(double(d[j]));
+  return out;
+}
+
+template <class T>
+void DeviceQr<T>::apply(const MatrixView<T>& c, bool transposed) {
+  if (c.rows != m_ || c.memory != Memory::Device)
+    throw InvalidArgument("DeviceQr: c must be a device block of " + std::to_string(m_) + " rows");
+  if (c.cols == 0 || n_ == 0) return;
+  const cublasOperation_t op = transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int lwork =
+      ormqr_work(solver_, op, int(m_), int(c.cols), int(n_), a_.data, int(a_.ld), tau_.data(), c.data, int(c.ld));
+  if (work_.size() < std::size_t(lwork)) work_ = DeviceBuffer<T>(ctx_, lwork);
+  ormqr(solver_, op, int(m_), int(c.cols), int(n_), a_.data, int(a_.ld), tau_.data(), c.data, int(c.ld), work_.data(),
+        lwork, info_.data());
+}
+
+template <class T>
+void DeviceQr<T>::apply_qt(const MatrixView<T>& c) {
+  apply(c, true);
+}
+template <class T>
+void DeviceQr<T>::apply_q(const MatrixView<T>& c) {
+  apply(c, false);
+}
+
+template <class T>
+void DeviceQr<T>::solve_r(const MatrixView<T>& x) {
+  if (n_ > 0 && x.cols > 0)
+    trsm(ctx_.cublas(), CUBLAS_OP_N, int(n_), int(x.cols), a_.data, int(a_.ld), x.data, int(x.ld));
+}
+template <class T>
+void DeviceQr<T>::solve_rt(const MatrixView<T>& x) {
+  if (n_ > 0 && x.cols > 0)
+    trsm(ctx_.cublas(), CUBLAS_OP_T, int(n_), int(x.cols), a_.data, int(a_.ld), x.data, int(x.ld));
+}
+
+template class DeviceQr<float>;
+template class DeviceQr<double>;
+
+}  // namespace mixsolve::solvers_detail

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Internal: blocked Householder QR of an m x n matrix (m >= n) in device memory, FP32 or FP64,
+// the GPU's counterpart of qr/householder_qr.hpp with the same algorithm: per block of nb columns,
+// the panel by cuSOLVER's geqrf, T of the compact WY form from V^T V (larft's recurrence, on the
+// host: nb^2 work), and the trailing update C := C - V (T^T (V^T C)) with its two products on a
+// GEMM backend of the interface (for FP32 data: cublas-sgemm, or the corrected tf32tf32 /
+// halfhalf on the tensor cores). The result is in LAPACK's geqrf form (R above the diagonal, the
+// reflectors below, tau), so Q and Q^T apply through cuSOLVER's ormqr.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cusolverDn.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "mixsolve/core/context.hpp"
+#include "mixsolve/core/device_buffer.hpp"
+#include "mixsolve/core/matrix.hpp"
+#include "mixsolve/gemm/backend.hpp"
+
+namespace mixsolve::solvers_detail {
+
+template <class T>
+class DeviceQr {
+ public:
+  // Factors `a` (m x n, m >= n, device memory, column major) in place. `block`: columns per
+  // panel (>= 1); `update`: the GEMM backend of the trailing updates, for device data of type T.
+  // @throws InvalidArgument for m < n, block < 1, a view not in device memory, or a backend of
+  //                         another type or memory.
+  // @throws DeviceError     if a CUDA, cuBLAS or cuSOLVER call fails.
+  DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, const gemm::Backend& update);
+  ~DeviceQr();
+  DeviceQr(const DeviceQr&) = delete;
+  DeviceQr& operator=(const DeviceQr&) = delete;
+
+  std::int64_t rows() const { return m_; }
+  std::int64_t cols() const { return n_; }
+  // |r_jj| for j = 0 .. n-1, on the host.
+  std::vector<double> diagonal() const;
+
+  // c := Q^T c and c := Q c, c m x k in device memory.
+  void apply_qt(const MatrixView<T>& c);
+  void apply_q(const MatrixView<T>& c);
+  // x := R^-1 x and x := R^-T x on the first n rows of x (device memory).
+  void solve_r(const MatrixView<T>& x);
+  void solve_rt(const MatrixView<T>& x);
+
+ private:
+  void apply(const MatrixView<T>& c, bool transposed);
+
+  Context& ctx_;
+  MatrixView<T> a_;
+  std::int64_t m_, n_;
+  cusolverDnHandle_t solver_ = nullptr;
+  DeviceBuffer<T> tau_, work_;
+  DeviceBuffer<int> info_;
+};
+
+extern template class DeviceQr<float>;
+extern template class DeviceQr<double>;
+
+}  // namespace mixsolve::solvers_detail

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The device blocked Householder QR (solvers/src/qr/cuda/device_qr.hpp): A = QR with Q orthogonal
+// to the working precision's level in FP64 and in FP32 with the trailing updates on cuBLAS SGEMM
+// and on the corrected tensor-core GEMMs, |diag R| as the host QR's, R solves and Q^T Q applied
+// as identities.
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "gpu_test_support.hpp"
+#include "mixsolve/core/device_buffer.hpp"
+#include "mixsolve/core/random.hpp"
+#include "mixsolve/gemm/registry.hpp"
+#include "qr/cuda/device_qr.hpp"
+#include "qr/householder_qr.hpp"
+
+namespace {
+
+using namespace mixsolve;
+using solvers_detail::DeviceQr;
+
+template <class T>
+using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+
+template <class T>
+void expect_device_qr(const char* backend, std::int64_t m, std::int64_t n, std::int64_t block, double units) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  Matrix<double> a64(m, n);
+  fill_random(host_view(a64.data(), m, n, m), RandomSpec::uniform(-1, 1, 100 + m + n));
+  const Matrix<T> a = a64.template cast<T>();
+  DeviceBuffer<T> da(ctx, m * n), dq(ctx, m * n);
+  da.copy_from_host(a.data(), m * n);
+  DeviceQr<T> qr(ctx, device_view(da.data(), m, n, m), block, gemm::find_backend(backend));
+  Matrix<T> q = Matrix<T>::Identity(m, n);
+  dq.copy_from_host(q.data(), m * n);
+  qr.apply_q(device_view(dq.data(), m, n, m));
+  Matrix<T> f(m, n);
+  ctx.synchronize();
+  dq.copy_to_host(q.data(), m * n);
+  da.copy_to_host(f.data(), m * n);
+  const Matrix<double> r = f.template cast<double>().topRows(n).template triangularView<Eigen::Upper>();
+  const Matrix<double> qd = q.template cast<double>(), ad = a.template cast<double>();
+  const double u = std::numeric_limits<T>::epsilon() / 2;
+  const std::string label =
+      std::string(backend) + " " + std::to_string(m) + " x " + std::to_string(n) + ", block " + std::to_string(block);
+  const double factorization = (ad - qd * r).norm() / ad.norm();
+  const double orthogonality = (qd.transpose() * qd - Matrix<double>::Identity(n, n)).norm();
+  std::printf("%s: ||A - QR|| / ||A|| %.2e, ||Q^T Q - I|| %.2e (u n = %.2e)\n", label.c_str(), factorization,
+              orthogonality, u * n);
+  EXPECT_LT(factorization, units * u * n) << label;
+  EXPECT_LT(orthogonality, units * u * n) << label;
+  const std::vector<double> diag = qr.diagonal();
+  const Matrix<double> r_ref = ad.householderQr().matrixQR().topRows(n).template triangularView<Eigen::Upper>();
+  for (std::int64_t j = 0; j < n; ++j)
+    ASSERT_NEAR(diag[j], std::fabs(r_ref(j, j)), units * u * n * ad.norm()) << label << " r(" << j << ", " << j << ")";
+  // R^-1 R = I through solve_r, and R^-T R^T likewise: x := R^-1 (R e) = e.
+  Matrix<T> e = Matrix<T>::Zero(m, 1);
+  for (std::int64_t i = 0; i < n; ++i) e(i) = T(1);
+  const Matrix<T> re = (r.template cast<T>() * e.topRows(n)).eval();
+  Matrix<T> x = Matrix<T>::Zero(m, 1);
+  x.topRows(n) = re;
+  DeviceBuffer<T> dx(ctx, m);
+  dx.copy_from_host(x.data(), m);
+  qr.solve_r(device_view(dx.data(), m, 1, m));
+  ctx.synchronize();
+  dx.copy_to_host(x.data(), m);
+  EXPECT_LT((x.topRows(n) - e.topRows(n)).template cast<double>().norm(), 1e3 * units * u * n) << label << " solve_r";
+}
+
+TEST(GpuQr, FactorsToTheWorkingPrecisionOnEveryUpdateBackend) {
+  expect_device_qr<double>("cublas-dgemm", 1000, 300, 64, 4);
+  expect_device_qr<double>("cublas-dgemm", 513, 513, 32, 4);
+  expect_device_qr<double>("cublas-dgemm", 77, 5, 32, 4);
+  expect_device_qr<float>("cublas-sgemm", 2000, 256, 64, 4);
+  expect_device_qr<float>("tf32tf32", 2000, 256, 64, 8);
+  expect_device_qr<float>("halfhalf", 2000, 256, 64, 8);
+  expect_device_qr<float>("cublas-sgemm", 1001, 333, 128, 4);
+}
+
+}  // namespace
