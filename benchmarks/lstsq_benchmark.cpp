@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// lstsq_benchmark: the device Householder QR (solvers/src/qr/cuda/device_qr.hpp) against
+// cusolverDnDgeqrf on the same GPU, in the same run: for each m x n shape, cuSOLVER's FP64 QR
+// (the baseline every ratio refers to), its FP32 QR, and ours in FP32 with each trailing-update
+// backend of --backends and in FP64 on cublas-dgemm. Time is the median of --reps after one
+// warm-up, each run on a fresh copy of A (the copy not timed); TFLOP/s counts 2 m n^2 - 2 n^3 / 3.
+//
+//   lstsq_benchmark [--shapes 65536x4096,262144x256,16384x16384] [--backends cublas-sgemm,tf32tf32,halfhalf]
+//                   [--block 128] [--reps 3] [--json out.json]
+#include <cuda_runtime.h>
+#include <cusolverDn.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench_common.hpp"
+#include "mixsolve/core/cuda_check.hpp"
+#include "mixsolve/core/cusolver_check.hpp"
+#include "mixsolve/core/device_buffer.hpp"
+#include "mixsolve/core/random.hpp"
+#include "mixsolve/gemm/registry.hpp"
+#include "qr/cuda/device_qr.hpp"
+
+using namespace mixsolve;
+
+namespace {
+
+// Median seconds of `run` over reps runs, each after `prepare` (not timed).
+double median_seconds(Context& ctx, int reps, const std::function<void()>& prepare, const std::function<void()>& run) {
+  cudaEvent_t start, stop;
+  MIXSOLVE_CUDA_CHECK(cudaEventCreate(&start));
+  MIXSOLVE_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<float> times;
+  for (int r = 0; r <= reps; ++r) {
+    prepare();
+    MIXSOLVE_CUDA_CHECK(cudaEventRecord(start, ctx.stream()));
+    run();
+    MIXSOLVE_CUDA_CHECK(cudaEventRecord(stop, ctx.stream()));
+    MIXSOLVE_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    MIXSOLVE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    if (r > 0) times.push_back(ms);  // the first is the warm-up
+  }
+  MIXSOLVE_CUDA_CHECK(cudaEventDestroy(start));
+  MIXSOLVE_CUDA_CHECK(cudaEventDestroy(stop));
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2] * 1e-3;
+}
+
+__global__ void to_float(const double* x, std::int64_t count, float* y) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    y[i] = float(x[i]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const mixsolve::bench::Options opt(argc, argv);
+  if (!gpu_available()) {
+    std::printf("lstsq_benchmark: no CUDA GPU present; nothing to measure\n");
+    return 0;
+  }
+  std::vector<std::pair<std::int64_t, std::int64_t>> shapes;
+  for (const std::string& text : opt.list("shapes", "65536x4096,262144x256,16384x16384")) {
+    const std::size_t x = text.find('x');
+    if (x == std::string::npos) throw InvalidArgument("--shapes: \"" + text + "\" is not MxN");
+    shapes.push_back({std::stoll(text.substr(0, x)), std::stoll(text.substr(x + 1))});
+    if (shapes.back().first < shapes.back().second || shapes.back().second < 1)
+      throw InvalidArgument("--shapes: \"" + text + "\" needs m >= n >= 1");
+  }
+  const std::vector<std::string> backends = opt.list("backends", "cublas-sgemm,tf32tf32,halfhalf");
+  const std::int64_t block = opt.sizes("block", "128").front();
+  const int reps = std::stoi(opt.get("reps", "3"));
+  Context ctx;
+  nlohmann::json out = mixsolve::bench::device_json();
+  std::printf("GPU: %s; %s; QR of uniform(-1, 1) A, median of %d; ratio = cusolverDnDgeqrf time / time\n",
+              out["gpu"].get<std::string>().c_str(), out["date"].get<std::string>().c_str(), reps);
+  std::printf("%-34s %18s %10s %10s %8s\n", "method", "m x n", "time s", "TFLOP/s", "ratio");
+  cusolverDnHandle_t solver;
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&solver));
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(solver, ctx.stream()));
+  for (const auto& shape : shapes) {
+    const std::int64_t m = shape.first, n = shape.second;
+    const double flops = 2.0 * m * n * n - 2.0 * n * n * n / 3;
+    DeviceBuffer<double> a(ctx, m * n), work64(ctx, m * n);
+    DeviceBuffer<float> work32(ctx, m * n);
+    fill_random(device_view(a.data(), m, n, m), RandomSpec::uniform(-1, 1, 5), ctx.stream());
+    const auto copy64 = [&] {
+      MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(work64.data(), a.data(), sizeof(double) * m * n, cudaMemcpyDeviceToDevice,
+                                          ctx.stream()));
+    };
+    const auto copy32 = [&] {
+      to_float<<<4096, 256, 0, ctx.stream()>>>(a.data(), m * n, work32.data());
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+    };
+    char dims[48];
+    std::snprintf(dims, sizeof dims, "%lldx%lld", (long long)m, (long long)n);
+    double baseline = 0;
+    const auto row = [&](const std::string& name, double seconds) {
+      if (baseline == 0) baseline = seconds;
+      std::printf("%-34s %18s %10.4f %10.2f %8.2f\n", name.c_str(), dims, seconds, flops / seconds * 1e-12,
+                  baseline / seconds);
+      out["rows"].push_back({{"method", name}, {"m", m}, {"n", n}, {"seconds", seconds},
+                             {"tflops", flops / seconds * 1e-12}, {"speedup_vs_dgeqrf", baseline / seconds}});
+    };
+    {  // cuSOLVER FP64 and FP32
+      int lwork64 = 0, lwork32 = 0;
+      MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf_bufferSize(solver, int(m), int(n), work64.data(), int(m), &lwork64));
+      MIXSOLVE_CUSOLVER_CHECK(cusolverDnSgeqrf_bufferSize(solver, int(m), int(n), work32.data(), int(m), &lwork32));
+      DeviceBuffer<double> tau64(ctx, n), lw64(ctx, std::max(lwork64, 1));
+      DeviceBuffer<float> tau32(ctx, n), lw32(ctx, std::max(lwork32, 1));
+      DeviceBuffer<int> info(ctx, 1);
+      row("cusolverDnDgeqrf", median_seconds(ctx, reps, copy64, [&] {
+            MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf(solver, int(m), int(n), work64.data(), int(m), tau64.data(),
+                                                     lw64.data(), lwork64, info.data()));
+          }));
+      row("cusolverDnSgeqrf", median_seconds(ctx, reps, copy32, [&] {
+            MIXSOLVE_CUSOLVER_CHECK(cusolverDnSgeqrf(solver, int(m), int(n), work32.data(), int(m), tau32.data(),
+                                                     lw32.data(), lwork32, info.data()));
+          }));
+    }
+    row("mixsolve fp64 (cublas-dgemm)", median_seconds(ctx, reps, copy64, [&] {
+          solvers_detail::DeviceQr<double> qr(ctx, device_view(work64.data(), m, n, m), block,
+                                              gemm::find_backend("cublas-dgemm"));
+        }));
+    for (const std::string& backend : backends)
+      row("mixsolve fp32 (" + backend + ")", median_seconds(ctx, reps, copy32, [&] {
+            solvers_detail::DeviceQr<float> qr(ctx, device_view(work32.data(), m, n, m), block,
+                                               gemm::find_backend(backend));
+          }));
+  }
+  cusolverDnDestroy(solver);
+  mixsolve::bench::write_json(opt, out);
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "lstsq_benchmark: %s\n", e.what());
+  return 1;
+}
