@@ -85,7 +85,8 @@ Ozaki2Scale ozaki2_scale(int moduli, std::int64_t k);
 // <= 1, each nonzero element adds floor(y_l^2 2^40) + 2 units of 2^-40, more than y_l^2 2^40
 // whatever the rounding of y_l^2, and the sum (below k 2^41 <= 2^58) is the same in any order of
 // addition: the device's atomic sums equal the host's. It overestimates ||x||^2 by at most
-// 2k 2^-40 max^2, a relative 2^-22 at k = 2^17.
+// 2k 2^(2c - 40), and ||x||^2 >= max^2 > 2^(2c - 2): a relative k 2^-37 <= 2^-20 at k = 2^17, so
+// the norm by a factor below 1 + 2^-21.
 constexpr int kNormUnitBits = 40;
 MIXSOLVE_HD inline std::uint64_t norm_units(double x, int c) {
   if (x == 0) return 0;

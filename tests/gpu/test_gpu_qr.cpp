@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The device blocked Householder QR (solvers/src/qr/cuda/device_qr.hpp): A = QR with Q orthogonal
 // to the working precision's level in FP64 and in FP32 with the trailing updates on cuBLAS SGEMM
-// and on the corrected tensor-core GEMMs, |diag R| as the host QR's, R solves and Q^T Q applied
-// as identities.
+// and on the corrected tensor-core GEMMs, |diag R| as Eigen's, Q^T applied to Q giving I, and the
+// R and R^T solves with backward errors at the working precision's level.
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
@@ -57,18 +57,32 @@ void expect_device_qr(const char* backend, std::int64_t m, std::int64_t n, std::
   const Matrix<double> r_ref = ad.householderQr().matrixQR().topRows(n).template triangularView<Eigen::Upper>();
   for (std::int64_t j = 0; j < n; ++j)
     ASSERT_NEAR(diag[j], std::fabs(r_ref(j, j)), units * u * n * ad.norm()) << label << " r(" << j << ", " << j << ")";
-  // R^-1 R = I through solve_r, and R^-T R^T likewise: x := R^-1 (R e) = e.
-  Matrix<T> e = Matrix<T>::Zero(m, 1);
-  for (std::int64_t i = 0; i < n; ++i) e(i) = T(1);
-  const Matrix<T> re = (r.template cast<T>() * e.topRows(n)).eval();
-  Matrix<T> x = Matrix<T>::Zero(m, 1);
-  x.topRows(n) = re;
-  DeviceBuffer<T> dx(ctx, m);
-  dx.copy_from_host(x.data(), m);
-  qr.solve_r(device_view(dx.data(), m, 1, m));
+  // Q^T Q = I through apply_qt on the formed Q; solve_r and solve_rt have small backward errors:
+  // ||R x - y|| / (||R|| ||x||) for x = R^-1 y, and the same for R^T.
+  dq.copy_from_host(q.data(), m * n);
+  qr.apply_qt(device_view(dq.data(), m, n, m));
+  Matrix<T> qtq(m, n);
   ctx.synchronize();
-  dx.copy_to_host(x.data(), m);
-  EXPECT_LT((x.topRows(n) - e.topRows(n)).template cast<double>().norm(), 1e3 * units * u * n) << label << " solve_r";
+  dq.copy_to_host(qtq.data(), m * n);
+  EXPECT_LT((qtq.template cast<double>() - Matrix<double>::Identity(m, n)).norm(), units * u * n) << label << " Q^T Q";
+  for (const bool transposed : {false, true}) {
+    Matrix<double> y64(m, 1);
+    fill_random(host_view(y64.data(), m, 1, m), RandomSpec::uniform(-1, 1, 7));
+    Matrix<T> x = y64.template cast<T>();
+    DeviceBuffer<T> dx(ctx, m);
+    dx.copy_from_host(x.data(), m);
+    if (transposed)
+      qr.solve_rt(device_view(dx.data(), m, 1, m));
+    else
+      qr.solve_r(device_view(dx.data(), m, 1, m));
+    ctx.synchronize();
+    dx.copy_to_host(x.data(), m);
+    const Matrix<double> rr = transposed ? Matrix<double>(r.transpose()) : r;
+    const Matrix<double> xd = x.template cast<double>().topRows(n);
+    const Matrix<double> y = y64.template cast<T>().template cast<double>().topRows(n);  // the solve's input
+    const double backward = (rr * xd - y).norm() / (rr.norm() * xd.norm());
+    EXPECT_LT(backward, units * u * n) << label << (transposed ? " solve_rt" : " solve_r");
+  }
 }
 
 TEST(GpuQr, FactorsToTheWorkingPrecisionOnEveryUpdateBackend) {

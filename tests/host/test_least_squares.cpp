@@ -109,6 +109,7 @@ TEST(LeastSquares, LeavesIllConditionedProblemsToTheFp64Qr) {
   EXPECT_FALSE(without.converged) << without.path();
   ASSERT_EQ(without.attempts.size(), 1u);
   EXPECT_EQ(without.path(), "fp32[rank undecided]");
+  EXPECT_TRUE(std::isnan(x(0, 0))) << "an undecided attempt returns no solution";
 }
 
 // Two equal columns: the FP32 R leaves the rank undecided, the FP64 QR finds A v = 0 for R's
@@ -159,6 +160,32 @@ TEST(LeastSquares, NamesBadArguments) {
   MatrixD bad = a;
   bad(4, 2) = NAN;
   expect_message(bad, b, x, {}, "A(4, 2) is NaN or Inf");
+}
+
+// Scale is no obstacle: A and B scaled by 2^-70 and 2^-120 (FP32 holds neither, and residuals
+// near 2^-160 would underflow there) give the same solutions, scaled by 2^-50, as the unscaled
+// problem, to FP64 accuracy, with the same path; and by 2^+90 likewise.
+TEST(LeastSquares, BadlyScaledProblemsSolveAsTheirScaledOriginals) {
+  Context ctx = Context::host_only();
+  const std::int64_t m = 200, n = 20;
+  const Problem p = make_problem(m, n, 1, 1e4, 0.3, 51);
+  MatrixD x(n, 1);
+  const LeastSquaresReport base =
+      least_squares(ctx, host_view<const double>(p.a.data(), m, n, m), host_view<const double>(p.b.data(), m, 1, m),
+                    host_view(x.data(), n, 1, n));
+  ASSERT_TRUE(base.converged) << base.path();
+  const Errors e = forward_errors(p, x);
+  for (const auto& [a_exp, b_exp] : {std::pair{-70, -120}, std::pair{90, 60}}) {
+    const MatrixD a = p.a * std::ldexp(1.0, a_exp), b = p.b * std::ldexp(1.0, b_exp);
+    MatrixD xs(n, 1);
+    const LeastSquaresReport r =
+        least_squares(ctx, host_view<const double>(a.data(), m, n, m), host_view<const double>(b.data(), m, 1, m),
+                      host_view(xs.data(), n, 1, n));
+    EXPECT_TRUE(r.converged) << r.path();
+    EXPECT_EQ(r.attempts.size(), 1u) << r.path();
+    const MatrixD unscaled = xs * std::ldexp(1.0, a_exp - b_exp);
+    EXPECT_LE((unscaled - x).norm() / x.norm(), 10 * e.fp64_qr + 0x1p-50) << a_exp << " " << b_exp << " " << r.path();
+  }
 }
 
 }  // namespace

@@ -74,7 +74,7 @@ TEST(LeastSquaresRefinement, Fp32QrRefinesToFp64AccuracyWithAnyResidual) {
       const HouseholderQr<float> qr(ctx, host_view(a32.data(), m, n, m), 16, gemm::find_backend("host-fp32"));
       VectorD x(n), r(m);
       const solvers_detail::LsRefinementResult result = solvers_detail::refine_least_squares(
-          host_view<const double>(p.a.data(), m, n, m), p.b.data(), qr, 30, x.data(), r.data());
+          host_view<const double>(p.a.data(), m, n, m), p.b.data(), qr, 1.0, 30, x.data(), r.data());
       const double x_error = double((x.cast<long double>() - x_ref).norm() / x_ref.norm());
       const double r_error = double((r.cast<long double>() - r_ref).norm()) / norm_b;
       const char* stop = result.stop == LsStop::Converged   ? "converged"
@@ -105,14 +105,14 @@ TEST(LeastSquaresRefinement, Fp64FactorsAndZeroRightHandSide) {
   const HouseholderQr<double> qr(ctx, host_view(f.data(), m, n, m), 16, gemm::find_backend("host-fp64"));
   VectorD x(n), r(m);
   const auto result = solvers_detail::refine_least_squares(host_view<const double>(p.a.data(), m, n, m), p.b.data(), qr,
-                                                           30, x.data(), r.data());
+                                                           1.0, 30, x.data(), r.data());
   EXPECT_TRUE(result.stop == LsStop::Converged || result.stop == LsStop::Stagnated) << int(result.stop);
   const VectorL x_ref = p.a.cast<long double>().householderQr().solve(p.b.cast<long double>());
   const VectorD x64 = p.a.householderQr().solve(p.b);
   EXPECT_LE(double((x.cast<long double>() - x_ref).norm()), 10 * double((x64.cast<long double>() - x_ref).norm()));
   const VectorD zero = VectorD::Zero(m);
   const auto at_zero = solvers_detail::refine_least_squares(host_view<const double>(p.a.data(), m, n, m), zero.data(),
-                                                            qr, 30, x.data(), r.data());
+                                                            qr, 1.0, 30, x.data(), r.data());
   EXPECT_EQ(at_zero.stop, LsStop::Converged);
   EXPECT_EQ(at_zero.iterations, 1);
   EXPECT_EQ(x.norm(), 0.0);

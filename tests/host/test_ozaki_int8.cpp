@@ -27,9 +27,14 @@ using namespace mixsolve::gemm;
 using mixsolve::testing::phi_matrix;
 namespace crt = mixsolve::gemm::detail;
 
-
 Problem product(std::int64_t m, std::int64_t n, std::int64_t k, const double* a, const double* b, double* c) {
-  return Problem{m, n, k, 1.0, 0.0, Operand::dense(Format::F64, Op::N, a, m), Operand::dense(Format::F64, Op::N, b, k),
+  return Problem{m,
+                 n,
+                 k,
+                 1.0,
+                 0.0,
+                 Operand::dense(Format::F64, Op::N, a, m),
+                 Operand::dense(Format::F64, Op::N, b, k),
                  Output{Format::F64, c, m}};
 }
 
@@ -41,20 +46,20 @@ TEST(Ozaki2Int8, ModuliAreCoprimeInt8AndBitsFollowTheirProduct) {
   }
   // bits = K_B - 1, K_A + K_B = floor(log2 M) - 2, independent of k while k's rounding terms
   // sqrt(k) / 2 stay small beside 2^K.
-  EXPECT_EQ(ozaki2_operand_bits(2, 1), 5);      // M = 65280: floor(log2 M) = 15; K = 7, 6
+  EXPECT_EQ(ozaki2_operand_bits(2, 1), 5);        // M = 65280: floor(log2 M) = 15; K = 7, 6
   EXPECT_EQ(ozaki2_operand_bits(2, 1 << 14), 4);  // (2^6 + 64)^2 = 2^14 is refused: K = 6, 5
-  EXPECT_EQ(ozaki2_operand_bits(2, 60000), 1);     // (2^3 + 122.5)(2^2 + 122.5) <= 2^14: K = 3, 2
+  EXPECT_EQ(ozaki2_operand_bits(2, 60000), 1);    // (2^3 + 122.5)(2^2 + 122.5) > 2^14 >= (2^2 + 122.5)^2: K = 2, 2
   EXPECT_THROW(ozaki2_operand_bits(2, 70000), InvalidArgument);  // (2 + 132.3)^2 > 2^14
-  EXPECT_EQ(ozaki2_operand_bits(12, 4096), 45);  // floor(log2 M) = 94: K = 46, 46
-  EXPECT_EQ(ozaki2_operand_bits(14, 256), 53);   // floor(log2 M) = 110: K = 54, 54
-  EXPECT_EQ(ozaki2_operand_bits(15, 256), 56);   // floor(log2 M) = 117: K = 58, 57
+  EXPECT_EQ(ozaki2_operand_bits(12, 4096), 45);                  // floor(log2 M) = 94: K = 46, 46
+  EXPECT_EQ(ozaki2_operand_bits(14, 256), 53);                   // floor(log2 M) = 110: K = 54, 54
+  EXPECT_EQ(ozaki2_operand_bits(15, 256), 56);                   // floor(log2 M) = 117: K = 58, 57
   EXPECT_EQ(ozaki2_operand_bits(15, kOzaki2MaxK), 56);
   EXPECT_EQ(ozaki2_operand_bits(20, 256), 75);  // floor(log2 M) = 155: K = 77, 76
   EXPECT_THROW(ozaki2_operand_bits(21, 256), InvalidArgument);
   EXPECT_EQ(ozaki2_moduli_for_bits(53, 256), 14);
   EXPECT_EQ(ozaki2_moduli_for_bits(53, 32768), 14);
   EXPECT_EQ(ozaki2_moduli_for_bits(kOzaki2DefaultBits, 16384), 15);
-  EXPECT_EQ(ozaki2_moduli_for_bits(40, 256), 11);  // 10 keep 37
+  EXPECT_EQ(ozaki2_moduli_for_bits(40, 256), 11);        // 10 keep 37
   EXPECT_EQ(ozaki2_moduli_for_bits(1, kOzaki2MaxK), 3);  // 2 are too few at this k
   EXPECT_THROW(ozaki2_operand_bits(8, kOzaki2MaxK + 1), InvalidArgument);
 }
@@ -100,7 +105,7 @@ TEST(Ozaki2Int8, ResiduesByFmaReductionAreExact) {
   for (std::uint64_t x = 0; x < 20000; ++x) {
     const int e = int(random_bits(7, x) % 80);
     const double sign = random_bits(8, x) & 1 ? -1.0 : 1.0;
-    double y = sign * std::ldexp(double(random_bits(9, x) >> 11), e - 53);  // 53 random bits at scale 2^e
+    double y = sign * std::ldexp(double(random_bits(9, x) >> 11), e - 53);   // 53 random bits at scale 2^e
     if (x % 7 == 0) y = sign * (std::floor(std::ldexp(1.0, e % 52)) + 0.5);  // ties
     for (int t = 0; t < table.count; ++t) {
       const std::int32_t m = table.modulus[t];
@@ -116,8 +121,9 @@ TEST(Ozaki2Int8, ResiduesByFmaReductionAreExact) {
 }
 
 // The CRT gives back any integer x with |x| <= 2^room, room = floor(log2 M) - 1 (the products'
-// bound, ozaki2_scale), from its residues, for every count of moduli (x up to 2^154 for 20): the nearest double to x below 2^104 (the double-double sum is
-// exact there), within one unit in the last place above. GMP integers; MPFR rounds the reference.
+// bound, ozaki2_scale), from its residues, for every count of moduli (x up to 2^154 for 20): the nearest double to x
+// below 2^104 (the double-double sum is exact there), within one unit in the last place above. GMP integers; MPFR
+// rounds the reference.
 TEST(Ozaki2Int8, CrtRecoversIntegersFromTheirResidues) {
   mpz_t x;
   mpfr_t rounded;
@@ -175,6 +181,33 @@ TEST(Ozaki2Int8, IntegerProductsAreReconstructedExactly) {
         for (std::int64_t l = 0; l < k; ++l) exact += std::int64_t(a[i + l * m]) * std::int64_t(b[l + j * k]);
         ASSERT_EQ(c[i + j * m], double(exact)) << "moduli " << moduli << " at (" << i << ", " << j << ")";
       }
+  }
+}
+
+// ozaki2_scale's K_A, K_B: (2^K_A + sqrt(k)/2)(2^K_B + sqrt(k)/2) within the CRT's margin
+// 2^(floor(log2 M) - 1), and no larger K_B fits (the room is used), for every count and several k.
+TEST(Ozaki2Int8, ScalesUseTheCrtMarginAndNoMore) {
+  const std::vector<int>& moduli = ozaki2_moduli();
+  for (int count = kOzaki2MinModuli; count <= kOzaki2MaxModuli; ++count) {
+    long double log2_m = 0;
+    for (int t = 0; t < count; ++t) log2_m += std::log2(static_cast<long double>(moduli[t]));
+    const int top = int(std::floor(log2_m));  // M is never within 2^-30 of a power of 2 (crt_table)
+    for (const std::int64_t k : {std::int64_t{1}, std::int64_t{256}, std::int64_t{4096}, kOzaki2MaxK}) {
+      crt::Ozaki2Scale scale;
+      try {
+        scale = crt::ozaki2_scale(count, k);
+      } catch (const InvalidArgument&) {
+        EXPECT_EQ(count, 2) << "k = " << k;  // only 2 moduli are too few, at the largest k
+        continue;
+      }
+      const long double r = std::sqrt(static_cast<long double>(k)) / 2, margin = std::ldexp(1.0L, top - 1);
+      EXPECT_GE(scale.a, scale.b);
+      EXPECT_LE((std::ldexp(1.0L, scale.a) + r) * (std::ldexp(1.0L, scale.b) + r), margin)
+          << count << " moduli, k = " << k;
+      // One more bit of B would reach the margin (>=: the product rounds to 2^(top - 1) at large K).
+      EXPECT_GE((std::ldexp(1.0L, scale.a) + r) * (std::ldexp(1.0L, scale.b + 1) + r), margin)
+          << count << " moduli, k = " << k;
+    }
   }
 }
 
@@ -239,8 +272,14 @@ TEST(Ozaki2Int8, WideExponentsZerosAndNonFiniteInputs) {
   mixsolve::testing::expect_any_finite_input_and_refusals(ozaki, {}, 1e-12, kOzaki2MaxK);
   Context ctx = Context::host_only();
   std::vector<double> x(4);
-  const Problem p{2, 2, 2, 1.0, 0.0, Operand::dense(Format::F64, Op::N, x.data(), 2),
-                  Operand::dense(Format::F64, Op::N, x.data(), 2), Output{Format::F64, x.data(), 2}};
+  const Problem p{2,
+                  2,
+                  2,
+                  1.0,
+                  0.0,
+                  Operand::dense(Format::F64, Op::N, x.data(), 2),
+                  Operand::dense(Format::F64, Op::N, x.data(), 2),
+                  Output{Format::F64, x.data(), 2}};
   EXPECT_EQ(ozaki.can_implement(ctx, p, {{"moduli", 21}}).status, Support::Status::InvalidArgument);
 }
 

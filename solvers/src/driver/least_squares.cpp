@@ -57,8 +57,9 @@ std::pair<std::int64_t, std::int64_t> find_nonfinite(const MatrixView<const doub
   return {-1, -1};
 }
 
-// An estimate of sigma_min(A) from above: ||A v||_2 (A in FP64) for the unit v that two steps of
-// inverse iteration on R^T R give from e_j, j the smallest |r_jj|. With FP64 factors v is the
+// An estimate of sigma_min(A) from above: ||A v||_2 (A in FP64) for the unit v that
+// v = R^-1 e_j, then v := R^-1 R^-T v (inverse iteration on R^T R), normalised, give; j the
+// smallest |r_jj|. With FP64 factors v is the
 // smallest singular vector to about u_64 kappa, so a rank deficiency shows as ||A v|| near
 // u_64 ||A||; ||A v|| >= sigma_min(A) holds for any v.
 double smallest_singular_value_bound(const MatrixView<const double>& a, const std::vector<double>& factors,
@@ -112,9 +113,17 @@ LeastSquaresAttempt attempt(Context& ctx, const MatrixView<const double>& a, con
   LeastSquaresAttempt result;
   result.precision = std::is_same_v<T, float> ? Precision::FP32 : Precision::FP64;
   const auto t0 = solvers_detail::Clock::now();
+  // The factors are of a_scale A, a power of two that brings A's largest entry near 1: FP32's
+  // range would not hold every FP64 A (the refinement undoes the scale exactly).
+  double largest_entry = 0;
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < m; ++i) largest_entry = std::max(largest_entry, std::fabs(a(i, j)));
+  int exponent = 0;
+  if (largest_entry > 0) std::frexp(largest_entry, &exponent);
+  const double a_scale = std::ldexp(1.0, -exponent);
   std::vector<T> factors(m * n);
   for (std::int64_t j = 0; j < n; ++j)
-    for (std::int64_t i = 0; i < m; ++i) factors[i + j * m] = T(a(i, j));
+    for (std::int64_t i = 0; i < m; ++i) factors[i + j * m] = T(a_scale * a(i, j));
   const solvers_detail::HouseholderQr<T> qr(ctx, host_view(factors.data(), m, n, m),
                                             options.block_size > 0 ? options.block_size : kDefaultQrBlock,
                                             gemm::find_backend(std::is_same_v<T, float> ? "host-fp32" : "host-fp64"));
@@ -158,7 +167,7 @@ LeastSquaresAttempt attempt(Context& ctx, const MatrixView<const double>& a, con
   std::vector<double> r(m);
   for (std::int64_t j = 0; j < b.cols; ++j) {
     const solvers_detail::LsRefinementResult refined =
-        solvers_detail::refine_least_squares(a, &b(0, j), qr, options.max_iterations, &x(0, j), r.data());
+        solvers_detail::refine_least_squares(a, &b(0, j), qr, a_scale, options.max_iterations, &x(0, j), r.data());
     const LeastSquaresStop stop = public_stop(refined.stop);
     if (severity(stop) > severity(result.stop)) result.stop = stop;
     result.iterations = std::max(result.iterations, refined.iterations);
@@ -212,8 +221,16 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
   if (x.rows != a.cols || x.cols != b.cols)
     throw InvalidArgument("least_squares: X is " + std::to_string(x.rows) + " x " + std::to_string(x.cols) + ", not " +
                           std::to_string(a.cols) + " x " + std::to_string(b.cols));
-  if (x.data != nullptr && (static_cast<const void*>(x.data) == a.data || static_cast<const void*>(x.data) == b.data))
-    throw InvalidArgument("least_squares: X must not alias A or B (both are read until the end)");
+  const auto overlap = [](const auto& p, const auto& q) {  // the address ranges the two views span
+    if (p.empty() || q.empty()) return false;
+    const auto* p0 = reinterpret_cast<const char*>(p.data);
+    const auto* p1 = reinterpret_cast<const char*>(p.data + (p.cols - 1) * p.ld + p.rows);
+    const auto* q0 = reinterpret_cast<const char*>(q.data);
+    const auto* q1 = reinterpret_cast<const char*>(q.data + (q.cols - 1) * q.ld + q.rows);
+    return p0 < q1 && q0 < p1;
+  };
+  if (overlap(x, a) || overlap(x, b))
+    throw InvalidArgument("least_squares: X must not overlap A or B (both are read until the end)");
   if (options.factorization != Precision::FP32 && options.factorization != Precision::FP64)
     throw InvalidArgument("least_squares: factorization " + to_string(options.factorization) +
                           " is not supported (fp32 or fp64)");
@@ -243,6 +260,9 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
         break;
       }
     }
+    if (report.attempts.back().stop == LeastSquaresStop::RankUndecided)  // no fallback: no solution
+      for (std::int64_t j = 0; j < x.cols; ++j)
+        for (std::int64_t i = 0; i < x.rows; ++i) x(i, j) = NAN;
   }
   for (std::int64_t j = 0; j < b.cols; ++j) {
     std::vector<double> r(b.rows);

@@ -20,37 +20,63 @@ double norm2(const double* v, std::int64_t count) {
   return largest * std::sqrt(sum);
 }
 
-// The corrections of the augmented system for residuals f (m) and g (n), with the factors in
-// their precision T: h = R^-T g, d = Q^T f, dx = R^-1 (d1 - h), dr = Q [h; d2].
+// 2^-e with 2^e >= max |v_i| over both vectors (1 where both are zero): a scale that brings them
+// into T's range before the cast, undone exactly afterwards.
+double power_of_two_scale(const std::vector<double>& v, const std::vector<double>& w) {
+  double largest = 0;
+  for (double e : v) largest = std::max(largest, std::fabs(e));
+  for (double e : w) largest = std::max(largest, std::fabs(e));
+  if (!(largest > 0) || !std::isfinite(largest)) return 1;
+  int exponent = 0;
+  std::frexp(largest, &exponent);  // largest < 2^exponent
+  return std::ldexp(1.0, -exponent);
+}
+
+// The corrections of the augmented system for residuals f (m) and g (n), with the factors of
+// A' = a_scale A in their precision T. [I A'; A'^T 0] [dr; z] = [s f; s a_scale g] gives
+// dr = s dr_true and z = s dx_true / a_scale: h = R^-T (s a_scale g), d = Q^T (s f),
+// z = R^-1 (d1 - h), dr = Q [h; d2]. s, a power of two, keeps both right-hand sides near 1 in T
+// (residuals far below T's range would underflow to zero and stop the refinement early).
 template <class T>
-void augmented_correction(const HouseholderQr<T>& qr, const std::vector<double>& f, const std::vector<double>& g,
-                          std::vector<double>& dx, std::vector<double>& dr) {
+void augmented_correction(const HouseholderQr<T>& qr, double a_scale, const std::vector<double>& f,
+                          const std::vector<double>& g, std::vector<double>& dx, std::vector<double>& dr) {
   const std::int64_t m = qr.rows(), n = qr.cols();
-  std::vector<T> h(g.begin(), g.end()), d(f.begin(), f.end());
+  std::vector<double> ga(n);
+  for (std::int64_t j = 0; j < n; ++j) ga[j] = a_scale * g[j];
+  const double s = power_of_two_scale(f, ga);
+  std::vector<T> h(n), d(m);
+  for (std::int64_t j = 0; j < n; ++j) h[j] = T(s * ga[j]);
+  for (std::int64_t i = 0; i < m; ++i) d[i] = T(s * f[i]);
   qr.solve_rt(host_view(h.data(), n, 1, n));
   qr.apply_qt(host_view(d.data(), m, 1, m));
-  std::vector<T> y(n);
-  for (std::int64_t i = 0; i < n; ++i) y[i] = d[i] - h[i];
-  qr.solve_r(host_view(y.data(), n, 1, n));
+  std::vector<T> z(n);
+  for (std::int64_t i = 0; i < n; ++i) z[i] = d[i] - h[i];
+  qr.solve_r(host_view(z.data(), n, 1, n));
   for (std::int64_t i = 0; i < n; ++i) d[i] = h[i];  // [h; d2]
   qr.apply_q(host_view(d.data(), m, 1, m));
-  dx.assign(y.begin(), y.end());
-  dr.assign(d.begin(), d.end());
+  dx.resize(n);
+  dr.resize(m);
+  for (std::int64_t j = 0; j < n; ++j) dx[j] = double(z[j]) * a_scale / s;
+  for (std::int64_t i = 0; i < m; ++i) dr[i] = double(d[i]) / s;
 }
 
 }  // namespace
 
 template <class T>
 LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const double* b, const HouseholderQr<T>& qr,
-                                        int max_iterations, double* x, double* r) {
+                                        double a_scale, int max_iterations, double* x, double* r) {
   const std::int64_t m = a.rows, n = a.cols;
   constexpr double kUnit = 0x1p-53;
-  // The cheap factors' solution: x = R^-1 (Q^T b)(1:n), r = b - A x in FP64.
+  // The cheap factors' solution, x = a_scale R^-1 (Q^T b)(1:n) / s with b scaled by s into T's
+  // range, and r = b - A x in FP64.
   {
-    std::vector<T> c(b, b + m);
+    const std::vector<double> bv(b, b + m);
+    const double s = power_of_two_scale(bv, {});
+    std::vector<T> c(m);
+    for (std::int64_t i = 0; i < m; ++i) c[i] = T(s * b[i]);
     qr.apply_qt(host_view(c.data(), m, 1, m));
     qr.solve_r(host_view(c.data(), n, 1, m));
-    for (std::int64_t i = 0; i < n; ++i) x[i] = double(c[i]);
+    for (std::int64_t i = 0; i < n; ++i) x[i] = double(c[i]) * a_scale / s;
   }
   for (std::int64_t i = 0; i < m; ++i) {
     double s = b[i];
@@ -74,7 +100,7 @@ LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const
       for (std::int64_t i = 0; i < m; ++i) s -= a(i, j) * r[i];
       g[j] = s;
     }
-    augmented_correction(qr, f, g, dx, dr);
+    augmented_correction(qr, a_scale, f, g, dx, dr);
     for (std::int64_t j = 0; j < n; ++j) x[j] += dx[j];
     for (std::int64_t i = 0; i < m; ++i) r[i] += dr[i];
     // dr relative to ||b||, not ||r||: r may be (close to) zero, for a consistent system.
@@ -113,8 +139,8 @@ LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const
 }
 
 template LsRefinementResult refine_least_squares<float>(const MatrixView<const double>&, const double*,
-                                                        const HouseholderQr<float>&, int, double*, double*);
+                                                        const HouseholderQr<float>&, double, int, double*, double*);
 template LsRefinementResult refine_least_squares<double>(const MatrixView<const double>&, const double*,
-                                                         const HouseholderQr<double>&, int, double*, double*);
+                                                         const HouseholderQr<double>&, double, int, double*, double*);
 
 }  // namespace mixsolve::solvers_detail

@@ -41,11 +41,13 @@ struct LsRefinementResult {
   std::vector<double> dr_history;  // ||dr||_2 / ||b||_2 (0 where b = 0)
 };
 
-// x (n) and r (m): the least-squares solution of A x ~ b and its residual, from `qr` (a QR of A,
-// or of A rounded to T, in precision T), refined in FP64 for at most max_iterations steps. A is
-// read in FP64 (host memory). The first x is the cheap factors' solution, R^-1 (Q^T b)(1:n).
+// x (n) and r (m): the least-squares solution of A x ~ b and its residual, from `qr` (a QR of
+// a_scale A rounded to T, in precision T; a_scale a power of two that brings A into T's range),
+// refined in FP64 for at most max_iterations steps. A is read in FP64 (host memory). The first x
+// is the cheap factors' solution. Every right-hand side passed to the factors is scaled by a power
+// of two into T's range first, so tiny residuals do not underflow there.
 template <class T>
 LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const double* b, const HouseholderQr<T>& qr,
-                                        int max_iterations, double* x, double* r);
+                                        double a_scale, int max_iterations, double* x, double* r);
 
 }  // namespace mixsolve::solvers_detail

@@ -6,7 +6,7 @@
 ///
 /// Row i of op(A) is scaled by 2^s_i and rounded to integers, A' = round(diag(2^s) A), column j
 /// of op(B) likewise, B' = round(B diag(2^t)). The shifts come from each vector's 2-norm:
-/// s_i = K_A - e_i with ||a_i||_2 <= 2^e_i < 2 ||a_i||_2 (1 + 2^-22), so that by Cauchy-Schwarz
+/// s_i = K_A - e_i with ||a_i||_2 <= 2^e_i < 2 ||a_i||_2 (1 + 2^-21), so that by Cauchy-Schwarz
 /// |a'_i . b'_j| <= ||a'_i|| ||b'_j|| <= (2^K_A + sqrt(k)/2) (2^K_B + sqrt(k)/2) <= M / 2, with
 /// M = m_1 ... m_N the product of N pairwise coprime moduli <= 256: the integer product is
 /// determined by its residues. (Scaling by the largest |entry| instead needs the bound k 2^(2b):
@@ -18,7 +18,7 @@
 ///
 /// The only error is the rounding of A and B to their grids, 2^-s_i and 2^-t_j: with `bits`
 /// (ozaki2_operand_bits) each grid is at most 2^-bits of its vector's 2-norm (to a factor
-/// 1 + 2^-22), so |C_ij - (AB)_ij| <= 1.5 2^-bits sqrt(k) ||a_i|| ||b_j|| (to first order), and about
+/// 1 + 2^-21), so |C_ij - (AB)_ij| <= 1.5 2^-bits sqrt(k) ||a_i|| ||b_j|| (to first order), and about
 /// 2^-bits ||a_i|| ||b_j|| / sqrt(6) for rounding errors of random sign. More moduli, more bits.
 #pragma once
 
@@ -48,7 +48,7 @@ constexpr std::int64_t kOzaki2MaxK = (std::int64_t{1} << 31) / (128 * 128) - 1;
 /// @return K_B - 1, where K_A + K_B = floor(log2 M) - 2 and K_B = floor((floor(log2 M) - 2) / 2)
 ///         unless k's rounding terms need less.
 /// @throws InvalidArgument if moduli or k is out of range, or M is too small for k (2 moduli
-///                         with k > 2^12).
+///                         with k > 63503; they keep 0 bits from k ~ 62500).
 int ozaki2_operand_bits(int moduli, std::int64_t k);
 
 /// The fewest moduli that keep `bits` bits of each operand (ozaki2_operand_bits) at inner

@@ -20,9 +20,9 @@
 // element twice (FP16 operand fragments keep each element in two x[e]) writes both copies.
 //
 // The maps hold on sm_90, where they were read and where the GPU test checks every fragment
-// against load_matrix_sync. sm_80 to sm_89 compile WMMA to the same mma.sync shapes, but their
-// maps were not read here; older GPUs use other layouts (seed 002 Table 2 is sm_70's), so the
-// helpers refuse to compile for them. On Hopper the fast path is the warpgroup MMA (wgmma), whose
+// against load_matrix_sync; the helpers compile for sm_90 only. sm_80 to sm_89 compile WMMA to
+// the same mma.sync shapes, but their maps were not read here, and older GPUs use other layouts
+// (seed 002 Table 2 is sm_70's): tools/wmma_fragments reads them for another GPU. On Hopper the fast path is the warpgroup MMA (wgmma), whose
 // operands come from shared memory descriptors or, for A, from registers in the m64nNk16 layout:
 // the same bit-weight description covers that register layout, so a register-A wgmma can reuse
 // foreach_ij with its own weights.
@@ -36,8 +36,8 @@
 
 #include "mixsolve/primitives/wmma_fragment_maps.cuh"
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#error "mixsolve WMMA helpers: fragment maps are known for sm_80 and later only"
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900 || __CUDA_ARCH__ >= 1000)
+#error "mixsolve WMMA helpers: the fragment maps were read on sm_90; read them for this GPU with tools/wmma_fragments"
 #endif
 
 namespace mixsolve::primitives::wmma {

@@ -12,7 +12,8 @@
 /// rank-deficient one, whose least-squares solution is not unique (RankDeficientMatrix). The
 /// report says which factors produced X and how each refinement ended.
 ///
-/// Host memory only so far: the device QR (tensor-core panels, issue 28) is still to come.
+/// Host memory only so far: the device QR exists (solvers/src/qr/cuda/device_qr.hpp) but its
+/// refinement and this solver's device path are still to come.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +34,8 @@ struct LeastSquaresOptions {
   /// Refinement steps per attempt, >= 1.
   int max_iterations = 30;
   /// Factor again in FP64 where the cheaper factors' refinement does not converge. Without, such
-  /// a solve returns that attempt's X with converged = false.
+  /// a solve returns that attempt's X with converged = false (NaN where it stopped RankUndecided:
+  /// there is no solution to return).
   bool fallback = true;
   /// Householder reflectors per compact-WY block; 0: 32.
   int block_size = 0;
@@ -107,12 +109,12 @@ class RankDeficientMatrix : public Error {
 /// @param ctx     the context (a host-only Context is enough).
 /// @param a       the m x n matrix A, m >= n, host memory; read, not modified. No NaN or Inf.
 /// @param b       the m x k right-hand sides, host memory; read, not modified. No NaN or Inf.
-/// @param x       the n x k solutions, host memory, not aliasing A or B; written.
+/// @param x       the n x k solutions, host memory, not overlapping A or B; written.
 /// @param options the settings (LeastSquaresOptions).
 /// @return the report; check LeastSquaresReport::converged.
 /// @throws InvalidArgument      if a view is malformed or not in host memory, m < n, B has not m
 ///                              rows, X not n rows or not B's columns, A or B holds NaN or Inf,
-///                              X aliases A or B, factorization is not FP32 or FP64,
+///                              X overlaps A or B, factorization is not FP32 or FP64,
 ///                              max_iterations < 1 or block_size < 0.
 /// @throws RankDeficientMatrix  if A is numerically rank deficient (RankDeficientMatrix).
 LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,

@@ -2,6 +2,7 @@
 #include "qr/cuda/device_qr.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <string>
 #include <type_traits>
 
@@ -105,13 +106,18 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
   if (update.data_type() != kType || update.memory() != Memory::Device)
     throw InvalidArgument("DeviceQr: update backend " + update.name() + " is not a device backend for " +
                           (std::is_same_v<T, float> ? "FP32" : "FP64") + " data");
-  MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&solver_));
-  MIXSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(solver_, ctx.stream()));
+  if (a.ld > INT_MAX || m_ > INT_MAX)
+    throw InvalidArgument("DeviceQr: m (" + std::to_string(m_) + ") or the leading dimension (" + std::to_string(a.ld) +
+                          ") beyond cuSOLVER's int");
+  cusolverDnHandle_t handle = nullptr;
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&handle));
+  solver_.reset(handle);
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(handle, ctx.stream()));
   tau_ = DeviceBuffer<T>(ctx, std::max<std::int64_t>(n_, 1));
   info_ = DeviceBuffer<int>(ctx, 1);
   if (n_ == 0) return;
   const std::int64_t nb_max = std::min(block, n_);
-  const int lwork = geqrf_work(solver_, int(m_), int(nb_max), a_.data, int(a_.ld));
+  const int lwork = geqrf_work(solver_.get(), int(m_), int(nb_max), a_.data, int(a_.ld));
   work_ = DeviceBuffer<T>(ctx, std::max(lwork, 1));
   DeviceBuffer<T> v(ctx, m_ * nb_max), s(ctx, nb_max * nb_max), t(ctx, nb_max * nb_max), w(ctx, nb_max * n_),
       tw(ctx, nb_max * n_);
@@ -121,7 +127,7 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
   for (std::int64_t j0 = 0; j0 < n_; j0 += block) {
     const std::int64_t nb = std::min(block, n_ - j0), rows = m_ - j0, rest = n_ - j0 - nb;
     T* panel = a_.data + j0 + j0 * a_.ld;
-    geqrf(solver_, int(rows), int(nb), panel, int(a_.ld), tau_.data() + j0, work_.data(), lwork, info_.data());
+    geqrf(solver_.get(), int(rows), int(nb), panel, int(a_.ld), tau_.data() + j0, work_.data(), lwork, info_.data());
     if (rest == 0) continue;
     unit_lower_kernel<<<unsigned(std::min<std::int64_t>((rows * nb + 255) / 256, 4096)), 256, 0, stream>>>(
         panel, a_.ld, rows, nb, v.data());
@@ -158,11 +164,6 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
 }
 
 template <class T>
-DeviceQr<T>::~DeviceQr() {
-  if (solver_) cusolverDnDestroy(solver_);
-}
-
-template <class T>
 std::vector<double> DeviceQr<T>::diagonal() const {
   std::vector<T> d(n_);
   if (n_ > 0)
@@ -181,10 +182,10 @@ void DeviceQr<T>::apply(const MatrixView<T>& c, bool transposed) {
   if (c.cols == 0 || n_ == 0) return;
   const cublasOperation_t op = transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int lwork =
-      ormqr_work(solver_, op, int(m_), int(c.cols), int(n_), a_.data, int(a_.ld), tau_.data(), c.data, int(c.ld));
+      ormqr_work(solver_.get(), op, int(m_), int(c.cols), int(n_), a_.data, int(a_.ld), tau_.data(), c.data, int(c.ld));
   if (work_.size() < std::size_t(lwork)) work_ = DeviceBuffer<T>(ctx_, lwork);
-  ormqr(solver_, op, int(m_), int(c.cols), int(n_), a_.data, int(a_.ld), tau_.data(), c.data, int(c.ld), work_.data(),
-        lwork, info_.data());
+  ormqr(solver_.get(), op, int(m_), int(c.cols), int(n_), a_.data, int(a_.ld), tau_.data(), c.data, int(c.ld),
+        work_.data(), lwork, info_.data());
 }
 
 template <class T>
@@ -196,13 +197,23 @@ void DeviceQr<T>::apply_q(const MatrixView<T>& c) {
   apply(c, false);
 }
 
+// x must be device memory with at least n rows.
+template <class T>
+void check_solve_operand(const MatrixView<T>& x, std::int64_t n, const char* where) {
+  if (x.memory != Memory::Device || x.rows < n)
+    throw InvalidArgument(std::string("DeviceQr::") + where + ": x must be a device block of at least " +
+                          std::to_string(n) + " rows");
+}
+
 template <class T>
 void DeviceQr<T>::solve_r(const MatrixView<T>& x) {
+  check_solve_operand(x, n_, "solve_r");
   if (n_ > 0 && x.cols > 0)
     trsm(ctx_.cublas(), CUBLAS_OP_N, int(n_), int(x.cols), a_.data, int(a_.ld), x.data, int(x.ld));
 }
 template <class T>
 void DeviceQr<T>::solve_rt(const MatrixView<T>& x) {
+  check_solve_operand(x, n_, "solve_rt");
   if (n_ > 0 && x.cols > 0)
     trsm(ctx_.cublas(), CUBLAS_OP_T, int(n_), int(x.cols), a_.data, int(a_.ld), x.data, int(x.ld));
 }

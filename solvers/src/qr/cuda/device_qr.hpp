@@ -12,6 +12,8 @@
 #include <cusolverDn.h>
 
 #include <cstdint>
+#include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "mixsolve/core/context.hpp"
@@ -26,13 +28,11 @@ class DeviceQr {
  public:
   // Factors `a` (m x n, m >= n, device memory, column major) in place. `block`: columns per
   // panel (>= 1); `update`: the GEMM backend of the trailing updates, for device data of type T.
-  // @throws InvalidArgument for m < n, block < 1, a view not in device memory, or a backend of
-  //                         another type or memory.
+  // @throws InvalidArgument for m < n, block < 1, m or the leading dimension beyond cuSOLVER's
+  //                         int, a view not in device memory, or a backend of another type or
+  //                         memory.
   // @throws DeviceError     if a CUDA, cuBLAS or cuSOLVER call fails.
   DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, const gemm::Backend& update);
-  ~DeviceQr();
-  DeviceQr(const DeviceQr&) = delete;
-  DeviceQr& operator=(const DeviceQr&) = delete;
 
   std::int64_t rows() const { return m_; }
   std::int64_t cols() const { return n_; }
@@ -52,7 +52,10 @@ class DeviceQr {
   Context& ctx_;
   MatrixView<T> a_;
   std::int64_t m_, n_;
-  cusolverDnHandle_t solver_ = nullptr;
+  struct DestroySolver {
+    void operator()(cusolverDnHandle_t h) const { cusolverDnDestroy(h); }
+  };
+  std::unique_ptr<std::remove_pointer_t<cusolverDnHandle_t>, DestroySolver> solver_;
   DeviceBuffer<T> tau_, work_;
   DeviceBuffer<int> info_;
 };
