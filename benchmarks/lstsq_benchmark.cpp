@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // lstsq_benchmark: the device Householder QR (solvers/src/qr/cuda/device_qr.hpp) against
 // cusolverDnDgeqrf on the same GPU, in the same run: for each m x n shape, cuSOLVER's FP64 QR
-// (the baseline every ratio refers to), its FP32 QR, and ours in FP32 with each trailing-update
-// backend of --backends and in FP64 on cublas-dgemm. Time is the median of --reps after one
+// (the baseline every ratio refers to), its FP32 QR, the FP32 QR's panels alone (cuSOLVER sgeqrf
+// of each m x block panel: the share no trailing-update backend can shorten), and ours in FP32
+// with each trailing-update backend of --backends and in FP64 on cublas-dgemm. Time is the median of --reps after one
 // warm-up, each run on a fresh copy of A (the copy not timed); TFLOP/s counts 2 m n^2 - 2 n^3 / 3.
 //
 //   lstsq_benchmark [--shapes 65536x4096,262144x256,16384x16384] [--backends cublas-sgemm,tf32tf32,halfhalf]
@@ -121,6 +122,19 @@ int main(int argc, char** argv) try {
       row("cusolverDnSgeqrf", median_seconds(ctx, reps, copy32, [&] {
             MIXSOLVE_CUSOLVER_CHECK(cusolverDnSgeqrf(solver, int(m), int(n), work32.data(), int(m), tau32.data(),
                                                      lw32.data(), lwork32, info.data()));
+          }));
+    }
+    {  // The panels alone: cuSOLVER sgeqrf of each (m - j0) x block panel, as the FP32 QR runs them.
+      int lwork = 0;
+      MIXSOLVE_CUSOLVER_CHECK(
+          cusolverDnSgeqrf_bufferSize(solver, int(m), int(std::min(block, n)), work32.data(), int(m), &lwork));
+      DeviceBuffer<float> tau(ctx, n), lw(ctx, std::max(lwork, 1));
+      DeviceBuffer<int> info(ctx, 1);
+      row("  its panels alone (sgeqrf, block " + std::to_string(block) + ")", median_seconds(ctx, reps, copy32, [&] {
+            for (std::int64_t j0 = 0; j0 < n; j0 += block)
+              MIXSOLVE_CUSOLVER_CHECK(cusolverDnSgeqrf(solver, int(m - j0), int(std::min(block, n - j0)),
+                                                       work32.data() + j0 + j0 * m, int(m), tau.data() + j0,
+                                                       lw.data(), lwork, info.data()));
           }));
     }
     row("mixsolve fp64 (cublas-dgemm)", median_seconds(ctx, reps, copy64, [&] {
