@@ -45,10 +45,11 @@ struct LeastSquaresOptions {
 enum class LeastSquaresStop {
   /// The corrections fell below 2^-53 of x and of b.
   Converged,
-  /// The corrections stopped halving after they had converged: as accurate as FP64 residuals
-  /// make x and r.
+  /// The corrections stopped halving after they had halved twice (or fallen to 2^-40): x and r
+  /// are as accurate as FP64 residuals make them.
   Stagnated,
-  /// The corrections never contracted: the factors are too far from A (kappa(A) u >~ 1).
+  /// The corrections stopped before they had halved twice (or overflowed): the factors are too
+  /// far from A (kappa(A) u >~ 1).
   Diverged,
   /// Neither within LeastSquaresOptions::max_iterations.
   MaxIterations,
