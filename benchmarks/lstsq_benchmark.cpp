@@ -5,6 +5,9 @@
 // of each m x block panel: the share no trailing-update backend can shorten), and ours in FP32
 // with each trailing-update backend of --backends and in FP64 on cublas-dgemm. Time is the median of --reps after one
 // warm-up, each run on a fresh copy of A (the copy not timed); TFLOP/s counts 2 m n^2 - 2 n^3 / 3.
+// Then least squares with one uniform right-hand side: cuSOLVER's dgeqrf + dormqr + dtrsm (the
+// ratio's reference for these rows) against least_squares() on the device, and the difference of
+// their solutions.
 //
 //   lstsq_benchmark [--shapes 65536x4096,262144x256,16384x16384] [--backends cublas-sgemm,tf32tf32,halfhalf]
 //                   [--block 128] [--reps 3] [--json out.json]
@@ -23,6 +26,7 @@
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/gemm/registry.hpp"
+#include "mixsolve/solvers/least_squares.hpp"
 #include "qr/cuda/device_qr.hpp"
 
 using namespace mixsolve;
@@ -91,8 +95,8 @@ int main(int argc, char** argv) try {
     DeviceBuffer<float> work32(ctx, m * n);
     fill_random(device_view(a.data(), m, n, m), RandomSpec::uniform(-1, 1, 5), ctx.stream());
     const auto copy64 = [&] {
-      MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(work64.data(), a.data(), sizeof(double) * m * n, cudaMemcpyDeviceToDevice,
-                                          ctx.stream()));
+      MIXSOLVE_CUDA_CHECK(
+          cudaMemcpyAsync(work64.data(), a.data(), sizeof(double) * m * n, cudaMemcpyDeviceToDevice, ctx.stream()));
     };
     const auto copy32 = [&] {
       to_float<<<4096, 256, 0, ctx.stream()>>>(a.data(), m * n, work32.data());
@@ -101,12 +105,18 @@ int main(int argc, char** argv) try {
     char dims[48];
     std::snprintf(dims, sizeof dims, "%lldx%lld", (long long)m, (long long)n);
     double baseline = 0;
-    const auto row = [&](const std::string& name, double seconds) {
+    // ratio: against `reference` where given (the least-squares rows: dgeqrf + dormqr + dtrsm),
+    // else against cusolverDnDgeqrf (the first row).
+    const auto row = [&](const std::string& name, double seconds, double reference = 0) {
       if (baseline == 0) baseline = seconds;
-      std::printf("%-34s %18s %10.4f %10.2f %8.2f\n", name.c_str(), dims, seconds, flops / seconds * 1e-12,
-                  baseline / seconds);
-      out["rows"].push_back({{"method", name}, {"m", m}, {"n", n}, {"seconds", seconds},
-                             {"tflops", flops / seconds * 1e-12}, {"speedup_vs_dgeqrf", baseline / seconds}});
+      const double ratio = (reference > 0 ? reference : baseline) / seconds;
+      std::printf("%-34s %18s %10.4f %10.2f %8.2f\n", name.c_str(), dims, seconds, flops / seconds * 1e-12, ratio);
+      out["rows"].push_back({{"method", name},
+                             {"m", m},
+                             {"n", n},
+                             {"seconds", seconds},
+                             {"tflops", flops / seconds * 1e-12},
+                             {"speedup", ratio}});
     };
     {  // cuSOLVER FP64 and FP32
       int lwork64 = 0, lwork32 = 0;
@@ -133,9 +143,59 @@ int main(int argc, char** argv) try {
       row("  its panels alone (sgeqrf, block " + std::to_string(block) + ")", median_seconds(ctx, reps, copy32, [&] {
             for (std::int64_t j0 = 0; j0 < n; j0 += block)
               MIXSOLVE_CUSOLVER_CHECK(cusolverDnSgeqrf(solver, int(m - j0), int(std::min(block, n - j0)),
-                                                       work32.data() + j0 + j0 * m, int(m), tau.data() + j0,
-                                                       lw.data(), lwork, info.data()));
+                                                       work32.data() + j0 + j0 * m, int(m), tau.data() + j0, lw.data(),
+                                                       lwork, info.data()));
           }));
+    }
+    {  // Least squares with one right-hand side (uniform, so inconsistent): dgeqrf + dormqr + dtrsm
+       // against least_squares(); x compared with the FP64 QR's.
+      DeviceBuffer<double> b(ctx, m), c(ctx, m), x(ctx, n);
+      fill_random(device_view(b.data(), m, 1, m), RandomSpec::uniform(-1, 1, 6), ctx.stream());
+      int lwork = 0, lwork_q = 0;
+      MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf_bufferSize(solver, int(m), int(n), work64.data(), int(m), &lwork));
+      DeviceBuffer<double> tau(ctx, n);
+      DeviceBuffer<int> info(ctx, 1);
+      MIXSOLVE_CUSOLVER_CHECK(cusolverDnDormqr_bufferSize(solver, CUBLAS_SIDE_LEFT, CUBLAS_OP_T, int(m), 1, int(n),
+                                                          work64.data(), int(m), tau.data(), c.data(), int(m),
+                                                          &lwork_q));
+      DeviceBuffer<double> lw(ctx, std::max({lwork, lwork_q, 1}));
+      const auto copies = [&] {
+        copy64();
+        MIXSOLVE_CUDA_CHECK(
+            cudaMemcpyAsync(c.data(), b.data(), sizeof(double) * m, cudaMemcpyDeviceToDevice, ctx.stream()));
+      };
+      const double one = 1;
+      const double fp64_lstsq = median_seconds(ctx, reps, copies, [&] {
+        MIXSOLVE_CUSOLVER_CHECK(
+            cusolverDnDgeqrf(solver, int(m), int(n), work64.data(), int(m), tau.data(), lw.data(), lwork, info.data()));
+        MIXSOLVE_CUSOLVER_CHECK(cusolverDnDormqr(solver, CUBLAS_SIDE_LEFT, CUBLAS_OP_T, int(m), 1, int(n),
+                                                 work64.data(), int(m), tau.data(), c.data(), int(m), lw.data(),
+                                                 std::max({lwork, lwork_q, 1}), info.data()));
+        MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                                          CUBLAS_DIAG_NON_UNIT, int(n), 1, &one, work64.data(), int(m), c.data(),
+                                          int(m)));
+      });
+      row("lstsq: dgeqrf + dormqr + dtrsm", fp64_lstsq, fp64_lstsq);
+      LeastSquaresReport report;
+      const double ours = median_seconds(
+          ctx, reps, [] {},
+          [&] {
+            report = least_squares(ctx, device_view<const double>(a.data(), m, n, m),
+                                   device_view<const double>(b.data(), m, 1, m), device_view(x.data(), n, 1, n));
+          });
+      std::vector<double> x_ours(n), x_fp64(n);
+      x.copy_to_host(x_ours.data(), n, ctx.stream());
+      MIXSOLVE_CUDA_CHECK(
+          cudaMemcpyAsync(x_fp64.data(), c.data(), sizeof(double) * n, cudaMemcpyDeviceToHost, ctx.stream()));
+      ctx.synchronize();
+      double difference = 0, norm = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        difference += (x_ours[i] - x_fp64[i]) * (x_ours[i] - x_fp64[i]);
+        norm += x_fp64[i] * x_fp64[i];
+      }
+      row("lstsq: mixsolve " + report.path(), ours, fp64_lstsq);
+      std::printf("%-34s %18s ||x - x_dgeqrf|| / ||x_dgeqrf|| = %.2e\n", "", dims, std::sqrt(difference / norm));
+      out["rows"].back()["x_difference_to_dgeqrf"] = std::sqrt(difference / norm);
     }
     row("mixsolve fp64 (cublas-dgemm)", median_seconds(ctx, reps, copy64, [&] {
           solvers_detail::DeviceQr<double> qr(ctx, device_view(work64.data(), m, n, m), block,

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The device blocked Householder QR (solvers/src/qr/cuda/device_qr.hpp): A = QR with Q orthogonal
+// The device blocked Householder QR (solvers/src/qr/cuda/device_qr.hpp) and least_squares() on
+// device matrices. The QR: A = QR with Q orthogonal
 // to the working precision's level in FP64 and in FP32 with the trailing updates on cuBLAS SGEMM
 // and on the corrected tensor-core GEMMs, |diag R| as Eigen's, Q^T applied to Q giving I, and the
 // R and R^T solves with backward errors at the working precision's level.
@@ -16,6 +17,7 @@
 #include "mixsolve/gemm/registry.hpp"
 #include "qr/cuda/device_qr.hpp"
 #include "qr/householder_qr.hpp"
+#include "mixsolve/solvers/least_squares.hpp"
 
 namespace {
 
@@ -93,6 +95,70 @@ TEST(GpuQr, FactorsToTheWorkingPrecisionOnEveryUpdateBackend) {
   expect_device_qr<float>("tf32tf32", 2000, 256, 64, 8);
   expect_device_qr<float>("halfhalf", 2000, 256, 64, 8);
   expect_device_qr<float>("cublas-sgemm", 1001, 333, 128, 4);
+}
+
+// least_squares() on device matrices: the FP32 QR refined to the FP64 QR's accuracy (against a
+// long double QR) and to the host solver's x, an ill-conditioned A decided by the FP64 QR, a
+// rank-deficient one reported; B, A untouched.
+TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t m = 2000, n = 200, k = 2;
+  for (const double kappa : {1e4, 1e9}) {
+    Matrix<double> u(m, n), v(n, n), z(m, k), x_true(n, k);
+    fill_random(host_view(u.data(), m, n, m), RandomSpec::uniform(-1, 1, 61));
+    fill_random(host_view(v.data(), n, n, n), RandomSpec::uniform(-1, 1, 62));
+    fill_random(host_view(z.data(), m, k, m), RandomSpec::uniform(-1, 1, 63));
+    fill_random(host_view(x_true.data(), n, k, n), RandomSpec::uniform(-1, 1, 64));
+    u = u.householderQr().householderQ() * Matrix<double>::Identity(m, n);
+    v = v.householderQr().householderQ() * Matrix<double>::Identity(n, n);
+    Eigen::VectorXd sigma(n);
+    for (std::int64_t i = 0; i < n; ++i) sigma[i] = std::pow(kappa, -double(i) / double(n - 1));
+    const Matrix<double> a = u * sigma.asDiagonal() * v.transpose();
+    z -= u * (u.transpose() * z);
+    const Matrix<double> b = a * x_true + 0.3 * z;
+    DeviceBuffer<double> da(ctx, m * n), db(ctx, m * k), dx(ctx, n * k);
+    da.copy_from_host(a.data(), m * n);
+    db.copy_from_host(b.data(), m * k);
+    const LeastSquaresReport device =
+        least_squares(ctx, device_view<const double>(da.data(), m, n, m), device_view<const double>(db.data(), m, k, m),
+                      device_view(dx.data(), n, k, n));
+    Matrix<double> x(n, k), x_host(n, k), a_after(m, n), b_after(m, k);
+    ctx.synchronize();
+    dx.copy_to_host(x.data(), n * k);
+    da.copy_to_host(a_after.data(), m * n);
+    db.copy_to_host(b_after.data(), m * k);
+    EXPECT_EQ(a_after, a);
+    EXPECT_EQ(b_after, b);
+    const LeastSquaresReport host =
+        least_squares(ctx, host_view<const double>(a.data(), m, n, m), host_view<const double>(b.data(), m, k, m),
+                      host_view(x_host.data(), n, k, n));
+    std::printf("kappa %.0e: device %s, host %s\n", kappa, device.path().c_str(), host.path().c_str());
+    EXPECT_TRUE(device.converged) << device.path();
+    EXPECT_EQ(device.attempts.size(), host.attempts.size()) << device.path() << " / " << host.path();
+    EXPECT_EQ(device.fell_back, kappa > 1e6) << device.path();
+    const Eigen::Matrix<long double, Eigen::Dynamic, Eigen::Dynamic> x_ref =
+        a.cast<long double>().householderQr().solve(b.cast<long double>());
+    const Matrix<double> x64 = a.householderQr().solve(b);
+    for (std::int64_t j = 0; j < k; ++j) {
+      const long double norm = x_ref.col(j).norm();
+      const double error = double((x.col(j).cast<long double>() - x_ref.col(j)).norm() / norm);
+      const double fp64_error = double((x64.col(j).cast<long double>() - x_ref.col(j)).norm() / norm);
+      EXPECT_LE(error, 10 * fp64_error + 0x1p-50) << "kappa " << kappa << ", column " << j;
+      EXPECT_NEAR(device.residual_norms[j], (b.col(j) - a * x.col(j)).norm(), 1e-10 * b.col(j).norm());
+    }
+  }
+  // Two equal columns: rank deficient, reported by the FP64 QR on the device too.
+  Matrix<double> a(300, 10), b(300, 1), x(10, 1);
+  fill_random(host_view(a.data(), 300, 10, 300), RandomSpec::uniform(-1, 1, 65));
+  fill_random(host_view(b.data(), 300, 1, 300), RandomSpec::uniform(-1, 1, 66));
+  a.col(7) = a.col(1);
+  DeviceBuffer<double> da(ctx, 3000), db(ctx, 300), dx(ctx, 10);
+  da.copy_from_host(a.data(), 3000);
+  db.copy_from_host(b.data(), 300);
+  EXPECT_THROW(least_squares(ctx, device_view<const double>(da.data(), 300, 10, 300),
+                             device_view<const double>(db.data(), 300, 1, 300), device_view(dx.data(), 10, 1, 10)),
+               RankDeficientMatrix);
 }
 
 }  // namespace

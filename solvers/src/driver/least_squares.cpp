@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "mixsolve/gemm/registry.hpp"
 #include "qr/householder_qr.hpp"
 #include "qr/least_squares_refinement.hpp"
+#include "qr/least_squares_space.hpp"
 
 namespace mixsolve {
 
@@ -49,23 +51,113 @@ int severity(LeastSquaresStop s) {
 
 bool accepted(LeastSquaresStop s) { return s == LeastSquaresStop::Converged || s == LeastSquaresStop::Stagnated; }
 
-// The first (row, column) of a host matrix holding NaN or Inf, or (-1, -1).
-std::pair<std::int64_t, std::int64_t> find_nonfinite(const MatrixView<const double>& m) {
-  for (std::int64_t j = 0; j < m.cols; ++j)
-    for (std::int64_t i = 0; i < m.rows; ++i)
-      if (!std::isfinite(m(i, j))) return {i, j};
-  return {-1, -1};
-}
+// The host's space (qr/least_squares_space.hpp): HouseholderQr on host-fp32 / host-fp64.
+class HostLsSpace final : public solvers_detail::LsSpace {
+ public:
+  HostLsSpace(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
+              const MatrixView<double>& x)
+      : ctx_(ctx), a_(a), b_(b), x_(x), r_(a.rows) {}
 
-// An estimate of sigma_min(A) from above: ||A v||_2 (A in FP64) for the unit v that
-// v = R^-1 e_j, then v := R^-1 R^-T v (inverse iteration on R^T R), normalised, give; j the
-// smallest |r_jj|. With FP64 factors v is the
-// smallest singular vector to about u_64 kappa, so a rank deficiency shows as ||A v|| near
-// u_64 ||A||; ||A v|| >= sigma_min(A) holds for any v.
-double smallest_singular_value_bound(const MatrixView<const double>& a, const std::vector<double>& factors,
-                                     std::int64_t start) {
-  const std::int64_t m = a.rows, n = a.cols;
-  const auto r = [&](std::int64_t i, std::int64_t j) { return factors[i + j * m]; };
+  std::pair<std::int64_t, std::int64_t> find_nonfinite(int which) override {
+    const MatrixView<const double>& m = which == 0 ? a_ : b_;
+    for (std::int64_t j = 0; j < m.cols; ++j)
+      for (std::int64_t i = 0; i < m.rows; ++i)
+        if (!std::isfinite(m(i, j))) return {i, j};
+    return {-1, -1};
+  }
+  double largest_abs_a() override {
+    double largest = 0;
+    for (std::int64_t j = 0; j < a_.cols; ++j)
+      for (std::int64_t i = 0; i < a_.rows; ++i) largest = std::max(largest, std::fabs(a_(i, j)));
+    return largest;
+  }
+  double norm_a_frobenius() override {
+    const double largest = largest_abs_a();
+    if (!(largest > 0)) return 0;
+    double sum = 0;
+    for (std::int64_t j = 0; j < a_.cols; ++j)
+      for (std::int64_t i = 0; i < a_.rows; ++i) sum += (a_(i, j) / largest) * (a_(i, j) / largest);
+    return largest * std::sqrt(sum);
+  }
+  std::vector<double> factor(bool fp64, double a_scale, std::int64_t block) override {
+    a_scale_ = a_scale;
+    return fp64 ? factor_in(factors64_, qr64_, a_scale, block, "host-fp64")
+                : factor_in(factors32_, qr32_, a_scale, block, "host-fp32");
+  }
+  std::vector<double> r_factor() override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    std::vector<double> r(n * n);
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < n; ++i) r[i + j * n] = qr64_ ? factors64_[i + j * m] : factors32_[i + j * m];
+    return r;
+  }
+  double norm_a_times(const std::vector<double>& v) override {
+    double sum = 0;
+    for (std::int64_t i = 0; i < a_.rows; ++i) {
+      double s = 0;
+      for (std::int64_t j = 0; j < a_.cols; ++j) s += a_(i, j) * v[j];
+      sum += s * s;
+    }
+    return std::sqrt(sum);
+  }
+  solvers_detail::LsRefinementResult refine(std::int64_t j, int max_iterations) override {
+    return qr64_ ? solvers_detail::refine_least_squares(a_, &b_(0, j), *qr64_, a_scale_, max_iterations, &x_(0, j),
+                                                        r_.data())
+                 : solvers_detail::refine_least_squares(a_, &b_(0, j), *qr32_, a_scale_, max_iterations, &x_(0, j),
+                                                        r_.data());
+  }
+  std::vector<double> residual_norms() override {
+    std::vector<double> out;
+    for (std::int64_t j = 0; j < b_.cols; ++j) {
+      double sum = 0;
+      for (std::int64_t i = 0; i < b_.rows; ++i) {
+        double s = b_(i, j);
+        for (std::int64_t l = 0; l < a_.cols; ++l) s -= a_(i, l) * x_(l, j);
+        sum += s * s;
+      }
+      out.push_back(std::sqrt(sum));
+    }
+    return out;
+  }
+  void fill_x_with_nan() override {
+    for (std::int64_t j = 0; j < x_.cols; ++j)
+      for (std::int64_t i = 0; i < x_.rows; ++i) x_(i, j) = NAN;
+  }
+
+ private:
+  template <class T>
+  std::vector<double> factor_in(std::vector<T>& factors, std::unique_ptr<solvers_detail::HouseholderQr<T>>& qr,
+                                double a_scale, std::int64_t block, const char* backend) {
+    qr32_.reset();
+    qr64_.reset();
+    const std::int64_t m = a_.rows, n = a_.cols;
+    factors.assign(m * n, T(0));
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < m; ++i) factors[i + j * m] = T(a_scale * a_(i, j));
+    qr = std::make_unique<solvers_detail::HouseholderQr<T>>(ctx_, host_view(factors.data(), m, n, m), block,
+                                                            gemm::find_backend(backend));
+    std::vector<double> diagonal(n);
+    for (std::int64_t j = 0; j < n; ++j) diagonal[j] = std::fabs(double(factors[j + j * m]));
+    return diagonal;
+  }
+
+  Context& ctx_;
+  MatrixView<const double> a_, b_;
+  MatrixView<double> x_;
+  std::vector<double> r_;
+  std::vector<float> factors32_;
+  std::vector<double> factors64_;
+  std::unique_ptr<solvers_detail::HouseholderQr<float>> qr32_;
+  std::unique_ptr<solvers_detail::HouseholderQr<double>> qr64_;
+  double a_scale_ = 1;
+};
+
+// A unit vector v from R (n x n, column major, FP64) by v = R^-1 e_j, then v := R^-1 R^-T v
+// (inverse iteration on R^T R), normalised; j the smallest |r_jj|. With FP64 factors it is the
+// smallest singular vector to about u_64 kappa, so ||A v|| (>= sigma_min(A) for any unit v) shows
+// a rank deficiency as a value near u_64 ||A||.
+std::vector<double> smallest_singular_vector(const std::vector<double>& r, std::int64_t n, std::int64_t start) {
+  const auto at = [&](std::int64_t i, std::int64_t j) { return r[i + j * n]; };
   const auto normalize = [](std::vector<double>& v) {
     double s = 0;
     for (double e : v) s += e * e;
@@ -76,22 +168,16 @@ double smallest_singular_value_bound(const MatrixView<const double>& a, const st
   const auto solve_r = [&](std::vector<double>& v) {  // v := R^-1 v
     for (std::int64_t i = n - 1; i >= 0; --i) {
       double s = v[i];
-      for (std::int64_t j = i + 1; j < n; ++j) s -= r(i, j) * v[j];
-      v[i] = r(i, i) != 0 ? s / r(i, i) : s;
+      for (std::int64_t j = i + 1; j < n; ++j) s -= at(i, j) * v[j];
+      v[i] = at(i, i) != 0 ? s / at(i, i) : s;
     }
   };
   const auto solve_rt = [&](std::vector<double>& v) {  // v := R^-T v
     for (std::int64_t i = 0; i < n; ++i) {
       double s = v[i];
-      for (std::int64_t j = 0; j < i; ++j) s -= r(j, i) * v[j];
-      v[i] = r(i, i) != 0 ? s / r(i, i) : s;
+      for (std::int64_t j = 0; j < i; ++j) s -= at(j, i) * v[j];
+      v[i] = at(i, i) != 0 ? s / at(i, i) : s;
     }
-  };
-  const auto times_a = [&](const std::vector<double>& v) {  // A v, FP64
-    std::vector<double> y(m, 0.0);
-    for (std::int64_t j = 0; j < n; ++j)
-      for (std::int64_t i = 0; i < m; ++i) y[i] += a(i, j) * v[j];
-    return y;
   };
   std::vector<double> v(n, 0.0);
   v[start] = 1;
@@ -100,74 +186,56 @@ double smallest_singular_value_bound(const MatrixView<const double>& a, const st
   solve_rt(v);
   solve_r(v);
   normalize(v);
-  double sum = 0;
-  for (const double e : times_a(v)) sum += e * e;
-  return std::sqrt(sum);
+  return v;
 }
 
-// One attempt in precision T: the QR of A rounded to T, then each column refined in FP64.
-template <class T>
-LeastSquaresAttempt attempt(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
-                            const MatrixView<double>& x, const LeastSquaresOptions& options) {
-  const std::int64_t m = a.rows, n = a.cols;
+// One attempt: the QR of a_scale A rounded to FP32 (fp64 false) or FP64, then each column refined
+// in FP64; in either memory space.
+LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, bool fp64, std::int64_t m, std::int64_t n,
+                            std::int64_t columns, const LeastSquaresOptions& options) {
   LeastSquaresAttempt result;
-  result.precision = std::is_same_v<T, float> ? Precision::FP32 : Precision::FP64;
+  result.precision = fp64 ? Precision::FP64 : Precision::FP32;
   const auto t0 = solvers_detail::Clock::now();
   // The factors are of a_scale A, a power of two that brings A's largest entry near 1: FP32's
   // range would not hold every FP64 A (the refinement undoes the scale exactly).
-  double largest_entry = 0;
-  for (std::int64_t j = 0; j < n; ++j)
-    for (std::int64_t i = 0; i < m; ++i) largest_entry = std::max(largest_entry, std::fabs(a(i, j)));
   int exponent = 0;
+  const double largest_entry = space.largest_abs_a();
   if (largest_entry > 0) std::frexp(largest_entry, &exponent);
-  const double a_scale = std::ldexp(1.0, -exponent);
-  std::vector<T> factors(m * n);
-  for (std::int64_t j = 0; j < n; ++j)
-    for (std::int64_t i = 0; i < m; ++i) factors[i + j * m] = T(a_scale * a(i, j));
-  const solvers_detail::HouseholderQr<T> qr(ctx, host_view(factors.data(), m, n, m),
-                                            options.block_size > 0 ? options.block_size : kDefaultQrBlock,
-                                            gemm::find_backend(std::is_same_v<T, float> ? "host-fp32" : "host-fp64"));
+  const std::vector<double> diagonal =
+      space.factor(fp64, std::ldexp(1.0, -exponent), options.block_size > 0 ? options.block_size : kDefaultQrBlock);
   double largest = 0, smallest = INFINITY;
   std::int64_t smallest_column = 0;
   for (std::int64_t j = 0; j < n; ++j) {
-    const double d = std::fabs(double(factors[j + j * m]));
-    largest = std::max(largest, d);
-    if (d < smallest) smallest = d, smallest_column = j;
+    largest = std::max(largest, diagonal[j]);
+    if (diagonal[j] < smallest) smallest = diagonal[j], smallest_column = j;
   }
   result.diagonal_ratio = largest > 0 ? smallest / largest : 0;
   result.factor_seconds = solvers_detail::seconds_since(t0);
   // FP32 factors carry rounding of order u_32 ||A||: where R's diagonal falls to 16 u_32 of its
   // largest entry they cannot tell an ill-conditioned A (kappa >~ 1e6) from a rank-deficient one,
   // and the FP64 QR decides, unrefined here.
-  if (std::is_same_v<T, float> && !(result.diagonal_ratio > kCheapRankRatio)) {
+  if (!fp64 && !(result.diagonal_ratio > kCheapRankRatio)) {
     result.stop = LeastSquaresStop::RankUndecided;
     return result;
   }
   // Numerically rank deficient (sigma_min(A) <= max(m, n) 2^-53 ||A||_F): the least-squares
   // solution is not unique, and a refinement would settle on one of them. Checked where R's
   // diagonal spans more than 2^10.
-  if constexpr (std::is_same_v<T, double>)
-    if (!(result.diagonal_ratio > 0x1p-10)) {
-      double norm_a = 0;
-      for (std::int64_t j = 0; j < n; ++j)
-        for (std::int64_t i = 0; i < m; ++i) norm_a += a(i, j) * a(i, j);
-      norm_a = std::sqrt(norm_a);
-      const double bound = smallest_singular_value_bound(a, factors, smallest_column);
-      const double tolerance = double(std::max(m, n)) * 0x1p-53 * norm_a;
-      if (!(bound > tolerance)) {
-        char text[200];
-        std::snprintf(text, sizeof text,
-                      "least_squares: A is numerically rank deficient: ||A v|| = %.3g for a unit v (at most max(m, n) "
-                      "2^-53 ||A||_F = %.3g); smallest |r_jj| at column %lld",
-                      bound, tolerance, static_cast<long long>(smallest_column));
-        throw RankDeficientMatrix(text, smallest_column);
-      }
+  if (fp64 && !(result.diagonal_ratio > 0x1p-10)) {
+    const double bound = space.norm_a_times(smallest_singular_vector(space.r_factor(), n, smallest_column));
+    const double tolerance = double(std::max(m, n)) * 0x1p-53 * space.norm_a_frobenius();
+    if (!(bound > tolerance)) {
+      char text[200];
+      std::snprintf(text, sizeof text,
+                    "least_squares: A is numerically rank deficient: ||A v|| = %.3g for a unit v (at most max(m, n) "
+                    "2^-53 ||A||_F = %.3g); smallest |r_jj| at column %lld",
+                    bound, tolerance, static_cast<long long>(smallest_column));
+      throw RankDeficientMatrix(text, smallest_column);
     }
+  }
   const auto t1 = solvers_detail::Clock::now();
-  std::vector<double> r(m);
-  for (std::int64_t j = 0; j < b.cols; ++j) {
-    const solvers_detail::LsRefinementResult refined =
-        solvers_detail::refine_least_squares(a, &b(0, j), qr, a_scale, options.max_iterations, &x(0, j), r.data());
+  for (std::int64_t j = 0; j < columns; ++j) {
+    const solvers_detail::LsRefinementResult refined = space.refine(j, options.max_iterations);
     const LeastSquaresStop stop = public_stop(refined.stop);
     if (severity(stop) > severity(result.stop)) result.stop = stop;
     result.iterations = std::max(result.iterations, refined.iterations);
@@ -211,8 +279,8 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
   detail::check_view(where, "A", a);
   detail::check_view(where, "B", b);
   detail::check_view(where, "X", x);
-  if (a.memory != Memory::Host || b.memory != Memory::Host || x.memory != Memory::Host)
-    throw InvalidArgument("least_squares: A, B and X must be in host memory (the device path is not built yet)");
+  if (b.memory != a.memory || x.memory != a.memory)
+    throw InvalidArgument(std::string("least_squares: B and X must be in ") + to_string(a.memory) + " memory, as A");
   if (a.rows < a.cols)
     throw InvalidArgument("least_squares: A is " + std::to_string(a.rows) + " x " + std::to_string(a.cols) +
                           ": fewer rows than columns (underdetermined systems are not supported)");
@@ -238,11 +306,14 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
     throw InvalidArgument("least_squares: max_iterations (" + std::to_string(options.max_iterations) + ") < 1");
   if (options.block_size < 0)
     throw InvalidArgument("least_squares: block_size (" + std::to_string(options.block_size) + ") < 0");
-  for (const auto& [name, m] : {std::pair{"A", a}, std::pair{"B", b}}) {
-    const auto bad = find_nonfinite(m);
+  const std::unique_ptr<solvers_detail::LsSpace> space = a.memory == Memory::Device
+                                                             ? solvers_detail::make_device_ls_space(ctx, a, b, x)
+                                                             : std::make_unique<HostLsSpace>(ctx, a, b, x);
+  for (const int which : {0, 1}) {
+    const auto bad = space->find_nonfinite(which);
     if (bad.first >= 0)
-      throw InvalidArgument(std::string("least_squares: ") + name + "(" + std::to_string(bad.first) + ", " +
-                            std::to_string(bad.second) + ") is NaN or Inf");
+      throw InvalidArgument(std::string("least_squares: ") + (which == 0 ? "A" : "B") + "(" +
+                            std::to_string(bad.first) + ", " + std::to_string(bad.second) + ") is NaN or Inf");
   }
 
   LeastSquaresReport report;
@@ -252,27 +323,16 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
     std::vector<Precision> path = {options.factorization};
     if (options.fallback && options.factorization != Precision::FP64) path.push_back(Precision::FP64);
     for (std::size_t i = 0; i < path.size(); ++i) {
-      report.attempts.push_back(path[i] == Precision::FP32 ? attempt<float>(ctx, a, b, x, options)
-                                                           : attempt<double>(ctx, a, b, x, options));
+      report.attempts.push_back(attempt(*space, path[i] == Precision::FP64, a.rows, a.cols, b.cols, options));
       report.fell_back = i > 0;
       if (accepted(report.attempts.back().stop)) {
         report.converged = true;
         break;
       }
     }
-    if (report.attempts.back().stop == LeastSquaresStop::RankUndecided)  // no fallback: no solution
-      for (std::int64_t j = 0; j < x.cols; ++j)
-        for (std::int64_t i = 0; i < x.rows; ++i) x(i, j) = NAN;
+    if (report.attempts.back().stop == LeastSquaresStop::RankUndecided) space->fill_x_with_nan();  // no solution
   }
-  for (std::int64_t j = 0; j < b.cols; ++j) {
-    std::vector<double> r(b.rows);
-    for (std::int64_t i = 0; i < b.rows; ++i) r[i] = b(i, j);
-    for (std::int64_t l = 0; l < a.cols; ++l)
-      for (std::int64_t i = 0; i < a.rows; ++i) r[i] -= a(i, l) * x(l, j);
-    double sum = 0;
-    for (double v : r) sum += v * v;
-    report.residual_norms.push_back(std::sqrt(sum));
-  }
+  report.residual_norms = space->residual_norms();
   return report;
 }
 

@@ -62,50 +62,16 @@ void augmented_correction(const HouseholderQr<T>& qr, double a_scale, const std:
 
 }  // namespace
 
-template <class T>
-LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const double* b, const HouseholderQr<T>& qr,
-                                        double a_scale, int max_iterations, double* x, double* r) {
-  const std::int64_t m = a.rows, n = a.cols;
+LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations) {
   constexpr double kUnit = 0x1p-53;
-  // The cheap factors' solution, x = a_scale R^-1 (Q^T b)(1:n) / s with b scaled by s into T's
-  // range, and r = b - A x in FP64.
-  {
-    const std::vector<double> bv(b, b + m);
-    const double s = power_of_two_scale(bv, {});
-    std::vector<T> c(m);
-    for (std::int64_t i = 0; i < m; ++i) c[i] = T(s * b[i]);
-    qr.apply_qt(host_view(c.data(), m, 1, m));
-    qr.solve_r(host_view(c.data(), n, 1, m));
-    for (std::int64_t i = 0; i < n; ++i) x[i] = double(c[i]) * a_scale / s;
-  }
-  for (std::int64_t i = 0; i < m; ++i) {
-    double s = b[i];
-    for (std::int64_t j = 0; j < n; ++j) s -= a(i, j) * x[j];
-    r[i] = s;
-  }
-  const double norm_b = norm2(b, m);
+  const double norm_b = steps.start();
   LsRefinementResult result;
-  std::vector<double> f(m), g(n), dx, dr;
   double previous = INFINITY;
   int contractions = 0;  // corrections at most half the one before
   for (int step = 1; step <= max_iterations; ++step) {
-    // f = b - r - A x, g = -A^T r, in FP64 (each entry one FP64 sum of products).
-    for (std::int64_t i = 0; i < m; ++i) {
-      double s = b[i] - r[i];
-      for (std::int64_t j = 0; j < n; ++j) s -= a(i, j) * x[j];
-      f[i] = s;
-    }
-    for (std::int64_t j = 0; j < n; ++j) {
-      double s = 0;
-      for (std::int64_t i = 0; i < m; ++i) s -= a(i, j) * r[i];
-      g[j] = s;
-    }
-    augmented_correction(qr, a_scale, f, g, dx, dr);
-    for (std::int64_t j = 0; j < n; ++j) x[j] += dx[j];
-    for (std::int64_t i = 0; i < m; ++i) r[i] += dr[i];
+    const LsSteps::Norms norms = steps.step();
     // dr relative to ||b||, not ||r||: r may be (close to) zero, for a consistent system.
-    const double nx = norm2(x, n), ndx = norm2(dx.data(), n);
-    const double rel_dx = nx > 0 ? ndx / nx : ndx, rel_dr = norm_b > 0 ? norm2(dr.data(), m) / norm_b : 0.0;
+    const double rel_dx = norms.x > 0 ? norms.dx / norms.x : norms.dx, rel_dr = norm_b > 0 ? norms.dr / norm_b : 0.0;
     result.iterations = step;
     result.dx_history.push_back(rel_dx);
     result.dr_history.push_back(rel_dr);
@@ -127,7 +93,7 @@ LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const
         // otherwise the cheap factors never brought them near the solution (kappa u_T >~ 1: one
         // lucky halving of a huge first correction is no convergence). FP64 factors start at the
         // FP64 QR's solution: accepted either way.
-        const bool converging = contractions >= 2 || size <= 0x1p-40 || std::is_same_v<T, double>;
+        const bool converging = contractions >= 2 || size <= 0x1p-40 || fp64_factors;
         result.stop = converging ? LsStop::Stagnated : LsStop::Diverged;
         return result;
       }
@@ -136,6 +102,72 @@ LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const
   }
   result.stop = LsStop::MaxIterations;
   return result;
+}
+
+namespace {
+
+// The host's steps: A, b, x and r in host memory, the factors a HouseholderQr<T>.
+template <class T>
+class HostLsSteps final : public LsSteps {
+ public:
+  HostLsSteps(const MatrixView<const double>& a, const double* b, const HouseholderQr<T>& qr, double a_scale, double* x,
+              double* r)
+      : a_(a), b_(b), qr_(qr), a_scale_(a_scale), x_(x), r_(r), f_(a.rows), g_(a.cols) {}
+
+  // The cheap factors' solution, x = a_scale R^-1 (Q^T b)(1:n) / s with b scaled by s into T's
+  // range, and r = b - A x in FP64.
+  double start() override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    const std::vector<double> bv(b_, b_ + m);
+    const double s = power_of_two_scale(bv, {});
+    std::vector<T> c(m);
+    for (std::int64_t i = 0; i < m; ++i) c[i] = T(s * b_[i]);
+    qr_.apply_qt(host_view(c.data(), m, 1, m));
+    qr_.solve_r(host_view(c.data(), n, 1, m));
+    for (std::int64_t i = 0; i < n; ++i) x_[i] = double(c[i]) * a_scale_ / s;
+    for (std::int64_t i = 0; i < m; ++i) {
+      double sum = b_[i];
+      for (std::int64_t j = 0; j < n; ++j) sum -= a_(i, j) * x_[j];
+      r_[i] = sum;
+    }
+    return norm2(b_, m);
+  }
+
+  Norms step() override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    // f = b - r - A x, g = -A^T r, in FP64 (each entry one FP64 sum of products).
+    for (std::int64_t i = 0; i < m; ++i) {
+      double sum = b_[i] - r_[i];
+      for (std::int64_t j = 0; j < n; ++j) sum -= a_(i, j) * x_[j];
+      f_[i] = sum;
+    }
+    for (std::int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (std::int64_t i = 0; i < m; ++i) sum -= a_(i, j) * r_[i];
+      g_[j] = sum;
+    }
+    augmented_correction(qr_, a_scale_, f_, g_, dx_, dr_);
+    for (std::int64_t j = 0; j < n; ++j) x_[j] += dx_[j];
+    for (std::int64_t i = 0; i < m; ++i) r_[i] += dr_[i];
+    return {norm2(x_, n), norm2(dx_.data(), n), norm2(dr_.data(), m)};
+  }
+
+ private:
+  MatrixView<const double> a_;
+  const double* b_;
+  const HouseholderQr<T>& qr_;
+  double a_scale_;
+  double *x_, *r_;
+  std::vector<double> f_, g_, dx_, dr_;
+};
+
+}  // namespace
+
+template <class T>
+LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const double* b, const HouseholderQr<T>& qr,
+                                        double a_scale, int max_iterations, double* x, double* r) {
+  HostLsSteps<T> steps(a, b, qr, a_scale, x, r);
+  return refine(steps, std::is_same_v<T, double>, max_iterations);
 }
 
 template LsRefinementResult refine_least_squares<float>(const MatrixView<const double>&, const double*,

@@ -41,6 +41,24 @@ struct LsRefinementResult {
   std::vector<double> dr_history;  // ||dr||_2 / ||b||_2 (0 where b = 0)
 };
 
+// One right-hand side's refinement in some memory space: its b, x and r, A and the factors.
+class LsSteps {
+ public:
+  struct Norms {
+    double x, dx, dr;  // ||x||_2 after the step, ||dx||_2, ||dr||_2
+  };
+  virtual ~LsSteps() = default;
+  // x := the factors' solution, r := b - A x in FP64; returns ||b||_2.
+  virtual double start() = 0;
+  // One step: f = b - r - A x and g = -A^T r in FP64, the corrections from the factors (the
+  // right-hand sides scaled by a power of two into the factors' range), x += dx, r += dr.
+  virtual Norms step() = 0;
+};
+
+// The refinement loop and its stop rule (LsStop) over any memory space's steps; fp64_factors:
+// Stagnated is accepted without contraction (the factors' first solution is the FP64 QR's).
+LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations);
+
 // x (n) and r (m): the least-squares solution of A x ~ b and its residual, from `qr` (a QR of
 // a_scale A rounded to T, in precision T; a_scale a power of two that brings A into T's range),
 // refined in FP64 for at most max_iterations steps. A is read in FP64 (host memory). The first x

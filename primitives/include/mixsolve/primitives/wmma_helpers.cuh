@@ -20,9 +20,10 @@
 // element twice (FP16 operand fragments keep each element in two x[e]) writes both copies.
 //
 // The maps hold on sm_90, where they were read and where the GPU test checks every fragment
-// against load_matrix_sync; the helpers compile for sm_90 only. sm_80 to sm_89 compile WMMA to
-// the same mma.sync shapes, but their maps were not read here, and older GPUs use other layouts
-// (seed 002 Table 2 is sm_70's): tools/wmma_fragments reads them for another GPU. On Hopper the fast path is the warpgroup MMA (wgmma), whose
+// against load_matrix_sync; on any other architecture the helpers trap (__trap) at run time.
+// sm_80 to sm_89 compile WMMA to the same mma.sync shapes, but their maps were not read here, and
+// older GPUs use other layouts (seed 002 Table 2 is sm_70's): tools/wmma_fragments reads them for
+// another GPU. On Hopper the fast path is the warpgroup MMA (wgmma), whose
 // operands come from shared memory descriptors or, for A, from registers in the m64nNk16 layout:
 // the same bit-weight description covers that register layout, so a register-A wgmma can reuse
 // foreach_ij with its own weights.
@@ -36,8 +37,10 @@
 
 #include "mixsolve/primitives/wmma_fragment_maps.cuh"
 
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900 || __CUDA_ARCH__ >= 1000)
-#error "mixsolve WMMA helpers: the fragment maps were read on sm_90; read them for this GPU with tools/wmma_fragments"
+// Device code for another architecture still compiles (a build for several GPUs), but every
+// helper traps there: the maps were not read for it.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
+#define MIXSOLVE_WMMA_MAPS_UNREAD 1
 #endif
 
 namespace mixsolve::primitives::wmma {
@@ -101,11 +104,17 @@ __device__ __forceinline__ Element to_element(Value v) {
 // The matrix row and column of x[e] in lane `lane` of a fragment of type Fragment.
 template <class Fragment>
 __device__ __forceinline__ int row_of(unsigned lane, int e) {
+#ifdef MIXSOLVE_WMMA_MAPS_UNREAD
+  __trap();
+#endif
   constexpr wmma_maps::BitWeights w = detail::FragmentTraits<Fragment>::kWeights;
   return detail::lane_part(w.lane_row, lane) + detail::element_part(w.element_row, e);
 }
 template <class Fragment>
 __device__ __forceinline__ int col_of(unsigned lane, int e) {
+#ifdef MIXSOLVE_WMMA_MAPS_UNREAD
+  __trap();
+#endif
   constexpr wmma_maps::BitWeights w = detail::FragmentTraits<Fragment>::kWeights;
   return detail::lane_part(w.lane_col, lane) + detail::element_part(w.element_col, e);
 }
@@ -116,6 +125,9 @@ template <class Fragment, class Function>
 __device__ __forceinline__ void foreach_ij(const Fragment&, Function f) {
   constexpr wmma_maps::BitWeights w = detail::FragmentTraits<Fragment>::kWeights;
   static_assert(w.elements == Fragment::num_elements, "the map was read for another element count");
+#ifdef MIXSOLVE_WMMA_MAPS_UNREAD
+  __trap();
+#endif
   const unsigned lane = detail::lane_id();
   const int i0 = detail::lane_part(w.lane_row, lane), j0 = detail::lane_part(w.lane_col, lane);
 #pragma unroll

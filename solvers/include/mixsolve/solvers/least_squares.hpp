@@ -12,8 +12,9 @@
 /// rank-deficient one, whose least-squares solution is not unique (RankDeficientMatrix). The
 /// report says which factors produced X and how each refinement ended.
 ///
-/// Host memory only so far: the device QR exists (solvers/src/qr/cuda/device_qr.hpp) but its
-/// refinement and this solver's device path are still to come.
+/// A, B and X in host or device memory (all three in the same space; device matrices need a
+/// Context with a GPU). On the device the FP32 QR's trailing updates run on cuBLAS SGEMM and the
+/// residuals on cuBLAS DGEMV (docs/least_squares.md).
 #pragma once
 
 #include <cstdint>
@@ -107,17 +108,20 @@ class RankDeficientMatrix : public Error {
 };
 
 /// Solves min ||B - A X||_F column by column to FP64 accuracy (see the file description).
-/// @param ctx     the context (a host-only Context is enough).
-/// @param a       the m x n matrix A, m >= n, host memory; read, not modified. No NaN or Inf.
-/// @param b       the m x k right-hand sides, host memory; read, not modified. No NaN or Inf.
-/// @param x       the n x k solutions, host memory, not overlapping A or B; written.
+/// @param ctx     the context (a host-only Context is enough for host matrices).
+/// @param a       the m x n matrix A, m >= n, host or device memory; read, not modified. No NaN
+///                or Inf.
+/// @param b       the m x k right-hand sides, in A's memory; read, not modified. No NaN or Inf.
+/// @param x       the n x k solutions, in A's memory, not overlapping A or B; written.
 /// @param options the settings (LeastSquaresOptions).
 /// @return the report; check LeastSquaresReport::converged.
-/// @throws InvalidArgument      if a view is malformed or not in host memory, m < n, B has not m
+/// @throws InvalidArgument      if a view is malformed, B or X not in A's memory, device
+///                              matrices with a host-only ctx, m < n, B has not m
 ///                              rows, X not n rows or not B's columns, A or B holds NaN or Inf,
 ///                              X overlaps A or B, factorization is not FP32 or FP64,
 ///                              max_iterations < 1 or block_size < 0.
 /// @throws RankDeficientMatrix  if A is numerically rank deficient (RankDeficientMatrix).
+/// @throws DeviceError          if a CUDA, cuBLAS or cuSOLVER call fails.
 LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
                                  const MatrixView<double>& x, const LeastSquaresOptions& options = {});
 

@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The device's least-squares space (qr/least_squares_space.hpp): A, B and X in device memory, the
+// factors a DeviceQr<T> (FP32 trailing updates on cublas-sgemm, the fastest of the backends on
+// these shapes: docs/least_squares.md), the refinement's FP64 residuals by cuBLAS DGEMV.
+#include <cublas_v2.h>
+
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "mixsolve/core/cuda_check.hpp"
+#include "mixsolve/core/device_buffer.hpp"
+#include "mixsolve/core/error.hpp"
+#include "mixsolve/gemm/registry.hpp"
+#include "qr/cuda/device_qr.hpp"
+#include "qr/least_squares_space.hpp"
+
+namespace mixsolve::solvers_detail {
+
+namespace {
+
+unsigned blocks_for(std::int64_t count) { return unsigned(std::min<std::int64_t>((count + 255) / 256, 8192)); }
+
+// first[0] := min over NaN/Inf entries of i + j rows (start: all ones).
+__global__ void first_nonfinite_kernel(const double* m, std::int64_t ld, std::int64_t rows, std::int64_t cols,
+                                       unsigned long long* first) {
+  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < rows * cols;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t i = e % rows, j = e / rows;
+    if (!isfinite(m[i + j * ld])) atomicMin(first, static_cast<unsigned long long>(e));
+  }
+}
+
+// largest[0] := max |m_ij| as the bits of a non-negative double (they order as the values).
+__global__ void largest_abs_kernel(const double* m, std::int64_t ld, std::int64_t rows, std::int64_t cols,
+                                   unsigned long long* largest) {
+  double local = 0;
+  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < rows * cols;
+       e += std::int64_t(gridDim.x) * blockDim.x)
+    local = fmax(local, fabs(m[e % rows + e / rows * ld]));
+  if (local > 0) atomicMax(largest, static_cast<unsigned long long>(__double_as_longlong(local)));
+}
+
+// sum[0] += sum of (m_ij * scale)^2.
+__global__ void scaled_squares_kernel(const double* m, std::int64_t ld, std::int64_t rows, std::int64_t cols,
+                                      double scale, double* sum) {
+  double local = 0;
+  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < rows * cols;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    const double y = m[e % rows + e / rows * ld] * scale;
+    local += y * y;
+  }
+  atomicAdd(sum, local);
+}
+
+// out (rows x cols, leading dimension rows) := T(scale m).
+template <class T>
+__global__ void scaled_copy_kernel(const double* m, std::int64_t ld, std::int64_t rows, std::int64_t cols, double scale,
+                                   T* out) {
+  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < rows * cols;
+       e += std::int64_t(gridDim.x) * blockDim.x)
+    out[e] = T(scale * m[e % rows + e / rows * ld]);
+}
+
+// y := T(scale x).
+template <class T>
+__global__ void scale_to_kernel(const double* x, std::int64_t count, double scale, T* y) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    y[i] = T(scale * x[i]);
+}
+
+// x := x + factor z (z in T), or x := factor z where `assign`.
+template <class T>
+__global__ void add_scaled_kernel(const T* z, std::int64_t count, double factor, bool assign, double* x) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    x[i] = assign ? factor * double(z[i]) : x[i] + factor * double(z[i]);
+}
+
+// z := d - h (length n, in T).
+template <class T>
+__global__ void difference_kernel(const T* d, const T* h, std::int64_t count, T* z) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    z[i] = d[i] - h[i];
+}
+
+// f := b - r.
+__global__ void b_minus_r_kernel(const double* b, const double* r, std::int64_t count, double* f) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    f[i] = b[i] - r[i];
+}
+
+__global__ void fill_nan_kernel(double* x, std::int64_t ld, std::int64_t rows, std::int64_t cols) {
+  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < rows * cols;
+       e += std::int64_t(gridDim.x) * blockDim.x)
+    x[e % rows + e / rows * ld] = NAN;
+}
+
+double nrm2(cublasHandle_t h, std::int64_t n, const float* x) {
+  float r = 0;
+  MIXSOLVE_CUBLAS_CHECK(cublasSnrm2(h, int(n), x, 1, &r));
+  return r;
+}
+double nrm2(cublasHandle_t h, std::int64_t n, const double* x) {
+  double r = 0;
+  MIXSOLVE_CUBLAS_CHECK(cublasDnrm2(h, int(n), x, 1, &r));
+  return r;
+}
+
+// max_i |x_i| of a device vector (a synchronisation).
+double max_abs(cublasHandle_t h, cudaStream_t stream, std::int64_t n, const double* x) {
+  if (n == 0) return 0;
+  int index = 0;
+  MIXSOLVE_CUBLAS_CHECK(cublasIdamax(h, int(n), x, 1, &index));
+  double v = 0;
+  MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(&v, x + index - 1, sizeof v, cudaMemcpyDeviceToHost, stream));
+  MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return std::fabs(v);
+}
+
+// 2^-e with 2^e > largest (1 for zero or non-finite largest).
+double power_of_two_scale(double largest) {
+  if (!(largest > 0) || !std::isfinite(largest)) return 1;
+  int exponent = 0;
+  std::frexp(largest, &exponent);
+  return std::ldexp(1.0, -exponent);
+}
+
+// The device's steps for one right-hand side (least_squares_refinement.hpp, LsSteps): the same
+// arithmetic as the host's, with DGEMV residuals and the factors' solves on the device.
+template <class T>
+class DeviceLsSteps final : public LsSteps {
+ public:
+  DeviceLsSteps(Context& ctx, const MatrixView<const double>& a, const double* b, DeviceQr<T>& qr, double a_scale,
+                double* x, double* r)
+      : ctx_(ctx),
+        a_(a),
+        b_(b),
+        qr_(qr),
+        a_scale_(a_scale),
+        x_(x),
+        r_(r),
+        f_(ctx, a.rows),
+        g_(ctx, a.cols),
+        d_(ctx, a.rows),
+        h_(ctx, a.cols),
+        z_(ctx, a.cols) {}
+
+  double start() override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    const double s = power_of_two_scale(max_abs(ctx_.cublas(), ctx_.stream(), m, b_));
+    scale_to_kernel<<<blocks_for(m), 256, 0, ctx_.stream()>>>(b_, m, s, d_.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    qr_.apply_qt(device_view(d_.data(), m, 1, m));
+    qr_.solve_r(device_view(d_.data(), m, 1, m));
+    add_scaled_kernel<<<blocks_for(n), 256, 0, ctx_.stream()>>>(d_.data(), n, a_scale_ / s, true, x_);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(r_, b_, sizeof(double) * m, cudaMemcpyDeviceToDevice, ctx_.stream()));
+    const double minus_one = -1, one = 1;
+    MIXSOLVE_CUBLAS_CHECK(
+        cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(m), int(n), &minus_one, a_.data, int(a_.ld), x_, 1, &one, r_, 1));
+    return nrm2(ctx_.cublas(), m, b_);
+  }
+
+  Norms step() override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    cudaStream_t stream = ctx_.stream();
+    cublasHandle_t h = ctx_.cublas();
+    const double minus_one = -1, one = 1, zero = 0;
+    // f = b - r - A x, g = -A^T r, in FP64.
+    b_minus_r_kernel<<<blocks_for(m), 256, 0, stream>>>(b_, r_, m, f_.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    MIXSOLVE_CUBLAS_CHECK(
+        cublasDgemv(h, CUBLAS_OP_N, int(m), int(n), &minus_one, a_.data, int(a_.ld), x_, 1, &one, f_.data(), 1));
+    MIXSOLVE_CUBLAS_CHECK(
+        cublasDgemv(h, CUBLAS_OP_T, int(m), int(n), &minus_one, a_.data, int(a_.ld), r_, 1, &zero, g_.data(), 1));
+    // The corrections with the factors of a_scale A: h = R^-T (s a_scale g), d = Q^T (s f),
+    // z = R^-1 (d1 - h), dr = Q [h; d2] / s, dx = z a_scale / s.
+    const double s =
+        power_of_two_scale(std::max(max_abs(h, stream, m, f_.data()), a_scale_ * max_abs(h, stream, n, g_.data())));
+    scale_to_kernel<<<blocks_for(n), 256, 0, stream>>>(g_.data(), n, s * a_scale_, h_.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    scale_to_kernel<<<blocks_for(m), 256, 0, stream>>>(f_.data(), m, s, d_.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    qr_.solve_rt(device_view(h_.data(), n, 1, n));
+    qr_.apply_qt(device_view(d_.data(), m, 1, m));
+    difference_kernel<<<blocks_for(n), 256, 0, stream>>>(d_.data(), h_.data(), n, z_.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    qr_.solve_r(device_view(z_.data(), n, 1, n));
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(d_.data(), h_.data(), sizeof(T) * n, cudaMemcpyDeviceToDevice, stream));
+    qr_.apply_q(device_view(d_.data(), m, 1, m));
+    add_scaled_kernel<<<blocks_for(n), 256, 0, stream>>>(z_.data(), n, a_scale_ / s, false, x_);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    add_scaled_kernel<<<blocks_for(m), 256, 0, stream>>>(d_.data(), m, 1 / s, false, r_);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    return {nrm2(h, n, x_), nrm2(h, n, z_.data()) * a_scale_ / s, nrm2(h, m, d_.data()) / s};
+  }
+
+ private:
+  Context& ctx_;
+  MatrixView<const double> a_;
+  const double* b_;
+  DeviceQr<T>& qr_;
+  double a_scale_;
+  double *x_, *r_;
+  DeviceBuffer<double> f_, g_;
+  DeviceBuffer<T> d_, h_, z_;
+};
+
+class DeviceLsSpace final : public LsSpace {
+ public:
+  DeviceLsSpace(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
+                const MatrixView<double>& x)
+      : ctx_(ctx), a_(a), b_(b), x_(x), r_(ctx, std::max<std::int64_t>(a.rows, 1)), flag_(ctx, 1) {}
+
+  std::pair<std::int64_t, std::int64_t> find_nonfinite(int which) override {
+    const MatrixView<const double>& m = which == 0 ? a_ : b_;
+    if (m.empty()) return {-1, -1};
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(flag_.data(), 0xff, sizeof(unsigned long long), ctx_.stream()));
+    first_nonfinite_kernel<<<blocks_for(m.rows * m.cols), 256, 0, ctx_.stream()>>>(m.data, m.ld, m.rows, m.cols,
+                                                                                   flag_.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    unsigned long long first = 0;
+    flag_.copy_to_host(&first, 1, ctx_.stream());
+    if (first == ~0ull) return {-1, -1};
+    return {std::int64_t(first % m.rows), std::int64_t(first / m.rows)};
+  }
+
+  double largest_abs_a() override {
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(flag_.data(), 0, sizeof(unsigned long long), ctx_.stream()));
+    largest_abs_kernel<<<blocks_for(a_.rows * a_.cols), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, a_.rows, a_.cols,
+                                                                                 flag_.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    unsigned long long bits = 0;
+    flag_.copy_to_host(&bits, 1, ctx_.stream());
+    double largest = 0;
+    std::memcpy(&largest, &bits, sizeof largest);
+    return largest;
+  }
+
+  double norm_a_frobenius() override {
+    const double largest = largest_abs_a();
+    if (!(largest > 0)) return 0;
+    DeviceBuffer<double> sum(ctx_, 1);
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(sum.data(), 0, sizeof(double), ctx_.stream()));
+    scaled_squares_kernel<<<blocks_for(a_.rows * a_.cols), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, a_.rows, a_.cols,
+                                                                                    1 / largest, sum.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    double s = 0;
+    sum.copy_to_host(&s, 1, ctx_.stream());
+    return largest * std::sqrt(s);
+  }
+
+  std::vector<double> factor(bool fp64, double a_scale, std::int64_t block) override {
+    a_scale_ = a_scale;
+    qr32_.reset();
+    qr64_.reset();
+    const std::int64_t m = a_.rows, n = a_.cols;
+    if (fp64) {
+      factors64_ = DeviceBuffer<double>(ctx_, m * n);
+      scaled_copy_kernel<<<blocks_for(m * n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, a_scale,
+                                                                       factors64_.data());
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+      qr64_ = std::make_unique<DeviceQr<double>>(ctx_, device_view(factors64_.data(), m, n, m), block,
+                                                 gemm::find_backend("cublas-dgemm"));
+      return qr64_->diagonal();
+    }
+    factors32_ = DeviceBuffer<float>(ctx_, m * n);
+    scaled_copy_kernel<<<blocks_for(m * n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, a_scale, factors32_.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    qr32_ = std::make_unique<DeviceQr<float>>(ctx_, device_view(factors32_.data(), m, n, m), block,
+                                              gemm::find_backend("cublas-sgemm"));
+    return qr32_->diagonal();
+  }
+
+  std::vector<double> r_factor() override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    std::vector<double> r(n * n);
+    if (qr64_) {
+      MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(r.data(), n * sizeof(double), factors64_.data(), m * sizeof(double),
+                                            n * sizeof(double), n, cudaMemcpyDeviceToHost, ctx_.stream()));
+    } else {
+      std::vector<float> r32(n * n);
+      MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(r32.data(), n * sizeof(float), factors32_.data(), m * sizeof(float),
+                                            n * sizeof(float), n, cudaMemcpyDeviceToHost, ctx_.stream()));
+      MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));
+      for (std::size_t i = 0; i < r.size(); ++i) r[i] = r32[i];
+    }
+    MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));
+    return r;
+  }
+
+  double norm_a_times(const std::vector<double>& v) override {
+    DeviceBuffer<double> dv(ctx_, v.size()), y(ctx_, a_.rows);
+    dv.copy_from_host(v, ctx_.stream());
+    const double one = 1, zero = 0;
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(a_.rows), int(a_.cols), &one, a_.data, int(a_.ld),
+                                      dv.data(), 1, &zero, y.data(), 1));
+    return nrm2(ctx_.cublas(), a_.rows, y.data());
+  }
+
+  LsRefinementResult refine(std::int64_t j, int max_iterations) override {
+    const double* b = b_.data + j * b_.ld;
+    double* x = x_.data + j * x_.ld;
+    if (qr64_) {
+      DeviceLsSteps<double> steps(ctx_, a_, b, *qr64_, a_scale_, x, r_.data());
+      return solvers_detail::refine(steps, true, max_iterations);
+    }
+    DeviceLsSteps<float> steps(ctx_, a_, b, *qr32_, a_scale_, x, r_.data());
+    return solvers_detail::refine(steps, false, max_iterations);
+  }
+
+  std::vector<double> residual_norms() override {
+    std::vector<double> out;
+    const double minus_one = -1, one = 1;
+    for (std::int64_t j = 0; j < b_.cols; ++j) {
+      MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(r_.data(), b_.data + j * b_.ld, sizeof(double) * b_.rows,
+                                          cudaMemcpyDeviceToDevice, ctx_.stream()));
+      if (a_.cols > 0)
+        MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(a_.rows), int(a_.cols), &minus_one, a_.data,
+                                          int(a_.ld), x_.data + j * x_.ld, 1, &one, r_.data(), 1));
+      out.push_back(nrm2(ctx_.cublas(), b_.rows, r_.data()));
+    }
+    return out;
+  }
+
+  void fill_x_with_nan() override {
+    if (x_.empty()) return;
+    fill_nan_kernel<<<blocks_for(x_.rows * x_.cols), 256, 0, ctx_.stream()>>>(x_.data, x_.ld, x_.rows, x_.cols);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+  }
+
+ private:
+  Context& ctx_;
+  MatrixView<const double> a_, b_;
+  MatrixView<double> x_;
+  DeviceBuffer<double> r_;
+  DeviceBuffer<unsigned long long> flag_;
+  DeviceBuffer<float> factors32_;
+  DeviceBuffer<double> factors64_;
+  std::unique_ptr<DeviceQr<float>> qr32_;
+  std::unique_ptr<DeviceQr<double>> qr64_;
+  double a_scale_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<LsSpace> make_device_ls_space(Context& ctx, const MatrixView<const double>& a,
+                                              const MatrixView<const double>& b, const MatrixView<double>& x) {
+  if (!ctx.has_device()) throw InvalidArgument("least_squares: device matrices need a Context with a GPU");
+  if (a.rows > INT_MAX || a.ld > INT_MAX || b.ld > INT_MAX)
+    throw InvalidArgument("least_squares: m (" + std::to_string(a.rows) +
+                          ") or a leading dimension beyond cuBLAS's int");
+  return std::make_unique<DeviceLsSpace>(ctx, a, b, x);
+}
+
+}  // namespace mixsolve::solvers_detail

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Internal: what one attempt of least_squares() (driver/least_squares.cpp) needs from the memory
+// space of A, B and X, so that the precision path, the rank decisions and the report are written
+// once for host and device matrices. The host's space: driver/least_squares.cpp; the device's:
+// qr/cuda/device_least_squares.cu.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "mixsolve/core/context.hpp"
+#include "mixsolve/core/matrix.hpp"
+#include "qr/least_squares_refinement.hpp"
+
+namespace mixsolve::solvers_detail {
+
+class LsSpace {
+ public:
+  virtual ~LsSpace() = default;
+  // The first (row, column) of A (which = 0) or B (1) holding NaN or Inf, or (-1, -1).
+  virtual std::pair<std::int64_t, std::int64_t> find_nonfinite(int which) = 0;
+  // max |a_ij| and ||A||_F.
+  virtual double largest_abs_a() = 0;
+  virtual double norm_a_frobenius() = 0;
+  // Factors a_scale A rounded to FP32 (fp64 false) or FP64 with `block` columns per block,
+  // replacing any factors held; returns |r_jj| for j = 0 .. n-1.
+  virtual std::vector<double> factor(bool fp64, double a_scale, std::int64_t block) = 0;
+  // The current factors' R in FP64, n x n column major, on the host.
+  virtual std::vector<double> r_factor() = 0;
+  // ||A v||_2 for a host vector v of length n, in FP64.
+  virtual double norm_a_times(const std::vector<double>& v) = 0;
+  // Refines column j of X (and its residual) against column j of B with the current factors.
+  virtual LsRefinementResult refine(std::int64_t j, int max_iterations) = 0;
+  // ||b_j - A x_j||_2 for every column, in FP64.
+  virtual std::vector<double> residual_norms() = 0;
+  // X := NaN.
+  virtual void fill_x_with_nan() = 0;
+};
+
+// The device's space: A, B, X in device memory (ctx with a GPU); the FP32 factors' trailing
+// updates on cublas-sgemm.
+std::unique_ptr<LsSpace> make_device_ls_space(Context& ctx, const MatrixView<const double>& a,
+                                              const MatrixView<const double>& b, const MatrixView<double>& x);
+
+}  // namespace mixsolve::solvers_detail
