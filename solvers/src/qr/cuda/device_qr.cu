@@ -31,25 +31,23 @@ void geqrf(cusolverDnHandle_t h, int m, int n, float* a, int lda, float* tau, fl
 void geqrf(cusolverDnHandle_t h, int m, int n, double* a, int lda, double* tau, double* work, int lwork, int* info) {
   MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf(h, m, n, a, lda, tau, work, lwork, info));
 }
-int ormqr_work(cusolverDnHandle_t h, cublasOperation_t op, int m, int k, int n, const float* a, int lda,
-               const float* tau, const float* c, int ldc) {
-  int lwork = 0;
-  MIXSOLVE_CUSOLVER_CHECK(cusolverDnSormqr_bufferSize(h, CUBLAS_SIDE_LEFT, op, m, k, n, a, lda, tau, c, ldc, &lwork));
-  return lwork;
+// y := alpha op(V) x + beta y for V rows x cols (leading dimension rows); cuBLAS's GEMV for one
+// column, its GEMM for several.
+void multiply(cublasHandle_t h, cublasOperation_t op, int rows, int cols, int k, float alpha, const float* v,
+              const float* x, int ldx, float beta, float* y, int ldy) {
+  const int out = op == CUBLAS_OP_N ? rows : cols, inner = op == CUBLAS_OP_N ? cols : rows;
+  if (k == 1)
+    MIXSOLVE_CUBLAS_CHECK(cublasSgemv(h, op, rows, cols, &alpha, v, rows, x, 1, &beta, y, 1));
+  else
+    MIXSOLVE_CUBLAS_CHECK(cublasSgemm(h, op, CUBLAS_OP_N, out, k, inner, &alpha, v, rows, x, ldx, &beta, y, ldy));
 }
-int ormqr_work(cusolverDnHandle_t h, cublasOperation_t op, int m, int k, int n, const double* a, int lda,
-               const double* tau, const double* c, int ldc) {
-  int lwork = 0;
-  MIXSOLVE_CUSOLVER_CHECK(cusolverDnDormqr_bufferSize(h, CUBLAS_SIDE_LEFT, op, m, k, n, a, lda, tau, c, ldc, &lwork));
-  return lwork;
-}
-void ormqr(cusolverDnHandle_t h, cublasOperation_t op, int m, int k, int n, const float* a, int lda, const float* tau,
-           float* c, int ldc, float* work, int lwork, int* info) {
-  MIXSOLVE_CUSOLVER_CHECK(cusolverDnSormqr(h, CUBLAS_SIDE_LEFT, op, m, k, n, a, lda, tau, c, ldc, work, lwork, info));
-}
-void ormqr(cusolverDnHandle_t h, cublasOperation_t op, int m, int k, int n, const double* a, int lda, const double* tau,
-           double* c, int ldc, double* work, int lwork, int* info) {
-  MIXSOLVE_CUSOLVER_CHECK(cusolverDnDormqr(h, CUBLAS_SIDE_LEFT, op, m, k, n, a, lda, tau, c, ldc, work, lwork, info));
+void multiply(cublasHandle_t h, cublasOperation_t op, int rows, int cols, int k, double alpha, const double* v,
+              const double* x, int ldx, double beta, double* y, int ldy) {
+  const int out = op == CUBLAS_OP_N ? rows : cols, inner = op == CUBLAS_OP_N ? cols : rows;
+  if (k == 1)
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(h, op, rows, cols, &alpha, v, rows, x, 1, &beta, y, 1));
+  else
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemm(h, op, CUBLAS_OP_N, out, k, inner, &alpha, v, rows, x, ldx, &beta, y, ldy));
 }
 void trsm(cublasHandle_t h, cublasOperation_t op, int n, int k, const float* a, int lda, float* x, int ldx) {
   const float one = 1;
@@ -61,16 +59,16 @@ void trsm(cublasHandle_t h, cublasOperation_t op, int n, int k, const double* a,
   MIXSOLVE_CUBLAS_CHECK(
       cublasDtrsm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, n, k, &one, a, lda, x, ldx));
 }
-// c := T^T b (T nb x nb upper triangular), out of place.
-void trmm_transposed(cublasHandle_t h, int nb, int k, const float* t, const float* b, float* c) {
+// c := op(T) b (T nb x nb upper triangular), out of place.
+void trmm(cublasHandle_t h, cublasOperation_t op, int nb, int k, const float* t, const float* b, float* c) {
   const float one = 1;
-  MIXSOLVE_CUBLAS_CHECK(cublasStrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, nb,
-                                    k, &one, t, nb, b, nb, c, nb));
+  MIXSOLVE_CUBLAS_CHECK(cublasStrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, nb, k, &one,
+                                    t, nb, b, nb, c, nb));
 }
-void trmm_transposed(cublasHandle_t h, int nb, int k, const double* t, const double* b, double* c) {
+void trmm(cublasHandle_t h, cublasOperation_t op, int nb, int k, const double* t, const double* b, double* c) {
   const double one = 1;
-  MIXSOLVE_CUBLAS_CHECK(cublasDtrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, nb,
-                                    k, &one, t, nb, b, nb, c, nb));
+  MIXSOLVE_CUBLAS_CHECK(cublasDtrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, nb, k, &one,
+                                    t, nb, b, nb, c, nb));
 }
 void gram(cublasHandle_t h, int nb, int rows, const float* v, float* s) {  // s := V^T V
   const float one = 1, zero = 0;
@@ -119,27 +117,25 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
   const std::int64_t nb_max = std::min(block, n_);
   const int lwork = geqrf_work(solver_.get(), int(m_), int(nb_max), a_.data, int(a_.ld));
   work_ = DeviceBuffer<T>(ctx, std::max(lwork, 1));
-  DeviceBuffer<T> v(ctx, m_ * nb_max), s(ctx, nb_max * nb_max), t(ctx, nb_max * nb_max), w(ctx, nb_max * n_),
-      tw(ctx, nb_max * n_);
+  DeviceBuffer<T> s(ctx, nb_max * nb_max), w(ctx, nb_max * n_), tw(ctx, nb_max * n_);
   std::vector<T> s_host(nb_max * nb_max), tau_host(nb_max);
-  std::vector<T> t_host(nb_max * nb_max);
   cudaStream_t stream = ctx.stream();
   for (std::int64_t j0 = 0; j0 < n_; j0 += block) {
     const std::int64_t nb = std::min(block, n_ - j0), rows = m_ - j0, rest = n_ - j0 - nb;
     T* panel = a_.data + j0 + j0 * a_.ld;
     geqrf(solver_.get(), int(rows), int(nb), panel, int(a_.ld), tau_.data() + j0, work_.data(), lwork, info_.data());
-    if (rest == 0) continue;
+    Block b{j0, nb, DeviceBuffer<T>(ctx, rows * nb), DeviceBuffer<T>(ctx, nb * nb)};
     unit_lower_kernel<<<unsigned(std::min<std::int64_t>((rows * nb + 255) / 256, 4096)), 256, 0, stream>>>(
-        panel, a_.ld, rows, nb, v.data());
+        panel, a_.ld, rows, nb, b.v.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     // T (LAPACK larft, forward, columnwise) from S = V^T V and tau: T(q, q) = tau_q,
     // T(0:q, q) = -tau_q T(0:q, 0:q) S(0:q, q). nb^2 work on the host.
-    gram(ctx.cublas(), int(nb), int(rows), v.data(), s.data());
+    gram(ctx.cublas(), int(nb), int(rows), b.v.data(), s.data());
     MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(s_host.data(), s.data(), sizeof(T) * nb * nb, cudaMemcpyDeviceToHost, stream));
     MIXSOLVE_CUDA_CHECK(
         cudaMemcpyAsync(tau_host.data(), tau_.data() + j0, sizeof(T) * nb, cudaMemcpyDeviceToHost, stream));
     MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
-    std::fill(t_host.begin(), t_host.end(), T(0));
+    std::vector<T> t_host(nb * nb, T(0));
     for (std::int64_t q = 0; q < nb; ++q) {
       t_host[q + q * nb] = tau_host[q];
       for (std::int64_t p = 0; p < q; ++p) {
@@ -148,18 +144,19 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
         t_host[p + q * nb] = T(-double(tau_host[q]) * sum);
       }
     }
-    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(t.data(), t_host.data(), sizeof(T) * nb * nb, cudaMemcpyHostToDevice, stream));
-    // C := C - V (T^T (V^T C)), the two products on the backend.
-    T* c = a_.data + j0 + (j0 + nb) * a_.ld;
-    const gemm::GemmArgs<T> vt_c{gemm::Op::T, gemm::Op::N, nb,    rest, rows,     T(1), v.data(),
-                                 rows,        c,           a_.ld, T(0), w.data(), nb};
-    update.run(ctx, gemm::to_problem(vt_c));
-    trmm_transposed(ctx.cublas(), int(nb), int(rest), t.data(), w.data(), tw.data());
-    const gemm::GemmArgs<T> c_update{gemm::Op::N, gemm::Op::N, rows, rest, nb, T(-1), v.data(),
-                                     rows,        tw.data(),   nb,   T(1), c,  a_.ld};
-    update.run(ctx, gemm::to_problem(c_update));
-    // t_host is rewritten by the next block: its upload must be done.
-    MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    b.t.copy_from_host(t_host, stream);  // synchronous for pageable memory: t_host may go
+    if (rest > 0) {
+      // C := C - V (T^T (V^T C)), the two products on the backend.
+      T* c = a_.data + j0 + (j0 + nb) * a_.ld;
+      const gemm::GemmArgs<T> vt_c{gemm::Op::T, gemm::Op::N, nb,    rest, rows,     T(1), b.v.data(),
+                                   rows,        c,           a_.ld, T(0), w.data(), nb};
+      update.run(ctx, gemm::to_problem(vt_c));
+      trmm(ctx.cublas(), CUBLAS_OP_T, int(nb), int(rest), b.t.data(), w.data(), tw.data());
+      const gemm::GemmArgs<T> c_update{gemm::Op::N, gemm::Op::N, rows, rest, nb, T(-1), b.v.data(),
+                                       rows,        tw.data(),   nb,   T(1), c,  a_.ld};
+      update.run(ctx, gemm::to_problem(c_update));
+    }
+    blocks_.push_back(std::move(b));
   }
 }
 
@@ -175,17 +172,33 @@ std::vector<double> DeviceQr<T>::diagonal() const {
   return out;
 }
 
+// Block by block from the compact WY form kept from the factorization: Q^T c applies
+// (I - V T V^T)^T = I - V T^T V^T in the blocks' order, Q c applies I - V T V^T in reverse; each
+// as W = V^T c, W := op(T) W, c -= V W (GEMV for one column, GEMM for several): every reflector
+// is read twice per application.
 template <class T>
 void DeviceQr<T>::apply(const MatrixView<T>& c, bool transposed) {
   if (c.rows != m_ || c.memory != Memory::Device)
     throw InvalidArgument("DeviceQr: c must be a device block of " + std::to_string(m_) + " rows");
   if (c.cols == 0 || n_ == 0) return;
-  const cublasOperation_t op = transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const int lwork =
-      ormqr_work(solver_.get(), op, int(m_), int(c.cols), int(n_), a_.data, int(a_.ld), tau_.data(), c.data, int(c.ld));
-  if (work_.size() < std::size_t(lwork)) work_ = DeviceBuffer<T>(ctx_, lwork);
-  ormqr(solver_.get(), op, int(m_), int(c.cols), int(n_), a_.data, int(a_.ld), tau_.data(), c.data, int(c.ld),
-        work_.data(), lwork, info_.data());
+  const std::int64_t k = c.cols;
+  const std::int64_t nb_max = blocks_.front().nb;
+  if (apply_w_.size() < std::size_t(nb_max * k)) {
+    apply_w_ = DeviceBuffer<T>(ctx_, nb_max * k);
+    apply_tw_ = DeviceBuffer<T>(ctx_, nb_max * k);
+  }
+  cublasHandle_t h = ctx_.cublas();
+  const auto apply_block = [&](const Block& b) {
+    const int rows = int(m_ - b.j0), nb = int(b.nb);
+    T* c0 = c.data + b.j0;
+    multiply(h, CUBLAS_OP_T, rows, nb, int(k), T(1), b.v.data(), c0, int(c.ld), T(0), apply_w_.data(), nb);
+    trmm(h, transposed ? CUBLAS_OP_T : CUBLAS_OP_N, nb, int(k), b.t.data(), apply_w_.data(), apply_tw_.data());
+    multiply(h, CUBLAS_OP_N, rows, nb, int(k), T(-1), b.v.data(), apply_tw_.data(), nb, T(1), c0, int(c.ld));
+  };
+  if (transposed)
+    for (const Block& b : blocks_) apply_block(b);
+  else
+    for (auto b = blocks_.rbegin(); b != blocks_.rend(); ++b) apply_block(*b);
 }
 
 template <class T>

@@ -5,7 +5,8 @@
 // host: nb^2 work), and the trailing update C := C - V (T^T (V^T C)) with its two products on a
 // GEMM backend of the interface (for FP32 data: cublas-sgemm, or the corrected tf32tf32 /
 // halfhalf on the tensor cores). The result is in LAPACK's geqrf form (R above the diagonal, the
-// reflectors below, tau), so Q and Q^T apply through cuSOLVER's ormqr.
+// reflectors below, tau); each block's V and T are also kept, so that Q and Q^T apply as two
+// products per block (an extra m x n of memory in T beside the factors).
 #pragma once
 
 #include <cublas_v2.h>
@@ -58,6 +59,14 @@ class DeviceQr {
   std::unique_ptr<std::remove_pointer_t<cusolverDnHandle_t>, DestroySolver> solver_;
   DeviceBuffer<T> tau_, work_;
   DeviceBuffer<int> info_;
+  // The compact WY form of each block, kept for apply(): V (rows j0 .. m, nb columns, unit lower
+  // trapezoidal, explicit zeros above) and T (nb x nb, upper triangular).
+  struct Block {
+    std::int64_t j0, nb;
+    DeviceBuffer<T> v, t;
+  };
+  std::vector<Block> blocks_;
+  DeviceBuffer<T> apply_w_, apply_tw_;  // apply()'s nb x k products
 };
 
 extern template class DeviceQr<float>;
