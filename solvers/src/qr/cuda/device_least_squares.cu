@@ -25,13 +25,21 @@ namespace {
 
 unsigned blocks_for(std::int64_t count) { return unsigned(std::min<std::int64_t>((count + 255) / 256, 8192)); }
 
+// A grid over the entries of a rows x cols matrix: rows along x, columns along y (no division
+// per entry).
+dim3 matrix_grid(std::int64_t rows, std::int64_t cols) {
+  return dim3(unsigned(std::min<std::int64_t>((rows + 255) / 256, 64)), unsigned(std::min<std::int64_t>(cols, 256)));
+}
+#define FOR_EACH_ENTRY(rows, cols)                                                         \
+  for (std::int64_t j = blockIdx.y; j < (cols); j += gridDim.y)                            \
+    for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < (rows); \
+         i += std::int64_t(gridDim.x) * blockDim.x)
+
 // first[0] := min over NaN/Inf entries of i + j rows (start: all ones).
 __global__ void first_nonfinite_kernel(const double* m, std::int64_t ld, std::int64_t rows, std::int64_t cols,
                                        unsigned long long* first) {
-  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < rows * cols;
-       e += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t i = e % rows, j = e / rows;
-    if (!isfinite(m[i + j * ld])) atomicMin(first, static_cast<unsigned long long>(e));
+  FOR_EACH_ENTRY(rows, cols) {
+    if (!isfinite(m[i + j * ld])) atomicMin(first, static_cast<unsigned long long>(i + j * rows));
   }
 }
 
@@ -39,31 +47,29 @@ __global__ void first_nonfinite_kernel(const double* m, std::int64_t ld, std::in
 __global__ void largest_abs_kernel(const double* m, std::int64_t ld, std::int64_t rows, std::int64_t cols,
                                    unsigned long long* largest) {
   double local = 0;
-  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < rows * cols;
-       e += std::int64_t(gridDim.x) * blockDim.x)
-    local = fmax(local, fabs(m[e % rows + e / rows * ld]));
-  if (local > 0) atomicMax(largest, static_cast<unsigned long long>(__double_as_longlong(local)));
+  FOR_EACH_ENTRY(rows, cols) { local = fmax(local, fabs(m[i + j * ld])); }
+  for (int offset = 16; offset > 0; offset /= 2) local = fmax(local, __shfl_xor_sync(0xffffffffu, local, offset));
+  if (threadIdx.x % 32 == 0 && local > 0)  // one atomic per warp
+    atomicMax(largest, static_cast<unsigned long long>(__double_as_longlong(local)));
 }
 
 // sum[0] += sum of (m_ij * scale)^2.
 __global__ void scaled_squares_kernel(const double* m, std::int64_t ld, std::int64_t rows, std::int64_t cols,
                                       double scale, double* sum) {
   double local = 0;
-  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < rows * cols;
-       e += std::int64_t(gridDim.x) * blockDim.x) {
-    const double y = m[e % rows + e / rows * ld] * scale;
+  FOR_EACH_ENTRY(rows, cols) {
+    const double y = m[i + j * ld] * scale;
     local += y * y;
   }
-  atomicAdd(sum, local);
+  for (int offset = 16; offset > 0; offset /= 2) local += __shfl_xor_sync(0xffffffffu, local, offset);
+  if (threadIdx.x % 32 == 0) atomicAdd(sum, local);  // one atomic per warp
 }
 
 // out (rows x cols, leading dimension rows) := T(scale m).
 template <class T>
 __global__ void scaled_copy_kernel(const double* m, std::int64_t ld, std::int64_t rows, std::int64_t cols, double scale,
                                    T* out) {
-  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < rows * cols;
-       e += std::int64_t(gridDim.x) * blockDim.x)
-    out[e] = T(scale * m[e % rows + e / rows * ld]);
+  FOR_EACH_ENTRY(rows, cols) { out[i + j * rows] = T(scale * m[i + j * ld]); }
 }
 
 // y := T(scale x).
@@ -98,10 +104,10 @@ __global__ void b_minus_r_kernel(const double* b, const double* r, std::int64_t 
 }
 
 __global__ void fill_nan_kernel(double* x, std::int64_t ld, std::int64_t rows, std::int64_t cols) {
-  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < rows * cols;
-       e += std::int64_t(gridDim.x) * blockDim.x)
-    x[e % rows + e / rows * ld] = NAN;
+  FOR_EACH_ENTRY(rows, cols) { x[i + j * ld] = NAN; }
 }
+
+#undef FOR_EACH_ENTRY
 
 double nrm2(cublasHandle_t h, std::int64_t n, const float* x) {
   float r = 0;
@@ -224,7 +230,7 @@ class DeviceLsSpace final : public LsSpace {
     const MatrixView<const double>& m = which == 0 ? a_ : b_;
     if (m.empty()) return {-1, -1};
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(flag_.data(), 0xff, sizeof(unsigned long long), ctx_.stream()));
-    first_nonfinite_kernel<<<blocks_for(m.rows * m.cols), 256, 0, ctx_.stream()>>>(m.data, m.ld, m.rows, m.cols,
+    first_nonfinite_kernel<<<matrix_grid(m.rows, m.cols), 256, 0, ctx_.stream()>>>(m.data, m.ld, m.rows, m.cols,
                                                                                    flag_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     unsigned long long first = 0;
@@ -235,7 +241,7 @@ class DeviceLsSpace final : public LsSpace {
 
   double largest_abs_a() override {
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(flag_.data(), 0, sizeof(unsigned long long), ctx_.stream()));
-    largest_abs_kernel<<<blocks_for(a_.rows * a_.cols), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, a_.rows, a_.cols,
+    largest_abs_kernel<<<matrix_grid(a_.rows, a_.cols), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, a_.rows, a_.cols,
                                                                                  flag_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     unsigned long long bits = 0;
@@ -250,7 +256,7 @@ class DeviceLsSpace final : public LsSpace {
     if (!(largest > 0)) return 0;
     DeviceBuffer<double> sum(ctx_, 1);
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(sum.data(), 0, sizeof(double), ctx_.stream()));
-    scaled_squares_kernel<<<blocks_for(a_.rows * a_.cols), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, a_.rows, a_.cols,
+    scaled_squares_kernel<<<matrix_grid(a_.rows, a_.cols), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, a_.rows, a_.cols,
                                                                                     1 / largest, sum.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     double s = 0;
@@ -265,7 +271,7 @@ class DeviceLsSpace final : public LsSpace {
     const std::int64_t m = a_.rows, n = a_.cols;
     if (fp64) {
       factors64_ = DeviceBuffer<double>(ctx_, m * n);
-      scaled_copy_kernel<<<blocks_for(m * n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, a_scale,
+      scaled_copy_kernel<<<matrix_grid(m, n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, a_scale,
                                                                        factors64_.data());
       MIXSOLVE_CUDA_CHECK_LAUNCH();
       qr64_ = std::make_unique<DeviceQr<double>>(ctx_, device_view(factors64_.data(), m, n, m), block,
@@ -273,7 +279,7 @@ class DeviceLsSpace final : public LsSpace {
       return qr64_->diagonal();
     }
     factors32_ = DeviceBuffer<float>(ctx_, m * n);
-    scaled_copy_kernel<<<blocks_for(m * n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, a_scale, factors32_.data());
+    scaled_copy_kernel<<<matrix_grid(m, n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, a_scale, factors32_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     qr32_ = std::make_unique<DeviceQr<float>>(ctx_, device_view(factors32_.data(), m, n, m), block,
                                               gemm::find_backend("cublas-sgemm"));
@@ -333,7 +339,7 @@ class DeviceLsSpace final : public LsSpace {
 
   void fill_x_with_nan() override {
     if (x_.empty()) return;
-    fill_nan_kernel<<<blocks_for(x_.rows * x_.cols), 256, 0, ctx_.stream()>>>(x_.data, x_.ld, x_.rows, x_.cols);
+    fill_nan_kernel<<<matrix_grid(x_.rows, x_.cols), 256, 0, ctx_.stream()>>>(x_.data, x_.ld, x_.rows, x_.cols);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
 

@@ -83,11 +83,10 @@ void gram(cublasHandle_t h, int nb, int rows, const double* v, double* s) {
 // zeros above it.
 template <class T>
 __global__ void unit_lower_kernel(const T* panel, std::int64_t lda, std::int64_t rows, std::int64_t nb, T* v) {
-  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < rows * nb;
-       e += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t i = e % rows, q = e / rows;
-    v[e] = i == q ? T(1) : i > q ? panel[i + q * lda] : T(0);
-  }
+  for (std::int64_t q = blockIdx.y; q < nb; q += gridDim.y)  // columns along y: no division per entry
+    for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < rows;
+         i += std::int64_t(gridDim.x) * blockDim.x)
+      v[i + q * rows] = i == q ? T(1) : i > q ? panel[i + q * lda] : T(0);
 }
 
 }  // namespace
@@ -125,7 +124,7 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
     T* panel = a_.data + j0 + j0 * a_.ld;
     geqrf(solver_.get(), int(rows), int(nb), panel, int(a_.ld), tau_.data() + j0, work_.data(), lwork, info_.data());
     Block b{j0, nb, DeviceBuffer<T>(ctx, rows * nb), DeviceBuffer<T>(ctx, nb * nb)};
-    unit_lower_kernel<<<unsigned(std::min<std::int64_t>((rows * nb + 255) / 256, 4096)), 256, 0, stream>>>(
+    unit_lower_kernel<<<dim3(unsigned(std::min<std::int64_t>((rows + 255) / 256, 64)), unsigned(nb)), 256, 0, stream>>>(
         panel, a_.ld, rows, nb, b.v.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     // T (LAPACK larft, forward, columnwise) from S = V^T V and tau: T(q, q) = tau_q,
