@@ -194,7 +194,12 @@ int main(int argc, char** argv) try {
         norm += x_fp64[i] * x_fp64[i];
       }
       row("lstsq: mixsolve " + report.path(), ours, fp64_lstsq);
-      std::printf("%-34s %18s ||x - x_dgeqrf|| / ||x_dgeqrf|| = %.2e\n", "", dims, std::sqrt(difference / norm));
+      std::printf("%-34s %18s ||x - x_dgeqrf|| / ||x_dgeqrf|| = %.2e; last call's attempts:", "", dims,
+                  std::sqrt(difference / norm));
+      for (const LeastSquaresAttempt& t : report.attempts)
+        std::printf(" %s QR %.4f s + refinement %.4f s;", to_string(t.precision).c_str(), t.factor_seconds,
+                    t.refine_seconds);
+      std::printf("\n");
       out["rows"].back()["x_difference_to_dgeqrf"] = std::sqrt(difference / norm);
     }
     row("mixsolve fp64 (cublas-dgemm)", median_seconds(ctx, reps, copy64, [&] {

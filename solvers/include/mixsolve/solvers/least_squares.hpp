@@ -38,7 +38,7 @@ struct LeastSquaresOptions {
   /// a solve returns that attempt's X with converged = false (NaN where it stopped RankUndecided:
   /// there is no solution to return).
   bool fallback = true;
-  /// Householder reflectors per compact-WY block; 0: 32.
+  /// Householder reflectors per compact-WY block; 0: 32 for host matrices, 128 for device ones.
   int block_size = 0;
 };
 
