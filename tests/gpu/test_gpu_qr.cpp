@@ -145,7 +145,9 @@ TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
       const double error = double((x.col(j).cast<long double>() - x_ref.col(j)).norm() / norm);
       const double fp64_error = double((x64.col(j).cast<long double>() - x_ref.col(j)).norm() / norm);
       EXPECT_LE(error, 10 * fp64_error + 0x1p-50) << "kappa " << kappa << ", column " << j;
-      EXPECT_NEAR(device.residual_norms[j], (b.col(j) - a * x.col(j)).norm(), 1e-10 * b.col(j).norm());
+      EXPECT_LE((x.col(j) - x_host.col(j)).norm() / x_host.col(j).norm(), 20 * fp64_error + 0x1p-50)
+          << "kappa " << kappa << ", column " << j << ": device and host solutions";
+      EXPECT_NEAR(device.residual_norms[j], (b.col(j) - a * x.col(j)).norm(), 1e-12 * b.col(j).norm());
     }
   }
   // Two equal columns: rank deficient, reported by the FP64 QR on the device too.
@@ -156,6 +158,25 @@ TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
   DeviceBuffer<double> da(ctx, 3000), db(ctx, 300), dx(ctx, 10);
   da.copy_from_host(a.data(), 3000);
   db.copy_from_host(b.data(), 300);
+  // A scaled by 2^560 and B by 2^520: A^T r would overflow but for the scaled residual; the
+  // solution is the unscaled one times 2^-40.
+  {
+    Matrix<double> a2(300, 10), b2(300, 1), x2(10, 1), x2_scaled(10, 1);
+    fill_random(host_view(a2.data(), 300, 10, 300), RandomSpec::uniform(-1, 1, 67));
+    fill_random(host_view(b2.data(), 300, 1, 300), RandomSpec::uniform(-1, 1, 68));
+    const Matrix<double> a2s = a2 * std::ldexp(1.0, 560), b2s = b2 * std::ldexp(1.0, 520);
+    DeviceBuffer<double> da2(ctx, 3000), db2(ctx, 300), dx2(ctx, 10);
+    da2.copy_from_host(a2s.data(), 3000);
+    db2.copy_from_host(b2s.data(), 300);
+    const LeastSquaresReport scaled =
+        least_squares(ctx, device_view<const double>(da2.data(), 300, 10, 300),
+                      device_view<const double>(db2.data(), 300, 1, 300), device_view(dx2.data(), 10, 1, 10));
+    ctx.synchronize();
+    dx2.copy_to_host(x2_scaled.data(), 10);
+    x2 = a2.householderQr().solve(b2);
+    EXPECT_TRUE(scaled.converged) << scaled.path();
+    EXPECT_LE((x2_scaled * std::ldexp(1.0, 40) - x2).norm() / x2.norm(), 1e-13) << scaled.path();
+  }
   EXPECT_THROW(least_squares(ctx, device_view<const double>(da.data(), 300, 10, 300),
                              device_view<const double>(db.data(), 300, 1, 300), device_view(dx.data(), 10, 1, 10)),
                RankDeficientMatrix);

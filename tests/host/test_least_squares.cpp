@@ -164,7 +164,7 @@ TEST(LeastSquares, NamesBadArguments) {
 
 // Scale is no obstacle: A and B scaled by 2^-70 and 2^-120 (FP32 holds neither, and residuals
 // near 2^-160 would underflow there) give the same solutions, scaled by 2^-50, as the unscaled
-// problem, to FP64 accuracy, with the same path; and by 2^+90 likewise.
+// problem, to FP64 accuracy, with the same path; and by other powers of two likewise.
 TEST(LeastSquares, BadlyScaledProblemsSolveAsTheirScaledOriginals) {
   Context ctx = Context::host_only();
   const std::int64_t m = 200, n = 20;
@@ -175,7 +175,10 @@ TEST(LeastSquares, BadlyScaledProblemsSolveAsTheirScaledOriginals) {
                     host_view(x.data(), n, 1, n));
   ASSERT_TRUE(base.converged) << base.path();
   const Errors e = forward_errors(p, x);
-  for (const auto& [a_exp, b_exp] : {std::pair{-70, -120}, std::pair{90, 60}}) {
+  // Also at the ends of FP64's range: residuals near 2^-1050 (their scale into FP32's range must
+  // stay finite), and A^T r near 2^1080 (formed from a_scale A, it cannot overflow).
+  for (const auto& [a_exp, b_exp] :
+       {std::pair{-70, -120}, std::pair{90, 60}, std::pair{0, -1000}, std::pair{560, 520}, std::pair{-600, -650}}) {
     const MatrixD a = p.a * std::ldexp(1.0, a_exp), b = p.b * std::ldexp(1.0, b_exp);
     MatrixD xs(n, 1);
     const LeastSquaresReport r =
@@ -186,6 +189,23 @@ TEST(LeastSquares, BadlyScaledProblemsSolveAsTheirScaledOriginals) {
     const MatrixD unscaled = xs * std::ldexp(1.0, a_exp - b_exp);
     EXPECT_LE((unscaled - x).norm() / x.norm(), 10 * e.fp64_qr + 0x1p-50) << a_exp << " " << b_exp << " " << r.path();
   }
+}
+
+// An ill-conditioned A scaled by 2^-600: the FP64 QR's rank test measures ||A v|| without
+// underflow (its squares would be 2^-1200), so A is not taken for rank deficient, and the solve
+// falls back and converges.
+TEST(LeastSquares, TinyIllConditionedMatricesAreNotTakenForRankDeficient) {
+  Context ctx = Context::host_only();
+  const std::int64_t m = 200, n = 50;
+  const Problem p = make_problem(m, n, 1, 1e9, 0.1, 71);
+  const MatrixD a = p.a * std::ldexp(1.0, -600), b = p.b * std::ldexp(1.0, -600);
+  MatrixD x(n, 1);
+  const LeastSquaresReport r = least_squares(ctx, host_view<const double>(a.data(), m, n, m),
+                                             host_view<const double>(b.data(), m, 1, m), host_view(x.data(), n, 1, n));
+  EXPECT_TRUE(r.converged) << r.path();
+  EXPECT_TRUE(r.fell_back) << r.path();
+  const Errors e = forward_errors(p, x);
+  EXPECT_LE(e.solver, 10 * e.fp64_qr + 0x1p-50) << r.path();
 }
 
 }  // namespace

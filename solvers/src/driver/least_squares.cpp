@@ -54,6 +54,19 @@ int severity(LeastSquaresStop s) {
 
 bool accepted(LeastSquaresStop s) { return s == LeastSquaresStop::Converged || s == LeastSquaresStop::Stagnated; }
 
+// ||v||_2 scaled by the largest |v_i| (no overflow or underflow of the squares, as cuBLAS's nrm2).
+double scaled_norm(const std::vector<double>& v) {
+  double largest = 0;
+  for (double e : v) {
+    if (!std::isfinite(e)) return NAN;
+    largest = std::max(largest, std::fabs(e));
+  }
+  if (largest == 0) return 0;
+  double sum = 0;
+  for (double e : v) sum += (e / largest) * (e / largest);
+  return largest * std::sqrt(sum);
+}
+
 // The host's space (qr/least_squares_space.hpp): HouseholderQr on host-fp32 / host-fp64.
 class HostLsSpace final : public solvers_detail::LsSpace {
  public:
@@ -95,13 +108,10 @@ class HostLsSpace final : public solvers_detail::LsSpace {
     return r;
   }
   double norm_a_times(const std::vector<double>& v) override {
-    double sum = 0;
-    for (std::int64_t i = 0; i < a_.rows; ++i) {
-      double s = 0;
-      for (std::int64_t j = 0; j < a_.cols; ++j) s += a_(i, j) * v[j];
-      sum += s * s;
-    }
-    return std::sqrt(sum);
+    std::vector<double> y(a_.rows, 0.0);
+    for (std::int64_t j = 0; j < a_.cols; ++j)
+      for (std::int64_t i = 0; i < a_.rows; ++i) y[i] += a_(i, j) * v[j];
+    return scaled_norm(y);
   }
   solvers_detail::LsRefinementResult refine(std::int64_t j, int max_iterations) override {
     return qr64_ ? solvers_detail::refine_least_squares(a_, &b_(0, j), *qr64_, a_scale_, max_iterations, &x_(0, j),
@@ -111,14 +121,14 @@ class HostLsSpace final : public solvers_detail::LsSpace {
   }
   std::vector<double> residual_norms() override {
     std::vector<double> out;
+    std::vector<double> r(b_.rows);
     for (std::int64_t j = 0; j < b_.cols; ++j) {
-      double sum = 0;
       for (std::int64_t i = 0; i < b_.rows; ++i) {
         double s = b_(i, j);
         for (std::int64_t l = 0; l < a_.cols; ++l) s -= a_(i, l) * x_(l, j);
-        sum += s * s;
+        r[i] = s;
       }
-      out.push_back(std::sqrt(sum));
+      out.push_back(scaled_norm(r));
     }
     return out;
   }
@@ -133,6 +143,8 @@ class HostLsSpace final : public solvers_detail::LsSpace {
                                 double a_scale, std::int64_t block, const char* backend) {
     qr32_.reset();
     qr64_.reset();
+    factors32_ = {};  // the other precision's factors go
+    factors64_ = {};
     const std::int64_t m = a_.rows, n = a_.cols;
     factors.assign(m * n, T(0));
     for (std::int64_t j = 0; j < n; ++j)

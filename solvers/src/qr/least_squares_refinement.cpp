@@ -10,15 +10,23 @@ namespace mixsolve::solvers_detail {
 
 namespace {
 
-// ||v||_2 of `count` values, scaled by the largest |v_i| against overflow.
+// ||v||_2 of `count` values, scaled by the largest |v_i| against overflow; NaN where any v_i is
+// not finite (so that the refinement sees it).
 double norm2(const double* v, std::int64_t count) {
   double largest = 0;
-  for (std::int64_t i = 0; i < count; ++i) largest = std::max(largest, std::fabs(v[i]));
+  for (std::int64_t i = 0; i < count; ++i) {
+    if (!std::isfinite(v[i])) return NAN;
+    largest = std::max(largest, std::fabs(v[i]));
+  }
   if (largest == 0) return 0;
   double sum = 0;
   for (std::int64_t i = 0; i < count; ++i) sum += (v[i] / largest) * (v[i] / largest);
   return largest * std::sqrt(sum);
 }
+
+// 2^1020 and 2^-1020 bound the right-hand sides' scale, which stays finite for any FP64 value
+// (largest * 2^1020 is still below FP32's smallest normal only for largest < 2^-1146: none).
+constexpr int kMaxScaleExponent = 1020;
 
 // 2^-e with 2^e >= max |v_i| over both vectors (1 where both are zero): a scale that brings them
 // into T's range before the cast, undone exactly afterwards.
@@ -28,21 +36,20 @@ double power_of_two_scale(const std::vector<double>& v, const std::vector<double
   for (double e : w) largest = std::max(largest, std::fabs(e));
   if (!(largest > 0) || !std::isfinite(largest)) return 1;
   int exponent = 0;
-  std::frexp(largest, &exponent);  // largest < 2^exponent
-  return std::ldexp(1.0, -exponent);
+  std::frexp(largest, &exponent);                                                        // largest < 2^exponent
+  return std::ldexp(1.0, std::clamp(-exponent, -kMaxScaleExponent, kMaxScaleExponent));  // finite for any largest
 }
 
-// The corrections of the augmented system for residuals f (m) and g (n), with the factors of
-// A' = a_scale A in their precision T. [I A'; A'^T 0] [dr; z] = [s f; s a_scale g] gives
+// The corrections of the augmented system for residuals f (m) and g (n), given as
+// ga = a_scale g = -(a_scale A)^T r (so that it cannot overflow where A^T r would), with the
+// factors of A' = a_scale A in their precision T. [I A'; A'^T 0] [dr; z] = [s f; s a_scale g] gives
 // dr = s dr_true and z = s dx_true / a_scale: h = R^-T (s a_scale g), d = Q^T (s f),
 // z = R^-1 (d1 - h), dr = Q [h; d2]. s, a power of two, keeps both right-hand sides near 1 in T
 // (residuals far below T's range would underflow to zero and stop the refinement early).
 template <class T>
 void augmented_correction(const HouseholderQr<T>& qr, double a_scale, const std::vector<double>& f,
-                          const std::vector<double>& g, std::vector<double>& dx, std::vector<double>& dr) {
+                          const std::vector<double>& ga, std::vector<double>& dx, std::vector<double>& dr) {
   const std::int64_t m = qr.rows(), n = qr.cols();
-  std::vector<double> ga(n);
-  for (std::int64_t j = 0; j < n; ++j) ga[j] = a_scale * g[j];
   const double s = power_of_two_scale(f, ga);
   std::vector<T> h(n), d(m);
   for (std::int64_t j = 0; j < n; ++j) h[j] = T(s * ga[j]);
@@ -135,7 +142,8 @@ class HostLsSteps final : public LsSteps {
 
   Norms step() override {
     const std::int64_t m = a_.rows, n = a_.cols;
-    // f = b - r - A x, g = -A^T r, in FP64 (each entry one FP64 sum of products).
+    // f = b - r - A x and a_scale g = -(a_scale A)^T r, in FP64 (each entry one FP64 sum of
+    // products; a_scale A is exact and near 1, so a_scale g cannot overflow).
     for (std::int64_t i = 0; i < m; ++i) {
       double sum = b_[i] - r_[i];
       for (std::int64_t j = 0; j < n; ++j) sum -= a_(i, j) * x_[j];
@@ -143,7 +151,7 @@ class HostLsSteps final : public LsSteps {
     }
     for (std::int64_t j = 0; j < n; ++j) {
       double sum = 0;
-      for (std::int64_t i = 0; i < m; ++i) sum -= a_(i, j) * r_[i];
+      for (std::int64_t i = 0; i < m; ++i) sum -= (a_scale_ * a_(i, j)) * r_[i];
       g_[j] = sum;
     }
     augmented_correction(qr_, a_scale_, f_, g_, dx_, dr_);

@@ -4,6 +4,7 @@
 // these shapes: docs/least_squares.md), the refinement's FP64 residuals by cuBLAS DGEMV.
 #include <cublas_v2.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -72,20 +73,22 @@ __global__ void scaled_copy_kernel(const double* m, std::int64_t ld, std::int64_
   FOR_EACH_ENTRY(rows, cols) { out[i + j * rows] = T(scale * m[i + j * ld]); }
 }
 
-// y := T(scale x).
+// y := T(x 2^exponent), the scaling exact.
 template <class T>
-__global__ void scale_to_kernel(const double* x, std::int64_t count, double scale, T* y) {
+__global__ void scale_to_kernel(const double* x, std::int64_t count, int exponent, T* y) {
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
        i += std::int64_t(gridDim.x) * blockDim.x)
-    y[i] = T(scale * x[i]);
+    y[i] = T(scalbn(x[i], exponent));
 }
 
-// x := x + factor z (z in T), or x := factor z where `assign`.
+// x := x + z 2^exponent (z in T), or x := z 2^exponent where `assign`.
 template <class T>
-__global__ void add_scaled_kernel(const T* z, std::int64_t count, double factor, bool assign, double* x) {
+__global__ void add_scaled_kernel(const T* z, std::int64_t count, int exponent, bool assign, double* x) {
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
-       i += std::int64_t(gridDim.x) * blockDim.x)
-    x[i] = assign ? factor * double(z[i]) : x[i] + factor * double(z[i]);
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const double v = scalbn(double(z[i]), exponent);
+    x[i] = assign ? v : x[i] + v;
+  }
 }
 
 // z := d - h (length n, in T).
@@ -101,6 +104,12 @@ __global__ void b_minus_r_kernel(const double* b, const double* r, std::int64_t 
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
        i += std::int64_t(gridDim.x) * blockDim.x)
     f[i] = b[i] - r[i];
+}
+
+// r (n x n, leading dimension n) := the first n rows of f (leading dimension ld), in FP64.
+template <class T>
+__global__ void upper_square_kernel(const T* f, std::int64_t ld, std::int64_t n, double* r) {
+  FOR_EACH_ENTRY(n, n) { r[i + j * n] = double(f[i + j * ld]); }
 }
 
 __global__ void fill_nan_kernel(double* x, std::int64_t ld, std::int64_t rows, std::int64_t cols) {
@@ -131,12 +140,13 @@ double max_abs(cublasHandle_t h, cudaStream_t stream, std::int64_t n, const doub
   return std::fabs(v);
 }
 
-// 2^-e with 2^e > largest (1 for zero or non-finite largest).
-double power_of_two_scale(double largest) {
-  if (!(largest > 0) || !std::isfinite(largest)) return 1;
+// e with 2^e > largest >= 2^(e - 1), or 0 for a zero or non-finite largest: the exponent by which
+// the right-hand sides are scaled down into T's range (exactly, by scalbn).
+int scale_exponent(double largest) {
+  if (!(largest > 0) || !std::isfinite(largest)) return 0;
   int exponent = 0;
   std::frexp(largest, &exponent);
-  return std::ldexp(1.0, -exponent);
+  return exponent;
 }
 
 // The device's steps for one right-hand side (least_squares_refinement.hpp, LsSteps): the same
@@ -151,22 +161,25 @@ class DeviceLsSteps final : public LsSteps {
         b_(b),
         qr_(qr),
         a_scale_(a_scale),
+        a_exponent_(std::ilogb(a_scale)),
         x_(x),
         r_(r),
         f_(ctx, a.rows),
         g_(ctx, a.cols),
+        y_(ctx, a.rows),
         d_(ctx, a.rows),
         h_(ctx, a.cols),
         z_(ctx, a.cols) {}
 
   double start() override {
     const std::int64_t m = a_.rows, n = a_.cols;
-    const double s = power_of_two_scale(max_abs(ctx_.cublas(), ctx_.stream(), m, b_));
-    scale_to_kernel<<<blocks_for(m), 256, 0, ctx_.stream()>>>(b_, m, s, d_.data());
+    // x = a_scale R^-1 (Q^T b 2^-e)(1:n) 2^e, b scaled into T's range by 2^-e.
+    const int e = scale_exponent(max_abs(ctx_.cublas(), ctx_.stream(), m, b_));
+    scale_to_kernel<<<blocks_for(m), 256, 0, ctx_.stream()>>>(b_, m, -e, d_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     qr_.apply_qt(device_view(d_.data(), m, 1, m));
     qr_.solve_r(device_view(d_.data(), m, 1, m));
-    add_scaled_kernel<<<blocks_for(n), 256, 0, ctx_.stream()>>>(d_.data(), n, a_scale_ / s, true, x_);
+    add_scaled_kernel<<<blocks_for(n), 256, 0, ctx_.stream()>>>(d_.data(), n, e + a_exponent_, true, x_);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(r_, b_, sizeof(double) * m, cudaMemcpyDeviceToDevice, ctx_.stream()));
     const double minus_one = -1, one = 1;
@@ -179,21 +192,28 @@ class DeviceLsSteps final : public LsSteps {
     const std::int64_t m = a_.rows, n = a_.cols;
     cudaStream_t stream = ctx_.stream();
     cublasHandle_t h = ctx_.cublas();
-    const double minus_one = -1, one = 1, zero = 0;
-    // f = b - r - A x, g = -A^T r, in FP64.
+    const double minus_one = -1, one = 1, zero = 0, minus_a_scale = -a_scale_;
+    // f = b - r - A x in FP64; g_ := -(a_scale A)^T (r 2^-er) = a_scale g 2^-er, with r scaled into
+    // [0.5, 1) first so that no product a_ij r_i can overflow (a_scale A has entries up to 1).
     b_minus_r_kernel<<<blocks_for(m), 256, 0, stream>>>(b_, r_, m, f_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     MIXSOLVE_CUBLAS_CHECK(
         cublasDgemv(h, CUBLAS_OP_N, int(m), int(n), &minus_one, a_.data, int(a_.ld), x_, 1, &one, f_.data(), 1));
-    MIXSOLVE_CUBLAS_CHECK(
-        cublasDgemv(h, CUBLAS_OP_T, int(m), int(n), &minus_one, a_.data, int(a_.ld), r_, 1, &zero, g_.data(), 1));
-    // The corrections with the factors of a_scale A: h = R^-T (s a_scale g), d = Q^T (s f),
-    // z = R^-1 (d1 - h), dr = Q [h; d2] / s, dx = z a_scale / s.
-    const double s =
-        power_of_two_scale(std::max(max_abs(h, stream, m, f_.data()), a_scale_ * max_abs(h, stream, n, g_.data())));
-    scale_to_kernel<<<blocks_for(n), 256, 0, stream>>>(g_.data(), n, s * a_scale_, h_.data());
+    const int er = scale_exponent(max_abs(h, stream, m, r_));
+    scale_to_kernel<<<blocks_for(m), 256, 0, stream>>>(r_, m, -er, y_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    scale_to_kernel<<<blocks_for(m), 256, 0, stream>>>(f_.data(), m, s, d_.data());
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(h, CUBLAS_OP_T, int(m), int(n), &minus_a_scale, a_.data, int(a_.ld), y_.data(), 1,
+                                      &zero, g_.data(), 1));
+    // The corrections with the factors of a_scale A, both right-hand sides scaled by 2^-e into T's
+    // range: h = R^-T (a_scale g 2^-e), d = Q^T (f 2^-e), z = R^-1 (d1 - h), dr = Q [h; d2] 2^e,
+    // dx = z a_scale 2^e.
+    const double largest_g = max_abs(h, stream, n, g_.data());
+    const int ef = scale_exponent(max_abs(h, stream, m, f_.data()));
+    const int eg = largest_g > 0 ? scale_exponent(largest_g) + er : ef;
+    const int e = std::max(ef, eg);
+    scale_to_kernel<<<blocks_for(n), 256, 0, stream>>>(g_.data(), n, er - e, h_.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    scale_to_kernel<<<blocks_for(m), 256, 0, stream>>>(f_.data(), m, -e, d_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     qr_.solve_rt(device_view(h_.data(), n, 1, n));
     qr_.apply_qt(device_view(d_.data(), m, 1, m));
@@ -202,11 +222,11 @@ class DeviceLsSteps final : public LsSteps {
     qr_.solve_r(device_view(z_.data(), n, 1, n));
     MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(d_.data(), h_.data(), sizeof(T) * n, cudaMemcpyDeviceToDevice, stream));
     qr_.apply_q(device_view(d_.data(), m, 1, m));
-    add_scaled_kernel<<<blocks_for(n), 256, 0, stream>>>(z_.data(), n, a_scale_ / s, false, x_);
+    add_scaled_kernel<<<blocks_for(n), 256, 0, stream>>>(z_.data(), n, e + a_exponent_, false, x_);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    add_scaled_kernel<<<blocks_for(m), 256, 0, stream>>>(d_.data(), m, 1 / s, false, r_);
+    add_scaled_kernel<<<blocks_for(m), 256, 0, stream>>>(d_.data(), m, e, false, r_);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    return {nrm2(h, n, x_), nrm2(h, n, z_.data()) * a_scale_ / s, nrm2(h, m, d_.data()) / s};
+    return {nrm2(h, n, x_), std::ldexp(nrm2(h, n, z_.data()), e + a_exponent_), std::ldexp(nrm2(h, m, d_.data()), e)};
   }
 
  private:
@@ -215,8 +235,9 @@ class DeviceLsSteps final : public LsSteps {
   const double* b_;
   DeviceQr<T>& qr_;
   double a_scale_;
+  int a_exponent_;  // a_scale = 2^a_exponent_
   double *x_, *r_;
-  DeviceBuffer<double> f_, g_;
+  DeviceBuffer<double> f_, g_, y_;
   DeviceBuffer<T> d_, h_, z_;
 };
 
@@ -268,6 +289,8 @@ class DeviceLsSpace final : public LsSpace {
     a_scale_ = a_scale;
     qr32_.reset();
     qr64_.reset();
+    factors32_ = DeviceBuffer<float>();  // the other precision's factors go
+    factors64_ = DeviceBuffer<double>();
     const std::int64_t m = a_.rows, n = a_.cols;
     if (fp64) {
       factors64_ = DeviceBuffer<double>(ctx_, m * n);
@@ -288,19 +311,15 @@ class DeviceLsSpace final : public LsSpace {
 
   std::vector<double> r_factor() override {
     const std::int64_t m = a_.rows, n = a_.cols;
-    std::vector<double> r(n * n);
-    if (qr64_) {
-      MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(r.data(), n * sizeof(double), factors64_.data(), m * sizeof(double),
-                                            n * sizeof(double), n, cudaMemcpyDeviceToHost, ctx_.stream()));
-    } else {
-      std::vector<float> r32(n * n);
-      MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(r32.data(), n * sizeof(float), factors32_.data(), m * sizeof(float),
-                                            n * sizeof(float), n, cudaMemcpyDeviceToHost, ctx_.stream()));
-      MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));
-      for (std::size_t i = 0; i < r.size(); ++i) r[i] = r32[i];
-    }
-    MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));
-    return r;
+    DeviceBuffer<double> r(ctx_, n * n);  // gathered by a kernel: no 2D copy with pitch m (its limit)
+    if (qr64_)
+      upper_square_kernel<<<matrix_grid(n, n), 256, 0, ctx_.stream()>>>(factors64_.data(), m, n, r.data());
+    else
+      upper_square_kernel<<<matrix_grid(n, n), 256, 0, ctx_.stream()>>>(factors32_.data(), m, n, r.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    std::vector<double> out(n * n);
+    r.copy_to_host(out.data(), n * n, ctx_.stream());
+    return out;
   }
 
   double norm_a_times(const std::vector<double>& v) override {

@@ -89,6 +89,14 @@ __global__ void unit_lower_kernel(const T* panel, std::int64_t lda, std::int64_t
       v[i + q * rows] = i == q ? T(1) : i > q ? panel[i + q * lda] : T(0);
 }
 
+// d[j] := |a(j, j)| in FP64.
+template <class T>
+__global__ void diagonal_kernel(const T* a, std::int64_t ld, std::int64_t n, double* d) {
+  for (std::int64_t j = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; j < n;
+       j += std::int64_t(gridDim.x) * blockDim.x)
+    d[j] = fabs(double(a[j + j * ld]));
+}
+
 }  // namespace
 
 template <class T>
@@ -124,11 +132,12 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
     T* panel = a_.data + j0 + j0 * a_.ld;
     geqrf(solver_.get(), int(rows), int(nb), panel, int(a_.ld), tau_.data() + j0, work_.data(), lwork, info_.data());
     Block b{j0, nb, DeviceBuffer<T>(ctx, rows * nb), DeviceBuffer<T>(ctx, nb * nb)};
-    unit_lower_kernel<<<dim3(unsigned(std::min<std::int64_t>((rows + 255) / 256, 64)), unsigned(nb)), 256, 0, stream>>>(
-        panel, a_.ld, rows, nb, b.v.data());
+    unit_lower_kernel<<<dim3(unsigned(std::min<std::int64_t>((rows + 255) / 256, 64)),
+                             unsigned(std::min<std::int64_t>(nb, 65535))),
+                        256, 0, stream>>>(panel, a_.ld, rows, nb, b.v.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     // T (LAPACK larft, forward, columnwise) from S = V^T V and tau: T(q, q) = tau_q,
-    // T(0:q, q) = -tau_q T(0:q, 0:q) S(0:q, q). nb^2 work on the host.
+    // T(0:q, q) = -tau_q T(0:q, 0:q) S(0:q, q). nb^3 / 6 work on the host.
     gram(ctx.cublas(), int(nb), int(rows), b.v.data(), s.data());
     MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(s_host.data(), s.data(), sizeof(T) * nb * nb, cudaMemcpyDeviceToHost, stream));
     MIXSOLVE_CUDA_CHECK(
@@ -161,13 +170,13 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
 
 template <class T>
 std::vector<double> DeviceQr<T>::diagonal() const {
-  std::vector<T> d(n_);
-  if (n_ > 0)
-    MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(d.data(), sizeof(T), a_.data, (a_.ld + 1) * sizeof(T), sizeof(T), n_,
-                                          cudaMemcpyDeviceToHost, ctx_.stream()));
-  MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));
   std::vector<double> out(n_);
-  for (std::int64_t j = 0; j < n_; ++j) out[j] = std::abs(double(d[j]));
+  if (n_ == 0) return out;
+  DeviceBuffer<double> d(ctx_, n_);  // gathered by a kernel: no 2D copy with pitch ld + 1 (its limit)
+  diagonal_kernel<<<unsigned(std::min<std::int64_t>((n_ + 255) / 256, 1024)), 256, 0, ctx_.stream()>>>(a_.data, a_.ld,
+                                                                                                       n_, d.data());
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+  d.copy_to_host(out.data(), n_, ctx_.stream());
   return out;
 }
 

@@ -2,7 +2,7 @@
 // Internal: blocked Householder QR of an m x n matrix (m >= n) in device memory, FP32 or FP64,
 // the GPU's counterpart of qr/householder_qr.hpp with the same algorithm: per block of nb columns,
 // the panel by cuSOLVER's geqrf, T of the compact WY form from V^T V (larft's recurrence, on the
-// host: nb^2 work), and the trailing update C := C - V (T^T (V^T C)) with its two products on a
+// host: nb^3 / 6 work), and the trailing update C := C - V (T^T (V^T C)) with its two products on a
 // GEMM backend of the interface (for FP32 data: cublas-sgemm, or the corrected tf32tf32 /
 // halfhalf on the tensor cores). The result is in LAPACK's geqrf form (R above the diagonal, the
 // reflectors below, tau); each block's V and T are also kept, so that Q and Q^T apply as two
