@@ -193,8 +193,9 @@ class DeviceLsSteps final : public LsSteps {
     cudaStream_t stream = ctx_.stream();
     cublasHandle_t h = ctx_.cublas();
     const double minus_one = -1, one = 1, zero = 0, minus_a_scale = -a_scale_;
-    // f = b - r - A x in FP64; g_ := -(a_scale A)^T (r 2^-er) = a_scale g 2^-er, with r scaled into
-    // [0.5, 1) first so that no product a_ij r_i can overflow (a_scale A has entries up to 1).
+    // f = b - r - A x in FP64; g_ := -a_scale A^T (r 2^-er) = a_scale g 2^-er (a_scale as DGEMV's
+    // alpha), with r scaled into [0.5, 1) first: each product a_ij r_i 2^-er is at most max |A|, so
+    // the sum overflows only where max |A| is within a factor m of FP64's largest value.
     b_minus_r_kernel<<<blocks_for(m), 256, 0, stream>>>(b_, r_, m, f_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     MIXSOLVE_CUBLAS_CHECK(
