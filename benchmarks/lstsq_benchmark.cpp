@@ -25,6 +25,7 @@
 #include "mixsolve/core/cusolver_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/random.hpp"
+#include "mixsolve/gemm/evaluation.hpp"
 #include "mixsolve/gemm/registry.hpp"
 #include "mixsolve/solvers/least_squares.hpp"
 #include "qr/cuda/device_qr.hpp"
@@ -33,26 +34,11 @@ using namespace mixsolve;
 
 namespace {
 
-// Median seconds of `run` over reps runs, each after `prepare` (not timed).
+// Median seconds of `run` over reps runs after one warm-up, each after `prepare` (not timed).
 double median_seconds(Context& ctx, int reps, const std::function<void()>& prepare, const std::function<void()>& run) {
-  cudaEvent_t start, stop;
-  MIXSOLVE_CUDA_CHECK(cudaEventCreate(&start));
-  MIXSOLVE_CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<float> times;
-  for (int r = 0; r <= reps; ++r) {
-    prepare();
-    MIXSOLVE_CUDA_CHECK(cudaEventRecord(start, ctx.stream()));
-    run();
-    MIXSOLVE_CUDA_CHECK(cudaEventRecord(stop, ctx.stream()));
-    MIXSOLVE_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    MIXSOLVE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    if (r > 0) times.push_back(ms);  // the first is the warm-up
-  }
-  MIXSOLVE_CUDA_CHECK(cudaEventDestroy(start));
-  MIXSOLVE_CUDA_CHECK(cudaEventDestroy(stop));
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2] * 1e-3;
+  prepare();
+  run();
+  return gemm::median_seconds(ctx, Memory::Device, reps, run, prepare);
 }
 
 __global__ void to_float(const double* x, std::int64_t count, float* y) {

@@ -19,7 +19,8 @@
 
 namespace mixsolve::gemm {
 
-double median_seconds(Context& ctx, Memory memory, int repetitions, const std::function<void()>& run) {
+double median_seconds(Context& ctx, Memory memory, int repetitions, const std::function<void()>& run,
+                      const std::function<void()>& prepare) {
   if (repetitions < 1) throw InvalidArgument("median_seconds: repetitions (" + std::to_string(repetitions) + ") < 1");
   std::vector<double> seconds;
   if (memory == Memory::Device) {
@@ -27,6 +28,7 @@ double median_seconds(Context& ctx, Memory memory, int repetitions, const std::f
     MIXSOLVE_CUDA_CHECK(cudaEventCreate(&start));
     MIXSOLVE_CUDA_CHECK(cudaEventCreate(&stop));
     for (int r = 0; r < repetitions; ++r) {
+      if (prepare) prepare();
       MIXSOLVE_CUDA_CHECK(cudaEventRecord(start, ctx.stream()));
       run();
       MIXSOLVE_CUDA_CHECK(cudaEventRecord(stop, ctx.stream()));
@@ -39,6 +41,7 @@ double median_seconds(Context& ctx, Memory memory, int repetitions, const std::f
     cudaEventDestroy(stop);
   } else {
     for (int r = 0; r < repetitions; ++r) {
+      if (prepare) prepare();
       const auto t0 = std::chrono::steady_clock::now();
       run();
       seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -71,8 +74,8 @@ struct GemmEvaluator::Buffers {
 GemmEvaluator::GemmEvaluator(Context& ctx, Memory memory, std::int64_t m, std::int64_t n, std::int64_t k)
     : ctx_(ctx), memory_(memory), m_(m), n_(n), k_(k), buffers_(std::make_unique<Buffers>()) {
   if (m <= 0 || n <= 0 || k <= 0)
-    throw InvalidArgument("GemmEvaluator: sizes must be positive (m = " + std::to_string(m) + ", n = " +
-                          std::to_string(n) + ", k = " + std::to_string(k) + ")");
+    throw InvalidArgument("GemmEvaluator: sizes must be positive (m = " + std::to_string(m) +
+                          ", n = " + std::to_string(n) + ", k = " + std::to_string(k) + ")");
   const std::size_t sizes[3] = {std::size_t(m * k), std::size_t(k * n), std::size_t(m * n)};
   for (int i = 0; i < 4; ++i) {
     const std::size_t count = i < 3 ? sizes[i] : sizes[2];
@@ -99,8 +102,8 @@ void GemmEvaluator::set_inputs(const InputClass& input) {
   convert(a, {b.f64(0, memory_), m_, k_, m_, memory_}, stream);
   convert(bb, {b.f64(1, memory_), k_, n_, k_, memory_}, stream);
   const Backend& reference = find_backend(memory_ == Memory::Device ? "cublas-dgemm" : "host-fp64");
-  GemmArgs<double> args{Op::N, Op::N, m_, n_, k_, 1.0, b.f64(0, memory_), m_, b.f64(1, memory_), k_, 0.0,
-                        b.f64(3, memory_), m_};
+  GemmArgs<double> args{
+      Op::N, Op::N, m_, n_, k_, 1.0, b.f64(0, memory_), m_, b.f64(1, memory_), k_, 0.0, b.f64(3, memory_), m_};
   reference.run(ctx_, args);
   ctx_.synchronize();
 }
@@ -109,7 +112,9 @@ Evaluation GemmEvaluator::evaluate(const Backend& backend, int repetitions) {
   Evaluation e;
   e.backend = backend.name();
   e.input_class = input_name_;
-  e.m = m_; e.n = n_; e.k = k_;
+  e.m = m_;
+  e.n = n_;
+  e.k = k_;
   if (backend.memory() != memory_) {
     e.error = "backend works on " + std::string(to_string(backend.memory())) + " memory";
     return e;
@@ -118,12 +123,12 @@ Evaluation GemmEvaluator::evaluate(const Backend& backend, int repetitions) {
   const bool fp64 = backend.data_type() == DataType::F64;
   auto run_once = [&] {
     if (fp64) {
-      GemmArgs<double> g{Op::N, Op::N, m_, n_, k_, 1.0, b.f64(0, memory_), m_, b.f64(1, memory_), k_, 0.0,
-                         b.f64(2, memory_), m_};
+      GemmArgs<double> g{
+          Op::N, Op::N, m_, n_, k_, 1.0, b.f64(0, memory_), m_, b.f64(1, memory_), k_, 0.0, b.f64(2, memory_), m_};
       backend.run(ctx_, g);
     } else {
-      GemmArgs<float> g{Op::N, Op::N, m_, n_, k_, 1.0f, b.f32(0, memory_), m_, b.f32(1, memory_), k_, 0.0f,
-                        b.f32(2, memory_), m_};
+      GemmArgs<float> g{
+          Op::N, Op::N, m_, n_, k_, 1.0f, b.f32(0, memory_), m_, b.f32(1, memory_), k_, 0.0f, b.f32(2, memory_), m_};
       backend.run(ctx_, g);
     }
   };
@@ -140,8 +145,9 @@ Evaluation GemmEvaluator::evaluate(const Backend& backend, int repetitions) {
   }
   cudaStream_t stream = memory_ == Memory::Device ? ctx_.stream() : nullptr;
   const MatrixView<const double> ref{b.f64(3, memory_), m_, n_, m_, memory_};
-  const ErrorStats s = fp64 ? compare_to_reference(MatrixView<const double>{b.f64(2, memory_), m_, n_, m_, memory_}, ref, stream)
-                            : compare_to_reference(MatrixView<const float>{b.f32(2, memory_), m_, n_, m_, memory_}, ref, stream);
+  const ErrorStats s =
+      fp64 ? compare_to_reference(MatrixView<const double>{b.f64(2, memory_), m_, n_, m_, memory_}, ref, stream)
+           : compare_to_reference(MatrixView<const float>{b.f32(2, memory_), m_, n_, m_, memory_}, ref, stream);
   e.relative_error = s.relative_error;
   e.max_relative_error = s.max_relative_error;
   e.nonfinite = s.nonfinite;
@@ -197,8 +203,10 @@ std::string format_k_sweep(const SweepResult& sweep) {
       for (std::int64_t k : ks) {
         const Evaluation* e = grid[c][b][k];
         const Evaluation* base = grid[c][sweep.baseline][k];
-        if (e == nullptr) std::snprintf(cell, sizeof cell, " %14s", "-");
-        else if (!e->error.empty()) std::snprintf(cell, sizeof cell, " %14s", "refused");
+        if (e == nullptr)
+          std::snprintf(cell, sizeof cell, " %14s", "-");
+        else if (!e->error.empty())
+          std::snprintf(cell, sizeof cell, " %14s", "refused");
         else {
           const bool le = base && e->relative_error <= base->relative_error;
           std::snprintf(cell, sizeof cell, " %11.2e %2s", e->relative_error, le ? "<=" : "");

@@ -2,7 +2,7 @@
 // Internal: blocked Householder QR of an m x n matrix (m >= n) in host memory, in FP32 or FP64,
 // with its trailing updates through a backend of the GEMM interface (host-fp64, host-fp32, or a
 // host model of a tensor-core backend), as the host LU engine does; the reference and model that
-// the device QR and the least-squares refinement build on (issue 28).
+// the device QR and the least-squares refinement build on.
 //
 // Q = H_1 H_2 ... H_n, H_j = I - tau_j v_j v_j^T with v_j(j) = 1 and v_j(i) = 0 for i < j (LAPACK
 // geqr2 / larfg). A block of nb reflectors is I - V T V^T, T upper triangular (larft, the compact

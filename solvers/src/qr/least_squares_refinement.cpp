@@ -8,6 +8,15 @@
 
 namespace mixsolve::solvers_detail {
 
+int rhs_scale_exponent(double largest) {
+  if (!(largest > 0) || !std::isfinite(largest)) return 0;
+  int exponent = 0;
+  std::frexp(largest, &exponent);  // largest < 2^exponent
+  // 2^-1020 .. 2^1020 keep the scale finite; largest 2^1020 still lies within FP32's range for
+  // any FP64 largest (down to 2^-54 for the smallest subnormal).
+  return std::clamp(exponent, -1020, 1020);
+}
+
 namespace {
 
 // ||v||_2 of `count` values, scaled by the largest |v_i| against overflow; NaN where any v_i is
@@ -24,20 +33,13 @@ double norm2(const double* v, std::int64_t count) {
   return largest * std::sqrt(sum);
 }
 
-// 2^1020 and 2^-1020 bound the right-hand sides' scale, which stays finite for any FP64 value
-// (largest * 2^1020 is still below FP32's smallest normal only for largest < 2^-1146: none).
-constexpr int kMaxScaleExponent = 1020;
-
-// 2^-e with 2^e >= max |v_i| over both vectors (1 where both are zero): a scale that brings them
+// 2^-e with 2^e > max |v_i| over both vectors (1 where both are zero): a scale that brings them
 // into T's range before the cast, undone exactly afterwards.
 double power_of_two_scale(const std::vector<double>& v, const std::vector<double>& w) {
   double largest = 0;
   for (double e : v) largest = std::max(largest, std::fabs(e));
   for (double e : w) largest = std::max(largest, std::fabs(e));
-  if (!(largest > 0) || !std::isfinite(largest)) return 1;
-  int exponent = 0;
-  std::frexp(largest, &exponent);                                                        // largest < 2^exponent
-  return std::ldexp(1.0, std::clamp(-exponent, -kMaxScaleExponent, kMaxScaleExponent));  // finite for any largest
+  return std::ldexp(1.0, -rhs_scale_exponent(largest));
 }
 
 // The corrections of the augmented system for residuals f (m) and g (n), given as

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Internal: least squares min ||b - A x||_2 (A m x n, m >= n, full rank) refined to FP64 accuracy
-// from a QR of A in a cheaper precision, on the host (issue 28's model of the device solver).
+// from a QR of A in a cheaper precision, on the host (the model of the device solver).
 //
 // The refinement works on the augmented system (Bjorck 1967; Higham, Accuracy and Stability of
 // Numerical Algorithms, 2nd ed., section 20.5)
@@ -40,6 +40,11 @@ struct LsRefinementResult {
   std::vector<double> dx_history;  // ||dx||_2 / ||x||_2 after each step
   std::vector<double> dr_history;  // ||dr||_2 / ||b||_2 (0 where b = 0)
 };
+
+// e with 2^e > largest >= 2^(e - 1), clamped to [-1020, 1020], or 0 for a zero or non-finite
+// largest: scaling by 2^-e brings a right-hand side into the factors' range (exactly, and with a
+// finite scale), for the host's steps and the device's.
+int rhs_scale_exponent(double largest);
 
 // One right-hand side's refinement in some memory space: its b, x and r, A and the factors.
 class LsSteps {

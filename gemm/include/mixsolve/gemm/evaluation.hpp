@@ -37,8 +37,11 @@ std::vector<InputClass> seed000_input_classes(std::uint64_t seed);
 /// @param memory      where `run` works.
 /// @param repetitions timed runs, >= 1.
 /// @param run         the work to time.
+/// @param prepare     work before each timed run, not timed (e.g. a fresh copy of what `run`
+///                    overwrites); may be empty.
 /// @return seconds.
-double median_seconds(Context& ctx, Memory memory, int repetitions, const std::function<void()>& run);
+double median_seconds(Context& ctx, Memory memory, int repetitions, const std::function<void()>& run,
+                      const std::function<void()>& prepare = {});
 
 /// The accuracy and speed of one backend on one problem (GemmEvaluator::evaluate()).
 struct Evaluation {

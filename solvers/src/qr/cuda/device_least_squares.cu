@@ -140,15 +140,6 @@ double max_abs(cublasHandle_t h, cudaStream_t stream, std::int64_t n, const doub
   return std::fabs(v);
 }
 
-// e with 2^e > largest >= 2^(e - 1), or 0 for a zero or non-finite largest: the exponent by which
-// the right-hand sides are scaled down into T's range (exactly, by scalbn).
-int scale_exponent(double largest) {
-  if (!(largest > 0) || !std::isfinite(largest)) return 0;
-  int exponent = 0;
-  std::frexp(largest, &exponent);
-  return exponent;
-}
-
 // The device's steps for one right-hand side (least_squares_refinement.hpp, LsSteps): the same
 // arithmetic as the host's, with DGEMV residuals and the factors' solves on the device.
 template <class T>
@@ -174,7 +165,7 @@ class DeviceLsSteps final : public LsSteps {
   double start() override {
     const std::int64_t m = a_.rows, n = a_.cols;
     // x = a_scale R^-1 (Q^T b 2^-e)(1:n) 2^e, b scaled into T's range by 2^-e.
-    const int e = scale_exponent(max_abs(ctx_.cublas(), ctx_.stream(), m, b_));
+    const int e = rhs_scale_exponent(max_abs(ctx_.cublas(), ctx_.stream(), m, b_));
     scale_to_kernel<<<blocks_for(m), 256, 0, ctx_.stream()>>>(b_, m, -e, d_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     qr_.apply_qt(device_view(d_.data(), m, 1, m));
@@ -200,7 +191,7 @@ class DeviceLsSteps final : public LsSteps {
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     MIXSOLVE_CUBLAS_CHECK(
         cublasDgemv(h, CUBLAS_OP_N, int(m), int(n), &minus_one, a_.data, int(a_.ld), x_, 1, &one, f_.data(), 1));
-    const int er = scale_exponent(max_abs(h, stream, m, r_));
+    const int er = rhs_scale_exponent(max_abs(h, stream, m, r_));
     scale_to_kernel<<<blocks_for(m), 256, 0, stream>>>(r_, m, -er, y_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     MIXSOLVE_CUBLAS_CHECK(cublasDgemv(h, CUBLAS_OP_T, int(m), int(n), &minus_a_scale, a_.data, int(a_.ld), y_.data(), 1,
@@ -209,8 +200,8 @@ class DeviceLsSteps final : public LsSteps {
     // range: h = R^-T (a_scale g 2^-e), d = Q^T (f 2^-e), z = R^-1 (d1 - h), dr = Q [h; d2] 2^e,
     // dx = z a_scale 2^e.
     const double largest_g = max_abs(h, stream, n, g_.data());
-    const int ef = scale_exponent(max_abs(h, stream, m, f_.data()));
-    const int eg = largest_g > 0 ? scale_exponent(largest_g) + er : ef;
+    const int ef = rhs_scale_exponent(max_abs(h, stream, m, f_.data()));
+    const int eg = largest_g > 0 ? rhs_scale_exponent(largest_g) + er : ef;
     const int e = std::max(ef, eg);
     scale_to_kernel<<<blocks_for(n), 256, 0, stream>>>(g_.data(), n, er - e, h_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
