@@ -3,16 +3,18 @@
 // cusolverDnDgeqrf on the same GPU, in the same run: for each m x n shape, cuSOLVER's FP64 QR
 // (the baseline every ratio refers to), its FP32 QR, the FP32 QR's panels alone (cuSOLVER sgeqrf
 // of each m x block panel: the share no trailing-update backend can shorten), and ours in FP32
-// with each trailing-update backend of --backends and in FP64 on cublas-dgemm. Time is the median of --reps after one
+// with each trailing-update backend of --backends and in FP64 on cublas-dgemm, with each panel
+// factorization of --panels (tsqr: qr/cuda/tsqr_panel.hpp; cusolver: geqrf). Time is the median of --reps after one
 // warm-up, each run on a fresh copy of A (the copy not timed); TFLOP/s counts 2 m n^2 - 2 n^3 / 3.
 // Then least squares with one uniform right-hand side: cuSOLVER's dgeqrf + dormqr + dtrsm (the
 // ratio's reference for these rows) against least_squares() on the device, and the difference of
 // their solutions.
 //
 //   lstsq_benchmark [--shapes 65536x4096,262144x256,16384x16384] [--backends cublas-sgemm,tf32tf32,halfhalf]
-//                   [--block 128] [--reps 3] [--json out.json]
+//                   [--panels tsqr,cusolver] [--block 128] [--reps 3] [--json out.json]
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
+#include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -64,6 +66,10 @@ int main(int argc, char** argv) try {
       throw InvalidArgument("--shapes: \"" + text + "\" needs m >= n >= 1");
   }
   const std::vector<std::string> backends = opt.list("backends", "cublas-sgemm,tf32tf32,halfhalf");
+  const std::vector<std::string> panels = opt.list("panels", "tsqr,cusolver");
+  for (const std::string& panel : panels)
+    if (panel != "tsqr" && panel != "cusolver")
+      throw InvalidArgument("--panels: \"" + panel + "\" is neither tsqr nor cusolver");
   const std::int64_t block = opt.sizes("block", "128").front();
   const int reps = std::stoi(opt.get("reps", "3"));
   Context ctx;
@@ -188,15 +194,28 @@ int main(int argc, char** argv) try {
       std::printf("\n");
       out["rows"].back()["x_difference_to_dgeqrf"] = std::sqrt(difference / norm);
     }
-    row("mixsolve fp64 (cublas-dgemm)", median_seconds(ctx, reps, copy64, [&] {
-          solvers_detail::DeviceQr<double> qr(ctx, device_view(work64.data(), m, n, m), block,
-                                              gemm::find_backend("cublas-dgemm"));
-        }));
-    for (const std::string& backend : backends)
-      row("mixsolve fp32 (" + backend + ")", median_seconds(ctx, reps, copy32, [&] {
-            solvers_detail::DeviceQr<float> qr(ctx, device_view(work32.data(), m, n, m), block,
-                                               gemm::find_backend(backend));
+    for (const std::string& panel_name : panels) {
+      const solvers_detail::QrPanel panel =
+          panel_name == "tsqr" ? solvers_detail::QrPanel::Tsqr : solvers_detail::QrPanel::Cusolver;
+      const std::string suffix = panel_name == "tsqr" ? "" : ", geqrf panels";
+      // Each factorization in an NVTX range named after its row (for ncu --nvtx-include).
+      const std::string fp64_name = "mixsolve fp64 (cublas-dgemm" + suffix + ")";
+      row(fp64_name, median_seconds(ctx, reps, copy64, [&] {
+            nvtxRangePushA(fp64_name.c_str());
+            solvers_detail::DeviceQr<double> qr(ctx, device_view(work64.data(), m, n, m), block,
+                                                gemm::find_backend("cublas-dgemm"), panel);
+            nvtxRangePop();
           }));
+      for (const std::string& backend : backends) {
+        const std::string fp32_name = "mixsolve fp32 (" + backend + suffix + ")";
+        row(fp32_name, median_seconds(ctx, reps, copy32, [&] {
+              nvtxRangePushA(fp32_name.c_str());
+              solvers_detail::DeviceQr<float> qr(ctx, device_view(work32.data(), m, n, m), block,
+                                                 gemm::find_backend(backend), panel);
+              nvtxRangePop();
+            }));
+      }
+    }
   }
   cusolverDnDestroy(solver);
   mixsolve::bench::write_json(opt, out);

@@ -28,7 +28,8 @@ template <class T>
 using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
 
 template <class T>
-void expect_device_qr(const char* backend, std::int64_t m, std::int64_t n, std::int64_t block, double units) {
+void expect_device_qr(const char* backend, std::int64_t m, std::int64_t n, std::int64_t block, double units,
+                      solvers_detail::QrPanel panel = solvers_detail::QrPanel::Tsqr) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
   Matrix<double> a64(m, n);
@@ -36,7 +37,7 @@ void expect_device_qr(const char* backend, std::int64_t m, std::int64_t n, std::
   const Matrix<T> a = a64.template cast<T>();
   DeviceBuffer<T> da(ctx, m * n), dq(ctx, m * n);
   da.copy_from_host(a.data(), m * n);
-  DeviceQr<T> qr(ctx, device_view(da.data(), m, n, m), block, gemm::find_backend(backend));
+  DeviceQr<T> qr(ctx, device_view(da.data(), m, n, m), block, gemm::find_backend(backend), panel);
   Matrix<T> q = Matrix<T>::Identity(m, n);
   dq.copy_from_host(q.data(), m * n);
   qr.apply_q(device_view(dq.data(), m, n, m));
@@ -48,7 +49,8 @@ void expect_device_qr(const char* backend, std::int64_t m, std::int64_t n, std::
   const Matrix<double> qd = q.template cast<double>(), ad = a.template cast<double>();
   const double u = std::numeric_limits<T>::epsilon() / 2;
   const std::string label =
-      std::string(backend) + " " + std::to_string(m) + " x " + std::to_string(n) + ", block " + std::to_string(block);
+      std::string(backend) + " " + std::to_string(m) + " x " + std::to_string(n) + ", block " + std::to_string(block) +
+      (panel == solvers_detail::QrPanel::Tsqr ? ", TSQR panels" : ", cuSOLVER panels");
   const double factorization = (ad - qd * r).norm() / ad.norm();
   const double orthogonality = (qd.transpose() * qd - Matrix<double>::Identity(n, n)).norm();
   std::printf("%s: ||A - QR|| / ||A|| %.2e, ||Q^T Q - I|| %.2e (u n = %.2e)\n", label.c_str(), factorization,
@@ -95,6 +97,89 @@ TEST(GpuQr, FactorsToTheWorkingPrecisionOnEveryUpdateBackend) {
   expect_device_qr<float>("tf32tf32", 2000, 256, 64, 8);
   expect_device_qr<float>("halfhalf", 2000, 256, 64, 8);
   expect_device_qr<float>("cublas-sgemm", 1001, 333, 128, 4);
+  expect_device_qr<float>("cublas-sgemm", 70001, 100, 128, 4);
+  expect_device_qr<double>("cublas-dgemm", 40000, 70, 128, 4);
+  expect_device_qr<double>("cublas-dgemm", 1000, 300, 64, 4, solvers_detail::QrPanel::Cusolver);
+  expect_device_qr<float>("cublas-sgemm", 1001, 333, 128, 4, solvers_detail::QrPanel::Cusolver);
+}
+
+// One TSQR panel (qr/cuda/tsqr_panel.hpp) on shapes with one to five tree levels, ragged blocks,
+// fewer than 32 columns, a zero column and two equal ones: Q = I - V T V^T orthogonal and
+// A = Q(:, 0:cols) R to the working precision; the geqrf form in A (R above, V below), tau = diag
+// T, |diag R| as Eigen's.
+template <class T>
+void expect_tsqr_panel(std::int64_t rows, int cols, int defect) {
+  Context ctx;
+  Matrix<double> a64(rows, cols);
+  fill_random(host_view(a64.data(), rows, cols, rows), RandomSpec::uniform(-1, 1, 300 + rows + cols));
+  if (defect == 1) a64.col(cols / 2).setZero();
+  if (defect == 2) a64.col(cols - 1) = a64.col(0);
+  const Matrix<T> a = a64.template cast<T>();
+  DeviceBuffer<T> da(ctx, rows * cols), dv(ctx, rows * cols), dt(ctx, cols * cols), dtau(ctx, cols);
+  da.copy_from_host(a.data(), rows * cols);
+  solvers_detail::TsqrPanel<T> tsqr(ctx, rows + 5);
+  tsqr.factor(da.data(), rows, rows, cols, dv.data(), rows, dt.data(), dtau.data());
+  Matrix<T> f(rows, cols), v(rows, cols), t(cols, cols);
+  std::vector<T> tau(cols);
+  ctx.synchronize();
+  da.copy_to_host(f.data(), rows * cols);
+  dv.copy_to_host(v.data(), rows * cols);
+  dt.copy_to_host(t.data(), cols * cols);
+  dtau.copy_to_host(tau.data(), cols);
+  const std::string label = std::to_string(rows) + " x " + std::to_string(cols) + ", " +
+                            std::to_string(solvers_detail::TsqrPanel<T>::levels(rows, cols).size()) +
+                            " levels, defect " + std::to_string(defect);
+  const double u = std::numeric_limits<T>::epsilon() / 2;
+  const Matrix<double> vd = v.template cast<double>(), td = t.template cast<double>();
+  const Matrix<double> r = f.template cast<double>().topRows(cols).template triangularView<Eigen::Upper>();
+  // Q(:, 0:cols) = E - V T V_1^T; the whole Q's orthogonality through Q^T Q = I - V (T + T^T - T^T V^T V T) V^T.
+  const Matrix<double> q = Matrix<double>::Identity(rows, cols) - vd * td * vd.topRows(cols).transpose();
+  // ||V X V^T||_F^2 = trace(X^T G X G), G = V^T V.
+  const Matrix<double> g = vd.transpose() * vd, x = td + td.transpose() - td.transpose() * g * td;
+  const double orthogonality = std::sqrt(std::fabs((x.transpose() * g * x * g).trace()));
+  const double factorization = (a.template cast<double>() - q * r).norm() / a.template cast<double>().norm();
+  std::printf("TSQR panel %s: ||A - QR|| / ||A|| %.2e, ||Q^T Q - I|| <= %.2e (u = %.2e)\n", label.c_str(),
+              factorization, orthogonality, u);
+  const double tolerance = 8 * u * (cols + std::sqrt(double(rows)));
+  EXPECT_LT(factorization, tolerance) << label;
+  EXPECT_LT(orthogonality, tolerance) << label;
+  const Matrix<double> r_ref =
+      a.template cast<double>().householderQr().matrixQR().topRows(cols).template triangularView<Eigen::Upper>();
+  // Past a zero column R is not unique (the column's Q vector is any unit vector): |r_jj| is
+  // compared up to it.
+  for (int j = 0; j < cols; ++j) {
+    if (defect != 1 || j <= cols / 2)
+      EXPECT_NEAR(std::fabs(r(j, j)), std::fabs(r_ref(j, j)), tolerance * a64.norm())
+        << label << " r(" << j << ", " << j << ")";
+    EXPECT_EQ(tau[j], t(j, j)) << label;
+    EXPECT_EQ(v(j, j), T(1)) << label;
+    for (std::int64_t i = 0; i < rows; ++i)
+      ASSERT_EQ(v(i, j), i < j ? T(0) : i == j ? T(1) : f(i, j)) << label << " v(" << i << ", " << j << ")";
+  }
+}
+
+TEST(GpuQr, TsqrPanelIsHouseholderQrOnEveryTreeShape) {
+  MIXSOLVE_REQUIRE_GPU();
+  for (const std::int64_t rows : {32, 33, 129, 256, 257, 1000, 70001})
+    for (const int cols : {1, 7, 32}) {
+      if (rows < cols) continue;
+      expect_tsqr_panel<float>(rows, cols, 0);
+      expect_tsqr_panel<double>(rows, cols, 0);
+    }
+  for (const int defect : {1, 2}) {
+    expect_tsqr_panel<float>(3000, 32, defect);
+    expect_tsqr_panel<double>(3000, 32, defect);
+    expect_tsqr_panel<double>(300, 10, defect);
+  }
+  Context ctx;
+  solvers_detail::TsqrPanel<float> tsqr(ctx, 100);
+  DeviceBuffer<float> buffer(ctx, 101 * 33);
+  EXPECT_THROW(tsqr.factor(buffer.data(), 101, 101, 1, buffer.data(), 101, buffer.data(), buffer.data()),
+               InvalidArgument);
+  EXPECT_THROW(tsqr.factor(buffer.data(), 100, 100, 33, buffer.data(), 100, buffer.data(), buffer.data()),
+               InvalidArgument);
+  EXPECT_THROW(tsqr.factor(buffer.data(), 100, 20, 21, buffer.data(), 100, buffer.data(), buffer.data()),
+               InvalidArgument);
 }
 
 // least_squares() on device matrices: the FP32 QR refined to the FP64 QR's accuracy (against a

@@ -59,6 +59,15 @@ void trsm(cublasHandle_t h, cublasOperation_t op, int n, int k, const double* a,
   MIXSOLVE_CUBLAS_CHECK(
       cublasDtrsm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, n, k, &one, a, lda, x, ldx));
 }
+// c := alpha op(a) b + beta c, every operand with its leading dimension.
+void gemm(cublasHandle_t h, cublasOperation_t op, int m, int n, int k, float alpha, const float* a, int lda,
+          const float* b, int ldb, float beta, float* c, int ldc) {
+  MIXSOLVE_CUBLAS_CHECK(cublasSgemm(h, op, CUBLAS_OP_N, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc));
+}
+void gemm(cublasHandle_t h, cublasOperation_t op, int m, int n, int k, double alpha, const double* a, int lda,
+          const double* b, int ldb, double beta, double* c, int ldc) {
+  MIXSOLVE_CUBLAS_CHECK(cublasDgemm(h, op, CUBLAS_OP_N, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc));
+}
 // c := op(T) b (T nb x nb upper triangular), out of place.
 void trmm(cublasHandle_t h, cublasOperation_t op, int nb, int k, const float* t, const float* b, float* c) {
   const float one = 1;
@@ -100,7 +109,8 @@ __global__ void diagonal_kernel(const T* a, std::int64_t ld, std::int64_t n, dou
 }  // namespace
 
 template <class T>
-DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, const gemm::Backend& update)
+DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, const gemm::Backend& update,
+                      QrPanel panel_kind)
     : ctx_(ctx), a_(a), m_(a.rows), n_(a.cols) {
   if (m_ < n_)
     throw InvalidArgument("DeviceQr: a has fewer rows (" + std::to_string(m_) + ") than columns (" +
@@ -122,20 +132,30 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
   info_ = DeviceBuffer<int>(ctx, 1);
   if (n_ == 0) return;
   const std::int64_t nb_max = std::min(block, n_);
-  const int lwork = geqrf_work(solver_.get(), int(m_), int(nb_max), a_.data, int(a_.ld));
-  work_ = DeviceBuffer<T>(ctx, std::max(lwork, 1));
+  const bool tsqr = panel_kind == QrPanel::Tsqr;
+  if (tsqr) {
+    tsqr_ = std::make_unique<TsqrPanel<T>>(ctx, m_);
+  } else {
+    const int lwork = geqrf_work(solver_.get(), int(m_), int(nb_max), a_.data, int(a_.ld));
+    work_ = DeviceBuffer<T>(ctx, std::max(lwork, 1));
+  }
   DeviceBuffer<T> s(ctx, nb_max * nb_max), w(ctx, nb_max * n_), tw(ctx, nb_max * n_);
   std::vector<T> s_host(nb_max * nb_max), tau_host(nb_max);
   cudaStream_t stream = ctx.stream();
   for (std::int64_t j0 = 0; j0 < n_; j0 += block) {
     const std::int64_t nb = std::min(block, n_ - j0), rows = m_ - j0, rest = n_ - j0 - nb;
     T* panel = a_.data + j0 + j0 * a_.ld;
-    geqrf(solver_.get(), int(rows), int(nb), panel, int(a_.ld), tau_.data() + j0, work_.data(), lwork, info_.data());
     Block b{j0, nb, DeviceBuffer<T>(ctx, rows * nb), DeviceBuffer<T>(ctx, nb * nb)};
-    unit_lower_kernel<<<dim3(unsigned(std::min<std::int64_t>((rows + 255) / 256, 64)),
-                             unsigned(std::min<std::int64_t>(nb, 65535))),
-                        256, 0, stream>>>(panel, a_.ld, rows, nb, b.v.data());
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    if (tsqr) {
+      factor_panel_tsqr(panel, rows, nb, b.v.data());
+    } else {
+      geqrf(solver_.get(), int(rows), int(nb), panel, int(a_.ld), tau_.data() + j0, work_.data(), int(work_.size()),
+            info_.data());
+      unit_lower_kernel<<<dim3(unsigned(std::min<std::int64_t>((rows + 255) / 256, 64)),
+                               unsigned(std::min<std::int64_t>(nb, 65535))),
+                          256, 0, stream>>>(panel, a_.ld, rows, nb, b.v.data());
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+    }
     // T (LAPACK larft, forward, columnwise) from S = V^T V and tau: T(q, q) = tau_q,
     // T(0:q, q) = -tau_q T(0:q, 0:q) S(0:q, q). nb^3 / 6 work on the host.
     gram(ctx.cublas(), int(nb), int(rows), b.v.data(), s.data());
@@ -165,6 +185,32 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
       update.run(ctx, gemm::to_problem(c_update));
     }
     blocks_.push_back(std::move(b));
+  }
+}
+
+// Subpanel by subpanel of kTsqrMaxCols columns: the TSQR tree factorizes it (its V straight into
+// v, the rest of v stays zero), then C := C - V (T^T (V^T C)) on the panel's columns right of it.
+template <class T>
+void DeviceQr<T>::factor_panel_tsqr(T* panel, std::int64_t rows, std::int64_t nb, T* v) {
+  const std::int64_t lda = a_.ld, j0 = m_ - rows;
+  cudaStream_t stream = ctx_.stream();
+  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(v, 0, sizeof(T) * rows * nb, stream));
+  if (panel_w_.size() == 0) {
+    panel_t_ = DeviceBuffer<T>(ctx_, kTsqrMaxCols * kTsqrMaxCols);
+    panel_w_ = DeviceBuffer<T>(ctx_, kTsqrMaxCols * nb);
+    panel_tw_ = DeviceBuffer<T>(ctx_, kTsqrMaxCols * nb);
+  }
+  cublasHandle_t h = ctx_.cublas();
+  for (std::int64_t s0 = 0; s0 < nb; s0 += kTsqrMaxCols) {
+    const int width = int(std::min<std::int64_t>(kTsqrMaxCols, nb - s0));
+    const int sub_rows = int(rows - s0), rest = int(nb - s0 - width);
+    T* vs = v + s0 + s0 * rows;
+    tsqr_->factor(panel + s0 + s0 * lda, lda, sub_rows, width, vs, rows, panel_t_.data(), tau_.data() + j0 + s0);
+    if (rest == 0) continue;
+    T* c = panel + s0 + (s0 + width) * lda;
+    gemm(h, CUBLAS_OP_T, width, rest, sub_rows, T(1), vs, int(rows), c, int(lda), T(0), panel_w_.data(), width);
+    trmm(h, CUBLAS_OP_T, width, rest, panel_t_.data(), panel_w_.data(), panel_tw_.data());
+    gemm(h, CUBLAS_OP_N, sub_rows, rest, width, T(-1), vs, int(rows), panel_tw_.data(), width, T(1), c, int(lda));
   }
 }
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Internal: blocked Householder QR of an m x n matrix (m >= n) in device memory, FP32 or FP64,
 // the GPU's counterpart of qr/householder_qr.hpp with the same algorithm: per block of nb columns,
-// the panel by cuSOLVER's geqrf, T of the compact WY form from V^T V (larft's recurrence, on the
-// host: nb^3 / 6 work), and the trailing update C := C - V (T^T (V^T C)) with its two products on a
+// the panel (by default 32 columns at a time by the TSQR tree of qr/cuda/tsqr_panel.hpp, each
+// applied to the panel's other columns by cuBLAS; or by cuSOLVER's geqrf), T of the compact WY
+// form from V^T V (larft's recurrence, on the host: nb^3 / 6 work), and the trailing update C := C - V (T^T (V^T C)) with its two products on a
 // GEMM backend of the interface (for FP32 data: cublas-sgemm, or the corrected tf32tf32 /
 // halfhalf on the tensor cores). The result is in LAPACK's geqrf form (R above the diagonal, the
 // reflectors below, tau); each block's V and T are also kept, so that Q and Q^T apply as two
@@ -21,19 +22,25 @@
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/matrix.hpp"
 #include "mixsolve/gemm/backend.hpp"
+#include "qr/cuda/tsqr_panel.hpp"
 
 namespace mixsolve::solvers_detail {
+
+// How DeviceQr factorizes a panel.
+enum class QrPanel { Tsqr, Cusolver };
 
 template <class T>
 class DeviceQr {
  public:
   // Factors `a` (m x n, m >= n, device memory, column major) in place. `block`: columns per
-  // panel (>= 1); `update`: the GEMM backend of the trailing updates, for device data of type T.
+  // panel (>= 1); `update`: the GEMM backend of the trailing updates, for device data of type T;
+  // `panel`: the panel factorization.
   // @throws InvalidArgument for m < n, block < 1, m or the leading dimension beyond cuSOLVER's
   //                         int, a view not in device memory, or a backend of another type or
   //                         memory.
   // @throws DeviceError     if a CUDA, cuBLAS or cuSOLVER call fails.
-  DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, const gemm::Backend& update);
+  DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, const gemm::Backend& update,
+           QrPanel panel = QrPanel::Tsqr);
 
   std::int64_t rows() const { return m_; }
   std::int64_t cols() const { return n_; }
@@ -49,6 +56,9 @@ class DeviceQr {
 
  private:
   void apply(const MatrixView<T>& c, bool transposed);
+  // The TSQR path's panel: 32 columns at a time, each subpanel's reflectors applied to the
+  // columns right of it within the panel; its V into v (rows x nb).
+  void factor_panel_tsqr(T* panel, std::int64_t rows, std::int64_t nb, T* v);
 
   Context& ctx_;
   MatrixView<T> a_;
@@ -57,6 +67,7 @@ class DeviceQr {
     void operator()(cusolverDnHandle_t h) const { cusolverDnDestroy(h); }
   };
   std::unique_ptr<std::remove_pointer_t<cusolverDnHandle_t>, DestroySolver> solver_;
+  std::unique_ptr<TsqrPanel<T>> tsqr_;
   DeviceBuffer<T> tau_, work_;
   DeviceBuffer<int> info_;
   // The compact WY form of each block, kept for apply(): V (rows j0 .. m, nb columns, unit lower
@@ -67,6 +78,7 @@ class DeviceQr {
   };
   std::vector<Block> blocks_;
   DeviceBuffer<T> apply_w_, apply_tw_;  // apply()'s nb x k products
+  DeviceBuffer<T> panel_t_, panel_w_, panel_tw_;  // factor_panel_tsqr()'s T and products
 };
 
 extern template class DeviceQr<float>;

@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "qr/cuda/tsqr_panel.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <type_traits>
+
+#include "mixsolve/core/cuda_check.hpp"
+#include "mixsolve/core/error.hpp"
+
+namespace mixsolve::solvers_detail {
+
+namespace {
+
+constexpr int kThreads = 256;  // 8 warps: a block's rows are dealt to the warps modulo 8
+constexpr int kWarps = kThreads / 32;
+
+// A block's cols x rows tile in shared memory, column after column; the odd leading dimension
+// puts the 32 columns of one row in 32 banks.
+template <class T>
+constexpr int kTileLd = kTsqrBlockRows<T> + 1;
+template <class T>
+constexpr std::size_t kTileBytes = sizeof(T) * kTsqrMaxCols * kTileLd<T>;
+
+// Block k of `blocks` over `rows` rows: [begin, end), balanced, so each has >= rows / blocks.
+__device__ inline void block_range(std::int64_t rows, std::int64_t blocks, std::int64_t k, std::int64_t& begin,
+                                   std::int64_t& end) {
+  begin = k * rows / blocks;
+  end = (k + 1) * rows / blocks;
+}
+
+// Thread (warp w, lane c) of a block holds column c of the rows i = w + 8 t, t < kRowsPerThread,
+// in registers: a reflector's dot products and update cost two FMAs per element and one shared
+// load of v, with v = 0 above the diagonal so no row needs a test.
+template <class T>
+constexpr int kRowsPerThread = kTsqrBlockRows<T> / kWarps;
+
+struct Sum {
+  __device__ double operator()(double a, double b) const { return a + b; }
+};
+struct Max {
+  __device__ double operator()(double a, double b) const { return fmax(a, b); }
+};
+
+// The reduction of every thread's v, returned to all threads. scratch: kWarps doubles.
+template <class Op>
+__device__ double block_reduce(double v, double* scratch, Op op) {
+  for (int offset = 16; offset > 0; offset /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  __syncthreads();  // scratch's previous readers are done
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+  __syncthreads();
+  double total = scratch[0];
+  for (int w = 1; w < kWarps; ++w) total = op(total, scratch[w]);
+  return total;
+}
+
+// Rows [begin, begin + h) of x's first cols columns (zeros elsewhere) into the tile, coalesced.
+template <class T>
+__device__ void load_tile(const T* x, std::int64_t ldx, std::int64_t begin, int h, int cols, T* tile) {
+  for (int c = 0; c < kTsqrMaxCols; ++c)
+    for (int i = threadIdx.x; i < kTsqrBlockRows<T>; i += kThreads)
+      tile[c * kTileLd<T> + i] = i < h && c < cols ? x[begin + i + c * ldx] : T(0);
+}
+template <class T>
+__device__ void store_tile(const T* tile, int h, int cols, T* x, std::int64_t ldx, std::int64_t begin) {
+  for (int c = 0; c < cols; ++c)
+    for (int i = threadIdx.x; i < h; i += kThreads) x[begin + i + c * ldx] = tile[c * kTileLd<T> + i];
+}
+
+// One level of the tree going up: block k factorizes rows [begin, end) of x (leading dimension
+// ldx) in place by Householder (LAPACK's larfg per column: beta = -sign(alpha) ||x||,
+// v = x / (alpha - beta), tau = (beta - alpha) / beta, tau = 0 where x below the diagonal is 0),
+// its taus to tau[k cols ..], its R (cols x cols, zeros below) to rows [k cols, (k + 1) cols) of
+// r (leading dimension ldr). The norm is accumulated in FP64 (for FP32 data no square under- or
+// overflows there), for FP64 data after scaling by a power of two near the column's largest
+// entry. Column j's lane forms v in shared memory; every lane c > j takes (I - tau v v^T).
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    factor_blocks_kernel(T* x, std::int64_t ldx, std::int64_t rows, std::int64_t blocks, int cols, T* tau, T* r,
+                         std::int64_t ldr) {
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  T* tile = reinterpret_cast<T*>(shared_bytes);
+  __shared__ T v_shared[kTsqrBlockRows<T>];
+  __shared__ T partial[kWarps][32];
+  __shared__ T tau_shared[kTsqrMaxCols];
+  __shared__ T alpha_shared;
+  __shared__ double scratch[kWarps];
+  constexpr int ld = kTileLd<T>, per_thread = kRowsPerThread<T>;
+  std::int64_t begin, end;
+  block_range(rows, blocks, blockIdx.x, begin, end);
+  const int h = int(end - begin), w = threadIdx.x / 32, c = threadIdx.x % 32;
+  load_tile(x, ldx, begin, h, cols, tile);
+  __syncthreads();
+  T a[per_thread], v[per_thread];
+#pragma unroll
+  for (int t = 0; t < per_thread; ++t) a[t] = tile[c * ld + w + kWarps * t];
+  for (int j = 0; j < cols; ++j) {
+    // Column j, held by lane j of each warp, spread over its warp: lane l takes row w + 8 l.
+    const bool owner = c == j;
+    if (owner)
+#pragma unroll
+      for (int t = 0; t < per_thread; ++t) v_shared[w + kWarps * t] = a[t];
+    __syncwarp();
+    const int i_mine = w + kWarps * c;
+    const T x_mine = c < per_thread ? v_shared[i_mine] : T(0);
+    if (c < per_thread && i_mine == j) alpha_shared = x_mine;
+    double scale = 1;
+    if constexpr (std::is_same_v<T, double>) {
+      const double largest = block_reduce(i_mine >= j ? fabs(x_mine) : 0.0, scratch, Max{});
+      if (largest > 0) scale = scalbn(1.0, -ilogb(largest));
+    }
+    const double x_scaled = double(x_mine) * scale;
+    const double squares = block_reduce(i_mine > j ? x_scaled * x_scaled : 0.0, scratch, Sum{});
+    const T alpha = alpha_shared;
+    T tau = 0, beta = alpha;
+    if (squares > 0) {
+      const double scaled_alpha = double(alpha) * scale;
+      beta = T(-copysign(std::sqrt(scaled_alpha * scaled_alpha + squares) / scale, double(alpha)));
+      tau = (beta - alpha) / beta;
+      const T divisor = alpha - beta;  // |alpha - beta| >= ||x||: no cancellation
+      const T reciprocal = T(1) / divisor;  // larfg scales by it too; divides where it overflows
+      if (c < per_thread)
+        v_shared[i_mine] = i_mine < j    ? T(0)
+                           : i_mine == j ? T(1)
+                           : isfinite(reciprocal) ? x_mine * reciprocal
+                                                  : x_mine / divisor;
+      __syncwarp();
+      if (owner)
+#pragma unroll
+        for (int t = 0; t < per_thread; ++t) {
+          const int i = w + kWarps * t;
+          if (i == j) a[t] = beta;
+          if (i > j) a[t] = v_shared[i];
+        }
+    }
+    if (threadIdx.x == 0) tau_shared[j] = tau;
+    if (tau == T(0)) {  // the same for every thread
+      __syncthreads();  // v_shared's and alpha_shared's readers are done before the next column
+      continue;
+    }
+    const bool right = c > j && c < cols;
+    if (right) {
+      T dot = 0;
+#pragma unroll
+      for (int t = 0; t < per_thread; ++t) {
+        v[t] = v_shared[w + kWarps * t];
+        dot += v[t] * a[t];
+      }
+      partial[w][c] = dot;
+    }
+    __syncthreads();
+    if (right) {
+      T sum = 0;
+      for (int q = 0; q < kWarps; ++q) sum += partial[q][c];
+      sum *= tau;
+#pragma unroll
+      for (int t = 0; t < per_thread; ++t) a[t] -= v[t] * sum;
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < per_thread; ++t) tile[c * ld + w + kWarps * t] = a[t];
+  __syncthreads();
+  store_tile(tile, h, cols, x, ldx, begin);
+  for (int col = 0; col < cols; ++col)
+    for (int i = threadIdx.x; i < cols; i += kThreads)
+      r[blockIdx.x * std::int64_t(cols) + i + col * ldr] = i <= col ? tile[col * ld + i] : T(0);
+  if (threadIdx.x < cols) tau[blockIdx.x * std::int64_t(cols) + threadIdx.x] = tau_shared[threadIdx.x];
+}
+
+// One level of the tree going down: block k forms its rows of the explicit Q, H_0 .. H_{cols-1}
+// applied to [C_k; 0] (reflectors from the factorized x, C_k rows [k cols, (k + 1) cols) of c,
+// or the identity at the root), into rows [begin, end) of q. The reflectors wait in shared
+// memory with their unit diagonal and zeros above; the product in registers as in the
+// factorization.
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    form_q_kernel(const T* x, std::int64_t ldx, std::int64_t rows, std::int64_t blocks, int cols, const T* tau,
+                  const T* c, std::int64_t ldc, T* q, std::int64_t ldq) {
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  T* tile = reinterpret_cast<T*>(shared_bytes);
+  __shared__ T partial[2][kWarps][32];  // alternating: one barrier per reflector
+  constexpr int ld = kTileLd<T>, per_thread = kRowsPerThread<T>;
+  std::int64_t begin, end;
+  block_range(rows, blocks, blockIdx.x, begin, end);
+  const int h = int(end - begin), w = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const std::int64_t slice = blockIdx.x * std::int64_t(cols);
+  for (int col = 0; col < kTsqrMaxCols; ++col)
+    for (int i = threadIdx.x; i < kTsqrBlockRows<T>; i += kThreads)
+      tile[col * ld + i] = i < h && col < cols ? (i > col ? x[begin + i + col * ldx] : T(i == col)) : T(0);
+  T out[per_thread], v[per_thread];
+#pragma unroll
+  for (int t = 0; t < per_thread; ++t) {
+    const int i = w + kWarps * t;
+    out[t] = i >= cols || lane >= cols ? T(0) : c ? c[slice + i + lane * ldc] : T(i == lane);
+  }
+  __syncthreads();
+  int buffer = 0;
+  for (int j = cols - 1; j >= 0; --j) {
+    const T t_j = tau[slice + j];
+    if (t_j == T(0)) continue;
+    buffer ^= 1;
+    T dot = 0;
+#pragma unroll
+    for (int t = 0; t < per_thread; ++t) {
+      v[t] = tile[j * ld + w + kWarps * t];
+      dot += v[t] * out[t];
+    }
+    partial[buffer][w][lane] = dot;
+    __syncthreads();
+    T sum = 0;
+    for (int p = 0; p < kWarps; ++p) sum += partial[buffer][p][lane];
+    sum *= t_j;
+#pragma unroll
+    for (int t = 0; t < per_thread; ++t) out[t] -= v[t] * sum;
+  }
+  __syncthreads();  // the tile's reflectors are read
+#pragma unroll
+  for (int t = 0; t < per_thread; ++t) tile[lane * ld + w + kWarps * t] = out[t];
+  __syncthreads();
+  store_tile(tile, h, cols, q, ldq, begin);
+}
+
+// The reconstruction's top block, thread (p, l) = (warp, lane) on entry (p, l). M :=
+// Q(0:cols, 0:cols) - S = L U without pivoting, s_i = -sign(pivot_i) chosen as the elimination
+// reaches it; then T = -U S L^-T (T L^T = -U S, L unit lower) column by column, right-looking;
+// R_householder = S R; U^-1 for the rows below (|u_ii| >= 1, U well conditioned: Ballard et al.,
+// Sec. 4), by back substitution on the identity, row i of X = U^-1 final once rows > i are.
+// Writes a's top block (S R on and above the diagonal, L below), v's (L with its unit diagonal,
+// zeros above), t, tau = diag T, and u_inverse (leading dimension 32).
+template <class T>
+__global__ void __launch_bounds__(1024)
+    reconstruct_top_kernel(const T* q, std::int64_t ldq, const T* r, int cols, T* a, std::int64_t lda, T* v,
+                           std::int64_t ldv, T* t, T* tau, T* u_inverse) {
+  __shared__ T lu[32][33];  // lu[row][column]
+  __shared__ T tt[32][33];
+  __shared__ T inverse[32][33];
+  __shared__ T sign[32];
+  const int p = threadIdx.x / 32, l = threadIdx.x % 32;
+  const bool inside = p < cols && l < cols;
+  lu[p][l] = inside ? q[p + l * ldq] : T(0);
+  __syncthreads();
+  for (int i = 0; i < cols; ++i) {
+    if (threadIdx.x == 0) {
+      sign[i] = lu[i][i] >= T(0) ? T(-1) : T(1);
+      lu[i][i] -= sign[i];
+    }
+    __syncthreads();
+    if (l == i && p > i && p < cols) lu[p][i] /= lu[i][i];
+    __syncthreads();
+    if (inside && p > i && l > i) lu[p][l] -= lu[p][i] * lu[i][l];
+    __syncthreads();
+  }
+  tt[p][l] = inside && p <= l ? -lu[p][l] * sign[l] : T(0);
+  __syncthreads();
+  for (int k = 0; k < cols; ++k) {  // column k of T is final: t_pc -= t_pk l_ck for c > k
+    if (inside && l > k) tt[p][l] -= tt[p][k] * lu[l][k];
+    __syncthreads();
+  }
+  inverse[p][l] = inside && p == l ? T(1) : T(0);
+  __syncthreads();
+  for (int i = cols - 1; i >= 0; --i) {  // X(i, :) /= u_ii; X(0:i, :) -= U(0:i, i) X(i, :)
+    if (p == i && inside) inverse[i][l] /= lu[i][i];
+    __syncthreads();
+    if (p < i && inside) inverse[p][l] -= lu[p][i] * inverse[i][l];
+    __syncthreads();
+  }
+  if (inside) {
+    t[p + l * cols] = tt[p][l];
+    a[p + l * lda] = p <= l ? sign[p] * r[p + l * cols] : lu[p][l];
+    v[p + l * ldv] = p < l ? T(0) : p == l ? T(1) : lu[p][l];
+    if (p == l) tau[l] = tt[l][l];
+  }
+  u_inverse[p + l * 32] = p <= l && inside ? inverse[p][l] : T(0);
+}
+
+// Rows cols .. rows-1 of V: x = q U^-1 for each row (q's row loaded first), a row per thread,
+// into a and v.
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    reconstruct_rows_kernel(const T* __restrict__ q, std::int64_t ldq, std::int64_t rows, int cols,
+                            const T* __restrict__ u_inverse, T* __restrict__ a, std::int64_t lda,
+                            T* __restrict__ v, std::int64_t ldv) {
+  __shared__ T inverse[32 * 32];
+  for (int e = threadIdx.x; e < 32 * 32; e += kThreads) inverse[e] = u_inverse[e];
+  __syncthreads();
+  for (std::int64_t i = cols + blockIdx.x * std::int64_t(kThreads) + threadIdx.x; i < rows;
+       i += std::int64_t(gridDim.x) * kThreads) {
+    T row[kTsqrMaxCols];
+#pragma unroll
+    for (int k = 0; k < kTsqrMaxCols; ++k) row[k] = k < cols ? q[i + k * ldq] : T(0);
+    for (int col = 0; col < cols; ++col) {
+      T x = 0;
+#pragma unroll
+      for (int k = 0; k < kTsqrMaxCols; ++k) x += row[k] * inverse[k + col * 32];  // zeros below the diagonal
+      a[i + col * lda] = x;
+      v[i + col * ldv] = x;
+    }
+  }
+}
+
+}  // namespace
+
+template <class T>
+std::vector<typename TsqrPanel<T>::Level> TsqrPanel<T>::levels(std::int64_t rows, int cols) {
+  std::vector<Level> out;
+  for (;;) {
+    const std::int64_t blocks = (rows + kTsqrBlockRows<T> - 1) / kTsqrBlockRows<T>;
+    out.push_back({rows, blocks});
+    if (blocks == 1) return out;
+    rows = blocks * cols;  // <= rows / 4: the block rows are >= 4 x 32
+  }
+}
+
+template <class T>
+TsqrPanel<T>::TsqrPanel(Context& ctx, std::int64_t max_rows) : ctx_(ctx), max_rows_(max_rows) {
+  std::int64_t stacked = 0, taus = 0;
+  for (const Level& level : levels(std::max<std::int64_t>(max_rows, 1), kTsqrMaxCols)) {
+    stacked += level.rows;
+    taus += level.blocks * kTsqrMaxCols;
+  }
+  stacked -= max_rows;  // level 0 lives in the panel itself
+  stack_ = DeviceBuffer<T>(ctx, std::max<std::int64_t>(stacked * kTsqrMaxCols, 1));
+  q_up_ = DeviceBuffer<T>(ctx, std::max<std::int64_t>(stacked * kTsqrMaxCols, 1));
+  q_ = DeviceBuffer<T>(ctx, std::max<std::int64_t>(max_rows * kTsqrMaxCols, 1));
+  tau_ = DeviceBuffer<T>(ctx, taus);
+  r_ = DeviceBuffer<T>(ctx, kTsqrMaxCols * kTsqrMaxCols);
+  u_ = DeviceBuffer<T>(ctx, kTsqrMaxCols * kTsqrMaxCols);
+  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(factor_blocks_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           int(kTileBytes<T>)));
+  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(form_q_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           int(kTileBytes<T>)));
+}
+
+template <class T>
+void TsqrPanel<T>::factor(T* a, std::int64_t lda, std::int64_t rows, int cols, T* v, std::int64_t ldv, T* t, T* tau) {
+  if (cols < 1 || cols > kTsqrMaxCols || rows < cols || rows > max_rows_)
+    throw InvalidArgument("TsqrPanel: a panel of " + std::to_string(rows) + " x " + std::to_string(cols) +
+                          " is outside 1 <= cols <= 32, cols <= rows <= " + std::to_string(max_rows_));
+  cudaStream_t stream = ctx_.stream();
+  const std::vector<Level> tree = levels(rows, cols);
+  // Level l's factorized input: x[l] (leading dimension ld[l]); level 0 is the panel.
+  std::vector<T*> x(tree.size()), q(tree.size()), taus(tree.size());
+  std::vector<std::int64_t> ld(tree.size());
+  x[0] = a;
+  ld[0] = lda;
+  q[0] = q_.data();
+  std::int64_t stack_offset = 0, tau_offset = 0;
+  for (std::size_t l = 0; l < tree.size(); ++l) {
+    taus[l] = tau_.data() + tau_offset;
+    tau_offset += tree[l].blocks * cols;
+    if (l == 0) continue;
+    x[l] = stack_.data() + stack_offset;
+    q[l] = q_up_.data() + stack_offset;
+    ld[l] = tree[l].rows;
+    stack_offset += tree[l].rows * cols;
+  }
+  for (std::size_t l = 0; l < tree.size(); ++l) {
+    const bool root = l + 1 == tree.size();
+    factor_blocks_kernel<T><<<unsigned(tree[l].blocks), kThreads, kTileBytes<T>, stream>>>(
+        x[l], ld[l], tree[l].rows, tree[l].blocks, cols, taus[l], root ? r_.data() : x[l + 1],
+        root ? cols : ld[l + 1]);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+  }
+  for (std::size_t l = tree.size(); l-- > 0;) {
+    const bool root = l + 1 == tree.size();
+    form_q_kernel<T><<<unsigned(tree[l].blocks), kThreads, kTileBytes<T>, stream>>>(
+        x[l], ld[l], tree[l].rows, tree[l].blocks, cols, taus[l], root ? nullptr : q[l + 1], root ? 0 : ld[l + 1],
+        q[l], l == 0 ? rows : ld[l]);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+  }
+  reconstruct_top_kernel<T><<<1, 1024, 0, stream>>>(q_.data(), rows, r_.data(), cols, a, lda, v, ldv, t, tau, u_.data());
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+  if (rows > cols) {
+    const unsigned grid = unsigned(std::min<std::int64_t>((rows - cols + kThreads - 1) / kThreads, 4096));
+    reconstruct_rows_kernel<T><<<grid, kThreads, 0, stream>>>(q_.data(), rows, rows, cols, u_.data(), a, lda, v, ldv);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+  }
+}
+
+template class TsqrPanel<float>;
+template class TsqrPanel<double>;
+
+}  // namespace mixsolve::solvers_detail
