@@ -117,8 +117,10 @@ void expect_tsqr_panel(std::int64_t rows, int cols, int defect) {
   const Matrix<T> a = a64.template cast<T>();
   DeviceBuffer<T> da(ctx, rows * cols), dv(ctx, rows * cols), dt(ctx, cols * cols), dtau(ctx, cols);
   da.copy_from_host(a.data(), rows * cols);
+  const std::vector<T> zeros(cols * cols, T(0));  // factor() writes T's upper triangle
+  dt.copy_from_host(zeros.data(), cols * cols);
   solvers_detail::TsqrPanel<T> tsqr(ctx, rows + 5);
-  tsqr.factor(da.data(), rows, rows, cols, dv.data(), rows, dt.data(), dtau.data());
+  tsqr.factor(da.data(), rows, rows, cols, dv.data(), rows, dt.data(), cols, dtau.data());
   Matrix<T> f(rows, cols), v(rows, cols), t(cols, cols);
   std::vector<T> tau(cols);
   ctx.synchronize();
@@ -174,11 +176,11 @@ TEST(GpuQr, TsqrPanelIsHouseholderQrOnEveryTreeShape) {
   Context ctx;
   solvers_detail::TsqrPanel<float> tsqr(ctx, 100);
   DeviceBuffer<float> buffer(ctx, 101 * 33);
-  EXPECT_THROW(tsqr.factor(buffer.data(), 101, 101, 1, buffer.data(), 101, buffer.data(), buffer.data()),
+  EXPECT_THROW(tsqr.factor(buffer.data(), 101, 101, 1, buffer.data(), 101, buffer.data(), 1, buffer.data()),
                InvalidArgument);
-  EXPECT_THROW(tsqr.factor(buffer.data(), 100, 100, 33, buffer.data(), 100, buffer.data(), buffer.data()),
+  EXPECT_THROW(tsqr.factor(buffer.data(), 100, 100, 33, buffer.data(), 100, buffer.data(), 33, buffer.data()),
                InvalidArgument);
-  EXPECT_THROW(tsqr.factor(buffer.data(), 100, 20, 21, buffer.data(), 100, buffer.data(), buffer.data()),
+  EXPECT_THROW(tsqr.factor(buffer.data(), 100, 20, 21, buffer.data(), 100, buffer.data(), 33, buffer.data()),
                InvalidArgument);
 }
 

@@ -100,13 +100,7 @@ class HostLsSpace final : public solvers_detail::LsSpace {
     return fp64 ? factor_in(factors64_, qr64_, a_scale, block, "host-fp64")
                 : factor_in(factors32_, qr32_, a_scale, block, "host-fp32");
   }
-  std::vector<double> r_factor() override {
-    const std::int64_t m = a_.rows, n = a_.cols;
-    std::vector<double> r(n * n);
-    for (std::int64_t j = 0; j < n; ++j)
-      for (std::int64_t i = 0; i < n; ++i) r[i + j * n] = qr64_ ? factors64_[i + j * m] : factors32_[i + j * m];
-    return r;
-  }
+  std::vector<double> smallest_singular_vector(std::int64_t start) override;
   double norm_a_times(const std::vector<double>& v) override {
     std::vector<double> y(a_.rows, 0.0);
     for (std::int64_t j = 0; j < a_.cols; ++j)
@@ -167,12 +161,11 @@ class HostLsSpace final : public solvers_detail::LsSpace {
   double a_scale_ = 1;
 };
 
-// A unit vector v from R (n x n, column major, FP64) by v = R^-1 e_j, then v := R^-1 R^-T v
-// (inverse iteration on R^T R), normalised; j the smallest |r_jj|. With FP64 factors it is the
-// smallest singular vector to about u_64 kappa, so ||A v|| (>= sigma_min(A) for any unit v) shows
-// a rank deficiency as a value near u_64 ||A||.
-std::vector<double> smallest_singular_vector(const std::vector<double>& r, std::int64_t n, std::int64_t start) {
-  const auto at = [&](std::int64_t i, std::int64_t j) { return r[i + j * n]; };
+// With FP64 factors the vector is the smallest singular vector to about u_64 kappa, so ||A v||
+// (>= sigma_min(A) for any unit v) shows a rank deficiency as a value near u_64 ||A||.
+std::vector<double> HostLsSpace::smallest_singular_vector(std::int64_t start) {
+  const std::int64_t m = a_.rows, n = a_.cols;
+  const auto at = [&](std::int64_t i, std::int64_t j) { return factors64_[i + j * m]; };
   const auto normalize = [](std::vector<double>& v) {
     double s = 0;
     for (double e : v) s += e * e;
@@ -236,7 +229,7 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, bool fp64, std::int6
   // solution is not unique, and a refinement would settle on one of them. Checked where R's
   // diagonal spans more than 2^10.
   if (fp64 && !(result.diagonal_ratio > 0x1p-10)) {
-    const double bound = space.norm_a_times(smallest_singular_vector(space.r_factor(), n, smallest_column));
+    const double bound = space.norm_a_times(space.smallest_singular_vector(smallest_column));
     const double tolerance = double(std::max(m, n)) * 0x1p-53 * space.norm_a_frobenius();
     if (!(bound > tolerance)) {
       char text[200];

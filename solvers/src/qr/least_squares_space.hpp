@@ -27,8 +27,10 @@ class LsSpace {
   // Factors a_scale A rounded to FP32 (fp64 false) or FP64 with `block` columns per block,
   // replacing any factors held; returns |r_jj| for j = 0 .. n-1.
   virtual std::vector<double> factor(bool fp64, double a_scale, std::int64_t block) = 0;
-  // The current factors' R in FP64, n x n column major, on the host.
-  virtual std::vector<double> r_factor() = 0;
+  // A unit vector v (on the host) near the smallest right singular vector of A, from the current
+  // FP64 factors: v = R^-1 e_start, then v := R^-1 R^-T v (inverse iteration on R^T R),
+  // normalised after each; start: the column of the smallest |r_jj|.
+  virtual std::vector<double> smallest_singular_vector(std::int64_t start) = 0;
   // ||A v||_2 for a host vector v of length n, in FP64.
   virtual double norm_a_times(const std::vector<double>& v) = 0;
   // Refines column j of X (and its residual) against column j of B with the current factors.

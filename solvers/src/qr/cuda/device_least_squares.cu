@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The device's least-squares space (qr/least_squares_space.hpp): A, B and X in device memory, the
-// factors a DeviceQr<T> (FP32 trailing updates on cublas-sgemm, the fastest of the backends on
-// these shapes: docs/least_squares.md), the refinement's FP64 residuals by cuBLAS DGEMV.
+// factors a DeviceQr<T> (FP32: TSQR panels, trailing updates on cublas-sgemm, the fastest of the
+// backends on these shapes: docs/least_squares.md), the refinement's FP64 residuals by cuBLAS
+// DGEMV.
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -104,12 +105,6 @@ __global__ void b_minus_r_kernel(const double* b, const double* r, std::int64_t 
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
        i += std::int64_t(gridDim.x) * blockDim.x)
     f[i] = b[i] - r[i];
-}
-
-// r (n x n, leading dimension n) := the first n rows of f (leading dimension ld), in FP64.
-template <class T>
-__global__ void upper_square_kernel(const T* f, std::int64_t ld, std::int64_t n, double* r) {
-  FOR_EACH_ENTRY(n, n) { r[i + j * n] = double(f[i + j * ld]); }
 }
 
 __global__ void fill_nan_kernel(double* x, std::int64_t ld, std::int64_t rows, std::int64_t cols) {
@@ -289,8 +284,11 @@ class DeviceLsSpace final : public LsSpace {
       scaled_copy_kernel<<<matrix_grid(m, n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, a_scale,
                                                                        factors64_.data());
       MIXSOLVE_CUDA_CHECK_LAUNCH();
+      // FP64 panels: the TSQR tree where A is tall (m >= 4 n), cuSOLVER's geqrf elsewhere, the
+      // faster of the two on the H100 (docs/least_squares.md).
       qr64_ = std::make_unique<DeviceQr<double>>(ctx_, device_view(factors64_.data(), m, n, m), block,
-                                                 gemm::find_backend("cublas-dgemm"));
+                                                 gemm::find_backend("cublas-dgemm"),
+                                                 m >= 4 * n ? QrPanel::Tsqr : QrPanel::Cusolver);
       return qr64_->diagonal();
     }
     factors32_ = DeviceBuffer<float>(ctx_, m * n);
@@ -301,17 +299,28 @@ class DeviceLsSpace final : public LsSpace {
     return qr32_->diagonal();
   }
 
-  std::vector<double> r_factor() override {
-    const std::int64_t m = a_.rows, n = a_.cols;
-    DeviceBuffer<double> r(ctx_, n * n);  // gathered by a kernel: no 2D copy with pitch m (its limit)
-    if (qr64_)
-      upper_square_kernel<<<matrix_grid(n, n), 256, 0, ctx_.stream()>>>(factors64_.data(), m, n, r.data());
-    else
-      upper_square_kernel<<<matrix_grid(n, n), 256, 0, ctx_.stream()>>>(factors32_.data(), m, n, r.data());
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-    std::vector<double> out(n * n);
-    r.copy_to_host(out.data(), n * n, ctx_.stream());
-    return out;
+  std::vector<double> smallest_singular_vector(std::int64_t start) override {
+    const std::int64_t n = a_.cols;
+    if (!qr64_) throw InvalidArgument("smallest_singular_vector: needs the FP64 factors");
+    std::vector<double> e(n, 0.0);
+    e[start] = 1;
+    DeviceBuffer<double> v(ctx_, n);
+    v.copy_from_host(e, ctx_.stream());
+    const MatrixView<double> view = device_view(v.data(), n, 1, n);
+    const auto normalize = [&] {
+      const double norm = nrm2(ctx_.cublas(), n, v.data());
+      if (norm > 0 && std::isfinite(norm)) {
+        const double inverse = 1 / norm;
+        MIXSOLVE_CUBLAS_CHECK(cublasDscal(ctx_.cublas(), int(n), &inverse, v.data(), 1));
+      }
+    };
+    qr64_->solve_r(view);
+    normalize();
+    qr64_->solve_rt(view);
+    qr64_->solve_r(view);
+    normalize();
+    v.copy_to_host(e.data(), n, ctx_.stream());
+    return e;
   }
 
   double norm_a_times(const std::vector<double>& v) override {

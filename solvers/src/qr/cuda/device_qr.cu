@@ -68,16 +68,33 @@ void gemm(cublasHandle_t h, cublasOperation_t op, int m, int n, int k, double al
           const double* b, int ldb, double beta, double* c, int ldc) {
   MIXSOLVE_CUBLAS_CHECK(cublasDgemm(h, op, CUBLAS_OP_N, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc));
 }
-// c := op(T) b (T nb x nb upper triangular), out of place.
-void trmm(cublasHandle_t h, cublasOperation_t op, int nb, int k, const float* t, const float* b, float* c) {
+// c := op(T) b (T nb x nb upper triangular), out of place; leading dimensions nb unless given.
+void trmm(cublasHandle_t h, cublasOperation_t op, int nb, int k, const float* t, int ldt, const float* b, int ldb,
+          float* c, int ldc) {
   const float one = 1;
   MIXSOLVE_CUBLAS_CHECK(cublasStrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, nb, k, &one,
-                                    t, nb, b, nb, c, nb));
+                                    t, ldt, b, ldb, c, ldc));
 }
-void trmm(cublasHandle_t h, cublasOperation_t op, int nb, int k, const double* t, const double* b, double* c) {
+void trmm(cublasHandle_t h, cublasOperation_t op, int nb, int k, const double* t, int ldt, const double* b, int ldb,
+          double* c, int ldc) {
   const double one = 1;
   MIXSOLVE_CUBLAS_CHECK(cublasDtrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, nb, k, &one,
-                                    t, nb, b, nb, c, nb));
+                                    t, ldt, b, ldb, c, ldc));
+}
+template <class T>
+void trmm(cublasHandle_t h, cublasOperation_t op, int nb, int k, const T* t, const T* b, T* c) {
+  trmm(h, op, nb, k, t, nb, b, nb, c, nb);
+}
+// c := alpha b T (b rows x nb, T nb x nb upper triangular), out of place.
+void trmm_right(cublasHandle_t h, int rows, int nb, float alpha, const float* t, int ldt, const float* b, int ldb,
+                float* c, int ldc) {
+  MIXSOLVE_CUBLAS_CHECK(cublasStrmm(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
+                                    rows, nb, &alpha, t, ldt, b, ldb, c, ldc));
+}
+void trmm_right(cublasHandle_t h, int rows, int nb, double alpha, const double* t, int ldt, const double* b, int ldb,
+                double* c, int ldc) {
+  MIXSOLVE_CUBLAS_CHECK(cublasDtrmm(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
+                                    rows, nb, &alpha, t, ldt, b, ldb, c, ldc));
 }
 void gram(cublasHandle_t h, int nb, int rows, const float* v, float* s) {  // s := V^T V
   const float one = 1, zero = 0;
@@ -147,7 +164,7 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
     T* panel = a_.data + j0 + j0 * a_.ld;
     Block b{j0, nb, DeviceBuffer<T>(ctx, rows * nb), DeviceBuffer<T>(ctx, nb * nb)};
     if (tsqr) {
-      factor_panel_tsqr(panel, rows, nb, b.v.data());
+      factor_panel_tsqr(panel, rows, nb, b.v.data(), b.t.data(), s.data());
     } else {
       geqrf(solver_.get(), int(rows), int(nb), panel, int(a_.ld), tau_.data() + j0, work_.data(), int(work_.size()),
             info_.data());
@@ -156,6 +173,7 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
                           256, 0, stream>>>(panel, a_.ld, rows, nb, b.v.data());
       MIXSOLVE_CUDA_CHECK_LAUNCH();
     }
+    if (!tsqr) {
     // T (LAPACK larft, forward, columnwise) from S = V^T V and tau: T(q, q) = tau_q,
     // T(0:q, q) = -tau_q T(0:q, 0:q) S(0:q, q). nb^3 / 6 work on the host.
     gram(ctx.cublas(), int(nb), int(rows), b.v.data(), s.data());
@@ -173,6 +191,7 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
       }
     }
     b.t.copy_from_host(t_host, stream);  // synchronous for pageable memory: t_host may go
+    }
     if (rest > 0) {
       // C := C - V (T^T (V^T C)), the two products on the backend.
       T* c = a_.data + j0 + (j0 + nb) * a_.ld;
@@ -189,14 +208,17 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
 }
 
 // Subpanel by subpanel of kTsqrMaxCols columns: the TSQR tree factorizes it (its V straight into
-// v, the rest of v stays zero), then C := C - V (T^T (V^T C)) on the panel's columns right of it.
+// v, the rest of v stays zero; its T on t's diagonal), then C := C - V (T^T (V^T C)) on the
+// panel's columns right of it. Then t's blocks above the diagonal, as in joining two compact WY
+// forms: T(0:s0, s) = -T(0:s0, 0:s0) (V(:, 0:s0)^T V(:, s)) T(s, s), from gram = V^T V (nb x nb):
+// all on the device, no round trip to the host.
 template <class T>
-void DeviceQr<T>::factor_panel_tsqr(T* panel, std::int64_t rows, std::int64_t nb, T* v) {
+void DeviceQr<T>::factor_panel_tsqr(T* panel, std::int64_t rows, std::int64_t nb, T* v, T* t, T* gram_buffer) {
   const std::int64_t lda = a_.ld, j0 = m_ - rows;
   cudaStream_t stream = ctx_.stream();
   MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(v, 0, sizeof(T) * rows * nb, stream));
+  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(t, 0, sizeof(T) * nb * nb, stream));
   if (panel_w_.size() == 0) {
-    panel_t_ = DeviceBuffer<T>(ctx_, kTsqrMaxCols * kTsqrMaxCols);
     panel_w_ = DeviceBuffer<T>(ctx_, kTsqrMaxCols * nb);
     panel_tw_ = DeviceBuffer<T>(ctx_, kTsqrMaxCols * nb);
   }
@@ -205,12 +227,21 @@ void DeviceQr<T>::factor_panel_tsqr(T* panel, std::int64_t rows, std::int64_t nb
     const int width = int(std::min<std::int64_t>(kTsqrMaxCols, nb - s0));
     const int sub_rows = int(rows - s0), rest = int(nb - s0 - width);
     T* vs = v + s0 + s0 * rows;
-    tsqr_->factor(panel + s0 + s0 * lda, lda, sub_rows, width, vs, rows, panel_t_.data(), tau_.data() + j0 + s0);
+    T* ts = t + s0 + s0 * nb;
+    tsqr_->factor(panel + s0 + s0 * lda, lda, sub_rows, width, vs, rows, ts, nb, tau_.data() + j0 + s0);
     if (rest == 0) continue;
     T* c = panel + s0 + (s0 + width) * lda;
     gemm(h, CUBLAS_OP_T, width, rest, sub_rows, T(1), vs, int(rows), c, int(lda), T(0), panel_w_.data(), width);
-    trmm(h, CUBLAS_OP_T, width, rest, panel_t_.data(), panel_w_.data(), panel_tw_.data());
+    trmm(h, CUBLAS_OP_T, width, rest, ts, int(nb), panel_w_.data(), width, panel_tw_.data(), width);
     gemm(h, CUBLAS_OP_N, sub_rows, rest, width, T(-1), vs, int(rows), panel_tw_.data(), width, T(1), c, int(lda));
+  }
+  if (nb <= kTsqrMaxCols) return;
+  gram(h, int(nb), int(rows), v, gram_buffer);
+  for (std::int64_t s0 = kTsqrMaxCols; s0 < nb; s0 += kTsqrMaxCols) {
+    const int width = int(std::min<std::int64_t>(kTsqrMaxCols, nb - s0));
+    // W := T(0:s0, 0:s0) G(0:s0, s), then T(0:s0, s) := -W T(s, s).
+    trmm(h, CUBLAS_OP_N, int(s0), width, t, int(nb), gram_buffer + s0 * nb, int(nb), panel_w_.data(), int(s0));
+    trmm_right(h, int(s0), width, T(-1), t + s0 + s0 * nb, int(nb), panel_w_.data(), int(s0), t + s0 * nb, int(nb));
   }
 }
 

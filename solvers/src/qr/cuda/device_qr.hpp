@@ -3,7 +3,8 @@
 // the GPU's counterpart of qr/householder_qr.hpp with the same algorithm: per block of nb columns,
 // the panel (by default 32 columns at a time by the TSQR tree of qr/cuda/tsqr_panel.hpp, each
 // applied to the panel's other columns by cuBLAS; or by cuSOLVER's geqrf), T of the compact WY
-// form from V^T V (larft's recurrence, on the host: nb^3 / 6 work), and the trailing update C := C - V (T^T (V^T C)) with its two products on a
+// form (TSQR: joined from the subpanels' on the device; geqrf: from V^T V by larft's recurrence on
+// the host, nb^3 / 6 work), and the trailing update C := C - V (T^T (V^T C)) with its two products on a
 // GEMM backend of the interface (for FP32 data: cublas-sgemm, or the corrected tf32tf32 /
 // halfhalf on the tensor cores). The result is in LAPACK's geqrf form (R above the diagonal, the
 // reflectors below, tau); each block's V and T are also kept, so that Q and Q^T apply as two
@@ -57,8 +58,9 @@ class DeviceQr {
  private:
   void apply(const MatrixView<T>& c, bool transposed);
   // The TSQR path's panel: 32 columns at a time, each subpanel's reflectors applied to the
-  // columns right of it within the panel; its V into v (rows x nb).
-  void factor_panel_tsqr(T* panel, std::int64_t rows, std::int64_t nb, T* v);
+  // columns right of it within the panel; its V into v (rows x nb), its T into t (nb x nb);
+  // gram_buffer: nb x nb.
+  void factor_panel_tsqr(T* panel, std::int64_t rows, std::int64_t nb, T* v, T* t, T* gram_buffer);
 
   Context& ctx_;
   MatrixView<T> a_;
@@ -78,7 +80,7 @@ class DeviceQr {
   };
   std::vector<Block> blocks_;
   DeviceBuffer<T> apply_w_, apply_tw_;  // apply()'s nb x k products
-  DeviceBuffer<T> panel_t_, panel_w_, panel_tw_;  // factor_panel_tsqr()'s T and products
+  DeviceBuffer<T> panel_w_, panel_tw_;  // factor_panel_tsqr()'s products
 };
 
 extern template class DeviceQr<float>;

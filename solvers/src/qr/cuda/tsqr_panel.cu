@@ -116,7 +116,8 @@ __global__ void __launch_bounds__(kThreads)
     T tau = 0, beta = alpha;
     if (squares > 0) {
       const double scaled_alpha = double(alpha) * scale;
-      beta = T(-copysign(std::sqrt(scaled_alpha * scaled_alpha + squares) / scale, double(alpha)));
+      const double norm = std::sqrt(scaled_alpha * scaled_alpha + squares);
+      beta = T(-copysign(std::is_same_v<T, double> ? norm / scale : norm, double(alpha)));
       tau = (beta - alpha) / beta;
       const T divisor = alpha - beta;  // |alpha - beta| >= ||x||: no cancellation
       const T reciprocal = T(1) / divisor;  // larfg scales by it too; divides where it overflows
@@ -141,13 +142,13 @@ __global__ void __launch_bounds__(kThreads)
     }
     const bool right = c > j && c < cols;
     if (right) {
-      T dot = 0;
+      T dot[4] = {0, 0, 0, 0};  // four chains of FMAs, not one
 #pragma unroll
       for (int t = 0; t < per_thread; ++t) {
         v[t] = v_shared[w + kWarps * t];
-        dot += v[t] * a[t];
+        dot[t % 4] += v[t] * a[t];
       }
-      partial[w][c] = dot;
+      partial[w][c] = (dot[0] + dot[1]) + (dot[2] + dot[3]);
     }
     __syncthreads();
     if (right) {
@@ -180,11 +181,13 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   T* tile = reinterpret_cast<T*>(shared_bytes);
   __shared__ T partial[2][kWarps][32];  // alternating: one barrier per reflector
+  __shared__ T taus[kTsqrMaxCols];
   constexpr int ld = kTileLd<T>, per_thread = kRowsPerThread<T>;
   std::int64_t begin, end;
   block_range(rows, blocks, blockIdx.x, begin, end);
   const int h = int(end - begin), w = threadIdx.x / 32, lane = threadIdx.x % 32;
   const std::int64_t slice = blockIdx.x * std::int64_t(cols);
+  if (threadIdx.x < cols) taus[threadIdx.x] = tau[slice + threadIdx.x];
   for (int col = 0; col < kTsqrMaxCols; ++col)
     for (int i = threadIdx.x; i < kTsqrBlockRows<T>; i += kThreads)
       tile[col * ld + i] = i < h && col < cols ? (i > col ? x[begin + i + col * ldx] : T(i == col)) : T(0);
@@ -197,16 +200,16 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   int buffer = 0;
   for (int j = cols - 1; j >= 0; --j) {
-    const T t_j = tau[slice + j];
+    const T t_j = taus[j];
     if (t_j == T(0)) continue;
     buffer ^= 1;
-    T dot = 0;
+    T dot[4] = {0, 0, 0, 0};  // four chains of FMAs, not one
 #pragma unroll
     for (int t = 0; t < per_thread; ++t) {
       v[t] = tile[j * ld + w + kWarps * t];
-      dot += v[t] * out[t];
+      dot[t % 4] += v[t] * out[t];
     }
-    partial[buffer][w][lane] = dot;
+    partial[buffer][w][lane] = (dot[0] + dot[1]) + (dot[2] + dot[3]);
     __syncthreads();
     T sum = 0;
     for (int p = 0; p < kWarps; ++p) sum += partial[buffer][p][lane];
@@ -231,7 +234,7 @@ __global__ void __launch_bounds__(kThreads)
 template <class T>
 __global__ void __launch_bounds__(1024)
     reconstruct_top_kernel(const T* q, std::int64_t ldq, const T* r, int cols, T* a, std::int64_t lda, T* v,
-                           std::int64_t ldv, T* t, T* tau, T* u_inverse) {
+                           std::int64_t ldv, T* t, std::int64_t ldt, T* tau, T* u_inverse) {
   __shared__ T lu[32][33];  // lu[row][column]
   __shared__ T tt[32][33];
   __shared__ T inverse[32][33];
@@ -266,7 +269,7 @@ __global__ void __launch_bounds__(1024)
     __syncthreads();
   }
   if (inside) {
-    t[p + l * cols] = tt[p][l];
+    if (p <= l) t[p + l * ldt] = tt[p][l];
     a[p + l * lda] = p <= l ? sign[p] * r[p + l * cols] : lu[p][l];
     v[p + l * ldv] = p < l ? T(0) : p == l ? T(1) : lu[p][l];
     if (p == l) tau[l] = tt[l][l];
@@ -333,7 +336,8 @@ TsqrPanel<T>::TsqrPanel(Context& ctx, std::int64_t max_rows) : ctx_(ctx), max_ro
 }
 
 template <class T>
-void TsqrPanel<T>::factor(T* a, std::int64_t lda, std::int64_t rows, int cols, T* v, std::int64_t ldv, T* t, T* tau) {
+void TsqrPanel<T>::factor(T* a, std::int64_t lda, std::int64_t rows, int cols, T* v, std::int64_t ldv, T* t,
+                          std::int64_t ldt, T* tau) {
   if (cols < 1 || cols > kTsqrMaxCols || rows < cols || rows > max_rows_)
     throw InvalidArgument("TsqrPanel: a panel of " + std::to_string(rows) + " x " + std::to_string(cols) +
                           " is outside 1 <= cols <= 32, cols <= rows <= " + std::to_string(max_rows_));
@@ -369,7 +373,8 @@ void TsqrPanel<T>::factor(T* a, std::int64_t lda, std::int64_t rows, int cols, T
         q[l], l == 0 ? rows : ld[l]);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
-  reconstruct_top_kernel<T><<<1, 1024, 0, stream>>>(q_.data(), rows, r_.data(), cols, a, lda, v, ldv, t, tau, u_.data());
+  reconstruct_top_kernel<T><<<1, 1024, 0, stream>>>(q_.data(), rows, r_.data(), cols, a, lda, v, ldv, t, ldt, tau,
+                                                     u_.data());
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   if (rows > cols) {
     const unsigned grid = unsigned(std::min<std::int64_t>((rows - cols + kThreads - 1) / kThreads, 4096));

@@ -42,11 +42,12 @@ class TsqrPanel {
   // Factors the panel a (rows x cols, cols <= rows <= max_rows, 1 <= cols <= 32, device memory,
   // leading dimension lda) in place into geqrf's form: R on and above the diagonal, the
   // reflectors below it. Also writes V (rows x cols, leading dimension ldv: the reflectors with
-  // their unit diagonal and zeros above it), T (cols x cols, leading dimension cols, upper
-  // triangular, Q = I - V T V^T) and tau (cols entries, T's diagonal). Asynchronous on ctx's
-  // stream.
+  // their unit diagonal and zeros above it), T (cols x cols, leading dimension ldt, upper
+  // triangular, Q = I - V T V^T; below its diagonal untouched) and tau (cols entries, T's
+  // diagonal). Asynchronous on ctx's stream.
   // @throws InvalidArgument for rows or cols out of range.
-  void factor(T* a, std::int64_t lda, std::int64_t rows, int cols, T* v, std::int64_t ldv, T* t, T* tau);
+  void factor(T* a, std::int64_t lda, std::int64_t rows, int cols, T* v, std::int64_t ldv, T* t, std::int64_t ldt,
+              T* tau);
 
   // The tree's levels for a panel of rows x cols: rows and blocks of each, leaves first.
   struct Level {
