@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // lstsq_benchmark: the device Householder QR (solvers/src/qr/cuda/device_qr.hpp) against
 // cusolverDnDgeqrf on the same GPU, in the same run: for each m x n shape, cuSOLVER's FP64 QR
-// (the baseline every ratio refers to), its FP32 QR, the FP32 QR's panels alone (cuSOLVER sgeqrf
-// of each m x block panel: the share no trailing-update backend can shorten), and ours in FP32
-// with each trailing-update backend of --backends and in FP64 on cublas-dgemm, with each panel
-// factorization of --panels (tsqr: qr/cuda/tsqr_panel.hpp; cusolver: geqrf). Time is the median of --reps after one
-// warm-up, each run on a fresh copy of A (the copy not timed); TFLOP/s counts 2 m n^2 - 2 n^3 / 3.
-// Then least squares with one uniform right-hand side: cuSOLVER's dgeqrf + dormqr + dtrsm (the
-// ratio's reference for these rows) against least_squares() on the device, and the difference of
-// their solutions.
+// (the baseline every ratio refers to), its FP32 QR, cuSOLVER sgeqrf of each m x block panel
+// alone, and ours in FP32 with each trailing-update backend of --backends and in FP64 on
+// cublas-dgemm, with each panel factorization of --panels (tsqr: qr/cuda/tsqr_panel.hpp;
+// cusolver: geqrf). Time is the median of --reps after one warm-up, each run on a fresh copy of
+// A (the copy not timed); TFLOP/s counts 2 m n^2 - 2 n^3 / 3.
+// Then least squares with one right-hand side, inconsistent (uniform) and consistent (A x), on the
+// uniform A and on svd_geo matrices of each --conds: cuSOLVER's dgeqrf + dormqr + dtrsm (the
+// ratio's reference for these rows) against least_squares() on the device with each refinement
+// of --refinements, the difference of their solutions and both residual norms.
 //
 //   lstsq_benchmark [--shapes 65536x4096,262144x256,16384x16384] [--backends cublas-sgemm,tf32tf32,halfhalf]
-//                   [--panels tsqr,cusolver] [--block 128] [--reps 3] [--json out.json]
+//                   [--panels tsqr,cusolver] [--block 128] [--conds 1e2,1e6,1e8] [--refinements augmented,gmres]
+//                   [--reps 3] [--json out.json]
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <nvtx3/nvToolsExt.h>
@@ -29,6 +31,7 @@
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/gemm/evaluation.hpp"
 #include "mixsolve/gemm/registry.hpp"
+#include "mixsolve/matgen/test_matrices.hpp"
 #include "mixsolve/solvers/least_squares.hpp"
 #include "qr/cuda/device_qr.hpp"
 
@@ -71,6 +74,12 @@ int main(int argc, char** argv) try {
     if (panel != "tsqr" && panel != "cusolver")
       throw InvalidArgument("--panels: \"" + panel + "\" is neither tsqr nor cusolver");
   const std::int64_t block = opt.sizes("block", "128").front();
+  const std::vector<std::string> refinements = opt.list("refinements", "augmented,gmres");
+  for (const std::string& r : refinements)
+    if (r != "augmented" && r != "gmres")
+      throw InvalidArgument("--refinements: \"" + r + "\" is neither augmented nor gmres");
+  std::vector<double> conds;
+  for (const std::string& text : opt.list("conds", "1e2,1e6,1e8")) conds.push_back(std::stod(text));
   const int reps = std::stoi(opt.get("reps", "3"));
   Context ctx;
   nlohmann::json out = mixsolve::bench::device_json();
@@ -139,60 +148,102 @@ int main(int argc, char** argv) try {
                                                        lwork, info.data()));
           }));
     }
-    {  // Least squares with one right-hand side (uniform, so inconsistent): dgeqrf + dormqr + dtrsm
-       // against least_squares(); x compared with the FP64 QR's.
-      DeviceBuffer<double> b(ctx, m), c(ctx, m), x(ctx, n);
-      fill_random(device_view(b.data(), m, 1, m), RandomSpec::uniform(-1, 1, 6), ctx.stream());
-      int lwork = 0, lwork_q = 0;
-      MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf_bufferSize(solver, int(m), int(n), work64.data(), int(m), &lwork));
-      DeviceBuffer<double> tau(ctx, n);
-      DeviceBuffer<int> info(ctx, 1);
-      MIXSOLVE_CUSOLVER_CHECK(cusolverDnDormqr_bufferSize(solver, CUBLAS_SIDE_LEFT, CUBLAS_OP_T, int(m), 1, int(n),
-                                                          work64.data(), int(m), tau.data(), c.data(), int(m),
-                                                          &lwork_q));
-      DeviceBuffer<double> lw(ctx, std::max({lwork, lwork_q, 1}));
-      const auto copies = [&] {
-        copy64();
-        MIXSOLVE_CUDA_CHECK(
-            cudaMemcpyAsync(c.data(), b.data(), sizeof(double) * m, cudaMemcpyDeviceToDevice, ctx.stream()));
-      };
-      const double one = 1;
-      const double fp64_lstsq = median_seconds(ctx, reps, copies, [&] {
-        MIXSOLVE_CUSOLVER_CHECK(
-            cusolverDnDgeqrf(solver, int(m), int(n), work64.data(), int(m), tau.data(), lw.data(), lwork, info.data()));
-        MIXSOLVE_CUSOLVER_CHECK(cusolverDnDormqr(solver, CUBLAS_SIDE_LEFT, CUBLAS_OP_T, int(m), 1, int(n),
-                                                 work64.data(), int(m), tau.data(), c.data(), int(m), lw.data(),
-                                                 std::max({lwork, lwork_q, 1}), info.data()));
-        MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                                          CUBLAS_DIAG_NON_UNIT, int(n), 1, &one, work64.data(), int(m), c.data(),
-                                          int(m)));
-      });
-      row("lstsq: dgeqrf + dormqr + dtrsm", fp64_lstsq, fp64_lstsq);
-      LeastSquaresReport report;
-      const double ours = median_seconds(
-          ctx, reps, [] {},
-          [&] {
-            report = least_squares(ctx, device_view<const double>(a.data(), m, n, m),
-                                   device_view<const double>(b.data(), m, 1, m), device_view(x.data(), n, 1, n));
-          });
-      std::vector<double> x_ours(n), x_fp64(n);
-      x.copy_to_host(x_ours.data(), n, ctx.stream());
+    // Least squares with one right-hand side: dgeqrf + dormqr + dtrsm against least_squares(), on
+    // the uniform A and on svd_geo matrices of each --conds; b inconsistent (uniform) and
+    // consistent (A x, x uniform). x and ||b - A x|| compared with the FP64 QR's.
+    DeviceBuffer<double> b(ctx, m), c(ctx, m), x(ctx, n), x_true(ctx, n), residual(ctx, m);
+    int lwork = 0, lwork_q = 0;
+    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf_bufferSize(solver, int(m), int(n), work64.data(), int(m), &lwork));
+    DeviceBuffer<double> tau(ctx, n);
+    DeviceBuffer<int> info(ctx, 1);
+    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDormqr_bufferSize(solver, CUBLAS_SIDE_LEFT, CUBLAS_OP_T, int(m), 1, int(n),
+                                                        work64.data(), int(m), tau.data(), c.data(), int(m), &lwork_q));
+    DeviceBuffer<double> lw(ctx, std::max({lwork, lwork_q, 1}));
+    const double one = 1, minus_one = -1, zero = 0;
+    // ||b - A y||_2 for a device vector y.
+    const auto residual_norm = [&](const DeviceBuffer<double>& matrix, const double* y) {
       MIXSOLVE_CUDA_CHECK(
-          cudaMemcpyAsync(x_fp64.data(), c.data(), sizeof(double) * n, cudaMemcpyDeviceToHost, ctx.stream()));
+          cudaMemcpyAsync(residual.data(), b.data(), sizeof(double) * m, cudaMemcpyDeviceToDevice, ctx.stream()));
+      MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx.cublas(), CUBLAS_OP_N, int(m), int(n), &minus_one, matrix.data(), int(m), y,
+                                        1, &one, residual.data(), 1));
+      double norm = 0;
+      MIXSOLVE_CUBLAS_CHECK(cublasDnrm2(ctx.cublas(), int(m), residual.data(), 1, &norm));
       ctx.synchronize();
-      double difference = 0, norm = 0;
-      for (std::int64_t i = 0; i < n; ++i) {
-        difference += (x_ours[i] - x_fp64[i]) * (x_ours[i] - x_fp64[i]);
-        norm += x_fp64[i] * x_fp64[i];
+      return norm;
+    };
+    const auto lstsq_rows = [&](const DeviceBuffer<double>& matrix, const std::string& label) {
+      for (const bool consistent : {false, true}) {
+        if (consistent) {
+          fill_random(device_view(x_true.data(), n, 1, n), RandomSpec::uniform(-1, 1, 7), ctx.stream());
+          MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx.cublas(), CUBLAS_OP_N, int(m), int(n), &one, matrix.data(), int(m),
+                                            x_true.data(), 1, &zero, b.data(), 1));
+        } else {
+          fill_random(device_view(b.data(), m, 1, m), RandomSpec::uniform(-1, 1, 6), ctx.stream());
+        }
+        const std::string name = "lstsq " + label + (consistent ? " consistent" : " inconsistent");
+        const auto copies = [&] {
+          MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(work64.data(), matrix.data(), sizeof(double) * m * n,
+                                              cudaMemcpyDeviceToDevice, ctx.stream()));
+          MIXSOLVE_CUDA_CHECK(
+              cudaMemcpyAsync(c.data(), b.data(), sizeof(double) * m, cudaMemcpyDeviceToDevice, ctx.stream()));
+        };
+        const double fp64_lstsq = median_seconds(ctx, reps, copies, [&] {
+          MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf(solver, int(m), int(n), work64.data(), int(m), tau.data(), lw.data(),
+                                                   lwork, info.data()));
+          MIXSOLVE_CUSOLVER_CHECK(cusolverDnDormqr(solver, CUBLAS_SIDE_LEFT, CUBLAS_OP_T, int(m), 1, int(n),
+                                                   work64.data(), int(m), tau.data(), c.data(), int(m), lw.data(),
+                                                   int(lw.size()), info.data()));
+          MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                                            CUBLAS_DIAG_NON_UNIT, int(n), 1, &one, work64.data(), int(m), c.data(),
+                                            int(m)));
+        });
+        row(name + ": dgeqrf + dormqr + dtrsm", fp64_lstsq, fp64_lstsq);
+        for (const std::string& refinement : refinements) {
+          LeastSquaresOptions options;
+          options.refinement = refinement == "gmres" ? LeastSquaresOptions::Refinement::Gmres
+                                                     : LeastSquaresOptions::Refinement::Augmented;
+          LeastSquaresReport report;
+          const double ours = median_seconds(
+              ctx, reps, [] {},
+              [&] {
+                report = least_squares(ctx, device_view<const double>(matrix.data(), m, n, m),
+                                       device_view<const double>(b.data(), m, 1, m), device_view(x.data(), n, 1, n),
+                                       options);
+              });
+          std::vector<double> x_ours(n), x_fp64(n);
+          x.copy_to_host(x_ours.data(), n, ctx.stream());
+          MIXSOLVE_CUDA_CHECK(
+              cudaMemcpyAsync(x_fp64.data(), c.data(), sizeof(double) * n, cudaMemcpyDeviceToHost, ctx.stream()));
+          ctx.synchronize();
+          double difference = 0, norm = 0;
+          for (std::int64_t i = 0; i < n; ++i) {
+            difference += (x_ours[i] - x_fp64[i]) * (x_ours[i] - x_fp64[i]);
+            norm += x_fp64[i] * x_fp64[i];
+          }
+          const double residual_ours = residual_norm(matrix, x.data()), residual_fp64 = residual_norm(matrix, c.data());
+          row(name + ": mixsolve " + report.path(), ours, fp64_lstsq);
+          std::printf("%-34s %18s ||x - x_dgeqrf|| / ||x_dgeqrf|| = %.2e, ||r|| %.6e (dgeqrf's %.6e); attempts:", "",
+                      dims, std::sqrt(difference / norm), residual_ours, residual_fp64);
+          for (const LeastSquaresAttempt& t : report.attempts)
+            std::printf(" %s QR %.4f s + refinement %.4f s;", to_string(t.precision).c_str(), t.factor_seconds,
+                        t.refine_seconds);
+          std::printf("\n");
+          out["rows"].back()["x_difference_to_dgeqrf"] = std::sqrt(difference / norm);
+          out["rows"].back()["residual_norm"] = residual_ours;
+          out["rows"].back()["residual_norm_dgeqrf"] = residual_fp64;
+        }
       }
-      row("lstsq: mixsolve " + report.path(), ours, fp64_lstsq);
-      std::printf("%-34s %18s ||x - x_dgeqrf|| / ||x_dgeqrf|| = %.2e; last call's attempts:", "", dims,
-                  std::sqrt(difference / norm));
-      for (const LeastSquaresAttempt& t : report.attempts)
-        std::printf(" %s QR %.4f s + refinement %.4f s;", to_string(t.precision).c_str(), t.factor_seconds,
-                    t.refine_seconds);
-      std::printf("\n");
-      out["rows"].back()["x_difference_to_dgeqrf"] = std::sqrt(difference / norm);
+    };
+    lstsq_rows(a, "uniform");
+    for (const double cond : conds) {
+      DeviceBuffer<double> svd(ctx, m * n);
+      TestMatrixSpec spec = TestMatrixSpec::parse("svd_geo");
+      spec.cond = cond;
+      spec.seed = 11;
+      generate_test_matrix_on_device(spec, device_view(svd.data(), m, n, m), ctx.stream());
+      char label[32];
+      std::snprintf(label, sizeof label, "svd_geo %.0e", cond);
+      lstsq_rows(svd, label);
     }
     for (const std::string& panel_name : panels) {
       const solvers_detail::QrPanel panel =

@@ -19,8 +19,8 @@ namespace mixsolve {
 
 namespace {
 
-__global__ void gaussian_kernel(double* g, std::int64_t n, std::uint64_t seed) {
-  for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < n * n;
+__global__ void gaussian_kernel(double* g, std::int64_t count, std::uint64_t seed) {
+  for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < count;
        idx += std::int64_t(gridDim.x) * blockDim.x) {
     const double u1 = (double(random_bits(seed, 2 * idx) >> 11) + 0.5) * 0x1p-53;
     const double u2 = double(random_bits(seed, 2 * idx + 1) >> 11) * 0x1p-53;
@@ -29,28 +29,30 @@ __global__ void gaussian_kernel(double* g, std::int64_t n, std::uint64_t seed) {
 }
 
 // Column j of q times sign(r_jj) (Mezzadri), r's diagonal saved before orgqr overwrites it,
-// then times d_j (d may be null): q diag(sign(r)) diag(d).
-__global__ void scale_columns_kernel(double* q, std::int64_t n, const double* r_diagonal, const double* d) {
-  for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < n * n;
+// then times d_j (d may be null): q diag(sign(r)) diag(d); q rows x cols.
+__global__ void scale_columns_kernel(double* q, std::int64_t rows, std::int64_t cols, const double* r_diagonal,
+                                     const double* d) {
+  for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < rows * cols;
        idx += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t j = idx / n;
+    const std::int64_t j = idx / rows;
     double f = r_diagonal[j] < 0 ? -1.0 : 1.0;
     if (d) f *= d[j];
     q[idx] *= f;
   }
 }
 
-__global__ void copy_diagonal_kernel(const double* a, std::int64_t n, double* out) {
+__global__ void copy_diagonal_kernel(const double* a, std::int64_t ld, std::int64_t n, double* out) {
   const std::int64_t j = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
-  if (j < n) out[j] = a[j + j * n];
+  if (j < n) out[j] = a[j + j * ld];
 }
 
-__global__ void symmetrize_and_scale_kernel(double* a, std::int64_t lda, const double* c, std::int64_t n, double scale,
-                                            bool symmetric) {
-  for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < n * n;
+// a := scale c (rows x cols), or scale (c + c^T) / 2 (square).
+__global__ void symmetrize_and_scale_kernel(double* a, std::int64_t lda, const double* c, std::int64_t rows,
+                                            std::int64_t cols, double scale, bool symmetric) {
+  for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < rows * cols;
        idx += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t i = idx % n, j = idx / n;
-    const double v = symmetric ? 0.5 * (c[i + j * n] + c[j + i * n]) : c[i + j * n];
+    const std::int64_t i = idx % rows, j = idx / rows;
+    const double v = symmetric ? 0.5 * (c[i + j * rows] + c[j + i * rows]) : c[i + j * rows];
     a[i + j * lda] = scale * v;
   }
 }
@@ -68,21 +70,24 @@ unsigned grid_of(std::int64_t total) {
   return unsigned(b < 65535 ? (b > 0 ? b : 1) : 65535);
 }
 
-// A Haar-random orthogonal n x n matrix in q, columns scaled by d (if non-null).
-void random_orthogonal_device(cusolverDnHandle_t solver, cudaStream_t stream, std::int64_t n, std::uint64_t seed,
-                              double* q, const double* d) {
-  gaussian_kernel<<<grid_of(n * n), 256, 0, stream>>>(q, n, seed);
+// A Haar-random rows x cols matrix with orthonormal columns (rows >= cols) in q, columns scaled
+// by d (if non-null).
+void random_orthogonal_device(cusolverDnHandle_t solver, cudaStream_t stream, std::int64_t rows, std::int64_t cols,
+                              std::uint64_t seed, double* q, const double* d) {
+  const int m = int(rows), n = int(cols);
+  gaussian_kernel<<<grid_of(rows * cols), 256, 0, stream>>>(q, rows * cols, seed);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
-  DeviceBuffer<double> tau(n), r_diagonal(n);
+  DeviceBuffer<double> tau(cols), r_diagonal(cols);
   DeviceBuffer<int> info(1);
   int lwork_qr = 0, lwork_q = 0;
-  MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf_bufferSize(solver, int(n), int(n), q, int(n), &lwork_qr));
-  MIXSOLVE_CUSOLVER_CHECK(cusolverDnDorgqr_bufferSize(solver, int(n), int(n), int(n), q, int(n), tau.data(), &lwork_q));
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf_bufferSize(solver, m, n, q, m, &lwork_qr));
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnDorgqr_bufferSize(solver, m, n, n, q, m, tau.data(), &lwork_q));
   DeviceBuffer<double> work(std::max(std::max(lwork_qr, lwork_q), 1));
-  MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf(solver, int(n), int(n), q, int(n), tau.data(), work.data(), int(work.size()), info.data()));
-  copy_diagonal_kernel<<<grid_of(n), 256, 0, stream>>>(q, n, r_diagonal.data());
-  MIXSOLVE_CUSOLVER_CHECK(cusolverDnDorgqr(solver, int(n), int(n), int(n), q, int(n), tau.data(), work.data(), int(work.size()), info.data()));
-  scale_columns_kernel<<<grid_of(n * n), 256, 0, stream>>>(q, n, r_diagonal.data(), d);
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf(solver, m, n, q, m, tau.data(), work.data(), int(work.size()), info.data()));
+  copy_diagonal_kernel<<<grid_of(cols), 256, 0, stream>>>(q, rows, cols, r_diagonal.data());
+  MIXSOLVE_CUSOLVER_CHECK(
+      cusolverDnDorgqr(solver, m, n, n, q, m, tau.data(), work.data(), int(work.size()), info.data()));
+  scale_columns_kernel<<<grid_of(rows * cols), 256, 0, stream>>>(q, rows, cols, r_diagonal.data(), d);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));  // tau, work and r_diagonal go out of scope
 }
@@ -92,16 +97,16 @@ void random_orthogonal_device(cusolverDnHandle_t solver, cudaStream_t stream, st
 void generate_test_matrix_on_device(const TestMatrixSpec& spec, const MatrixView<double>& a, CUstream_st* stream) {
   detail::check_view("generate_test_matrix_on_device", "a", a);
   if (a.memory != Memory::Device) throw InvalidArgument("generate_test_matrix_on_device: a must be a device matrix");
-  if (a.rows != a.cols)
+  if (a.rows != a.cols && (a.rows < a.cols || spec.family != MatrixFamily::Svd || spec.dominant))
     throw InvalidArgument("generate_test_matrix_on_device: a is " + std::to_string(a.rows) + " x " +
-                          std::to_string(a.cols) + ", not square");
-  const std::int64_t n = a.rows;
+                          std::to_string(a.cols) + "; only the svd family without dominant has m > n");
+  const std::int64_t m = a.rows, n = a.cols;
   if (n == 0) return;
   std::vector<double> s = spectrum_values(spec, n);
   if (spec.family == MatrixFamily::Heev)
     for (std::int64_t i = 0; i < n; ++i)
       if (random_bits(spec.seed ^ 0x51611ull, std::uint64_t(i)) & 1) s[i] = -s[i];
-  DeviceBuffer<double> d(n), u(n * n), v(n * n), c(n * n);
+  DeviceBuffer<double> d(n), u(m * n), v(n * n), c(m * n);
   d.copy_from_host(s, stream);
   cusolverDnHandle_t solver = nullptr;
   cublasHandle_t blas = nullptr;
@@ -112,18 +117,20 @@ void generate_test_matrix_on_device(const TestMatrixSpec& spec, const MatrixView
   try {
     const bool symmetric = spec.family != MatrixFamily::Svd;
     // A = (U D) V^T, with V = U for the symmetric families.
-    random_orthogonal_device(solver, stream, n, spec.seed, u.data(), d.data());
-    if (symmetric) random_orthogonal_device(solver, stream, n, spec.seed, v.data(), nullptr);
-    else random_orthogonal_device(solver, stream, n, spec.seed + 0x9e3779b9ull, v.data(), nullptr);
+    random_orthogonal_device(solver, stream, m, n, spec.seed, u.data(), d.data());
+    if (symmetric)
+      random_orthogonal_device(solver, stream, n, n, spec.seed, v.data(), nullptr);
+    else
+      random_orthogonal_device(solver, stream, n, n, spec.seed + 0x9e3779b9ull, v.data(), nullptr);
     const double one = 1.0, zero = 0.0;
-    MIXSOLVE_CUBLAS_CHECK(cublasDgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, int(n), int(n), int(n), &one, u.data(), int(n),
-                                      v.data(), int(n), &zero, c.data(), int(n)));
-    symmetrize_and_scale_kernel<<<grid_of(n * n), 256, 0, stream>>>(a.data, a.ld, c.data(), n, 1.0, symmetric);
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, int(m), int(n), int(n), &one, u.data(), int(m),
+                                      v.data(), int(n), &zero, c.data(), int(m)));
+    symmetrize_and_scale_kernel<<<grid_of(m * n), 256, 0, stream>>>(a.data, a.ld, c.data(), m, n, 1.0, symmetric);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     if (spec.dominant) dominant_diagonal_kernel<<<grid_of(n), 256, 0, stream>>>(a.data, a.ld, n);
     if (spec.scale != 1.0) {
       for (std::int64_t j = 0; j < n; ++j)
-        MIXSOLVE_CUBLAS_CHECK(cublasDscal(blas, int(n), &spec.scale, a.data + j * a.ld, 1));
+        MIXSOLVE_CUBLAS_CHECK(cublasDscal(blas, int(m), &spec.scale, a.data + j * a.ld, 1));
     }
     MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
   } catch (...) {

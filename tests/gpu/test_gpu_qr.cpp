@@ -48,9 +48,9 @@ void expect_device_qr(const char* backend, std::int64_t m, std::int64_t n, std::
   const Matrix<double> r = f.template cast<double>().topRows(n).template triangularView<Eigen::Upper>();
   const Matrix<double> qd = q.template cast<double>(), ad = a.template cast<double>();
   const double u = std::numeric_limits<T>::epsilon() / 2;
-  const std::string label =
-      std::string(backend) + " " + std::to_string(m) + " x " + std::to_string(n) + ", block " + std::to_string(block) +
-      (panel == solvers_detail::QrPanel::Tsqr ? ", TSQR panels" : ", cuSOLVER panels");
+  const std::string label = std::string(backend) + " " + std::to_string(m) + " x " + std::to_string(n) + ", block " +
+                            std::to_string(block) +
+                            (panel == solvers_detail::QrPanel::Tsqr ? ", TSQR panels" : ", cuSOLVER panels");
   const double factorization = (ad - qd * r).norm() / ad.norm();
   const double orthogonality = (qd.transpose() * qd - Matrix<double>::Identity(n, n)).norm();
   std::printf("%s: ||A - QR|| / ||A|| %.2e, ||Q^T Q - I|| %.2e (u n = %.2e)\n", label.c_str(), factorization,
@@ -152,7 +152,7 @@ void expect_tsqr_panel(std::int64_t rows, int cols, int defect) {
   for (int j = 0; j < cols; ++j) {
     if (defect != 1 || j <= cols / 2)
       EXPECT_NEAR(std::fabs(r(j, j)), std::fabs(r_ref(j, j)), tolerance * a64.norm())
-        << label << " r(" << j << ", " << j << ")";
+          << label << " r(" << j << ", " << j << ")";
     EXPECT_EQ(tau[j], t(j, j)) << label;
     EXPECT_EQ(v(j, j), T(1)) << label;
     for (std::int64_t i = 0; i < rows; ++i)
@@ -235,6 +235,27 @@ TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
       EXPECT_LE((x.col(j) - x_host.col(j)).norm() / x_host.col(j).norm(), 20 * fp64_error + 0x1p-50)
           << "kappa " << kappa << ", column " << j << ": device and host solutions";
       EXPECT_NEAR(device.residual_norms[j], (b.col(j) - a * x.col(j)).norm(), 1e-12 * b.col(j).norm());
+    }
+    if (kappa > 1e6) continue;
+    // GMRES-LS alone on the device: converges to the same accuracy, as on the host.
+    LeastSquaresOptions gmres;
+    gmres.refinement = LeastSquaresOptions::Refinement::Gmres;
+    const LeastSquaresReport device_gmres =
+        least_squares(ctx, device_view<const double>(da.data(), m, n, m), device_view<const double>(db.data(), m, k, m),
+                      device_view(dx.data(), n, k, n), gmres);
+    const LeastSquaresReport host_gmres =
+        least_squares(ctx, host_view<const double>(a.data(), m, n, m), host_view<const double>(b.data(), m, k, m),
+                      host_view(x_host.data(), n, k, n), gmres);
+    ctx.synchronize();
+    dx.copy_to_host(x.data(), n * k);
+    std::printf("kappa %.0e, GMRES-LS: device %s, host %s\n", kappa, device_gmres.path().c_str(),
+                host_gmres.path().c_str());
+    EXPECT_EQ(device_gmres.path().rfind("fp32/gmres(", 0), 0u) << device_gmres.path();
+    for (std::int64_t j = 0; j < k; ++j) {
+      const long double norm = x_ref.col(j).norm();
+      const double error = double((x.col(j).cast<long double>() - x_ref.col(j)).norm() / norm);
+      const double fp64_error = double((x64.col(j).cast<long double>() - x_ref.col(j)).norm() / norm);
+      EXPECT_LE(error, 10 * fp64_error + 0x1p-50) << "GMRES-LS, kappa " << kappa << ", column " << j;
     }
   }
   // Two equal columns: rank deficient, reported by the FP64 QR on the device too.

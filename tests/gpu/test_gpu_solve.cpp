@@ -881,6 +881,21 @@ TEST(GpuTestMatrices, DeviceGeneratedSpectraMatchTheSpec) {
     for (std::int64_t i = 0; i < n; ++i) ASSERT_NEAR(got(i), expected[i], 50 * n * 0x1p-53) << "value " << i;
     if (f != MatrixFamily::Svd) EXPECT_EQ((m - m.transpose()).norm(), 0.0);
   }
+  // A tall svd matrix (U with orthonormal columns); taller shapes of other families are refused.
+  const std::int64_t rows = 500, cols = 120;
+  const TestMatrixSpec tall = spec_of(MatrixFamily::Svd, Spectrum::Geo, 1e6, 71);
+  DeviceBuffer<double> da(rows * cols);
+  generate_test_matrix_on_device(tall, device_view(da.data(), rows, cols, rows), ctx.stream());
+  const std::vector<double> a = da.to_host(ctx.stream());
+  const Eigen::VectorXd got =
+      Eigen::JacobiSVD<Eigen::MatrixXd>(Eigen::Map<const Eigen::MatrixXd>(a.data(), rows, cols)).singularValues();
+  const std::vector<double> expected = spectrum_values(tall, cols);
+  for (std::int64_t i = 0; i < cols; ++i) ASSERT_NEAR(got(i), expected[i], 50 * rows * 0x1p-53) << "tall, value " << i;
+  EXPECT_THROW(generate_test_matrix_on_device(spec_of(MatrixFamily::Poev, Spectrum::Geo, 1e6, 71),
+                                              device_view(da.data(), rows, cols, rows), ctx.stream()),
+               InvalidArgument);
+  EXPECT_THROW(generate_test_matrix_on_device(tall, device_view(da.data(), cols, rows, cols), ctx.stream()),
+               InvalidArgument);
 }
 
 }  // namespace

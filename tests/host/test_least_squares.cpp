@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -81,6 +82,37 @@ TEST(LeastSquares, Fp32QrRefinesToFp64AccuracyForSeveralRightHandSides) {
     EXPECT_NEAR(r.residual_norms[j], (p.b.col(j) - p.a * x.col(j)).norm(), 1e-12 * p.b.col(j).norm());
   EXPECT_EQ(p.a, a0);  // inputs untouched
   EXPECT_EQ(p.b, b0);
+}
+
+// Each refinement choice: GMRES-LS alone reports fp32/gmres(k) and reaches the FP64 QR's accuracy
+// on kappa 1e5 with a large residual, as the plain steps do; the plain steps alone never try
+// GMRES-LS (kappa 1e7: from the FP32 attempt straight to the FP64 QR).
+TEST(LeastSquares, EachRefinementChoiceIsHonoured) {
+  Context ctx = Context::host_only();
+  const std::int64_t m = 300, n = 70;
+  for (const double kappa : {1e5, 1e7}) {
+    const Problem p = make_problem(m, n, 1, kappa, 0.5, 41);
+    for (const auto choice : {LeastSquaresOptions::Refinement::Gmres, LeastSquaresOptions::Refinement::Augmented,
+                              LeastSquaresOptions::Refinement::AugmentedThenGmres}) {
+      LeastSquaresOptions o;
+      o.refinement = choice;
+      MatrixD x(n, 1);
+      const LeastSquaresReport r =
+          least_squares(ctx, host_view<const double>(p.a.data(), m, n, m), host_view<const double>(p.b.data(), m, 1, m),
+                        host_view(x.data(), n, 1, n), o);
+      std::printf("kappa %.0e, refinement %d: %s\n", kappa, int(choice), r.path().c_str());
+      EXPECT_TRUE(r.converged) << r.path();
+      const Errors e = forward_errors(p, x);
+      EXPECT_LE(e.solver, 10 * e.fp64_qr + 0x1p-50) << r.path();
+      const bool any_gmres =
+          std::any_of(r.attempts.begin(), r.attempts.end(), [](const LeastSquaresAttempt& t) { return t.gmres; });
+      if (choice == LeastSquaresOptions::Refinement::Augmented) EXPECT_FALSE(any_gmres) << r.path();
+      if (choice == LeastSquaresOptions::Refinement::Gmres) {
+        EXPECT_TRUE(r.attempts[0].gmres) << r.path();
+        if (kappa == 1e5) EXPECT_EQ(r.path().rfind("fp32/gmres(", 0), 0u) << r.path();
+      }
+    }
+  }
 }
 
 // kappa 1e9: the FP32 R's diagonal spans more than 1 / (16 u_32), so the FP64 QR decides, and

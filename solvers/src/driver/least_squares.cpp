@@ -107,11 +107,12 @@ class HostLsSpace final : public solvers_detail::LsSpace {
       for (std::int64_t i = 0; i < a_.rows; ++i) y[i] += a_(i, j) * v[j];
     return scaled_norm(y);
   }
-  solvers_detail::LsRefinementResult refine(std::int64_t j, int max_iterations) override {
+  solvers_detail::LsRefinementResult refine(std::int64_t j, int max_iterations, solvers_detail::LsMethod method,
+                                            double smallest_r) override {
     return qr64_ ? solvers_detail::refine_least_squares(a_, &b_(0, j), *qr64_, a_scale_, max_iterations, &x_(0, j),
-                                                        r_.data())
+                                                        r_.data(), method, smallest_r)
                  : solvers_detail::refine_least_squares(a_, &b_(0, j), *qr32_, a_scale_, max_iterations, &x_(0, j),
-                                                        r_.data());
+                                                        r_.data(), method, smallest_r);
   }
   std::vector<double> residual_norms() override {
     std::vector<double> out;
@@ -197,12 +198,18 @@ std::vector<double> HostLsSpace::smallest_singular_vector(std::int64_t start) {
   return v;
 }
 
+void refine_columns(solvers_detail::LsSpace& space, std::int64_t columns, const LeastSquaresOptions& options,
+                    double smallest_r, LeastSquaresAttempt& result);
+
 // One attempt: the QR of a_scale A rounded to FP32 (fp64 false) or FP64, then each column refined
 // in FP64; in either memory space.
+// gmres: refined by GMRES-LS; smallest_r := min_j |r_jj| of the factors.
 LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, bool fp64, std::int64_t m, std::int64_t n,
-                            std::int64_t columns, std::int64_t block, const LeastSquaresOptions& options) {
+                            std::int64_t columns, std::int64_t block, const LeastSquaresOptions& options, bool gmres,
+                            double& smallest_r) {
   LeastSquaresAttempt result;
   result.precision = fp64 ? Precision::FP64 : Precision::FP32;
+  result.gmres = gmres;
   const auto t0 = solvers_detail::Clock::now();
   // The factors are of a_scale A, a power of two that brings A's largest entry near 1: FP32's
   // range would not hold every FP64 A (the refinement undoes the scale exactly).
@@ -217,6 +224,7 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, bool fp64, std::int6
     if (diagonal[j] < smallest) smallest = diagonal[j], smallest_column = j;
   }
   result.diagonal_ratio = largest > 0 ? smallest / largest : 0;
+  smallest_r = smallest;
   result.factor_seconds = solvers_detail::seconds_since(t0);
   // FP32 factors carry rounding of order u_32 ||A||: where R's diagonal falls to 16 u_32 of its
   // largest entry they cannot tell an ill-conditioned A (kappa >~ 1e6) from a rank-deficient one,
@@ -240,15 +248,25 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, bool fp64, std::int6
       throw RankDeficientMatrix(text, smallest_column);
     }
   }
-  const auto t1 = solvers_detail::Clock::now();
+  refine_columns(space, columns, options, smallest, result);
+  return result;
+}
+
+// Each column of X refined with the current factors by the attempt's method; its stop and
+// iterations the worst over the columns. smallest_r: min_j |r_jj| of the factors.
+void refine_columns(solvers_detail::LsSpace& space, std::int64_t columns, const LeastSquaresOptions& options,
+                    double smallest_r, LeastSquaresAttempt& result) {
+  const auto t0 = solvers_detail::Clock::now();
+  const solvers_detail::LsMethod method =
+      result.gmres ? solvers_detail::LsMethod::Gmres : solvers_detail::LsMethod::Augmented;
+  result.stop = LeastSquaresStop::Converged;
   for (std::int64_t j = 0; j < columns; ++j) {
-    const solvers_detail::LsRefinementResult refined = space.refine(j, options.max_iterations);
+    const solvers_detail::LsRefinementResult refined = space.refine(j, options.max_iterations, method, smallest_r);
     const LeastSquaresStop stop = public_stop(refined.stop);
     if (severity(stop) > severity(result.stop)) result.stop = stop;
     result.iterations = std::max(result.iterations, refined.iterations);
   }
-  result.refine_seconds = solvers_detail::seconds_since(t1);
-  return result;
+  result.refine_seconds = solvers_detail::seconds_since(t0);
 }
 
 }  // namespace
@@ -271,9 +289,9 @@ std::string LeastSquaresReport::path() const {
     if (i) out += " -> ";
     out += to_string(t.precision);
     if (accepted(t.stop))
-      out += "/augmented(" + std::to_string(t.iterations) + ")";
+      out += (t.gmres ? "/gmres(" : "/augmented(") + std::to_string(t.iterations) + ")";
     else
-      out += "[" + to_string(t.stop) +
+      out += std::string(t.gmres ? " gmres" : "") + "[" + to_string(t.stop) +
              (t.stop == LeastSquaresStop::RankUndecided ? std::string() : " after " + std::to_string(t.iterations)) +
              "]";
   }
@@ -333,11 +351,30 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
       const std::int64_t block = options.block_size > 0       ? options.block_size
                                  : a.memory == Memory::Device ? kDeviceQrBlock
                                                               : kHostQrBlock;
-      report.attempts.push_back(attempt(*space, path[i] == Precision::FP64, a.rows, a.cols, b.cols, block, options));
+      double smallest_r = 1;
+      const bool fp64 = path[i] == Precision::FP64;
+      report.attempts.push_back(attempt(*space, fp64, a.rows, a.cols, b.cols, block, options,
+                                        !fp64 && options.refinement == LeastSquaresOptions::Refinement::Gmres,
+                                        smallest_r));
       report.fell_back = i > 0;
       if (accepted(report.attempts.back().stop)) {
         report.converged = true;
         break;
+      }
+      // The FP32 factors' plain steps did not converge: GMRES-LS with the same factors.
+      const LeastSquaresStop stop = report.attempts.back().stop;
+      if (options.refinement == LeastSquaresOptions::Refinement::AugmentedThenGmres && !fp64 &&
+          stop != LeastSquaresStop::RankUndecided) {
+        LeastSquaresAttempt rescue;
+        rescue.precision = path[i];
+        rescue.gmres = true;
+        rescue.diagonal_ratio = report.attempts.back().diagonal_ratio;
+        refine_columns(*space, b.cols, options, smallest_r, rescue);
+        report.attempts.push_back(rescue);
+        if (accepted(rescue.stop)) {
+          report.converged = true;
+          break;
+        }
       }
     }
     if (report.attempts.back().stop == LeastSquaresStop::RankUndecided) space->fill_x_with_nan();  // no solution

@@ -71,14 +71,83 @@ void augmented_correction(const HouseholderQr<T>& qr, double a_scale, const std:
 
 }  // namespace
 
-LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations) {
+namespace {
+
+// GMRES's inner steps per outer step, and the reduction of the preconditioned residual it stops
+// at: the outer steps need corrections of a few correct digits, not more.
+constexpr int kGmresSteps = 30;
+constexpr double kGmresTolerance = 0x1p-20;
+
+// One outer step of GMRES-LS: GMRES (modified Gram-Schmidt Arnoldi, Givens rotations) on
+// M^-1 K' z = M^-1 [f; g'] from z = 0, in slots 0 .. kGmresSteps (the basis) and kGmresSteps + 1
+// (work); then x and r take z.
+LsSteps::Norms gmres_step(LsSteps& s, double alpha) {
+  constexpr int work = kGmresSteps + 1;
+  s.residual(work, alpha);
+  s.precondition(work, 0, alpha);
+  const double beta = std::sqrt(s.dot(0, 0));
+  if (!(beta > 0) || !std::isfinite(beta)) return s.add_correction(std::vector<double>(beta == 0 ? 0 : 1, NAN), alpha);
+  s.scale(0, 1 / beta);
+  std::vector<std::vector<double>> h(kGmresSteps + 1, std::vector<double>(kGmresSteps, 0.0));  // h[i][k]
+  std::vector<double> c(kGmresSteps), sn(kGmresSteps), g(kGmresSteps + 1, 0.0);
+  g[0] = beta;
+  int k = 0;
+  while (k < kGmresSteps) {
+    s.augmented_product(k, work, alpha);
+    s.precondition(work, k + 1, alpha);
+    for (int i = 0; i <= k; ++i) {
+      h[i][k] = s.dot(k + 1, i);
+      s.axpy(-h[i][k], i, k + 1);
+    }
+    const double next = std::sqrt(s.dot(k + 1, k + 1));
+    h[k + 1][k] = next;
+    for (int i = 0; i < k; ++i) {  // the earlier rotations on column k
+      const double upper = c[i] * h[i][k] + sn[i] * h[i + 1][k];
+      h[i + 1][k] = -sn[i] * h[i][k] + c[i] * h[i + 1][k];
+      h[i][k] = upper;
+    }
+    const double radius = std::hypot(h[k][k], h[k + 1][k]);
+    c[k] = radius > 0 ? h[k][k] / radius : 1;
+    sn[k] = radius > 0 ? h[k + 1][k] / radius : 0;
+    h[k][k] = radius;
+    h[k + 1][k] = 0;
+    g[k + 1] = -sn[k] * g[k];
+    g[k] = c[k] * g[k];
+    ++k;
+    if (!(next > 0) || !std::isfinite(next) || std::fabs(g[k]) <= kGmresTolerance * beta) break;
+    s.scale(k, 1 / next);
+  }
+  std::vector<double> y(k);  // H(0:k, 0:k) y = g(0:k)
+  for (int i = k - 1; i >= 0; --i) {
+    double sum = g[i];
+    for (int j = i + 1; j < k; ++j) sum -= h[i][j] * y[j];
+    y[i] = h[i][i] != 0 ? sum / h[i][i] : 0;
+  }
+  return s.add_correction(y, alpha);
+}
+
+}  // namespace
+
+LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations, LsMethod method, double smallest_r) {
   constexpr double kUnit = 0x1p-53;
   const double norm_b = steps.start();
+  const double first_residual = method == LsMethod::Gmres ? steps.residual_norm() : 0;
+  // An accepted GMRES-LS x must not have a larger residual than the first x (LsMethod).
+  const auto checked = [&](LsStop stop) {
+    if (method != LsMethod::Gmres) return stop;
+    const double residual = steps.residual_norm();
+    return residual <= first_residual * (1 + 0x1p-20) + 0x1p-40 * norm_b ? stop : LsStop::Diverged;
+  };
+  if (method == LsMethod::Gmres) steps.reserve(kGmresSteps + 2);
+  // alpha: the power of two in (min |r_jj| / 2, min |r_jj|], about sigma_min(A') / sqrt(2).
+  const double alpha = smallest_r > 0 && std::isfinite(smallest_r)
+                           ? std::ldexp(1.0, std::clamp(std::ilogb(smallest_r), -1000, 1000))
+                           : 1;
   LsRefinementResult result;
   double previous = INFINITY;
   int contractions = 0;  // corrections at most half the one before
   for (int step = 1; step <= max_iterations; ++step) {
-    const LsSteps::Norms norms = steps.step();
+    const LsSteps::Norms norms = method == LsMethod::Gmres ? gmres_step(steps, alpha) : steps.step();
     // dr relative to ||b||, not ||r||: r may be (close to) zero, for a consistent system.
     const double rel_dx = norms.x > 0 ? norms.dx / norms.x : norms.dx, rel_dr = norm_b > 0 ? norms.dr / norm_b : 0.0;
     result.iterations = step;
@@ -90,7 +159,7 @@ LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations)
       return result;
     }
     if (size <= kUnit) {
-      result.stop = LsStop::Converged;
+      result.stop = checked(LsStop::Converged);
       return result;
     }
     if (step >= 2) {
@@ -103,7 +172,7 @@ LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations)
         // lucky halving of a huge first correction is no convergence). FP64 factors start at the
         // FP64 QR's solution: accepted either way.
         const bool converging = contractions >= 2 || size <= 0x1p-40 || fp64_factors;
-        result.stop = converging ? LsStop::Stagnated : LsStop::Diverged;
+        result.stop = converging ? checked(LsStop::Stagnated) : LsStop::Diverged;
         return result;
       }
     }
@@ -162,6 +231,78 @@ class HostLsSteps final : public LsSteps {
     return {norm2(x_, n), norm2(dx_.data(), n), norm2(dr_.data(), m)};
   }
 
+  double residual_norm() override {
+    std::vector<double> residual(b_, b_ + a_.rows);
+    for (std::int64_t j = 0; j < a_.cols; ++j)
+      for (std::int64_t i = 0; i < a_.rows; ++i) residual[i] -= a_(i, j) * x_[j];
+    return norm2(residual.data(), a_.rows);
+  }
+  void reserve(int slots) override { slots_.assign(slots, std::vector<double>(a_.rows + a_.cols)); }
+  void residual(int to, double alpha) override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    std::vector<double>& v = slots_[to];
+    for (std::int64_t i = 0; i < m; ++i) {
+      double sum = b_[i] - r_[i];
+      for (std::int64_t j = 0; j < n; ++j) sum -= a_(i, j) * x_[j];
+      v[i] = sum;
+    }
+    for (std::int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (std::int64_t i = 0; i < m; ++i) sum -= (a_scale_ * a_(i, j)) * r_[i];
+      v[m + j] = sum / alpha;
+    }
+  }
+  // With h = R^-T g and d = Q^T f: dx' = R^-1 (d1 - alpha h), du = Q [h; d2 / alpha]; the plain
+  // correction of [f; alpha g] gives R^-1 (d1 - alpha h) and Q [alpha h; d2] = alpha du.
+  void precondition(int from, int to, double alpha) override {
+    const std::int64_t m = a_.rows;
+    const std::vector<double>& v = slots_[from];
+    f_.assign(v.begin(), v.begin() + m);
+    g_.assign(v.begin() + m, v.end());
+    for (double& e : g_) e *= alpha;
+    augmented_correction(qr_, 1.0, f_, g_, dx_, dr_);  // a_scale 1: dx / a_scale, K's variable
+    for (std::int64_t i = 0; i < m; ++i) slots_[to][i] = dr_[i] / alpha;
+    std::copy(dx_.begin(), dx_.end(), slots_[to].begin() + m);
+  }
+  void augmented_product(int from, int to, double alpha) override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    const std::vector<double>& v = slots_[from];
+    std::vector<double>& w = slots_[to];
+    for (std::int64_t i = 0; i < m; ++i) {
+      double sum = alpha * v[i];
+      for (std::int64_t j = 0; j < n; ++j) sum += (a_scale_ * a_(i, j)) * v[m + j];
+      w[i] = sum;
+    }
+    for (std::int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (std::int64_t i = 0; i < m; ++i) sum += (a_scale_ * a_(i, j)) * v[i];
+      w[m + j] = sum;
+    }
+  }
+  double dot(int a, int b) override {
+    double sum = 0;
+    for (std::size_t i = 0; i < slots_[a].size(); ++i) sum += slots_[a][i] * slots_[b][i];
+    return sum;
+  }
+  void axpy(double alpha, int from, int to) override {
+    for (std::size_t i = 0; i < slots_[to].size(); ++i) slots_[to][i] += alpha * slots_[from][i];
+  }
+  void scale(int slot, double factor) override {
+    for (double& e : slots_[slot]) e *= factor;
+  }
+  Norms add_correction(const std::vector<double>& coefficients, double alpha) override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    dr_.assign(m, 0.0);
+    dx_.assign(n, 0.0);
+    for (std::size_t k = 0; k < coefficients.size(); ++k) {
+      for (std::int64_t i = 0; i < m; ++i) dr_[i] += coefficients[k] * slots_[k][i] * alpha;
+      for (std::int64_t j = 0; j < n; ++j) dx_[j] += coefficients[k] * slots_[k][m + j] * a_scale_;
+    }
+    for (std::int64_t j = 0; j < n; ++j) x_[j] += dx_[j];
+    for (std::int64_t i = 0; i < m; ++i) r_[i] += dr_[i];
+    return {norm2(x_, n), norm2(dx_.data(), n), norm2(dr_.data(), m)};
+  }
+
  private:
   MatrixView<const double> a_;
   const double* b_;
@@ -169,20 +310,24 @@ class HostLsSteps final : public LsSteps {
   double a_scale_;
   double *x_, *r_;
   std::vector<double> f_, g_, dx_, dr_;
+  std::vector<std::vector<double>> slots_;  // GMRES-LS's augmented vectors
 };
 
 }  // namespace
 
 template <class T>
 LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const double* b, const HouseholderQr<T>& qr,
-                                        double a_scale, int max_iterations, double* x, double* r) {
+                                        double a_scale, int max_iterations, double* x, double* r, LsMethod method,
+                                        double smallest_r) {
   HostLsSteps<T> steps(a, b, qr, a_scale, x, r);
-  return refine(steps, std::is_same_v<T, double>, max_iterations);
+  return refine(steps, std::is_same_v<T, double>, max_iterations, method, smallest_r);
 }
 
 template LsRefinementResult refine_least_squares<float>(const MatrixView<const double>&, const double*,
-                                                        const HouseholderQr<float>&, double, int, double*, double*);
+                                                        const HouseholderQr<float>&, double, int, double*, double*,
+                                                        LsMethod, double);
 template LsRefinementResult refine_least_squares<double>(const MatrixView<const double>&, const double*,
-                                                         const HouseholderQr<double>&, double, int, double*, double*);
+                                                         const HouseholderQr<double>&, double, int, double*, double*,
+                                                         LsMethod, double);
 
 }  // namespace mixsolve::solvers_detail

@@ -14,6 +14,12 @@
 // then x += dx, r += dr. Refining x alone against b - A x would not do: with a nonzero residual
 // its limit is the solution of a perturbed problem, whose error grows with kappa^2 ||r||; the
 // augmented form refines r as well and reaches FP64's accuracy where kappa(A) u_QR < 1.
+//
+// GMRES-LS (Carson, Higham & Pranesh, SIAM J. Sci. Comput. 42, 2020): the same outer steps, each
+// correction from GMRES on the augmented system left-preconditioned by that cheap solve,
+// M^-1 K z = M^-1 [f; g], K = [I A; A^T 0] applied in FP64. Where the plain step diverges
+// (kappa(A) u_QR near 1 or beyond: the preconditioned K is I + E with ||E|| >~ 1) GMRES still
+// converges, in more inner steps as kappa grows.
 #pragma once
 
 #include <cstdint>
@@ -58,11 +64,40 @@ class LsSteps {
   // One step: f = b - r - A x and g = -A^T r in FP64, the corrections from the factors (the
   // right-hand sides scaled by a power of two into the factors' range), x += dx, r += dr.
   virtual Norms step() = 0;
+  // ||b - A x||_2 in FP64 for the current x.
+  virtual double residual_norm() = 0;
+
+  // GMRES-LS's operations, on augmented vectors [u (m); y (n)] in FP64 held in numbered slots, in
+  // the variables of the factors' matrix A' = a_scale A and the scaled augmented system
+  // K = [alpha I, A'; A'^T, 0] (Carson, Higham & Pranesh, Sec. 3: alpha near sigma_min keeps the
+  // preconditioned K well conditioned; alpha a power of two), correction [dr / alpha; dx / a_scale].
+  // Makes room for `slots` vectors.
+  virtual void reserve(int slots) = 0;
+  // slot `to` := [b - r - A x; -A'^T r / alpha].
+  virtual void residual(int to, double alpha) = 0;
+  // slot `to` := the factors' solution of K z = slot `from`.
+  virtual void precondition(int from, int to, double alpha) = 0;
+  // slot `to` := K slot `from`.
+  virtual void augmented_product(int from, int to, double alpha) = 0;
+  virtual double dot(int a, int b) = 0;
+  // slot `to` += factor slot `from`; slot := factor slot.
+  virtual void axpy(double factor, int from, int to) = 0;
+  virtual void scale(int slot, double factor) = 0;
+  // z = sum_i coefficients[i] slot i; r += alpha z_u, x += a_scale z_y.
+  virtual Norms add_correction(const std::vector<double>& coefficients, double alpha) = 0;
 };
+
+// How each outer step corrects x and r. GMRES-LS's corrections can shrink relative to an x that
+// has grown away from the solution, so it accepts only an x whose residual norm ||b - A x|| is
+// no larger than the cheap factors' first x's (up to 2^-20 of it and 2^-40 ||b||): the
+// least-squares solution minimises it.
+enum class LsMethod { Augmented, Gmres };
 
 // The refinement loop and its stop rule (LsStop) over any memory space's steps; fp64_factors:
 // Stagnated is accepted without contraction (the factors' first solution is the FP64 QR's).
-LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations);
+// smallest_r: min_j |r_jj| of the factors (of A'), GMRES-LS's estimate of sigma_min(A').
+LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations, LsMethod method = LsMethod::Augmented,
+                          double smallest_r = 1);
 
 // x (n) and r (m): the least-squares solution of A x ~ b and its residual, from `qr` (a QR of
 // a_scale A rounded to T, in precision T; a_scale a power of two that brings A into T's range),
@@ -71,6 +106,7 @@ LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations)
 // of two into T's range first, so tiny residuals do not underflow there.
 template <class T>
 LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const double* b, const HouseholderQr<T>& qr,
-                                        double a_scale, int max_iterations, double* x, double* r);
+                                        double a_scale, int max_iterations, double* x, double* r,
+                                        LsMethod method = LsMethod::Augmented, double smallest_r = 1);
 
 }  // namespace mixsolve::solvers_detail

@@ -80,12 +80,14 @@ void generate_test_matrix(const TestMatrixSpec& spec, const MatrixView<double>& 
 /// Gaussian matrices drawn on the device (the matrix differs from the host one of the same seed,
 /// the spectrum is the same). Synchronises `stream` before returning.
 /// @param spec   the test matrix.
-/// @param a      the n x n device matrix (n >= 0); written. Temporaries of about 3 n^2 doubles
-///               are allocated besides it (cudaMalloc).
+/// @param a      the n x n device matrix (n >= 0), or m x n with m > n for the svd family
+///               without `dominant` (U then m x n with orthonormal columns); written.
+///               Temporaries of about 2 m n + n^2 doubles are allocated besides it (cudaMalloc).
 /// @param stream CUDA stream of the generation (null: the default stream).
-/// @throws InvalidArgument if `a` is malformed, not square or not a device matrix, or spec.cond
-///                         is not finite and >= 1.
+/// @throws InvalidArgument if `a` is malformed or not a device matrix, not square where the spec
+///                         needs it (or m < n), or spec.cond is not finite and >= 1.
 /// @throws DeviceError     if a CUDA, cuBLAS or cuSOLVER call or an allocation fails.
-void generate_test_matrix_on_device(const TestMatrixSpec& spec, const MatrixView<double>& a, CUstream_st* stream = nullptr);
+void generate_test_matrix_on_device(const TestMatrixSpec& spec, const MatrixView<double>& a,
+                                    CUstream_st* stream = nullptr);
 
 }  // namespace mixsolve

@@ -7,7 +7,8 @@
 ///
 /// The FP32 QR refines to the FP64 QR's accuracy, in x and in the residual r, while
 /// kappa(A) u_32 < 1; beyond, its refinement is detected to diverge within a few steps and the
-/// FP64 QR takes over. Where the FP32 R's diagonal spans more than 1 / (16 u_32) (about
+/// FP64 QR takes over. GMRES-LS (Carson, Higham & Pranesh 2020) is the alternative refinement
+/// (LeastSquaresOptions::refinement). Where the FP32 R's diagonal spans more than 1 / (16 u_32) (about
 /// kappa > 1e6) the FP64 QR decides at once: FP32 factors cannot tell such an A from a
 /// rank-deficient one, whose least-squares solution is not unique (RankDeficientMatrix). The
 /// report says which factors produced X and how each refinement ended.
@@ -40,6 +41,13 @@ struct LeastSquaresOptions {
   bool fallback = true;
   /// Householder reflectors per compact-WY block; 0: 32 for host matrices, 128 for device ones.
   int block_size = 0;
+  /// The refinement of the cheaper factors: Augmented (the plain steps), Gmres (GMRES-LS) or
+  /// AugmentedThenGmres (the plain steps; where they do not converge, GMRES-LS on the same factors
+  /// as an attempt of its own, before any FP64 QR). FP64 factors take the plain steps. GMRES-LS
+  /// takes fewer outer steps than the plain ones near kappa u_32 ~ 0.1 but has not yet extended
+  /// their reach on the device (docs/least_squares.md), hence the default.
+  enum class Refinement { Augmented, Gmres, AugmentedThenGmres };
+  Refinement refinement = Refinement::Augmented;
 };
 
 /// How the refinement of one attempt ended (the worst over the right-hand sides).
@@ -67,6 +75,9 @@ std::string to_string(LeastSquaresStop s);
 struct LeastSquaresAttempt {
   /// The QR's precision.
   Precision precision = Precision::FP32;
+  /// The refinement: the plain steps on the augmented system (false) or GMRES-LS (true), which
+  /// reuses the factors of the attempt before it (factor_seconds 0).
+  bool gmres = false;
   /// The worst stop over the right-hand sides (in the order of LeastSquaresStop).
   LeastSquaresStop stop = LeastSquaresStop::Converged;
   /// The most refinement steps any right-hand side took.
@@ -88,7 +99,8 @@ struct LeastSquaresReport {
   std::vector<LeastSquaresAttempt> attempts;
   /// ||b_j - A x_j||_2 for each column of X, in FP64.
   std::vector<double> residual_norms;
-  /// The path in one line, e.g. "fp32/augmented(6)" or "fp32[diverged after 2] -> fp64/augmented(2)".
+  /// The path in one line, e.g. "fp32/augmented(6)", "fp32[diverged after 2] -> fp32/gmres(3)" or
+  /// "fp32[rank undecided] -> fp64/augmented(2)".
   std::string path() const;
 };
 

@@ -191,16 +191,101 @@ class DeviceLsSteps final : public LsSteps {
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     MIXSOLVE_CUBLAS_CHECK(cublasDgemv(h, CUBLAS_OP_T, int(m), int(n), &minus_a_scale, a_.data, int(a_.ld), y_.data(), 1,
                                       &zero, g_.data(), 1));
-    // The corrections with the factors of a_scale A, both right-hand sides scaled by 2^-e into T's
-    // range: h = R^-T (a_scale g 2^-e), d = Q^T (f 2^-e), z = R^-1 (d1 - h), dr = Q [h; d2] 2^e,
-    // dx = z a_scale 2^e.
-    const double largest_g = max_abs(h, stream, n, g_.data());
-    const int ef = rhs_scale_exponent(max_abs(h, stream, m, f_.data()));
+    const int e = correct(f_.data(), g_.data(), er);
+    add_scaled_kernel<<<blocks_for(n), 256, 0, stream>>>(z_.data(), n, e + a_exponent_, false, x_);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    add_scaled_kernel<<<blocks_for(m), 256, 0, stream>>>(d_.data(), m, e, false, r_);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    return {nrm2(h, n, x_), std::ldexp(nrm2(h, n, z_.data()), e + a_exponent_), std::ldexp(nrm2(h, m, d_.data()), e)};
+  }
+
+  double residual_norm() override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    const double minus_one = -1, one = 1;
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(f_.data(), b_, sizeof(double) * m, cudaMemcpyDeviceToDevice, ctx_.stream()));
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(m), int(n), &minus_one, a_.data, int(a_.ld), x_,
+                                      1, &one, f_.data(), 1));
+    return nrm2(ctx_.cublas(), m, f_.data());
+  }
+  void reserve(int slots) override {
+    const std::int64_t length = a_.rows + a_.cols;
+    slots_ = DeviceBuffer<double>(ctx_, length * slots);
+    correction_ = DeviceBuffer<double>(ctx_, length);
+    coefficients_ = DeviceBuffer<double>(ctx_, slots);
+  }
+  void residual(int to, double alpha) override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    const double minus_one = -1, one = 1, zero = 0, minus_a_scale = -a_scale_ / alpha;
+    double* u = slot(to);
+    b_minus_r_kernel<<<blocks_for(m), 256, 0, ctx_.stream()>>>(b_, r_, m, u);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    MIXSOLVE_CUBLAS_CHECK(
+        cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(m), int(n), &minus_one, a_.data, int(a_.ld), x_, 1, &one, u, 1));
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_T, int(m), int(n), &minus_a_scale, a_.data, int(a_.ld),
+                                      r_, 1, &zero, u + m, 1));
+  }
+  // The plain correction of [f; alpha g] (alpha = 2^ea): R^-1 (d1 - alpha h) and alpha du.
+  void precondition(int from, int to, double alpha) override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    const int ea = std::ilogb(alpha);
+    const int e = correct(slot(from), slot(from) + m, ea);
+    add_scaled_kernel<<<blocks_for(m), 256, 0, ctx_.stream()>>>(d_.data(), m, e - ea, true, slot(to));
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    add_scaled_kernel<<<blocks_for(n), 256, 0, ctx_.stream()>>>(z_.data(), n, e, true, slot(to) + m);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+  }
+  void augmented_product(int from, int to, double alpha) override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    const double zero = 0, a_scale = a_scale_;
+    MIXSOLVE_CUDA_CHECK(
+        cudaMemcpyAsync(slot(to), slot(from), sizeof(double) * m, cudaMemcpyDeviceToDevice, ctx_.stream()));
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(m), int(n), &a_scale, a_.data, int(a_.ld),
+                                      slot(from) + m, 1, &alpha, slot(to), 1));
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_T, int(m), int(n), &a_scale, a_.data, int(a_.ld),
+                                      slot(from), 1, &zero, slot(to) + m, 1));
+  }
+  double dot(int a, int b) override {
+    double out = 0;
+    MIXSOLVE_CUBLAS_CHECK(cublasDdot(ctx_.cublas(), int(a_.rows + a_.cols), slot(a), 1, slot(b), 1, &out));
+    return out;
+  }
+  void axpy(double alpha, int from, int to) override {
+    MIXSOLVE_CUBLAS_CHECK(cublasDaxpy(ctx_.cublas(), int(a_.rows + a_.cols), &alpha, slot(from), 1, slot(to), 1));
+  }
+  void scale(int index, double factor) override {
+    MIXSOLVE_CUBLAS_CHECK(cublasDscal(ctx_.cublas(), int(a_.rows + a_.cols), &factor, slot(index), 1));
+  }
+  Norms add_correction(const std::vector<double>& coefficients, double alpha) override {
+    const std::int64_t m = a_.rows, n = a_.cols, length = m + n;
+    cublasHandle_t h = ctx_.cublas();
+    if (coefficients.empty()) return {nrm2(h, n, x_), 0, 0};
+    const double one = 1, zero = 0, a_scale = a_scale_;
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(coefficients_.data(), coefficients.data(), sizeof(double) * coefficients.size(),
+                                        cudaMemcpyHostToDevice, ctx_.stream()));
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(h, CUBLAS_OP_N, int(length), int(coefficients.size()), &one, slots_.data(),
+                                      int(length), coefficients_.data(), 1, &zero, correction_.data(), 1));
+    MIXSOLVE_CUBLAS_CHECK(cublasDaxpy(h, int(m), &alpha, correction_.data(), 1, r_, 1));
+    MIXSOLVE_CUBLAS_CHECK(cublasDaxpy(h, int(n), &a_scale, correction_.data() + m, 1, x_, 1));
+    return {nrm2(h, n, x_), a_scale_ * nrm2(h, n, correction_.data() + m), alpha * nrm2(h, m, correction_.data())};
+  }
+
+ private:
+  double* slot(int index) { return slots_.data() + index * (a_.rows + a_.cols); }
+
+  // The factors' solution of [I A'; A'^T 0] [dr; z] = [f; g 2^er] (A' = a_scale A), both
+  // right-hand sides scaled by 2^-e into T's range: h = R^-T (g 2^(er-e)), d = Q^T (f 2^-e),
+  // z_ = R^-1 (d1 - h), d_ = Q [h; d2]; dr = d_ 2^e and z = z_ 2^e. Returns e.
+  int correct(const double* f, const double* g, int er) {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    cudaStream_t stream = ctx_.stream();
+    cublasHandle_t h = ctx_.cublas();
+    const double largest_g = max_abs(h, stream, n, g);
+    const int ef = rhs_scale_exponent(max_abs(h, stream, m, f));
     const int eg = largest_g > 0 ? rhs_scale_exponent(largest_g) + er : ef;
     const int e = std::max(ef, eg);
-    scale_to_kernel<<<blocks_for(n), 256, 0, stream>>>(g_.data(), n, er - e, h_.data());
+    scale_to_kernel<<<blocks_for(n), 256, 0, stream>>>(g, n, er - e, h_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    scale_to_kernel<<<blocks_for(m), 256, 0, stream>>>(f_.data(), m, -e, d_.data());
+    scale_to_kernel<<<blocks_for(m), 256, 0, stream>>>(f, m, -e, d_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     qr_.solve_rt(device_view(h_.data(), n, 1, n));
     qr_.apply_qt(device_view(d_.data(), m, 1, m));
@@ -209,14 +294,9 @@ class DeviceLsSteps final : public LsSteps {
     qr_.solve_r(device_view(z_.data(), n, 1, n));
     MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(d_.data(), h_.data(), sizeof(T) * n, cudaMemcpyDeviceToDevice, stream));
     qr_.apply_q(device_view(d_.data(), m, 1, m));
-    add_scaled_kernel<<<blocks_for(n), 256, 0, stream>>>(z_.data(), n, e + a_exponent_, false, x_);
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-    add_scaled_kernel<<<blocks_for(m), 256, 0, stream>>>(d_.data(), m, e, false, r_);
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-    return {nrm2(h, n, x_), std::ldexp(nrm2(h, n, z_.data()), e + a_exponent_), std::ldexp(nrm2(h, m, d_.data()), e)};
+    return e;
   }
 
- private:
   Context& ctx_;
   MatrixView<const double> a_;
   const double* b_;
@@ -226,6 +306,7 @@ class DeviceLsSteps final : public LsSteps {
   double *x_, *r_;
   DeviceBuffer<double> f_, g_, y_;
   DeviceBuffer<T> d_, h_, z_;
+  DeviceBuffer<double> slots_, correction_, coefficients_;  // GMRES-LS's augmented vectors
 };
 
 class DeviceLsSpace final : public LsSpace {
@@ -332,15 +413,15 @@ class DeviceLsSpace final : public LsSpace {
     return nrm2(ctx_.cublas(), a_.rows, y.data());
   }
 
-  LsRefinementResult refine(std::int64_t j, int max_iterations) override {
+  LsRefinementResult refine(std::int64_t j, int max_iterations, LsMethod method, double smallest_r) override {
     const double* b = b_.data + j * b_.ld;
     double* x = x_.data + j * x_.ld;
     if (qr64_) {
       DeviceLsSteps<double> steps(ctx_, a_, b, *qr64_, a_scale_, x, r_.data());
-      return solvers_detail::refine(steps, true, max_iterations);
+      return solvers_detail::refine(steps, true, max_iterations, method, smallest_r);
     }
     DeviceLsSteps<float> steps(ctx_, a_, b, *qr32_, a_scale_, x, r_.data());
-    return solvers_detail::refine(steps, false, max_iterations);
+    return solvers_detail::refine(steps, false, max_iterations, method, smallest_r);
   }
 
   std::vector<double> residual_norms() override {
