@@ -30,8 +30,8 @@ __device__ inline void block_range(std::int64_t rows, std::int64_t blocks, std::
   end = (k + 1) * rows / blocks;
 }
 
-// Thread (warp w, lane c) of a block holds column c of the rows i = w + 8 t, t < kRowsPerThread,
-// in registers: a reflector's dot products and update cost two FMAs per element and one shared
+// Thread (warp w, lane c) of a block holds column c of the warp's kRowsPerThread rows in
+// registers: a reflector's dot products and update cost two FMAs per element and one shared
 // load of v, with v = 0 above the diagonal so no row needs a test.
 template <class T>
 constexpr int kRowsPerThread = kTsqrBlockRows<T> / kWarps;
@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(kThreads)
                          std::int64_t ldr) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   T* tile = reinterpret_cast<T*>(shared_bytes);
-  __shared__ T v_shared[kTsqrBlockRows<T>];
+  __shared__ __align__(16) T v_shared[kTsqrBlockRows<T>];
   __shared__ T partial[kWarps][32];
   __shared__ T tau_shared[kTsqrMaxCols];
   __shared__ T alpha_shared;
@@ -92,19 +92,23 @@ __global__ void __launch_bounds__(kThreads)
   const int h = int(end - begin), w = threadIdx.x / 32, c = threadIdx.x % 32;
   load_tile(x, ldx, begin, h, cols, tile);
   __syncthreads();
+  // Thread (w, c) holds column c of the warp's rows row0 .. row0 + per_thread - 1. Column j is
+  // final once step j is done: its lanes write it back to the tile then, so no register of a
+  // finished column is touched again.
+  const int row0 = w * per_thread;
   T a[per_thread], v[per_thread];
 #pragma unroll
-  for (int t = 0; t < per_thread; ++t) a[t] = tile[c * ld + w + kWarps * t];
+  for (int t = 0; t < per_thread; ++t) a[t] = tile[c * ld + row0 + t];
   for (int j = 0; j < cols; ++j) {
-    // Column j, held by lane j of each warp, spread over its warp: lane l takes row w + 8 l.
-    const bool owner = c == j;
-    if (owner)
+    // Column j, held by lane j of each warp, spread over its warp: lane l takes row row0 + l.
+    if (c == j)
 #pragma unroll
-      for (int t = 0; t < per_thread; ++t) v_shared[w + kWarps * t] = a[t];
+      for (int t = 0; t < per_thread; ++t) v_shared[row0 + t] = a[t];
     __syncwarp();
-    const int i_mine = w + kWarps * c;
-    const T x_mine = c < per_thread ? v_shared[i_mine] : T(0);
-    if (c < per_thread && i_mine == j) alpha_shared = x_mine;
+    const bool holds_row = c < per_thread;
+    const int i_mine = row0 + c;
+    const T x_mine = holds_row ? v_shared[i_mine] : T(0);
+    if (holds_row && i_mine == j) alpha_shared = x_mine;
     double scale = 1;
     if constexpr (std::is_same_v<T, double>) {
       const double largest = block_reduce(i_mine >= j ? fabs(x_mine) : 0.0, scratch, Max{});
@@ -113,7 +117,7 @@ __global__ void __launch_bounds__(kThreads)
     const double x_scaled = double(x_mine) * scale;
     const double squares = block_reduce(i_mine > j ? x_scaled * x_scaled : 0.0, scratch, Sum{});
     const T alpha = alpha_shared;
-    T tau = 0, beta = alpha;
+    T tau = 0, beta = alpha, below = x_mine;
     if (squares > 0) {
       const double scaled_alpha = double(alpha) * scale;
       const double norm = std::sqrt(scaled_alpha * scaled_alpha + squares);
@@ -121,20 +125,11 @@ __global__ void __launch_bounds__(kThreads)
       tau = (beta - alpha) / beta;
       const T divisor = alpha - beta;  // |alpha - beta| >= ||x||: no cancellation
       const T reciprocal = T(1) / divisor;  // larfg scales by it too; divides where it overflows
-      if (c < per_thread)
-        v_shared[i_mine] = i_mine < j    ? T(0)
-                           : i_mine == j ? T(1)
-                           : isfinite(reciprocal) ? x_mine * reciprocal
-                                                  : x_mine / divisor;
+      below = isfinite(reciprocal) ? x_mine * reciprocal : x_mine / divisor;
+      if (holds_row) v_shared[i_mine] = i_mine < j ? T(0) : i_mine == j ? T(1) : below;
       __syncwarp();
-      if (owner)
-#pragma unroll
-        for (int t = 0; t < per_thread; ++t) {
-          const int i = w + kWarps * t;
-          if (i == j) a[t] = beta;
-          if (i > j) a[t] = v_shared[i];
-        }
     }
+    if (holds_row) tile[j * ld + i_mine] = i_mine < j ? x_mine : i_mine == j ? beta : below;
     if (threadIdx.x == 0) tau_shared[j] = tau;
     if (tau == T(0)) {  // the same for every thread
       __syncthreads();  // v_shared's and alpha_shared's readers are done before the next column
@@ -145,7 +140,7 @@ __global__ void __launch_bounds__(kThreads)
       T dot[4] = {0, 0, 0, 0};  // four chains of FMAs, not one
 #pragma unroll
       for (int t = 0; t < per_thread; ++t) {
-        v[t] = v_shared[w + kWarps * t];
+        v[t] = v_shared[row0 + t];
         dot[t % 4] += v[t] * a[t];
       }
       partial[w][c] = (dot[0] + dot[1]) + (dot[2] + dot[3]);
@@ -159,8 +154,6 @@ __global__ void __launch_bounds__(kThreads)
       for (int t = 0; t < per_thread; ++t) a[t] -= v[t] * sum;
     }
   }
-#pragma unroll
-  for (int t = 0; t < per_thread; ++t) tile[c * ld + w + kWarps * t] = a[t];
   __syncthreads();
   store_tile(tile, h, cols, x, ldx, begin);
   for (int col = 0; col < cols; ++col)
@@ -192,9 +185,10 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = threadIdx.x; i < kTsqrBlockRows<T>; i += kThreads)
       tile[col * ld + i] = i < h && col < cols ? (i > col ? x[begin + i + col * ldx] : T(i == col)) : T(0);
   T out[per_thread], v[per_thread];
+  const int row0 = w * per_thread;  // this warp's rows, as in the factorization
 #pragma unroll
   for (int t = 0; t < per_thread; ++t) {
-    const int i = w + kWarps * t;
+    const int i = row0 + t;
     out[t] = i >= cols || lane >= cols ? T(0) : c ? c[slice + i + lane * ldc] : T(i == lane);
   }
   __syncthreads();
@@ -206,7 +200,7 @@ __global__ void __launch_bounds__(kThreads)
     T dot[4] = {0, 0, 0, 0};  // four chains of FMAs, not one
 #pragma unroll
     for (int t = 0; t < per_thread; ++t) {
-      v[t] = tile[j * ld + w + kWarps * t];
+      v[t] = tile[j * ld + row0 + t];
       dot[t % 4] += v[t] * out[t];
     }
     partial[buffer][w][lane] = (dot[0] + dot[1]) + (dot[2] + dot[3]);
@@ -219,7 +213,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();  // the tile's reflectors are read
 #pragma unroll
-  for (int t = 0; t < per_thread; ++t) tile[lane * ld + w + kWarps * t] = out[t];
+  for (int t = 0; t < per_thread; ++t) tile[lane * ld + row0 + t] = out[t];
   __syncthreads();
   store_tile(tile, h, cols, q, ldq, begin);
 }
