@@ -13,15 +13,31 @@ namespace mixsolve::solvers_detail {
 
 namespace {
 
-constexpr int kThreads = 256;  // 8 warps: a block's rows are dealt to the warps modulo 8
-constexpr int kWarps = kThreads / 32;
+// Warps of the leaves' blocks (kTsqrBlockRows rows) and of the larger blocks a level above them
+// may take (twice the rows: a fan-in of 16 R factors), as plan_upper_levels decides.
+constexpr int kLeafWarps = 8, kUpperWarps = 16;
+constexpr int kRowThreads = 256;  // reconstruct_rows_kernel's
+
+// Thread (warp w, lane c) of a block holds column c of the warp's kRowsPerThread rows in
+// registers: a reflector's dot products and update cost two FMAs per element and one shared
+// load of v, with v = 0 above the diagonal so no row needs a test.
+template <class T>
+constexpr int kRowsPerThread = kTsqrBlockRows<T> / kLeafWarps;
+template <class T, int Warps>
+constexpr int kBlockRows = Warps* kRowsPerThread<T>;
 
 // A block's cols x rows tile in shared memory, column after column; the odd leading dimension
 // puts the 32 columns of one row in 32 banks.
-template <class T>
-constexpr int kTileLd = kTsqrBlockRows<T> + 1;
-template <class T>
-constexpr std::size_t kTileBytes = sizeof(T) * kTsqrMaxCols * kTileLd<T>;
+template <class T, int Warps>
+constexpr int kTileLd = kBlockRows<T, Warps> + 1;
+template <class T, int Warps>
+constexpr std::size_t kTileBytes = sizeof(T) * kTsqrMaxCols* kTileLd<T, Warps>;
+// form_q's tile of reflectors: columns 16-byte aligned, so that a warp's rows of one reflector
+// load as vectors (the loads are broadcasts: no bank conflicts to avoid).
+template <class T, int Warps>
+constexpr int kReflectorLd = kBlockRows<T, Warps> + 16 / int(sizeof(T));
+template <class T, int Warps>
+constexpr std::size_t kReflectorBytes = sizeof(T) * kTsqrMaxCols* kReflectorLd<T, Warps>;
 
 // Block k of `blocks` over `rows` rows: [begin, end), balanced, so each has >= rows / blocks.
 __device__ inline void block_range(std::int64_t rows, std::int64_t blocks, std::int64_t k, std::int64_t& begin,
@@ -30,11 +46,23 @@ __device__ inline void block_range(std::int64_t rows, std::int64_t blocks, std::
   end = (k + 1) * rows / blocks;
 }
 
-// Thread (warp w, lane c) of a block holds column c of the warp's kRowsPerThread rows in
-// registers: a reflector's dot products and update cost two FMAs per element and one shared
-// load of v, with v = 0 above the diagonal so no row needs a test.
-template <class T>
-constexpr int kRowsPerThread = kTsqrBlockRows<T> / kWarps;
+// dst[0 .. N) := src[0 .. N) for a 16-byte aligned src in shared memory, as 16-byte loads.
+template <class T, int N>
+__device__ inline void load_aligned(const T* src, T (&dst)[N]) {
+  if constexpr (sizeof(T) == 4) {
+#pragma unroll
+    for (int q = 0; q < N / 4; ++q) {
+      const float4 e = reinterpret_cast<const float4*>(src)[q];
+      dst[4 * q] = e.x, dst[4 * q + 1] = e.y, dst[4 * q + 2] = e.z, dst[4 * q + 3] = e.w;
+    }
+  } else {
+#pragma unroll
+    for (int q = 0; q < N / 2; ++q) {
+      const double2 e = reinterpret_cast<const double2*>(src)[q];
+      dst[2 * q] = e.x, dst[2 * q + 1] = e.y;
+    }
+  }
+}
 
 struct Sum {
   __device__ double operator()(double a, double b) const { return a + b; }
@@ -43,29 +71,29 @@ struct Max {
   __device__ double operator()(double a, double b) const { return fmax(a, b); }
 };
 
-// The reduction of every thread's v, returned to all threads. scratch: kWarps doubles.
-template <class Op>
+// The reduction of every thread's v, returned to all threads. scratch: Warps doubles.
+template <int Warps, class Op>
 __device__ double block_reduce(double v, double* scratch, Op op) {
   for (int offset = 16; offset > 0; offset /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
   __syncthreads();  // scratch's previous readers are done
   if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
   __syncthreads();
   double total = scratch[0];
-  for (int w = 1; w < kWarps; ++w) total = op(total, scratch[w]);
+  for (int w = 1; w < Warps; ++w) total = op(total, scratch[w]);
   return total;
 }
 
 // Rows [begin, begin + h) of x's first cols columns (zeros elsewhere) into the tile, coalesced.
-template <class T>
+template <class T, int Warps>
 __device__ void load_tile(const T* x, std::int64_t ldx, std::int64_t begin, int h, int cols, T* tile) {
   for (int c = 0; c < kTsqrMaxCols; ++c)
-    for (int i = threadIdx.x; i < kTsqrBlockRows<T>; i += kThreads)
-      tile[c * kTileLd<T> + i] = i < h && c < cols ? x[begin + i + c * ldx] : T(0);
+    for (int i = threadIdx.x; i < kBlockRows<T, Warps>; i += Warps * 32)
+      tile[c * kTileLd<T, Warps> + i] = i < h && c < cols ? x[begin + i + c * ldx] : T(0);
 }
-template <class T>
+template <class T, int Warps>
 __device__ void store_tile(const T* tile, int h, int cols, T* x, std::int64_t ldx, std::int64_t begin) {
   for (int c = 0; c < cols; ++c)
-    for (int i = threadIdx.x; i < h; i += kThreads) x[begin + i + c * ldx] = tile[c * kTileLd<T> + i];
+    for (int i = threadIdx.x; i < h; i += Warps * 32) x[begin + i + c * ldx] = tile[c * kTileLd<T, Warps> + i];
 }
 
 // One level of the tree going up: block k factorizes rows [begin, end) of x (leading dimension
@@ -75,22 +103,22 @@ __device__ void store_tile(const T* tile, int h, int cols, T* x, std::int64_t ld
 // r (leading dimension ldr). The norm is accumulated in FP64 (for FP32 data no square under- or
 // overflows there), for FP64 data after scaling by a power of two near the column's largest
 // entry. Column j's lane forms v in shared memory; every lane c > j takes (I - tau v v^T).
-template <class T>
-__global__ void __launch_bounds__(kThreads)
+template <class T, int Warps>
+__global__ void __launch_bounds__(Warps * 32)
     factor_blocks_kernel(T* x, std::int64_t ldx, std::int64_t rows, std::int64_t blocks, int cols, T* tau, T* r,
                          std::int64_t ldr) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   T* tile = reinterpret_cast<T*>(shared_bytes);
-  __shared__ __align__(16) T v_shared[kTsqrBlockRows<T>];
-  __shared__ T partial[kWarps][32];
+  __shared__ __align__(16) T v_shared[kBlockRows<T, Warps>];
+  __shared__ T partial[Warps][32];
   __shared__ T tau_shared[kTsqrMaxCols];
   __shared__ T alpha_shared;
-  __shared__ double scratch[kWarps];
-  constexpr int ld = kTileLd<T>, per_thread = kRowsPerThread<T>;
+  __shared__ double scratch[Warps];
+  constexpr int ld = kTileLd<T, Warps>, per_thread = kRowsPerThread<T>;
   std::int64_t begin, end;
   block_range(rows, blocks, blockIdx.x, begin, end);
   const int h = int(end - begin), w = threadIdx.x / 32, c = threadIdx.x % 32;
-  load_tile(x, ldx, begin, h, cols, tile);
+  load_tile<T, Warps>(x, ldx, begin, h, cols, tile);
   __syncthreads();
   // Thread (w, c) holds column c of the warp's rows row0 .. row0 + per_thread - 1. Column j is
   // final once step j is done: its lanes write it back to the tile then, so no register of a
@@ -111,11 +139,11 @@ __global__ void __launch_bounds__(kThreads)
     if (holds_row && i_mine == j) alpha_shared = x_mine;
     double scale = 1;
     if constexpr (std::is_same_v<T, double>) {
-      const double largest = block_reduce(i_mine >= j ? fabs(x_mine) : 0.0, scratch, Max{});
+      const double largest = block_reduce<Warps>(i_mine >= j ? fabs(x_mine) : 0.0, scratch, Max{});
       if (largest > 0) scale = scalbn(1.0, -ilogb(largest));
     }
     const double x_scaled = double(x_mine) * scale;
-    const double squares = block_reduce(i_mine > j ? x_scaled * x_scaled : 0.0, scratch, Sum{});
+    const double squares = block_reduce<Warps>(i_mine > j ? x_scaled * x_scaled : 0.0, scratch, Sum{});
     const T alpha = alpha_shared;
     T tau = 0, beta = alpha, below = x_mine;
     if (squares > 0) {
@@ -123,7 +151,7 @@ __global__ void __launch_bounds__(kThreads)
       const double norm = std::sqrt(scaled_alpha * scaled_alpha + squares);
       beta = T(-copysign(std::is_same_v<T, double> ? norm / scale : norm, double(alpha)));
       tau = (beta - alpha) / beta;
-      const T divisor = alpha - beta;  // |alpha - beta| >= ||x||: no cancellation
+      const T divisor = alpha - beta;       // |alpha - beta| >= ||x||: no cancellation
       const T reciprocal = T(1) / divisor;  // larfg scales by it too; divides where it overflows
       below = isfinite(reciprocal) ? x_mine * reciprocal : x_mine / divisor;
       if (holds_row) v_shared[i_mine] = i_mine < j ? T(0) : i_mine == j ? T(1) : below;
@@ -138,26 +166,24 @@ __global__ void __launch_bounds__(kThreads)
     const bool right = c > j && c < cols;
     if (right) {
       T dot[4] = {0, 0, 0, 0};  // four chains of FMAs, not one
+      load_aligned(v_shared + row0, v);
 #pragma unroll
-      for (int t = 0; t < per_thread; ++t) {
-        v[t] = v_shared[row0 + t];
-        dot[t % 4] += v[t] * a[t];
-      }
+      for (int t = 0; t < per_thread; ++t) dot[t % 4] += v[t] * a[t];
       partial[w][c] = (dot[0] + dot[1]) + (dot[2] + dot[3]);
     }
     __syncthreads();
     if (right) {
       T sum = 0;
-      for (int q = 0; q < kWarps; ++q) sum += partial[q][c];
+      for (int q = 0; q < Warps; ++q) sum += partial[q][c];
       sum *= tau;
 #pragma unroll
       for (int t = 0; t < per_thread; ++t) a[t] -= v[t] * sum;
     }
   }
   __syncthreads();
-  store_tile(tile, h, cols, x, ldx, begin);
+  store_tile<T, Warps>(tile, h, cols, x, ldx, begin);
   for (int col = 0; col < cols; ++col)
-    for (int i = threadIdx.x; i < cols; i += kThreads)
+    for (int i = threadIdx.x; i < cols; i += Warps * 32)
       r[blockIdx.x * std::int64_t(cols) + i + col * ldr] = i <= col ? tile[col * ld + i] : T(0);
   if (threadIdx.x < cols) tau[blockIdx.x * std::int64_t(cols) + threadIdx.x] = tau_shared[threadIdx.x];
 }
@@ -167,22 +193,22 @@ __global__ void __launch_bounds__(kThreads)
 // or the identity at the root), into rows [begin, end) of q. The reflectors wait in shared
 // memory with their unit diagonal and zeros above; the product in registers as in the
 // factorization.
-template <class T>
-__global__ void __launch_bounds__(kThreads)
+template <class T, int Warps>
+__global__ void __launch_bounds__(Warps * 32)
     form_q_kernel(const T* x, std::int64_t ldx, std::int64_t rows, std::int64_t blocks, int cols, const T* tau,
                   const T* c, std::int64_t ldc, T* q, std::int64_t ldq) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   T* tile = reinterpret_cast<T*>(shared_bytes);
-  __shared__ T partial[2][kWarps][32];  // alternating: one barrier per reflector
+  __shared__ T partial[2][Warps][32];  // alternating: one barrier per reflector
   __shared__ T taus[kTsqrMaxCols];
-  constexpr int ld = kTileLd<T>, per_thread = kRowsPerThread<T>;
+  constexpr int ld = kReflectorLd<T, Warps>, per_thread = kRowsPerThread<T>;
   std::int64_t begin, end;
   block_range(rows, blocks, blockIdx.x, begin, end);
   const int h = int(end - begin), w = threadIdx.x / 32, lane = threadIdx.x % 32;
   const std::int64_t slice = blockIdx.x * std::int64_t(cols);
   if (threadIdx.x < cols) taus[threadIdx.x] = tau[slice + threadIdx.x];
   for (int col = 0; col < kTsqrMaxCols; ++col)
-    for (int i = threadIdx.x; i < kTsqrBlockRows<T>; i += kThreads)
+    for (int i = threadIdx.x; i < kBlockRows<T, Warps>; i += Warps * 32)
       tile[col * ld + i] = i < h && col < cols ? (i > col ? x[begin + i + col * ldx] : T(i == col)) : T(0);
   T out[per_thread], v[per_thread];
   const int row0 = w * per_thread;  // this warp's rows, as in the factorization
@@ -198,15 +224,13 @@ __global__ void __launch_bounds__(kThreads)
     if (t_j == T(0)) continue;
     buffer ^= 1;
     T dot[4] = {0, 0, 0, 0};  // four chains of FMAs, not one
+    load_aligned(tile + j * ld + row0, v);
 #pragma unroll
-    for (int t = 0; t < per_thread; ++t) {
-      v[t] = tile[j * ld + row0 + t];
-      dot[t % 4] += v[t] * out[t];
-    }
+    for (int t = 0; t < per_thread; ++t) dot[t % 4] += v[t] * out[t];
     partial[buffer][w][lane] = (dot[0] + dot[1]) + (dot[2] + dot[3]);
     __syncthreads();
     T sum = 0;
-    for (int p = 0; p < kWarps; ++p) sum += partial[buffer][p][lane];
+    for (int p = 0; p < Warps; ++p) sum += partial[buffer][p][lane];
     sum *= t_j;
 #pragma unroll
     for (int t = 0; t < per_thread; ++t) out[t] -= v[t] * sum;
@@ -215,7 +239,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int t = 0; t < per_thread; ++t) tile[lane * ld + row0 + t] = out[t];
   __syncthreads();
-  store_tile(tile, h, cols, q, ldq, begin);
+  for (int col = 0; col < cols; ++col)
+    for (int i = threadIdx.x; i < h; i += Warps * 32) q[begin + i + col * ldq] = tile[col * ld + i];
 }
 
 // The reconstruction's top block, thread (p, l) = (warp, lane) on entry (p, l). M :=
@@ -274,15 +299,15 @@ __global__ void __launch_bounds__(1024)
 // Rows cols .. rows-1 of V: x = q U^-1 for each row (q's row loaded first), a row per thread,
 // into a and v.
 template <class T>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kRowThreads)
     reconstruct_rows_kernel(const T* __restrict__ q, std::int64_t ldq, std::int64_t rows, int cols,
-                            const T* __restrict__ u_inverse, T* __restrict__ a, std::int64_t lda,
-                            T* __restrict__ v, std::int64_t ldv) {
+                            const T* __restrict__ u_inverse, T* __restrict__ a, std::int64_t lda, T* __restrict__ v,
+                            std::int64_t ldv) {
   __shared__ T inverse[32 * 32];
-  for (int e = threadIdx.x; e < 32 * 32; e += kThreads) inverse[e] = u_inverse[e];
+  for (int e = threadIdx.x; e < 32 * 32; e += kRowThreads) inverse[e] = u_inverse[e];
   __syncthreads();
-  for (std::int64_t i = cols + blockIdx.x * std::int64_t(kThreads) + threadIdx.x; i < rows;
-       i += std::int64_t(gridDim.x) * kThreads) {
+  for (std::int64_t i = cols + blockIdx.x * std::int64_t(kRowThreads) + threadIdx.x; i < rows;
+       i += std::int64_t(gridDim.x) * kRowThreads) {
     T row[kTsqrMaxCols];
 #pragma unroll
     for (int k = 0; k < kTsqrMaxCols; ++k) row[k] = k < cols ? q[i + k * ldq] : T(0);
@@ -298,35 +323,67 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
+namespace {
+
+// The upper levels' plan from `rows` stacked rows up: per level 8 or 16 warps (256 or 512 rows a
+// block in FP32), the cheapest in all, a level of 16 warps costing 1.3 of one of 8 (the H100's
+// latency-bound columns: 133 us against 102 us per level in ncu). Appends to `plan`; returns
+// the cost.
+template <class T>
+double plan_upper_levels(std::int64_t rows, int cols, std::vector<typename TsqrPanel<T>::Level>& plan) {
+  double best = INFINITY;
+  std::vector<typename TsqrPanel<T>::Level> best_plan;
+  for (const int warps : {kLeafWarps, kUpperWarps}) {
+    const std::int64_t block_rows = std::int64_t(warps) * kRowsPerThread<T>;
+    const std::int64_t blocks = (rows + block_rows - 1) / block_rows;
+    std::vector<typename TsqrPanel<T>::Level> candidate{{rows, blocks, warps}};
+    double cost = warps == kLeafWarps ? 1.0 : 1.3;
+    if (blocks > 1) cost += plan_upper_levels<T>(blocks * cols, cols, candidate);  // <= rows / 4
+    if (cost < best) best = cost, best_plan = candidate;
+  }
+  plan.insert(plan.end(), best_plan.begin(), best_plan.end());
+  return best;
+}
+
+}  // namespace
+
 template <class T>
 std::vector<typename TsqrPanel<T>::Level> TsqrPanel<T>::levels(std::int64_t rows, int cols) {
-  std::vector<Level> out;
-  for (;;) {
-    const std::int64_t blocks = (rows + kTsqrBlockRows<T> - 1) / kTsqrBlockRows<T>;
-    out.push_back({rows, blocks});
-    if (blocks == 1) return out;
-    rows = blocks * cols;  // <= rows / 4: the block rows are >= 4 x 32
-  }
+  const std::int64_t blocks = (rows + kTsqrBlockRows<T> - 1) / kTsqrBlockRows<T>;
+  std::vector<Level> out{{rows, blocks, kLeafWarps}};
+  if (blocks > 1) plan_upper_levels<T>(blocks * cols, cols, out);
+  return out;
 }
 
 template <class T>
 TsqrPanel<T>::TsqrPanel(Context& ctx, std::int64_t max_rows) : ctx_(ctx), max_rows_(max_rows) {
+  // Sizes for any panel's plan: 8-warp blocks at every level leave the most rows and blocks at
+  // each level, for the most levels; 32 columns and max_rows rows, the most of each.
   std::int64_t stacked = 0, taus = 0;
-  for (const Level& level : levels(std::max<std::int64_t>(max_rows, 1), kTsqrMaxCols)) {
-    stacked += level.rows;
-    taus += level.blocks * kTsqrMaxCols;
+  for (std::int64_t rows = std::max<std::int64_t>(max_rows, 1);;) {
+    const std::int64_t blocks = (rows + kTsqrBlockRows<T> - 1) / kTsqrBlockRows<T>;
+    stacked += rows;
+    taus += blocks * kTsqrMaxCols;
+    if (blocks == 1) break;
+    rows = blocks * kTsqrMaxCols;
   }
-  stacked -= max_rows;  // level 0 lives in the panel itself
+  stacked -= std::max<std::int64_t>(max_rows, 1);  // level 0 lives in the panel itself
   stack_ = DeviceBuffer<T>(ctx, std::max<std::int64_t>(stacked * kTsqrMaxCols, 1));
   q_up_ = DeviceBuffer<T>(ctx, std::max<std::int64_t>(stacked * kTsqrMaxCols, 1));
   q_ = DeviceBuffer<T>(ctx, std::max<std::int64_t>(max_rows * kTsqrMaxCols, 1));
   tau_ = DeviceBuffer<T>(ctx, taus);
   r_ = DeviceBuffer<T>(ctx, kTsqrMaxCols * kTsqrMaxCols);
   u_ = DeviceBuffer<T>(ctx, kTsqrMaxCols * kTsqrMaxCols);
-  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(factor_blocks_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           int(kTileBytes<T>)));
-  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(form_q_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           int(kTileBytes<T>)));
+  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(factor_blocks_kernel<T, kLeafWarps>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           int(kTileBytes<T, kLeafWarps>)));
+  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(factor_blocks_kernel<T, kUpperWarps>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           int(kTileBytes<T, kUpperWarps>)));
+  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(form_q_kernel<T, kLeafWarps>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           int(kReflectorBytes<T, kLeafWarps>)));
+  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(form_q_kernel<T, kUpperWarps>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           int(kReflectorBytes<T, kUpperWarps>)));
 }
 
 template <class T>
@@ -355,24 +412,37 @@ void TsqrPanel<T>::factor(T* a, std::int64_t lda, std::int64_t rows, int cols, T
   }
   for (std::size_t l = 0; l < tree.size(); ++l) {
     const bool root = l + 1 == tree.size();
-    factor_blocks_kernel<T><<<unsigned(tree[l].blocks), kThreads, kTileBytes<T>, stream>>>(
-        x[l], ld[l], tree[l].rows, tree[l].blocks, cols, taus[l], root ? r_.data() : x[l + 1],
-        root ? cols : ld[l + 1]);
+    const unsigned grid = unsigned(tree[l].blocks);
+    T* r = root ? r_.data() : x[l + 1];
+    const std::int64_t ldr = root ? cols : ld[l + 1];
+    if (tree[l].warps == kLeafWarps)
+      factor_blocks_kernel<T, kLeafWarps><<<grid, kLeafWarps * 32, kTileBytes<T, kLeafWarps>, stream>>>(
+          x[l], ld[l], tree[l].rows, tree[l].blocks, cols, taus[l], r, ldr);
+    else
+      factor_blocks_kernel<T, kUpperWarps><<<grid, kUpperWarps * 32, kTileBytes<T, kUpperWarps>, stream>>>(
+          x[l], ld[l], tree[l].rows, tree[l].blocks, cols, taus[l], r, ldr);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
   for (std::size_t l = tree.size(); l-- > 0;) {
     const bool root = l + 1 == tree.size();
-    form_q_kernel<T><<<unsigned(tree[l].blocks), kThreads, kTileBytes<T>, stream>>>(
-        x[l], ld[l], tree[l].rows, tree[l].blocks, cols, taus[l], root ? nullptr : q[l + 1], root ? 0 : ld[l + 1],
-        q[l], l == 0 ? rows : ld[l]);
+    const unsigned grid = unsigned(tree[l].blocks);
+    const T* c = root ? nullptr : q[l + 1];
+    const std::int64_t ldc = root ? 0 : ld[l + 1], ldq = l == 0 ? rows : ld[l];
+    if (tree[l].warps == kLeafWarps)
+      form_q_kernel<T, kLeafWarps><<<grid, kLeafWarps * 32, kReflectorBytes<T, kLeafWarps>, stream>>>(
+          x[l], ld[l], tree[l].rows, tree[l].blocks, cols, taus[l], c, ldc, q[l], ldq);
+    else
+      form_q_kernel<T, kUpperWarps><<<grid, kUpperWarps * 32, kReflectorBytes<T, kUpperWarps>, stream>>>(
+          x[l], ld[l], tree[l].rows, tree[l].blocks, cols, taus[l], c, ldc, q[l], ldq);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
-  reconstruct_top_kernel<T><<<1, 1024, 0, stream>>>(q_.data(), rows, r_.data(), cols, a, lda, v, ldv, t, ldt, tau,
-                                                     u_.data());
+  reconstruct_top_kernel<T>
+      <<<1, 1024, 0, stream>>>(q_.data(), rows, r_.data(), cols, a, lda, v, ldv, t, ldt, tau, u_.data());
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   if (rows > cols) {
-    const unsigned grid = unsigned(std::min<std::int64_t>((rows - cols + kThreads - 1) / kThreads, 4096));
-    reconstruct_rows_kernel<T><<<grid, kThreads, 0, stream>>>(q_.data(), rows, rows, cols, u_.data(), a, lda, v, ldv);
+    const unsigned grid = unsigned(std::min<std::int64_t>((rows - cols + kRowThreads - 1) / kRowThreads, 4096));
+    reconstruct_rows_kernel<T>
+        <<<grid, kRowThreads, 0, stream>>>(q_.data(), rows, rows, cols, u_.data(), a, lda, v, ldv);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
 }

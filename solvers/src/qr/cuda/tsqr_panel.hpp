@@ -3,9 +3,10 @@
 // by a TSQR tree with the Householder vectors reconstructed from its explicit Q.
 //
 // TSQR (Demmel, Grigori, Hoemmen & Langou, SIAM J. Sci. Comput. 34, 2012): the rows are cut into
-// blocks of at most kTsqrBlockRows<T> (and at least half that, so every block has >= cols rows);
-// each block is factorized by Householder in shared memory by one thread block; the blocks' R
-// factors, stacked, form the next level's input, until one block remains. The explicit Q (rows x
+// leaf blocks of at most kTsqrBlockRows<T> (and at least half that, so every block has >= cols
+// rows); each block is factorized by Householder in shared memory and registers by one thread
+// block; the blocks' R factors, stacked, form the next level's input (blocks of the same or twice
+// the rows there, whichever makes fewer latency-bound levels), until one block remains. The explicit Q (rows x
 // cols, orthonormal columns) comes back down the tree: each block applies its reflectors to
 // [its slice of the parent's Q; 0].
 //
@@ -52,6 +53,7 @@ class TsqrPanel {
   // The tree's levels for a panel of rows x cols: rows and blocks of each, leaves first.
   struct Level {
     std::int64_t rows, blocks;
+    int warps;  // of each block: 8 (kTsqrBlockRows<T> rows) or 16 (twice as many)
   };
   static std::vector<Level> levels(std::int64_t rows, int cols);
 
