@@ -213,18 +213,7 @@ class HostLsSteps final : public LsSteps {
 
   Norms step() override {
     const std::int64_t m = a_.rows, n = a_.cols;
-    // f = b - r - A x and a_scale g = -(a_scale A)^T r, in FP64 (each entry one FP64 sum of
-    // products; a_scale A is exact and near 1, so a_scale g cannot overflow).
-    for (std::int64_t i = 0; i < m; ++i) {
-      double sum = b_[i] - r_[i];
-      for (std::int64_t j = 0; j < n; ++j) sum -= a_(i, j) * x_[j];
-      f_[i] = sum;
-    }
-    for (std::int64_t j = 0; j < n; ++j) {
-      double sum = 0;
-      for (std::int64_t i = 0; i < m; ++i) sum -= (a_scale_ * a_(i, j)) * r_[i];
-      g_[j] = sum;
-    }
+    augmented_residual(f_.data(), g_.data(), 1);
     augmented_correction(qr_, a_scale_, f_, g_, dx_, dr_);
     for (std::int64_t j = 0; j < n; ++j) x_[j] += dx_[j];
     for (std::int64_t i = 0; i < m; ++i) r_[i] += dr_[i];
@@ -239,18 +228,7 @@ class HostLsSteps final : public LsSteps {
   }
   void reserve(int slots) override { slots_.assign(slots, std::vector<double>(a_.rows + a_.cols)); }
   void residual(int to, double alpha) override {
-    const std::int64_t m = a_.rows, n = a_.cols;
-    std::vector<double>& v = slots_[to];
-    for (std::int64_t i = 0; i < m; ++i) {
-      double sum = b_[i] - r_[i];
-      for (std::int64_t j = 0; j < n; ++j) sum -= a_(i, j) * x_[j];
-      v[i] = sum;
-    }
-    for (std::int64_t j = 0; j < n; ++j) {
-      double sum = 0;
-      for (std::int64_t i = 0; i < m; ++i) sum -= (a_scale_ * a_(i, j)) * r_[i];
-      v[m + j] = sum / alpha;
-    }
+    augmented_residual(slots_[to].data(), slots_[to].data() + a_.rows, 1 / alpha);
   }
   // With h = R^-T g and d = Q^T f: dx' = R^-1 (d1 - alpha h), du = Q [h; d2 / alpha]; the plain
   // correction of [f; alpha g] gives R^-1 (d1 - alpha h) and Q [alpha h; d2] = alpha du.
@@ -311,6 +289,22 @@ class HostLsSteps final : public LsSteps {
   double *x_, *r_;
   std::vector<double> f_, g_, dx_, dr_;
   std::vector<std::vector<double>> slots_;  // GMRES-LS's augmented vectors
+
+  // f := b - r - A x and g := -(a_scale A)^T r g_scale, in FP64 (each entry one FP64 sum of
+  // products; a_scale A is exact and near 1; g_scale, 1 or 1 / alpha, a power of two).
+  void augmented_residual(double* f, double* g, double g_scale) const {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    for (std::int64_t i = 0; i < m; ++i) {
+      double sum = b_[i] - r_[i];
+      for (std::int64_t j = 0; j < n; ++j) sum -= a_(i, j) * x_[j];
+      f[i] = sum;
+    }
+    for (std::int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (std::int64_t i = 0; i < m; ++i) sum -= (a_scale_ * a_(i, j)) * r_[i];
+      g[j] = sum * g_scale;
+    }
+  }
 };
 
 }  // namespace

@@ -102,7 +102,8 @@ __device__ void store_tile(const T* tile, int h, int cols, T* x, std::int64_t ld
 // its taus to tau[k cols ..], its R (cols x cols, zeros below) to rows [k cols, (k + 1) cols) of
 // r (leading dimension ldr). The norm is accumulated in FP64 (for FP32 data no square under- or
 // overflows there), for FP64 data after scaling by a power of two near the column's largest
-// entry. Column j's lane forms v in shared memory; every lane c > j takes (I - tau v v^T).
+// entry. Column j is spread over each warp's lanes, which form v in shared memory; every lane
+// c > j takes (I - tau v v^T).
 template <class T, int Warps>
 __global__ void __launch_bounds__(Warps * 32)
     factor_blocks_kernel(T* x, std::int64_t ldx, std::int64_t rows, std::int64_t blocks, int cols, T* tau, T* r,
@@ -246,8 +247,8 @@ __global__ void __launch_bounds__(Warps * 32)
 // The reconstruction's top block, thread (p, l) = (warp, lane) on entry (p, l). M :=
 // Q(0:cols, 0:cols) - S = L U without pivoting, s_i = -sign(pivot_i) chosen as the elimination
 // reaches it; then T = -U S L^-T (T L^T = -U S, L unit lower) column by column, right-looking;
-// R_householder = S R; U^-1 for the rows below (|u_ii| >= 1, U well conditioned: Ballard et al.,
-// Sec. 4), by back substitution on the identity, row i of X = U^-1 final once rows > i are.
+// R_householder = S R; U^-1 for the rows below (|u_ii| >= 1 by the choice of S), by back
+// substitution on the identity, row i of X = U^-1 final once rows > i are.
 // Writes a's top block (S R on and above the diagonal, L below), v's (L with its unit diagonal,
 // zeros above), t, tau = diag T, and u_inverse (leading dimension 32).
 template <class T>
