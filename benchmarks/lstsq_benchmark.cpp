@@ -8,12 +8,13 @@
 // A (the copy not timed); TFLOP/s counts 2 m n^2 - 2 n^3 / 3.
 // Then least squares with one right-hand side, inconsistent (uniform) and consistent (A x), on the
 // uniform A and on svd_geo matrices of each --conds: cuSOLVER's dgeqrf + dormqr + dtrsm (the
-// ratio's reference for these rows) against least_squares() on the device with each refinement
-// of --refinements, the difference of their solutions and both residual norms.
+// ratio's reference for these rows) against cusolverDnIRSXgels with each lowest precision of --irs
+// ("none": no such rows) and least_squares() on the device with each refinement of
+// --refinements, the difference of their solutions from dgeqrf's and the residual norms.
 //
 //   lstsq_benchmark [--shapes 65536x4096,262144x256,16384x16384] [--backends cublas-sgemm,tf32tf32,halfhalf]
 //                   [--panels tsqr,cusolver] [--block 128] [--conds 1e2,1e6,1e8] [--refinements augmented,gmres]
-//                   [--reps 3] [--json out.json]
+//                   [--irs 32F] [--reps 3] [--json out.json]
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <nvtx3/nvToolsExt.h>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "cusolver_irs.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/cusolver_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
@@ -75,6 +77,9 @@ int main(int argc, char** argv) try {
       throw InvalidArgument("--panels: \"" + panel + "\" is neither tsqr nor cusolver");
   const std::int64_t block = opt.sizes("block", "128").front();
   const std::vector<std::string> refinements = opt.list("refinements", "augmented,gmres");
+  std::vector<std::string> irs = opt.list("irs", "32F");
+  if (irs.size() == 1 && irs[0] == "none") irs.clear();
+  for (const std::string& lowest : irs) bench::irs_precision(lowest);  // names checked before any run
   for (const std::string& r : refinements)
     if (r != "augmented" && r != "gmres")
       throw InvalidArgument("--refinements: \"" + r + "\" is neither augmented nor gmres");
@@ -198,6 +203,52 @@ int main(int argc, char** argv) try {
                                             int(m)));
         });
         row(name + ": dgeqrf + dormqr + dtrsm", fp64_lstsq, fp64_lstsq);
+        // The FP64 QR's x and residual norm, the references of the rows below.
+        std::vector<double> x_fp64(n);
+        MIXSOLVE_CUDA_CHECK(
+            cudaMemcpyAsync(x_fp64.data(), c.data(), sizeof(double) * n, cudaMemcpyDeviceToHost, ctx.stream()));
+        const double residual_fp64 = residual_norm(matrix, c.data());
+        // ||y - x_dgeqrf|| / ||x_dgeqrf|| and ||b - A y|| for a device y, printed and in the JSON row.
+        const auto compare = [&](const double* y, const std::string& extra) {
+          std::vector<double> y_host(n);
+          MIXSOLVE_CUDA_CHECK(
+              cudaMemcpyAsync(y_host.data(), y, sizeof(double) * n, cudaMemcpyDeviceToHost, ctx.stream()));
+          const double residual = residual_norm(matrix, y);
+          double difference = 0, norm = 0;
+          for (std::int64_t i = 0; i < n; ++i) {
+            difference += (y_host[i] - x_fp64[i]) * (y_host[i] - x_fp64[i]);
+            norm += x_fp64[i] * x_fp64[i];
+          }
+          std::printf("%-34s %18s ||x - x_dgeqrf|| / ||x_dgeqrf|| = %.2e, ||r|| %.6e (dgeqrf's %.6e)%s\n", "", dims,
+                      std::sqrt(difference / norm), residual, residual_fp64, extra.c_str());
+          out["rows"].back()["x_difference_to_dgeqrf"] = std::sqrt(difference / norm);
+          out["rows"].back()["residual_norm"] = residual;
+          out["rows"].back()["residual_norm_dgeqrf"] = residual_fp64;
+        };
+        for (const std::string& lowest : irs) {  // cusolverDnIRSXgels: FP64 main precision, fallback on
+          bench::IrsObjects objects;
+          MIXSOLVE_CUSOLVER_CHECK(cusolverDnIRSParamsCreate(&objects.params));
+          MIXSOLVE_CUSOLVER_CHECK(
+              cusolverDnIRSParamsSetSolverPrecisions(objects.params, CUSOLVER_R_64F, bench::irs_precision(lowest)));
+          MIXSOLVE_CUSOLVER_CHECK(
+              cusolverDnIRSParamsSetRefinementSolver(objects.params, CUSOLVER_IRS_REFINE_CLASSICAL));
+          MIXSOLVE_CUSOLVER_CHECK(cusolverDnIRSParamsEnableFallback(objects.params));
+          MIXSOLVE_CUSOLVER_CHECK(cusolverDnIRSInfosCreate(&objects.infos));
+          std::size_t lwork_bytes = 0;
+          MIXSOLVE_CUSOLVER_CHECK(
+              cusolverDnIRSXgels_bufferSize(solver, objects.params, int(m), int(n), 1, &lwork_bytes));
+          DeviceBuffer<char> irs_work(ctx, std::max<std::size_t>(lwork_bytes, 1));
+          int niters = 0;
+          const double seconds = median_seconds(ctx, reps, copies, [&] {
+            MIXSOLVE_CUSOLVER_CHECK(cusolverDnIRSXgels(solver, objects.params, objects.infos, int(m), int(n), 1,
+                                                       work64.data(), int(m), c.data(), int(m), x.data(), int(n),
+                                                       irs_work.data(), lwork_bytes, &niters, info.data()));
+          });
+          // niters < 0: the refinement failed and cuSOLVER solved in FP64 (its fallback).
+          row(name + ": cusolverDnIRSXgels " + lowest + (niters < 0 ? " -> fp64" : ""), seconds, fp64_lstsq);
+          out["rows"].back()["irs_iterations"] = niters;
+          compare(x.data(), "; niters " + std::to_string(niters));
+        }
         for (const std::string& refinement : refinements) {
           LeastSquaresOptions options;
           options.refinement = refinement == "gmres" ? LeastSquaresOptions::Refinement::Gmres
@@ -210,27 +261,15 @@ int main(int argc, char** argv) try {
                                        device_view<const double>(b.data(), m, 1, m), device_view(x.data(), n, 1, n),
                                        options);
               });
-          std::vector<double> x_ours(n), x_fp64(n);
-          x.copy_to_host(x_ours.data(), n, ctx.stream());
-          MIXSOLVE_CUDA_CHECK(
-              cudaMemcpyAsync(x_fp64.data(), c.data(), sizeof(double) * n, cudaMemcpyDeviceToHost, ctx.stream()));
-          ctx.synchronize();
-          double difference = 0, norm = 0;
-          for (std::int64_t i = 0; i < n; ++i) {
-            difference += (x_ours[i] - x_fp64[i]) * (x_ours[i] - x_fp64[i]);
-            norm += x_fp64[i] * x_fp64[i];
-          }
-          const double residual_ours = residual_norm(matrix, x.data()), residual_fp64 = residual_norm(matrix, c.data());
           row(name + ": mixsolve " + report.path(), ours, fp64_lstsq);
-          std::printf("%-34s %18s ||x - x_dgeqrf|| / ||x_dgeqrf|| = %.2e, ||r|| %.6e (dgeqrf's %.6e); attempts:", "",
-                      dims, std::sqrt(difference / norm), residual_ours, residual_fp64);
-          for (const LeastSquaresAttempt& t : report.attempts)
-            std::printf(" %s QR %.4f s + refinement %.4f s;", to_string(t.precision).c_str(), t.factor_seconds,
-                        t.refine_seconds);
-          std::printf("\n");
-          out["rows"].back()["x_difference_to_dgeqrf"] = std::sqrt(difference / norm);
-          out["rows"].back()["residual_norm"] = residual_ours;
-          out["rows"].back()["residual_norm_dgeqrf"] = residual_fp64;
+          std::string attempts = "; attempts:";
+          for (const LeastSquaresAttempt& t : report.attempts) {
+            char text[96];
+            std::snprintf(text, sizeof text, " %s QR %.4f s + refinement %.4f s;", to_string(t.precision).c_str(),
+                          t.factor_seconds, t.refine_seconds);
+            attempts += text;
+          }
+          compare(x.data(), attempts);
         }
       }
     };

@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "cusolver_irs.hpp"
 #include "mixsolve/core/context.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/cusolver_check.hpp"
@@ -113,10 +114,11 @@ double norm_inf(Context& ctx, const double* a, std::int64_t n) {
 void measure_errors(Context& ctx, const Problem& p, const double* x, Outcome& out) {
   const std::int64_t n = p.n;
   DeviceBuffer<double> r(n);
-  MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(r.data(), p.b.data(), n * sizeof(double), cudaMemcpyDeviceToDevice, ctx.stream()));
+  MIXSOLVE_CUDA_CHECK(
+      cudaMemcpyAsync(r.data(), p.b.data(), n * sizeof(double), cudaMemcpyDeviceToDevice, ctx.stream()));
   const double minus_one = -1, one = 1;
-  MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx.cublas(), CUBLAS_OP_N, int(n), int(n), &minus_one, p.a.data(), int(n), x, 1, &one,
-                                    r.data(), 1));
+  MIXSOLVE_CUBLAS_CHECK(
+      cublasDgemv(ctx.cublas(), CUBLAS_OP_N, int(n), int(n), &minus_one, p.a.data(), int(n), x, 1, &one, r.data(), 1));
   std::vector<double> rh = r.to_host(ctx.stream()), xh(n), bh = p.b.to_host(ctx.stream());
   MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(xh.data(), x, n * sizeof(double), cudaMemcpyDeviceToHost, ctx.stream()));
   ctx.synchronize();
@@ -134,8 +136,8 @@ void measure_errors(Context& ctx, const Problem& p, const double* x, Outcome& ou
   // orders of magnitude the normwise one says more about ||x||_inf than about the residual
   // (docs/robustness.md). Its numerator is the residual above, the same for every method.
   if (p.componentwise)
-    out.componentwise_backward_error = componentwise_backward_error(
-        device_view<const double>(p.a.data(), n, n, n), x, p.b.data(), ctx.stream(), nullptr, r.data());
+    out.componentwise_backward_error = componentwise_backward_error(device_view<const double>(p.a.data(), n, n, n), x,
+                                                                    p.b.data(), ctx.stream(), nullptr, r.data());
 }
 
 // B = A x_true for a random x_true (seed), and ||A||_inf, for a problem whose A is in place.
@@ -185,7 +187,8 @@ Outcome run_dgetrf(Context& ctx, cusolverDnHandle_t solver, const Problem& p, in
     MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(x.data(), p.b.data(), x.bytes(), cudaMemcpyDeviceToDevice, ctx.stream()));
     ctx.synchronize();
     const double t0 = now_seconds();
-    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf(solver, int(n), int(n), lu.data(), int(n), work.data(), pivots.data(), info.data()));
+    MIXSOLVE_CUSOLVER_CHECK(
+        cusolverDnDgetrf(solver, int(n), int(n), lu.data(), int(n), work.data(), pivots.data(), info.data()));
     MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrs(solver, CUBLAS_OP_N, int(n), 1, lu.data(), int(n), pivots.data(), x.data(),
                                              int(n), getrs_info.data()));
     ctx.synchronize();
@@ -197,39 +200,17 @@ Outcome run_dgetrf(Context& ctx, cusolverDnHandle_t solver, const Problem& p, in
   return out;
 }
 
-cusolverPrecType_t irs_precision(const std::string& name) {
-  if (name == "32F") return CUSOLVER_R_32F;
-  if (name == "TF32") return CUSOLVER_R_TF32;
-  if (name == "16F") return CUSOLVER_R_16F;
-  if (name == "16BF") return CUSOLVER_R_16BF;
-  throw InvalidArgument("--irs: \"" + name + "\" is not one of 32F, TF32, 16F, 16BF");
-}
-
-// IRSXgesv's parameter and information objects, destroyed however run_irs ends (--suite goes on
-// after a method throws).
-struct IrsObjects {
-  cusolverDnIRSParams_t params = nullptr;
-  cusolverDnIRSInfos_t infos = nullptr;
-  IrsObjects() = default;
-  IrsObjects(const IrsObjects&) = delete;
-  IrsObjects& operator=(const IrsObjects&) = delete;
-  ~IrsObjects() {
-    if (infos) cusolverDnIRSInfosDestroy(infos);
-    if (params) cusolverDnIRSParamsDestroy(params);
-  }
-};
-
 // cusolverDnIRSXgesv (FP64 main precision, fallback enabled) on a copy of A.
 Outcome run_irs(Context& ctx, cusolverDnHandle_t solver, const Problem& p, const std::string& lowest, bool gmres,
                 int warmup, int reps) {
   const std::int64_t n = p.n;
   Outcome out;
   out.method = "cusolver IRS " + lowest + (gmres ? " gmres" : " classical");
-  IrsObjects irs;
+  bench::IrsObjects irs;
   cusolverDnIRSParams_t& params = irs.params;
   cusolverDnIRSInfos_t& infos = irs.infos;
   MIXSOLVE_CUSOLVER_CHECK(cusolverDnIRSParamsCreate(&params));
-  MIXSOLVE_CUSOLVER_CHECK(cusolverDnIRSParamsSetSolverPrecisions(params, CUSOLVER_R_64F, irs_precision(lowest)));
+  MIXSOLVE_CUSOLVER_CHECK(cusolverDnIRSParamsSetSolverPrecisions(params, CUSOLVER_R_64F, bench::irs_precision(lowest)));
   MIXSOLVE_CUSOLVER_CHECK(cusolverDnIRSParamsSetRefinementSolver(
       params, gmres ? CUSOLVER_IRS_REFINE_GMRES : CUSOLVER_IRS_REFINE_CLASSICAL));
   MIXSOLVE_CUSOLVER_CHECK(cusolverDnIRSParamsEnableFallback(params));
@@ -273,8 +254,8 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
   // probes every cheap attempt, "-no-probe" none (SolveOptions::probe_pivot_ratio).
   std::string name = precision;
   const auto strip_suffix = [&](const std::string& suffix) {
-    const bool found = name.size() > suffix.size() &&
-                       name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    const bool found =
+        name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
     if (found) name.resize(name.size() - suffix.size());
     return found;
   };
@@ -317,15 +298,20 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
   out.factorization_seconds = report.factorization_seconds;
   out.refinement_seconds = report.refinement_seconds;
   out.fallback_seconds = report.fallback_seconds;
-  out.other_seconds = out.seconds.back() - report.factorization_seconds - report.refinement_seconds - report.fallback_seconds;
+  out.other_seconds =
+      out.seconds.back() - report.factorization_seconds - report.refinement_seconds - report.fallback_seconds;
   out.iterations = report.iterations;
   out.converged = report.converged;
   out.path.clear();
   for (const Attempt& a : report.attempts) {
-    out.attempts.push_back({{"precision", to_string(a.precision)}, {"refinement", to_string(a.refinement)},
-                            {"stop", to_string(a.stop)}, {"iterations", a.iterations},
-                            {"inner_iterations", a.inner_iterations}, {"pivot_ratio", a.pivot_ratio},
-                            {"probe_estimate", a.probe_estimate}, {"collapsed_at_column", a.collapsed_at_column},
+    out.attempts.push_back({{"precision", to_string(a.precision)},
+                            {"refinement", to_string(a.refinement)},
+                            {"stop", to_string(a.stop)},
+                            {"iterations", a.iterations},
+                            {"inner_iterations", a.inner_iterations},
+                            {"pivot_ratio", a.pivot_ratio},
+                            {"probe_estimate", a.probe_estimate},
+                            {"collapsed_at_column", a.collapsed_at_column},
                             {"factorization_seconds", a.factorization_seconds},
                             {"refinement_seconds", a.refinement_seconds}});
     if (!out.path.empty()) out.path += " -> ";
@@ -391,7 +377,8 @@ std::vector<Outcome> run_methods(Context& ctx, cusolverDnHandle_t solver, const 
   };
   run("cusolver dgetrf+getrs", [&] { return run_dgetrf(ctx, solver, p, m.warmup, m.reps); });
   for (const std::string& lowest : m.irs)
-    run("cusolver IRS " + lowest + (m.gmres ? " gmres" : " classical"), [&] { return run_irs(ctx, solver, p, lowest, m.gmres, m.warmup, m.reps); });
+    run("cusolver IRS " + lowest + (m.gmres ? " gmres" : " classical"),
+        [&] { return run_irs(ctx, solver, p, lowest, m.gmres, m.warmup, m.reps); });
   for (const std::string& precision : m.precisions)
     run("mixsolve " + precision, [&] { return run_mixsolve(ctx, p, precision, m.block_size, m.warmup, m.reps); });
   return outcomes;
@@ -430,12 +417,15 @@ SuiteMatrix suite_matrix(const std::string& text) {
     const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
     try {
       std::size_t used = 0;
-      if (key == "cond") spec.cond = std::stod(value, &used);
-      else if (key == "scale") spec.scale = std::stod(value, &used);
-      else if (key == "seed") spec.seed = std::stoull(value, &used);
+      if (key == "cond")
+        spec.cond = std::stod(value, &used);
+      else if (key == "scale")
+        spec.scale = std::stod(value, &used);
+      else if (key == "seed")
+        spec.seed = std::stoull(value, &used);
       else
-        throw InvalidArgument("--suite-families: \"" + text + "\": " + head + " takes cond, seed and scale, not \"" + key +
-                              "\"");
+        throw InvalidArgument("--suite-families: \"" + text + "\": " + head + " takes cond, seed and scale, not \"" +
+                              key + "\"");
       if (used != value.size()) throw std::invalid_argument(value);
     } catch (const std::logic_error&) {
       throw InvalidArgument("--suite-families: \"" + text + "\": " + key + " = \"" + value + "\" is not a number");
@@ -443,10 +433,14 @@ SuiteMatrix suite_matrix(const std::string& text) {
   }
   m.family = head;
   m.name = spec.name() + " seed=" + std::to_string(spec.seed);
-  m.structure = spec.family == MatrixFamily::Svd ? "nonsymmetric" : spec.family == MatrixFamily::Poev ? "spd" : "symmetric";
+  m.structure = spec.family == MatrixFamily::Svd    ? "nonsymmetric"
+                : spec.family == MatrixFamily::Poev ? "spd"
+                                                    : "symmetric";
   m.parameters = {{"cond", spec.cond}, {"seed", spec.seed}};
   if (spec.scale != 1.0) m.parameters["scale"] = spec.scale;
-  m.generate = [spec](const MatrixView<double>& a, cudaStream_t stream) { generate_test_matrix_on_device(spec, a, stream); };
+  m.generate = [spec](const MatrixView<double>& a, cudaStream_t stream) {
+    generate_test_matrix_on_device(spec, a, stream);
+  };
   return m;
 }
 
@@ -459,15 +453,22 @@ std::string default_suite_families() {
 nlohmann::json outcome_json(const Outcome& o, double baseline_seconds, double baseline_forward_error,
                             double baseline_backward_error, double baseline_componentwise = -1) {
   const double t = median(o.seconds);
-  nlohmann::json row = {{"method", o.method}, {"seconds", o.seconds}, {"median_seconds", t},
-                        {"speedup_vs_dgetrf", baseline_seconds / t}, {"iterations", o.iterations}, {"path", o.path},
-                        {"converged", o.converged}, {"backward_error", o.backward_error},
-                        {"forward_error", o.forward_error}, {"extra_device_bytes", o.extra_bytes},
+  nlohmann::json row = {{"method", o.method},
+                        {"seconds", o.seconds},
+                        {"median_seconds", t},
+                        {"speedup_vs_dgetrf", baseline_seconds / t},
+                        {"iterations", o.iterations},
+                        {"path", o.path},
+                        {"converged", o.converged},
+                        {"backward_error", o.backward_error},
+                        {"forward_error", o.forward_error},
+                        {"extra_device_bytes", o.extra_bytes},
                         {"attempts", o.attempts},
-                        {"phase_seconds", {{"factorization", o.factorization_seconds},
-                                           {"refinement", o.refinement_seconds},
-                                           {"fallback", o.fallback_seconds},
-                                           {"other", o.other_seconds}}}};
+                        {"phase_seconds",
+                         {{"factorization", o.factorization_seconds},
+                          {"refinement", o.refinement_seconds},
+                          {"fallback", o.fallback_seconds},
+                          {"other", o.other_seconds}}}};
   if (baseline_forward_error >= 0) row["forward_error_vs_dgetrf"] = o.forward_error / baseline_forward_error;
   if (baseline_backward_error >= 0) row["backward_error_vs_dgetrf"] = o.backward_error / baseline_backward_error;
   if (baseline_componentwise >= 0) {
@@ -502,14 +503,19 @@ void run_suite(Context& ctx, cusolverDnHandle_t solver, const std::vector<SuiteM
       const bool have_reference = reference.error.empty();
       const double baseline = have_reference ? median(reference.seconds) : NAN;
       for (const Outcome& o : outcomes) {
-        nlohmann::json row = {{"n", n}, {"family", m.family}, {"matrix", m.name}, {"parameters", m.parameters},
-                              {"structure", m.structure}, {"generation_seconds", generation_seconds}};
+        nlohmann::json row = {{"n", n},
+                              {"family", m.family},
+                              {"matrix", m.name},
+                              {"parameters", m.parameters},
+                              {"structure", m.structure},
+                              {"generation_seconds", generation_seconds}};
         row.update(outcome_json(o, baseline, have_reference ? reference.forward_error : -1.0,
                                 have_reference ? reference.backward_error : -1.0,
                                 have_reference ? reference.componentwise_backward_error : -1.0));
         doc["rows"].push_back(row);
         if (!o.error.empty()) {
-          std::printf("%6lld %-44s %-26s  error: %s\n", (long long)n, m.name.c_str(), o.method.c_str(), o.error.c_str());
+          std::printf("%6lld %-44s %-26s  error: %s\n", (long long)n, m.name.c_str(), o.method.c_str(),
+                      o.error.c_str());
           continue;
         }
         const double t = median(o.seconds);
