@@ -103,10 +103,10 @@ TEST(GpuQr, FactorsToTheWorkingPrecisionOnEveryUpdateBackend) {
   expect_device_qr<float>("cublas-sgemm", 1001, 333, 128, 4, solvers_detail::QrPanel::Cusolver);
 }
 
-// One TSQR panel (qr/cuda/tsqr_panel.hpp) on shapes with one to five tree levels, ragged blocks,
-// fewer than 32 columns, a zero column and two equal ones: Q = I - V T V^T orthogonal and
-// A = Q(:, 0:cols) R to the working precision; the geqrf form in A (R above, V below), tau = diag
-// T, |diag R| as Eigen's.
+// One TSQR panel (qr/cuda/tsqr_panel.hpp) on shapes with one to six tree levels, ragged blocks,
+// fewer than 32 columns, a zero column, two equal ones and (FP64) a subnormal one:
+// Q = I - V T V^T orthogonal and A = Q(:, 0:cols) R to the working precision; the geqrf form in A
+// (R above, V below), tau = diag T, |diag R| as Eigen's.
 template <class T>
 void expect_tsqr_panel(std::int64_t rows, int cols, int defect) {
   Context ctx;
@@ -114,6 +114,7 @@ void expect_tsqr_panel(std::int64_t rows, int cols, int defect) {
   fill_random(host_view(a64.data(), rows, cols, rows), RandomSpec::uniform(-1, 1, 300 + rows + cols));
   if (defect == 1) a64.col(cols / 2).setZero();
   if (defect == 2) a64.col(cols - 1) = a64.col(0);
+  if (defect == 3) a64.col(cols - 1) *= std::ldexp(1.0, -1060);  // subnormal in FP64
   const Matrix<T> a = a64.template cast<T>();
   DeviceBuffer<T> da(ctx, rows * cols), dv(ctx, rows * cols), dt(ctx, cols * cols), dtau(ctx, cols);
   da.copy_from_host(a.data(), rows * cols);
@@ -158,6 +159,14 @@ void expect_tsqr_panel(std::int64_t rows, int cols, int defect) {
     for (std::int64_t i = 0; i < rows; ++i)
       ASSERT_EQ(v(i, j), i < j ? T(0) : i == j ? T(1) : f(i, j)) << label << " v(" << i << ", " << j << ")";
   }
+  if (defect == 3) {  // the subnormal column's r_jj: that of the column scaled up, scaled back
+    Matrix<double> up = a64;
+    up.col(cols - 1) *= std::ldexp(1.0, 530);  // 2^1060 in two exact steps (it overflows at once)
+    up.col(cols - 1) *= std::ldexp(1.0, 530);
+    const double expected = std::fabs(up.householderQr().matrixQR()(cols - 1, cols - 1)) * std::ldexp(1.0, -1060);
+    EXPECT_NEAR(std::fabs(r(cols - 1, cols - 1)), expected, 1e-3 * expected)  // subnormals keep ~14 bits
+        << label;
+  }
 }
 
 TEST(GpuQr, TsqrPanelIsHouseholderQrOnEveryTreeShape) {
@@ -173,6 +182,8 @@ TEST(GpuQr, TsqrPanelIsHouseholderQrOnEveryTreeShape) {
     expect_tsqr_panel<double>(3000, 32, defect);
     expect_tsqr_panel<double>(300, 10, defect);
   }
+  expect_tsqr_panel<double>(3000, 32, 3);
+  expect_tsqr_panel<double>(300, 10, 3);
   Context ctx;
   solvers_detail::TsqrPanel<float> tsqr(ctx, 100);
   DeviceBuffer<float> buffer(ctx, 101 * 33);

@@ -361,7 +361,8 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
         report.converged = true;
         break;
       }
-      // The FP32 factors' plain steps did not converge: GMRES-LS with the same factors.
+      // The FP32 factors' plain steps did not converge: GMRES-LS with the same factors, on every
+      // column again (one attempt, one stop for all columns).
       const LeastSquaresStop stop = report.attempts.back().stop;
       if (options.refinement == LeastSquaresOptions::Refinement::AugmentedThenGmres && !fp64 &&
           stop != LeastSquaresStop::RankUndecided) {

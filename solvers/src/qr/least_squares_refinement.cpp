@@ -139,7 +139,8 @@ LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations,
     return residual <= first_residual * (1 + 0x1p-20) + 0x1p-40 * norm_b ? stop : LsStop::Diverged;
   };
   if (method == LsMethod::Gmres) steps.reserve(kGmresSteps + 2);
-  // alpha: the power of two in (min |r_jj| / 2, min |r_jj|], about sigma_min(A') / sqrt(2).
+  // alpha: the power of two in (min |r_jj| / 2, min |r_jj|]. min |r_jj| >= sigma_min(A'): an
+  // estimate from above of the sigma_min / sqrt(2) Carson, Higham & Pranesh take.
   const double alpha = smallest_r > 0 && std::isfinite(smallest_r)
                            ? std::ldexp(1.0, std::clamp(std::ilogb(smallest_r), -1000, 1000))
                            : 1;

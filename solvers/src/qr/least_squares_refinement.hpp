@@ -90,7 +90,9 @@ class LsSteps {
 // How each outer step corrects x and r. GMRES-LS's corrections can shrink relative to an x that
 // has grown away from the solution, so it accepts only an x whose residual norm ||b - A x|| is
 // no larger than the cheap factors' first x's (up to 2^-20 of it and 2^-40 ||b||): the
-// least-squares solution minimises it.
+// least-squares solution minimises it. Its residual -A'^T r / alpha is formed unscaled: where b
+// lies within a factor m / alpha of FP64's largest value it can overflow (reported diverged),
+// which the plain steps avoid by scaling r first.
 enum class LsMethod { Augmented, Gmres };
 
 // The refinement loop and its stop rule (LsStop) over any memory space's steps; fp64_factors:

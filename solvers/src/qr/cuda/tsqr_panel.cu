@@ -141,20 +141,32 @@ __global__ void __launch_bounds__(Warps * 32)
     double scale = 1;
     if constexpr (std::is_same_v<T, double>) {
       const double largest = block_reduce<Warps>(i_mine >= j ? fabs(x_mine) : 0.0, scratch, Max{});
-      if (largest > 0) scale = scalbn(1.0, -ilogb(largest));
+      // 2^-e with 2^e near the largest entry, the exponent capped so the scale stays finite for
+      // subnormal columns.
+      if (largest > 0) scale = scalbn(1.0, min(-ilogb(largest), 1022));
     }
     const double x_scaled = double(x_mine) * scale;
     const double squares = block_reduce<Warps>(i_mine > j ? x_scaled * x_scaled : 0.0, scratch, Sum{});
     const T alpha = alpha_shared;
     T tau = 0, beta = alpha, below = x_mine;
     if (squares > 0) {
+      // For FP64 data tau and v come from the scaled column (exact powers of two: in normal range
+      // even where the column is subnormal, as larfg rescales); beta is unscaled.
       const double scaled_alpha = double(alpha) * scale;
-      const double norm = std::sqrt(scaled_alpha * scaled_alpha + squares);
-      beta = T(-copysign(std::is_same_v<T, double> ? norm / scale : norm, double(alpha)));
-      tau = (beta - alpha) / beta;
-      const T divisor = alpha - beta;       // |alpha - beta| >= ||x||: no cancellation
+      const double scaled_beta = -copysign(std::sqrt(scaled_alpha * scaled_alpha + squares), double(alpha));
+      beta = T(scaled_beta / scale);
+      T divisor, x;  // alpha - beta and x, scaled alike: |alpha - beta| >= ||x||, no cancellation
+      if constexpr (std::is_same_v<T, double>) {
+        tau = (scaled_beta - scaled_alpha) / scaled_beta;
+        divisor = scaled_alpha - scaled_beta;
+        x = x_scaled;
+      } else {
+        tau = (beta - alpha) / beta;
+        divisor = alpha - beta;
+        x = x_mine;
+      }
       const T reciprocal = T(1) / divisor;  // larfg scales by it too; divides where it overflows
-      below = isfinite(reciprocal) ? x_mine * reciprocal : x_mine / divisor;
+      below = isfinite(reciprocal) ? x * reciprocal : x / divisor;
       if (holds_row) v_shared[i_mine] = i_mine < j ? T(0) : i_mine == j ? T(1) : below;
       __syncwarp();
     }
