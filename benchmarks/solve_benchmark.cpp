@@ -114,11 +114,10 @@ double norm_inf(Context& ctx, const double* a, std::int64_t n) {
 void measure_errors(Context& ctx, const Problem& p, const double* x, Outcome& out) {
   const std::int64_t n = p.n;
   DeviceBuffer<double> r(n);
-  MIXSOLVE_CUDA_CHECK(
-      cudaMemcpyAsync(r.data(), p.b.data(), n * sizeof(double), cudaMemcpyDeviceToDevice, ctx.stream()));
+  MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(r.data(), p.b.data(), n * sizeof(double), cudaMemcpyDeviceToDevice, ctx.stream()));
   const double minus_one = -1, one = 1;
-  MIXSOLVE_CUBLAS_CHECK(
-      cublasDgemv(ctx.cublas(), CUBLAS_OP_N, int(n), int(n), &minus_one, p.a.data(), int(n), x, 1, &one, r.data(), 1));
+  MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx.cublas(), CUBLAS_OP_N, int(n), int(n), &minus_one, p.a.data(), int(n), x, 1, &one,
+                                    r.data(), 1));
   std::vector<double> rh = r.to_host(ctx.stream()), xh(n), bh = p.b.to_host(ctx.stream());
   MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(xh.data(), x, n * sizeof(double), cudaMemcpyDeviceToHost, ctx.stream()));
   ctx.synchronize();
@@ -136,8 +135,8 @@ void measure_errors(Context& ctx, const Problem& p, const double* x, Outcome& ou
   // orders of magnitude the normwise one says more about ||x||_inf than about the residual
   // (docs/robustness.md). Its numerator is the residual above, the same for every method.
   if (p.componentwise)
-    out.componentwise_backward_error = componentwise_backward_error(device_view<const double>(p.a.data(), n, n, n), x,
-                                                                    p.b.data(), ctx.stream(), nullptr, r.data());
+    out.componentwise_backward_error = componentwise_backward_error(
+        device_view<const double>(p.a.data(), n, n, n), x, p.b.data(), ctx.stream(), nullptr, r.data());
 }
 
 // B = A x_true for a random x_true (seed), and ||A||_inf, for a problem whose A is in place.
@@ -187,8 +186,7 @@ Outcome run_dgetrf(Context& ctx, cusolverDnHandle_t solver, const Problem& p, in
     MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(x.data(), p.b.data(), x.bytes(), cudaMemcpyDeviceToDevice, ctx.stream()));
     ctx.synchronize();
     const double t0 = now_seconds();
-    MIXSOLVE_CUSOLVER_CHECK(
-        cusolverDnDgetrf(solver, int(n), int(n), lu.data(), int(n), work.data(), pivots.data(), info.data()));
+    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf(solver, int(n), int(n), lu.data(), int(n), work.data(), pivots.data(), info.data()));
     MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrs(solver, CUBLAS_OP_N, int(n), 1, lu.data(), int(n), pivots.data(), x.data(),
                                              int(n), getrs_info.data()));
     ctx.synchronize();
@@ -254,8 +252,8 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
   // probes every cheap attempt, "-no-probe" none (SolveOptions::probe_pivot_ratio).
   std::string name = precision;
   const auto strip_suffix = [&](const std::string& suffix) {
-    const bool found =
-        name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    const bool found = name.size() > suffix.size() &&
+                       name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
     if (found) name.resize(name.size() - suffix.size());
     return found;
   };
@@ -298,20 +296,15 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
   out.factorization_seconds = report.factorization_seconds;
   out.refinement_seconds = report.refinement_seconds;
   out.fallback_seconds = report.fallback_seconds;
-  out.other_seconds =
-      out.seconds.back() - report.factorization_seconds - report.refinement_seconds - report.fallback_seconds;
+  out.other_seconds = out.seconds.back() - report.factorization_seconds - report.refinement_seconds - report.fallback_seconds;
   out.iterations = report.iterations;
   out.converged = report.converged;
   out.path.clear();
   for (const Attempt& a : report.attempts) {
-    out.attempts.push_back({{"precision", to_string(a.precision)},
-                            {"refinement", to_string(a.refinement)},
-                            {"stop", to_string(a.stop)},
-                            {"iterations", a.iterations},
-                            {"inner_iterations", a.inner_iterations},
-                            {"pivot_ratio", a.pivot_ratio},
-                            {"probe_estimate", a.probe_estimate},
-                            {"collapsed_at_column", a.collapsed_at_column},
+    out.attempts.push_back({{"precision", to_string(a.precision)}, {"refinement", to_string(a.refinement)},
+                            {"stop", to_string(a.stop)}, {"iterations", a.iterations},
+                            {"inner_iterations", a.inner_iterations}, {"pivot_ratio", a.pivot_ratio},
+                            {"probe_estimate", a.probe_estimate}, {"collapsed_at_column", a.collapsed_at_column},
                             {"factorization_seconds", a.factorization_seconds},
                             {"refinement_seconds", a.refinement_seconds}});
     if (!out.path.empty()) out.path += " -> ";
@@ -377,8 +370,7 @@ std::vector<Outcome> run_methods(Context& ctx, cusolverDnHandle_t solver, const 
   };
   run("cusolver dgetrf+getrs", [&] { return run_dgetrf(ctx, solver, p, m.warmup, m.reps); });
   for (const std::string& lowest : m.irs)
-    run("cusolver IRS " + lowest + (m.gmres ? " gmres" : " classical"),
-        [&] { return run_irs(ctx, solver, p, lowest, m.gmres, m.warmup, m.reps); });
+    run("cusolver IRS " + lowest + (m.gmres ? " gmres" : " classical"), [&] { return run_irs(ctx, solver, p, lowest, m.gmres, m.warmup, m.reps); });
   for (const std::string& precision : m.precisions)
     run("mixsolve " + precision, [&] { return run_mixsolve(ctx, p, precision, m.block_size, m.warmup, m.reps); });
   return outcomes;
@@ -417,15 +409,12 @@ SuiteMatrix suite_matrix(const std::string& text) {
     const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
     try {
       std::size_t used = 0;
-      if (key == "cond")
-        spec.cond = std::stod(value, &used);
-      else if (key == "scale")
-        spec.scale = std::stod(value, &used);
-      else if (key == "seed")
-        spec.seed = std::stoull(value, &used);
+      if (key == "cond") spec.cond = std::stod(value, &used);
+      else if (key == "scale") spec.scale = std::stod(value, &used);
+      else if (key == "seed") spec.seed = std::stoull(value, &used);
       else
-        throw InvalidArgument("--suite-families: \"" + text + "\": " + head + " takes cond, seed and scale, not \"" +
-                              key + "\"");
+        throw InvalidArgument("--suite-families: \"" + text + "\": " + head + " takes cond, seed and scale, not \"" + key +
+                              "\"");
       if (used != value.size()) throw std::invalid_argument(value);
     } catch (const std::logic_error&) {
       throw InvalidArgument("--suite-families: \"" + text + "\": " + key + " = \"" + value + "\" is not a number");
@@ -433,14 +422,10 @@ SuiteMatrix suite_matrix(const std::string& text) {
   }
   m.family = head;
   m.name = spec.name() + " seed=" + std::to_string(spec.seed);
-  m.structure = spec.family == MatrixFamily::Svd    ? "nonsymmetric"
-                : spec.family == MatrixFamily::Poev ? "spd"
-                                                    : "symmetric";
+  m.structure = spec.family == MatrixFamily::Svd ? "nonsymmetric" : spec.family == MatrixFamily::Poev ? "spd" : "symmetric";
   m.parameters = {{"cond", spec.cond}, {"seed", spec.seed}};
   if (spec.scale != 1.0) m.parameters["scale"] = spec.scale;
-  m.generate = [spec](const MatrixView<double>& a, cudaStream_t stream) {
-    generate_test_matrix_on_device(spec, a, stream);
-  };
+  m.generate = [spec](const MatrixView<double>& a, cudaStream_t stream) { generate_test_matrix_on_device(spec, a, stream); };
   return m;
 }
 
@@ -453,22 +438,15 @@ std::string default_suite_families() {
 nlohmann::json outcome_json(const Outcome& o, double baseline_seconds, double baseline_forward_error,
                             double baseline_backward_error, double baseline_componentwise = -1) {
   const double t = median(o.seconds);
-  nlohmann::json row = {{"method", o.method},
-                        {"seconds", o.seconds},
-                        {"median_seconds", t},
-                        {"speedup_vs_dgetrf", baseline_seconds / t},
-                        {"iterations", o.iterations},
-                        {"path", o.path},
-                        {"converged", o.converged},
-                        {"backward_error", o.backward_error},
-                        {"forward_error", o.forward_error},
-                        {"extra_device_bytes", o.extra_bytes},
+  nlohmann::json row = {{"method", o.method}, {"seconds", o.seconds}, {"median_seconds", t},
+                        {"speedup_vs_dgetrf", baseline_seconds / t}, {"iterations", o.iterations}, {"path", o.path},
+                        {"converged", o.converged}, {"backward_error", o.backward_error},
+                        {"forward_error", o.forward_error}, {"extra_device_bytes", o.extra_bytes},
                         {"attempts", o.attempts},
-                        {"phase_seconds",
-                         {{"factorization", o.factorization_seconds},
-                          {"refinement", o.refinement_seconds},
-                          {"fallback", o.fallback_seconds},
-                          {"other", o.other_seconds}}}};
+                        {"phase_seconds", {{"factorization", o.factorization_seconds},
+                                           {"refinement", o.refinement_seconds},
+                                           {"fallback", o.fallback_seconds},
+                                           {"other", o.other_seconds}}}};
   if (baseline_forward_error >= 0) row["forward_error_vs_dgetrf"] = o.forward_error / baseline_forward_error;
   if (baseline_backward_error >= 0) row["backward_error_vs_dgetrf"] = o.backward_error / baseline_backward_error;
   if (baseline_componentwise >= 0) {
@@ -503,19 +481,14 @@ void run_suite(Context& ctx, cusolverDnHandle_t solver, const std::vector<SuiteM
       const bool have_reference = reference.error.empty();
       const double baseline = have_reference ? median(reference.seconds) : NAN;
       for (const Outcome& o : outcomes) {
-        nlohmann::json row = {{"n", n},
-                              {"family", m.family},
-                              {"matrix", m.name},
-                              {"parameters", m.parameters},
-                              {"structure", m.structure},
-                              {"generation_seconds", generation_seconds}};
+        nlohmann::json row = {{"n", n}, {"family", m.family}, {"matrix", m.name}, {"parameters", m.parameters},
+                              {"structure", m.structure}, {"generation_seconds", generation_seconds}};
         row.update(outcome_json(o, baseline, have_reference ? reference.forward_error : -1.0,
                                 have_reference ? reference.backward_error : -1.0,
                                 have_reference ? reference.componentwise_backward_error : -1.0));
         doc["rows"].push_back(row);
         if (!o.error.empty()) {
-          std::printf("%6lld %-44s %-26s  error: %s\n", (long long)n, m.name.c_str(), o.method.c_str(),
-                      o.error.c_str());
+          std::printf("%6lld %-44s %-26s  error: %s\n", (long long)n, m.name.c_str(), o.method.c_str(), o.error.c_str());
           continue;
         }
         const double t = median(o.seconds);
