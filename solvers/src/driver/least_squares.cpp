@@ -108,11 +108,11 @@ class HostLsSpace final : public solvers_detail::LsSpace {
     return scaled_norm(y);
   }
   solvers_detail::LsRefinementResult refine(std::int64_t j, int max_iterations, solvers_detail::LsMethod method,
-                                            double smallest_r) override {
+                                            double smallest_r, double norm_a) override {
     return qr64_ ? solvers_detail::refine_least_squares(a_, &b_(0, j), *qr64_, a_scale_, max_iterations, &x_(0, j),
-                                                        r_.data(), method, smallest_r)
+                                                        r_.data(), method, smallest_r, norm_a)
                  : solvers_detail::refine_least_squares(a_, &b_(0, j), *qr32_, a_scale_, max_iterations, &x_(0, j),
-                                                        r_.data(), method, smallest_r);
+                                                        r_.data(), method, smallest_r, norm_a);
   }
   std::vector<double> residual_norms() override {
     std::vector<double> out;
@@ -198,15 +198,21 @@ std::vector<double> HostLsSpace::smallest_singular_vector(std::int64_t start) {
   return v;
 }
 
+// Of the current factors: min_j |r_jj| (GMRES-LS's scale) and max_j |r_jj| / a_scale (an
+// estimate of ||A|| from below, XOnly's).
+struct FactorScales {
+  double smallest_r = 1, norm_a = 0;
+};
+
 void refine_columns(solvers_detail::LsSpace& space, std::int64_t columns, const LeastSquaresOptions& options,
-                    double smallest_r, LeastSquaresAttempt& result);
+                    const FactorScales& scales, LeastSquaresAttempt& result);
 
 // One attempt: the QR of a_scale A rounded to FP32 (fp64 false) or FP64, then each column refined
 // in FP64; in either memory space.
-// gmres: refined by GMRES-LS; smallest_r := min_j |r_jj| of the factors.
+// gmres: refined by GMRES-LS; scales := those of the factors.
 LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, bool fp64, std::int64_t m, std::int64_t n,
                             std::int64_t columns, std::int64_t block, const LeastSquaresOptions& options, bool gmres,
-                            double& smallest_r) {
+                            FactorScales& scales) {
   LeastSquaresAttempt result;
   result.precision = fp64 ? Precision::FP64 : Precision::FP32;
   result.gmres = gmres;
@@ -224,7 +230,7 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, bool fp64, std::int6
     if (diagonal[j] < smallest) smallest = diagonal[j], smallest_column = j;
   }
   result.diagonal_ratio = largest > 0 ? smallest / largest : 0;
-  smallest_r = smallest;
+  scales = {smallest, std::ldexp(largest, exponent)};  // a_scale = 2^-exponent
   result.factor_seconds = solvers_detail::seconds_since(t0);
   // FP32 factors carry rounding of order u_32 ||A||: where R's diagonal falls to 16 u_32 of its
   // largest entry they cannot tell an ill-conditioned A (kappa >~ 1e6) from a rank-deficient one,
@@ -248,20 +254,22 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, bool fp64, std::int6
       throw RankDeficientMatrix(text, smallest_column);
     }
   }
-  refine_columns(space, columns, options, smallest, result);
+  refine_columns(space, columns, options, scales, result);
   return result;
 }
 
 // Each column of X refined with the current factors by the attempt's method; its stop and
-// iterations the worst over the columns. smallest_r: min_j |r_jj| of the factors.
+// iterations the worst over the columns.
 void refine_columns(solvers_detail::LsSpace& space, std::int64_t columns, const LeastSquaresOptions& options,
-                    double smallest_r, LeastSquaresAttempt& result) {
+                    const FactorScales& scales, LeastSquaresAttempt& result) {
   const auto t0 = solvers_detail::Clock::now();
-  const solvers_detail::LsMethod method =
-      result.gmres ? solvers_detail::LsMethod::Gmres : solvers_detail::LsMethod::Augmented;
+  const solvers_detail::LsMethod method = result.gmres    ? solvers_detail::LsMethod::Gmres
+                                          : result.x_only ? solvers_detail::LsMethod::XOnly
+                                                          : solvers_detail::LsMethod::Augmented;
   result.stop = LeastSquaresStop::Converged;
   for (std::int64_t j = 0; j < columns; ++j) {
-    const solvers_detail::LsRefinementResult refined = space.refine(j, options.max_iterations, method, smallest_r);
+    const solvers_detail::LsRefinementResult refined =
+        space.refine(j, options.max_iterations, method, scales.smallest_r, scales.norm_a);
     const LeastSquaresStop stop = public_stop(refined.stop);
     if (severity(stop) > severity(result.stop)) result.stop = stop;
     result.iterations = std::max(result.iterations, refined.iterations);
@@ -289,9 +297,9 @@ std::string LeastSquaresReport::path() const {
     if (i) out += " -> ";
     out += to_string(t.precision);
     if (accepted(t.stop))
-      out += (t.gmres ? "/gmres(" : "/augmented(") + std::to_string(t.iterations) + ")";
+      out += (t.gmres ? "/gmres(" : t.x_only ? "/x-only(" : "/augmented(") + std::to_string(t.iterations) + ")";
     else
-      out += std::string(t.gmres ? " gmres" : "") + "[" + to_string(t.stop) +
+      out += std::string(t.gmres ? " gmres" : t.x_only ? " x-only" : "") + "[" + to_string(t.stop) +
              (t.stop == LeastSquaresStop::RankUndecided ? std::string() : " after " + std::to_string(t.iterations)) +
              "]";
   }
@@ -351,26 +359,40 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
       const std::int64_t block = options.block_size > 0       ? options.block_size
                                  : a.memory == Memory::Device ? kDeviceQrBlock
                                                               : kHostQrBlock;
-      double smallest_r = 1;
+      FactorScales scales;
       const bool fp64 = path[i] == Precision::FP64;
       report.attempts.push_back(attempt(*space, fp64, a.rows, a.cols, b.cols, block, options,
                                         !fp64 && options.refinement == LeastSquaresOptions::Refinement::Gmres,
-                                        smallest_r));
+                                        scales));
       report.fell_back = i > 0;
       if (accepted(report.attempts.back().stop)) {
         report.converged = true;
         break;
       }
-      // The FP32 factors' plain steps did not converge: GMRES-LS with the same factors, on every
-      // column again (one attempt, one stop for all columns).
+      // The FP32 factors' plain steps did not converge. Refining x alone with the same factors
+      // reaches FP64's accuracy where the system is consistent (accepted only there: LsMethod);
+      // then GMRES-LS where asked. Each on every column again (one attempt, one stop).
       const LeastSquaresStop stop = report.attempts.back().stop;
+      if (!fp64 && stop != LeastSquaresStop::RankUndecided &&
+          options.refinement != LeastSquaresOptions::Refinement::Gmres) {
+        LeastSquaresAttempt x_only;
+        x_only.precision = path[i];
+        x_only.x_only = true;
+        x_only.diagonal_ratio = report.attempts.back().diagonal_ratio;
+        refine_columns(*space, b.cols, options, scales, x_only);
+        report.attempts.push_back(x_only);
+        if (accepted(x_only.stop)) {
+          report.converged = true;
+          break;
+        }
+      }
       if (options.refinement == LeastSquaresOptions::Refinement::AugmentedThenGmres && !fp64 &&
           stop != LeastSquaresStop::RankUndecided) {
         LeastSquaresAttempt rescue;
         rescue.precision = path[i];
         rescue.gmres = true;
         rescue.diagonal_ratio = report.attempts.back().diagonal_ratio;
-        refine_columns(*space, b.cols, options, smallest_r, rescue);
+        refine_columns(*space, b.cols, options, scales, rescue);
         report.attempts.push_back(rescue);
         if (accepted(rescue.stop)) {
           report.converged = true;

@@ -33,8 +33,8 @@ namespace mixsolve::solvers_detail {
 // How the refinement ended.
 enum class LsStop {
   Converged,      // ||dx|| <= 2^-53 ||x|| and ||dr|| <= 2^-53 ||b||: nothing left to correct
-  Stagnated,      // the corrections stopped halving after they had halved twice (or reached
-                  // 2^-40): x and r are as accurate as FP64 residuals make them
+  Stagnated,      // the corrections stopped halving after they had halved twice down to 2^-16
+                  // (or reached 2^-40): x and r are as accurate as FP64 residuals make them
   Diverged,       // they stopped before that, or overflowed: the factors are too far from A
                   // (kappa(A) u_T >~ 1); x and r are not to be trusted
   MaxIterations,  // neither within the step budget
@@ -64,6 +64,10 @@ class LsSteps {
   // One step: f = b - r - A x and g = -A^T r in FP64, the corrections from the factors (the
   // right-hand sides scaled by a power of two into the factors' range), x += dx, r += dr.
   virtual Norms step() = 0;
+  // One step of refining x alone: f = b - A x in FP64, x += a_scale R^-1 (Q^T f)(1:n) from the
+  // factors (dr reported 0; r is not kept).
+  virtual Norms x_step() = 0;
+  virtual std::int64_t rows() const = 0;  // m
   // ||b - A x||_2 in FP64 for the current x.
   virtual double residual_norm() = 0;
 
@@ -87,19 +91,25 @@ class LsSteps {
   virtual Norms add_correction(const std::vector<double>& coefficients, double alpha) = 0;
 };
 
-// How each outer step corrects x and r. GMRES-LS's corrections can shrink relative to an x that
-// has grown away from the solution, so it accepts only an x whose residual norm ||b - A x|| is
-// no larger than the cheap factors' first x's (up to 2^-20 of it and 2^-40 ||b||): the
-// least-squares solution minimises it. Its residual -A'^T r / alpha is formed unscaled: where b
+// How each outer step corrects x and r. The corrections can shrink relative to an x that has
+// grown away from the solution (GMRES-LS at svd_geo 1e8), so an x is accepted only if its
+// residual norm ||b - A x|| is no larger than the cheap factors' first x's (up to 2^-20 of it and
+// 2^-40 ||b||): the least-squares solution minimises it. Its residual -A'^T r / alpha is formed unscaled: where b
 // lies within a factor m / alpha of FP64's largest value it can overflow (reported diverged),
 // which the plain steps avoid by scaling r first.
-enum class LsMethod { Augmented, Gmres };
+//
+// XOnly refines x alone, x += R^-1 Q^T (b - A x): where the system is consistent its limit is
+// FP64-accurate (the perturbed problem it solves differs by kappa^2 ||r|| u, and r = 0), so an x
+// is accepted only if ||b - A x|| <= 8 sqrt(m) 2^-53 (||b|| + ||A|| ||x||), FP64's rounding level,
+// ||A|| estimated from below by max |r_jj| / a_scale.
+enum class LsMethod { Augmented, Gmres, XOnly };
 
 // The refinement loop and its stop rule (LsStop) over any memory space's steps; fp64_factors:
 // Stagnated is accepted without contraction (the factors' first solution is the FP64 QR's).
 // smallest_r: min_j |r_jj| of the factors (of A'), GMRES-LS's estimate of sigma_min(A').
+// norm_a: max_j |r_jj| / a_scale, XOnly's estimate of ||A||.
 LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations, LsMethod method = LsMethod::Augmented,
-                          double smallest_r = 1);
+                          double smallest_r = 1, double norm_a = 0);
 
 // x (n) and r (m): the least-squares solution of A x ~ b and its residual, from `qr` (a QR of
 // a_scale A rounded to T, in precision T; a_scale a power of two that brings A into T's range),
@@ -109,6 +119,7 @@ LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations,
 template <class T>
 LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const double* b, const HouseholderQr<T>& qr,
                                         double a_scale, int max_iterations, double* x, double* r,
-                                        LsMethod method = LsMethod::Augmented, double smallest_r = 1);
+                                        LsMethod method = LsMethod::Augmented, double smallest_r = 1,
+                                        double norm_a = 0);
 
 }  // namespace mixsolve::solvers_detail

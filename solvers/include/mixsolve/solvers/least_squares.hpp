@@ -6,8 +6,9 @@
 /// Numerical Algorithms, section 20.5), with an FP64 QR where that refinement does not converge.
 ///
 /// The FP32 QR refines to the FP64 QR's accuracy, in x and in the residual r, while
-/// kappa(A) u_32 < 1; beyond, its refinement is detected to diverge within a few steps and the
-/// FP64 QR takes over. GMRES-LS (Carson, Higham & Pranesh 2020) is the alternative refinement
+/// kappa(A) u_32 < 1; beyond, its refinement is detected to diverge within a few steps. Then x
+/// alone is refined with the same factors, accepted where the system is consistent (its residual
+/// at FP64's rounding level), and otherwise the FP64 QR takes over. GMRES-LS (Carson, Higham & Pranesh 2020) is the alternative refinement
 /// (LeastSquaresOptions::refinement). Where the FP32 R's diagonal spans more than 1 / (16 u_32) (about
 /// kappa > 1e6) the FP64 QR decides at once: FP32 factors cannot tell such an A from a
 /// rank-deficient one, whose least-squares solution is not unique (RankDeficientMatrix). The
@@ -54,8 +55,8 @@ struct LeastSquaresOptions {
 enum class LeastSquaresStop {
   /// The corrections fell below 2^-53 of x and of b.
   Converged,
-  /// The corrections stopped halving after they had halved twice (or fallen to 2^-40): x and r
-  /// are as accurate as FP64 residuals make them.
+  /// The corrections stopped halving after they had halved twice down to 2^-16 of x (or fallen
+  /// to 2^-40): x and r are as accurate as FP64 residuals make them.
   Stagnated,
   /// The corrections stopped before they had halved twice (or overflowed): the factors are too
   /// far from A (kappa(A) u >~ 1).
@@ -78,6 +79,10 @@ struct LeastSquaresAttempt {
   /// The refinement: the plain steps on the augmented system (false) or GMRES-LS (true), which
   /// reuses the factors of the attempt before it (factor_seconds 0).
   bool gmres = false;
+  /// Refining x alone (x += R^-1 Q^T (b - A x)), after the plain steps failed, with the same
+  /// factors (factor_seconds 0); accepted only where ||b - A x|| comes down to FP64's rounding
+  /// level: a consistent system.
+  bool x_only = false;
   /// The worst stop over the right-hand sides (in the order of LeastSquaresStop).
   LeastSquaresStop stop = LeastSquaresStop::Converged;
   /// The most refinement steps any right-hand side took.
@@ -99,7 +104,7 @@ struct LeastSquaresReport {
   std::vector<LeastSquaresAttempt> attempts;
   /// ||b_j - A x_j||_2 for each column of X, in FP64.
   std::vector<double> residual_norms;
-  /// The path in one line, e.g. "fp32/augmented(6)", "fp32[diverged after 2] -> fp32/gmres(3)" or
+  /// The path in one line, e.g. "fp32/augmented(6)", "fp32[diverged after 2] -> fp32/x-only(4)" or
   /// "fp32[rank undecided] -> fp64/augmented(2)".
   std::string path() const;
 };

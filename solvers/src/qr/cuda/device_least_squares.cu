@@ -199,6 +199,20 @@ class DeviceLsSteps final : public LsSteps {
     return {nrm2(h, n, x_), std::ldexp(nrm2(h, n, z_.data()), e + a_exponent_), std::ldexp(nrm2(h, m, d_.data()), e)};
   }
 
+  Norms x_step() override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    const double minus_one = -1, one = 1;
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(f_.data(), b_, sizeof(double) * m, cudaMemcpyDeviceToDevice, ctx_.stream()));
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(m), int(n), &minus_one, a_.data, int(a_.ld), x_,
+                                      1, &one, f_.data(), 1));
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(g_.data(), 0, sizeof(double) * n, ctx_.stream()));
+    const int e = correct(f_.data(), g_.data(), 0);
+    add_scaled_kernel<<<blocks_for(n), 256, 0, ctx_.stream()>>>(z_.data(), n, e + a_exponent_, false, x_);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    cublasHandle_t h = ctx_.cublas();
+    return {nrm2(h, n, x_), std::ldexp(nrm2(h, n, z_.data()), e + a_exponent_), 0.0};
+  }
+  std::int64_t rows() const override { return a_.rows; }
   double residual_norm() override {
     const std::int64_t m = a_.rows, n = a_.cols;
     const double minus_one = -1, one = 1;
@@ -413,15 +427,16 @@ class DeviceLsSpace final : public LsSpace {
     return nrm2(ctx_.cublas(), a_.rows, y.data());
   }
 
-  LsRefinementResult refine(std::int64_t j, int max_iterations, LsMethod method, double smallest_r) override {
+  LsRefinementResult refine(std::int64_t j, int max_iterations, LsMethod method, double smallest_r,
+                            double norm_a) override {
     const double* b = b_.data + j * b_.ld;
     double* x = x_.data + j * x_.ld;
     if (qr64_) {
       DeviceLsSteps<double> steps(ctx_, a_, b, *qr64_, a_scale_, x, r_.data());
-      return solvers_detail::refine(steps, true, max_iterations, method, smallest_r);
+      return solvers_detail::refine(steps, true, max_iterations, method, smallest_r, norm_a);
     }
     DeviceLsSteps<float> steps(ctx_, a_, b, *qr32_, a_scale_, x, r_.data());
-    return solvers_detail::refine(steps, false, max_iterations, method, smallest_r);
+    return solvers_detail::refine(steps, false, max_iterations, method, smallest_r, norm_a);
   }
 
   std::vector<double> residual_norms() override {
