@@ -299,7 +299,10 @@ std::string LeastSquaresReport::path() const {
     if (accepted(t.stop))
       out += (t.gmres ? "/gmres(" : t.x_only ? "/x-only(" : "/augmented(") + std::to_string(t.iterations) + ")";
     else
-      out += std::string(t.gmres ? " gmres" : t.x_only ? " x-only" : "") + "[" + to_string(t.stop) +
+      out += std::string(t.gmres    ? " gmres"
+                         : t.x_only ? " x-only"
+                                    : "") +
+             "[" + to_string(t.stop) +
              (t.stop == LeastSquaresStop::RankUndecided ? std::string() : " after " + std::to_string(t.iterations)) +
              "]";
   }
@@ -362,8 +365,7 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
       FactorScales scales;
       const bool fp64 = path[i] == Precision::FP64;
       report.attempts.push_back(attempt(*space, fp64, a.rows, a.cols, b.cols, block, options,
-                                        !fp64 && options.refinement == LeastSquaresOptions::Refinement::Gmres,
-                                        scales));
+                                        !fp64 && options.refinement == LeastSquaresOptions::Refinement::Gmres, scales));
       report.fell_back = i > 0;
       if (accepted(report.attempts.back().stop)) {
         report.converged = true;
@@ -373,31 +375,24 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
       // reaches FP64's accuracy where the system is consistent (accepted only there: LsMethod);
       // then GMRES-LS where asked. Each on every column again (one attempt, one stop).
       const LeastSquaresStop stop = report.attempts.back().stop;
-      if (!fp64 && stop != LeastSquaresStop::RankUndecided &&
-          options.refinement != LeastSquaresOptions::Refinement::Gmres) {
-        LeastSquaresAttempt x_only;
-        x_only.precision = path[i];
-        x_only.x_only = true;
-        x_only.diagonal_ratio = report.attempts.back().diagonal_ratio;
-        refine_columns(*space, b.cols, options, scales, x_only);
-        report.attempts.push_back(x_only);
-        if (accepted(x_only.stop)) {
-          report.converged = true;
-          break;
-        }
+      const auto rescue = [&](bool gmres) {  // another refinement with the same factors
+        LeastSquaresAttempt again;
+        again.precision = path[i];
+        again.gmres = gmres;
+        again.x_only = !gmres;
+        again.diagonal_ratio = report.attempts.back().diagonal_ratio;
+        refine_columns(*space, b.cols, options, scales, again);
+        report.attempts.push_back(again);
+        return accepted(again.stop);
+      };
+      const bool cheap_factors = !fp64 && stop != LeastSquaresStop::RankUndecided;
+      if (cheap_factors && options.refinement != LeastSquaresOptions::Refinement::Gmres && rescue(false)) {
+        report.converged = true;
+        break;
       }
-      if (options.refinement == LeastSquaresOptions::Refinement::AugmentedThenGmres && !fp64 &&
-          stop != LeastSquaresStop::RankUndecided) {
-        LeastSquaresAttempt rescue;
-        rescue.precision = path[i];
-        rescue.gmres = true;
-        rescue.diagonal_ratio = report.attempts.back().diagonal_ratio;
-        refine_columns(*space, b.cols, options, scales, rescue);
-        report.attempts.push_back(rescue);
-        if (accepted(rescue.stop)) {
-          report.converged = true;
-          break;
-        }
+      if (cheap_factors && options.refinement == LeastSquaresOptions::Refinement::AugmentedThenGmres && rescue(true)) {
+        report.converged = true;
+        break;
       }
     }
     if (report.attempts.back().stop == LeastSquaresStop::RankUndecided) space->fill_x_with_nan();  // no solution

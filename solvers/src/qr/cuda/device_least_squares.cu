@@ -200,11 +200,8 @@ class DeviceLsSteps final : public LsSteps {
   }
 
   Norms x_step() override {
-    const std::int64_t m = a_.rows, n = a_.cols;
-    const double minus_one = -1, one = 1;
-    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(f_.data(), b_, sizeof(double) * m, cudaMemcpyDeviceToDevice, ctx_.stream()));
-    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(m), int(n), &minus_one, a_.data, int(a_.ld), x_,
-                                      1, &one, f_.data(), 1));
+    const std::int64_t n = a_.cols;
+    b_minus_ax(f_.data());
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(g_.data(), 0, sizeof(double) * n, ctx_.stream()));
     const int e = correct(f_.data(), g_.data(), 0);
     add_scaled_kernel<<<blocks_for(n), 256, 0, ctx_.stream()>>>(z_.data(), n, e + a_exponent_, false, x_);
@@ -214,12 +211,8 @@ class DeviceLsSteps final : public LsSteps {
   }
   std::int64_t rows() const override { return a_.rows; }
   double residual_norm() override {
-    const std::int64_t m = a_.rows, n = a_.cols;
-    const double minus_one = -1, one = 1;
-    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(f_.data(), b_, sizeof(double) * m, cudaMemcpyDeviceToDevice, ctx_.stream()));
-    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(m), int(n), &minus_one, a_.data, int(a_.ld), x_,
-                                      1, &one, f_.data(), 1));
-    return nrm2(ctx_.cublas(), m, f_.data());
+    b_minus_ax(f_.data());
+    return nrm2(ctx_.cublas(), a_.rows, f_.data());
   }
   void reserve(int slots) override {
     const std::int64_t length = a_.rows + a_.cols;
@@ -285,6 +278,14 @@ class DeviceLsSteps final : public LsSteps {
 
  private:
   double* slot(int index) { return slots_.data() + index * (a_.rows + a_.cols); }
+
+  // f := b - A x in FP64 (m entries).
+  void b_minus_ax(double* f) {
+    const double minus_one = -1, one = 1;
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(f, b_, sizeof(double) * a_.rows, cudaMemcpyDeviceToDevice, ctx_.stream()));
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(a_.rows), int(a_.cols), &minus_one, a_.data,
+                                      int(a_.ld), x_, 1, &one, f, 1));
+  }
 
   // The factors' solution of [I A'; A'^T 0] [dr; z] = [f; g 2^er] (A' = a_scale A), both
   // right-hand sides scaled by 2^-e into T's range: h = R^-T (g 2^(er-e)), d = Q^T (f 2^-e),
