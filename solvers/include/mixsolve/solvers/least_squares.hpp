@@ -42,11 +42,12 @@ struct LeastSquaresOptions {
   bool fallback = true;
   /// Householder reflectors per compact-WY block; 0: 32 for host matrices, 128 for device ones.
   int block_size = 0;
-  /// The refinement of the cheaper factors: Augmented (the plain steps), Gmres (GMRES-LS) or
-  /// AugmentedThenGmres (the plain steps; where they do not converge, GMRES-LS on the same factors
-  /// as an attempt of its own, before any FP64 QR). FP64 factors take the plain steps. GMRES-LS
-  /// takes fewer outer steps than the plain ones near kappa u_32 ~ 0.1 but has not yet extended
-  /// their reach on the device (docs/least_squares.md), hence the default.
+  /// The refinement of the cheaper factors: Augmented (the plain steps; where they do not
+  /// converge, x refined alone with the same factors, an attempt of its own, before any FP64 QR),
+  /// Gmres (GMRES-LS only) or AugmentedThenGmres (as Augmented, then GMRES-LS with the same
+  /// factors). FP64 factors take the plain steps. GMRES-LS takes fewer outer steps than the plain
+  /// ones near kappa u_32 ~ 0.1 but has not yet extended their reach on the device
+  /// (docs/least_squares.md), hence the default.
   enum class Refinement { Augmented, Gmres, AugmentedThenGmres };
   Refinement refinement = Refinement::Augmented;
 };
