@@ -131,16 +131,15 @@ LsSteps::Norms gmres_step(LsSteps& s, double alpha) {
 LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations, LsMethod method, double smallest_r,
                           double norm_a) {
   constexpr double kUnit = 0x1p-53;
-  const double norm_b = steps.start();
-  const double first_residual = method == LsMethod::XOnly ? 0 : steps.residual_norm();
+  const LsSteps::Start first = steps.start();
+  const double norm_b = first.b, first_residual = first.r;
   // An accepted x must not have a larger residual than the first x, an XOnly x one above FP64's
   // rounding level (LsMethod).
   const auto checked = [&](LsStop stop, double norm_x) {
     const double residual = steps.residual_norm();
-    const double bound =
-        method == LsMethod::XOnly
-            ? 8 * std::sqrt(double(steps.rows())) * kUnit * (norm_b + norm_a * norm_x)
-            : first_residual * (1 + 0x1p-20) + 0x1p-40 * norm_b;
+    const double bound = method == LsMethod::XOnly
+                             ? 8 * std::sqrt(double(steps.rows())) * kUnit * (norm_b + norm_a * norm_x)
+                             : first_residual * (1 + 0x1p-20) + 0x1p-40 * norm_b;
     return residual <= bound ? stop : LsStop::Diverged;
   };
   if (method == LsMethod::Gmres) steps.reserve(kGmresSteps + 2);
@@ -203,7 +202,7 @@ class HostLsSteps final : public LsSteps {
 
   // The cheap factors' solution, x = a_scale R^-1 (Q^T b)(1:n) / s with b scaled by s into T's
   // range, and r = b - A x in FP64.
-  double start() override {
+  Start start() override {
     const std::int64_t m = a_.rows, n = a_.cols;
     const std::vector<double> bv(b_, b_ + m);
     const double s = power_of_two_scale(bv, {});
@@ -212,12 +211,8 @@ class HostLsSteps final : public LsSteps {
     qr_.apply_qt(host_view(c.data(), m, 1, m));
     qr_.solve_r(host_view(c.data(), n, 1, m));
     for (std::int64_t i = 0; i < n; ++i) x_[i] = double(c[i]) * a_scale_ / s;
-    for (std::int64_t i = 0; i < m; ++i) {
-      double sum = b_[i];
-      for (std::int64_t j = 0; j < n; ++j) sum -= a_(i, j) * x_[j];
-      r_[i] = sum;
-    }
-    return norm2(b_, m);
+    b_minus_ax(r_);
+    return {norm2(b_, m), norm2(r_, m)};
   }
 
   Norms step() override {
@@ -230,12 +225,8 @@ class HostLsSteps final : public LsSteps {
   }
 
   Norms x_step() override {
-    const std::int64_t m = a_.rows, n = a_.cols;
-    for (std::int64_t i = 0; i < m; ++i) {
-      double sum = b_[i];
-      for (std::int64_t j = 0; j < n; ++j) sum -= a_(i, j) * x_[j];
-      f_[i] = sum;
-    }
+    const std::int64_t n = a_.cols;
+    b_minus_ax(f_.data());
     g_.assign(n, 0.0);
     augmented_correction(qr_, a_scale_, f_, g_, dx_, dr_);
     for (std::int64_t j = 0; j < n; ++j) x_[j] += dx_[j];
@@ -243,10 +234,8 @@ class HostLsSteps final : public LsSteps {
   }
   std::int64_t rows() const override { return a_.rows; }
   double residual_norm() override {
-    std::vector<double> residual(b_, b_ + a_.rows);
-    for (std::int64_t j = 0; j < a_.cols; ++j)
-      for (std::int64_t i = 0; i < a_.rows; ++i) residual[i] -= a_(i, j) * x_[j];
-    return norm2(residual.data(), a_.rows);
+    b_minus_ax(f_.data());
+    return norm2(f_.data(), a_.rows);
   }
   void reserve(int slots) override { slots_.assign(slots, std::vector<double>(a_.rows + a_.cols)); }
   void residual(int to, double alpha) override {
@@ -312,6 +301,14 @@ class HostLsSteps final : public LsSteps {
   std::vector<double> f_, g_, dx_, dr_;
   std::vector<std::vector<double>> slots_;  // GMRES-LS's augmented vectors
 
+  // f := b - A x in FP64 (each entry one FP64 sum of products).
+  void b_minus_ax(double* f) const {
+    for (std::int64_t i = 0; i < a_.rows; ++i) {
+      double sum = b_[i];
+      for (std::int64_t j = 0; j < a_.cols; ++j) sum -= a_(i, j) * x_[j];
+      f[i] = sum;
+    }
+  }
   // f := b - r - A x and g := -(a_scale A)^T r g_scale, in FP64 (each entry one FP64 sum of
   // products; a_scale A is exact and near 1; g_scale, 1 or 1 / alpha, a power of two).
   void augmented_residual(double* f, double* g, double g_scale) const {

@@ -58,9 +58,12 @@ class LsSteps {
   struct Norms {
     double x, dx, dr;  // ||x||_2 after the step, ||dx||_2, ||dr||_2
   };
+  struct Start {
+    double b, r;  // ||b||_2, ||r||_2 = ||b - A x||_2 of the first x
+  };
   virtual ~LsSteps() = default;
-  // x := the factors' solution, r := b - A x in FP64; returns ||b||_2.
-  virtual double start() = 0;
+  // x := the factors' solution, r := b - A x in FP64.
+  virtual Start start() = 0;
   // One step: f = b - r - A x and g = -A^T r in FP64, the corrections from the factors (the
   // right-hand sides scaled by a power of two into the factors' range), x += dx, r += dr.
   virtual Norms step() = 0;

@@ -157,7 +157,7 @@ class DeviceLsSteps final : public LsSteps {
         h_(ctx, a.cols),
         z_(ctx, a.cols) {}
 
-  double start() override {
+  Start start() override {
     const std::int64_t m = a_.rows, n = a_.cols;
     // x = a_scale R^-1 (Q^T b 2^-e)(1:n) 2^e, b scaled into T's range by 2^-e.
     const int e = rhs_scale_exponent(max_abs(ctx_.cublas(), ctx_.stream(), m, b_));
@@ -167,11 +167,8 @@ class DeviceLsSteps final : public LsSteps {
     qr_.solve_r(device_view(d_.data(), m, 1, m));
     add_scaled_kernel<<<blocks_for(n), 256, 0, ctx_.stream()>>>(d_.data(), n, e + a_exponent_, true, x_);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(r_, b_, sizeof(double) * m, cudaMemcpyDeviceToDevice, ctx_.stream()));
-    const double minus_one = -1, one = 1;
-    MIXSOLVE_CUBLAS_CHECK(
-        cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(m), int(n), &minus_one, a_.data, int(a_.ld), x_, 1, &one, r_, 1));
-    return nrm2(ctx_.cublas(), m, b_);
+    b_minus_ax(r_);
+    return {nrm2(ctx_.cublas(), m, b_), nrm2(ctx_.cublas(), m, r_)};
   }
 
   Norms step() override {
