@@ -14,7 +14,7 @@
 //
 //   lstsq_benchmark [--shapes 65536x4096,262144x256,16384x16384] [--backends cublas-sgemm,tf32tf32,halfhalf]
 //                   [--panels tsqr,cusolver] [--block 128] [--conds 1e2,1e6,1e8] [--refinements augmented,gmres]
-//                   [--irs 32F] [--reps 3] [--json out.json]
+//                   [--irs 32F] [--lstsq yes|no] [--reps 3] [--json out.json]
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <nvtx3/nvToolsExt.h>
@@ -83,8 +83,11 @@ int main(int argc, char** argv) try {
   for (const std::string& r : refinements)
     if (r != "augmented" && r != "gmres")
       throw InvalidArgument("--refinements: \"" + r + "\" is neither augmented nor gmres");
+  // --conds none: least squares on the uniform A only; --lstsq no: the QR rows alone.
   std::vector<double> conds;
-  for (const std::string& text : opt.list("conds", "1e2,1e6,1e8")) conds.push_back(std::stod(text));
+  for (const std::string& text : opt.list("conds", "1e2,1e6,1e8"))
+    if (text != "none") conds.push_back(std::stod(text));
+  const bool lstsq = opt.get("lstsq", "yes") != "no";
   const int reps = std::stoi(opt.get("reps", "3"));
   Context ctx;
   nlohmann::json out = mixsolve::bench::device_json();
@@ -273,8 +276,8 @@ int main(int argc, char** argv) try {
         }
       }
     };
-    lstsq_rows(a, "uniform");
-    for (const double cond : conds) {
+    if (lstsq) lstsq_rows(a, "uniform");
+    for (const double cond : lstsq ? conds : std::vector<double>{}) {
       DeviceBuffer<double> svd(ctx, m * n);
       TestMatrixSpec spec = TestMatrixSpec::parse("svd_geo");
       spec.cond = cond;

@@ -64,6 +64,47 @@ __device__ inline void load_aligned(const T* src, T (&dst)[N]) {
   }
 }
 
+// dst[0 .. N) := src[0 .. N) for a 16-byte aligned dst in shared memory, as 16-byte stores.
+template <class T, int N>
+__device__ inline void store_aligned(const T (&src)[N], T* dst) {
+  if constexpr (sizeof(T) == 4) {
+#pragma unroll
+    for (int q = 0; q < N / 4; ++q)
+      reinterpret_cast<float4*>(dst)[q] = make_float4(src[4 * q], src[4 * q + 1], src[4 * q + 2], src[4 * q + 3]);
+  } else {
+#pragma unroll
+    for (int q = 0; q < N / 2; ++q) reinterpret_cast<double2*>(dst)[q] = make_double2(src[2 * q], src[2 * q + 1]);
+  }
+}
+
+// The per-warp partial sums of one column, stored transposed (partial[column][warp]) with this
+// row length: a whole row loads as 16-byte vectors, and 8 lanes reading 8 different rows hit 32
+// different banks (the row length is an odd multiple of 16 bytes).
+template <class T, int Warps>
+constexpr int kPartialLd = Warps + 16 / int(sizeof(T));
+
+// The sum of a row of Warps partial sums: 16-byte vectors added lane-wise, then their lanes.
+template <class T, int Warps>
+__device__ inline T sum_partials(const T* row) {
+  if constexpr (sizeof(T) == 4) {
+    float4 acc = reinterpret_cast<const float4*>(row)[0];
+#pragma unroll
+    for (int q = 1; q < Warps / 4; ++q) {
+      const float4 e = reinterpret_cast<const float4*>(row)[q];
+      acc.x += e.x, acc.y += e.y, acc.z += e.z, acc.w += e.w;
+    }
+    return (acc.x + acc.y) + (acc.z + acc.w);
+  } else {
+    double2 acc0 = reinterpret_cast<const double2*>(row)[0], acc1 = reinterpret_cast<const double2*>(row)[1];
+#pragma unroll
+    for (int q = 2; q < Warps / 2; q += 2) {
+      const double2 e = reinterpret_cast<const double2*>(row)[q], f = reinterpret_cast<const double2*>(row)[q + 1];
+      acc0.x += e.x, acc0.y += e.y, acc1.x += f.x, acc1.y += f.y;
+    }
+    return (acc0.x + acc0.y) + (acc1.x + acc1.y);
+  }
+}
+
 struct Sum {
   __device__ double operator()(double a, double b) const { return a + b; }
 };
@@ -96,31 +137,96 @@ __device__ void store_tile(const T* tile, int h, int cols, T* x, std::int64_t ld
     for (int i = threadIdx.x; i < h; i += Warps * 32) x[begin + i + c * ldx] = tile[c * kTileLd<T, Warps> + i];
 }
 
-// One level of the tree going up: block k factorizes rows [begin, end) of x (leading dimension
-// ldx) in place by Householder (LAPACK's larfg per column: beta = -sign(alpha) ||x||,
-// v = x / (alpha - beta), tau = (beta - alpha) / beta, tau = 0 where x below the diagonal is 0),
-// its taus to tau[k cols ..], its R (cols x cols, zeros below) to rows [k cols, (k + 1) cols) of
-// r (leading dimension ldr). The norm is accumulated in FP64 (for FP32 data no square under- or
-// overflows there), for FP64 data after scaling by a power of two near the column's largest
-// entry. Column j is spread over each warp's lanes, which form v in shared memory; every lane
-// c > j takes (I - tau v v^T).
+// The fast path's range, with R = 100 for FP32 and 900 for FP64: |alpha| <= 2^(R / 2),
+// ||x below alpha||^2 in [2^-R, 2^R], each reflector's multiplier s finite and 0 or >= 2^-R. No
+// square, product or quotient of a column's factorization over- or underflows inside it.
+template <class T>
+constexpr double kFastTiny = sizeof(T) == 4 ? 0x1p-100 : 0x1p-900;  // 2^-R
+template <class T>
+constexpr double kFastAlphaLimit = sizeof(T) == 4 ? 0x1p50 : 0x1p450;  // 2^(R / 2)
+
+// Householder on a block's tile with ONE block-wide reduction per column (LAPACK's larfg
+// reflector, computed differently). Thread (warp w, lane c) holds column c of the warp's
+// kRowsPerThread rows in registers. For column j with x = its entries from row j down (alpha =
+// x_j), every thread's partial sum x^T a_c over its rows, for c = j without row j, goes into one
+// reduction: ||x below alpha||^2 from column j's, d_c = x^T a_c from the others. Then beta =
+// -sign(alpha) sqrt(alpha^2 + ||x below||^2), and with the unnormalised reflector u = x - beta e_j
+// (u^T a_c = d_c - beta a_jc), H a_c = a_c - s_c u, s_c = (d_c - beta a_jc) / (beta (beta - alpha)):
+// tau = (beta - alpha) / beta and v = u / (alpha - beta) as larfg's. Row j of each column c > j is
+// final then (R's row j) and goes to the tile; its register is zeroed, so a column's registers
+// above its diagonal are zero by the time it is reduced. The loop over columns is unrolled so
+// that row j's register has a fixed index.
+// Returns false (every thread alike) where a column leaves the fast range; the tile is then
+// partly factorized and the caller starts over on the robust path.
 template <class T, int Warps>
-__global__ void __launch_bounds__(Warps * 32)
-    factor_blocks_kernel(T* x, std::int64_t ldx, std::int64_t rows, std::int64_t blocks, int cols, T* tau, T* r,
-                         std::int64_t ldr) {
-  extern __shared__ __align__(16) unsigned char shared_bytes[];
-  T* tile = reinterpret_cast<T*>(shared_bytes);
+__device__ bool factor_tile_one_reduction(T* tile, int cols, T* tau_shared) {
+  constexpr int ld = kTileLd<T, Warps>, per_thread = kRowsPerThread<T>, block_rows = kBlockRows<T, Warps>;
+  constexpr int partial_ld = kPartialLd<T, Warps>;
+  __shared__ __align__(16) T column[2][block_rows];  // column j, spread over its warps' lanes
+  __shared__ __align__(16) T partial[2][32][partial_ld];
+  __shared__ T row_j[2][32];
+  // Alternating buffers: one barrier per column.
+  const int w = threadIdx.x / 32, c = threadIdx.x % 32, row0 = w * per_thread;
+  constexpr T tiny = T(kFastTiny<T>), huge = T(1 / kFastTiny<T>), alpha_limit = T(kFastAlphaLimit<T>);
+  T a[per_thread], x[per_thread];
+#pragma unroll
+  for (int t = 0; t < per_thread; ++t) a[t] = tile[c * ld + row0 + t];
+  bool outside = false;  // this thread's last multiplier left the fast range
+#pragma unroll
+  for (int j = 0; j < kTsqrMaxCols; ++j) {
+    if (j >= cols) break;
+    const int jw = j / per_thread, jt = j % per_thread, buffer = j % 2;
+    T* spread = column[buffer];
+    if (c == j) store_aligned(a, spread + row0);
+    __syncwarp();
+    load_aligned(spread + row0, x);
+    const bool own_diagonal = w == jw && c == j;
+    T dot[4] = {0, 0, 0, 0};  // four chains of FMAs, not one
+#pragma unroll
+    for (int t = 0; t < per_thread; ++t)
+      if (t != jt || !own_diagonal) dot[t % 4] += x[t] * a[t];
+    partial[buffer][c][w] = (dot[0] + dot[1]) + (dot[2] + dot[3]);
+    if (w == jw) row_j[buffer][c] = a[jt];
+    if (__syncthreads_or(outside)) return false;
+    const T below = sum_partials<T, Warps>(partial[buffer][j]), alpha = row_j[buffer][j];
+    if (!(below >= tiny && below <= huge && fabs(alpha) <= alpha_limit)) return false;  // alike in every thread
+    const T norm = std::sqrt(alpha * alpha + below);
+    const T beta = alpha >= T(0) ? -norm : norm;
+    const T divisor = alpha - beta;  // |alpha| + norm: no cancellation
+    const T reciprocal = T(1) / divisor;
+    // Column j is final: v below the diagonal, beta on it (R's rows above it went to the tile at
+    // earlier columns). Lane l writes row row0 + l.
+    if (c < per_thread) {
+      const int i = row0 + c;
+      if (i > j) tile[j * ld + i] = spread[i] * reciprocal;
+      if (i == j) tile[j * ld + i] = beta;
+    }
+    if (threadIdx.x == 0) tau_shared[j] = (beta - alpha) / beta;
+    if (c > j && c < cols) {
+      const T a_jc = row_j[buffer][c];
+      const T s = (sum_partials<T, Warps>(partial[buffer][c]) - beta * a_jc) / (beta * -divisor);
+      outside = !(std::isfinite(s) && (s == T(0) || fabs(s) >= tiny));
+      if (w == 0) tile[c * ld + j] = a_jc - s * divisor;  // R(j, c)
+#pragma unroll
+      for (int t = 0; t < per_thread; ++t) a[t] -= s * x[t];
+      if (w == jw) a[jt] = T(0);
+    }
+  }
+  return !__syncthreads_or(outside);
+}
+
+// Householder on a block's tile for any data: two block reductions per column (larfg's), the
+// norm accumulated in FP64 (for FP32 data no square under- or overflows there), for FP64 data
+// after scaling by a power of two near the column's largest entry. Column j is spread over each
+// warp's lanes, which form v in shared memory; every lane c > j takes (I - tau v v^T).
+template <class T, int Warps>
+__device__ void factor_tile_robust(T* tile, int cols, T* tau_shared) {
   __shared__ __align__(16) T v_shared[kBlockRows<T, Warps>];
   __shared__ T partial[Warps][32];
-  __shared__ T tau_shared[kTsqrMaxCols];
   __shared__ T alpha_shared;
   __shared__ double scratch[Warps];
   constexpr int ld = kTileLd<T, Warps>, per_thread = kRowsPerThread<T>;
-  std::int64_t begin, end;
-  block_range(rows, blocks, blockIdx.x, begin, end);
-  const int h = int(end - begin), w = threadIdx.x / 32, c = threadIdx.x % 32;
-  load_tile<T, Warps>(x, ldx, begin, h, cols, tile);
-  __syncthreads();
+  const int w = threadIdx.x / 32, c = threadIdx.x % 32;
   // Thread (w, c) holds column c of the warp's rows row0 .. row0 + per_thread - 1. Column j is
   // final once step j is done: its lanes write it back to the tile then, so no register of a
   // finished column is touched again.
@@ -193,6 +299,32 @@ __global__ void __launch_bounds__(Warps * 32)
       for (int t = 0; t < per_thread; ++t) a[t] -= v[t] * sum;
     }
   }
+}
+
+// One level of the tree going up: block k factorizes rows [begin, end) of x (leading dimension
+// ldx) in place by Householder (LAPACK's larfg per column: beta = -sign(alpha) ||x||,
+// v = x / (alpha - beta), tau = (beta - alpha) / beta, tau = 0 where x below the diagonal is 0),
+// its taus to tau[k cols ..], its R (cols x cols, zeros below) to rows [k cols, (k + 1) cols) of
+// r (leading dimension ldr). The one-reduction path where every column is in its range, else
+// the robust path from the block's input again.
+template <class T, int Warps>
+__global__ void __launch_bounds__(Warps * 32)
+    factor_blocks_kernel(T* x, std::int64_t ldx, std::int64_t rows, std::int64_t blocks, int cols, T* tau, T* r,
+                         std::int64_t ldr) {
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  T* tile = reinterpret_cast<T*>(shared_bytes);
+  __shared__ T tau_shared[kTsqrMaxCols];
+  constexpr int ld = kTileLd<T, Warps>;
+  std::int64_t begin, end;
+  block_range(rows, blocks, blockIdx.x, begin, end);
+  const int h = int(end - begin);
+  load_tile<T, Warps>(x, ldx, begin, h, cols, tile);
+  __syncthreads();
+  if (!factor_tile_one_reduction<T, Warps>(tile, cols, tau_shared)) {
+    load_tile<T, Warps>(x, ldx, begin, h, cols, tile);  // every thread is past its last tile access
+    __syncthreads();
+    factor_tile_robust<T, Warps>(tile, cols, tau_shared);
+  }
   __syncthreads();
   store_tile<T, Warps>(tile, h, cols, x, ldx, begin);
   for (int col = 0; col < cols; ++col)
@@ -212,7 +344,7 @@ __global__ void __launch_bounds__(Warps * 32)
                   const T* c, std::int64_t ldc, T* q, std::int64_t ldq) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   T* tile = reinterpret_cast<T*>(shared_bytes);
-  __shared__ T partial[2][Warps][32];  // alternating: one barrier per reflector
+  __shared__ __align__(16) T partial[2][32][kPartialLd<T, Warps>];  // alternating: one barrier per reflector
   __shared__ T taus[kTsqrMaxCols];
   constexpr int ld = kReflectorLd<T, Warps>, per_thread = kRowsPerThread<T>;
   std::int64_t begin, end;
@@ -240,11 +372,9 @@ __global__ void __launch_bounds__(Warps * 32)
     load_aligned(tile + j * ld + row0, v);
 #pragma unroll
     for (int t = 0; t < per_thread; ++t) dot[t % 4] += v[t] * out[t];
-    partial[buffer][w][lane] = (dot[0] + dot[1]) + (dot[2] + dot[3]);
+    partial[buffer][lane][w] = (dot[0] + dot[1]) + (dot[2] + dot[3]);
     __syncthreads();
-    T sum = 0;
-    for (int p = 0; p < Warps; ++p) sum += partial[buffer][p][lane];
-    sum *= t_j;
+    const T sum = sum_partials<T, Warps>(partial[buffer][lane]) * t_j;
 #pragma unroll
     for (int t = 0; t < per_thread; ++t) out[t] -= v[t] * sum;
   }
