@@ -124,17 +124,33 @@ __device__ double block_reduce(double v, double* scratch, Op op) {
   return total;
 }
 
-// Rows [begin, begin + h) of x's first cols columns (zeros elsewhere) into the tile, coalesced.
-template <class T, int Warps>
+// Rows [begin, begin + h) of x's first cols columns (zeros elsewhere) into a tile of leading
+// dimension Ld; with UnitLower, as reflectors: their unit diagonal, zeros above it. Thread i
+// takes row i: its 32 loads are coalesced across the block and all in flight at once.
+template <class T, int Warps, int Ld, bool UnitLower = false>
 __device__ void load_tile(const T* x, std::int64_t ldx, std::int64_t begin, int h, int cols, T* tile) {
-  for (int c = 0; c < kTsqrMaxCols; ++c)
-    for (int i = threadIdx.x; i < kBlockRows<T, Warps>; i += Warps * 32)
-      tile[c * kTileLd<T, Warps> + i] = i < h && c < cols ? x[begin + i + c * ldx] : T(0);
+  static_assert(kBlockRows<T, Warps> <= Warps * 32, "a row per thread");
+  const int i = threadIdx.x;
+  if (i >= kBlockRows<T, Warps>) return;
+  T row[kTsqrMaxCols];
+#pragma unroll
+  for (int c = 0; c < kTsqrMaxCols; ++c) {
+    const bool inside = i < h && c < cols;
+    if constexpr (UnitLower)
+      row[c] = inside && i > c ? x[begin + i + c * ldx] : T(inside && i == c);
+    else
+      row[c] = inside ? x[begin + i + c * ldx] : T(0);
+  }
+#pragma unroll
+  for (int c = 0; c < kTsqrMaxCols; ++c) tile[c * Ld + i] = row[c];
 }
-template <class T, int Warps>
+template <class T, int Ld>
 __device__ void store_tile(const T* tile, int h, int cols, T* x, std::int64_t ldx, std::int64_t begin) {
-  for (int c = 0; c < cols; ++c)
-    for (int i = threadIdx.x; i < h; i += Warps * 32) x[begin + i + c * ldx] = tile[c * kTileLd<T, Warps> + i];
+  const int i = threadIdx.x;
+  if (i >= h) return;
+#pragma unroll
+  for (int c = 0; c < kTsqrMaxCols; ++c)
+    if (c < cols) x[begin + i + c * ldx] = tile[c * Ld + i];
 }
 
 // The fast path's range, with R = 100 for FP32 and 900 for FP64: |alpha| <= 2^(R / 2),
@@ -318,19 +334,22 @@ __global__ void __launch_bounds__(Warps * 32)
   std::int64_t begin, end;
   block_range(rows, blocks, blockIdx.x, begin, end);
   const int h = int(end - begin);
-  load_tile<T, Warps>(x, ldx, begin, h, cols, tile);
+  load_tile<T, Warps, ld>(x, ldx, begin, h, cols, tile);
   __syncthreads();
   if (!factor_tile_one_reduction<T, Warps>(tile, cols, tau_shared)) {
-    load_tile<T, Warps>(x, ldx, begin, h, cols, tile);  // every thread is past its last tile access
+    load_tile<T, Warps, ld>(x, ldx, begin, h, cols, tile);  // every thread is past its last tile access
     __syncthreads();
     factor_tile_robust<T, Warps>(tile, cols, tau_shared);
   }
   __syncthreads();
-  store_tile<T, Warps>(tile, h, cols, x, ldx, begin);
-  for (int col = 0; col < cols; ++col)
-    for (int i = threadIdx.x; i < cols; i += Warps * 32)
-      r[blockIdx.x * std::int64_t(cols) + i + col * ldr] = i <= col ? tile[col * ld + i] : T(0);
-  if (threadIdx.x < cols) tau[blockIdx.x * std::int64_t(cols) + threadIdx.x] = tau_shared[threadIdx.x];
+  store_tile<T, ld>(tile, h, cols, x, ldx, begin);
+  if (threadIdx.x < cols) {  // thread i: row i of R and tau_i
+    const int i = threadIdx.x;
+#pragma unroll
+    for (int col = 0; col < kTsqrMaxCols; ++col)
+      if (col < cols) r[blockIdx.x * std::int64_t(cols) + i + col * ldr] = i <= col ? tile[col * ld + i] : T(0);
+    tau[blockIdx.x * std::int64_t(cols) + i] = tau_shared[i];
+  }
 }
 
 // One level of the tree going down: block k forms its rows of the explicit Q, H_0 .. H_{cols-1}
@@ -352,9 +371,7 @@ __global__ void __launch_bounds__(Warps * 32)
   const int h = int(end - begin), w = threadIdx.x / 32, lane = threadIdx.x % 32;
   const std::int64_t slice = blockIdx.x * std::int64_t(cols);
   if (threadIdx.x < cols) taus[threadIdx.x] = tau[slice + threadIdx.x];
-  for (int col = 0; col < kTsqrMaxCols; ++col)
-    for (int i = threadIdx.x; i < kBlockRows<T, Warps>; i += Warps * 32)
-      tile[col * ld + i] = i < h && col < cols ? (i > col ? x[begin + i + col * ldx] : T(i == col)) : T(0);
+  load_tile<T, Warps, ld, true>(x, ldx, begin, h, cols, tile);
   T out[per_thread], v[per_thread];
   const int row0 = w * per_thread;  // this warp's rows, as in the factorization
 #pragma unroll
@@ -382,8 +399,7 @@ __global__ void __launch_bounds__(Warps * 32)
 #pragma unroll
   for (int t = 0; t < per_thread; ++t) tile[lane * ld + row0 + t] = out[t];
   __syncthreads();
-  for (int col = 0; col < cols; ++col)
-    for (int i = threadIdx.x; i < h; i += Warps * 32) q[begin + i + col * ldq] = tile[col * ld + i];
+  store_tile<T, ld>(tile, h, cols, q, ldq, begin);
 }
 
 // The reconstruction's top block, thread (p, l) = (warp, lane) on entry (p, l). M :=
