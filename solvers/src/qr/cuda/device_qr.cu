@@ -31,23 +31,23 @@ void geqrf(cusolverDnHandle_t h, int m, int n, float* a, int lda, float* tau, fl
 void geqrf(cusolverDnHandle_t h, int m, int n, double* a, int lda, double* tau, double* work, int lwork, int* info) {
   MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf(h, m, n, a, lda, tau, work, lwork, info));
 }
-// y := alpha op(V) x + beta y for V rows x cols (leading dimension rows); cuBLAS's GEMV for one
+// y := alpha op(V) x + beta y for V rows x cols (leading dimension ldv); cuBLAS's GEMV for one
 // column, its GEMM for several.
-void multiply(cublasHandle_t h, cublasOperation_t op, int rows, int cols, int k, float alpha, const float* v,
+void multiply(cublasHandle_t h, cublasOperation_t op, int rows, int cols, int k, float alpha, const float* v, int ldv,
               const float* x, int ldx, float beta, float* y, int ldy) {
   const int out = op == CUBLAS_OP_N ? rows : cols, inner = op == CUBLAS_OP_N ? cols : rows;
   if (k == 1)
-    MIXSOLVE_CUBLAS_CHECK(cublasSgemv(h, op, rows, cols, &alpha, v, rows, x, 1, &beta, y, 1));
+    MIXSOLVE_CUBLAS_CHECK(cublasSgemv(h, op, rows, cols, &alpha, v, ldv, x, 1, &beta, y, 1));
   else
-    MIXSOLVE_CUBLAS_CHECK(cublasSgemm(h, op, CUBLAS_OP_N, out, k, inner, &alpha, v, rows, x, ldx, &beta, y, ldy));
+    MIXSOLVE_CUBLAS_CHECK(cublasSgemm(h, op, CUBLAS_OP_N, out, k, inner, &alpha, v, ldv, x, ldx, &beta, y, ldy));
 }
 void multiply(cublasHandle_t h, cublasOperation_t op, int rows, int cols, int k, double alpha, const double* v,
-              const double* x, int ldx, double beta, double* y, int ldy) {
+              int ldv, const double* x, int ldx, double beta, double* y, int ldy) {
   const int out = op == CUBLAS_OP_N ? rows : cols, inner = op == CUBLAS_OP_N ? cols : rows;
   if (k == 1)
-    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(h, op, rows, cols, &alpha, v, rows, x, 1, &beta, y, 1));
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(h, op, rows, cols, &alpha, v, ldv, x, 1, &beta, y, 1));
   else
-    MIXSOLVE_CUBLAS_CHECK(cublasDgemm(h, op, CUBLAS_OP_N, out, k, inner, &alpha, v, rows, x, ldx, &beta, y, ldy));
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemm(h, op, CUBLAS_OP_N, out, k, inner, &alpha, v, ldv, x, ldx, &beta, y, ldy));
 }
 void trsm(cublasHandle_t h, cublasOperation_t op, int n, int k, const float* a, int lda, float* x, int ldx) {
   const float one = 1;
@@ -162,9 +162,13 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
   for (std::int64_t j0 = 0; j0 < n_; j0 += block) {
     const std::int64_t nb = std::min(block, n_ - j0), rows = m_ - j0, rest = n_ - j0 - nb;
     T* panel = a_.data + j0 + j0 * a_.ld;
-    Block b{j0, nb, DeviceBuffer<T>(ctx, rows * nb), DeviceBuffer<T>(ctx, nb * nb)};
+    // The last block's T is only ever applied piece by piece (apply()): its subpanels' T are
+    // not joined, which saves V^T V (as many flops as the block's panel updates).
+    const bool join = !tsqr || rest > 0;
+    Block b{j0, nb, join ? nb : std::min<std::int64_t>(kTsqrMaxCols, nb), DeviceBuffer<T>(ctx, rows * nb),
+            DeviceBuffer<T>(ctx, nb * nb)};
     if (tsqr) {
-      factor_panel_tsqr(panel, rows, nb, b.v.data(), b.t.data(), s.data());
+      factor_panel_tsqr(panel, rows, nb, b.v.data(), b.t.data(), join ? s.data() : nullptr);
     } else {
       geqrf(solver_.get(), int(rows), int(nb), panel, int(a_.ld), tau_.data() + j0, work_.data(), int(work_.size()),
             info_.data());
@@ -209,9 +213,9 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
 
 // Subpanel by subpanel of kTsqrMaxCols columns: the TSQR tree factorizes it (its V straight into
 // v, the rest of v stays zero; its T on t's diagonal), then C := C - V (T^T (V^T C)) on the
-// panel's columns right of it. Then t's blocks above the diagonal, as in joining two compact WY
-// forms: T(0:s0, s) = -T(0:s0, 0:s0) (V(:, 0:s0)^T V(:, s)) T(s, s), from gram = V^T V (nb x nb):
-// all on the device, no round trip to the host.
+// panel's columns right of it. Then, given gram_buffer, t's blocks above the diagonal, as in
+// joining two compact WY forms: T(0:s0, s) = -T(0:s0, 0:s0) (V(:, 0:s0)^T V(:, s)) T(s, s), from
+// gram = V^T V (nb x nb): all on the device, no round trip to the host.
 template <class T>
 void DeviceQr<T>::factor_panel_tsqr(T* panel, std::int64_t rows, std::int64_t nb, T* v, T* t, T* gram_buffer) {
   const std::int64_t lda = a_.ld, j0 = m_ - rows;
@@ -235,7 +239,7 @@ void DeviceQr<T>::factor_panel_tsqr(T* panel, std::int64_t rows, std::int64_t nb
     trmm(h, CUBLAS_OP_T, width, rest, ts, int(nb), panel_w_.data(), width, panel_tw_.data(), width);
     gemm(h, CUBLAS_OP_N, sub_rows, rest, width, T(-1), vs, int(rows), panel_tw_.data(), width, T(1), c, int(lda));
   }
-  if (nb <= kTsqrMaxCols) return;
+  if (nb <= kTsqrMaxCols || gram_buffer == nullptr) return;
   gram(h, int(nb), int(rows), v, gram_buffer);
   for (std::int64_t s0 = kTsqrMaxCols; s0 < nb; s0 += kTsqrMaxCols) {
     const int width = int(std::min<std::int64_t>(kTsqrMaxCols, nb - s0));
@@ -273,17 +277,26 @@ void DeviceQr<T>::apply(const MatrixView<T>& c, bool transposed) {
     apply_tw_ = DeviceBuffer<T>(ctx_, nb_max * k);
   }
   cublasHandle_t h = ctx_.cublas();
-  const auto apply_block = [&](const Block& b) {
-    const int rows = int(m_ - b.j0), nb = int(b.nb);
-    T* c0 = c.data + b.j0;
-    multiply(h, CUBLAS_OP_T, rows, nb, int(k), T(1), b.v.data(), c0, int(c.ld), T(0), apply_w_.data(), nb);
-    trmm(h, transposed ? CUBLAS_OP_T : CUBLAS_OP_N, nb, int(k), b.t.data(), apply_w_.data(), apply_tw_.data());
-    multiply(h, CUBLAS_OP_N, rows, nb, int(k), T(-1), b.v.data(), apply_tw_.data(), nb, T(1), c0, int(c.ld));
+  // The piece of block b from its column s0 on, `width` wide: rows j0 + s0 .. m of V, T's
+  // diagonal block.
+  const auto apply_piece = [&](const Block& b, std::int64_t s0, int width) {
+    const int ldv = int(m_ - b.j0), rows = int(m_ - b.j0 - s0), ldt = int(b.nb);
+    const T* v = b.v.data() + s0 + s0 * ldv;
+    T* c0 = c.data + b.j0 + s0;
+    multiply(h, CUBLAS_OP_T, rows, width, int(k), T(1), v, ldv, c0, int(c.ld), T(0), apply_w_.data(), width);
+    trmm(h, transposed ? CUBLAS_OP_T : CUBLAS_OP_N, width, int(k), b.t.data() + s0 + s0 * ldt, ldt, apply_w_.data(),
+         width, apply_tw_.data(), width);
+    multiply(h, CUBLAS_OP_N, rows, width, int(k), T(-1), v, ldv, apply_tw_.data(), width, T(1), c0, int(c.ld));
   };
-  if (transposed)
-    for (const Block& b : blocks_) apply_block(b);
-  else
-    for (auto b = blocks_.rbegin(); b != blocks_.rend(); ++b) apply_block(*b);
+  // Q = H_0 H_1 ... H_{n-1}: Q^T applies the pieces first to last, Q last to first.
+  if (transposed) {
+    for (const Block& b : blocks_)
+      for (std::int64_t s0 = 0; s0 < b.nb; s0 += b.piece) apply_piece(b, s0, int(std::min(b.piece, b.nb - s0)));
+  } else {
+    for (auto b = blocks_.rbegin(); b != blocks_.rend(); ++b)
+      for (std::int64_t s0 = (b->nb - 1) / b->piece * b->piece; s0 >= 0; s0 -= b->piece)
+        apply_piece(*b, s0, int(std::min(b->piece, b->nb - s0)));
+  }
 }
 
 template <class T>
