@@ -169,40 +169,38 @@ constexpr double kFastAlphaLimit = sizeof(T) == 4 ? 0x1p50 : 0x1p450;  // 2^(R /
 // -sign(alpha) sqrt(alpha^2 + ||x below||^2), and with the unnormalised reflector u = x - beta e_j
 // (u^T a_c = d_c - beta a_jc), H a_c = a_c - s_c u, s_c = (d_c - beta a_jc) / (beta (beta - alpha)):
 // tau = (beta - alpha) / beta and v = u / (alpha - beta) as larfg's. Row j of each column c > j is
-// final then (R's row j) and goes to the tile; its register is zeroed, so a column's registers
-// above its diagonal are zero by the time it is reduced. The loop over columns is unrolled so
-// that row j's register has a fixed index.
+// final then (R's row j) and goes to the tile. The warp holding row j shifts its registers up by
+// one row as it updates them (row j leaves, a zero enters at the bottom), so row j is always
+// register 0 of warp j / kRowsPerThread and a column's rows above its diagonal are gone by the
+// time it is reduced.
 // Returns false (every thread alike) where a column leaves the fast range; the tile is then
 // partly factorized and the caller starts over on the robust path.
 template <class T, int Warps>
 __device__ bool factor_tile_one_reduction(T* tile, int cols, T* tau_shared) {
   constexpr int ld = kTileLd<T, Warps>, per_thread = kRowsPerThread<T>, block_rows = kBlockRows<T, Warps>;
   constexpr int partial_ld = kPartialLd<T, Warps>;
+  // Alternating buffers: one barrier per column.
   __shared__ __align__(16) T column[2][block_rows];  // column j, spread over its warps' lanes
   __shared__ __align__(16) T partial[2][32][partial_ld];
   __shared__ T row_j[2][32];
-  // Alternating buffers: one barrier per column.
   const int w = threadIdx.x / 32, c = threadIdx.x % 32, row0 = w * per_thread;
   constexpr T tiny = T(kFastTiny<T>), huge = T(1 / kFastTiny<T>), alpha_limit = T(kFastAlphaLimit<T>);
   T a[per_thread], x[per_thread];
 #pragma unroll
   for (int t = 0; t < per_thread; ++t) a[t] = tile[c * ld + row0 + t];
   bool outside = false;  // this thread's last multiplier left the fast range
-#pragma unroll
-  for (int j = 0; j < kTsqrMaxCols; ++j) {
-    if (j >= cols) break;
-    const int jw = j / per_thread, jt = j % per_thread, buffer = j % 2;
+  for (int j = 0; j < cols; ++j) {
+    const int buffer = j % 2;
+    const bool pivot_warp = w == j / per_thread;  // its register 0: row j
     T* spread = column[buffer];
     if (c == j) store_aligned(a, spread + row0);
     __syncwarp();
     load_aligned(spread + row0, x);
-    const bool own_diagonal = w == jw && c == j;
-    T dot[4] = {0, 0, 0, 0};  // four chains of FMAs, not one
+    T dot[4] = {pivot_warp && c == j ? T(0) : x[0] * a[0], 0, 0, 0};  // four chains of FMAs, not one
 #pragma unroll
-    for (int t = 0; t < per_thread; ++t)
-      if (t != jt || !own_diagonal) dot[t % 4] += x[t] * a[t];
+    for (int t = 1; t < per_thread; ++t) dot[t % 4] += x[t] * a[t];
     partial[buffer][c][w] = (dot[0] + dot[1]) + (dot[2] + dot[3]);
-    if (w == jw) row_j[buffer][c] = a[jt];
+    if (pivot_warp) row_j[buffer][c] = a[0];
     if (__syncthreads_or(outside)) return false;
     const T below = sum_partials<T, Warps>(partial[buffer][j]), alpha = row_j[buffer][j];
     if (!(below >= tiny && below <= huge && fabs(alpha) <= alpha_limit)) return false;  // alike in every thread
@@ -211,10 +209,11 @@ __device__ bool factor_tile_one_reduction(T* tile, int cols, T* tau_shared) {
     const T divisor = alpha - beta;  // |alpha| + norm: no cancellation
     const T reciprocal = T(1) / divisor;
     // Column j is final: v below the diagonal, beta on it (R's rows above it went to the tile at
-    // earlier columns). Lane l writes row row0 + l.
-    if (c < per_thread) {
-      const int i = row0 + c;
-      if (i > j) tile[j * ld + i] = spread[i] * reciprocal;
+    // earlier columns). Lane l writes the row its spread entry holds: the pivot warp's are
+    // shifted by j - row0, the warps before it hold no rows any more.
+    if (c < per_thread && w * per_thread + per_thread > j) {
+      const int i = row0 + c + (pivot_warp ? j - row0 : 0);
+      if (i > j && i < row0 + per_thread) tile[j * ld + i] = spread[row0 + c] * reciprocal;
       if (i == j) tile[j * ld + i] = beta;
     }
     if (threadIdx.x == 0) tau_shared[j] = (beta - alpha) / beta;
@@ -223,9 +222,14 @@ __device__ bool factor_tile_one_reduction(T* tile, int cols, T* tau_shared) {
       const T s = (sum_partials<T, Warps>(partial[buffer][c]) - beta * a_jc) / (beta * -divisor);
       outside = !(std::isfinite(s) && (s == T(0) || fabs(s) >= tiny));
       if (w == 0) tile[c * ld + j] = a_jc - s * divisor;  // R(j, c)
+      if (pivot_warp) {
 #pragma unroll
-      for (int t = 0; t < per_thread; ++t) a[t] -= s * x[t];
-      if (w == jw) a[jt] = T(0);
+        for (int t = 0; t + 1 < per_thread; ++t) a[t] = a[t + 1] - s * x[t + 1];
+        a[per_thread - 1] = T(0);
+      } else {
+#pragma unroll
+        for (int t = 0; t < per_thread; ++t) a[t] -= s * x[t];
+      }
     }
   }
   return !__syncthreads_or(outside);
