@@ -377,11 +377,10 @@ class DeviceLsSpace final : public LsSpace {
       scaled_copy_kernel<<<matrix_grid(m, n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, a_scale,
                                                                        factors64_.data());
       MIXSOLVE_CUDA_CHECK_LAUNCH();
-      // FP64 panels: the TSQR tree where A is tall (m >= 4 n), cuSOLVER's geqrf elsewhere, the
-      // faster of the two on the H100 (docs/least_squares.md).
+      // FP64 panels: the TSQR tree, faster than cuSOLVER's geqrf panels on every measured shape
+      // (docs/least_squares.md).
       qr64_ = std::make_unique<DeviceQr<double>>(ctx_, device_view(factors64_.data(), m, n, m), block,
-                                                 gemm::find_backend("cublas-dgemm"),
-                                                 m >= 4 * n ? QrPanel::Tsqr : QrPanel::Cusolver);
+                                                 gemm::find_backend("cublas-dgemm"), QrPanel::Tsqr);
       return qr64_->diagonal();
     }
     factors32_ = DeviceBuffer<float>(ctx_, m * n);
