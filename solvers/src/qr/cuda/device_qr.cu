@@ -41,8 +41,8 @@ void multiply(cublasHandle_t h, cublasOperation_t op, int rows, int cols, int k,
   else
     MIXSOLVE_CUBLAS_CHECK(cublasSgemm(h, op, CUBLAS_OP_N, out, k, inner, &alpha, v, ldv, x, ldx, &beta, y, ldy));
 }
-void multiply(cublasHandle_t h, cublasOperation_t op, int rows, int cols, int k, double alpha, const double* v,
-              int ldv, const double* x, int ldx, double beta, double* y, int ldy) {
+void multiply(cublasHandle_t h, cublasOperation_t op, int rows, int cols, int k, double alpha, const double* v, int ldv,
+              const double* x, int ldx, double beta, double* y, int ldy) {
   const int out = op == CUBLAS_OP_N ? rows : cols, inner = op == CUBLAS_OP_N ? cols : rows;
   if (k == 1)
     MIXSOLVE_CUBLAS_CHECK(cublasDgemv(h, op, rows, cols, &alpha, v, ldv, x, 1, &beta, y, 1));
@@ -178,23 +178,24 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
       MIXSOLVE_CUDA_CHECK_LAUNCH();
     }
     if (!tsqr) {
-    // T (LAPACK larft, forward, columnwise) from S = V^T V and tau: T(q, q) = tau_q,
-    // T(0:q, q) = -tau_q T(0:q, 0:q) S(0:q, q). nb^3 / 6 work on the host.
-    gram(ctx.cublas(), int(nb), int(rows), b.v.data(), s.data());
-    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(s_host.data(), s.data(), sizeof(T) * nb * nb, cudaMemcpyDeviceToHost, stream));
-    MIXSOLVE_CUDA_CHECK(
-        cudaMemcpyAsync(tau_host.data(), tau_.data() + j0, sizeof(T) * nb, cudaMemcpyDeviceToHost, stream));
-    MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
-    std::vector<T> t_host(nb * nb, T(0));
-    for (std::int64_t q = 0; q < nb; ++q) {
-      t_host[q + q * nb] = tau_host[q];
-      for (std::int64_t p = 0; p < q; ++p) {
-        double sum = 0;
-        for (std::int64_t r = p; r < q; ++r) sum += double(t_host[p + r * nb]) * double(s_host[r + q * nb]);
-        t_host[p + q * nb] = T(-double(tau_host[q]) * sum);
+      // T (LAPACK larft, forward, columnwise) from S = V^T V and tau: T(q, q) = tau_q,
+      // T(0:q, q) = -tau_q T(0:q, 0:q) S(0:q, q). nb^3 / 6 work on the host.
+      gram(ctx.cublas(), int(nb), int(rows), b.v.data(), s.data());
+      MIXSOLVE_CUDA_CHECK(
+          cudaMemcpyAsync(s_host.data(), s.data(), sizeof(T) * nb * nb, cudaMemcpyDeviceToHost, stream));
+      MIXSOLVE_CUDA_CHECK(
+          cudaMemcpyAsync(tau_host.data(), tau_.data() + j0, sizeof(T) * nb, cudaMemcpyDeviceToHost, stream));
+      MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+      std::vector<T> t_host(nb * nb, T(0));
+      for (std::int64_t q = 0; q < nb; ++q) {
+        t_host[q + q * nb] = tau_host[q];
+        for (std::int64_t p = 0; p < q; ++p) {
+          double sum = 0;
+          for (std::int64_t r = p; r < q; ++r) sum += double(t_host[p + r * nb]) * double(s_host[r + q * nb]);
+          t_host[p + q * nb] = T(-double(tau_host[q]) * sum);
+        }
       }
-    }
-    b.t.copy_from_host(t_host, stream);  // synchronous for pageable memory: t_host may go
+      b.t.copy_from_host(t_host, stream);  // synchronous for pageable memory: t_host may go
     }
     if (rest > 0) {
       // C := C - V (T^T (V^T C)), the two products on the backend.
