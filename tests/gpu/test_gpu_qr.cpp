@@ -104,7 +104,9 @@ TEST(GpuQr, FactorsToTheWorkingPrecisionOnEveryUpdateBackend) {
 }
 
 // One TSQR panel (qr/cuda/tsqr_panel.hpp) on shapes with one to six tree levels, ragged blocks,
-// fewer than 32 columns, a zero column, two equal ones and (FP64) a subnormal one:
+// fewer than 32 columns, a zero column, two equal ones, (FP64) a subnormal one, and (FP32) one
+// whose squares overflow or one of subnormals: the last four leave the one-reduction path's range
+// (at the column itself or through the multipliers of an earlier one) and take the robust path:
 // Q = I - V T V^T orthogonal and A = Q(:, 0:cols) R to the working precision; the geqrf form in A
 // (R above, V below), tau = diag T, |diag R| as Eigen's.
 template <class T>
@@ -115,6 +117,8 @@ void expect_tsqr_panel(std::int64_t rows, int cols, int defect) {
   if (defect == 1) a64.col(cols / 2).setZero();
   if (defect == 2) a64.col(cols - 1) = a64.col(0);
   if (defect == 3) a64.col(cols - 1) *= std::ldexp(1.0, -1060);  // subnormal in FP64
+  if (defect == 4) a64.col(cols / 2) *= std::ldexp(1.0, 70);     // squares beyond FP32's range
+  if (defect == 5) a64.col(cols / 2) *= std::ldexp(1.0, -140);   // subnormal in FP32
   const Matrix<T> a = a64.template cast<T>();
   DeviceBuffer<T> da(ctx, rows * cols), dv(ctx, rows * cols), dt(ctx, cols * cols), dtau(ctx, cols);
   da.copy_from_host(a.data(), rows * cols);
@@ -184,6 +188,10 @@ TEST(GpuQr, TsqrPanelIsHouseholderQrOnEveryTreeShape) {
   }
   expect_tsqr_panel<double>(3000, 32, 3);
   expect_tsqr_panel<double>(300, 10, 3);
+  for (const int defect : {4, 5}) {
+    expect_tsqr_panel<float>(3000, 32, defect);
+    expect_tsqr_panel<float>(300, 10, defect);
+  }
   Context ctx;
   solvers_detail::TsqrPanel<float> tsqr(ctx, 100);
   DeviceBuffer<float> buffer(ctx, 101 * 33);

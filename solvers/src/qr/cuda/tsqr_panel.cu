@@ -235,10 +235,11 @@ __device__ bool factor_tile_one_reduction(T* tile, int cols, T* tau_shared) {
   return !__syncthreads_or(outside);
 }
 
-// Householder on a block's tile for any data: two block reductions per column (larfg's), the
-// norm accumulated in FP64 (for FP32 data no square under- or overflows there), for FP64 data
-// after scaling by a power of two near the column's largest entry. Column j is spread over each
-// warp's lanes, which form v in shared memory; every lane c > j takes (I - tau v v^T).
+// Householder on a block's tile for any data: larfg's reflector from the column scaled by a power
+// of two near its largest entry (a reduction for that, one for the norm, in FP64), so that v and
+// tau are accurate also where the column is subnormal in the working precision, as larfg's
+// rescaling makes them. Column j is spread over each warp's lanes, which form v in shared memory;
+// every lane c > j takes (I - tau v v^T).
 template <class T, int Warps>
 __device__ void factor_tile_robust(T* tile, int cols, T* tau_shared) {
   __shared__ __align__(16) T v_shared[kBlockRows<T, Warps>];
@@ -265,34 +266,24 @@ __device__ void factor_tile_robust(T* tile, int cols, T* tau_shared) {
     const T x_mine = holds_row ? v_shared[i_mine] : T(0);
     if (holds_row && i_mine == j) alpha_shared = x_mine;
     double scale = 1;
-    if constexpr (std::is_same_v<T, double>) {
-      const double largest = block_reduce<Warps>(i_mine >= j ? fabs(x_mine) : 0.0, scratch, Max{});
-      // 2^-e with 2^e near the largest entry, the exponent capped so the scale stays finite for
-      // subnormal columns.
-      if (largest > 0) scale = scalbn(1.0, min(-ilogb(largest), 1022));
-    }
+    const double largest = block_reduce<Warps>(i_mine >= j ? fabs(double(x_mine)) : 0.0, scratch, Max{});
+    // 2^-e with 2^e near the largest entry, the exponent capped so the scale stays finite for
+    // subnormal FP64 columns.
+    if (largest > 0) scale = scalbn(1.0, min(-ilogb(largest), 1022));
     const double x_scaled = double(x_mine) * scale;
     const double squares = block_reduce<Warps>(i_mine > j ? x_scaled * x_scaled : 0.0, scratch, Sum{});
     const T alpha = alpha_shared;
     T tau = 0, beta = alpha, below = x_mine;
     if (squares > 0) {
-      // For FP64 data tau and v come from the scaled column (exact powers of two: in normal range
-      // even where the column is subnormal, as larfg rescales); beta is unscaled.
+      // tau and v from the scaled column, in FP64 (exact powers of two: in normal range even
+      // where the column is subnormal); beta unscaled.
       const double scaled_alpha = double(alpha) * scale;
       const double scaled_beta = -copysign(std::sqrt(scaled_alpha * scaled_alpha + squares), double(alpha));
       beta = T(scaled_beta / scale);
-      T divisor, x;  // alpha - beta and x, scaled alike: |alpha - beta| >= ||x||, no cancellation
-      if constexpr (std::is_same_v<T, double>) {
-        tau = (scaled_beta - scaled_alpha) / scaled_beta;
-        divisor = scaled_alpha - scaled_beta;
-        x = x_scaled;
-      } else {
-        tau = (beta - alpha) / beta;
-        divisor = alpha - beta;
-        x = x_mine;
-      }
-      const T reciprocal = T(1) / divisor;  // larfg scales by it too; divides where it overflows
-      below = isfinite(reciprocal) ? x * reciprocal : x / divisor;
+      tau = T((scaled_beta - scaled_alpha) / scaled_beta);
+      // alpha - beta, scaled: |alpha - beta| >= ||x|| (no cancellation), near the largest entry.
+      const double divisor = scaled_alpha - scaled_beta;
+      below = T(x_scaled / divisor);
       if (holds_row) v_shared[i_mine] = i_mine < j ? T(0) : i_mine == j ? T(1) : below;
       __syncwarp();
     }
