@@ -262,10 +262,11 @@ std::vector<double> DeviceQr<T>::diagonal() const {
   return out;
 }
 
-// Block by block from the compact WY form kept from the factorization: Q^T c applies
-// (I - V T V^T)^T = I - V T^T V^T in the blocks' order, Q c applies I - V T V^T in reverse; each
-// as W = V^T c, W := op(T) W, c -= V W (GEMV for one column, GEMM for several): every reflector
-// is read twice per application.
+// Piece by piece from the compact WY forms kept from the factorization (a piece: a joined block,
+// or one subpanel of the unjoined last block): Q^T c applies (I - V T V^T)^T = I - V T^T V^T in
+// the pieces' order, Q c applies I - V T V^T in reverse; each as W = V^T c, W := op(T) W,
+// c -= V W (GEMV for one column, GEMM for several): every reflector is read twice per
+// application.
 template <class T>
 void DeviceQr<T>::apply(const MatrixView<T>& c, bool transposed) {
   if (c.rows != m_ || c.memory != Memory::Device)

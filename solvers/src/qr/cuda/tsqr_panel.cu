@@ -154,8 +154,9 @@ __device__ void store_tile(const T* tile, int h, int cols, T* x, std::int64_t ld
 }
 
 // The fast path's range, with R = 100 for FP32 and 900 for FP64: |alpha| <= 2^(R / 2),
-// ||x below alpha||^2 in [2^-R, 2^R], each reflector's multiplier s finite and 0 or >= 2^-R. No
-// square, product or quotient of a column's factorization over- or underflows inside it.
+// ||x below alpha||^2 in [2^-R, 2^R], each reflector's multiplier s finite and 0 or >= 2^-R.
+// Within it neither the pivot column's squares nor beta, tau and v over- or underflow; a product
+// with another column that overflows, or a multiplier that underflows, shows in s.
 template <class T>
 constexpr double kFastTiny = sizeof(T) == 4 ? 0x1p-100 : 0x1p-900;  // 2^-R
 template <class T>
