@@ -96,13 +96,9 @@ void trmm_right(cublasHandle_t h, int rows, int nb, double alpha, const double* 
   MIXSOLVE_CUBLAS_CHECK(cublasDtrmm(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
                                     rows, nb, &alpha, t, ldt, b, ldb, c, ldc));
 }
-void gram(cublasHandle_t h, int nb, int rows, const float* v, float* s) {  // s := V^T V
-  const float one = 1, zero = 0;
-  MIXSOLVE_CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, nb, nb, rows, &one, v, rows, v, rows, &zero, s, nb));
-}
-void gram(cublasHandle_t h, int nb, int rows, const double* v, double* s) {
-  const double one = 1, zero = 0;
-  MIXSOLVE_CUBLAS_CHECK(cublasDgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, nb, nb, rows, &one, v, rows, v, rows, &zero, s, nb));
+template <class T>
+void gram(cublasHandle_t h, int nb, int rows, const T* v, T* s) {  // s := V^T V
+  gemm(h, CUBLAS_OP_T, nb, nb, rows, T(1), v, rows, v, rows, T(0), s, nb);
 }
 
 // v (rows x nb, leading dimension rows) := the panel's reflectors with their unit diagonal and

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
-#include <type_traits>
 
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/error.hpp"
@@ -477,13 +476,9 @@ __global__ void __launch_bounds__(kRowThreads)
   }
 }
 
-}  // namespace
-
-namespace {
-
 // The upper levels' plan from `rows` stacked rows up: per level 8 or 16 warps (256 or 512 rows a
 // block in FP32), the cheapest in all, a level of 16 warps costing 1.3 of one of 8 (the H100's
-// latency-bound columns: 133 us against 102 us per level in ncu). Appends to `plan`; returns
+// latency-bound columns, docs/least_squares.md). Appends to `plan`; returns
 // the cost.
 template <class T>
 double plan_upper_levels(std::int64_t rows, int cols, std::vector<typename TsqrPanel<T>::Level>& plan) {

@@ -14,7 +14,7 @@
 // with S = diag(+-1) chosen during an unpivoted LU, Q - [S; 0] = V U (V unit lower trapezoidal);
 // then Q S = [I; 0] - V T V_1^T gives the compact WY form I - V T V^T of LAPACK's geqrf with
 // T = -U S V_1^-T, and R_householder = S R. The LU of the top cols x cols block is done by one
-// warp; V below it is Q U^-1, a row per thread. Each sign s_i = -sign(pivot) makes |pivot| >= 1,
+// thread block; V below it is Q U^-1, a row per thread. Each sign s_i = -sign(pivot) makes |pivot| >= 1,
 // so the LU needs no pivoting.
 //
 // The arithmetic is the working precision's on the CUDA cores: a 32-column panel is bound by
