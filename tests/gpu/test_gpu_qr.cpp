@@ -107,7 +107,7 @@ TEST(GpuQr, FactorsToTheWorkingPrecisionOnEveryUpdateBackend) {
 // fewer than 32 columns, a zero column, two equal ones, (FP64) a subnormal one, and (FP32) one
 // whose squares overflow or one of subnormals. The zero, subnormal and overflowing columns leave
 // the one-reduction path's range (at the column itself or through the multipliers of an earlier
-// one), so those blocks take the robust path:
+// one), so those blocks take the robust path; square blocks (32 x 32) end on the fast path's H = I:
 // Q = I - V T V^T orthogonal and A = Q(:, 0:cols) R to the working precision; the geqrf form in A
 // (R above, V below), tau = diag T, |diag R| as Eigen's.
 template <class T>

@@ -158,13 +158,13 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
   for (std::int64_t j0 = 0; j0 < n_; j0 += block) {
     const std::int64_t nb = std::min(block, n_ - j0), rows = m_ - j0, rest = n_ - j0 - nb;
     T* panel = a_.data + j0 + j0 * a_.ld;
-    // The last block's T is only ever applied piece by piece (apply()): its subpanels' T are
-    // not joined, which saves V^T V (as many flops as the block's panel updates).
-    const bool join = !tsqr || rest > 0;
-    Block b{j0, nb, join ? nb : std::min<std::int64_t>(kTsqrMaxCols, nb), DeviceBuffer<T>(ctx, rows * nb),
-            DeviceBuffer<T>(ctx, nb * nb)};
+    Block b{j0, nb, !tsqr || nb <= kTsqrMaxCols, DeviceBuffer<T>(ctx, rows * nb), DeviceBuffer<T>(ctx, nb * nb)};
     if (tsqr) {
-      factor_panel_tsqr(panel, rows, nb, b.v.data(), b.t.data(), join ? s.data() : nullptr);
+      factor_panel_tsqr(panel, rows, nb, b.v.data(), b.t.data());
+      // The trailing update needs the block's T; the last block's is joined only where Q is
+      // applied (apply()): a factorization alone skips its V^T V, as many flops as the panel's
+      // updates.
+      if (rest > 0) join_subpanels(b);
     } else {
       geqrf(solver_.get(), int(rows), int(nb), panel, int(a_.ld), tau_.data() + j0, work_.data(), int(work_.size()),
             info_.data());
@@ -210,11 +210,9 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
 
 // Subpanel by subpanel of kTsqrMaxCols columns: the TSQR tree factorizes it (its V straight into
 // v, the rest of v stays zero; its T on t's diagonal), then C := C - V (T^T (V^T C)) on the
-// panel's columns right of it. Then, given gram_buffer, t's blocks above the diagonal, as in
-// joining two compact WY forms: T(0:s0, s) = -T(0:s0, 0:s0) (V(:, 0:s0)^T V(:, s)) T(s, s), from
-// gram = V^T V (nb x nb): all on the device, no round trip to the host.
+// panel's columns right of it.
 template <class T>
-void DeviceQr<T>::factor_panel_tsqr(T* panel, std::int64_t rows, std::int64_t nb, T* v, T* t, T* gram_buffer) {
+void DeviceQr<T>::factor_panel_tsqr(T* panel, std::int64_t rows, std::int64_t nb, T* v, T* t) {
   const std::int64_t lda = a_.ld, j0 = m_ - rows;
   cudaStream_t stream = ctx_.stream();
   MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(v, 0, sizeof(T) * rows * nb, stream));
@@ -236,14 +234,26 @@ void DeviceQr<T>::factor_panel_tsqr(T* panel, std::int64_t rows, std::int64_t nb
     trmm(h, CUBLAS_OP_T, width, rest, ts, int(nb), panel_w_.data(), width, panel_tw_.data(), width);
     gemm(h, CUBLAS_OP_N, sub_rows, rest, width, T(-1), vs, int(rows), panel_tw_.data(), width, T(1), c, int(lda));
   }
-  if (nb <= kTsqrMaxCols || gram_buffer == nullptr) return;
-  gram(h, int(nb), int(rows), v, gram_buffer);
+}
+
+// b's T from its subpanels' (on its diagonal), as in joining two compact WY forms:
+// T(0:s0, s) = -T(0:s0, 0:s0) (V(:, 0:s0)^T V(:, s)) T(s, s), from gram = V^T V (nb x nb), all on
+// the device.
+template <class T>
+void DeviceQr<T>::join_subpanels(Block& b) {
+  const std::int64_t nb = b.nb, rows = m_ - b.j0;
+  if (b.joined) return;
+  if (gram_.size() < std::size_t(nb * nb)) gram_ = DeviceBuffer<T>(ctx_, nb * nb);
+  cublasHandle_t h = ctx_.cublas();
+  T* t = b.t.data();
+  gram(h, int(nb), int(rows), b.v.data(), gram_.data());
   for (std::int64_t s0 = kTsqrMaxCols; s0 < nb; s0 += kTsqrMaxCols) {
     const int width = int(std::min<std::int64_t>(kTsqrMaxCols, nb - s0));
     // W := T(0:s0, 0:s0) G(0:s0, s), then T(0:s0, s) := -W T(s, s).
-    trmm(h, CUBLAS_OP_N, int(s0), width, t, int(nb), gram_buffer + s0 * nb, int(nb), panel_w_.data(), int(s0));
+    trmm(h, CUBLAS_OP_N, int(s0), width, t, int(nb), gram_.data() + s0 * nb, int(nb), panel_w_.data(), int(s0));
     trmm_right(h, int(s0), width, T(-1), t + s0 + s0 * nb, int(nb), panel_w_.data(), int(s0), t + s0 * nb, int(nb));
   }
+  b.joined = true;
 }
 
 template <class T>
@@ -258,11 +268,10 @@ std::vector<double> DeviceQr<T>::diagonal() const {
   return out;
 }
 
-// Piece by piece from the compact WY forms kept from the factorization (a piece: a joined block,
-// or one subpanel of the unjoined last block): Q^T c applies (I - V T V^T)^T = I - V T^T V^T in
-// the pieces' order, Q c applies I - V T V^T in reverse; each as W = V^T c, W := op(T) W,
-// c -= V W (GEMV for one column, GEMM for several): every reflector is read twice per
-// application.
+// Block by block from the compact WY form kept from the factorization (the last block's T joined
+// at the first call): Q^T c applies (I - V T V^T)^T = I - V T^T V^T in the blocks' order, Q c
+// applies I - V T V^T in reverse; each as W = V^T c, W := op(T) W, c -= V W (GEMV for one
+// column, GEMM for several): every reflector is read twice per application.
 template <class T>
 void DeviceQr<T>::apply(const MatrixView<T>& c, bool transposed) {
   if (c.rows != m_ || c.memory != Memory::Device)
@@ -274,27 +283,19 @@ void DeviceQr<T>::apply(const MatrixView<T>& c, bool transposed) {
     apply_w_ = DeviceBuffer<T>(ctx_, nb_max * k);
     apply_tw_ = DeviceBuffer<T>(ctx_, nb_max * k);
   }
+  for (Block& b : blocks_) join_subpanels(b);
   cublasHandle_t h = ctx_.cublas();
-  // The piece of block b from its column s0 on, `width` wide: rows j0 + s0 .. m of V, T's
-  // diagonal block.
-  const auto apply_piece = [&](const Block& b, std::int64_t s0, int width) {
-    const int ldv = int(m_ - b.j0), rows = int(m_ - b.j0 - s0), ldt = int(b.nb);
-    const T* v = b.v.data() + s0 + s0 * ldv;
-    T* c0 = c.data + b.j0 + s0;
-    multiply(h, CUBLAS_OP_T, rows, width, int(k), T(1), v, ldv, c0, int(c.ld), T(0), apply_w_.data(), width);
-    trmm(h, transposed ? CUBLAS_OP_T : CUBLAS_OP_N, width, int(k), b.t.data() + s0 + s0 * ldt, ldt, apply_w_.data(),
-         width, apply_tw_.data(), width);
-    multiply(h, CUBLAS_OP_N, rows, width, int(k), T(-1), v, ldv, apply_tw_.data(), width, T(1), c0, int(c.ld));
+  const auto apply_block = [&](const Block& b) {
+    const int rows = int(m_ - b.j0), nb = int(b.nb);
+    T* c0 = c.data + b.j0;
+    multiply(h, CUBLAS_OP_T, rows, nb, int(k), T(1), b.v.data(), rows, c0, int(c.ld), T(0), apply_w_.data(), nb);
+    trmm(h, transposed ? CUBLAS_OP_T : CUBLAS_OP_N, nb, int(k), b.t.data(), apply_w_.data(), apply_tw_.data());
+    multiply(h, CUBLAS_OP_N, rows, nb, int(k), T(-1), b.v.data(), rows, apply_tw_.data(), nb, T(1), c0, int(c.ld));
   };
-  // Q = H_0 H_1 ... H_{n-1}: Q^T applies the pieces first to last, Q last to first.
-  if (transposed) {
-    for (const Block& b : blocks_)
-      for (std::int64_t s0 = 0; s0 < b.nb; s0 += b.piece) apply_piece(b, s0, int(std::min(b.piece, b.nb - s0)));
-  } else {
-    for (auto b = blocks_.rbegin(); b != blocks_.rend(); ++b)
-      for (std::int64_t s0 = (b->nb - 1) / b->piece * b->piece; s0 >= 0; s0 -= b->piece)
-        apply_piece(*b, s0, int(std::min(b->piece, b->nb - s0)));
-  }
+  if (transposed)
+    for (const Block& b : blocks_) apply_block(b);
+  else
+    for (auto b = blocks_.rbegin(); b != blocks_.rend(); ++b) apply_block(*b);
 }
 
 template <class T>

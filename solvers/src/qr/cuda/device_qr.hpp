@@ -3,13 +3,13 @@
 // the GPU's counterpart of qr/householder_qr.hpp with the same algorithm: per block of nb columns,
 // the panel (by default 32 columns at a time by the TSQR tree of qr/cuda/tsqr_panel.hpp, each
 // applied to the panel's other columns by cuBLAS; or by cuSOLVER's geqrf), T of the compact WY
-// form (TSQR: joined from the subpanels' on the device, except in the last block, which has no
-// trailing update to make; geqrf: from V^T V by larft's recurrence on the host, nb^3 / 6 work),
-// and the trailing update C := C - V (T^T (V^T C)) with its two products on a GEMM backend of the
-// interface (for FP32 data: cublas-sgemm, or the corrected tf32tf32 / halfhalf on the tensor
-// cores). The result is in LAPACK's geqrf form (R above the diagonal, the reflectors below, tau);
-// each block's V and T are also kept, so that Q and Q^T apply as two products per block (per
-// subpanel in an unjoined block), an extra m x n of memory in V beside the factors.
+// form (TSQR: joined from the subpanels' on the device, the last block's only when Q is first
+// applied, since no trailing update needs it; geqrf: from V^T V by larft's recurrence on the host,
+// nb^3 / 6 work), and the trailing update C := C - V (T^T (V^T C)) with its two products on a GEMM
+// backend of the interface (for FP32 data: cublas-sgemm, or the corrected tf32tf32 / halfhalf on
+// the tensor cores). The result is in LAPACK's geqrf form (R above the diagonal, the reflectors
+// below, tau); each block's V and T are also kept, so that Q and Q^T apply as two products per
+// block, an extra m x n of memory in V beside the factors.
 #pragma once
 
 #include <cublas_v2.h>
@@ -59,9 +59,9 @@ class DeviceQr {
  private:
   void apply(const MatrixView<T>& c, bool transposed);
   // The TSQR path's panel: 32 columns at a time, each subpanel's reflectors applied to the
-  // columns right of it within the panel; its V into v (rows x nb), its T into t (nb x nb);
-  // gram_buffer: nb x nb, or null to leave the subpanels' T unjoined (t's diagonal blocks).
-  void factor_panel_tsqr(T* panel, std::int64_t rows, std::int64_t nb, T* v, T* t, T* gram_buffer);
+  // columns right of it within the panel; its V into v (rows x nb), its subpanels' T on the
+  // diagonal of t (nb x nb).
+  void factor_panel_tsqr(T* panel, std::int64_t rows, std::int64_t nb, T* v, T* t);
 
   Context& ctx_;
   MatrixView<T> a_;
@@ -74,14 +74,18 @@ class DeviceQr {
   DeviceBuffer<T> tau_, work_;
   DeviceBuffer<int> info_;
   // The compact WY form of each block, kept for apply(): V (rows j0 .. m, nb columns, unit lower
-  // trapezoidal, explicit zeros above) and T (nb x nb): upper triangular where piece = nb, else
-  // only its diagonal blocks of `piece` columns (each piece a compact WY form of its own).
+  // trapezoidal, explicit zeros above) and T (nb x nb, upper triangular; until joined, only its
+  // 32 x 32 diagonal blocks, the subpanels' T).
   struct Block {
-    std::int64_t j0, nb, piece;
+    std::int64_t j0, nb;
+    bool joined;
     DeviceBuffer<T> v, t;
   };
   std::vector<Block> blocks_;
+  // A TSQR block's T from its subpanels' (no-op once joined).
+  void join_subpanels(Block& b);
   DeviceBuffer<T> apply_w_, apply_tw_;  // apply()'s nb x k products
+  DeviceBuffer<T> gram_;                // join_subpanels()'s V^T V
   DeviceBuffer<T> panel_w_, panel_tw_;  // factor_panel_tsqr()'s products
 };
 

@@ -173,10 +173,11 @@ constexpr double kFastAlphaLimit = sizeof(T) == 4 ? 0x1p50 : 0x1p450;  // 2^(R /
 // one row as it updates them (row j leaves, a zero enters at the bottom), so row j is always
 // register 0 of warp j / kRowsPerThread and a column's rows above its diagonal are gone by the
 // time it is reduced.
-// Returns false (every thread alike) where a column leaves the fast range; the tile is then
-// partly factorized and the caller starts over on the robust path.
+// The block's last row, where it is a pivot (a square block: h = cols), has nothing below it:
+// H = I there (larfg's tau = 0). Returns false (every thread alike) where a column leaves the
+// fast range; the tile is then partly factorized and the caller starts over on the robust path.
 template <class T, int Warps>
-__device__ bool factor_tile_one_reduction(T* tile, int cols, T* tau_shared) {
+__device__ bool factor_tile_one_reduction(T* tile, int h, int cols, T* tau_shared) {
   constexpr int ld = kTileLd<T, Warps>, per_thread = kRowsPerThread<T>, block_rows = kBlockRows<T, Warps>;
   constexpr int partial_ld = kPartialLd<T, Warps>;
   // Alternating buffers: one barrier per column.
@@ -203,9 +204,14 @@ __device__ bool factor_tile_one_reduction(T* tile, int cols, T* tau_shared) {
     if (pivot_warp) row_j[buffer][c] = a[0];
     if (__syncthreads_or(outside)) return false;
     const T below = sum_partials<T, Warps>(partial[buffer][j]), alpha = row_j[buffer][j];
+    if (j == h - 1) {  // the last row and (h >= cols) the last column: no rows below, H = I
+      if (c == 0) tile[j * ld + j] = alpha;
+      if (threadIdx.x == 0) tau_shared[j] = T(0);
+      break;
+    }
     if (!(below >= tiny && below <= huge && fabs(alpha) <= alpha_limit)) return false;  // alike in every thread
     const T norm = std::sqrt(alpha * alpha + below);
-    const T beta = alpha >= T(0) ? -norm : norm;
+    const T beta = -copysign(norm, alpha);
     const T divisor = alpha - beta;  // |alpha| + norm: no cancellation
     const T reciprocal = T(1) / divisor;
     // Column j is final: v below the diagonal, beta on it (R's rows above it went to the tile at
@@ -332,7 +338,7 @@ __global__ void __launch_bounds__(Warps * 32, sizeof(T) == 4 && Warps == 8 ? 3 :
   const int h = int(end - begin);
   load_tile<T, Warps, ld>(x, ldx, begin, h, cols, tile);
   __syncthreads();
-  if (!factor_tile_one_reduction<T, Warps>(tile, cols, tau_shared)) {
+  if (!factor_tile_one_reduction<T, Warps>(tile, h, cols, tau_shared)) {
     load_tile<T, Warps, ld>(x, ldx, begin, h, cols, tile);  // every thread is past its last tile access
     __syncthreads();
     factor_tile_robust<T, Warps>(tile, cols, tau_shared);
