@@ -77,6 +77,10 @@ int main(int argc, char** argv) try {
       throw InvalidArgument("--panels: \"" + panel + "\" is neither tsqr nor cusolver");
   const std::int64_t block = opt.sizes("block", "128").front();
   const std::vector<std::string> refinements = opt.list("refinements", "augmented,gmres");
+  // --cholesky-qr yes,no: with and without the Cholesky QR attempt (LeastSquaresOptions::cholesky_qr).
+  const std::vector<std::string> cholesky_qr = opt.list("cholesky-qr", "yes");
+  for (const std::string& c : cholesky_qr)
+    if (c != "yes" && c != "no") throw InvalidArgument("--cholesky-qr: \"" + c + "\" is neither yes nor no");
   std::vector<std::string> irs = opt.list("irs", "32F");
   if (irs.size() == 1 && irs[0] == "none") irs.clear();
   for (const std::string& lowest : irs) bench::irs_precision(lowest);  // names checked before any run
@@ -252,28 +256,30 @@ int main(int argc, char** argv) try {
           out["rows"].back()["irs_iterations"] = niters;
           compare(x.data(), "; niters " + std::to_string(niters));
         }
-        for (const std::string& refinement : refinements) {
-          LeastSquaresOptions options;
-          options.refinement = refinement == "gmres" ? LeastSquaresOptions::Refinement::Gmres
-                                                     : LeastSquaresOptions::Refinement::Augmented;
-          LeastSquaresReport report;
-          const double ours = median_seconds(
-              ctx, reps, [] {},
-              [&] {
-                report = least_squares(ctx, device_view<const double>(matrix.data(), m, n, m),
-                                       device_view<const double>(b.data(), m, 1, m), device_view(x.data(), n, 1, n),
-                                       options);
-              });
-          row(name + ": mixsolve " + report.path(), ours, fp64_lstsq);
-          std::string attempts = "; attempts:";
-          for (const LeastSquaresAttempt& t : report.attempts) {
-            char text[96];
-            std::snprintf(text, sizeof text, " %s QR %.4f s + refinement %.4f s;", to_string(t.precision).c_str(),
-                          t.factor_seconds, t.refine_seconds);
-            attempts += text;
+        for (const std::string& refinement : refinements)
+          for (const std::string& cholesky : cholesky_qr) {
+            LeastSquaresOptions options;
+            options.refinement = refinement == "gmres" ? LeastSquaresOptions::Refinement::Gmres
+                                                       : LeastSquaresOptions::Refinement::Augmented;
+            options.cholesky_qr = cholesky == "yes";
+            LeastSquaresReport report;
+            const double ours = median_seconds(
+                ctx, reps, [] {},
+                [&] {
+                  report = least_squares(ctx, device_view<const double>(matrix.data(), m, n, m),
+                                         device_view<const double>(b.data(), m, 1, m), device_view(x.data(), n, 1, n),
+                                         options);
+                });
+            row(name + ": mixsolve " + report.path(), ours, fp64_lstsq);
+            std::string attempts = "; attempts:";
+            for (const LeastSquaresAttempt& t : report.attempts) {
+              char text[96];
+              std::snprintf(text, sizeof text, " %s%s %.4f s + refinement %.4f s;", to_string(t.precision).c_str(),
+                            t.cholesky_qr ? " Cholesky QR" : " QR", t.factor_seconds, t.refine_seconds);
+              attempts += text;
+            }
+            compare(x.data(), attempts);
           }
-          compare(x.data(), attempts);
-        }
       }
     };
     if (lstsq) lstsq_rows(a, "uniform");

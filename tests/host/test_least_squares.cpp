@@ -139,33 +139,72 @@ TEST(LeastSquares, IllConditionedProblemsNeverReturnAnInaccurateX) {
   EXPECT_GE(x_only, 1) << "no consistent system was refined in x alone";
 }
 
-// kappa 1e9: the FP32 R's diagonal spans more than 1 / (16 u_32), so the FP64 QR decides, and
-// solves; without fallback the report says the FP32 attempt left it undecided. (Where the FP32
+// kappa 1e9: the FP32 R's diagonal spans more than 1 / (16 u_32), so FP64 factors decide, and
+// solve: Cholesky QR preconditioned by the FP32 R, or the FP64 Householder QR where that is turned
+// off; without fallback the report says the FP32 attempt left it undecided. (Where the FP32
 // refinement itself diverges: LeastSquaresRefinement tests.)
-TEST(LeastSquares, LeavesIllConditionedProblemsToTheFp64Qr) {
+TEST(LeastSquares, LeavesIllConditionedProblemsToFp64Factors) {
   Context ctx = Context::host_only();
   const std::int64_t m = 200, n = 50;
   const Problem p = make_problem(m, n, 1, 1e9, 0.1, 31);
   MatrixD x(n, 1);
-  const auto run = [&](bool fallback) {
+  const auto run = [&](bool fallback, bool cholesky_qr) {
     LeastSquaresOptions o;
     o.fallback = fallback;
+    o.cholesky_qr = cholesky_qr;
     return least_squares(ctx, host_view<const double>(p.a.data(), m, n, m),
                          host_view<const double>(p.b.data(), m, 1, m), host_view(x.data(), n, 1, n), o);
   };
-  const LeastSquaresReport with = run(true);
-  EXPECT_TRUE(with.converged) << with.path();
-  EXPECT_TRUE(with.fell_back);
-  ASSERT_EQ(with.attempts.size(), 2u);
-  EXPECT_EQ(with.attempts[0].stop, LeastSquaresStop::RankUndecided) << with.path();
-  EXPECT_EQ(with.attempts[1].precision, Precision::FP64);
-  const Errors e = forward_errors(p, x);
-  EXPECT_LE(e.solver, 10 * e.fp64_qr + 0x1p-50) << with.path();
-  const LeastSquaresReport without = run(false);
+  for (const bool cholesky_qr : {true, false}) {
+    const LeastSquaresReport with = run(true, cholesky_qr);
+    EXPECT_TRUE(with.converged) << with.path();
+    EXPECT_TRUE(with.fell_back);
+    ASSERT_EQ(with.attempts.size(), 2u) << with.path();
+    EXPECT_EQ(with.attempts[0].stop, LeastSquaresStop::RankUndecided) << with.path();
+    EXPECT_EQ(with.attempts[1].precision, Precision::FP64);
+    EXPECT_EQ(with.attempts[1].cholesky_qr, cholesky_qr) << with.path();
+    EXPECT_EQ(with.path().rfind(cholesky_qr ? "fp32[rank undecided] -> fp64-cholqr/semi-normal("
+                                            : "fp32[rank undecided] -> fp64/augmented(",
+                                0),
+              0u)
+        << with.path();
+    const Errors e = forward_errors(p, x);
+    EXPECT_LE(e.solver, 10 * e.fp64_qr + 0x1p-50) << with.path();
+  }
+  const LeastSquaresReport without = run(false, true);
   EXPECT_FALSE(without.converged) << without.path();
   ASSERT_EQ(without.attempts.size(), 1u);
   EXPECT_EQ(without.path(), "fp32[rank undecided]");
   EXPECT_TRUE(std::isnan(x(0, 0))) << "an undecided attempt returns no solution";
+}
+
+// Cholesky QR of A R_32^-1 and the semi-normal steps, far past FP32's reach: x within 10x of the
+// FP64 QR's error (against a long double QR) for kappa 1e7 .. 1e12 and any residual. Where
+// A R_32^-1 is too far from orthogonal for it (kappa 1e12 here) it reports the breakdown and the
+// FP64 Householder QR solves.
+TEST(LeastSquares, CholeskyQrReachesTheFp64QrAccuracyFarBeyondFp32) {
+  Context ctx = Context::host_only();
+  const std::int64_t m = 240, n = 60;
+  int cholesky = 0, breakdowns = 0;
+  for (const double kappa : {1e7, 1e8, 1e10, 1e12})
+    for (const double rho : {0.0, 1e-6, 1e-1, 1.0}) {
+      const Problem p = make_problem(m, n, 1, kappa, rho, 61);
+      MatrixD x(n, 1);
+      const LeastSquaresReport r =
+          least_squares(ctx, host_view<const double>(p.a.data(), m, n, m), host_view<const double>(p.b.data(), m, 1, m),
+                        host_view(x.data(), n, 1, n));
+      const Errors e = forward_errors(p, x);
+      std::printf("kappa %.0e rho %.0e: %s, x error %.2e (FP64 QR %.2e)\n", kappa, rho, r.path().c_str(), e.solver,
+                  e.fp64_qr);
+      EXPECT_TRUE(r.converged) << r.path();
+      EXPECT_LE(e.solver, 10 * e.fp64_qr + 0x1p-50) << "kappa " << kappa << ", rho " << rho << ": " << r.path();
+      const bool by_cholesky = r.attempts.back().cholesky_qr;
+      cholesky += by_cholesky;
+      breakdowns += r.path().find("cholqr[cholesky breakdown]") != std::string::npos;
+      if (kappa >= 1e8 && kappa <= 1e10) EXPECT_TRUE(by_cholesky) << r.path();
+    }
+  EXPECT_GE(cholesky, 8);
+  EXPECT_GE(breakdowns, 1) << "kappa 1e12 was expected to break the preconditioned Cholesky QR down";
 }
 
 // Two equal columns: the FP32 R leaves the rank undecided, the FP64 QR finds A v = 0 for R's

@@ -48,6 +48,7 @@ int severity(LeastSquaresStop s) {
     case LeastSquaresStop::MaxIterations: return 2;
     case LeastSquaresStop::Diverged: return 3;
     case LeastSquaresStop::RankUndecided: return 4;
+    case LeastSquaresStop::CholeskyBreakdown: return 4;
   }
   return 4;
 }
@@ -97,9 +98,11 @@ class HostLsSpace final : public solvers_detail::LsSpace {
   }
   std::vector<double> factor(bool fp64, double a_scale, std::int64_t block) override {
     a_scale_ = a_scale;
+    r64_.clear();
     return fp64 ? factor_in(factors64_, qr64_, a_scale, block, "host-fp64")
                 : factor_in(factors32_, qr32_, a_scale, block, "host-fp32");
   }
+  CholeskyQrFactors factor_cholesky_qr() override;
   std::vector<double> smallest_singular_vector(std::int64_t start) override;
   double norm_a_times(const std::vector<double>& v) override {
     std::vector<double> y(a_.rows, 0.0);
@@ -109,6 +112,10 @@ class HostLsSpace final : public solvers_detail::LsSpace {
   }
   solvers_detail::LsRefinementResult refine(std::int64_t j, int max_iterations, solvers_detail::LsMethod method,
                                             double smallest_r, double norm_a) override {
+    if (!r64_.empty())
+      return solvers_detail::refine_semi_normal(a_, &b_(0, j),
+                                                host_view<const double>(r64_.data(), a_.cols, a_.cols, a_.cols),
+                                                a_scale_, max_iterations, &x_(0, j));
     return qr64_ ? solvers_detail::refine_least_squares(a_, &b_(0, j), *qr64_, a_scale_, max_iterations, &x_(0, j),
                                                         r_.data(), method, smallest_r, norm_a)
                  : solvers_detail::refine_least_squares(a_, &b_(0, j), *qr32_, a_scale_, max_iterations, &x_(0, j),
@@ -157,16 +164,71 @@ class HostLsSpace final : public solvers_detail::LsSpace {
   std::vector<double> r_;
   std::vector<float> factors32_;
   std::vector<double> factors64_;
+  std::vector<double> r64_;  // n x n: the Cholesky QR's R, where it holds the factors
   std::unique_ptr<solvers_detail::HouseholderQr<float>> qr32_;
   std::unique_ptr<solvers_detail::HouseholderQr<double>> qr64_;
   double a_scale_ = 1;
 };
 
+solvers_detail::LsSpace::CholeskyQrFactors HostLsSpace::factor_cholesky_qr() {
+  const std::int64_t m = a_.rows, n = a_.cols;
+  CholeskyQrFactors out;
+  if (!qr32_) return out;
+  const auto r32 = [&](std::int64_t i, std::int64_t j) { return double(factors32_[i + j * m]); };
+  // Y := a_scale A R_32^-1, row by row (y_i R_32 = a_i).
+  std::vector<double> y(m * n);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double sum = a_scale_ * a_(i, j);
+      for (std::int64_t k = 0; k < j; ++k) sum -= y[i + k * m] * r32(k, j);
+      y[i + j * m] = sum / r32(j, j);
+    }
+  // R_2 := chol(Y^T Y), upper: G = R_2^T R_2, column by column.
+  std::vector<double> r2(n * n, 0.0);
+  for (std::int64_t j = 0; j < n; ++j) {
+    for (std::int64_t i = 0; i <= j; ++i) {
+      double g = 0;
+      for (std::int64_t l = 0; l < m; ++l) g += y[l + i * m] * y[l + j * m];
+      for (std::int64_t k = 0; k < i; ++k) g -= r2[k + i * n] * r2[k + j * n];
+      if (i < j) {
+        r2[i + j * n] = g / r2[i + i * n];
+      } else {
+        if (!(g > 0) || !std::isfinite(g)) return out;  // not numerically positive definite
+        r2[j + j * n] = std::sqrt(g);
+      }
+    }
+  }
+  // R := R_2 R_32.
+  std::vector<double> r(n * n, 0.0);
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i <= j; ++i) {
+      double sum = 0;
+      for (std::int64_t k = i; k <= j; ++k) sum += r2[i + k * n] * r32(k, j);
+      r[i + j * n] = sum;
+    }
+  double largest2 = 0, smallest2 = INFINITY;
+  out.diagonal.resize(n);
+  for (std::int64_t j = 0; j < n; ++j) {
+    largest2 = std::max(largest2, r2[j + j * n]);
+    smallest2 = std::min(smallest2, r2[j + j * n]);
+    out.diagonal[j] = std::fabs(r[j + j * n]);
+    if (!(out.diagonal[j] > 0) || !std::isfinite(out.diagonal[j])) return {};
+  }
+  out.ok = true;
+  out.y_diagonal_ratio = smallest2 / largest2;
+  qr32_.reset();
+  factors32_ = {};
+  r64_ = std::move(r);
+  return out;
+}
+
 // With FP64 factors the vector is the smallest singular vector to about u_64 kappa, so ||A v||
 // (>= sigma_min(A) for any unit v) shows a rank deficiency as a value near u_64 ||A||.
 std::vector<double> HostLsSpace::smallest_singular_vector(std::int64_t start) {
   const std::int64_t m = a_.rows, n = a_.cols;
-  const auto at = [&](std::int64_t i, std::int64_t j) { return factors64_[i + j * m]; };
+  const double* r = r64_.empty() ? factors64_.data() : r64_.data();  // R: Cholesky QR's or in geqrf form
+  const std::int64_t ld = r64_.empty() ? m : n;
+  const auto at = [&](std::int64_t i, std::int64_t j) { return r[i + j * ld]; };
   const auto normalize = [](std::vector<double>& v) {
     double s = 0;
     for (double e : v) s += e * e;
@@ -207,22 +269,40 @@ struct FactorScales {
 void refine_columns(solvers_detail::LsSpace& space, std::int64_t columns, const LeastSquaresOptions& options,
                     const FactorScales& scales, LeastSquaresAttempt& result);
 
-// One attempt: the QR of a_scale A rounded to FP32 (fp64 false) or FP64, then each column refined
-// in FP64; in either memory space.
-// gmres: refined by GMRES-LS; scales := those of the factors.
-LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, bool fp64, std::int64_t m, std::int64_t n,
-                            std::int64_t columns, std::int64_t block, const LeastSquaresOptions& options, bool gmres,
-                            FactorScales& scales) {
+// The factors of one attempt.
+enum class Factors {
+  Fp32,        // Householder QR of a_scale A rounded to FP32
+  CholeskyQr,  // FP64 R by Cholesky QR preconditioned with the FP32 attempt's R (LsSpace)
+  Fp64,        // Householder QR in FP64
+};
+
+// One attempt: the factors of a_scale A (a_scale = 2^-exponent), then each column refined in
+// FP64; in either memory space. gmres: refined by GMRES-LS; scales := those of the factors.
+LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int exponent, std::int64_t m,
+                            std::int64_t n, std::int64_t columns, std::int64_t block,
+                            const LeastSquaresOptions& options, bool gmres, FactorScales& scales) {
   LeastSquaresAttempt result;
+  const bool fp64 = factors != Factors::Fp32;
   result.precision = fp64 ? Precision::FP64 : Precision::FP32;
   result.gmres = gmres;
+  result.cholesky_qr = factors == Factors::CholeskyQr;
   const auto t0 = solvers_detail::Clock::now();
-  // The factors are of a_scale A, a power of two that brings A's largest entry near 1: FP32's
-  // range would not hold every FP64 A (the refinement undoes the scale exactly).
-  int exponent = 0;
-  const double largest_entry = space.largest_abs_a();
-  if (largest_entry > 0) std::frexp(largest_entry, &exponent);
-  const std::vector<double> diagonal = space.factor(fp64, std::ldexp(1.0, -exponent), block);
+  std::vector<double> diagonal;
+  if (factors == Factors::CholeskyQr) {
+    solvers_detail::LsSpace::CholeskyQrFactors c = space.factor_cholesky_qr();
+    // Where A R_32^-1 is far from orthogonal (R_2's diagonal spans more than 2^10), the
+    // semi-normal steps contract by about u_64 kappa(A) ||Y|| per step: too little beyond
+    // kappa ~ 1e11 (a 300 x 80 model: kappa(Y) 170 at kappa 1e10 converged in 3 steps, 2e4 at 1e12
+    // did not).
+    if (!c.ok || !(c.y_diagonal_ratio > 0x1p-10)) {
+      result.factor_seconds = solvers_detail::seconds_since(t0);
+      result.stop = LeastSquaresStop::CholeskyBreakdown;
+      return result;
+    }
+    diagonal = std::move(c.diagonal);
+  } else {
+    diagonal = space.factor(fp64, std::ldexp(1.0, -exponent), block);
+  }
   double largest = 0, smallest = INFINITY;
   std::int64_t smallest_column = 0;
   for (std::int64_t j = 0; j < n; ++j) {
@@ -234,7 +314,7 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, bool fp64, std::int6
   result.factor_seconds = solvers_detail::seconds_since(t0);
   // FP32 factors carry rounding of order u_32 ||A||: where R's diagonal falls to 16 u_32 of its
   // largest entry they cannot tell an ill-conditioned A (kappa >~ 1e6) from a rank-deficient one,
-  // and the FP64 QR decides, unrefined here.
+  // and FP64 factors decide, unrefined here.
   if (!fp64 && !(result.diagonal_ratio > kCheapRankRatio)) {
     result.stop = LeastSquaresStop::RankUndecided;
     return result;
@@ -286,6 +366,7 @@ std::string to_string(LeastSquaresStop s) {
     case LeastSquaresStop::Diverged: return "diverged";
     case LeastSquaresStop::MaxIterations: return "max iterations";
     case LeastSquaresStop::RankUndecided: return "rank undecided";
+    case LeastSquaresStop::CholeskyBreakdown: return "cholesky breakdown";
   }
   return "unknown";
 }
@@ -295,15 +376,21 @@ std::string LeastSquaresReport::path() const {
   for (std::size_t i = 0; i < attempts.size(); ++i) {
     const LeastSquaresAttempt& t = attempts[i];
     if (i) out += " -> ";
-    out += to_string(t.precision);
+    out += to_string(t.precision) + (t.cholesky_qr ? "-cholqr" : "");
     if (accepted(t.stop))
-      out += (t.gmres ? "/gmres(" : t.x_only ? "/x-only(" : "/augmented(") + std::to_string(t.iterations) + ")";
+      out += (t.gmres         ? "/gmres("
+              : t.x_only      ? "/x-only("
+              : t.cholesky_qr ? "/semi-normal("
+                              : "/augmented(") +
+             std::to_string(t.iterations) + ")";
     else
       out += std::string(t.gmres    ? " gmres"
                          : t.x_only ? " x-only"
                                     : "") +
              "[" + to_string(t.stop) +
-             (t.stop == LeastSquaresStop::RankUndecided ? std::string() : " after " + std::to_string(t.iterations)) +
+             (t.stop == LeastSquaresStop::RankUndecided || t.stop == LeastSquaresStop::CholeskyBreakdown
+                  ? std::string()
+                  : " after " + std::to_string(t.iterations)) +
              "]";
   }
   return out;
@@ -356,16 +443,29 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
   if (a.cols == 0 || b.cols == 0) {
     report.converged = true;
   } else {
-    std::vector<Precision> path = {options.factorization};
-    if (options.fallback && options.factorization != Precision::FP64) path.push_back(Precision::FP64);
+    // The factors to try in order: the cheap QR; where its refinement fails, FP64 factors from
+    // Cholesky QR preconditioned with its R; where that Cholesky breaks down or its refinement
+    // fails, the FP64 Householder QR.
+    std::vector<Factors> path = {options.factorization == Precision::FP64 ? Factors::Fp64 : Factors::Fp32};
+    if (options.fallback && options.factorization != Precision::FP64) {
+      if (options.cholesky_qr) path.push_back(Factors::CholeskyQr);
+      path.push_back(Factors::Fp64);
+    }
+    // The factors hold a_scale A, a power of two that brings A's largest entry near 1: FP32's
+    // range would not hold every FP64 A (the refinement undoes the scale exactly).
+    int exponent = 0;
+    const double largest_entry = space->largest_abs_a();
+    if (largest_entry > 0) std::frexp(largest_entry, &exponent);
+    const std::int64_t block = options.block_size > 0       ? options.block_size
+                               : a.memory == Memory::Device ? kDeviceQrBlock
+                                                            : kHostQrBlock;
     for (std::size_t i = 0; i < path.size(); ++i) {
-      const std::int64_t block = options.block_size > 0       ? options.block_size
-                                 : a.memory == Memory::Device ? kDeviceQrBlock
-                                                              : kHostQrBlock;
+      // Cholesky QR needs the FP32 R invertible (a zero |r_jj|: an exactly dependent column).
+      if (path[i] == Factors::CholeskyQr && !(report.attempts.back().diagonal_ratio > 0)) continue;
       FactorScales scales;
-      const bool fp64 = path[i] == Precision::FP64;
-      report.attempts.push_back(attempt(*space, fp64, a.rows, a.cols, b.cols, block, options,
-                                        !fp64 && options.refinement == LeastSquaresOptions::Refinement::Gmres, scales));
+      report.attempts.push_back(
+          attempt(*space, path[i], exponent, a.rows, a.cols, b.cols, block, options,
+                  path[i] == Factors::Fp32 && options.refinement == LeastSquaresOptions::Refinement::Gmres, scales));
       report.fell_back = i > 0;
       if (accepted(report.attempts.back().stop)) {
         report.converged = true;
@@ -377,7 +477,7 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
       const LeastSquaresStop stop = report.attempts.back().stop;
       const auto rescue = [&](bool gmres) {  // another refinement with the same factors
         LeastSquaresAttempt again;
-        again.precision = path[i];
+        again.precision = Precision::FP32;
         again.gmres = gmres;
         again.x_only = !gmres;
         again.diagonal_ratio = report.attempts.back().diagonal_ratio;
@@ -385,7 +485,7 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
         report.attempts.push_back(again);
         return accepted(again.stop);
       };
-      const bool cheap_factors = !fp64 && stop != LeastSquaresStop::RankUndecided;
+      const bool cheap_factors = path[i] == Factors::Fp32 && stop != LeastSquaresStop::RankUndecided;
       if (cheap_factors && options.refinement != LeastSquaresOptions::Refinement::Gmres && rescue(false)) {
         report.converged = true;
         break;
@@ -395,7 +495,9 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
         break;
       }
     }
-    if (report.attempts.back().stop == LeastSquaresStop::RankUndecided) space->fill_x_with_nan();  // no solution
+    const LeastSquaresStop last = report.attempts.back().stop;
+    if (last == LeastSquaresStop::RankUndecided || last == LeastSquaresStop::CholeskyBreakdown)
+      space->fill_x_with_nan();  // not refined: no solution
   }
   report.residual_norms = space->residual_norms();
   return report;

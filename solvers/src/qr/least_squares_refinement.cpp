@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
@@ -16,6 +17,20 @@ int rhs_scale_exponent(double largest) {
   // any FP64 largest (down to 2^-54 for the smallest subnormal).
   return std::clamp(exponent, -1020, 1020);
 }
+
+namespace {
+[[noreturn]] void no_q() { throw std::logic_error("LsSteps: these steps have no Q (x alone and GMRES-LS need one)"); }
+}  // namespace
+
+LsSteps::Norms LsSteps::x_step() { no_q(); }
+void LsSteps::reserve(int) { no_q(); }
+void LsSteps::residual(int, double) { no_q(); }
+void LsSteps::precondition(int, int, double) { no_q(); }
+void LsSteps::augmented_product(int, int, double) { no_q(); }
+double LsSteps::dot(int, int) { no_q(); }
+void LsSteps::axpy(double, int, int) { no_q(); }
+void LsSteps::scale(int, double) { no_q(); }
+LsSteps::Norms LsSteps::add_correction(const std::vector<double>&, double) { no_q(); }
 
 namespace {
 
@@ -326,7 +341,88 @@ class HostLsSteps final : public LsSteps {
   }
 };
 
+// The semi-normal steps on the host (refine_semi_normal): A, b and x in host memory, R (FP64,
+// n x n upper triangular) of A' = a_scale A; f = b - A x of the current x.
+class HostSemiNormalSteps final : public LsSteps {
+ public:
+  HostSemiNormalSteps(const MatrixView<const double>& a, const double* b, const MatrixView<const double>& r,
+                      double a_scale, double* x)
+      : a_(a), b_(b), r_(r), a_scale_(a_scale), x_(x), f_(a.rows), z_(a.cols) {}
+
+  Start start() override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    std::fill(x_, x_ + n, 0.0);
+    correction(b_);
+    for (std::int64_t j = 0; j < n; ++j) x_[j] = z_[j];
+    b_minus_ax(f_.data());
+    return {norm2(b_, m), norm2(f_.data(), m)};
+  }
+  Norms step() override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    correction(f_.data());
+    for (std::int64_t j = 0; j < n; ++j) x_[j] += z_[j];
+    std::vector<double> f(m);
+    b_minus_ax(f.data());
+    for (std::int64_t i = 0; i < m; ++i) f_[i] = f[i] - f_[i];  // the change of b - A x
+    const double dr = norm2(f_.data(), m);
+    f_.swap(f);
+    return {norm2(x_, n), norm2(z_.data(), n), dr};
+  }
+  std::int64_t rows() const override { return a_.rows; }
+  double residual_norm() override { return norm2(f_.data(), a_.rows); }
+
+ private:
+  // z_ := a_scale (R^T R)^-1 A'^T v in FP64, v scaled by a power of two first (A'^T v cannot
+  // overflow) and the scale undone after.
+  void correction(const double* v) {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    double largest = 0;
+    for (std::int64_t i = 0; i < m; ++i) largest = std::max(largest, std::fabs(v[i]));
+    const int e = rhs_scale_exponent(largest);
+    std::vector<double> scaled(m);
+    for (std::int64_t i = 0; i < m; ++i) scaled[i] = std::ldexp(v[i], -e);
+    for (std::int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (std::int64_t i = 0; i < m; ++i) sum += (a_scale_ * a_(i, j)) * scaled[i];
+      z_[j] = sum;
+    }
+    for (std::int64_t i = 0; i < n; ++i) {  // z := R^-T z
+      double sum = z_[i];
+      for (std::int64_t k = 0; k < i; ++k) sum -= r_(k, i) * z_[k];
+      z_[i] = sum / r_(i, i);
+    }
+    for (std::int64_t i = n - 1; i >= 0; --i) {  // z := R^-1 z
+      double sum = z_[i];
+      for (std::int64_t k = i + 1; k < n; ++k) sum -= r_(i, k) * z_[k];
+      z_[i] = sum / r_(i, i);
+    }
+    const int exponent = e + std::ilogb(a_scale_);  // a_scale: a power of two
+    for (double& z : z_) z = std::ldexp(z, exponent);
+  }
+  void b_minus_ax(double* f) const {
+    for (std::int64_t i = 0; i < a_.rows; ++i) {
+      double sum = b_[i];
+      for (std::int64_t j = 0; j < a_.cols; ++j) sum -= a_(i, j) * x_[j];
+      f[i] = sum;
+    }
+  }
+
+  MatrixView<const double> a_;
+  const double* b_;
+  MatrixView<const double> r_;
+  double a_scale_;
+  double* x_;
+  std::vector<double> f_, z_;
+};
+
 }  // namespace
+
+LsRefinementResult refine_semi_normal(const MatrixView<const double>& a, const double* b,
+                                      const MatrixView<const double>& r, double a_scale, int max_iterations,
+                                      double* x) {
+  HostSemiNormalSteps steps(a, b, r, a_scale, x);
+  return refine(steps, true, max_iterations);
+}
 
 template <class T>
 LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const double* b, const HouseholderQr<T>& qr,

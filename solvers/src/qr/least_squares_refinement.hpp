@@ -68,8 +68,9 @@ class LsSteps {
   // right-hand sides scaled by a power of two into the factors' range), x += dx, r += dr.
   virtual Norms step() = 0;
   // One step of refining x alone: f = b - A x in FP64, x += a_scale R^-1 (Q^T f)(1:n) from the
-  // factors (dr reported 0; r is not kept).
-  virtual Norms x_step() = 0;
+  // factors (dr reported 0; r is not kept). Steps without a Q (the semi-normal ones) do not
+  // refine x alone, nor take GMRES-LS's operations below: std::logic_error.
+  virtual Norms x_step();
   virtual std::int64_t rows() const = 0;  // m
   // ||b - A x||_2 in FP64 for the current x.
   virtual double residual_norm() = 0;
@@ -79,19 +80,19 @@ class LsSteps {
   // K = [alpha I, A'; A'^T, 0] (Carson, Higham & Pranesh, Sec. 3: alpha near sigma_min keeps the
   // preconditioned K well conditioned; alpha a power of two), correction [dr / alpha; dx / a_scale].
   // Makes room for `slots` vectors.
-  virtual void reserve(int slots) = 0;
+  virtual void reserve(int slots);
   // slot `to` := [b - r - A x; -A'^T r / alpha].
-  virtual void residual(int to, double alpha) = 0;
+  virtual void residual(int to, double alpha);
   // slot `to` := the factors' solution of K z = slot `from`.
-  virtual void precondition(int from, int to, double alpha) = 0;
+  virtual void precondition(int from, int to, double alpha);
   // slot `to` := K slot `from`.
-  virtual void augmented_product(int from, int to, double alpha) = 0;
-  virtual double dot(int a, int b) = 0;
+  virtual void augmented_product(int from, int to, double alpha);
+  virtual double dot(int a, int b);
   // slot `to` += factor slot `from`; slot := factor slot.
-  virtual void axpy(double factor, int from, int to) = 0;
-  virtual void scale(int slot, double factor) = 0;
+  virtual void axpy(double factor, int from, int to);
+  virtual void scale(int slot, double factor);
   // z = sum_i coefficients[i] slot i; r += alpha z_u, x += a_scale z_y.
-  virtual Norms add_correction(const std::vector<double>& coefficients, double alpha) = 0;
+  virtual Norms add_correction(const std::vector<double>& coefficients, double alpha);
 };
 
 // How each outer step corrects x and r. The corrections can shrink relative to an x that has
@@ -124,5 +125,16 @@ LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const
                                         double a_scale, int max_iterations, double* x, double* r,
                                         LsMethod method = LsMethod::Augmented, double smallest_r = 1,
                                         double norm_a = 0);
+
+// x (n): the least-squares solution of A x ~ b from an FP64 R of A' = a_scale A alone (r: n x n,
+// upper triangular, FP64, host memory), by the corrected semi-normal equations iterated (Bjorck,
+// BIT 27, 1987): x_0 = a_scale (R^T R)^-1 A'^T b, then x += a_scale (R^T R)^-1 A'^T (b - A x), the
+// residuals in FP64. With Q_1 = A' R^-1 the augmented step above is exactly this step (d_1 - h =
+// R^-T A'^T (f + r) = R^-T A'^T (b - A x), dr = f - A' dx'), so it needs no Q. Each step's dr is
+// the change of b - A x it makes. An R from Cholesky QR preconditioned by the FP32 R (the driver's
+// CholeskyQr attempt) converges in 2-4 steps to the FP64 QR's accuracy up to kappa ~ 1e10; the
+// stop rule takes it as FP64 factors.
+LsRefinementResult refine_semi_normal(const MatrixView<const double>& a, const double* b,
+                                      const MatrixView<const double>& r, double a_scale, int max_iterations, double* x);
 
 }  // namespace mixsolve::solvers_detail

@@ -27,8 +27,20 @@ class LsSpace {
   // Factors a_scale A rounded to FP32 (fp64 false) or FP64 with `block` columns per block,
   // replacing any factors held; returns |r_jj| for j = 0 .. n-1.
   virtual std::vector<double> factor(bool fp64, double a_scale, std::int64_t block) = 0;
+  // FP64 factors from the current FP32 ones, by Cholesky QR preconditioned with their R:
+  // Y = A' R_32^-1 in FP64 (A' = a_scale A), R_2 = chol(Y^T Y), R = R_2 R_32 (a preconditioned
+  // Cholesky QR, as LU-Cholesky QR, Terao, Ozaki & Ogita 2020, preconditions with an LU factor).
+  // R alone replaces the FP32 factors (refine() then takes the semi-normal steps).
+  // Where A R_32^-1 is well conditioned, as it is while kappa(A) u_32 <~ 1e3, R is as close to
+  // A's R as an FP64 QR's (Y^T Y's rounding is u_64 kappa(Y)^2 relative).
+  struct CholeskyQrFactors {
+    bool ok = false;               // Cholesky succeeded, and R is finite with a nonzero diagonal
+    std::vector<double> diagonal;  // |r_jj| of R, where ok
+    double y_diagonal_ratio = 0;   // min_j |(R_2)_jj| / max_j |(R_2)_jj|, of the order of 1 / kappa(Y)
+  };
+  virtual CholeskyQrFactors factor_cholesky_qr() = 0;
   // A unit vector v (on the host) near the smallest right singular vector of A, from the current
-  // FP64 factors: v = R^-1 e_start, then v := R^-1 R^-T v (inverse iteration on R^T R),
+  // FP64 factors (Householder or Cholesky QR): v = R^-1 e_start, then v := R^-1 R^-T v (inverse iteration on R^T R),
   // normalised after each; start: the column of the smallest |r_jj|.
   virtual std::vector<double> smallest_singular_vector(std::int64_t start) = 0;
   // ||A v||_2 for a host vector v of length n, in FP64.

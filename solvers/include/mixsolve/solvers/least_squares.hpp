@@ -3,16 +3,17 @@
 /// Least squares min ||b - A x||_2 to FP64 accuracy for full-rank A (m x n, m >= n), also where
 /// the residual is not zero: a Householder QR of A in a cheaper precision, refined in FP64 on the
 /// augmented system [I A; A^T 0] [r; x] = [b; 0] (Bjorck; Higham, Accuracy and Stability of
-/// Numerical Algorithms, section 20.5), with an FP64 QR where that refinement does not converge.
+/// Numerical Algorithms, section 20.5), with FP64 factors where that refinement does not converge:
+/// a Cholesky QR preconditioned by the cheap R, else an FP64 Householder QR.
 ///
 /// The FP32 QR refines to the FP64 QR's accuracy, in x and in the residual r, while
 /// kappa(A) u_32 < 1; beyond, its refinement is detected to diverge within a few steps. Then x
 /// alone is refined with the same factors, accepted where the system is consistent (its residual
-/// at FP64's rounding level), and otherwise the FP64 QR takes over. GMRES-LS (Carson, Higham & Pranesh 2020) is the alternative refinement
-/// (LeastSquaresOptions::refinement). Where the FP32 R's diagonal spans more than 1 / (16 u_32) (about
-/// kappa > 1e6) the FP64 QR decides at once: FP32 factors cannot tell such an A from a
-/// rank-deficient one, whose least-squares solution is not unique (RankDeficientMatrix). The
-/// report says which factors produced X and how each refinement ended.
+/// at FP64's rounding level), and otherwise FP64 factors take over. GMRES-LS (Carson, Higham & Pranesh 2020) is the
+/// alternative refinement (LeastSquaresOptions::refinement). Where the FP32 R's diagonal spans more than 1 / (16 u_32)
+/// (about kappa > 1e6) FP64 factors decide at once: FP32 factors cannot tell such an A from a rank-deficient one, whose
+/// least-squares solution is not unique (RankDeficientMatrix). The report says which factors produced X and how each
+/// refinement ended.
 ///
 /// A, B and X in host or device memory (all three in the same space; device matrices need a
 /// Context with a GPU). On the device the FP32 QR's trailing updates run on cuBLAS SGEMM and the
@@ -50,6 +51,13 @@ struct LeastSquaresOptions {
   /// (docs/least_squares.md), hence the default.
   enum class Refinement { Augmented, Gmres, AugmentedThenGmres };
   Refinement refinement = Refinement::Augmented;
+  /// With fallback, where the FP32 attempt fails: first FP64 factors by Cholesky QR of
+  /// A R_32^-1 (the FP32 R as its preconditioner: R = chol((A R_32^-1)^T (A R_32^-1)) R_32, no Q),
+  /// refined by the semi-normal steps, and the FP64 Householder QR only where that Cholesky breaks
+  /// down. Its products (a triangular solve with m x n right-hand sides and a Gram matrix) cost a
+  /// fraction of an FP64 QR's; its x is as accurate as the FP64 QR's up to kappa ~ 1e10
+  /// (docs/least_squares.md).
+  bool cholesky_qr = true;
 };
 
 /// How the refinement of one attempt ended (the worst over the right-hand sides).
@@ -67,10 +75,14 @@ enum class LeastSquaresStop {
   /// Not refined: the FP32 R's diagonal spans more than 1 / (16 u_32) (about kappa(A) > 1e6), where
   /// FP32 factors cannot tell an ill-conditioned A from a rank-deficient one.
   RankUndecided,
+  /// Not refined: the Cholesky QR of A R_32^-1 broke down (its Gram matrix not numerically positive
+  /// definite, or its R's diagonal spanning more than 2^10): the FP32 R is too far from A's.
+  CholeskyBreakdown,
 };
 
 /// @param s a stop reason.
-/// @return "converged", "stagnated", "diverged", "max iterations" or "rank undecided".
+/// @return "converged", "stagnated", "diverged", "max iterations", "rank undecided" or "cholesky
+/// breakdown".
 std::string to_string(LeastSquaresStop s);
 
 /// One QR and its refinement.
@@ -84,6 +96,10 @@ struct LeastSquaresAttempt {
   /// factors (factor_seconds 0); accepted only where ||b - A x|| comes down to FP64's rounding
   /// level: a consistent system.
   bool x_only = false;
+  /// FP64 factors by Cholesky QR preconditioned with the FP32 attempt's R (precision FP64;
+  /// LeastSquaresOptions::cholesky_qr), refined by the semi-normal steps
+  /// x += (R^T R)^-1 A^T (b - A x) (no Q).
+  bool cholesky_qr = false;
   /// The worst stop over the right-hand sides (in the order of LeastSquaresStop).
   LeastSquaresStop stop = LeastSquaresStop::Converged;
   /// The most refinement steps any right-hand side took.
@@ -105,8 +121,9 @@ struct LeastSquaresReport {
   std::vector<LeastSquaresAttempt> attempts;
   /// ||b_j - A x_j||_2 for each column of X, in FP64.
   std::vector<double> residual_norms;
-  /// The path in one line, e.g. "fp32/augmented(6)", "fp32[diverged after 2] -> fp32/x-only(4)" or
-  /// "fp32[rank undecided] -> fp64/augmented(2)".
+  /// The path in one line, e.g. "fp32/augmented(6)", "fp32[diverged after 2] -> fp32/x-only(4)",
+  /// "fp32[rank undecided] -> fp64-cholqr/semi-normal(3)" or "fp32[rank undecided] ->
+  /// fp64-cholqr[cholesky breakdown] -> fp64/augmented(2)".
   std::string path() const;
 };
 

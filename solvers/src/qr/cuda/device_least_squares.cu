@@ -4,6 +4,7 @@
 // backends on these shapes: docs/least_squares.md), the refinement's FP64 residuals by cuBLAS
 // DGEMV.
 #include <cublas_v2.h>
+#include <cusolverDn.h>
 
 #include <algorithm>
 #include <climits>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "mixsolve/core/cuda_check.hpp"
+#include "mixsolve/core/cusolver_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/error.hpp"
 #include "mixsolve/gemm/registry.hpp"
@@ -105,6 +107,28 @@ __global__ void b_minus_r_kernel(const double* b, const double* r, std::int64_t 
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
        i += std::int64_t(gridDim.x) * blockDim.x)
     f[i] = b[i] - r[i];
+}
+
+// b := a - b.
+__global__ void subtract_from_kernel(const double* a, std::int64_t count, double* b) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    b[i] = a[i] - b[i];
+}
+
+// r (n x n, leading dimension n) := the upper triangle of the first n rows of f (leading
+// dimension ld), in FP64, zeros below.
+__global__ void upper_triangle_kernel(const float* f, std::int64_t ld, std::int64_t n, double* r) {
+  FOR_EACH_ENTRY(n, n) { r[i + j * n] = i <= j ? double(f[i + j * ld]) : 0.0; }
+}
+
+// d[j] := |a_jj| and d[n + j] := |b_jj| (both n x n, leading dimension n).
+__global__ void two_diagonals_kernel(const double* a, const double* b, std::int64_t n, double* d) {
+  for (std::int64_t j = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; j < n;
+       j += std::int64_t(gridDim.x) * blockDim.x) {
+    d[j] = fabs(a[j + j * n]);
+    d[n + j] = fabs(b[j + j * n]);
+  }
 }
 
 __global__ void fill_nan_kernel(double* x, std::int64_t ld, std::int64_t rows, std::int64_t cols) {
@@ -321,6 +345,84 @@ class DeviceLsSteps final : public LsSteps {
   DeviceBuffer<double> slots_, correction_, coefficients_;  // GMRES-LS's augmented vectors
 };
 
+// The semi-normal steps on the device (refine_semi_normal in least_squares_refinement.hpp): an
+// FP64 R (n x n, upper triangular, device memory) of A' = a_scale A alone; f_ = b - A x of the
+// current x.
+class DeviceSemiNormalSteps final : public LsSteps {
+ public:
+  DeviceSemiNormalSteps(Context& ctx, const MatrixView<const double>& a, const double* b, const double* r,
+                        double a_scale, double* x)
+      : ctx_(ctx),
+        a_(a),
+        b_(b),
+        r_(r),
+        a_scale_(a_scale),
+        a_exponent_(std::ilogb(a_scale)),
+        x_(x),
+        f_(ctx, a.rows),
+        next_f_(ctx, a.rows),
+        y_(ctx, a.rows),
+        z_(ctx, a.cols) {}
+
+  Start start() override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    const int e = correction(b_);
+    add_scaled_kernel<<<blocks_for(n), 256, 0, ctx_.stream()>>>(z_.data(), n, e, true, x_);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    b_minus_ax(f_.data());
+    return {nrm2(ctx_.cublas(), m, b_), nrm2(ctx_.cublas(), m, f_.data())};
+  }
+  Norms step() override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    cublasHandle_t h = ctx_.cublas();
+    const int e = correction(f_.data());
+    add_scaled_kernel<<<blocks_for(n), 256, 0, ctx_.stream()>>>(z_.data(), n, e, false, x_);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    b_minus_ax(next_f_.data());
+    subtract_from_kernel<<<blocks_for(m), 256, 0, ctx_.stream()>>>(next_f_.data(), m, f_.data());  // the change
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    const double dr = nrm2(h, m, f_.data());
+    std::swap(f_, next_f_);
+    return {nrm2(h, n, x_), std::ldexp(nrm2(h, n, z_.data()), e), dr};
+  }
+  std::int64_t rows() const override { return a_.rows; }
+  double residual_norm() override { return nrm2(ctx_.cublas(), a_.rows, f_.data()); }
+
+ private:
+  // z_ := (R^T R)^-1 A'^T (v 2^-e), v scaled into [0.5, 1) so that A'^T v cannot overflow; the
+  // correction a_scale (R^T R)^-1 A'^T v is z_ 2^returned.
+  int correction(const double* v) {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    cublasHandle_t h = ctx_.cublas();
+    const int e = rhs_scale_exponent(max_abs(h, ctx_.stream(), m, v));
+    scale_to_kernel<<<blocks_for(m), 256, 0, ctx_.stream()>>>(v, m, -e, y_.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    const double zero = 0, a_scale = a_scale_;
+    MIXSOLVE_CUBLAS_CHECK(
+        cublasDgemv(h, CUBLAS_OP_T, int(m), int(n), &a_scale, a_.data, int(a_.ld), y_.data(), 1, &zero, z_.data(), 1));
+    MIXSOLVE_CUBLAS_CHECK(
+        cublasDtrsv(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, int(n), r_, int(n), z_.data(), 1));
+    MIXSOLVE_CUBLAS_CHECK(
+        cublasDtrsv(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, int(n), r_, int(n), z_.data(), 1));
+    return e + a_exponent_;
+  }
+  void b_minus_ax(double* f) {
+    const double minus_one = -1, one = 1;
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(f, b_, sizeof(double) * a_.rows, cudaMemcpyDeviceToDevice, ctx_.stream()));
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(a_.rows), int(a_.cols), &minus_one, a_.data,
+                                      int(a_.ld), x_, 1, &one, f, 1));
+  }
+
+  Context& ctx_;
+  MatrixView<const double> a_;
+  const double* b_;
+  const double* r_;
+  double a_scale_;
+  int a_exponent_;  // a_scale = 2^a_exponent_
+  double* x_;
+  DeviceBuffer<double> f_, next_f_, y_, z_;
+};
+
 class DeviceLsSpace final : public LsSpace {
  public:
   DeviceLsSpace(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
@@ -367,6 +469,8 @@ class DeviceLsSpace final : public LsSpace {
 
   std::vector<double> factor(bool fp64, double a_scale, std::int64_t block) override {
     a_scale_ = a_scale;
+    r64_ = DeviceBuffer<double>();
+    semi_normal_ = false;
     qr32_.reset();
     qr64_.reset();
     factors32_ = DeviceBuffer<float>();  // the other precision's factors go
@@ -391,9 +495,70 @@ class DeviceLsSpace final : public LsSpace {
     return qr32_->diagonal();
   }
 
+  CholeskyQrFactors factor_cholesky_qr() override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    CholeskyQrFactors out;
+    if (!qr32_) return out;
+    cudaStream_t stream = ctx_.stream();
+    cublasHandle_t h = ctx_.cublas();
+    const double one = 1, zero = 0;
+    DeviceBuffer<double> r32(ctx_, n * n), gram(ctx_, n * n);
+    upper_triangle_kernel<<<matrix_grid(n, n), 256, 0, stream>>>(factors32_.data(), m, n, r32.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    {
+      // Y := a_scale A R_32^-1 and its Gram matrix, in FP64.
+      DeviceBuffer<double> y(ctx_, m * n);
+      scaled_copy_kernel<<<matrix_grid(m, n), 256, 0, stream>>>(a_.data, a_.ld, m, n, a_scale_, y.data());
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+      MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
+                                        int(m), int(n), &one, r32.data(), int(n), y.data(), int(m)));
+      MIXSOLVE_CUBLAS_CHECK(cublasDsyrk(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, int(n), int(m), &one, y.data(), int(m),
+                                        &zero, gram.data(), int(n)));
+    }
+    // R_2 := chol(Y^T Y) (upper) in place of the Gram matrix.
+    cusolverDnHandle_t solver = nullptr;
+    MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&solver));
+    std::unique_ptr<std::remove_pointer_t<cusolverDnHandle_t>, cusolverStatus_t (*)(cusolverDnHandle_t)> owner(
+        solver, cusolverDnDestroy);
+    MIXSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(solver, stream));
+    int work_size = 0;
+    MIXSOLVE_CUSOLVER_CHECK(
+        cusolverDnDpotrf_bufferSize(solver, CUBLAS_FILL_MODE_UPPER, int(n), gram.data(), int(n), &work_size));
+    DeviceBuffer<double> work(ctx_, std::max(work_size, 1));
+    DeviceBuffer<int> info(ctx_, 1);
+    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDpotrf(solver, CUBLAS_FILL_MODE_UPPER, int(n), gram.data(), int(n), work.data(),
+                                             work_size, info.data()));
+    int status = 0;
+    info.copy_to_host(&status, 1, stream);
+    if (status != 0) return out;  // not numerically positive definite
+    // R := R_2 R_32.
+    DeviceBuffer<double> r(ctx_, n * n);
+    MIXSOLVE_CUBLAS_CHECK(cublasDtrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
+                                      int(n), int(n), &one, gram.data(), int(n), r32.data(), int(n), r.data(), int(n)));
+    DeviceBuffer<double> diagonals(ctx_, 2 * n);
+    two_diagonals_kernel<<<blocks_for(n), 256, 0, stream>>>(r.data(), gram.data(), n, diagonals.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    std::vector<double> d(2 * n);
+    diagonals.copy_to_host(d.data(), 2 * n, stream);
+    double largest2 = 0, smallest2 = INFINITY;
+    for (std::int64_t j = 0; j < n; ++j) {
+      if (!(d[j] > 0) || !std::isfinite(d[j])) return out;
+      largest2 = std::max(largest2, d[n + j]);
+      smallest2 = std::min(smallest2, d[n + j]);
+    }
+    out.ok = true;
+    out.diagonal.assign(d.begin(), d.begin() + n);
+    out.y_diagonal_ratio = smallest2 / largest2;
+    qr32_.reset();
+    factors32_ = DeviceBuffer<float>();
+    r64_ = std::move(r);
+    semi_normal_ = true;
+    return out;
+  }
+
   std::vector<double> smallest_singular_vector(std::int64_t start) override {
     const std::int64_t n = a_.cols;
-    if (!qr64_) throw InvalidArgument("smallest_singular_vector: needs the FP64 factors");
+    if (!qr64_ && !semi_normal_) throw InvalidArgument("smallest_singular_vector: needs FP64 factors");
     std::vector<double> e(n, 0.0);
     e[start] = 1;
     DeviceBuffer<double> v(ctx_, n);
@@ -406,10 +571,18 @@ class DeviceLsSpace final : public LsSpace {
         MIXSOLVE_CUBLAS_CHECK(cublasDscal(ctx_.cublas(), int(n), &inverse, v.data(), 1));
       }
     };
-    qr64_->solve_r(view);
+    const auto solve = [&](bool transposed) {  // v := R^-1 v or R^-T v
+      if (qr64_) {
+        transposed ? qr64_->solve_rt(view) : qr64_->solve_r(view);
+        return;
+      }
+      MIXSOLVE_CUBLAS_CHECK(cublasDtrsv(ctx_.cublas(), CUBLAS_FILL_MODE_UPPER, transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                        CUBLAS_DIAG_NON_UNIT, int(n), r64_.data(), int(n), v.data(), 1));
+    };
+    solve(false);
     normalize();
-    qr64_->solve_rt(view);
-    qr64_->solve_r(view);
+    solve(true);
+    solve(false);
     normalize();
     v.copy_to_host(e.data(), n, ctx_.stream());
     return e;
@@ -428,6 +601,10 @@ class DeviceLsSpace final : public LsSpace {
                             double norm_a) override {
     const double* b = b_.data + j * b_.ld;
     double* x = x_.data + j * x_.ld;
+    if (semi_normal_) {
+      DeviceSemiNormalSteps steps(ctx_, a_, b, r64_.data(), a_scale_, x);
+      return solvers_detail::refine(steps, true, max_iterations);
+    }
     if (qr64_) {
       DeviceLsSteps<double> steps(ctx_, a_, b, *qr64_, a_scale_, x, r_.data());
       return solvers_detail::refine(steps, true, max_iterations, method, smallest_r, norm_a);
@@ -466,6 +643,8 @@ class DeviceLsSpace final : public LsSpace {
   DeviceBuffer<double> factors64_;
   std::unique_ptr<DeviceQr<float>> qr32_;
   std::unique_ptr<DeviceQr<double>> qr64_;
+  DeviceBuffer<double> r64_;  // n x n: the Cholesky QR's R, where semi_normal_
+  bool semi_normal_ = false;
   double a_scale_ = 1;
 };
 
