@@ -48,6 +48,14 @@ double median_seconds(Context& ctx, int reps, const std::function<void()>& prepa
   return gemm::median_seconds(ctx, Memory::Device, reps, run, prepare);
 }
 
+constexpr double kOne = 1, kZero = 0;
+
+// a_jj := 1 (a n x n, leading dimension n).
+__global__ void set_unit_diagonal(double* a, std::int64_t n) {
+  const std::int64_t j = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  if (j < n) a[j + j * n] = 1;
+}
+
 __global__ void to_float(const double* x, std::int64_t count, float* y) {
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
        i += std::int64_t(gridDim.x) * blockDim.x)
@@ -92,6 +100,8 @@ int main(int argc, char** argv) try {
   for (const std::string& text : opt.list("conds", "1e2,1e6,1e8"))
     if (text != "none") conds.push_back(std::stod(text));
   const bool lstsq = opt.get("lstsq", "yes") != "no";
+  // --cholesky-parts yes: rows for the Cholesky QR attempt's DTRSM and DSYRK alone.
+  const bool cholesky_parts = opt.get("cholesky-parts", "no") == "yes";
   const int reps = std::stoi(opt.get("reps", "3"));
   Context ctx;
   nlohmann::json out = mixsolve::bench::device_json();
@@ -146,6 +156,32 @@ int main(int argc, char** argv) try {
             MIXSOLVE_CUSOLVER_CHECK(cusolverDnSgeqrf(solver, int(m), int(n), work32.data(), int(m), tau32.data(),
                                                      lw32.data(), lwork32, info.data()));
           }));
+    }
+    if (cholesky_parts) {  // the Cholesky QR attempt's two large FP64 products, and DGEMM for A^T A
+      DeviceBuffer<double> triangle(ctx, n * n), gram(ctx, n * n);
+      // An upper triangle with a unit diagonal and small entries above: a well-conditioned R.
+      fill_random(device_view(triangle.data(), n, n, n), RandomSpec::uniform(-1.0 / n, 1.0 / n, 9), ctx.stream());
+      set_unit_diagonal<<<int((n + 255) / 256), 256, 0, ctx.stream()>>>(triangle.data(), n);
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+      row("  Cholesky QR's DTRSM (Y := A R^-1)", median_seconds(ctx, reps, copy64, [&] {
+            MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                                              CUBLAS_DIAG_NON_UNIT, int(m), int(n), &kOne, triangle.data(), int(n),
+                                              work64.data(), int(m)));
+          }));
+      row("  Cholesky QR's DSYRK (Y^T Y)",
+          median_seconds(
+              ctx, reps, [] {},
+              [&] {
+                MIXSOLVE_CUBLAS_CHECK(cublasDsyrk(ctx.cublas(), CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, int(n), int(m),
+                                                  &kOne, a.data(), int(m), &kZero, gram.data(), int(n)));
+              }));
+      row("  DGEMM A^T A",
+          median_seconds(
+              ctx, reps, [] {},
+              [&] {
+                MIXSOLVE_CUBLAS_CHECK(cublasDgemm(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(n), int(n), int(m), &kOne,
+                                                  a.data(), int(m), a.data(), int(m), &kZero, gram.data(), int(n)));
+              }));
     }
     {  // The panels alone: cuSOLVER sgeqrf of each (m - j0) x block panel, as the FP32 QR runs them.
       int lwork = 0;
