@@ -79,7 +79,9 @@ TEST(LeastSquaresRefinement, Fp32QrRefinesToFp64AccuracyWithAnyResidual) {
         VectorD x(n), r(m);
         const solvers_detail::LsRefinementResult result = solvers_detail::refine_least_squares(
             host_view<const double>(p.a.data(), m, n, m), p.b.data(), qr, 1.0, 30, x.data(), r.data(), method,
-            double(a32.diagonal().cwiseAbs().minCoeff()));
+            solvers_detail::LsFactorScales{
+                double(a32.diagonal().cwiseAbs().minCoeff()), 0,
+                double(a32.diagonal().cwiseAbs().minCoeff() / a32.diagonal().cwiseAbs().maxCoeff())});
         const double x_error = double((x.cast<long double>() - x_ref).norm() / x_ref.norm());
         const double r_error = double((r.cast<long double>() - r_ref).norm()) / norm_b;
         const char* stop = result.stop == LsStop::Converged   ? "converged"

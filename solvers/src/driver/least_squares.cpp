@@ -111,15 +111,15 @@ class HostLsSpace final : public solvers_detail::LsSpace {
     return scaled_norm(y);
   }
   solvers_detail::LsRefinementResult refine(std::int64_t j, int max_iterations, solvers_detail::LsMethod method,
-                                            double smallest_r, double norm_a) override {
+                                            const solvers_detail::LsFactorScales& scales) override {
     if (!r64_.empty())
       return solvers_detail::refine_semi_normal(a_, &b_(0, j),
                                                 host_view<const double>(r64_.data(), a_.cols, a_.cols, a_.cols),
-                                                a_scale_, max_iterations, &x_(0, j));
+                                                a_scale_, max_iterations, &x_(0, j), scales);
     return qr64_ ? solvers_detail::refine_least_squares(a_, &b_(0, j), *qr64_, a_scale_, max_iterations, &x_(0, j),
-                                                        r_.data(), method, smallest_r, norm_a)
+                                                        r_.data(), method, scales)
                  : solvers_detail::refine_least_squares(a_, &b_(0, j), *qr32_, a_scale_, max_iterations, &x_(0, j),
-                                                        r_.data(), method, smallest_r, norm_a);
+                                                        r_.data(), method, scales);
   }
   std::vector<double> residual_norms() override {
     std::vector<double> out;
@@ -260,11 +260,7 @@ std::vector<double> HostLsSpace::smallest_singular_vector(std::int64_t start) {
   return v;
 }
 
-// Of the current factors: min_j |r_jj| (GMRES-LS's scale) and max_j |r_jj| / a_scale (an
-// estimate of ||A|| from below, XOnly's).
-struct FactorScales {
-  double smallest_r = 1, norm_a = 0;
-};
+using FactorScales = solvers_detail::LsFactorScales;
 
 void refine_columns(solvers_detail::LsSpace& space, std::int64_t columns, const LeastSquaresOptions& options,
                     const FactorScales& scales, LeastSquaresAttempt& result);
@@ -310,7 +306,7 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int
     if (diagonal[j] < smallest) smallest = diagonal[j], smallest_column = j;
   }
   result.diagonal_ratio = largest > 0 ? smallest / largest : 0;
-  scales = {smallest, std::ldexp(largest, exponent)};  // a_scale = 2^-exponent
+  scales = {smallest, std::ldexp(largest, exponent), result.diagonal_ratio};  // a_scale = 2^-exponent
   result.factor_seconds = solvers_detail::seconds_since(t0);
   // FP32 factors carry rounding of order u_32 ||A||: where R's diagonal falls to 16 u_32 of its
   // largest entry they cannot tell an ill-conditioned A (kappa >~ 1e6) from a rank-deficient one,
@@ -348,8 +344,7 @@ void refine_columns(solvers_detail::LsSpace& space, std::int64_t columns, const 
                                                           : solvers_detail::LsMethod::Augmented;
   result.stop = LeastSquaresStop::Converged;
   for (std::int64_t j = 0; j < columns; ++j) {
-    const solvers_detail::LsRefinementResult refined =
-        space.refine(j, options.max_iterations, method, scales.smallest_r, scales.norm_a);
+    const solvers_detail::LsRefinementResult refined = space.refine(j, options.max_iterations, method, scales);
     const LeastSquaresStop stop = public_stop(refined.stop);
     if (severity(stop) > severity(result.stop)) result.stop = stop;
     result.iterations = std::max(result.iterations, refined.iterations);

@@ -143,8 +143,9 @@ LsSteps::Norms gmres_step(LsSteps& s, double alpha) {
 
 }  // namespace
 
-LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations, LsMethod method, double smallest_r,
-                          double norm_a) {
+LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations, LsMethod method,
+                          const LsFactorScales& scales) {
+  const double smallest_r = scales.smallest_r, norm_a = scales.norm_a;
   constexpr double kUnit = 0x1p-53;
   const LsSteps::Start first = steps.start();
   const double norm_b = first.b, first_residual = first.r;
@@ -164,7 +165,7 @@ LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations,
                            ? std::ldexp(1.0, std::clamp(std::ilogb(smallest_r), -1000, 1000))
                            : 1;
   LsRefinementResult result;
-  double previous = INFINITY;
+  double previous = INFINITY, previous_dx = INFINITY, previous_dr = INFINITY;
   int contractions = 0;  // corrections at most half the one before
   for (int step = 1; step <= max_iterations; ++step) {
     const LsSteps::Norms norms = method == LsMethod::Gmres   ? gmres_step(steps, alpha)
@@ -187,6 +188,17 @@ LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations,
     if (step >= 2) {
       if (size <= 0.5 * previous) {
         ++contractions;
+        // Converging fast (each correction at most 2^-8 of the one before, this one already below
+        // 2^-26): where at that rate the next correction of x would fall below FP64's noise in it,
+        // u / diagonal_ratio <= u kappa(A) (what the rounding of b - A x alone makes of x), and
+        // that of r below u, another step would only confirm x and r: they are accepted now.
+        const double rate = size / previous;
+        const double x_rate = rel_dx / previous_dx, r_rate = rel_dr > 0 ? rel_dr / previous_dr : 0.0;
+        const double x_noise = kUnit / std::min(1.0, std::max(scales.diagonal_ratio, kUnit));
+        if (rate <= 0x1p-8 && size <= 0x1p-26 && rel_dx * x_rate <= x_noise && rel_dr * r_rate <= kUnit) {
+          result.stop = checked(LsStop::Converged, norms.x);
+          return result;
+        }
       } else {
         // No more progress. Where the corrections contracted at least twice down to 2^-16, or
         // came down to 2^-40, the iteration converged and x and r are as accurate as FP64
@@ -200,6 +212,8 @@ LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations,
       }
     }
     previous = size;
+    previous_dx = rel_dx;
+    previous_dr = rel_dr;
   }
   result.stop = LsStop::MaxIterations;
   return result;
@@ -418,25 +432,25 @@ class HostSemiNormalSteps final : public LsSteps {
 }  // namespace
 
 LsRefinementResult refine_semi_normal(const MatrixView<const double>& a, const double* b,
-                                      const MatrixView<const double>& r, double a_scale, int max_iterations,
-                                      double* x) {
+                                      const MatrixView<const double>& r, double a_scale, int max_iterations, double* x,
+                                      const LsFactorScales& scales) {
   HostSemiNormalSteps steps(a, b, r, a_scale, x);
-  return refine(steps, true, max_iterations);
+  return refine(steps, true, max_iterations, LsMethod::Augmented, scales);
 }
 
 template <class T>
 LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const double* b, const HouseholderQr<T>& qr,
                                         double a_scale, int max_iterations, double* x, double* r, LsMethod method,
-                                        double smallest_r, double norm_a) {
+                                        const LsFactorScales& scales) {
   HostLsSteps<T> steps(a, b, qr, a_scale, x, r);
-  return refine(steps, std::is_same_v<T, double>, max_iterations, method, smallest_r, norm_a);
+  return refine(steps, std::is_same_v<T, double>, max_iterations, method, scales);
 }
 
 template LsRefinementResult refine_least_squares<float>(const MatrixView<const double>&, const double*,
                                                         const HouseholderQr<float>&, double, int, double*, double*,
-                                                        LsMethod, double, double);
+                                                        LsMethod, const LsFactorScales&);
 template LsRefinementResult refine_least_squares<double>(const MatrixView<const double>&, const double*,
                                                          const HouseholderQr<double>&, double, int, double*, double*,
-                                                         LsMethod, double, double);
+                                                         LsMethod, const LsFactorScales&);
 
 }  // namespace mixsolve::solvers_detail

@@ -32,7 +32,8 @@ namespace mixsolve::solvers_detail {
 
 // How the refinement ended.
 enum class LsStop {
-  Converged,      // ||dx|| <= 2^-53 ||x|| and ||dr|| <= 2^-53 ||b||: nothing left to correct
+  Converged,      // ||dx|| <= 2^-53 ||x|| and ||dr|| <= 2^-53 ||b||: nothing left to correct; or
+                  // they would be at the next step, contracting by 2^-8 or more per step
   Stagnated,      // the corrections stopped halving after they had halved twice down to 2^-16
                   // (or reached 2^-40): x and r are as accurate as FP64 residuals make them
   Diverged,       // they stopped before that, or overflowed: the factors are too far from A
@@ -108,12 +109,17 @@ class LsSteps {
 // ||A|| estimated from below by max |r_jj| / a_scale.
 enum class LsMethod { Augmented, Gmres, XOnly };
 
+// What the refinement takes from the factors' R (A' = a_scale A = Q R).
+struct LsFactorScales {
+  double smallest_r = 1;      // min_j |r_jj|: GMRES-LS's estimate of sigma_min(A') (from above)
+  double norm_a = 0;          // max_j |r_jj| / a_scale: XOnly's estimate of ||A|| (from below)
+  double diagonal_ratio = 1;  // min_j |r_jj| / max_j |r_jj| >= 1 / kappa(A)
+};
+
 // The refinement loop and its stop rule (LsStop) over any memory space's steps; fp64_factors:
 // Stagnated is accepted without contraction (the factors' first solution is the FP64 QR's).
-// smallest_r: min_j |r_jj| of the factors (of A'), GMRES-LS's estimate of sigma_min(A').
-// norm_a: max_j |r_jj| / a_scale, XOnly's estimate of ||A||.
 LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations, LsMethod method = LsMethod::Augmented,
-                          double smallest_r = 1, double norm_a = 0);
+                          const LsFactorScales& scales = {});
 
 // x (n) and r (m): the least-squares solution of A x ~ b and its residual, from `qr` (a QR of
 // a_scale A rounded to T, in precision T; a_scale a power of two that brings A into T's range),
@@ -123,8 +129,7 @@ LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations,
 template <class T>
 LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const double* b, const HouseholderQr<T>& qr,
                                         double a_scale, int max_iterations, double* x, double* r,
-                                        LsMethod method = LsMethod::Augmented, double smallest_r = 1,
-                                        double norm_a = 0);
+                                        LsMethod method = LsMethod::Augmented, const LsFactorScales& scales = {});
 
 // x (n): the least-squares solution of A x ~ b from an FP64 R of A' = a_scale A alone (r: n x n,
 // upper triangular, FP64, host memory), by the corrected semi-normal equations iterated (Bjorck,
@@ -135,6 +140,7 @@ LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const
 // CholeskyQr attempt) converges in 2-4 steps to the FP64 QR's accuracy up to kappa ~ 1e10; the
 // stop rule takes it as FP64 factors.
 LsRefinementResult refine_semi_normal(const MatrixView<const double>& a, const double* b,
-                                      const MatrixView<const double>& r, double a_scale, int max_iterations, double* x);
+                                      const MatrixView<const double>& r, double a_scale, int max_iterations, double* x,
+                                      const LsFactorScales& scales = {});
 
 }  // namespace mixsolve::solvers_detail

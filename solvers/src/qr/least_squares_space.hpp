@@ -45,11 +45,10 @@ class LsSpace {
   virtual std::vector<double> smallest_singular_vector(std::int64_t start) = 0;
   // ||A v||_2 for a host vector v of length n, in FP64.
   virtual double norm_a_times(const std::vector<double>& v) = 0;
-  // Refines column j of X (and its residual) against column j of B with the current factors;
-  // smallest_r: min_j |r_jj| of their R (GMRES-LS's scale of the augmented system), norm_a:
-  // max_j |r_jj| / a_scale (XOnly's estimate of ||A||).
-  virtual LsRefinementResult refine(std::int64_t j, int max_iterations, LsMethod method, double smallest_r,
-                                    double norm_a) = 0;
+  // Refines column j of X (and its residual) against column j of B with the current factors,
+  // whose R gives `scales`.
+  virtual LsRefinementResult refine(std::int64_t j, int max_iterations, LsMethod method,
+                                    const LsFactorScales& scales) = 0;
   // ||b_j - A x_j||_2 for every column, in FP64.
   virtual std::vector<double> residual_norms() = 0;
   // X := NaN.

@@ -62,7 +62,8 @@ struct LeastSquaresOptions {
 
 /// How the refinement of one attempt ended (the worst over the right-hand sides).
 enum class LeastSquaresStop {
-  /// The corrections fell below 2^-53 of x and of b.
+  /// The corrections fell below 2^-53 of x and of b, or, shrinking by 2^-8 or more per step
+  /// from below 2^-26, would at the next step.
   Converged,
   /// The corrections stopped halving after they had halved twice down to 2^-16 of x (or fallen
   /// to 2^-40): x and r are as accurate as FP64 residuals make them.

@@ -597,20 +597,20 @@ class DeviceLsSpace final : public LsSpace {
     return nrm2(ctx_.cublas(), a_.rows, y.data());
   }
 
-  LsRefinementResult refine(std::int64_t j, int max_iterations, LsMethod method, double smallest_r,
-                            double norm_a) override {
+  LsRefinementResult refine(std::int64_t j, int max_iterations, LsMethod method,
+                            const LsFactorScales& scales) override {
     const double* b = b_.data + j * b_.ld;
     double* x = x_.data + j * x_.ld;
     if (semi_normal_) {
       DeviceSemiNormalSteps steps(ctx_, a_, b, r64_.data(), a_scale_, x);
-      return solvers_detail::refine(steps, true, max_iterations);
+      return solvers_detail::refine(steps, true, max_iterations, LsMethod::Augmented, scales);
     }
     if (qr64_) {
       DeviceLsSteps<double> steps(ctx_, a_, b, *qr64_, a_scale_, x, r_.data());
-      return solvers_detail::refine(steps, true, max_iterations, method, smallest_r, norm_a);
+      return solvers_detail::refine(steps, true, max_iterations, method, scales);
     }
     DeviceLsSteps<float> steps(ctx_, a_, b, *qr32_, a_scale_, x, r_.data());
-    return solvers_detail::refine(steps, false, max_iterations, method, smallest_r, norm_a);
+    return solvers_detail::refine(steps, false, max_iterations, method, scales);
   }
 
   std::vector<double> residual_norms() override {
