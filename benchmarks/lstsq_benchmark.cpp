@@ -168,6 +168,18 @@ int main(int argc, char** argv) try {
                                               CUBLAS_DIAG_NON_UNIT, int(m), int(n), &kOne, triangle.data(), int(n),
                                               work64.data(), int(m)));
           }));
+      // The same solve transposed, Y^T := R^-T A^T, on A^T (n x m) formed by DGEAM.
+      row("  DGEAM A^T, DTRSM left (R^-T A^T)",
+          median_seconds(
+              ctx, reps, [] {},
+              [&] {
+                MIXSOLVE_CUBLAS_CHECK(cublasDgeam(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(n), int(m), &kOne,
+                                                  a.data(), int(m), &kZero, work64.data(), int(n), work64.data(),
+                                                  int(n)));
+                MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T,
+                                                  CUBLAS_DIAG_NON_UNIT, int(n), int(m), &kOne, triangle.data(), int(n),
+                                                  work64.data(), int(n)));
+              }));
       row("  Cholesky QR's DSYRK (Y^T Y)",
           median_seconds(
               ctx, reps, [] {},
