@@ -86,7 +86,7 @@ TEST(LeastSquares, Fp32QrRefinesToFp64AccuracyForSeveralRightHandSides) {
 
 // Each refinement choice: GMRES-LS alone reports fp32/gmres(k) and reaches the FP64 QR's accuracy
 // on kappa 1e5 with a large residual, as the plain steps do; the plain steps alone never try
-// GMRES-LS (kappa 1e7: from the FP32 attempt straight to the FP64 QR).
+// GMRES-LS (kappa 1e7: from the FP32 attempt, after x alone, to FP64 factors).
 TEST(LeastSquares, EachRefinementChoiceIsHonoured) {
   Context ctx = Context::host_only();
   const std::int64_t m = 300, n = 70;
@@ -205,6 +205,18 @@ TEST(LeastSquares, CholeskyQrReachesTheFp64QrAccuracyFarBeyondFp32) {
     }
   EXPECT_GE(cholesky, 8);
   EXPECT_GE(breakdowns, 1) << "kappa 1e12 was expected to break the preconditioned Cholesky QR down";
+  // Several right-hand sides through the same Cholesky QR, residuals of every size.
+  const Problem p = make_problem(m, n, 3, 1e9, 0.3, 62);
+  MatrixD x(n, 3);
+  const LeastSquaresReport r =
+      least_squares(ctx, host_view<const double>(p.a.data(), m, n, m), host_view<const double>(p.b.data(), m, 3, m),
+                    host_view(x.data(), n, 3, n));
+  EXPECT_TRUE(r.converged) << r.path();
+  EXPECT_TRUE(r.attempts.back().cholesky_qr) << r.path();
+  const Errors e = forward_errors(p, x);
+  EXPECT_LE(e.solver, 10 * e.fp64_qr + 0x1p-50) << r.path();
+  for (std::int64_t j = 0; j < 3; ++j)
+    EXPECT_NEAR(r.residual_norms[j], (p.b.col(j) - p.a * x.col(j)).norm(), 1e-12 * p.b.col(j).norm());
 }
 
 // Two equal columns: the FP32 R leaves the rank undecided, the FP64 QR finds A v = 0 for R's

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -112,10 +113,13 @@ class HostLsSpace final : public solvers_detail::LsSpace {
   }
   solvers_detail::LsRefinementResult refine(std::int64_t j, int max_iterations, solvers_detail::LsMethod method,
                                             const solvers_detail::LsFactorScales& scales) override {
-    if (!r64_.empty())
+    if (!r64_.empty()) {
+      if (method != solvers_detail::LsMethod::Augmented)
+        throw std::logic_error("least_squares: Cholesky QR factors take the semi-normal steps only");
       return solvers_detail::refine_semi_normal(a_, &b_(0, j),
                                                 host_view<const double>(r64_.data(), a_.cols, a_.cols, a_.cols),
                                                 a_scale_, max_iterations, &x_(0, j), scales);
+    }
     return qr64_ ? solvers_detail::refine_least_squares(a_, &b_(0, j), *qr64_, a_scale_, max_iterations, &x_(0, j),
                                                         r_.data(), method, scales)
                  : solvers_detail::refine_least_squares(a_, &b_(0, j), *qr32_, a_scale_, max_iterations, &x_(0, j),
@@ -490,9 +494,8 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
         break;
       }
     }
-    const LeastSquaresStop last = report.attempts.back().stop;
-    if (last == LeastSquaresStop::RankUndecided || last == LeastSquaresStop::CholeskyBreakdown)
-      space->fill_x_with_nan();  // not refined: no solution
+    // Not refined: no solution (a Cholesky QR attempt is always followed by the FP64 QR).
+    if (report.attempts.back().stop == LeastSquaresStop::RankUndecided) space->fill_x_with_nan();
   }
   report.residual_norms = space->residual_norms();
   return report;

@@ -32,8 +32,9 @@ namespace mixsolve::solvers_detail {
 
 // How the refinement ended.
 enum class LsStop {
-  Converged,      // ||dx|| <= 2^-53 ||x|| and ||dr|| <= 2^-53 ||b||: nothing left to correct; or
-                  // they would be at the next step, contracting by 2^-8 or more per step
+  Converged,      // ||dx|| <= 2^-53 ||x|| and ||dr|| <= 2^-53 ||b||: nothing left to correct; or,
+                  // contracting by 2^-8 or more per step, the next correction would fall below
+                  // 1/16 of FP64's noise in x (u / diagonal_ratio) and below u in r
   Stagnated,      // the corrections stopped halving after they had halved twice down to 2^-16
                   // (or reached 2^-40): x and r are as accurate as FP64 residuals make them
   Diverged,       // they stopped before that, or overflowed: the factors are too far from A
@@ -116,10 +117,15 @@ struct LsFactorScales {
   double diagonal_ratio = 1;  // min_j |r_jj| / max_j |r_jj| >= 1 / kappa(A)
 };
 
-// The refinement loop and its stop rule (LsStop) over any memory space's steps; fp64_factors:
-// Stagnated is accepted without contraction (the factors' first solution is the FP64 QR's).
-LsRefinementResult refine(LsSteps& steps, bool fp64_factors, int max_iterations, LsMethod method = LsMethod::Augmented,
-                          const LsFactorScales& scales = {});
+// The factors behind a refinement, for its stop rule: where the corrections stop halving, cheap
+// factors' x is accepted (Stagnated) only after two halvings down to 2^-16 (or at 2^-40), an FP64
+// QR's at once (its first solution is the FP64 QR's), the semi-normal steps' after one halving
+// (their first solution, the semi-normal equations', carries an error of order u kappa^2).
+enum class LsFactorKind { Cheap, Fp64Qr, SemiNormal };
+
+// The refinement loop and its stop rule (LsStop) over any memory space's steps.
+LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iterations,
+                          LsMethod method = LsMethod::Augmented, const LsFactorScales& scales = {});
 
 // x (n) and r (m): the least-squares solution of A x ~ b and its residual, from `qr` (a QR of
 // a_scale A rounded to T, in precision T; a_scale a power of two that brings A into T's range),

@@ -77,7 +77,8 @@ enum class LeastSquaresStop {
   /// FP32 factors cannot tell an ill-conditioned A from a rank-deficient one.
   RankUndecided,
   /// Not refined: the Cholesky QR of A R_32^-1 broke down (its Gram matrix not numerically positive
-  /// definite, or its R's diagonal spanning more than 2^10): the FP32 R is too far from A's.
+  /// definite, or the diagonal of its Cholesky factor R_2 spanning more than 2^10): the FP32 R is
+  /// too far from A's.
   CholeskyBreakdown,
 };
 

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -39,22 +40,22 @@ dim3 matrix_grid(std::int64_t rows, std::int64_t cols) {
     for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < (rows); \
          i += std::int64_t(gridDim.x) * blockDim.x)
 
-// first[0] := min over NaN/Inf entries of i + j rows (start: all ones).
-__global__ void first_nonfinite_kernel(const double* m, std::int64_t ld, std::int64_t rows, std::int64_t cols,
-                                       unsigned long long* first) {
-  FOR_EACH_ENTRY(rows, cols) {
-    if (!isfinite(m[i + j * ld])) atomicMin(first, static_cast<unsigned long long>(i + j * rows));
-  }
-}
-
-// largest[0] := max |m_ij| as the bits of a non-negative double (they order as the values).
-__global__ void largest_abs_kernel(const double* m, std::int64_t ld, std::int64_t rows, std::int64_t cols,
-                                   unsigned long long* largest) {
+// One pass over m: scan[0] := min over NaN/Inf entries of i + j rows (start: all ones), scan[1] :=
+// max over the finite |m_ij| as the bits of a non-negative double (they order as the values;
+// start: 0).
+__global__ void scan_kernel(const double* m, std::int64_t ld, std::int64_t rows, std::int64_t cols,
+                            unsigned long long* scan) {
   double local = 0;
-  FOR_EACH_ENTRY(rows, cols) { local = fmax(local, fabs(m[i + j * ld])); }
+  FOR_EACH_ENTRY(rows, cols) {
+    const double v = m[i + j * ld];
+    if (isfinite(v))
+      local = fmax(local, fabs(v));
+    else
+      atomicMin(scan, static_cast<unsigned long long>(i + j * rows));
+  }
   for (int offset = 16; offset > 0; offset /= 2) local = fmax(local, __shfl_xor_sync(0xffffffffu, local, offset));
   if (threadIdx.x % 32 == 0 && local > 0)  // one atomic per warp
-    atomicMax(largest, static_cast<unsigned long long>(__double_as_longlong(local)));
+    atomicMax(scan + 1, static_cast<unsigned long long>(__double_as_longlong(local)));
 }
 
 // sum[0] += sum of (m_ij * scale)^2.
@@ -424,34 +425,42 @@ class DeviceSemiNormalSteps final : public LsSteps {
 };
 
 class DeviceLsSpace final : public LsSpace {
+ private:
+  // scan_kernel over m: the first NaN or Inf (i + j rows, or -1) and max |m_ij| over the finite entries.
+  std::int64_t scan(const MatrixView<const double>& m, double& largest) {
+    const unsigned long long start[2] = {~0ull, 0};
+    scan_.copy_from_host(start, 2, ctx_.stream());
+    scan_kernel<<<matrix_grid(m.rows, m.cols), 256, 0, ctx_.stream()>>>(m.data, m.ld, m.rows, m.cols, scan_.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    unsigned long long out[2] = {0, 0};
+    scan_.copy_to_host(out, 2, ctx_.stream());
+    std::memcpy(&largest, &out[1], sizeof largest);
+    return out[0] == ~0ull ? -1 : std::int64_t(out[0]);
+  }
+
  public:
   DeviceLsSpace(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
                 const MatrixView<double>& x)
-      : ctx_(ctx), a_(a), b_(b), x_(x), r_(ctx, std::max<std::int64_t>(a.rows, 1)), flag_(ctx, 1) {}
+      : ctx_(ctx), a_(a), b_(b), x_(x), r_(ctx, std::max<std::int64_t>(a.rows, 1)), scan_(ctx, 2) {}
 
+  // A's scan also gives max |a_ij|, kept for largest_abs_a(): one pass over A for both.
   std::pair<std::int64_t, std::int64_t> find_nonfinite(int which) override {
     const MatrixView<const double>& m = which == 0 ? a_ : b_;
     if (m.empty()) return {-1, -1};
-    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(flag_.data(), 0xff, sizeof(unsigned long long), ctx_.stream()));
-    first_nonfinite_kernel<<<matrix_grid(m.rows, m.cols), 256, 0, ctx_.stream()>>>(m.data, m.ld, m.rows, m.cols,
-                                                                                   flag_.data());
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-    unsigned long long first = 0;
-    flag_.copy_to_host(&first, 1, ctx_.stream());
-    if (first == ~0ull) return {-1, -1};
-    return {std::int64_t(first % m.rows), std::int64_t(first / m.rows)};
+    double largest = 0;
+    const std::int64_t first = scan(m, largest);
+    if (which == 0) largest_a_ = largest;
+    if (first < 0) return {-1, -1};
+    return {first % m.rows, first / m.rows};
   }
 
   double largest_abs_a() override {
-    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(flag_.data(), 0, sizeof(unsigned long long), ctx_.stream()));
-    largest_abs_kernel<<<matrix_grid(a_.rows, a_.cols), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, a_.rows, a_.cols,
-                                                                                 flag_.data());
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-    unsigned long long bits = 0;
-    flag_.copy_to_host(&bits, 1, ctx_.stream());
-    double largest = 0;
-    std::memcpy(&largest, &bits, sizeof largest);
-    return largest;
+    if (largest_a_ < 0) {
+      double largest = 0;
+      scan(a_, largest);
+      largest_a_ = largest;
+    }
+    return largest_a_;
   }
 
   double norm_a_frobenius() override {
@@ -505,6 +514,10 @@ class DeviceLsSpace final : public LsSpace {
     DeviceBuffer<double> r32(ctx_, n * n), gram(ctx_, n * n);
     upper_triangle_kernel<<<matrix_grid(n, n), 256, 0, stream>>>(factors32_.data(), m, n, r32.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
+    // The FP32 factors go before Y comes (4 m n bytes of the peak): whatever follows, this R or the
+    // FP64 Householder QR, has no use for them.
+    qr32_.reset();
+    factors32_ = DeviceBuffer<float>();
     {
       // Y := a_scale A R_32^-1 and its Gram matrix, in FP64.
       DeviceBuffer<double> y(ctx_, m * n);
@@ -556,8 +569,6 @@ class DeviceLsSpace final : public LsSpace {
     out.ok = true;
     out.diagonal.assign(d.begin(), d.begin() + n);
     out.y_diagonal_ratio = smallest2 / largest2;
-    qr32_.reset();
-    factors32_ = DeviceBuffer<float>();
     r64_ = std::move(r);
     semi_normal_ = true;
     return out;
@@ -609,15 +620,17 @@ class DeviceLsSpace final : public LsSpace {
     const double* b = b_.data + j * b_.ld;
     double* x = x_.data + j * x_.ld;
     if (semi_normal_) {
+      if (method != LsMethod::Augmented)
+        throw std::logic_error("least_squares: Cholesky QR factors take the semi-normal steps only");
       DeviceSemiNormalSteps steps(ctx_, a_, b, r64_.data(), a_scale_, x);
-      return solvers_detail::refine(steps, true, max_iterations, LsMethod::Augmented, scales);
+      return solvers_detail::refine(steps, LsFactorKind::SemiNormal, max_iterations, LsMethod::Augmented, scales);
     }
     if (qr64_) {
       DeviceLsSteps<double> steps(ctx_, a_, b, *qr64_, a_scale_, x, r_.data());
-      return solvers_detail::refine(steps, true, max_iterations, method, scales);
+      return solvers_detail::refine(steps, LsFactorKind::Fp64Qr, max_iterations, method, scales);
     }
     DeviceLsSteps<float> steps(ctx_, a_, b, *qr32_, a_scale_, x, r_.data());
-    return solvers_detail::refine(steps, false, max_iterations, method, scales);
+    return solvers_detail::refine(steps, LsFactorKind::Cheap, max_iterations, method, scales);
   }
 
   std::vector<double> residual_norms() override {
@@ -645,7 +658,8 @@ class DeviceLsSpace final : public LsSpace {
   MatrixView<const double> a_, b_;
   MatrixView<double> x_;
   DeviceBuffer<double> r_;
-  DeviceBuffer<unsigned long long> flag_;
+  DeviceBuffer<unsigned long long> scan_;
+  double largest_a_ = -1;  // max |a_ij| once A has been scanned
   DeviceBuffer<float> factors32_;
   DeviceBuffer<double> factors64_;
   std::unique_ptr<DeviceQr<float>> qr32_;
