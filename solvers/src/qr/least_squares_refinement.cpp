@@ -209,10 +209,18 @@ LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iteratio
         // residuals make them; otherwise the cheap factors never brought them near the solution
         // (kappa u_T >~ 1: one lucky halving of a huge first correction is no convergence, nor
         // are two halvings that end at corrections of 0.57 x, seen at kappa 3e7). FP64 factors
-        // start at the FP64 QR's solution: accepted either way.
-        const bool converging = factors == LsFactorKind::Fp64Qr ||
-                                (factors == LsFactorKind::SemiNormal && contractions >= 1) ||
-                                (contractions >= 2 && size <= 0x1p-16) || size <= 0x1p-40;
+        // start at the FP64 QR's solution: accepted either way. The semi-normal steps start at the
+        // semi-normal equations' solution (error ~ u kappa^2): accepted after a halving, or where
+        // the correction is already within 64 times FP64's attainable accuracy,
+        // u (kappa + kappa^2 ||r|| / (||A|| ||x||)), kappa estimated by 1 / diagonal_ratio (large
+        // for an ill-conditioned A with a large residual, where the FP64 QR's x is no better).
+        bool converging = factors == LsFactorKind::Fp64Qr || (contractions >= 2 && size <= 0x1p-16) ||
+                          size <= 0x1p-40;
+        if (factors == LsFactorKind::SemiNormal && !converging) {
+          const double kappa = 1 / std::max(scales.diagonal_ratio, kUnit);
+          const double residual = norm_a > 0 && norms.x > 0 ? steps.residual_norm() / (norm_a * norms.x) : 0.0;
+          converging = contractions >= 1 || rel_dx <= 64 * kUnit * (kappa + kappa * kappa * residual);
+        }
         result.stop = converging ? checked(LsStop::Stagnated, norms.x) : LsStop::Diverged;
         return result;
       }
