@@ -61,6 +61,20 @@ Errors forward_errors(const Problem& p, const MatrixD& x) {
   return e;
 }
 
+// least_squares() on one right-hand side of p with the default options; prints the path and the
+// errors (against a long double QR, the solver's and the FP64 QR's).
+LeastSquaresReport solve_and_print(Context& ctx, const Problem& p, double kappa, double rho, MatrixD& x, Errors& e) {
+  const std::int64_t m = p.a.rows(), n = p.a.cols();
+  x.resize(n, 1);
+  const LeastSquaresReport r =
+      least_squares(ctx, host_view<const double>(p.a.data(), m, n, m), host_view<const double>(p.b.data(), m, 1, m),
+                    host_view(x.data(), n, 1, n));
+  e = forward_errors(p, x);
+  std::printf("kappa %.0e rho %.0e: %s, x error %.2e (FP64 QR %.2e)\n", kappa, rho, r.path().c_str(), e.solver,
+              e.fp64_qr);
+  return r;
+}
+
 TEST(LeastSquares, Fp32QrRefinesToFp64AccuracyForSeveralRightHandSides) {
   Context ctx = Context::host_only();
   const std::int64_t m = 300, n = 70, k = 3;
@@ -124,14 +138,9 @@ TEST(LeastSquares, IllConditionedProblemsNeverReturnAnInaccurateX) {
   int x_only = 0;
   for (const double kappa : {3e6, 1e7, 3e7})
     for (const double rho : {0.0, 1e-3}) {
-      const Problem p = make_problem(m, n, 1, kappa, rho, 51);
-      MatrixD x(n, 1);
-      const LeastSquaresReport r =
-          least_squares(ctx, host_view<const double>(p.a.data(), m, n, m), host_view<const double>(p.b.data(), m, 1, m),
-                        host_view(x.data(), n, 1, n));
-      const Errors e = forward_errors(p, x);
-      std::printf("kappa %.0e rho %.0e: %s, x error %.2e (FP64 QR %.2e)\n", kappa, rho, r.path().c_str(), e.solver,
-                  e.fp64_qr);
+      MatrixD x;
+      Errors e;
+      const LeastSquaresReport r = solve_and_print(ctx, make_problem(m, n, 1, kappa, rho, 51), kappa, rho, x, e);
       EXPECT_TRUE(r.converged) << r.path();
       EXPECT_LE(e.solver, 20 * e.fp64_qr + 0x1p-50) << "kappa " << kappa << ", rho " << rho << ": " << r.path();
       x_only += r.path().find("x-only(") != std::string::npos;
@@ -188,14 +197,9 @@ TEST(LeastSquares, CholeskyQrReachesTheFp64QrAccuracyFarBeyondFp32) {
   int cholesky = 0, breakdowns = 0;
   for (const double kappa : {1e7, 1e8, 1e10, 1e12})
     for (const double rho : {0.0, 1e-6, 1e-1, 1.0}) {
-      const Problem p = make_problem(m, n, 1, kappa, rho, 61);
-      MatrixD x(n, 1);
-      const LeastSquaresReport r =
-          least_squares(ctx, host_view<const double>(p.a.data(), m, n, m), host_view<const double>(p.b.data(), m, 1, m),
-                        host_view(x.data(), n, 1, n));
-      const Errors e = forward_errors(p, x);
-      std::printf("kappa %.0e rho %.0e: %s, x error %.2e (FP64 QR %.2e)\n", kappa, rho, r.path().c_str(), e.solver,
-                  e.fp64_qr);
+      MatrixD x;
+      Errors e;
+      const LeastSquaresReport r = solve_and_print(ctx, make_problem(m, n, 1, kappa, rho, 61), kappa, rho, x, e);
       EXPECT_TRUE(r.converged) << r.path();
       EXPECT_LE(e.solver, 10 * e.fp64_qr + 0x1p-50) << "kappa " << kappa << ", rho " << rho << ": " << r.path();
       const bool by_cholesky = r.attempts.back().cholesky_qr;
