@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "qr/least_squares_refinement.hpp"
 
-#include "qr/compensated_dot.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -48,30 +46,6 @@ double norm2(const double* v, std::int64_t count) {
   double sum = 0;
   for (std::int64_t i = 0; i < count; ++i) sum += (v[i] / largest) * (v[i] / largest);
   return largest * std::sqrt(sum);
-}
-
-// f := b - r - A x (r null: b - A x), each entry a compensated sum rounded once
-// (compensated_dot.hpp).
-void compensated_residual(const MatrixView<const double>& a, const double* b, const double* r, const double* x,
-                          double* f) {
-  for (std::int64_t i = 0; i < a.rows; ++i) {
-    CompensatedSum sum;
-    sum.add(b[i]);
-    if (r) sum.add(-r[i]);
-    for (std::int64_t j = 0; j < a.cols; ++j) sum.add_product(a(i, j), -x[j]);
-    f[i] = sum.value();
-  }
-}
-
-// g := (a_scale A)^T v scale, each entry a compensated sum rounded once (a_scale, which brings A
-// near 1 so that the sum cannot overflow where A^T v would, and scale powers of two).
-void compensated_transposed_product(const MatrixView<const double>& a, double a_scale, const double* v, double scale,
-                                    double* g) {
-  for (std::int64_t j = 0; j < a.cols; ++j) {
-    CompensatedSum sum;
-    for (std::int64_t i = 0; i < a.rows; ++i) sum.add_product(a_scale * a(i, j), v[i]);
-    g[j] = sum.value() * scale;
-  }
 }
 
 // 2^-e with 2^e > max |v_i| over both vectors (1 where both are zero): a scale that brings them
@@ -240,7 +214,8 @@ LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iteratio
         // the correction is already within 64 times FP64's attainable accuracy,
         // u (kappa + kappa^2 ||r|| / (||A|| ||x||)), kappa estimated by 1 / diagonal_ratio (large
         // for an ill-conditioned A with a large residual, where the FP64 QR's x is no better).
-        bool converging = factors == LsFactorKind::Fp64Qr || (contractions >= 2 && size <= 0x1p-16) || size <= 0x1p-40;
+        bool converging = factors == LsFactorKind::Fp64Qr || (contractions >= 2 && size <= 0x1p-16) ||
+                          size <= 0x1p-40;
         if (factors == LsFactorKind::SemiNormal && !converging) {
           const double kappa = 1 / std::max(scales.diagonal_ratio, kUnit);
           const double residual = norm_a > 0 && norms.x > 0 ? steps.residual_norm() / (norm_a * norms.x) : 0.0;
@@ -369,13 +344,28 @@ class HostLsSteps final : public LsSteps {
   std::vector<double> f_, g_, dx_, dr_;
   std::vector<std::vector<double>> slots_;  // GMRES-LS's augmented vectors
 
-  // f := b - A x, compensated.
-  void b_minus_ax(double* f) const { compensated_residual(a_, b_, nullptr, x_, f); }
-  // f := b - r - A x and g := -(a_scale A)^T r g_scale, compensated (a_scale and g_scale, 1 or
-  // 1 / alpha, powers of two).
+  // f := b - A x in FP64 (each entry one FP64 sum of products).
+  void b_minus_ax(double* f) const {
+    for (std::int64_t i = 0; i < a_.rows; ++i) {
+      double sum = b_[i];
+      for (std::int64_t j = 0; j < a_.cols; ++j) sum -= a_(i, j) * x_[j];
+      f[i] = sum;
+    }
+  }
+  // f := b - r - A x and g := -(a_scale A)^T r g_scale, in FP64 (each entry one FP64 sum of
+  // products; a_scale A is exact and near 1; g_scale, 1 or 1 / alpha, a power of two).
   void augmented_residual(double* f, double* g, double g_scale) const {
-    compensated_residual(a_, b_, r_, x_, f);
-    compensated_transposed_product(a_, a_scale_, r_, -g_scale, g);
+    const std::int64_t m = a_.rows, n = a_.cols;
+    for (std::int64_t i = 0; i < m; ++i) {
+      double sum = b_[i] - r_[i];
+      for (std::int64_t j = 0; j < n; ++j) sum -= a_(i, j) * x_[j];
+      f[i] = sum;
+    }
+    for (std::int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (std::int64_t i = 0; i < m; ++i) sum -= (a_scale_ * a_(i, j)) * r_[i];
+      g[j] = sum * g_scale;
+    }
   }
 };
 
@@ -417,7 +407,11 @@ class HostSemiNormalSteps final : public LsSteps {
     for (std::int64_t i = 0; i < m; ++i) largest = std::max(largest, std::fabs(v[i]));
     const int e = rhs_scale_exponent(largest);
     for (std::int64_t i = 0; i < m; ++i) scaled_[i] = std::ldexp(v[i], -e);
-    compensated_transposed_product(a_, a_scale_, scaled_.data(), 1.0, z_.data());
+    for (std::int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (std::int64_t i = 0; i < m; ++i) sum += (a_scale_ * a_(i, j)) * scaled_[i];
+      z_[j] = sum;
+    }
     for (std::int64_t i = 0; i < n; ++i) {  // z := R^-T z
       double sum = z_[i];
       for (std::int64_t k = 0; k < i; ++k) sum -= r_(k, i) * z_[k];
@@ -431,7 +425,13 @@ class HostSemiNormalSteps final : public LsSteps {
     const int exponent = e + std::ilogb(a_scale_);  // a_scale: a power of two
     for (double& z : z_) z = std::ldexp(z, exponent);
   }
-  void b_minus_ax(double* f) const { compensated_residual(a_, b_, nullptr, x_, f); }
+  void b_minus_ax(double* f) const {
+    for (std::int64_t i = 0; i < a_.rows; ++i) {
+      double sum = b_[i];
+      for (std::int64_t j = 0; j < a_.cols; ++j) sum -= a_(i, j) * x_[j];
+      f[i] = sum;
+    }
+  }
 
   MatrixView<const double> a_;
   const double* b_;

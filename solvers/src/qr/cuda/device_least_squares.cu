@@ -21,7 +21,6 @@
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/error.hpp"
 #include "mixsolve/gemm/registry.hpp"
-#include "qr/compensated_dot.hpp"
 #include "qr/cuda/device_qr.hpp"
 #include "qr/least_squares_space.hpp"
 
@@ -104,58 +103,11 @@ __global__ void difference_kernel(const T* d, const T* h, std::int64_t count, T*
     z[i] = d[i] - h[i];
 }
 
-// f := b - r - A x (r null: b - A x), each row's a compensated sum rounded once
-// (compensated_dot.hpp): a thread per row, the columns in order (a warp's loads of a column are
-// one coalesced row range).
-__global__ void compensated_residual_kernel(const double* a, std::int64_t ld, std::int64_t m, std::int64_t n,
-                                            const double* b, const double* r, const double* x, double* f) {
-  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < m;
-       i += std::int64_t(gridDim.x) * blockDim.x) {
-    CompensatedSum sum;
-    sum.add(b[i]);
-    if (r) sum.add(-r[i]);
-#pragma unroll 4
-    for (std::int64_t j = 0; j < n; ++j) sum.add_product(a[i + j * ld], -x[j]);
-    f[i] = sum.value();
-  }
-}
-
-// g_j := (a_scale A)^T v scale, each a compensated sum rounded once (a_scale, bringing A near 1 so
-// that no sum overflows where A^T v would, and scale powers of two): a block per column, its
-// threads' sums combined by warp shuffles and then across the warps, in a fixed order.
-__global__ void __launch_bounds__(256)
-    compensated_transposed_kernel(const double* a, std::int64_t ld, std::int64_t m, std::int64_t n, double a_scale,
-                                  const double* v, double scale, double* g) {
-  __shared__ double warp_s[8], warp_c[8];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  for (std::int64_t j = blockIdx.x; j < n; j += gridDim.x) {
-    CompensatedSum sum;
-    const double* column = a + j * ld;
-    for (std::int64_t i = threadIdx.x; i < m; i += blockDim.x) sum.add_product(a_scale * column[i], v[i]);
-    for (int offset = 16; offset > 0; offset /= 2) {
-      CompensatedSum other;
-      other.s = __shfl_down_sync(0xffffffffu, sum.s, offset);
-      other.c = __shfl_down_sync(0xffffffffu, sum.c, offset);
-      sum.add(other);
-    }
-    if (lane == 0) warp_s[warp] = sum.s, warp_c[warp] = sum.c;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      CompensatedSum total;
-      for (int w = 0; w < int(blockDim.x / 32); ++w) {
-        CompensatedSum part;
-        part.s = warp_s[w];
-        part.c = warp_c[w];
-        total.add(part);
-      }
-      g[j] = total.value() * scale;
-    }
-    __syncthreads();  // warp_s is reused by the next column
-  }
-}
-
-unsigned blocks_for_columns(std::int64_t n) {
-  return unsigned(std::min<std::int64_t>(std::max<std::int64_t>(n, 1), 65535));
+// f := b - r.
+__global__ void b_minus_r_kernel(const double* b, const double* r, std::int64_t count, double* f) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    f[i] = b[i] - r[i];
 }
 
 // b := a - b.
@@ -248,17 +200,19 @@ class DeviceLsSteps final : public LsSteps {
     const std::int64_t m = a_.rows, n = a_.cols;
     cudaStream_t stream = ctx_.stream();
     cublasHandle_t h = ctx_.cublas();
-    // f = b - r - A x; g_ := -a_scale A^T (r 2^-er) = a_scale g 2^-er, with r scaled into
-    // [0.5, 1) first: each product a_ij r_i 2^-er is at most max |A|, so the sum overflows only
-    // where max |A| is within a factor m of FP64's largest value. Both compensated.
-    compensated_residual_kernel<<<blocks_for(m), 256, 0, stream>>>(a_.data, a_.ld, m, n, b_, r_, x_, f_.data());
+    const double minus_one = -1, one = 1, zero = 0, minus_a_scale = -a_scale_;
+    // f = b - r - A x in FP64; g_ := -a_scale A^T (r 2^-er) = a_scale g 2^-er (a_scale as DGEMV's
+    // alpha), with r scaled into [0.5, 1) first: each product a_ij r_i 2^-er is at most max |A|, so
+    // the sum overflows only where max |A| is within a factor m of FP64's largest value.
+    b_minus_r_kernel<<<blocks_for(m), 256, 0, stream>>>(b_, r_, m, f_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
+    MIXSOLVE_CUBLAS_CHECK(
+        cublasDgemv(h, CUBLAS_OP_N, int(m), int(n), &minus_one, a_.data, int(a_.ld), x_, 1, &one, f_.data(), 1));
     const int er = rhs_scale_exponent(max_abs(h, stream, m, r_));
     scale_to_kernel<<<blocks_for(m), 256, 0, stream>>>(r_, m, -er, y_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    compensated_transposed_kernel<<<blocks_for_columns(n), 256, 0, stream>>>(a_.data, a_.ld, m, n, a_scale_, y_.data(),
-                                                                             -1.0, g_.data());
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(h, CUBLAS_OP_T, int(m), int(n), &minus_a_scale, a_.data, int(a_.ld), y_.data(), 1,
+                                      &zero, g_.data(), 1));
     const int e = correct(f_.data(), g_.data(), er);
     add_scaled_kernel<<<blocks_for(n), 256, 0, stream>>>(z_.data(), n, e + a_exponent_, false, x_);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
@@ -290,12 +244,14 @@ class DeviceLsSteps final : public LsSteps {
   }
   void residual(int to, double alpha) override {
     const std::int64_t m = a_.rows, n = a_.cols;
+    const double minus_one = -1, one = 1, zero = 0, minus_a_scale = -a_scale_ / alpha;
     double* u = slot(to);
-    compensated_residual_kernel<<<blocks_for(m), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, b_, r_, x_, u);
+    b_minus_r_kernel<<<blocks_for(m), 256, 0, ctx_.stream()>>>(b_, r_, m, u);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    compensated_transposed_kernel<<<blocks_for_columns(n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, a_scale_, r_,
-                                                                                    -1 / alpha, u + m);
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    MIXSOLVE_CUBLAS_CHECK(
+        cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(m), int(n), &minus_one, a_.data, int(a_.ld), x_, 1, &one, u, 1));
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_T, int(m), int(n), &minus_a_scale, a_.data, int(a_.ld),
+                                      r_, 1, &zero, u + m, 1));
   }
   // The plain correction of [f; alpha g] (alpha = 2^ea): R^-1 (d1 - alpha h) and alpha du.
   void precondition(int from, int to, double alpha) override {
@@ -345,11 +301,12 @@ class DeviceLsSteps final : public LsSteps {
  private:
   double* slot(int index) { return slots_.data() + index * (a_.rows + a_.cols); }
 
-  // f := b - A x (m entries), compensated.
+  // f := b - A x in FP64 (m entries).
   void b_minus_ax(double* f) {
-    compensated_residual_kernel<<<blocks_for(a_.rows), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, a_.rows, a_.cols, b_,
-                                                                                nullptr, x_, f);
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    const double minus_one = -1, one = 1;
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(f, b_, sizeof(double) * a_.rows, cudaMemcpyDeviceToDevice, ctx_.stream()));
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(a_.rows), int(a_.cols), &minus_one, a_.data,
+                                      int(a_.ld), x_, 1, &one, f, 1));
   }
 
   // The factors' solution of [I A'; A'^T 0] [dr; z] = [f; g 2^er] (A' = a_scale A), both
@@ -441,19 +398,20 @@ class DeviceSemiNormalSteps final : public LsSteps {
     const int e = rhs_scale_exponent(max_abs(h, ctx_.stream(), m, v));
     scale_to_kernel<<<blocks_for(m), 256, 0, ctx_.stream()>>>(v, m, -e, y_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    compensated_transposed_kernel<<<blocks_for_columns(n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, a_scale_,
-                                                                                    y_.data(), 1.0, z_.data());
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    const double zero = 0, a_scale = a_scale_;
+    MIXSOLVE_CUBLAS_CHECK(
+        cublasDgemv(h, CUBLAS_OP_T, int(m), int(n), &a_scale, a_.data, int(a_.ld), y_.data(), 1, &zero, z_.data(), 1));
     MIXSOLVE_CUBLAS_CHECK(
         cublasDtrsv(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, int(n), r_, int(n), z_.data(), 1));
     MIXSOLVE_CUBLAS_CHECK(
         cublasDtrsv(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, int(n), r_, int(n), z_.data(), 1));
     return e + a_exponent_;
   }
-  void b_minus_ax(double* f) {  // compensated
-    compensated_residual_kernel<<<blocks_for(a_.rows), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, a_.rows, a_.cols, b_,
-                                                                                nullptr, x_, f);
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
+  void b_minus_ax(double* f) {
+    const double minus_one = -1, one = 1;
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(f, b_, sizeof(double) * a_.rows, cudaMemcpyDeviceToDevice, ctx_.stream()));
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(a_.rows), int(a_.cols), &minus_one, a_.data,
+                                      int(a_.ld), x_, 1, &one, f, 1));
   }
 
   Context& ctx_;
