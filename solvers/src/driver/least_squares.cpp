@@ -290,10 +290,10 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int
   std::vector<double> diagonal;
   if (factors == Factors::CholeskyQr) {
     solvers_detail::LsSpace::CholeskyQrFactors c = space.factor_cholesky_qr();
-    // Where A R_32^-1 is far from orthogonal (R_2's diagonal spans more than 2^10), the
-    // semi-normal steps contract by about u_64 kappa(A) ||Y|| per step: too little beyond
-    // kappa ~ 1e11 (a 300 x 80 model: kappa(Y) 170 at kappa 1e10 converged in 3 steps, 2e4 at 1e12
-    // did not).
+    // Where A R_32^-1 is far from orthogonal (R_2's diagonal spans more than 2^10, kappa(Y) then
+    // ~1e4: the span underestimates it 10-40 times), the semi-normal steps contract by about
+    // u_64 kappa(A) ||Y|| per step: too little beyond kappa ~ 1e11 (a 300 x 80 model: kappa(Y)
+    // 170 at kappa 1e10 converged in 3 steps, 2e4 at 1e12 did not).
     if (!c.ok || !(c.y_diagonal_ratio > 0x1p-10)) {
       result.factor_seconds = solvers_detail::seconds_since(t0);
       result.stop = LeastSquaresStop::CholeskyBreakdown;
