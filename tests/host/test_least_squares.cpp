@@ -66,12 +66,16 @@ Errors forward_errors(const Problem& p, const MatrixD& x) {
 
 // least_squares() on one right-hand side of p with the default options; prints the path and the
 // errors (against a long double QR, the solver's and the FP64 QR's).
+// least_squares() on every right-hand side of p; x := the solutions.
+LeastSquaresReport solve(Context& ctx, const Problem& p, MatrixD& x, const LeastSquaresOptions& options = {}) {
+  const std::int64_t m = p.a.rows(), n = p.a.cols(), k = p.b.cols();
+  x.resize(n, k);
+  return least_squares(ctx, host_view<const double>(p.a.data(), m, n, m), host_view<const double>(p.b.data(), m, k, m),
+                       host_view(x.data(), n, k, n), options);
+}
+
 LeastSquaresReport solve_and_print(Context& ctx, const Problem& p, double kappa, double rho, MatrixD& x, Errors& e) {
-  const std::int64_t m = p.a.rows(), n = p.a.cols();
-  x.resize(n, 1);
-  const LeastSquaresReport r =
-      least_squares(ctx, host_view<const double>(p.a.data(), m, n, m), host_view<const double>(p.b.data(), m, 1, m),
-                    host_view(x.data(), n, 1, n));
+  const LeastSquaresReport r = solve(ctx, p, x);
   e = forward_errors(p, x);
   std::printf("kappa %.0e rho %.0e: %s, x error %.2e (FP64 QR %.2e)\n", kappa, rho, r.path().c_str(), e.solver,
               e.fp64_qr);
@@ -164,8 +168,7 @@ TEST(LeastSquares, LeavesIllConditionedProblemsToFp64Factors) {
     LeastSquaresOptions o;
     o.fallback = fallback;
     o.cholesky_qr = cholesky_qr;
-    return least_squares(ctx, host_view<const double>(p.a.data(), m, n, m),
-                         host_view<const double>(p.b.data(), m, 1, m), host_view(x.data(), n, 1, n), o);
+    return solve(ctx, p, x, o);
   };
   for (const bool cholesky_qr : {true, false}) {
     const LeastSquaresReport with = run(true, cholesky_qr);
@@ -214,10 +217,8 @@ TEST(LeastSquares, CholeskyQrReachesTheFp64QrAccuracyFarBeyondFp32) {
   EXPECT_GE(breakdowns, 1) << "kappa 1e12 was expected to break the preconditioned Cholesky QR down";
   // Several right-hand sides through the same Cholesky QR, residuals of every size.
   const Problem p = make_problem(m, n, 3, 1e9, 0.3, 62);
-  MatrixD x(n, 3);
-  const LeastSquaresReport r =
-      least_squares(ctx, host_view<const double>(p.a.data(), m, n, m), host_view<const double>(p.b.data(), m, 3, m),
-                    host_view(x.data(), n, 3, n));
+  MatrixD x;
+  const LeastSquaresReport r = solve(ctx, p, x);
   EXPECT_TRUE(r.converged) << r.path();
   EXPECT_TRUE(r.attempts.back().cholesky_qr) << r.path();
   const Errors e = forward_errors(p, x);

@@ -48,6 +48,15 @@ double norm2(const double* v, std::int64_t count) {
   return largest * std::sqrt(sum);
 }
 
+// f := b - A x (r null) or b - r - A x in FP64 (each entry one FP64 sum of products).
+void subtract_product(const MatrixView<const double>& a, const double* b, const double* r, const double* x, double* f) {
+  for (std::int64_t i = 0; i < a.rows; ++i) {
+    double sum = r ? b[i] - r[i] : b[i];
+    for (std::int64_t j = 0; j < a.cols; ++j) sum -= a(i, j) * x[j];
+    f[i] = sum;
+  }
+}
+
 // 2^-e with 2^e > max |v_i| over both vectors (1 where both are zero): a scale that brings them
 // into T's range before the cast, undone exactly afterwards.
 double power_of_two_scale(const std::vector<double>& v, const std::vector<double>& w) {
@@ -214,8 +223,7 @@ LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iteratio
         // the correction is already within 64 times FP64's attainable accuracy,
         // u (kappa + kappa^2 ||r|| / (||A|| ||x||)), kappa estimated by 1 / diagonal_ratio (large
         // for an ill-conditioned A with a large residual, where the FP64 QR's x is no better).
-        bool converging = factors == LsFactorKind::Fp64Qr || (contractions >= 2 && size <= 0x1p-16) ||
-                          size <= 0x1p-40;
+        bool converging = factors == LsFactorKind::Fp64Qr || (contractions >= 2 && size <= 0x1p-16) || size <= 0x1p-40;
         if (factors == LsFactorKind::SemiNormal && !converging) {
           const double kappa = 1 / std::max(scales.diagonal_ratio, kUnit);
           const double residual = norm_a > 0 && norms.x > 0 ? steps.residual_norm() / (norm_a * norms.x) : 0.0;
@@ -344,23 +352,12 @@ class HostLsSteps final : public LsSteps {
   std::vector<double> f_, g_, dx_, dr_;
   std::vector<std::vector<double>> slots_;  // GMRES-LS's augmented vectors
 
-  // f := b - A x in FP64 (each entry one FP64 sum of products).
-  void b_minus_ax(double* f) const {
-    for (std::int64_t i = 0; i < a_.rows; ++i) {
-      double sum = b_[i];
-      for (std::int64_t j = 0; j < a_.cols; ++j) sum -= a_(i, j) * x_[j];
-      f[i] = sum;
-    }
-  }
+  void b_minus_ax(double* f) const { subtract_product(a_, b_, nullptr, x_, f); }
   // f := b - r - A x and g := -(a_scale A)^T r g_scale, in FP64 (each entry one FP64 sum of
   // products; a_scale A is exact and near 1; g_scale, 1 or 1 / alpha, a power of two).
   void augmented_residual(double* f, double* g, double g_scale) const {
     const std::int64_t m = a_.rows, n = a_.cols;
-    for (std::int64_t i = 0; i < m; ++i) {
-      double sum = b_[i] - r_[i];
-      for (std::int64_t j = 0; j < n; ++j) sum -= a_(i, j) * x_[j];
-      f[i] = sum;
-    }
+    subtract_product(a_, b_, r_, x_, f);
     for (std::int64_t j = 0; j < n; ++j) {
       double sum = 0;
       for (std::int64_t i = 0; i < m; ++i) sum -= (a_scale_ * a_(i, j)) * r_[i];
@@ -425,13 +422,7 @@ class HostSemiNormalSteps final : public LsSteps {
     const int exponent = e + std::ilogb(a_scale_);  // a_scale: a power of two
     for (double& z : z_) z = std::ldexp(z, exponent);
   }
-  void b_minus_ax(double* f) const {
-    for (std::int64_t i = 0; i < a_.rows; ++i) {
-      double sum = b_[i];
-      for (std::int64_t j = 0; j < a_.cols; ++j) sum -= a_(i, j) * x_[j];
-      f[i] = sum;
-    }
-  }
+  void b_minus_ax(double* f) const { subtract_product(a_, b_, nullptr, x_, f); }
 
   MatrixView<const double> a_;
   const double* b_;

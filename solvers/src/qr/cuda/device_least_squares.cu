@@ -160,6 +160,15 @@ double max_abs(cublasHandle_t h, cudaStream_t stream, std::int64_t n, const doub
   return std::fabs(v);
 }
 
+// f := b - A x in FP64 (A m x n; f, b of length m; device memory).
+void b_minus_ax(Context& ctx, const MatrixView<const double>& a, const double* b, const double* x, double* f) {
+  const double minus_one = -1, one = 1;
+  MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(f, b, sizeof(double) * a.rows, cudaMemcpyDeviceToDevice, ctx.stream()));
+  if (a.cols > 0)
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx.cublas(), CUBLAS_OP_N, int(a.rows), int(a.cols), &minus_one, a.data,
+                                      int(a.ld), x, 1, &one, f, 1));
+}
+
 // The device's steps for one right-hand side (least_squares_refinement.hpp, LsSteps): the same
 // arithmetic as the host's, with DGEMV residuals and the factors' solves on the device.
 template <class T>
@@ -301,13 +310,7 @@ class DeviceLsSteps final : public LsSteps {
  private:
   double* slot(int index) { return slots_.data() + index * (a_.rows + a_.cols); }
 
-  // f := b - A x in FP64 (m entries).
-  void b_minus_ax(double* f) {
-    const double minus_one = -1, one = 1;
-    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(f, b_, sizeof(double) * a_.rows, cudaMemcpyDeviceToDevice, ctx_.stream()));
-    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(a_.rows), int(a_.cols), &minus_one, a_.data,
-                                      int(a_.ld), x_, 1, &one, f, 1));
-  }
+  void b_minus_ax(double* f) { solvers_detail::b_minus_ax(ctx_, a_, b_, x_, f); }
 
   // The factors' solution of [I A'; A'^T 0] [dr; z] = [f; g 2^er] (A' = a_scale A), both
   // right-hand sides scaled by 2^-e into T's range: h = R^-T (g 2^(er-e)), d = Q^T (f 2^-e),
@@ -407,12 +410,7 @@ class DeviceSemiNormalSteps final : public LsSteps {
         cublasDtrsv(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, int(n), r_, int(n), z_.data(), 1));
     return e + a_exponent_;
   }
-  void b_minus_ax(double* f) {
-    const double minus_one = -1, one = 1;
-    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(f, b_, sizeof(double) * a_.rows, cudaMemcpyDeviceToDevice, ctx_.stream()));
-    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(a_.rows), int(a_.cols), &minus_one, a_.data,
-                                      int(a_.ld), x_, 1, &one, f, 1));
-  }
+  void b_minus_ax(double* f) { solvers_detail::b_minus_ax(ctx_, a_, b_, x_, f); }
 
   Context& ctx_;
   MatrixView<const double> a_;
@@ -479,7 +477,6 @@ class DeviceLsSpace final : public LsSpace {
   std::vector<double> factor(bool fp64, double a_scale, std::int64_t block) override {
     a_scale_ = a_scale;
     r64_ = DeviceBuffer<double>();
-    semi_normal_ = false;
     qr32_.reset();
     qr64_.reset();
     factors32_ = DeviceBuffer<float>();  // the other precision's factors go
@@ -570,13 +567,12 @@ class DeviceLsSpace final : public LsSpace {
     out.diagonal.assign(d.begin(), d.begin() + n);
     out.y_diagonal_ratio = smallest2 / largest2;
     r64_ = std::move(r);
-    semi_normal_ = true;
     return out;
   }
 
   std::vector<double> smallest_singular_vector(std::int64_t start) override {
     const std::int64_t n = a_.cols;
-    if (!qr64_ && !semi_normal_) throw InvalidArgument("smallest_singular_vector: needs FP64 factors");
+    if (!qr64_ && r64_.size() == 0) throw InvalidArgument("smallest_singular_vector: needs FP64 factors");
     std::vector<double> e(n, 0.0);
     e[start] = 1;
     DeviceBuffer<double> v(ctx_, n);
@@ -619,7 +615,7 @@ class DeviceLsSpace final : public LsSpace {
                             const LsFactorScales& scales) override {
     const double* b = b_.data + j * b_.ld;
     double* x = x_.data + j * x_.ld;
-    if (semi_normal_) {
+    if (r64_.size() > 0) {  // Cholesky QR factors
       if (method != LsMethod::Augmented)
         throw std::logic_error("least_squares: Cholesky QR factors take the semi-normal steps only");
       DeviceSemiNormalSteps steps(ctx_, a_, b, r64_.data(), a_scale_, x);
@@ -635,13 +631,8 @@ class DeviceLsSpace final : public LsSpace {
 
   std::vector<double> residual_norms() override {
     std::vector<double> out;
-    const double minus_one = -1, one = 1;
     for (std::int64_t j = 0; j < b_.cols; ++j) {
-      MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(r_.data(), b_.data + j * b_.ld, sizeof(double) * b_.rows,
-                                          cudaMemcpyDeviceToDevice, ctx_.stream()));
-      if (a_.cols > 0)
-        MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(a_.rows), int(a_.cols), &minus_one, a_.data,
-                                          int(a_.ld), x_.data + j * x_.ld, 1, &one, r_.data(), 1));
+      b_minus_ax(ctx_, a_, b_.data + j * b_.ld, x_.data + j * x_.ld, r_.data());
       out.push_back(nrm2(ctx_.cublas(), b_.rows, r_.data()));
     }
     return out;
@@ -664,8 +655,7 @@ class DeviceLsSpace final : public LsSpace {
   DeviceBuffer<double> factors64_;
   std::unique_ptr<DeviceQr<float>> qr32_;
   std::unique_ptr<DeviceQr<double>> qr64_;
-  DeviceBuffer<double> r64_;  // n x n: the Cholesky QR's R, where semi_normal_
-  bool semi_normal_ = false;
+  DeviceBuffer<double> r64_;  // n x n: the Cholesky QR's R, where it holds the factors
   double a_scale_ = 1;
 };
 
