@@ -13,8 +13,9 @@
 // --refinements, the difference of their solutions from dgeqrf's and the residual norms.
 //
 //   lstsq_benchmark [--shapes 65536x4096,262144x256,16384x16384] [--backends cublas-sgemm,tf32tf32,halfhalf]
-//                   [--panels tsqr,cusolver] [--block 128] [--conds 1e2,1e6,1e8] [--refinements augmented,gmres]
-//                   [--irs 32F] [--lstsq yes|no] [--reps 3] [--json out.json]
+//                   [--panels tsqr,cusolver] [--block 128] [--conds 1e2,1e6,1e8] [--refinements augmented,gmres,cgls]
+//                   [--irs 32F] [--lstsq yes|no] [--cholesky-parts no] [--cgls-parts no] [--reps 3]
+//                   [--json out.json]
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <nvtx3/nvToolsExt.h>
@@ -93,8 +94,8 @@ int main(int argc, char** argv) try {
   if (irs.size() == 1 && irs[0] == "none") irs.clear();
   for (const std::string& lowest : irs) bench::irs_precision(lowest);  // names checked before any run
   for (const std::string& r : refinements)
-    if (r != "augmented" && r != "gmres")
-      throw InvalidArgument("--refinements: \"" + r + "\" is neither augmented nor gmres");
+    if (r != "augmented" && r != "gmres" && r != "cgls")
+      throw InvalidArgument("--refinements: \"" + r + "\" is none of augmented, gmres, cgls");
   // --conds none: least squares on the uniform A only; --lstsq no: the QR rows alone.
   std::vector<double> conds;
   for (const std::string& text : opt.list("conds", "1e2,1e6,1e8"))
@@ -102,6 +103,9 @@ int main(int argc, char** argv) try {
   const bool lstsq = opt.get("lstsq", "yes") != "no";
   // --cholesky-parts yes: rows for the Cholesky QR attempt's DTRSM and DSYRK alone.
   const bool cholesky_parts = opt.get("cholesky-parts", "no") == "yes";
+  // --cgls-parts yes: rows for the operations of one CGLS iteration (DGEMV with A and A^T, DTRSV
+  // with R and R^T) and for an explicit R^-1 (cusolverDnXtrtri once, DGEMV with it per solve).
+  const bool cgls_parts = opt.get("cgls-parts", "no") == "yes";
   const int reps = std::stoi(opt.get("reps", "3"));
   Context ctx;
   nlohmann::json out = mixsolve::bench::device_json();
@@ -194,6 +198,58 @@ int main(int argc, char** argv) try {
                 MIXSOLVE_CUBLAS_CHECK(cublasDgemm(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(n), int(n), int(m), &kOne,
                                                   a.data(), int(m), a.data(), int(m), &kZero, gram.data(), int(n)));
               }));
+    }
+    if (cgls_parts) {
+      DeviceBuffer<double> triangle(ctx, n * n), inverse(ctx, n * n), v(ctx, n), w(ctx, m);
+      fill_random(device_view(triangle.data(), n, n, n), RandomSpec::uniform(-1.0 / n, 1.0 / n, 9), ctx.stream());
+      set_unit_diagonal<<<int((n + 255) / 256), 256, 0, ctx.stream()>>>(triangle.data(), n);
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+      fill_random(device_view(v.data(), n, 1, n), RandomSpec::uniform(-1, 1, 10), ctx.stream());
+      fill_random(device_view(w.data(), m, 1, m), RandomSpec::uniform(-1, 1, 11), ctx.stream());
+      const auto none = [] {};
+      row("  CGLS: DGEMV A v", median_seconds(ctx, reps, none, [&] {
+            MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx.cublas(), CUBLAS_OP_N, int(m), int(n), &kOne, a.data(), int(m),
+                                              v.data(), 1, &kZero, work64.data(), 1));
+          }));
+      row("  CGLS: DGEMV A^T w", median_seconds(ctx, reps, none, [&] {
+            MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx.cublas(), CUBLAS_OP_T, int(m), int(n), &kOne, a.data(), int(m),
+                                              w.data(), 1, &kZero, work64.data(), 1));
+          }));
+      for (const cublasOperation_t op : {CUBLAS_OP_N, CUBLAS_OP_T})
+        row(op == CUBLAS_OP_N ? "  CGLS: DTRSV R^-1 v" : "  CGLS: DTRSV R^-T v", median_seconds(ctx, reps, none, [&] {
+              MIXSOLVE_CUBLAS_CHECK(cublasDtrsv(ctx.cublas(), CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, int(n),
+                                                triangle.data(), int(n), v.data(), 1));
+            }));
+      cusolverDnParams_t params;
+      MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreateParams(&params));
+      std::size_t device_bytes = 0, host_bytes = 0;
+      MIXSOLVE_CUSOLVER_CHECK(cusolverDnXtrtri_bufferSize(solver, CUBLAS_FILL_MODE_UPPER, CUBLAS_DIAG_NON_UNIT, n,
+                                                          CUDA_R_64F, inverse.data(), n, &device_bytes, &host_bytes));
+      DeviceBuffer<char> device_work(ctx, std::max<std::size_t>(device_bytes, 1));
+      std::vector<char> host_work(std::max<std::size_t>(host_bytes, 1));
+      DeviceBuffer<int> info(ctx, 1);
+      row("  CGLS: cusolverDnXtrtri (R^-1, once)", median_seconds(
+                                                       ctx, reps,
+                                                       [&] {
+                                                         MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(
+                                                             inverse.data(), triangle.data(), sizeof(double) * n * n,
+                                                             cudaMemcpyDeviceToDevice, ctx.stream()));
+                                                       },
+                                                       [&] {
+                                                         MIXSOLVE_CUSOLVER_CHECK(cusolverDnXtrtri(
+                                                             solver, CUBLAS_FILL_MODE_UPPER, CUBLAS_DIAG_NON_UNIT, n,
+                                                             CUDA_R_64F, inverse.data(), n, device_work.data(),
+                                                             device_bytes, host_work.data(), host_bytes, info.data()));
+                                                       }));
+      MIXSOLVE_CUSOLVER_CHECK(cusolverDnDestroyParams(params));
+      row("  CGLS: DGEMV R^-1 v (n x n)", median_seconds(ctx, reps, none, [&] {
+            MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx.cublas(), CUBLAS_OP_N, int(n), int(n), &kOne, inverse.data(), int(n),
+                                              v.data(), 1, &kZero, work64.data(), 1));
+          }));
+      row("  CGLS: DTRMV R^-1 v", median_seconds(ctx, reps, none, [&] {
+            MIXSOLVE_CUBLAS_CHECK(cublasDtrmv(ctx.cublas(), CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
+                                              int(n), inverse.data(), int(n), v.data(), 1));
+          }));
     }
     {  // The panels alone: cuSOLVER sgeqrf of each (m - j0) x block panel, as the FP32 QR runs them.
       int lwork = 0;
@@ -307,8 +363,9 @@ int main(int argc, char** argv) try {
         for (const std::string& refinement : refinements)
           for (const std::string& cholesky : cholesky_qr) {
             LeastSquaresOptions options;
-            options.refinement = refinement == "gmres" ? LeastSquaresOptions::Refinement::Gmres
-                                                       : LeastSquaresOptions::Refinement::Augmented;
+            options.refinement = refinement == "gmres"  ? LeastSquaresOptions::Refinement::Gmres
+                                 : refinement == "cgls" ? LeastSquaresOptions::Refinement::Cgls
+                                                        : LeastSquaresOptions::Refinement::Augmented;
             options.cholesky_qr = cholesky == "yes";
             LeastSquaresReport report;
             const double ours = median_seconds(

@@ -114,7 +114,8 @@ TEST(LeastSquares, EachRefinementChoiceIsHonoured) {
   for (const double kappa : {1e5, 1e7}) {
     const Problem p = make_problem(m, n, 1, kappa, 0.5, 41);
     for (const auto choice : {LeastSquaresOptions::Refinement::Gmres, LeastSquaresOptions::Refinement::Augmented,
-                              LeastSquaresOptions::Refinement::AugmentedThenGmres}) {
+                              LeastSquaresOptions::Refinement::AugmentedThenGmres,
+                              LeastSquaresOptions::Refinement::Cgls}) {
       LeastSquaresOptions o;
       o.refinement = choice;
       MatrixD x(n, 1);
@@ -132,8 +133,45 @@ TEST(LeastSquares, EachRefinementChoiceIsHonoured) {
         EXPECT_TRUE(r.attempts[0].gmres) << r.path();
         if (kappa == 1e5) EXPECT_EQ(r.path().rfind("fp32/gmres(", 0), 0u) << r.path();
       }
+      if (choice == LeastSquaresOptions::Refinement::Cgls) {
+        EXPECT_TRUE(r.attempts[0].cgls) << r.path();
+        EXPECT_FALSE(any_gmres) << r.path();
+        EXPECT_TRUE(std::none_of(r.attempts.begin(), r.attempts.end(),
+                                 [](const LeastSquaresAttempt& t) { return t.x_only; }))
+            << r.path();
+      }
     }
   }
+}
+
+// CGLS preconditioned with the FP32 R: the FP32 attempt alone reaches the FP64 QR's accuracy in x
+// and in the residual, consistent or not, up to kappa 1e6 (where the plain steps take many steps or
+// give up on consistent systems), in few iterations where kappa is small.
+TEST(LeastSquares, CglsReachesTheFp64QrAccuracyWithAnyResidual) {
+  Context ctx = Context::host_only();
+  const std::int64_t m = 400, n = 60, k = 2;
+  LeastSquaresOptions o;
+  o.refinement = LeastSquaresOptions::Refinement::Cgls;
+  for (const double kappa : {1e2, 1e4, 1e6})
+    for (const double rho : {0.0, 1e-6, 1.0}) {
+      const Problem p = make_problem(m, n, k, kappa, rho, 61);
+      MatrixD x;
+      const LeastSquaresReport r = solve(ctx, p, x, o);
+      const Errors e = forward_errors(p, x);
+      std::printf("kappa %.0e rho %.0e: %s, x error %.2e (FP64 QR %.2e)\n", kappa, rho, r.path().c_str(), e.solver,
+                  e.fp64_qr);
+      EXPECT_TRUE(r.converged) << r.path();
+      ASSERT_EQ(r.attempts.size(), 1u) << r.path();
+      EXPECT_EQ(r.path().rfind("fp32/cgls(", 0), 0u) << r.path();
+      EXPECT_GE(r.attempts[0].inner_iterations, 1);
+      if (kappa == 1e2) EXPECT_LE(r.attempts[0].inner_iterations, 12) << r.path();
+      EXPECT_LE(e.solver, 10 * e.fp64_qr + 0x1p-50) << "kappa " << kappa << ", rho " << rho << ": " << r.path();
+      const MatrixD x64 = p.a.householderQr().solve(p.b);
+      for (std::int64_t j = 0; j < k; ++j) {  // residuals as small as the FP64 QR's, to FP64's rounding
+        const double ours = (p.b.col(j) - p.a * x.col(j)).norm(), fp64 = (p.b.col(j) - p.a * x64.col(j)).norm();
+        EXPECT_LE(ours, fp64 + 16 * 0x1p-53 * std::sqrt(double(m)) * p.b.col(j).norm()) << r.path();
+      }
+    }
 }
 
 // Past kappa u_32 ~ 0.1: whatever the path, x as accurate as the FP64 QR's (the plain steps had

@@ -113,6 +113,16 @@ class HostLsSpace final : public solvers_detail::LsSpace {
   }
   solvers_detail::LsRefinementResult refine(std::int64_t j, int max_iterations, solvers_detail::LsMethod method,
                                             const solvers_detail::LsFactorScales& scales) override {
+    if (method == solvers_detail::LsMethod::Cgls) {  // the FP32 R alone, in FP64
+      if (!qr32_) throw std::logic_error("least_squares: CGLS refines the FP32 factors only");
+      const std::int64_t n = a_.cols;
+      std::vector<double> r(n * n, 0.0);
+      for (std::int64_t jj = 0; jj < n; ++jj)
+        for (std::int64_t i = 0; i <= jj; ++i) r[i + jj * n] = qr32_->r()(i, jj);
+      return solvers_detail::refine_semi_normal(a_, &b_(0, j), host_view<const double>(r.data(), n, n, n), a_scale_,
+                                                max_iterations, &x_(0, j), scales, solvers_detail::LsFactorKind::Cheap,
+                                                method);
+    }
     if (!r64_.empty()) {
       if (method != solvers_detail::LsMethod::Augmented)
         throw std::logic_error("least_squares: Cholesky QR factors take the semi-normal steps only");
@@ -277,14 +287,16 @@ enum class Factors {
 };
 
 // One attempt: the factors of a_scale A (a_scale = 2^-exponent), then each column refined in
-// FP64; in either memory space. gmres: refined by GMRES-LS; scales := those of the factors.
+// FP64; in either memory space, by the method options.refinement names for FP32 factors (FP64
+// factors: the plain or the semi-normal steps); scales := those of the factors.
 LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int exponent, std::int64_t m,
                             std::int64_t n, std::int64_t columns, std::int64_t block,
-                            const LeastSquaresOptions& options, bool gmres, FactorScales& scales) {
+                            const LeastSquaresOptions& options, FactorScales& scales) {
   LeastSquaresAttempt result;
   const bool fp64 = factors != Factors::Fp32;
   result.precision = fp64 ? Precision::FP64 : Precision::FP32;
-  result.gmres = gmres;
+  result.gmres = !fp64 && options.refinement == LeastSquaresOptions::Refinement::Gmres;
+  result.cgls = !fp64 && options.refinement == LeastSquaresOptions::Refinement::Cgls;
   result.cholesky_qr = factors == Factors::CholeskyQr;
   const auto t0 = solvers_detail::Clock::now();
   std::vector<double> diagonal;
@@ -345,6 +357,7 @@ void refine_columns(solvers_detail::LsSpace& space, std::int64_t columns, const 
   const auto t0 = solvers_detail::Clock::now();
   const solvers_detail::LsMethod method = result.gmres    ? solvers_detail::LsMethod::Gmres
                                           : result.x_only ? solvers_detail::LsMethod::XOnly
+                                          : result.cgls   ? solvers_detail::LsMethod::Cgls
                                                           : solvers_detail::LsMethod::Augmented;
   result.stop = LeastSquaresStop::Converged;
   for (std::int64_t j = 0; j < columns; ++j) {
@@ -352,6 +365,7 @@ void refine_columns(solvers_detail::LsSpace& space, std::int64_t columns, const 
     const LeastSquaresStop stop = public_stop(refined.stop);
     if (severity(stop) > severity(result.stop)) result.stop = stop;
     result.iterations = std::max(result.iterations, refined.iterations);
+    result.inner_iterations = std::max(result.inner_iterations, refined.inner_iterations);
   }
   result.refine_seconds = solvers_detail::seconds_since(t0);
 }
@@ -379,12 +393,15 @@ std::string LeastSquaresReport::path() const {
     if (accepted(t.stop))
       out += (t.gmres         ? "/gmres("
               : t.x_only      ? "/x-only("
+              : t.cgls        ? "/cgls("
               : t.cholesky_qr ? "/semi-normal("
                               : "/augmented(") +
-             std::to_string(t.iterations) + ")";
+             std::to_string(t.iterations) +
+             (t.cgls ? ", " + std::to_string(t.inner_iterations) + " inner)" : std::string(")"));
     else
       out += std::string(t.gmres    ? " gmres"
                          : t.x_only ? " x-only"
+                         : t.cgls   ? " cgls"
                                     : "") +
              "[" + to_string(t.stop) +
              (t.stop == LeastSquaresStop::RankUndecided || t.stop == LeastSquaresStop::CholeskyBreakdown
@@ -462,9 +479,7 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
       // Cholesky QR needs the FP32 R invertible (a zero |r_jj|: an exactly dependent column).
       if (path[i] == Factors::CholeskyQr && !(report.attempts.back().diagonal_ratio > 0)) continue;
       FactorScales scales;
-      report.attempts.push_back(
-          attempt(*space, path[i], exponent, a.rows, a.cols, b.cols, block, options,
-                  path[i] == Factors::Fp32 && options.refinement == LeastSquaresOptions::Refinement::Gmres, scales));
+      report.attempts.push_back(attempt(*space, path[i], exponent, a.rows, a.cols, b.cols, block, options, scales));
       report.fell_back = i > 0;
       if (accepted(report.attempts.back().stop)) {
         report.converged = true;
@@ -484,7 +499,9 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
         report.attempts.push_back(again);
         return accepted(again.stop);
       };
-      const bool cheap_factors = path[i] == Factors::Fp32 && stop != LeastSquaresStop::RankUndecided;
+      // (CGLS needs no rescue: it converges on consistent systems as on any other.)
+      const bool cheap_factors = path[i] == Factors::Fp32 && stop != LeastSquaresStop::RankUndecided &&
+                                 options.refinement != LeastSquaresOptions::Refinement::Cgls;
       if (cheap_factors && options.refinement != LeastSquaresOptions::Refinement::Gmres && rescue(false)) {
         report.converged = true;
         break;

@@ -33,6 +33,17 @@ void LsSteps::scale(int, double) { no_q(); }
 LsSteps::Norms LsSteps::add_correction(const std::vector<double>&, double) { no_q(); }
 
 namespace {
+[[noreturn]] void no_cgls() { throw std::logic_error("LsSteps: these steps do not run CGLS (the semi-normal ones do)"); }
+}  // namespace
+
+double LsSteps::cg_begin() { no_cgls(); }
+double LsSteps::cg_product() { no_cgls(); }
+double LsSteps::cg_update(double) { no_cgls(); }
+void LsSteps::cg_direction(double) { no_cgls(); }
+void LsSteps::cg_keep() { no_cgls(); }
+LsSteps::Norms LsSteps::cg_finish() { no_cgls(); }
+
+namespace {
 
 // ||v||_2 of `count` values, scaled by the largest |v_i| against overflow; NaN where any v_i is
 // not finite (so that the refinement sees it).
@@ -150,6 +161,37 @@ LsSteps::Norms gmres_step(LsSteps& s, double alpha) {
   return s.add_correction(y, alpha);
 }
 
+// CGLS's iterations per outer step at most, and the reduction of ||s|| it stops at: a few more
+// outer steps cost less than iterating on an s near FP64's noise.
+constexpr int kCgSteps = 100;
+constexpr double kCgTolerance = 0x1p-26;
+
+// One outer step of LsMethod::Cgls: CGLS on the correction problem until ||s|| falls to
+// kCgTolerance of its start or fails to halve (CG's ||s|| is not monotone, and past FP64's noise
+// it wanders); d is kept where ||s|| was smallest, the first iterate at least (a zero d would read
+// as convergence). Adds its iterations to `inner`.
+LsSteps::Norms cgls_step(LsSteps& s, int& inner) {
+  double gamma = s.cg_begin();  // ||s||^2
+  if (!std::isfinite(gamma)) return {NAN, NAN, NAN};
+  const double start = gamma;
+  double smallest = INFINITY;
+  for (int k = 0; k < kCgSteps && gamma > kCgTolerance * kCgTolerance * start; ++k) {
+    const double qq = s.cg_product();
+    if (!(qq > 0) || !std::isfinite(qq)) break;
+    const double next = s.cg_update(gamma / qq);
+    ++inner;
+    if (!std::isfinite(next)) break;
+    if (next < smallest) {
+      smallest = next;
+      s.cg_keep();
+    }
+    if (!(next <= gamma / 4)) break;
+    s.cg_direction(next / gamma);
+    gamma = next;
+  }
+  return s.cg_finish();
+}
+
 }  // namespace
 
 LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iterations, LsMethod method,
@@ -179,6 +221,7 @@ LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iteratio
   for (int step = 1; step <= max_iterations; ++step) {
     const LsSteps::Norms norms = method == LsMethod::Gmres   ? gmres_step(steps, alpha)
                                  : method == LsMethod::XOnly ? steps.x_step()
+                                 : method == LsMethod::Cgls  ? cgls_step(steps, result.inner_iterations)
                                                              : steps.step();
     // dr relative to ||b||, not ||r||: r may be (close to) zero, for a consistent system.
     const double rel_dx = norms.x > 0 ? norms.dx / norms.x : norms.dx, rel_dr = norm_b > 0 ? norms.dr / norm_b : 0.0;
@@ -372,7 +415,16 @@ class HostSemiNormalSteps final : public LsSteps {
  public:
   HostSemiNormalSteps(const MatrixView<const double>& a, const double* b, const MatrixView<const double>& r,
                       double a_scale, double* x)
-      : a_(a), b_(b), r_(r), a_scale_(a_scale), x_(x), f_(a.rows), next_f_(a.rows), scaled_(a.rows), z_(a.cols) {}
+      : a_(a),
+        b_(b),
+        r_(r),
+        a_scale_(a_scale),
+        x_(x),
+        f_(a.rows),
+        next_f_(a.rows),
+        scaled_(a.rows),
+        z_(a.cols),
+        cg_q_(a.rows) {}
 
   Start start() override {
     const std::int64_t m = a_.rows, n = a_.cols;
@@ -383,8 +435,63 @@ class HostSemiNormalSteps final : public LsSteps {
     return {norm2(b_, m), norm2(f_.data(), m)};
   }
   Norms step() override {
-    const std::int64_t m = a_.rows, n = a_.cols;
     correction(f_.data());
+    return take_correction();
+  }
+  std::int64_t rows() const override { return a_.rows; }
+  double residual_norm() override { return norm2(f_.data(), a_.rows); }
+
+  double cg_begin() override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    cg_exponent_ = rhs_scale_exponent(largest_abs(f_.data(), m));
+    for (std::int64_t i = 0; i < m; ++i) scaled_[i] = std::ldexp(f_[i], -cg_exponent_);
+    preconditioned_normal_residual();
+    cg_p_ = z_;
+    cg_d_.assign(n, 0.0);
+    cg_kept_.assign(n, 0.0);
+    return dot(z_, z_);
+  }
+  double cg_product() override {
+    cg_t_ = cg_p_;
+    solve_r(cg_t_.data());
+    for (std::int64_t i = 0; i < a_.rows; ++i) {
+      double sum = 0;
+      for (std::int64_t j = 0; j < a_.cols; ++j) sum += (a_scale_ * a_(i, j)) * cg_t_[j];
+      cg_q_[i] = sum;
+    }
+    return dot(cg_q_, cg_q_);
+  }
+  double cg_update(double alpha) override {
+    for (std::int64_t j = 0; j < a_.cols; ++j) cg_d_[j] += alpha * cg_t_[j];
+    for (std::int64_t i = 0; i < a_.rows; ++i) scaled_[i] -= alpha * cg_q_[i];
+    preconditioned_normal_residual();
+    return dot(z_, z_);
+  }
+  void cg_direction(double beta) override {
+    for (std::int64_t j = 0; j < a_.cols; ++j) cg_p_[j] = z_[j] + beta * cg_p_[j];
+  }
+  void cg_keep() override { cg_kept_ = cg_d_; }
+  Norms cg_finish() override {
+    const int exponent = cg_exponent_ + std::ilogb(a_scale_);  // a_scale: a power of two
+    for (double& d : cg_kept_) d = std::ldexp(d, exponent);
+    z_ = cg_kept_;
+    return take_correction();
+  }
+
+ private:
+  static double largest_abs(const double* v, std::int64_t count) {
+    double largest = 0;
+    for (std::int64_t i = 0; i < count; ++i) largest = std::max(largest, std::fabs(v[i]));
+    return largest;
+  }
+  static double dot(const std::vector<double>& v, const std::vector<double>& w) {
+    double sum = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) sum += v[i] * w[i];
+    return sum;
+  }
+  // x += z_; f_ := b - A x, next_f_ the change; returns ||x||, ||z_|| and the change's norm.
+  Norms take_correction() {
+    const std::int64_t m = a_.rows, n = a_.cols;
     for (std::int64_t j = 0; j < n; ++j) x_[j] += z_[j];
     b_minus_ax(next_f_.data());
     for (std::int64_t i = 0; i < m; ++i) f_[i] = next_f_[i] - f_[i];  // the change of b - A x
@@ -392,33 +499,37 @@ class HostSemiNormalSteps final : public LsSteps {
     f_.swap(next_f_);
     return {norm2(x_, n), norm2(z_.data(), n), dr};
   }
-  std::int64_t rows() const override { return a_.rows; }
-  double residual_norm() override { return norm2(f_.data(), a_.rows); }
-
- private:
+  // z_ := R^-T A'^T scaled_.
+  void preconditioned_normal_residual() {
+    for (std::int64_t j = 0; j < a_.cols; ++j) {
+      double sum = 0;
+      for (std::int64_t i = 0; i < a_.rows; ++i) sum += (a_scale_ * a_(i, j)) * scaled_[i];
+      z_[j] = sum;
+    }
+    solve_rt(z_.data());
+  }
+  void solve_rt(double* z) const {  // z := R^-T z
+    for (std::int64_t i = 0; i < a_.cols; ++i) {
+      double sum = z[i];
+      for (std::int64_t k = 0; k < i; ++k) sum -= r_(k, i) * z[k];
+      z[i] = sum / r_(i, i);
+    }
+  }
+  void solve_r(double* z) const {  // z := R^-1 z
+    for (std::int64_t i = a_.cols - 1; i >= 0; --i) {
+      double sum = z[i];
+      for (std::int64_t k = i + 1; k < a_.cols; ++k) sum -= r_(i, k) * z[k];
+      z[i] = sum / r_(i, i);
+    }
+  }
   // z_ := a_scale (R^T R)^-1 A'^T v in FP64, v scaled by a power of two first (A'^T v cannot
   // overflow) and the scale undone after.
   void correction(const double* v) {
-    const std::int64_t m = a_.rows, n = a_.cols;
-    double largest = 0;
-    for (std::int64_t i = 0; i < m; ++i) largest = std::max(largest, std::fabs(v[i]));
-    const int e = rhs_scale_exponent(largest);
+    const std::int64_t m = a_.rows;
+    const int e = rhs_scale_exponent(largest_abs(v, m));
     for (std::int64_t i = 0; i < m; ++i) scaled_[i] = std::ldexp(v[i], -e);
-    for (std::int64_t j = 0; j < n; ++j) {
-      double sum = 0;
-      for (std::int64_t i = 0; i < m; ++i) sum += (a_scale_ * a_(i, j)) * scaled_[i];
-      z_[j] = sum;
-    }
-    for (std::int64_t i = 0; i < n; ++i) {  // z := R^-T z
-      double sum = z_[i];
-      for (std::int64_t k = 0; k < i; ++k) sum -= r_(k, i) * z_[k];
-      z_[i] = sum / r_(i, i);
-    }
-    for (std::int64_t i = n - 1; i >= 0; --i) {  // z := R^-1 z
-      double sum = z_[i];
-      for (std::int64_t k = i + 1; k < n; ++k) sum -= r_(i, k) * z_[k];
-      z_[i] = sum / r_(i, i);
-    }
+    preconditioned_normal_residual();
+    solve_r(z_.data());
     const int exponent = e + std::ilogb(a_scale_);  // a_scale: a power of two
     for (double& z : z_) z = std::ldexp(z, exponent);
   }
@@ -430,15 +541,20 @@ class HostSemiNormalSteps final : public LsSteps {
   double a_scale_;
   double* x_;
   std::vector<double> f_, next_f_, scaled_, z_;
+  // CGLS: scaled_ holds its r (in units of 2^cg_exponent_), z_ its s.
+  std::vector<double> cg_p_, cg_t_, cg_q_, cg_d_, cg_kept_;
+  int cg_exponent_ = 0;
 };
 
 }  // namespace
 
 LsRefinementResult refine_semi_normal(const MatrixView<const double>& a, const double* b,
                                       const MatrixView<const double>& r, double a_scale, int max_iterations, double* x,
-                                      const LsFactorScales& scales) {
+                                      const LsFactorScales& scales, LsFactorKind factors, LsMethod method) {
+  if (method != LsMethod::Augmented && method != LsMethod::Cgls)
+    throw std::logic_error("refine_semi_normal: the semi-normal steps are plain or CGLS");
   HostSemiNormalSteps steps(a, b, r, a_scale, x);
-  return refine(steps, LsFactorKind::SemiNormal, max_iterations, LsMethod::Augmented, scales);
+  return refine(steps, factors, max_iterations, method, scales);
 }
 
 template <class T>

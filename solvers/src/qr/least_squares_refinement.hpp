@@ -15,6 +15,12 @@
 // its limit is the solution of a perturbed problem, whose error grows with kappa^2 ||r||; the
 // augmented form refines r as well and reaches FP64's accuracy where kappa(A) u_QR < 1.
 //
+// CGLS on the semi-normal equations: outer steps x += d with d the least-squares solution of
+// A d ~ b - A x (FP64 residual), each d from CGLS right-preconditioned by the cheap factors' R in
+// FP64 (no Q). With R from a QR of A in precision u_T, A R^-1 = Q (I + E), ||E|| ~ u_T kappa(A):
+// its singular values cluster at 1 with a few outliers where u_T / sigma_i is large, which CG
+// removes one by one; the plain step's stationary iteration contracts only by ||E||.
+//
 // GMRES-LS (Carson, Higham & Pranesh, SIAM J. Sci. Comput. 42, 2020): the same outer steps, each
 // correction from GMRES on the augmented system left-preconditioned by that cheap solve,
 // M^-1 K z = M^-1 [f; g], K = [I A; A^T 0] applied in FP64. Where the plain step diverges
@@ -45,6 +51,7 @@ enum class LsStop {
 struct LsRefinementResult {
   LsStop stop = LsStop::MaxIterations;
   int iterations = 0;
+  int inner_iterations = 0;        // CGLS's iterations over all outer steps (LsMethod::Cgls)
   std::vector<double> dx_history;  // ||dx||_2 / ||x||_2 after each step
   std::vector<double> dr_history;  // ||dr||_2 / ||b||_2 (0 where b = 0)
 };
@@ -95,6 +102,22 @@ class LsSteps {
   virtual void scale(int slot, double factor);
   // z = sum_i coefficients[i] slot i; r += alpha z_u, x += a_scale z_y.
   virtual Norms add_correction(const std::vector<double>& coefficients, double alpha);
+
+  // CGLS's operations (LsMethod::Cgls; the semi-normal steps have them), in FP64 on the steps' own
+  // vectors: the correction problem min ||A' d - f|| for f = (b - A x) 2^-e (e from max |b - A x|,
+  // so that A'^T f cannot overflow), right-preconditioned by R (A' d = (A' R^-1)(R d)).
+  // r := f, s := R^-T A'^T r, p := s, d := 0 and the kept d := 0; returns ||s||^2.
+  virtual double cg_begin();
+  // t := R^-1 p, q := A' t; returns ||q||^2.
+  virtual double cg_product();
+  // d += alpha t, r -= alpha q, s := R^-T A'^T r; returns ||s||^2.
+  virtual double cg_update(double alpha);
+  // p := s + beta p.
+  virtual void cg_direction(double beta);
+  // The kept d := d.
+  virtual void cg_keep();
+  // x += a_scale (kept d) 2^e; returns ||x||, ||dx|| and the change of ||b - A x|| it makes.
+  virtual Norms cg_finish();
 };
 
 // How each outer step corrects x and r. The corrections can shrink relative to an x that has
@@ -108,7 +131,13 @@ class LsSteps {
 // FP64-accurate (the perturbed problem it solves differs by kappa^2 ||r|| u, and r = 0), so an x
 // is accepted only if ||b - A x|| <= 8 sqrt(m) 2^-53 (||b|| + ||A|| ||x||), FP64's rounding level,
 // ||A|| estimated from below by max |r_jj| / a_scale.
-enum class LsMethod { Augmented, Gmres, XOnly };
+//
+// Cgls takes each outer step's correction from CGLS (Bjorck, Numerical Methods for Least Squares
+// Problems, 1996, section 7.4; r recurred, A^T r recomputed) on min ||A' d - f||, right-preconditioned by R:
+// until ||s|| = ||R^-T A'^T r|| falls to 2^-26 of its start or fails to halve in an iteration
+// (FP64's noise, or a plateau the next outer step restarts from); d is taken where ||s|| was
+// smallest.
+enum class LsMethod { Augmented, Gmres, XOnly, Cgls };
 
 // What the refinement takes from the factors' R (A' = a_scale A = Q R).
 struct LsFactorScales {
@@ -137,16 +166,18 @@ LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const
                                         double a_scale, int max_iterations, double* x, double* r,
                                         LsMethod method = LsMethod::Augmented, const LsFactorScales& scales = {});
 
-// x (n): the least-squares solution of A x ~ b from an FP64 R of A' = a_scale A alone (r: n x n,
+// x (n): the least-squares solution of A x ~ b from an R of A' = a_scale A alone (r: n x n,
 // upper triangular, FP64, host memory), by the corrected semi-normal equations iterated (Bjorck,
 // BIT 27, 1987): x_0 = a_scale (R^T R)^-1 A'^T b, then x += a_scale (R^T R)^-1 A'^T (b - A x), the
 // residuals in FP64. With Q_1 = A' R^-1 the augmented step above is exactly this step (d_1 - h =
 // R^-T A'^T (f + r) = R^-T A'^T (b - A x), dr = f - A' dx'), so it needs no Q. Each step's dr is
 // the change of b - A x it makes. An R from Cholesky QR preconditioned by the FP32 R (the driver's
 // CholeskyQr attempt) converges in 2-4 steps to the FP64 QR's accuracy up to kappa ~ 1e10; the
-// stop rule takes it as FP64 factors.
+// stop rule takes it as FP64 factors (factors SemiNormal). method Cgls takes each correction from
+// CGLS instead, as for a cheap QR's R (in FP64; factors Cheap).
 LsRefinementResult refine_semi_normal(const MatrixView<const double>& a, const double* b,
                                       const MatrixView<const double>& r, double a_scale, int max_iterations, double* x,
-                                      const LsFactorScales& scales = {});
+                                      const LsFactorScales& scales = {}, LsFactorKind factors = LsFactorKind::SemiNormal,
+                                      LsMethod method = LsMethod::Augmented);
 
 }  // namespace mixsolve::solvers_detail

@@ -48,8 +48,12 @@ struct LeastSquaresOptions {
   /// Gmres (GMRES-LS only) or AugmentedThenGmres (as Augmented, then GMRES-LS with the same
   /// factors). FP64 factors take the plain steps. GMRES-LS takes fewer outer steps than the plain
   /// ones near kappa u_32 ~ 0.1 but has not yet extended their reach on the device
-  /// (docs/least_squares.md), hence the default.
-  enum class Refinement { Augmented, Gmres, AugmentedThenGmres };
+  /// (docs/least_squares.md), hence the default. Cgls: x += d, d the least-squares solution of
+  /// A d ~ b - A x (FP64 residual) by CGLS right-preconditioned with the cheap R in FP64 (no Q;
+  /// Bjorck, Numerical Methods for Least Squares Problems, section 7.4): its iterations remove
+  /// the few singular values of A R^-1 that R's rounding moves far from 1 one by one, where the
+  /// plain steps contract only by the largest of them (kappa(A) u_32 and more).
+  enum class Refinement { Augmented, Gmres, AugmentedThenGmres, Cgls };
   Refinement refinement = Refinement::Augmented;
   /// With fallback, where the FP32 attempt fails: first FP64 factors by Cholesky QR of
   /// A R_32^-1 (the FP32 R as its preconditioner: R = chol((A R_32^-1)^T (A R_32^-1)) R_32, no Q),
@@ -98,6 +102,8 @@ struct LeastSquaresAttempt {
   /// factors (factor_seconds 0); accepted only where ||b - A x|| comes down to FP64's rounding
   /// level: a consistent system.
   bool x_only = false;
+  /// The cheap factors' R alone, each correction by CGLS (LeastSquaresOptions::Refinement::Cgls).
+  bool cgls = false;
   /// FP64 factors by Cholesky QR preconditioned with the FP32 attempt's R (precision FP64;
   /// LeastSquaresOptions::cholesky_qr), refined by the semi-normal steps
   /// x += (R^T R)^-1 A^T (b - A x) (no Q).
@@ -106,6 +112,8 @@ struct LeastSquaresAttempt {
   LeastSquaresStop stop = LeastSquaresStop::Converged;
   /// The most refinement steps any right-hand side took.
   int iterations = 0;
+  /// With cgls: the most CGLS iterations any right-hand side took over all its steps.
+  int inner_iterations = 0;
   /// min_j |r_jj| / max_j |r_jj| of the factors' R, of the order of 1 / kappa(A).
   double diagonal_ratio = 0;
   /// Wall-clock seconds of the QR and of the refinement.
@@ -123,7 +131,8 @@ struct LeastSquaresReport {
   std::vector<LeastSquaresAttempt> attempts;
   /// ||b_j - A x_j||_2 for each column of X, in FP64.
   std::vector<double> residual_norms;
-  /// The path in one line, e.g. "fp32/augmented(6)", "fp32[diverged after 2] -> fp32/x-only(4)",
+  /// The path in one line, e.g. "fp32/augmented(6)", "fp32/cgls(2, 9 inner)",
+  /// "fp32[diverged after 2] -> fp32/x-only(4)",
   /// "fp32[rank undecided] -> fp64-cholqr/semi-normal(3)" or "fp32[rank undecided] ->
   /// fp64-cholqr[cholesky breakdown] -> fp64/augmented(2)".
   std::string path() const;

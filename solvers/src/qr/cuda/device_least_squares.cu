@@ -376,10 +376,82 @@ class DeviceSemiNormalSteps final : public LsSteps {
     b_minus_ax(f_.data());
     return {nrm2(ctx_.cublas(), m, b_), nrm2(ctx_.cublas(), m, f_.data())};
   }
-  Norms step() override {
+  Norms step() override { return take_correction(correction(f_.data())); }
+  std::int64_t rows() const override { return a_.rows; }
+  double residual_norm() override { return nrm2(ctx_.cublas(), a_.rows, f_.data()); }
+
+  double cg_begin() override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    cudaStream_t stream = ctx_.stream();
+    if (cg_q_.size() == 0) {
+      cg_p_ = DeviceBuffer<double>(ctx_, n);
+      cg_t_ = DeviceBuffer<double>(ctx_, n);
+      cg_d_ = DeviceBuffer<double>(ctx_, n);
+      cg_kept_ = DeviceBuffer<double>(ctx_, n);
+      cg_q_ = DeviceBuffer<double>(ctx_, m);
+    }
+    cg_exponent_ = rhs_scale_exponent(max_abs(ctx_.cublas(), stream, m, f_.data()));
+    scale_to_kernel<<<blocks_for(m), 256, 0, stream>>>(f_.data(), m, -cg_exponent_, y_.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    preconditioned_normal_residual();
+    copy(cg_p_.data(), z_.data(), n);
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(cg_d_.data(), 0, sizeof(double) * n, stream));
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(cg_kept_.data(), 0, sizeof(double) * n, stream));
+    return squared_norm(z_.data(), n);
+  }
+  double cg_product() override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    const double zero = 0, a_scale = a_scale_;
+    copy(cg_t_.data(), cg_p_.data(), n);
+    solve(CUBLAS_OP_N, cg_t_.data());
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(m), int(n), &a_scale, a_.data, int(a_.ld),
+                                      cg_t_.data(), 1, &zero, cg_q_.data(), 1));
+    return squared_norm(cg_q_.data(), m);
+  }
+  double cg_update(double alpha) override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    const double minus_alpha = -alpha;
+    MIXSOLVE_CUBLAS_CHECK(cublasDaxpy(ctx_.cublas(), int(n), &alpha, cg_t_.data(), 1, cg_d_.data(), 1));
+    MIXSOLVE_CUBLAS_CHECK(cublasDaxpy(ctx_.cublas(), int(m), &minus_alpha, cg_q_.data(), 1, y_.data(), 1));
+    preconditioned_normal_residual();
+    return squared_norm(z_.data(), n);
+  }
+  void cg_direction(double beta) override {
+    const double one = 1;
+    MIXSOLVE_CUBLAS_CHECK(cublasDscal(ctx_.cublas(), int(a_.cols), &beta, cg_p_.data(), 1));
+    MIXSOLVE_CUBLAS_CHECK(cublasDaxpy(ctx_.cublas(), int(a_.cols), &one, z_.data(), 1, cg_p_.data(), 1));
+  }
+  void cg_keep() override { copy(cg_kept_.data(), cg_d_.data(), a_.cols); }
+  Norms cg_finish() override {
+    copy(z_.data(), cg_kept_.data(), a_.cols);
+    return take_correction(cg_exponent_ + a_exponent_);
+  }
+
+ private:
+  void copy(double* to, const double* from, std::int64_t count) {
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(to, from, sizeof(double) * count, cudaMemcpyDeviceToDevice, ctx_.stream()));
+  }
+  double squared_norm(const double* v, std::int64_t count) {
+    double out = 0;
+    MIXSOLVE_CUBLAS_CHECK(cublasDdot(ctx_.cublas(), int(count), v, 1, v, 1, &out));
+    return out;
+  }
+  // v := R^-1 v (op N) or R^-T v (op T).
+  void solve(cublasOperation_t op, double* v) {
+    MIXSOLVE_CUBLAS_CHECK(
+        cublasDtrsv(ctx_.cublas(), CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, int(a_.cols), r_, int(a_.cols), v, 1));
+  }
+  // z_ := R^-T A'^T y_.
+  void preconditioned_normal_residual() {
+    const double zero = 0, a_scale = a_scale_;
+    MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_T, int(a_.rows), int(a_.cols), &a_scale, a_.data,
+                                      int(a_.ld), y_.data(), 1, &zero, z_.data(), 1));
+    solve(CUBLAS_OP_T, z_.data());
+  }
+  // x += z_ 2^e; f_ := b - A x; returns ||x||, ||z_|| 2^e and the change of b - A x.
+  Norms take_correction(int e) {
     const std::int64_t m = a_.rows, n = a_.cols;
     cublasHandle_t h = ctx_.cublas();
-    const int e = correction(f_.data());
     add_scaled_kernel<<<blocks_for(n), 256, 0, ctx_.stream()>>>(z_.data(), n, e, false, x_);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     b_minus_ax(next_f_.data());
@@ -389,25 +461,15 @@ class DeviceSemiNormalSteps final : public LsSteps {
     std::swap(f_, next_f_);
     return {nrm2(h, n, x_), std::ldexp(nrm2(h, n, z_.data()), e), dr};
   }
-  std::int64_t rows() const override { return a_.rows; }
-  double residual_norm() override { return nrm2(ctx_.cublas(), a_.rows, f_.data()); }
-
- private:
   // z_ := (R^T R)^-1 A'^T (v 2^-e), v scaled into [0.5, 1) so that A'^T v cannot overflow; the
   // correction a_scale (R^T R)^-1 A'^T v is z_ 2^returned.
   int correction(const double* v) {
-    const std::int64_t m = a_.rows, n = a_.cols;
-    cublasHandle_t h = ctx_.cublas();
-    const int e = rhs_scale_exponent(max_abs(h, ctx_.stream(), m, v));
+    const std::int64_t m = a_.rows;
+    const int e = rhs_scale_exponent(max_abs(ctx_.cublas(), ctx_.stream(), m, v));
     scale_to_kernel<<<blocks_for(m), 256, 0, ctx_.stream()>>>(v, m, -e, y_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    const double zero = 0, a_scale = a_scale_;
-    MIXSOLVE_CUBLAS_CHECK(
-        cublasDgemv(h, CUBLAS_OP_T, int(m), int(n), &a_scale, a_.data, int(a_.ld), y_.data(), 1, &zero, z_.data(), 1));
-    MIXSOLVE_CUBLAS_CHECK(
-        cublasDtrsv(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, int(n), r_, int(n), z_.data(), 1));
-    MIXSOLVE_CUBLAS_CHECK(
-        cublasDtrsv(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, int(n), r_, int(n), z_.data(), 1));
+    preconditioned_normal_residual();
+    solve(CUBLAS_OP_N, z_.data());
     return e + a_exponent_;
   }
   void b_minus_ax(double* f) { solvers_detail::b_minus_ax(ctx_, a_, b_, x_, f); }
@@ -420,6 +482,9 @@ class DeviceSemiNormalSteps final : public LsSteps {
   int a_exponent_;  // a_scale = 2^a_exponent_
   double* x_;
   DeviceBuffer<double> f_, next_f_, y_, z_;
+  // CGLS: y_ holds its r (in units of 2^cg_exponent_), z_ its s.
+  DeviceBuffer<double> cg_p_, cg_t_, cg_d_, cg_kept_, cg_q_;
+  int cg_exponent_ = 0;
 };
 
 class DeviceLsSpace final : public LsSpace {
@@ -477,6 +542,7 @@ class DeviceLsSpace final : public LsSpace {
   std::vector<double> factor(bool fp64, double a_scale, std::int64_t block) override {
     a_scale_ = a_scale;
     r64_ = DeviceBuffer<double>();
+    r32_in_fp64_ = DeviceBuffer<double>();
     qr32_.reset();
     qr64_.reset();
     factors32_ = DeviceBuffer<float>();  // the other precision's factors go
@@ -515,6 +581,7 @@ class DeviceLsSpace final : public LsSpace {
     // FP64 Householder QR, has no use for them.
     qr32_.reset();
     factors32_ = DeviceBuffer<float>();
+    r32_in_fp64_ = DeviceBuffer<double>();
     {
       // Y := a_scale A R_32^-1 and its Gram matrix, in FP64.
       DeviceBuffer<double> y(ctx_, m * n);
@@ -615,6 +682,18 @@ class DeviceLsSpace final : public LsSpace {
                             const LsFactorScales& scales) override {
     const double* b = b_.data + j * b_.ld;
     double* x = x_.data + j * x_.ld;
+    if (method == LsMethod::Cgls) {  // the FP32 R alone, in FP64
+      if (!qr32_) throw std::logic_error("least_squares: CGLS refines the FP32 factors only");
+      const std::int64_t n = a_.cols;
+      if (r32_in_fp64_.size() == 0) {
+        r32_in_fp64_ = DeviceBuffer<double>(ctx_, n * n);
+        upper_triangle_kernel<<<matrix_grid(n, n), 256, 0, ctx_.stream()>>>(factors32_.data(), a_.rows, n,
+                                                                             r32_in_fp64_.data());
+        MIXSOLVE_CUDA_CHECK_LAUNCH();
+      }
+      DeviceSemiNormalSteps steps(ctx_, a_, b, r32_in_fp64_.data(), a_scale_, x);
+      return solvers_detail::refine(steps, LsFactorKind::Cheap, max_iterations, LsMethod::Cgls, scales);
+    }
     if (r64_.size() > 0) {  // Cholesky QR factors
       if (method != LsMethod::Augmented)
         throw std::logic_error("least_squares: Cholesky QR factors take the semi-normal steps only");
@@ -656,6 +735,7 @@ class DeviceLsSpace final : public LsSpace {
   std::unique_ptr<DeviceQr<float>> qr32_;
   std::unique_ptr<DeviceQr<double>> qr64_;
   DeviceBuffer<double> r64_;  // n x n: the Cholesky QR's R, where it holds the factors
+  DeviceBuffer<double> r32_in_fp64_;  // n x n: the FP32 R in FP64, for CGLS
   double a_scale_ = 1;
 };
 
