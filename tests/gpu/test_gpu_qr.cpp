@@ -244,8 +244,10 @@ TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
     std::printf("kappa %.0e: device %s, host %s\n", kappa, device.path().c_str(), host.path().c_str());
     EXPECT_TRUE(device.converged) << device.path();
     ASSERT_EQ(device.attempts.size(), host.attempts.size()) << device.path() << " / " << host.path();
-    for (std::size_t i = 0; i < host.attempts.size(); ++i)
+    for (std::size_t i = 0; i < host.attempts.size(); ++i) {
       EXPECT_EQ(device.attempts[i].cholesky_qr, host.attempts[i].cholesky_qr) << device.path() << " / " << host.path();
+      EXPECT_EQ(device.attempts[i].cgls, host.attempts[i].cgls) << device.path() << " / " << host.path();
+    }
     EXPECT_EQ(device.fell_back, kappa > 1e6) << device.path();
     if (kappa == 1e9) EXPECT_TRUE(device.attempts.back().cholesky_qr) << device.path();
     const Eigen::Matrix<long double, Eigen::Dynamic, Eigen::Dynamic> x_ref =
@@ -283,6 +285,27 @@ TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
       const double error = double((x.col(j).cast<long double>() - x_ref.col(j)).norm() / norm);
       const double fp64_error = double((x64.col(j).cast<long double>() - x_ref.col(j)).norm() / norm);
       EXPECT_LE(error, 10 * fp64_error + 0x1p-50) << "GMRES-LS, kappa " << kappa << ", column " << j;
+    }
+    // The plain steps (the default is CGLS) on the device: the same path and accuracy as on the host.
+    LeastSquaresOptions plain;
+    plain.refinement = LeastSquaresOptions::Refinement::Augmented;
+    const LeastSquaresReport device_plain =
+        least_squares(ctx, device_view<const double>(da.data(), m, n, m), device_view<const double>(db.data(), m, k, m),
+                      device_view(dx.data(), n, k, n), plain);
+    const LeastSquaresReport host_plain =
+        least_squares(ctx, host_view<const double>(a.data(), m, n, m), host_view<const double>(b.data(), m, k, m),
+                      host_view(x_host.data(), n, k, n), plain);
+    ctx.synchronize();
+    dx.copy_to_host(x.data(), n * k);
+    std::printf("kappa %.0e, plain steps: device %s, host %s\n", kappa, device_plain.path().c_str(),
+                host_plain.path().c_str());
+    EXPECT_EQ(device_plain.path().rfind("fp32/augmented(", 0), 0u) << device_plain.path();
+    EXPECT_EQ(device_plain.path(), host_plain.path());
+    for (std::int64_t j = 0; j < k; ++j) {
+      const long double norm = x_ref.col(j).norm();
+      const double error = double((x.col(j).cast<long double>() - x_ref.col(j)).norm() / norm);
+      const double fp64_error = double((x64.col(j).cast<long double>() - x_ref.col(j)).norm() / norm);
+      EXPECT_LE(error, 10 * fp64_error + 0x1p-50) << "plain steps, kappa " << kappa << ", column " << j;
     }
   }
   // Two equal columns: rank deficient, reported by the FP64 QR on the device too.

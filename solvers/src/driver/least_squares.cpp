@@ -119,9 +119,10 @@ class HostLsSpace final : public solvers_detail::LsSpace {
       std::vector<double> r(n * n, 0.0);
       for (std::int64_t jj = 0; jj < n; ++jj)
         for (std::int64_t i = 0; i <= jj; ++i) r[i + jj * n] = qr32_->r()(i, jj);
+      solvers_detail::factors_solution(a_, &b_(0, j), *qr32_, a_scale_, &x_(0, j));
       return solvers_detail::refine_semi_normal(a_, &b_(0, j), host_view<const double>(r.data(), n, n, n), a_scale_,
                                                 max_iterations, &x_(0, j), scales, solvers_detail::LsFactorKind::Cheap,
-                                                method);
+                                                method, true);
     }
     if (!r64_.empty()) {
       if (method != solvers_detail::LsMethod::Augmented)
@@ -398,16 +399,14 @@ std::string LeastSquaresReport::path() const {
                               : "/augmented(") +
              std::to_string(t.iterations) +
              (t.cgls ? ", " + std::to_string(t.inner_iterations) + " inner)" : std::string(")"));
+    else if (t.stop == LeastSquaresStop::RankUndecided || t.stop == LeastSquaresStop::CholeskyBreakdown)
+      out += "[" + to_string(t.stop) + "]";  // decided before any refinement
     else
       out += std::string(t.gmres    ? " gmres"
                          : t.x_only ? " x-only"
                          : t.cgls   ? " cgls"
                                     : "") +
-             "[" + to_string(t.stop) +
-             (t.stop == LeastSquaresStop::RankUndecided || t.stop == LeastSquaresStop::CholeskyBreakdown
-                  ? std::string()
-                  : " after " + std::to_string(t.iterations)) +
-             "]";
+             "[" + to_string(t.stop) + " after " + std::to_string(t.iterations) + "]";
   }
   return out;
 }

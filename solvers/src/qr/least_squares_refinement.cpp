@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
+#include <cstdio>
 
 namespace mixsolve::solvers_detail {
 
@@ -185,7 +186,7 @@ LsSteps::Norms cgls_step(LsSteps& s, int& inner) {
       smallest = next;
       s.cg_keep();
     }
-    if (!(next <= gamma / 4)) break;
+    if (!(next < gamma)) break;
     s.cg_direction(next / gamma);
     gamma = next;
   }
@@ -266,11 +267,14 @@ LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iteratio
         // the correction is already within 64 times FP64's attainable accuracy,
         // u (kappa + kappa^2 ||r|| / (||A|| ||x||)), kappa estimated by 1 / diagonal_ratio (large
         // for an ill-conditioned A with a large residual, where the FP64 QR's x is no better).
+        // CGLS's outer steps have the semi-normal steps' fixed point: its x is accepted there too
+        // (each outer step solves the correction problem, so they reach that noise in one or two).
         bool converging = factors == LsFactorKind::Fp64Qr || (contractions >= 2 && size <= 0x1p-16) || size <= 0x1p-40;
-        if (factors == LsFactorKind::SemiNormal && !converging) {
+        if ((factors == LsFactorKind::SemiNormal || method == LsMethod::Cgls) && !converging) {
           const double kappa = 1 / std::max(scales.diagonal_ratio, kUnit);
           const double residual = norm_a > 0 && norms.x > 0 ? steps.residual_norm() / (norm_a * norms.x) : 0.0;
-          converging = contractions >= 1 || rel_dx <= 64 * kUnit * (kappa + kappa * kappa * residual);
+          converging = (factors == LsFactorKind::SemiNormal && contractions >= 1) ||
+                       rel_dx <= 64 * kUnit * (kappa + kappa * kappa * residual);
         }
         result.stop = converging ? checked(LsStop::Stagnated, norms.x) : LsStop::Diverged;
         return result;
@@ -414,8 +418,9 @@ class HostLsSteps final : public LsSteps {
 class HostSemiNormalSteps final : public LsSteps {
  public:
   HostSemiNormalSteps(const MatrixView<const double>& a, const double* b, const MatrixView<const double>& r,
-                      double a_scale, double* x)
-      : a_(a),
+                      double a_scale, double* x, bool start_from_x)
+      : start_from_x_(start_from_x),
+        a_(a),
         b_(b),
         r_(r),
         a_scale_(a_scale),
@@ -428,9 +433,11 @@ class HostSemiNormalSteps final : public LsSteps {
 
   Start start() override {
     const std::int64_t m = a_.rows, n = a_.cols;
-    std::fill(x_, x_ + n, 0.0);
-    correction(b_);
-    for (std::int64_t j = 0; j < n; ++j) x_[j] = z_[j];
+    if (!start_from_x_) {
+      std::fill(x_, x_ + n, 0.0);
+      correction(b_);
+      for (std::int64_t j = 0; j < n; ++j) x_[j] = z_[j];
+    }
     b_minus_ax(f_.data());
     return {norm2(b_, m), norm2(f_.data(), m)};
   }
@@ -535,6 +542,7 @@ class HostSemiNormalSteps final : public LsSteps {
   }
   void b_minus_ax(double* f) const { subtract_product(a_, b_, nullptr, x_, f); }
 
+  bool start_from_x_;
   MatrixView<const double> a_;
   const double* b_;
   MatrixView<const double> r_;
@@ -550,12 +558,22 @@ class HostSemiNormalSteps final : public LsSteps {
 
 LsRefinementResult refine_semi_normal(const MatrixView<const double>& a, const double* b,
                                       const MatrixView<const double>& r, double a_scale, int max_iterations, double* x,
-                                      const LsFactorScales& scales, LsFactorKind factors, LsMethod method) {
+                                      const LsFactorScales& scales, LsFactorKind factors, LsMethod method,
+                                      bool start_from_x) {
   if (method != LsMethod::Augmented && method != LsMethod::Cgls)
     throw std::logic_error("refine_semi_normal: the semi-normal steps are plain or CGLS");
-  HostSemiNormalSteps steps(a, b, r, a_scale, x);
+  HostSemiNormalSteps steps(a, b, r, a_scale, x, start_from_x);
   return refine(steps, factors, max_iterations, method, scales);
 }
+
+template <class T>
+void factors_solution(const MatrixView<const double>& a, const double* b, const HouseholderQr<T>& qr, double a_scale,
+                      double* x) {
+  std::vector<double> r(a.rows);
+  HostLsSteps<T>(a, b, qr, a_scale, x, r.data()).start();
+}
+template void factors_solution<float>(const MatrixView<const double>&, const double*, const HouseholderQr<float>&,
+                                      double, double*);
 
 template <class T>
 LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const double* b, const HouseholderQr<T>& qr,

@@ -175,9 +175,17 @@ LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const
 // CholeskyQr attempt) converges in 2-4 steps to the FP64 QR's accuracy up to kappa ~ 1e10; the
 // stop rule takes it as FP64 factors (factors SemiNormal). method Cgls takes each correction from
 // CGLS instead, as for a cheap QR's R (in FP64; factors Cheap).
+// start_from_x: x holds the first solution already (for CGLS, the cheap factors' own: a_scale
+// R^-1 (Q^T b)(1:n), off by about u_T kappa where the semi-normal equations' is off by u_T kappa^2).
 LsRefinementResult refine_semi_normal(const MatrixView<const double>& a, const double* b,
                                       const MatrixView<const double>& r, double a_scale, int max_iterations, double* x,
                                       const LsFactorScales& scales = {}, LsFactorKind factors = LsFactorKind::SemiNormal,
-                                      LsMethod method = LsMethod::Augmented);
+                                      LsMethod method = LsMethod::Augmented, bool start_from_x = false);
+
+// x (n) := the factors' solution a_scale R^-1 (Q^T b)(1:n) of `qr` (a QR of a_scale A in T), b
+// scaled by a power of two into T's range first.
+template <class T>
+void factors_solution(const MatrixView<const double>& a, const double* b, const HouseholderQr<T>& qr, double a_scale,
+                      double* x);
 
 }  // namespace mixsolve::solvers_detail

@@ -54,7 +54,7 @@ struct LeastSquaresOptions {
   /// the few singular values of A R^-1 that R's rounding moves far from 1 one by one, where the
   /// plain steps contract only by the largest of them (kappa(A) u_32 and more).
   enum class Refinement { Augmented, Gmres, AugmentedThenGmres, Cgls };
-  Refinement refinement = Refinement::Augmented;
+  Refinement refinement = Refinement::Cgls;
   /// With fallback, where the FP32 attempt fails: first FP64 factors by Cholesky QR of
   /// A R_32^-1 (the FP32 R as its preconditioner: R = chol((A R_32^-1)^T (A R_32^-1)) R_32, no Q),
   /// refined by the semi-normal steps, and the FP64 Householder QR only where that Cholesky breaks

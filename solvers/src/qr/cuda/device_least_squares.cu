@@ -354,9 +354,11 @@ class DeviceLsSteps final : public LsSteps {
 // current x.
 class DeviceSemiNormalSteps final : public LsSteps {
  public:
+  // start_from_x: x holds the first solution already (refine_semi_normal).
   DeviceSemiNormalSteps(Context& ctx, const MatrixView<const double>& a, const double* b, const double* r,
-                        double a_scale, double* x)
-      : ctx_(ctx),
+                        double a_scale, double* x, bool start_from_x = false)
+      : start_from_x_(start_from_x),
+        ctx_(ctx),
         a_(a),
         b_(b),
         r_(r),
@@ -370,9 +372,11 @@ class DeviceSemiNormalSteps final : public LsSteps {
 
   Start start() override {
     const std::int64_t m = a_.rows, n = a_.cols;
-    const int e = correction(b_);
-    add_scaled_kernel<<<blocks_for(n), 256, 0, ctx_.stream()>>>(z_.data(), n, e, true, x_);
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    if (!start_from_x_) {
+      const int e = correction(b_);
+      add_scaled_kernel<<<blocks_for(n), 256, 0, ctx_.stream()>>>(z_.data(), n, e, true, x_);
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+    }
     b_minus_ax(f_.data());
     return {nrm2(ctx_.cublas(), m, b_), nrm2(ctx_.cublas(), m, f_.data())};
   }
@@ -474,6 +478,7 @@ class DeviceSemiNormalSteps final : public LsSteps {
   }
   void b_minus_ax(double* f) { solvers_detail::b_minus_ax(ctx_, a_, b_, x_, f); }
 
+  bool start_from_x_;
   Context& ctx_;
   MatrixView<const double> a_;
   const double* b_;
@@ -691,7 +696,9 @@ class DeviceLsSpace final : public LsSpace {
                                                                              r32_in_fp64_.data());
         MIXSOLVE_CUDA_CHECK_LAUNCH();
       }
-      DeviceSemiNormalSteps steps(ctx_, a_, b, r32_in_fp64_.data(), a_scale_, x);
+      // The first x: the FP32 factors' own (their start() also forms b - A x, once more than needed).
+      DeviceLsSteps<float>(ctx_, a_, b, *qr32_, a_scale_, x, r_.data()).start();
+      DeviceSemiNormalSteps steps(ctx_, a_, b, r32_in_fp64_.data(), a_scale_, x, true);
       return solvers_detail::refine(steps, LsFactorKind::Cheap, max_iterations, LsMethod::Cgls, scales);
     }
     if (r64_.size() > 0) {  // Cholesky QR factors
