@@ -169,8 +169,11 @@ constexpr double kCgTolerance = 0x1p-26;
 
 // One outer step of LsMethod::Cgls: CGLS on the correction problem until ||s|| falls to
 // kCgTolerance of its start or fails to halve (CG's ||s|| is not monotone, and past FP64's noise
-// it wanders); d is kept where ||s|| was smallest, the first iterate at least (a zero d would read
-// as convergence). Adds its iterations to `inner`.
+// it wanders; iterating while it falls at all spent 10 iterations there on some systems); d is
+// kept where ||s|| was smallest, the first iterate at least (a zero d would read as
+// convergence). A slow CG thus gives small corrections far from the solution: refine() accepts
+// CGLS's x only at the semi-normal steps' noise level, never after mere halvings. Adds its
+// iterations to `inner`.
 LsSteps::Norms cgls_step(LsSteps& s, int& inner) {
   double gamma = s.cg_begin();  // ||s||^2
   if (!std::isfinite(gamma)) return {NAN, NAN, NAN};
@@ -186,7 +189,7 @@ LsSteps::Norms cgls_step(LsSteps& s, int& inner) {
       smallest = next;
       s.cg_keep();
     }
-    if (!(next < gamma)) break;
+    if (!(next <= gamma / 4)) break;
     s.cg_direction(next / gamma);
     gamma = next;
   }
@@ -267,9 +270,13 @@ LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iteratio
         // the correction is already within 64 times FP64's attainable accuracy,
         // u (kappa + kappa^2 ||r|| / (||A|| ||x||)), kappa estimated by 1 / diagonal_ratio (large
         // for an ill-conditioned A with a large residual, where the FP64 QR's x is no better).
-        // CGLS's outer steps have the semi-normal steps' fixed point: its x is accepted there too
-        // (each outer step solves the correction problem, so they reach that noise in one or two).
-        bool converging = factors == LsFactorKind::Fp64Qr || (contractions >= 2 && size <= 0x1p-16) || size <= 0x1p-40;
+        // CGLS's outer steps have the semi-normal steps' fixed point: its x is accepted there, and
+        // not after halvings alone (each outer step solves the correction problem, so the noise
+        // comes in one or two of them; a CG cut short by a weak preconditioner, kappa u_32 ~ 1,
+        // gives corrections that halve far from the solution: 9e4 times the FP64 QR's error at
+        // kappa 1e7, 1000 x 40).
+        const bool halvings = contractions >= 2 && size <= 0x1p-16 && method != LsMethod::Cgls;
+        bool converging = factors == LsFactorKind::Fp64Qr || halvings || size <= 0x1p-40;
         if ((factors == LsFactorKind::SemiNormal || method == LsMethod::Cgls) && !converging) {
           const double kappa = 1 / std::max(scales.diagonal_ratio, kUnit);
           const double residual = norm_a > 0 && norms.x > 0 ? steps.residual_norm() / (norm_a * norms.x) : 0.0;
