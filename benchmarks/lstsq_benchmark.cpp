@@ -14,8 +14,8 @@
 //
 //   lstsq_benchmark [--shapes 65536x4096,262144x256,16384x16384] [--backends cublas-sgemm,tf32tf32,halfhalf]
 //                   [--panels tsqr,cusolver] [--block 128] [--conds 1e2,1e6,1e8] [--refinements augmented,gmres,cgls]
-//                   [--irs 32F] [--lstsq yes|no] [--cholesky-parts no] [--cgls-parts no] [--reps 3]
-//                   [--json out.json]
+//                   [--irs 32F] [--lstsq yes|no] [--cholesky-parts no] [--cgls-parts no]
+//                   [--fp32-updates auto,cublas-sgemm] [--reps 3] [--json out.json]
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <nvtx3/nvToolsExt.h>
@@ -106,6 +106,9 @@ int main(int argc, char** argv) try {
   // --cgls-parts yes: rows for the operations of one CGLS iteration (DGEMV with A and A^T, DTRSV
   // with R and R^T) and for an explicit R^-1 (cusolverDnXtrtri once, DGEMV with it per solve).
   const bool cgls_parts = opt.get("cgls-parts", "no") == "yes";
+  // --fp32-updates auto,cublas-sgemm: least squares with each backend for the FP32 QR's trailing
+  // updates (LeastSquaresOptions::fp32_update; auto: the solver's choice).
+  const std::vector<std::string> fp32_updates = opt.list("fp32-updates", "auto");
   const int reps = std::stoi(opt.get("reps", "3"));
   Context ctx;
   nlohmann::json out = mixsolve::bench::device_json();
@@ -228,19 +231,18 @@ int main(int argc, char** argv) try {
       DeviceBuffer<char> device_work(ctx, std::max<std::size_t>(device_bytes, 1));
       std::vector<char> host_work(std::max<std::size_t>(host_bytes, 1));
       DeviceBuffer<int> info(ctx, 1);
-      row("  CGLS: cusolverDnXtrtri (R^-1, once)", median_seconds(
-                                                       ctx, reps,
-                                                       [&] {
-                                                         MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(
-                                                             inverse.data(), triangle.data(), sizeof(double) * n * n,
-                                                             cudaMemcpyDeviceToDevice, ctx.stream()));
-                                                       },
-                                                       [&] {
-                                                         MIXSOLVE_CUSOLVER_CHECK(cusolverDnXtrtri(
-                                                             solver, CUBLAS_FILL_MODE_UPPER, CUBLAS_DIAG_NON_UNIT, n,
-                                                             CUDA_R_64F, inverse.data(), n, device_work.data(),
-                                                             device_bytes, host_work.data(), host_bytes, info.data()));
-                                                       }));
+      row("  CGLS: cusolverDnXtrtri (R^-1, once)",
+          median_seconds(
+              ctx, reps,
+              [&] {
+                MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(inverse.data(), triangle.data(), sizeof(double) * n * n,
+                                                    cudaMemcpyDeviceToDevice, ctx.stream()));
+              },
+              [&] {
+                MIXSOLVE_CUSOLVER_CHECK(cusolverDnXtrtri(solver, CUBLAS_FILL_MODE_UPPER, CUBLAS_DIAG_NON_UNIT, n,
+                                                         CUDA_R_64F, inverse.data(), n, device_work.data(),
+                                                         device_bytes, host_work.data(), host_bytes, info.data()));
+              }));
       MIXSOLVE_CUSOLVER_CHECK(cusolverDnDestroyParams(params));
       row("  CGLS: DGEMV R^-1 v (n x n)", median_seconds(ctx, reps, none, [&] {
             MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx.cublas(), CUBLAS_OP_N, int(n), int(n), &kOne, inverse.data(), int(n),
@@ -361,30 +363,33 @@ int main(int argc, char** argv) try {
           compare(x.data(), "; niters " + std::to_string(niters));
         }
         for (const std::string& refinement : refinements)
-          for (const std::string& cholesky : cholesky_qr) {
-            LeastSquaresOptions options;
-            options.refinement = refinement == "gmres"  ? LeastSquaresOptions::Refinement::Gmres
-                                 : refinement == "cgls" ? LeastSquaresOptions::Refinement::Cgls
-                                                        : LeastSquaresOptions::Refinement::Augmented;
-            options.cholesky_qr = cholesky == "yes";
-            LeastSquaresReport report;
-            const double ours = median_seconds(
-                ctx, reps, [] {},
-                [&] {
-                  report = least_squares(ctx, device_view<const double>(matrix.data(), m, n, m),
-                                         device_view<const double>(b.data(), m, 1, m), device_view(x.data(), n, 1, n),
-                                         options);
-                });
-            row(name + ": mixsolve " + report.path(), ours, fp64_lstsq);
-            std::string attempts = "; attempts:";
-            for (const LeastSquaresAttempt& t : report.attempts) {
-              char text[96];
-              std::snprintf(text, sizeof text, " %s%s %.4f s + refinement %.4f s;", to_string(t.precision).c_str(),
-                            t.cholesky_qr ? " Cholesky QR" : " QR", t.factor_seconds, t.refine_seconds);
-              attempts += text;
+          for (const std::string& cholesky : cholesky_qr)
+            for (const std::string& update : fp32_updates) {
+              LeastSquaresOptions options;
+              if (update != "auto") options.fp32_update = update;
+              options.refinement = refinement == "gmres"  ? LeastSquaresOptions::Refinement::Gmres
+                                   : refinement == "cgls" ? LeastSquaresOptions::Refinement::Cgls
+                                                          : LeastSquaresOptions::Refinement::Augmented;
+              options.cholesky_qr = cholesky == "yes";
+              LeastSquaresReport report;
+              const double ours = median_seconds(
+                  ctx, reps, [] {},
+                  [&] {
+                    report = least_squares(ctx, device_view<const double>(matrix.data(), m, n, m),
+                                           device_view<const double>(b.data(), m, 1, m), device_view(x.data(), n, 1, n),
+                                           options);
+                  });
+              row(name + ": mixsolve " + (update == "auto" ? "" : "[" + update + "] ") + report.path(), ours,
+                  fp64_lstsq);
+              std::string attempts = "; attempts:";
+              for (const LeastSquaresAttempt& t : report.attempts) {
+                char text[96];
+                std::snprintf(text, sizeof text, " %s%s %.4f s + refinement %.4f s;", to_string(t.precision).c_str(),
+                              t.cholesky_qr ? " Cholesky QR" : " QR", t.factor_seconds, t.refine_seconds);
+                attempts += text;
+              }
+              compare(x.data(), attempts);
             }
-            compare(x.data(), attempts);
-          }
       }
     };
     if (lstsq) lstsq_rows(a, "uniform");

@@ -29,7 +29,7 @@ using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
 
 template <class T>
 void expect_device_qr(const char* backend, std::int64_t m, std::int64_t n, std::int64_t block, double units,
-                      solvers_detail::QrPanel panel = solvers_detail::QrPanel::Tsqr) {
+                      solvers_detail::QrPanel panel = solvers_detail::QrPanel::Tsqr, const char* reduction = nullptr) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
   Matrix<double> a64(m, n);
@@ -37,7 +37,8 @@ void expect_device_qr(const char* backend, std::int64_t m, std::int64_t n, std::
   const Matrix<T> a = a64.template cast<T>();
   DeviceBuffer<T> da(ctx, m * n), dq(ctx, m * n);
   da.copy_from_host(a.data(), m * n);
-  DeviceQr<T> qr(ctx, device_view(da.data(), m, n, m), block, gemm::find_backend(backend), panel);
+  DeviceQr<T> qr(ctx, device_view(da.data(), m, n, m), block, gemm::find_backend(backend), panel,
+                 reduction ? &gemm::find_backend(reduction) : nullptr);
   Matrix<T> q = Matrix<T>::Identity(m, n);
   dq.copy_from_host(q.data(), m * n);
   qr.apply_q(device_view(dq.data(), m, n, m));
@@ -48,7 +49,8 @@ void expect_device_qr(const char* backend, std::int64_t m, std::int64_t n, std::
   const Matrix<double> r = f.template cast<double>().topRows(n).template triangularView<Eigen::Upper>();
   const Matrix<double> qd = q.template cast<double>(), ad = a.template cast<double>();
   const double u = std::numeric_limits<T>::epsilon() / 2;
-  const std::string label = std::string(backend) + " " + std::to_string(m) + " x " + std::to_string(n) + ", block " +
+  const std::string label = std::string(backend) + (reduction ? std::string(" (V^T C: ") + reduction + ")" : "") +
+                            " " + std::to_string(m) + " x " + std::to_string(n) + ", block " +
                             std::to_string(block) +
                             (panel == solvers_detail::QrPanel::Tsqr ? ", TSQR panels" : ", cuSOLVER panels");
   const double factorization = (ad - qd * r).norm() / ad.norm();
@@ -96,6 +98,8 @@ TEST(GpuQr, FactorsToTheWorkingPrecisionOnEveryUpdateBackend) {
   expect_device_qr<float>("cublas-sgemm", 2000, 256, 64, 4);
   expect_device_qr<float>("tf32tf32", 2000, 256, 64, 8);
   expect_device_qr<float>("halfhalf", 2000, 256, 64, 8);
+  // least_squares()'s choice for wide device matrices.
+  expect_device_qr<float>("cublas-fp16x3", 6000, 1100, 256, 8, solvers_detail::QrPanel::Tsqr, "cublas-sgemm");
   expect_device_qr<float>("cublas-sgemm", 1001, 333, 128, 4);
   expect_device_qr<float>("cublas-sgemm", 70001, 100, 128, 4);
   expect_device_qr<double>("cublas-dgemm", 40000, 70, 128, 4);
@@ -202,6 +206,53 @@ TEST(GpuQr, TsqrPanelIsHouseholderQrOnEveryTreeShape) {
                InvalidArgument);
   EXPECT_THROW(tsqr.factor(buffer.data(), 100, 20, 21, buffer.data(), 100, buffer.data(), 33, buffer.data()),
                InvalidArgument);
+}
+
+// least_squares() on a wide device matrix (n >= 1024): the FP32 QR's updates on cublas-fp16x3
+// (V^T C on cublas-sgemm) where A's columns are scaled alike, on cublas-sgemm where one column is
+// 2^-13 of the others; either way x agrees with the FP64 QR's (Eigen's, on the host) to FP64's
+// attainable accuracy, u (kappa + kappa^2 ||r|| / (||A|| ||x||)).
+TEST(GpuLeastSquares, WideMatricesTakeTheFp16x3UpdatesWhereColumnsAreScaledAlike) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t m = 4096, n = 1024;
+  for (const double kappa : {1e1, 1e5})
+    for (const bool scaled_column : {false, true}) {
+      if (scaled_column && kappa > 10) continue;  // beyond, the FP32 R could not tell its rank
+      Matrix<double> u(m, n), v(n, n), z(m, 1), x_true(n, 1);
+      fill_random(host_view(u.data(), m, n, m), RandomSpec::uniform(-1, 1, 71));
+      fill_random(host_view(v.data(), n, n, n), RandomSpec::uniform(-1, 1, 72));
+      fill_random(host_view(z.data(), m, 1, m), RandomSpec::uniform(-1, 1, 73));
+      fill_random(host_view(x_true.data(), n, 1, n), RandomSpec::uniform(-1, 1, 74));
+      u = u.householderQr().householderQ() * Matrix<double>::Identity(m, n);
+      v = v.householderQr().householderQ() * Matrix<double>::Identity(n, n);
+      Eigen::VectorXd sigma(n);
+      for (std::int64_t i = 0; i < n; ++i) sigma[i] = std::pow(kappa, -double(i) / double(n - 1));
+      Matrix<double> a = u * sigma.asDiagonal() * v.transpose();
+      if (scaled_column) a.col(17) *= 0x1p-13;
+      z -= u * (u.transpose() * z);
+      const Matrix<double> b = a * x_true + 0.1 * z;
+      DeviceBuffer<double> da(ctx, m * n), db(ctx, m), dx(ctx, n);
+      da.copy_from_host(a.data(), m * n);
+      db.copy_from_host(b.data(), m);
+      const LeastSquaresReport r =
+          least_squares(ctx, device_view<const double>(da.data(), m, n, m), device_view<const double>(db.data(), m, 1, m),
+                        device_view(dx.data(), n, 1, n));
+      Matrix<double> x(n, 1);
+      ctx.synchronize();
+      dx.copy_to_host(x.data(), n);
+      const Matrix<double> x64 = a.householderQr().solve(b);
+      const double difference = (x - x64).norm() / x64.norm();
+      const double k = kappa * (scaled_column ? 0x1p13 : 1.0);  // at most
+      const double bound = 64 * 0x1p-53 * (k + k * k * (b - a * x64).norm() / (a.norm() * x64.norm()));
+      std::printf("kappa %.0e%s: %s, updates %s, ||x - x_fp64qr|| / ||x_fp64qr|| %.2e (bound %.2e)\n", kappa,
+                  scaled_column ? ", one column 2^-13" : "", r.path().c_str(), r.attempts[0].update.c_str(), difference,
+                  bound);
+      EXPECT_TRUE(r.converged) << r.path();
+      EXPECT_EQ(r.path().rfind("fp32/cgls(", 0), 0u) << r.path();
+      EXPECT_EQ(r.attempts[0].update, scaled_column ? "cublas-sgemm" : "cublas-fp16x3 (V^T C: cublas-sgemm)");
+      EXPECT_LE(difference, bound) << r.path();
+    }
 }
 
 // least_squares() on device matrices: the FP32 QR refined to the FP64 QR's accuracy (against a

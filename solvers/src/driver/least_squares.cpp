@@ -24,10 +24,9 @@ namespace {
 
 using solvers_detail::LsStop;
 
-// Householder reflectors per compact-WY block unless LeastSquaresOptions::block_size says: 32 on
-// the host; 128 on the device, where at 65536 x 4096 the FP32 QR took 0.161 s with 128 and 0.207 s
-// with 32 (H100, lstsq_benchmark).
-constexpr int kHostQrBlock = 32, kDeviceQrBlock = 128;
+// Householder reflectors per compact-WY block on the host unless LeastSquaresOptions::block_size
+// says (the device space chooses its own: qr/cuda/device_least_squares.cu).
+constexpr int kHostQrBlock = 32;
 // Below this min |r_jj| / max |r_jj|, FP32 factors leave the rank to the FP64 QR.
 constexpr double kCheapRankRatio = 16 * 0x1p-24;
 
@@ -97,12 +96,15 @@ class HostLsSpace final : public solvers_detail::LsSpace {
       for (std::int64_t i = 0; i < a_.rows; ++i) sum += (a_(i, j) / largest) * (a_(i, j) / largest);
     return largest * std::sqrt(sum);
   }
-  std::vector<double> factor(bool fp64, double a_scale, std::int64_t block) override {
+  std::vector<double> factor(bool fp64, double a_scale, std::int64_t block, const std::string& fp32_update) override {
     a_scale_ = a_scale;
     r64_.clear();
-    return fp64 ? factor_in(factors64_, qr64_, a_scale, block, "host-fp64")
-                : factor_in(factors32_, qr32_, a_scale, block, "host-fp32");
+    if (block == 0) block = kHostQrBlock;
+    update_ = fp64 ? "host-fp64" : fp32_update.empty() ? "host-fp32" : fp32_update;
+    return fp64 ? factor_in(factors64_, qr64_, a_scale, block, update_.c_str())
+                : factor_in(factors32_, qr32_, a_scale, block, update_.c_str());
   }
+  std::string update_backend() const override { return update_; }
   CholeskyQrFactors factor_cholesky_qr() override;
   std::vector<double> smallest_singular_vector(std::int64_t start) override;
   double norm_a_times(const std::vector<double>& v) override {
@@ -180,6 +182,7 @@ class HostLsSpace final : public solvers_detail::LsSpace {
   std::vector<float> factors32_;
   std::vector<double> factors64_;
   std::vector<double> r64_;  // n x n: the Cholesky QR's R, where it holds the factors
+  std::string update_;       // the Householder factors' update backend
   std::unique_ptr<solvers_detail::HouseholderQr<float>> qr32_;
   std::unique_ptr<solvers_detail::HouseholderQr<double>> qr64_;
   double a_scale_ = 1;
@@ -314,7 +317,8 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int
     }
     diagonal = std::move(c.diagonal);
   } else {
-    diagonal = space.factor(fp64, std::ldexp(1.0, -exponent), block);
+    diagonal = space.factor(fp64, std::ldexp(1.0, -exponent), block, options.fp32_update);
+    result.update = space.update_backend();
   }
   double largest = 0, smallest = INFINITY;
   std::int64_t smallest_column = 0;
@@ -471,9 +475,7 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
     int exponent = 0;
     const double largest_entry = space->largest_abs_a();
     if (largest_entry > 0) std::frexp(largest_entry, &exponent);
-    const std::int64_t block = options.block_size > 0       ? options.block_size
-                               : a.memory == Memory::Device ? kDeviceQrBlock
-                                                            : kHostQrBlock;
+    const std::int64_t block = options.block_size;  // 0: the memory space's choice
     for (std::size_t i = 0; i < path.size(); ++i) {
       // Cholesky QR needs the FP32 R invertible (a zero |r_jj|: an exactly dependent column).
       if (path[i] == Factors::CholeskyQr && !(report.attempts.back().diagonal_ratio > 0)) continue;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -24,9 +25,12 @@ class LsSpace {
   // max |a_ij| and ||A||_F.
   virtual double largest_abs_a() = 0;
   virtual double norm_a_frobenius() = 0;
-  // Factors a_scale A rounded to FP32 (fp64 false) or FP64 with `block` columns per block,
+  // Factors a_scale A rounded to FP32 (fp64 false) or FP64 with `block` columns per block and
+  // the FP32 trailing updates on the GEMM backend `fp32_update` (0 and "": the space's choice),
   // replacing any factors held; returns |r_jj| for j = 0 .. n-1.
-  virtual std::vector<double> factor(bool fp64, double a_scale, std::int64_t block) = 0;
+  virtual std::vector<double> factor(bool fp64, double a_scale, std::int64_t block, const std::string& fp32_update) = 0;
+  // The GEMM backend(s) of the current Householder factors' trailing updates, for the report.
+  virtual std::string update_backend() const = 0;
   // FP64 factors from the current FP32 ones, by Cholesky QR preconditioned with their R:
   // Y = A' R_32^-1 in FP64 (A' = a_scale A), R_2 = chol(Y^T Y), R = R_2 R_32 (a preconditioned
   // Cholesky QR, as LU-Cholesky QR, Terao, Ozaki & Ogita 2020, preconditions with an LU factor).

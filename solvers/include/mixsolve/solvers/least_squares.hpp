@@ -41,8 +41,14 @@ struct LeastSquaresOptions {
   /// a solve returns that attempt's X with converged = false (NaN where it stopped RankUndecided:
   /// there is no solution to return).
   bool fallback = true;
-  /// Householder reflectors per compact-WY block; 0: 32 for host matrices, 128 for device ones.
+  /// Householder reflectors per compact-WY block; 0: 32 for host matrices; for device ones 256
+  /// with cublas-fp16x3 updates, else 128 (FP64: 256 where n >= 1024).
   int block_size = 0;
+  /// The GEMM backend (gemm registry name) of the FP32 QR's trailing updates; "": host-fp32 for
+  /// host matrices; for device ones cublas-fp16x3 where n >= 1024 and A's columns' largest
+  /// entries span at most 2^12 (its products are 22-bit accurate relative to each operand's
+  /// largest entry, not column by column), else cublas-sgemm (docs/least_squares.md).
+  std::string fp32_update;
   /// The refinement of the cheaper factors: Augmented (the plain steps; where they do not
   /// converge, x refined alone with the same factors, an attempt of its own, before any FP64 QR),
   /// Gmres (GMRES-LS only) or AugmentedThenGmres (as Augmented, then GMRES-LS with the same
@@ -108,6 +114,9 @@ struct LeastSquaresAttempt {
   /// LeastSquaresOptions::cholesky_qr), refined by the semi-normal steps
   /// x += (R^T R)^-1 A^T (b - A x) (no Q).
   bool cholesky_qr = false;
+  /// The GEMM backend of the Householder QR's trailing updates, e.g. "cublas-sgemm",
+  /// "cublas-fp16x3 (V^T C: cublas-sgemm)", "host-fp32"; empty for the Cholesky QR.
+  std::string update;
   /// The worst stop over the right-hand sides (in the order of LeastSquaresStop).
   LeastSquaresStop stop = LeastSquaresStop::Converged;
   /// The most refinement steps any right-hand side took.

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The device's least-squares space (qr/least_squares_space.hpp): A, B and X in device memory, the
-// factors a DeviceQr<T> (FP32: TSQR panels, trailing updates on cublas-sgemm, the fastest of the
-// backends on these shapes: docs/least_squares.md), the refinement's FP64 residuals by cuBLAS
-// DGEMV.
+// factors a DeviceQr<T> (FP32: TSQR panels, trailing updates on cublas-fp16x3 or cublas-sgemm:
+// fp32_update_backend), the refinement's FP64 residuals by cuBLAS DGEMV.
 #include <cublas_v2.h>
 #include <cusolverDn.h>
 
@@ -56,6 +55,20 @@ __global__ void scan_kernel(const double* m, std::int64_t ld, std::int64_t rows,
   for (int offset = 16; offset > 0; offset /= 2) local = fmax(local, __shfl_xor_sync(0xffffffffu, local, offset));
   if (threadIdx.x % 32 == 0 && local > 0)  // one atomic per warp
     atomicMax(scan + 1, static_cast<unsigned long long>(__double_as_longlong(local)));
+}
+
+// largest[j] := max(largest[j], max_i |m_ij|) as the bits of a non-negative double (start: 0).
+__global__ void column_largest_kernel(const double* m, std::int64_t ld, std::int64_t rows, std::int64_t cols,
+                                      unsigned long long* largest) {
+  for (std::int64_t j = blockIdx.y; j < cols; j += gridDim.y) {
+    double local = 0;
+    for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < rows;
+         i += std::int64_t(gridDim.x) * blockDim.x)
+      local = fmax(local, fabs(m[i + j * ld]));
+    for (int offset = 16; offset > 0; offset /= 2) local = fmax(local, __shfl_xor_sync(0xffffffffu, local, offset));
+    if (threadIdx.x % 32 == 0 && local > 0)
+      atomicMax(largest + j, static_cast<unsigned long long>(__double_as_longlong(local)));
+  }
 }
 
 // sum[0] += sum of (m_ij * scale)^2.
@@ -169,6 +182,20 @@ void b_minus_ax(Context& ctx, const MatrixView<const double>& a, const double* b
                                       int(a.ld), x, 1, &one, f, 1));
 }
 
+// x := the factors' solution a_scale R^-1 (Q^T b 2^-e)(1:n) 2^e (a_scale = 2^a_exponent), b
+// scaled into T's range by 2^-e; work: m values of T.
+template <class T>
+void factors_solution(Context& ctx, DeviceQr<T>& qr, const double* b, int a_exponent, T* work, double* x) {
+  const std::int64_t m = qr.rows(), n = qr.cols();
+  const int e = rhs_scale_exponent(max_abs(ctx.cublas(), ctx.stream(), m, b));
+  scale_to_kernel<<<blocks_for(m), 256, 0, ctx.stream()>>>(b, m, -e, work);
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+  qr.apply_qt(device_view(work, m, 1, m));
+  qr.solve_r(device_view(work, m, 1, m));
+  add_scaled_kernel<<<blocks_for(n), 256, 0, ctx.stream()>>>(work, n, e + a_exponent, true, x);
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+}
+
 // The device's steps for one right-hand side (least_squares_refinement.hpp, LsSteps): the same
 // arithmetic as the host's, with DGEMV residuals and the factors' solves on the device.
 template <class T>
@@ -192,15 +219,8 @@ class DeviceLsSteps final : public LsSteps {
         z_(ctx, a.cols) {}
 
   Start start() override {
-    const std::int64_t m = a_.rows, n = a_.cols;
-    // x = a_scale R^-1 (Q^T b 2^-e)(1:n) 2^e, b scaled into T's range by 2^-e.
-    const int e = rhs_scale_exponent(max_abs(ctx_.cublas(), ctx_.stream(), m, b_));
-    scale_to_kernel<<<blocks_for(m), 256, 0, ctx_.stream()>>>(b_, m, -e, d_.data());
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-    qr_.apply_qt(device_view(d_.data(), m, 1, m));
-    qr_.solve_r(device_view(d_.data(), m, 1, m));
-    add_scaled_kernel<<<blocks_for(n), 256, 0, ctx_.stream()>>>(d_.data(), n, e + a_exponent_, true, x_);
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    const std::int64_t m = a_.rows;
+    factors_solution(ctx_, qr_, b_, a_exponent_, d_.data(), x_);
     b_minus_ax(r_);
     return {nrm2(ctx_.cublas(), m, b_), nrm2(ctx_.cublas(), m, r_)};
   }
@@ -544,7 +564,7 @@ class DeviceLsSpace final : public LsSpace {
     return largest * std::sqrt(s);
   }
 
-  std::vector<double> factor(bool fp64, double a_scale, std::int64_t block) override {
+  std::vector<double> factor(bool fp64, double a_scale, std::int64_t block, const std::string& fp32_update) override {
     a_scale_ = a_scale;
     r64_ = DeviceBuffer<double>();
     r32_in_fp64_ = DeviceBuffer<double>();
@@ -554,6 +574,10 @@ class DeviceLsSpace final : public LsSpace {
     factors64_ = DeviceBuffer<double>();
     const std::int64_t m = a_.rows, n = a_.cols;
     if (fp64) {
+      // 256 columns where n >= 1024: 1.53x / 1.50x dgeqrf against 128's 1.45x / 1.47x at 65536 x
+      // 4096 / 16384 x 8192, 1.47x against 1.56x at 262144 x 256 (H100, lstsq_benchmark --block).
+      if (block == 0) block = n >= 1024 ? 256 : 128;
+      update_ = "cublas-dgemm";
       factors64_ = DeviceBuffer<double>(ctx_, m * n);
       scaled_copy_kernel<<<matrix_grid(m, n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, a_scale,
                                                                        factors64_.data());
@@ -564,12 +588,46 @@ class DeviceLsSpace final : public LsSpace {
                                                  gemm::find_backend("cublas-dgemm"), QrPanel::Tsqr);
       return qr64_->diagonal();
     }
+    const std::string update = fp32_update.empty() ? fp32_update_backend() : fp32_update;
+    const bool split = fp32_update.empty() && update == "cublas-fp16x3";
+    update_ = split ? update + " (V^T C: cublas-sgemm)" : update;
+    if (block == 0) block = update == "cublas-fp16x3" ? 256 : 128;
     factors32_ = DeviceBuffer<float>(ctx_, m * n);
     scaled_copy_kernel<<<matrix_grid(m, n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, a_scale, factors32_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    qr32_ = std::make_unique<DeviceQr<float>>(ctx_, device_view(factors32_.data(), m, n, m), block,
-                                              gemm::find_backend("cublas-sgemm"));
+    // cublas-fp16x3 accumulates in the tensor cores (truncating): V^T C, whose inner dimension is
+    // m, goes to cublas-sgemm.
+    qr32_ = std::make_unique<DeviceQr<float>>(
+        ctx_, device_view(factors32_.data(), m, n, m), block, gemm::find_backend(update), QrPanel::Tsqr,
+        split ? &gemm::find_backend("cublas-sgemm") : nullptr);
     return qr32_->diagonal();
+  }
+
+  // The FP32 trailing updates' backend where none is asked for: cublas-fp16x3 (with 256-column
+  // blocks) where the updates dominate, n >= 1024 (65536 x 4096: 2.15x dgeqrf against
+  // cublas-sgemm's 1.82x; 16384 x 8192: 2.00x against 1.79x; H100, lstsq_benchmark --block 256)
+  // and A's columns are scaled alike: its split keeps 22 bits relative to each operand's largest
+  // entry, so a column far below the others would lose its digits, where SGEMM's error is
+  // relative to each column's own products.
+  std::string update_backend() const override { return update_; }
+
+  std::string fp32_update_backend() {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    if (n < 1024) return "cublas-sgemm";
+    DeviceBuffer<unsigned long long> bits(ctx_, n);
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(bits.data(), 0, sizeof(unsigned long long) * n, ctx_.stream()));
+    column_largest_kernel<<<matrix_grid(m, n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, bits.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    std::vector<unsigned long long> host(n);
+    bits.copy_to_host(host.data(), n, ctx_.stream());
+    double largest = 0, smallest = INFINITY;
+    for (const unsigned long long b : host) {
+      double v = 0;
+      std::memcpy(&v, &b, sizeof v);
+      largest = std::max(largest, v);
+      smallest = std::min(smallest, v);
+    }
+    return smallest > 0 && largest <= 0x1p12 * smallest ? "cublas-fp16x3" : "cublas-sgemm";
   }
 
   CholeskyQrFactors factor_cholesky_qr() override {
@@ -696,8 +754,9 @@ class DeviceLsSpace final : public LsSpace {
                                                                              r32_in_fp64_.data());
         MIXSOLVE_CUDA_CHECK_LAUNCH();
       }
-      // The first x: the FP32 factors' own (their start() also forms b - A x, once more than needed).
-      DeviceLsSteps<float>(ctx_, a_, b, *qr32_, a_scale_, x, r_.data()).start();
+      // The first x: the FP32 factors' own.
+      DeviceBuffer<float> work(ctx_, a_.rows);
+      factors_solution(ctx_, *qr32_, b, std::ilogb(a_scale_), work.data(), x);
       DeviceSemiNormalSteps steps(ctx_, a_, b, r32_in_fp64_.data(), a_scale_, x, true);
       return solvers_detail::refine(steps, LsFactorKind::Cheap, max_iterations, LsMethod::Cgls, scales);
     }
@@ -743,6 +802,7 @@ class DeviceLsSpace final : public LsSpace {
   std::unique_ptr<DeviceQr<double>> qr64_;
   DeviceBuffer<double> r64_;  // n x n: the Cholesky QR's R, where it holds the factors
   DeviceBuffer<double> r32_in_fp64_;  // n x n: the FP32 R in FP64, for CGLS
+  std::string update_;                // the Householder factors' update backend(s)
   double a_scale_ = 1;
 };
 
