@@ -42,7 +42,9 @@ enum class LsStop {
                   // contracting by 2^-8 or more per step, the next correction would fall below
                   // 1/16 of FP64's noise in x (u / diagonal_ratio) and below u in r
   Stagnated,      // the corrections stopped halving after they had halved twice down to 2^-16
-                  // (or reached 2^-40): x and r are as accurate as FP64 residuals make them
+                  // (or reached 2^-40), or, for the semi-normal fixed point (CGLS, semi-normal
+                  // steps), at FP64's attainable accuracy: x and r are as accurate as FP64
+                  // residuals make them
   Diverged,       // they stopped before that, or overflowed: the factors are too far from A
                   // (kappa(A) u_T >~ 1); x and r are not to be trusted
   MaxIterations,  // neither within the step budget
