@@ -436,6 +436,7 @@ class HostSemiNormalSteps final : public LsSteps {
         next_f_(a.rows),
         scaled_(a.rows),
         z_(a.cols),
+        g_(a.cols),
         cg_q_(a.rows) {}
 
   Start start() override {
@@ -459,27 +460,24 @@ class HostSemiNormalSteps final : public LsSteps {
     const std::int64_t m = a_.rows, n = a_.cols;
     cg_exponent_ = rhs_scale_exponent(largest_abs(f_.data(), m));
     for (std::int64_t i = 0; i < m; ++i) scaled_[i] = std::ldexp(f_[i], -cg_exponent_);
-    preconditioned_normal_residual();
+    const double gamma = normal_solve();
     cg_p_ = z_;
     cg_d_.assign(n, 0.0);
     cg_kept_.assign(n, 0.0);
-    return dot(z_, z_);
+    return gamma;
   }
   double cg_product() override {
-    cg_t_ = cg_p_;
-    solve_r(cg_t_.data());
     for (std::int64_t i = 0; i < a_.rows; ++i) {
       double sum = 0;
-      for (std::int64_t j = 0; j < a_.cols; ++j) sum += (a_scale_ * a_(i, j)) * cg_t_[j];
+      for (std::int64_t j = 0; j < a_.cols; ++j) sum += (a_scale_ * a_(i, j)) * cg_p_[j];
       cg_q_[i] = sum;
     }
     return dot(cg_q_, cg_q_);
   }
   double cg_update(double alpha) override {
-    for (std::int64_t j = 0; j < a_.cols; ++j) cg_d_[j] += alpha * cg_t_[j];
+    for (std::int64_t j = 0; j < a_.cols; ++j) cg_d_[j] += alpha * cg_p_[j];
     for (std::int64_t i = 0; i < a_.rows; ++i) scaled_[i] -= alpha * cg_q_[i];
-    preconditioned_normal_residual();
-    return dot(z_, z_);
+    return normal_solve();
   }
   void cg_direction(double beta) override {
     for (std::int64_t j = 0; j < a_.cols; ++j) cg_p_[j] = z_[j] + beta * cg_p_[j];
@@ -513,14 +511,18 @@ class HostSemiNormalSteps final : public LsSteps {
     f_.swap(next_f_);
     return {norm2(x_, n), norm2(z_.data(), n), dr};
   }
-  // z_ := R^-T A'^T scaled_.
-  void preconditioned_normal_residual() {
+  // g_ := A'^T scaled_, z_ := (R^T R)^-1 g_ (two substitutions); returns g_^T z_ (= ||R^-T g_||^2,
+  // CGLS's ||s||^2).
+  double normal_solve() {
     for (std::int64_t j = 0; j < a_.cols; ++j) {
       double sum = 0;
       for (std::int64_t i = 0; i < a_.rows; ++i) sum += (a_scale_ * a_(i, j)) * scaled_[i];
-      z_[j] = sum;
+      g_[j] = sum;
     }
+    z_ = g_;
     solve_rt(z_.data());
+    solve_r(z_.data());
+    return dot(g_, z_);
   }
   void solve_rt(double* z) const {  // z := R^-T z
     for (std::int64_t i = 0; i < a_.cols; ++i) {
@@ -542,8 +544,7 @@ class HostSemiNormalSteps final : public LsSteps {
     const std::int64_t m = a_.rows;
     const int e = rhs_scale_exponent(largest_abs(v, m));
     for (std::int64_t i = 0; i < m; ++i) scaled_[i] = std::ldexp(v[i], -e);
-    preconditioned_normal_residual();
-    solve_r(z_.data());
+    normal_solve();
     const int exponent = e + std::ilogb(a_scale_);  // a_scale: a power of two
     for (double& z : z_) z = std::ldexp(z, exponent);
   }
@@ -556,8 +557,9 @@ class HostSemiNormalSteps final : public LsSteps {
   double a_scale_;
   double* x_;
   std::vector<double> f_, next_f_, scaled_, z_;
-  // CGLS: scaled_ holds its r (in units of 2^cg_exponent_), z_ its s.
-  std::vector<double> cg_p_, cg_t_, cg_q_, cg_d_, cg_kept_;
+  // CGLS in x's variables (the normal equations preconditioned by (R^T R)^-1): scaled_ holds its
+  // r (in units of 2^cg_exponent_), g_ A'^T r, z_ (R^T R)^-1 A'^T r, cg_p_ the direction.
+  std::vector<double> g_, cg_p_, cg_q_, cg_d_, cg_kept_;
   int cg_exponent_ = 0;
 };
 

@@ -22,6 +22,7 @@
 #include "mixsolve/gemm/registry.hpp"
 #include "qr/cuda/device_qr.hpp"
 #include "qr/least_squares_space.hpp"
+#include "triangular/triangular_solver.hpp"
 
 namespace mixsolve::solvers_detail {
 
@@ -134,6 +135,12 @@ __global__ void subtract_from_kernel(const double* a, std::int64_t count, double
 // dimension ld), in FP64, zeros below.
 __global__ void upper_triangle_kernel(const float* f, std::int64_t ld, std::int64_t n, double* r) {
   FOR_EACH_ENTRY(n, n) { r[i + j * n] = i <= j ? double(f[i + j * ld]) : 0.0; }
+}
+
+// lu (n x n, leading dimension n) := L below the diagonal and U on and above it, L = R^T D^-1 and
+// U = D R for the upper triangular r (leading dimension n) and D = diag(R): U^-1 L^-1 = (R^T R)^-1.
+__global__ void normal_equations_factors_kernel(const double* r, std::int64_t n, double* lu) {
+  FOR_EACH_ENTRY(n, n) { lu[i + j * n] = i > j ? r[j + i * n] / r[j + j * n] : r[i + i * n] * r[i + j * n]; }
 }
 
 // d[j] := |a_jj| and d[n + j] := |b_jj| (both n x n, leading dimension n).
@@ -369,19 +376,40 @@ class DeviceLsSteps final : public LsSteps {
   DeviceBuffer<double> slots_, correction_, coefficients_;  // GMRES-LS's augmented vectors
 };
 
-// The semi-normal steps on the device (refine_semi_normal in least_squares_refinement.hpp): an
-// FP64 R (n x n, upper triangular, device memory) of A' = a_scale A alone; f_ = b - A x of the
-// current x.
+// v := (R^T R)^-1 v for an FP64 R (n x n, upper triangular) as one bandwidth-bound solve
+// (triangular/triangular_solver.hpp) on an n x n array holding L = R^T D^-1 and U = D R
+// (D = diag(R)): its pair of triangles reads n^2 values in one chain of hand-overs, where cuBLAS's
+// DTRSV with R and with R^T took 0.26-0.29 ms each at n = 4096 and 0.5-0.6 ms at 8192 (H100,
+// lstsq_benchmark --cgls-parts). L and U carry FP64 rounding of R^T's and R's entries: a
+// preconditioner as exact as the triangular solves.
+class NormalEquationsSolver {
+ public:
+  NormalEquationsSolver(Context& ctx, const double* r, std::int64_t n) : ctx_(ctx), n_(n), lu_(ctx, n * n) {
+    normal_equations_factors_kernel<<<matrix_grid(n, n), 256, 0, ctx.stream()>>>(r, n, lu_.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    solver_ = std::make_unique<TriangularSolver<double>>(lu_.data(), n, n, ctx.stream());
+  }
+  void solve(double* v) { solver_->solve(v, n_, 1, ctx_.stream()); }
+
+ private:
+  Context& ctx_;
+  std::int64_t n_;
+  DeviceBuffer<double> lu_;
+  std::unique_ptr<TriangularSolver<double>> solver_;
+};
+
+// The semi-normal steps on the device (refine_semi_normal in least_squares_refinement.hpp): R of
+// A' = a_scale A alone, through `normal` ((R^T R)^-1); f_ = b - A x of the current x.
 class DeviceSemiNormalSteps final : public LsSteps {
  public:
   // start_from_x: x holds the first solution already (refine_semi_normal).
-  DeviceSemiNormalSteps(Context& ctx, const MatrixView<const double>& a, const double* b, const double* r,
-                        double a_scale, double* x, bool start_from_x = false)
+  DeviceSemiNormalSteps(Context& ctx, const MatrixView<const double>& a, const double* b,
+                        NormalEquationsSolver& normal, double a_scale, double* x, bool start_from_x = false)
       : start_from_x_(start_from_x),
         ctx_(ctx),
         a_(a),
         b_(b),
-        r_(r),
+        normal_(normal),
         a_scale_(a_scale),
         a_exponent_(std::ilogb(a_scale)),
         x_(x),
@@ -409,7 +437,7 @@ class DeviceSemiNormalSteps final : public LsSteps {
     cudaStream_t stream = ctx_.stream();
     if (cg_q_.size() == 0) {
       cg_p_ = DeviceBuffer<double>(ctx_, n);
-      cg_t_ = DeviceBuffer<double>(ctx_, n);
+      cg_g_ = DeviceBuffer<double>(ctx_, n);
       cg_d_ = DeviceBuffer<double>(ctx_, n);
       cg_kept_ = DeviceBuffer<double>(ctx_, n);
       cg_q_ = DeviceBuffer<double>(ctx_, m);
@@ -417,28 +445,25 @@ class DeviceSemiNormalSteps final : public LsSteps {
     cg_exponent_ = rhs_scale_exponent(max_abs(ctx_.cublas(), stream, m, f_.data()));
     scale_to_kernel<<<blocks_for(m), 256, 0, stream>>>(f_.data(), m, -cg_exponent_, y_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    preconditioned_normal_residual();
+    const double gamma = normal_solve(true);
     copy(cg_p_.data(), z_.data(), n);
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(cg_d_.data(), 0, sizeof(double) * n, stream));
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(cg_kept_.data(), 0, sizeof(double) * n, stream));
-    return squared_norm(z_.data(), n);
+    return gamma;
   }
   double cg_product() override {
     const std::int64_t m = a_.rows, n = a_.cols;
     const double zero = 0, a_scale = a_scale_;
-    copy(cg_t_.data(), cg_p_.data(), n);
-    solve(CUBLAS_OP_N, cg_t_.data());
     MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(m), int(n), &a_scale, a_.data, int(a_.ld),
-                                      cg_t_.data(), 1, &zero, cg_q_.data(), 1));
-    return squared_norm(cg_q_.data(), m);
+                                      cg_p_.data(), 1, &zero, cg_q_.data(), 1));
+    return inner_product(cg_q_.data(), cg_q_.data(), m);
   }
   double cg_update(double alpha) override {
     const std::int64_t m = a_.rows, n = a_.cols;
     const double minus_alpha = -alpha;
-    MIXSOLVE_CUBLAS_CHECK(cublasDaxpy(ctx_.cublas(), int(n), &alpha, cg_t_.data(), 1, cg_d_.data(), 1));
+    MIXSOLVE_CUBLAS_CHECK(cublasDaxpy(ctx_.cublas(), int(n), &alpha, cg_p_.data(), 1, cg_d_.data(), 1));
     MIXSOLVE_CUBLAS_CHECK(cublasDaxpy(ctx_.cublas(), int(m), &minus_alpha, cg_q_.data(), 1, y_.data(), 1));
-    preconditioned_normal_residual();
-    return squared_norm(z_.data(), n);
+    return normal_solve(true);
   }
   void cg_direction(double beta) override {
     const double one = 1;
@@ -455,22 +480,21 @@ class DeviceSemiNormalSteps final : public LsSteps {
   void copy(double* to, const double* from, std::int64_t count) {
     MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(to, from, sizeof(double) * count, cudaMemcpyDeviceToDevice, ctx_.stream()));
   }
-  double squared_norm(const double* v, std::int64_t count) {
+  double inner_product(const double* v, const double* w, std::int64_t count) {
     double out = 0;
-    MIXSOLVE_CUBLAS_CHECK(cublasDdot(ctx_.cublas(), int(count), v, 1, v, 1, &out));
+    MIXSOLVE_CUBLAS_CHECK(cublasDdot(ctx_.cublas(), int(count), v, 1, w, 1, &out));
     return out;
   }
-  // v := R^-1 v (op N) or R^-T v (op T).
-  void solve(cublasOperation_t op, double* v) {
-    MIXSOLVE_CUBLAS_CHECK(
-        cublasDtrsv(ctx_.cublas(), CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, int(a_.cols), r_, int(a_.cols), v, 1));
-  }
-  // z_ := R^-T A'^T y_.
-  void preconditioned_normal_residual() {
+  // g := A'^T y_ (into cg_g_ where `keep_g`, else into z_), z_ := (R^T R)^-1 g; returns
+  // g^T z_ = ||R^-T g||^2 (CGLS's ||s||^2) where g is kept, else 0.
+  double normal_solve(bool keep_g) {
     const double zero = 0, a_scale = a_scale_;
+    double* g = keep_g ? cg_g_.data() : z_.data();
     MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_T, int(a_.rows), int(a_.cols), &a_scale, a_.data,
-                                      int(a_.ld), y_.data(), 1, &zero, z_.data(), 1));
-    solve(CUBLAS_OP_T, z_.data());
+                                      int(a_.ld), y_.data(), 1, &zero, g, 1));
+    if (keep_g) copy(z_.data(), g, a_.cols);
+    normal_.solve(z_.data());
+    return keep_g ? inner_product(g, z_.data(), a_.cols) : 0.0;
   }
   // x += z_ 2^e; f_ := b - A x; returns ||x||, ||z_|| 2^e and the change of b - A x.
   Norms take_correction(int e) {
@@ -492,8 +516,7 @@ class DeviceSemiNormalSteps final : public LsSteps {
     const int e = rhs_scale_exponent(max_abs(ctx_.cublas(), ctx_.stream(), m, v));
     scale_to_kernel<<<blocks_for(m), 256, 0, ctx_.stream()>>>(v, m, -e, y_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    preconditioned_normal_residual();
-    solve(CUBLAS_OP_N, z_.data());
+    normal_solve(false);
     return e + a_exponent_;
   }
   void b_minus_ax(double* f) { solvers_detail::b_minus_ax(ctx_, a_, b_, x_, f); }
@@ -502,13 +525,14 @@ class DeviceSemiNormalSteps final : public LsSteps {
   Context& ctx_;
   MatrixView<const double> a_;
   const double* b_;
-  const double* r_;
+  NormalEquationsSolver& normal_;
   double a_scale_;
   int a_exponent_;  // a_scale = 2^a_exponent_
   double* x_;
   DeviceBuffer<double> f_, next_f_, y_, z_;
-  // CGLS: y_ holds its r (in units of 2^cg_exponent_), z_ its s.
-  DeviceBuffer<double> cg_p_, cg_t_, cg_d_, cg_kept_, cg_q_;
+  // CGLS in x's variables (the normal equations preconditioned by (R^T R)^-1): y_ holds its r (in
+  // units of 2^cg_exponent_), cg_g_ A'^T r, z_ (R^T R)^-1 A'^T r, cg_p_ the direction.
+  DeviceBuffer<double> cg_p_, cg_g_, cg_d_, cg_kept_, cg_q_;
   int cg_exponent_ = 0;
 };
 
@@ -568,6 +592,8 @@ class DeviceLsSpace final : public LsSpace {
     a_scale_ = a_scale;
     r64_ = DeviceBuffer<double>();
     r32_in_fp64_ = DeviceBuffer<double>();
+    normal32_.reset();
+    normal64_.reset();
     qr32_.reset();
     qr64_.reset();
     factors32_ = DeviceBuffer<float>();  // the other precision's factors go
@@ -645,6 +671,7 @@ class DeviceLsSpace final : public LsSpace {
     qr32_.reset();
     factors32_ = DeviceBuffer<float>();
     r32_in_fp64_ = DeviceBuffer<double>();
+    normal32_.reset();
     {
       // Y := a_scale A R_32^-1 and its Gram matrix, in FP64.
       DeviceBuffer<double> y(ctx_, m * n);
@@ -697,6 +724,7 @@ class DeviceLsSpace final : public LsSpace {
     out.diagonal.assign(d.begin(), d.begin() + n);
     out.y_diagonal_ratio = smallest2 / largest2;
     r64_ = std::move(r);
+    normal64_.reset();
     return out;
   }
 
@@ -757,13 +785,15 @@ class DeviceLsSpace final : public LsSpace {
       // The first x: the FP32 factors' own.
       DeviceBuffer<float> work(ctx_, a_.rows);
       factors_solution(ctx_, *qr32_, b, std::ilogb(a_scale_), work.data(), x);
-      DeviceSemiNormalSteps steps(ctx_, a_, b, r32_in_fp64_.data(), a_scale_, x, true);
+      if (!normal32_) normal32_ = std::make_unique<NormalEquationsSolver>(ctx_, r32_in_fp64_.data(), n);
+      DeviceSemiNormalSteps steps(ctx_, a_, b, *normal32_, a_scale_, x, true);
       return solvers_detail::refine(steps, LsFactorKind::Cheap, max_iterations, LsMethod::Cgls, scales);
     }
     if (r64_.size() > 0) {  // Cholesky QR factors
       if (method != LsMethod::Augmented)
         throw std::logic_error("least_squares: Cholesky QR factors take the semi-normal steps only");
-      DeviceSemiNormalSteps steps(ctx_, a_, b, r64_.data(), a_scale_, x);
+      if (!normal64_) normal64_ = std::make_unique<NormalEquationsSolver>(ctx_, r64_.data(), a_.cols);
+      DeviceSemiNormalSteps steps(ctx_, a_, b, *normal64_, a_scale_, x);
       return solvers_detail::refine(steps, LsFactorKind::SemiNormal, max_iterations, LsMethod::Augmented, scales);
     }
     if (qr64_) {
@@ -802,6 +832,7 @@ class DeviceLsSpace final : public LsSpace {
   std::unique_ptr<DeviceQr<double>> qr64_;
   DeviceBuffer<double> r64_;  // n x n: the Cholesky QR's R, where it holds the factors
   DeviceBuffer<double> r32_in_fp64_;  // n x n: the FP32 R in FP64, for CGLS
+  std::unique_ptr<NormalEquationsSolver> normal32_, normal64_;  // (R^T R)^-1 of those two Rs
   std::string update_;                // the Householder factors' update backend(s)
   double a_scale_ = 1;
 };
