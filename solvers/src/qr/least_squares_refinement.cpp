@@ -6,7 +6,6 @@
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
-#include <cstdio>
 
 namespace mixsolve::solvers_detail {
 

@@ -107,14 +107,16 @@ class LsSteps {
 
   // CGLS's operations (LsMethod::Cgls; the semi-normal steps have them), in FP64 on the steps' own
   // vectors: the correction problem min ||A' d - f|| for f = (b - A x) 2^-e (e from max |b - A x|,
-  // so that A'^T f cannot overflow), right-preconditioned by R (A' d = (A' R^-1)(R d)).
-  // r := f, s := R^-T A'^T r, p := s, d := 0 and the kept d := 0; returns ||s||^2.
+  // so that A'^T f cannot overflow), in d's variables with the normal equations preconditioned by
+  // (R^T R)^-1 (the iterates of CGLS right-preconditioned by R, with one solve by R^T R each).
+  // r := f, g := A'^T r, z := (R^T R)^-1 g, p := z, d := 0 and the kept d := 0; returns g^T z
+  // (= ||R^-T A'^T r||^2, CGLS's ||s||^2).
   virtual double cg_begin();
-  // t := R^-1 p, q := A' t; returns ||q||^2.
+  // q := A' p; returns ||q||^2.
   virtual double cg_product();
-  // d += alpha t, r -= alpha q, s := R^-T A'^T r; returns ||s||^2.
+  // d += alpha p, r -= alpha q, g := A'^T r, z := (R^T R)^-1 g; returns g^T z.
   virtual double cg_update(double alpha);
-  // p := s + beta p.
+  // p := z + beta p.
   virtual void cg_direction(double beta);
   // The kept d := d.
   virtual void cg_keep();
