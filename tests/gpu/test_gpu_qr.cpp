@@ -49,9 +49,8 @@ void expect_device_qr(const char* backend, std::int64_t m, std::int64_t n, std::
   const Matrix<double> r = f.template cast<double>().topRows(n).template triangularView<Eigen::Upper>();
   const Matrix<double> qd = q.template cast<double>(), ad = a.template cast<double>();
   const double u = std::numeric_limits<T>::epsilon() / 2;
-  const std::string label = std::string(backend) + (reduction ? std::string(" (V^T C: ") + reduction + ")" : "") +
-                            " " + std::to_string(m) + " x " + std::to_string(n) + ", block " +
-                            std::to_string(block) +
+  const std::string label = std::string(backend) + (reduction ? std::string(" (V^T C: ") + reduction + ")" : "") + " " +
+                            std::to_string(m) + " x " + std::to_string(n) + ", block " + std::to_string(block) +
                             (panel == solvers_detail::QrPanel::Tsqr ? ", TSQR panels" : ", cuSOLVER panels");
   const double factorization = (ad - qd * r).norm() / ad.norm();
   const double orthogonality = (qd.transpose() * qd - Matrix<double>::Identity(n, n)).norm();
@@ -236,8 +235,8 @@ TEST(GpuLeastSquares, WideMatricesTakeTheFp16x3UpdatesWhereColumnsAreScaledAlike
       da.copy_from_host(a.data(), m * n);
       db.copy_from_host(b.data(), m);
       const LeastSquaresReport r =
-          least_squares(ctx, device_view<const double>(da.data(), m, n, m), device_view<const double>(db.data(), m, 1, m),
-                        device_view(dx.data(), n, 1, n));
+          least_squares(ctx, device_view<const double>(da.data(), m, n, m),
+                        device_view<const double>(db.data(), m, 1, m), device_view(dx.data(), n, 1, n));
       Matrix<double> x(n, 1);
       ctx.synchronize();
       dx.copy_to_host(x.data(), n);
@@ -317,46 +316,31 @@ TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
                   1e-12 * (b.col(j).norm() + a.norm() * x.col(j).norm()));
     }
     if (kappa > 1e6) continue;
-    // GMRES-LS alone on the device: converges to the same accuracy, as on the host.
-    LeastSquaresOptions gmres;
-    gmres.refinement = LeastSquaresOptions::Refinement::Gmres;
-    const LeastSquaresReport device_gmres =
-        least_squares(ctx, device_view<const double>(da.data(), m, n, m), device_view<const double>(db.data(), m, k, m),
-                      device_view(dx.data(), n, k, n), gmres);
-    const LeastSquaresReport host_gmres =
-        least_squares(ctx, host_view<const double>(a.data(), m, n, m), host_view<const double>(b.data(), m, k, m),
-                      host_view(x_host.data(), n, k, n), gmres);
-    ctx.synchronize();
-    dx.copy_to_host(x.data(), n * k);
-    std::printf("kappa %.0e, GMRES-LS: device %s, host %s\n", kappa, device_gmres.path().c_str(),
-                host_gmres.path().c_str());
-    EXPECT_EQ(device_gmres.path().rfind("fp32/gmres(", 0), 0u) << device_gmres.path();
-    for (std::int64_t j = 0; j < k; ++j) {
-      const long double norm = x_ref.col(j).norm();
-      const double error = double((x.col(j).cast<long double>() - x_ref.col(j)).norm() / norm);
-      const double fp64_error = double((x64.col(j).cast<long double>() - x_ref.col(j)).norm() / norm);
-      EXPECT_LE(error, 10 * fp64_error + 0x1p-50) << "GMRES-LS, kappa " << kappa << ", column " << j;
-    }
-    // The plain steps (the default is CGLS) on the device: the same path and accuracy as on the host.
-    LeastSquaresOptions plain;
-    plain.refinement = LeastSquaresOptions::Refinement::Augmented;
-    const LeastSquaresReport device_plain =
-        least_squares(ctx, device_view<const double>(da.data(), m, n, m), device_view<const double>(db.data(), m, k, m),
-                      device_view(dx.data(), n, k, n), plain);
-    const LeastSquaresReport host_plain =
-        least_squares(ctx, host_view<const double>(a.data(), m, n, m), host_view<const double>(b.data(), m, k, m),
-                      host_view(x_host.data(), n, k, n), plain);
-    ctx.synchronize();
-    dx.copy_to_host(x.data(), n * k);
-    std::printf("kappa %.0e, plain steps: device %s, host %s\n", kappa, device_plain.path().c_str(),
-                host_plain.path().c_str());
-    EXPECT_EQ(device_plain.path().rfind("fp32/augmented(", 0), 0u) << device_plain.path();
-    EXPECT_EQ(device_plain.path(), host_plain.path());
-    for (std::int64_t j = 0; j < k; ++j) {
-      const long double norm = x_ref.col(j).norm();
-      const double error = double((x.col(j).cast<long double>() - x_ref.col(j)).norm() / norm);
-      const double fp64_error = double((x64.col(j).cast<long double>() - x_ref.col(j)).norm() / norm);
-      EXPECT_LE(error, 10 * fp64_error + 0x1p-50) << "plain steps, kappa " << kappa << ", column " << j;
+    // GMRES-LS alone and the plain steps (the default is CGLS) on the device: the same accuracy as
+    // on the host, the plain steps on the same path.
+    for (const auto refinement : {LeastSquaresOptions::Refinement::Gmres, LeastSquaresOptions::Refinement::Augmented}) {
+      const bool gmres = refinement == LeastSquaresOptions::Refinement::Gmres;
+      LeastSquaresOptions options;
+      options.refinement = refinement;
+      const LeastSquaresReport on_device =
+          least_squares(ctx, device_view<const double>(da.data(), m, n, m),
+                        device_view<const double>(db.data(), m, k, m), device_view(dx.data(), n, k, n), options);
+      const LeastSquaresReport on_host =
+          least_squares(ctx, host_view<const double>(a.data(), m, n, m), host_view<const double>(b.data(), m, k, m),
+                        host_view(x_host.data(), n, k, n), options);
+      ctx.synchronize();
+      dx.copy_to_host(x.data(), n * k);
+      std::printf("kappa %.0e, %s: device %s, host %s\n", kappa, gmres ? "GMRES-LS" : "plain steps",
+                  on_device.path().c_str(), on_host.path().c_str());
+      EXPECT_EQ(on_device.path().rfind(gmres ? "fp32/gmres(" : "fp32/augmented(", 0), 0u) << on_device.path();
+      if (!gmres) EXPECT_EQ(on_device.path(), on_host.path());
+      for (std::int64_t j = 0; j < k; ++j) {
+        const long double norm = x_ref.col(j).norm();
+        const double error = double((x.col(j).cast<long double>() - x_ref.col(j)).norm() / norm);
+        const double fp64_error = double((x64.col(j).cast<long double>() - x_ref.col(j)).norm() / norm);
+        EXPECT_LE(error, 10 * fp64_error + 0x1p-50)
+            << (gmres ? "GMRES-LS" : "plain steps") << ", kappa " << kappa << ", column " << j;
+      }
     }
   }
   // Two equal columns: rank deficient, reported by the FP64 QR on the device too.

@@ -64,8 +64,6 @@ Errors forward_errors(const Problem& p, const MatrixD& x) {
   return e;
 }
 
-// least_squares() on one right-hand side of p with the default options; prints the path and the
-// errors (against a long double QR, the solver's and the FP64 QR's).
 // least_squares() on every right-hand side of p; x := the solutions.
 LeastSquaresReport solve(Context& ctx, const Problem& p, MatrixD& x, const LeastSquaresOptions& options = {}) {
   const std::int64_t m = p.a.rows(), n = p.a.cols(), k = p.b.cols();
@@ -74,8 +72,11 @@ LeastSquaresReport solve(Context& ctx, const Problem& p, MatrixD& x, const Least
                        host_view(x.data(), n, k, n), options);
 }
 
-LeastSquaresReport solve_and_print(Context& ctx, const Problem& p, double kappa, double rho, MatrixD& x, Errors& e) {
-  const LeastSquaresReport r = solve(ctx, p, x);
+// solve(), then prints the path and the errors (against a long double QR, the solver's and the FP64
+// QR's); e := those errors.
+LeastSquaresReport solve_and_print(Context& ctx, const Problem& p, double kappa, double rho, MatrixD& x, Errors& e,
+                                   const LeastSquaresOptions& options = {}) {
+  const LeastSquaresReport r = solve(ctx, p, x, options);
   e = forward_errors(p, x);
   std::printf("kappa %.0e rho %.0e: %s, x error %.2e (FP64 QR %.2e)\n", kappa, rho, r.path().c_str(), e.solver,
               e.fp64_qr);
@@ -113,9 +114,9 @@ TEST(LeastSquares, EachRefinementChoiceIsHonoured) {
   const std::int64_t m = 300, n = 70;
   for (const double kappa : {1e5, 1e7}) {
     const Problem p = make_problem(m, n, 1, kappa, 0.5, 41);
-    for (const auto choice : {LeastSquaresOptions::Refinement::Gmres, LeastSquaresOptions::Refinement::Augmented,
-                              LeastSquaresOptions::Refinement::AugmentedThenGmres,
-                              LeastSquaresOptions::Refinement::Cgls}) {
+    for (const auto choice :
+         {LeastSquaresOptions::Refinement::Gmres, LeastSquaresOptions::Refinement::Augmented,
+          LeastSquaresOptions::Refinement::AugmentedThenGmres, LeastSquaresOptions::Refinement::Cgls}) {
       LeastSquaresOptions o;
       o.refinement = choice;
       MatrixD x(n, 1);
@@ -136,9 +137,9 @@ TEST(LeastSquares, EachRefinementChoiceIsHonoured) {
       if (choice == LeastSquaresOptions::Refinement::Cgls) {
         EXPECT_TRUE(r.attempts[0].cgls) << r.path();
         EXPECT_FALSE(any_gmres) << r.path();
-        EXPECT_TRUE(std::none_of(r.attempts.begin(), r.attempts.end(),
-                                 [](const LeastSquaresAttempt& t) { return t.x_only; }))
-            << r.path();
+        EXPECT_TRUE(std::none_of(r.attempts.begin(), r.attempts.end(), [](const LeastSquaresAttempt& t) {
+          return t.x_only;
+        })) << r.path();
       }
     }
   }
@@ -167,9 +168,9 @@ TEST(LeastSquares, NoUnconvergedXOnNearlyConsistentSystems) {
             const double bound = std::max(10 * e.fp64_qr, 8 * 0x1p-53 * kappa);
             worst = std::max(worst, e.solver / bound);
             EXPECT_TRUE(r.converged) << r.path();
-            EXPECT_LE(e.solver, bound) << shape.first << " x " << shape.second << ", kappa " << kappa << ", rho "
-                                       << rho << (one_small ? ", one small" : "") << ", seed " << seed << ": "
-                                       << r.path() << ", FP64 QR " << e.fp64_qr;
+            EXPECT_LE(e.solver, bound) << shape.first << " x " << shape.second << ", kappa " << kappa << ", rho " << rho
+                                       << (one_small ? ", one small" : "") << ", seed " << seed << ": " << r.path()
+                                       << ", FP64 QR " << e.fp64_qr;
           }
   std::printf("largest error / bound: %.2f\n", worst);
 }
@@ -183,10 +184,8 @@ TEST(LeastSquares, CglsReachesTheFp64QrAccuracyWithAnyResidual) {
     for (const double rho : {0.0, 1e-6, 1.0}) {
       const Problem p = make_problem(m, n, k, kappa, rho, 61);
       MatrixD x;
-      const LeastSquaresReport r = solve(ctx, p, x, o);
-      const Errors e = forward_errors(p, x);
-      std::printf("kappa %.0e rho %.0e: %s, x error %.2e (FP64 QR %.2e)\n", kappa, rho, r.path().c_str(), e.solver,
-                  e.fp64_qr);
+      Errors e;
+      const LeastSquaresReport r = solve_and_print(ctx, p, kappa, rho, x, e, o);
       EXPECT_TRUE(r.converged) << r.path();
       ASSERT_EQ(r.attempts.size(), 1u) << r.path();
       EXPECT_EQ(r.path().rfind("fp32/cgls(", 0), 0u) << r.path();
@@ -212,14 +211,11 @@ TEST(LeastSquares, IllConditionedProblemsNeverReturnAnInaccurateX) {
   for (const auto refinement : {LeastSquaresOptions::Refinement::Cgls, LeastSquaresOptions::Refinement::Augmented})
     for (const double kappa : {3e6, 1e7, 3e7})
       for (const double rho : {0.0, 1e-3}) {
-        const Problem p = make_problem(m, n, 1, kappa, rho, 51);
         LeastSquaresOptions o;
         o.refinement = refinement;
         MatrixD x;
-        const LeastSquaresReport r = solve(ctx, p, x, o);
-        const Errors e = forward_errors(p, x);
-        std::printf("kappa %.0e rho %.0e: %s, x error %.2e (FP64 QR %.2e)\n", kappa, rho, r.path().c_str(), e.solver,
-                    e.fp64_qr);
+        Errors e;
+        const LeastSquaresReport r = solve_and_print(ctx, make_problem(m, n, 1, kappa, rho, 51), kappa, rho, x, e, o);
         EXPECT_TRUE(r.converged) << r.path();
         EXPECT_LE(e.solver, 20 * e.fp64_qr + 0x1p-50) << "kappa " << kappa << ", rho " << rho << ": " << r.path();
         x_only += r.path().find("x-only(") != std::string::npos;

@@ -33,7 +33,9 @@ void LsSteps::scale(int, double) { no_q(); }
 LsSteps::Norms LsSteps::add_correction(const std::vector<double>&, double) { no_q(); }
 
 namespace {
-[[noreturn]] void no_cgls() { throw std::logic_error("LsSteps: these steps do not run CGLS (the semi-normal ones do)"); }
+[[noreturn]] void no_cgls() {
+  throw std::logic_error("LsSteps: these steps do not run CGLS (the semi-normal ones do)");
+}
 }  // namespace
 
 double LsSteps::cg_begin() { no_cgls(); }

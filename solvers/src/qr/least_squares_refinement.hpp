@@ -183,7 +183,8 @@ LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const
 // R^-1 (Q^T b)(1:n), off by about u_T kappa where the semi-normal equations' is off by u_T kappa^2).
 LsRefinementResult refine_semi_normal(const MatrixView<const double>& a, const double* b,
                                       const MatrixView<const double>& r, double a_scale, int max_iterations, double* x,
-                                      const LsFactorScales& scales = {}, LsFactorKind factors = LsFactorKind::SemiNormal,
+                                      const LsFactorScales& scales = {},
+                                      LsFactorKind factors = LsFactorKind::SemiNormal,
                                       LsMethod method = LsMethod::Augmented, bool start_from_x = false);
 
 // x (n) := the factors' solution a_scale R^-1 (Q^T b)(1:n) of `qr` (a QR of a_scale A in T), b

@@ -403,8 +403,8 @@ class NormalEquationsSolver {
 class DeviceSemiNormalSteps final : public LsSteps {
  public:
   // start_from_x: x holds the first solution already (refine_semi_normal).
-  DeviceSemiNormalSteps(Context& ctx, const MatrixView<const double>& a, const double* b,
-                        NormalEquationsSolver& normal, double a_scale, double* x, bool start_from_x = false)
+  DeviceSemiNormalSteps(Context& ctx, const MatrixView<const double>& a, const double* b, NormalEquationsSolver& normal,
+                        double a_scale, double* x, bool start_from_x = false)
       : start_from_x_(start_from_x),
         ctx_(ctx),
         a_(a),
@@ -623,9 +623,9 @@ class DeviceLsSpace final : public LsSpace {
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     // cublas-fp16x3 accumulates in the tensor cores (truncating): V^T C, whose inner dimension is
     // m, goes to cublas-sgemm.
-    qr32_ = std::make_unique<DeviceQr<float>>(
-        ctx_, device_view(factors32_.data(), m, n, m), block, gemm::find_backend(update), QrPanel::Tsqr,
-        split ? &gemm::find_backend("cublas-sgemm") : nullptr);
+    qr32_ = std::make_unique<DeviceQr<float>>(ctx_, device_view(factors32_.data(), m, n, m), block,
+                                              gemm::find_backend(update), QrPanel::Tsqr,
+                                              split ? &gemm::find_backend("cublas-sgemm") : nullptr);
     return qr32_->diagonal();
   }
 
@@ -779,7 +779,7 @@ class DeviceLsSpace final : public LsSpace {
       if (r32_in_fp64_.size() == 0) {
         r32_in_fp64_ = DeviceBuffer<double>(ctx_, n * n);
         upper_triangle_kernel<<<matrix_grid(n, n), 256, 0, ctx_.stream()>>>(factors32_.data(), a_.rows, n,
-                                                                             r32_in_fp64_.data());
+                                                                            r32_in_fp64_.data());
         MIXSOLVE_CUDA_CHECK_LAUNCH();
       }
       // The first x: the FP32 factors' own.
@@ -830,10 +830,11 @@ class DeviceLsSpace final : public LsSpace {
   DeviceBuffer<double> factors64_;
   std::unique_ptr<DeviceQr<float>> qr32_;
   std::unique_ptr<DeviceQr<double>> qr64_;
-  DeviceBuffer<double> r64_;  // n x n: the Cholesky QR's R, where it holds the factors
-  DeviceBuffer<double> r32_in_fp64_;  // n x n: the FP32 R in FP64, for CGLS
-  std::unique_ptr<NormalEquationsSolver> normal32_, normal64_;  // (R^T R)^-1 of those two Rs
-  std::string update_;                // the Householder factors' update backend(s)
+  // n x n: the Cholesky QR's R, where it holds the factors; the FP32 R in FP64, for CGLS; and
+  // (R^T R)^-1 of those two Rs.
+  DeviceBuffer<double> r64_, r32_in_fp64_;
+  std::unique_ptr<NormalEquationsSolver> normal64_, normal32_;
+  std::string update_;  // the Householder factors' update backend(s)
   double a_scale_ = 1;
 };
 
