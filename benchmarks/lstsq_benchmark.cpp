@@ -223,8 +223,6 @@ int main(int argc, char** argv) try {
               MIXSOLVE_CUBLAS_CHECK(cublasDtrsv(ctx.cublas(), CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, int(n),
                                                 triangle.data(), int(n), v.data(), 1));
             }));
-      cusolverDnParams_t params;
-      MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreateParams(&params));
       std::size_t device_bytes = 0, host_bytes = 0;
       MIXSOLVE_CUSOLVER_CHECK(cusolverDnXtrtri_bufferSize(solver, CUBLAS_FILL_MODE_UPPER, CUBLAS_DIAG_NON_UNIT, n,
                                                           CUDA_R_64F, inverse.data(), n, &device_bytes, &host_bytes));
@@ -243,7 +241,6 @@ int main(int argc, char** argv) try {
                                                          CUDA_R_64F, inverse.data(), n, device_work.data(),
                                                          device_bytes, host_work.data(), host_bytes, info.data()));
               }));
-      MIXSOLVE_CUSOLVER_CHECK(cusolverDnDestroyParams(params));
       row("  CGLS: DGEMV R^-1 v (n x n)", median_seconds(ctx, reps, none, [&] {
             MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx.cublas(), CUBLAS_OP_N, int(n), int(n), &kOne, inverse.data(), int(n),
                                               v.data(), 1, &kZero, work64.data(), 1));

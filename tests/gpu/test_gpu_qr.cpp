@@ -29,7 +29,8 @@ using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
 
 template <class T>
 void expect_device_qr(const char* backend, std::int64_t m, std::int64_t n, std::int64_t block, double units,
-                      solvers_detail::QrPanel panel = solvers_detail::QrPanel::Tsqr, const char* reduction = nullptr) {
+                      solvers_detail::QrPanel panel = solvers_detail::QrPanel::Tsqr,
+                      const char* vt_c_backend = nullptr) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
   Matrix<double> a64(m, n);
@@ -38,7 +39,7 @@ void expect_device_qr(const char* backend, std::int64_t m, std::int64_t n, std::
   DeviceBuffer<T> da(ctx, m * n), dq(ctx, m * n);
   da.copy_from_host(a.data(), m * n);
   DeviceQr<T> qr(ctx, device_view(da.data(), m, n, m), block, gemm::find_backend(backend), panel,
-                 reduction ? &gemm::find_backend(reduction) : nullptr);
+                 vt_c_backend ? &gemm::find_backend(vt_c_backend) : nullptr);
   Matrix<T> q = Matrix<T>::Identity(m, n);
   dq.copy_from_host(q.data(), m * n);
   qr.apply_q(device_view(dq.data(), m, n, m));
@@ -49,8 +50,8 @@ void expect_device_qr(const char* backend, std::int64_t m, std::int64_t n, std::
   const Matrix<double> r = f.template cast<double>().topRows(n).template triangularView<Eigen::Upper>();
   const Matrix<double> qd = q.template cast<double>(), ad = a.template cast<double>();
   const double u = std::numeric_limits<T>::epsilon() / 2;
-  const std::string label = std::string(backend) + (reduction ? std::string(" (V^T C: ") + reduction + ")" : "") + " " +
-                            std::to_string(m) + " x " + std::to_string(n) + ", block " + std::to_string(block) +
+  const std::string label = std::string(backend) + (vt_c_backend ? std::string(" (V^T C: ") + vt_c_backend + ")" : "") +
+                            " " + std::to_string(m) + " x " + std::to_string(n) + ", block " + std::to_string(block) +
                             (panel == solvers_detail::QrPanel::Tsqr ? ", TSQR panels" : ", cuSOLVER panels");
   const double factorization = (ad - qd * r).norm() / ad.norm();
   const double orthogonality = (qd.transpose() * qd - Matrix<double>::Identity(n, n)).norm();
@@ -245,11 +246,11 @@ TEST(GpuLeastSquares, WideMatricesTakeTheFp16x3UpdatesWhereColumnsAreScaledAlike
       const double k = kappa * (scaled_column ? 0x1p13 : 1.0);  // at most
       const double bound = 64 * 0x1p-53 * (k + k * k * (b - a * x64).norm() / (a.norm() * x64.norm()));
       std::printf("kappa %.0e%s: %s, updates %s, ||x - x_fp64qr|| / ||x_fp64qr|| %.2e (bound %.2e)\n", kappa,
-                  scaled_column ? ", one column 2^-13" : "", r.path().c_str(), r.attempts[0].update.c_str(), difference,
-                  bound);
+                  scaled_column ? ", one column 2^-13" : "", r.path().c_str(), r.attempts[0].update_backend.c_str(),
+                  difference, bound);
       EXPECT_TRUE(r.converged) << r.path();
       EXPECT_EQ(r.path().rfind("fp32/cgls(", 0), 0u) << r.path();
-      EXPECT_EQ(r.attempts[0].update, scaled_column ? "cublas-sgemm" : "cublas-fp16x3 (V^T C: cublas-sgemm)");
+      EXPECT_EQ(r.attempts[0].update_backend, scaled_column ? "cublas-sgemm" : "cublas-fp16x3 (V^T C: cublas-sgemm)");
       EXPECT_LE(difference, bound) << r.path();
     }
 }

@@ -175,6 +175,32 @@ TEST(LeastSquares, NoUnconvergedXOnNearlyConsistentSystems) {
   std::printf("largest error / bound: %.2f\n", worst);
 }
 
+// Large residuals (rho 0.5 .. 10) at kappa 1e5 .. 3e6: every x within FP64's attainable accuracy,
+// u (kappa + kappa^2 ||r|| / (||A|| ||x||)), whatever the path. That bound, not the FP64 QR's own
+// error, is what refinement with FP64 residuals reaches: with one small singular value and a large
+// residual a review's model found accepted x up to 1400 times the FP64 QR's error (at 0.28 of the
+// bound), the plain steps' as far.
+TEST(LeastSquares, LargeResidualsWithinFp64sAttainableAccuracy) {
+  Context ctx = Context::host_only();
+  for (int seed = 0; seed < 4; ++seed)
+    for (const auto shape : {std::pair<int, int>{300, 70}, {500, 120}})
+      for (const double kappa : {1e5, 1e6, 3e6})
+        for (const double rho : {0.5, 1.0, 10.0})
+          for (const bool one_small : {false, true}) {
+            const Problem p = make_problem(shape.first, shape.second, 1, kappa, rho, 200 + seed, one_small);
+            MatrixD x;
+            const LeastSquaresReport r = solve(ctx, p, x);
+            const Errors e = forward_errors(p, x);
+            const MatrixD x64 = p.a.householderQr().solve(p.b);
+            const double residual = (p.b - p.a * x64).norm() / (p.a.norm() * x64.norm());
+            const double bound = std::max(10 * e.fp64_qr, 8 * 0x1p-53 * (kappa + kappa * kappa * residual));
+            EXPECT_TRUE(r.converged) << r.path();
+            EXPECT_LE(e.solver, bound) << shape.first << " x " << shape.second << ", kappa " << kappa << ", rho " << rho
+                                       << (one_small ? ", one small" : "") << ", seed " << seed << ": " << r.path()
+                                       << ", FP64 QR " << e.fp64_qr;
+          }
+}
+
 TEST(LeastSquares, CglsReachesTheFp64QrAccuracyWithAnyResidual) {
   Context ctx = Context::host_only();
   const std::int64_t m = 400, n = 60, k = 2;

@@ -169,17 +169,20 @@ constexpr int kCgSteps = 100;
 constexpr double kCgTolerance = 0x1p-26;
 
 // One outer step of LsMethod::Cgls: CGLS on the correction problem until ||s|| falls to
-// kCgTolerance of its start or fails to halve (CG's ||s|| is not monotone, and past FP64's noise
-// it wanders; iterating while it falls at all spent 10 iterations there on some systems); d is
-// kept where ||s|| was smallest, the first iterate at least (a zero d would read as
-// convergence). A slow CG thus gives small corrections far from the solution: refine() accepts
-// CGLS's x only at the semi-normal steps' noise level, never after mere halvings. Adds its
-// iterations to `inner`.
+// kCgTolerance of its start or fails to halve. ||s|| (the preconditioned normal-equation residual)
+// measures how far d is from the correction problem's solution in R's metric, which is what the
+// outer step needs; near FP64's noise it no longer falls, and iterating on would only add noise
+// (iterating while it fell at all wasted most of the iterations on well-conditioned systems:
+// docs/least_squares.md). d is kept where ||s|| was smallest. A step that kept no iterate (a
+// breakdown in the first one) reports NaN, read as diverged: its zero d would read as converged.
+// A slow CG gives small corrections far from the solution, so refine() accepts CGLS's x only at
+// the semi-normal steps' noise level, never after halvings alone. Adds its iterations to `inner`.
 LsSteps::Norms cgls_step(LsSteps& s, int& inner) {
   double gamma = s.cg_begin();  // ||s||^2
   if (!std::isfinite(gamma)) return {NAN, NAN, NAN};
   const double start = gamma;
   double smallest = INFINITY;
+  bool kept = false;
   for (int k = 0; k < kCgSteps && gamma > kCgTolerance * kCgTolerance * start; ++k) {
     const double qq = s.cg_product();
     if (!(qq > 0) || !std::isfinite(qq)) break;
@@ -189,11 +192,13 @@ LsSteps::Norms cgls_step(LsSteps& s, int& inner) {
     if (next < smallest) {
       smallest = next;
       s.cg_keep();
+      kept = true;
     }
     if (!(next <= gamma / 4)) break;
     s.cg_direction(next / gamma);
     gamma = next;
   }
+  if (start > 0 && !kept) return {NAN, NAN, NAN};
   return s.cg_finish();
 }
 
@@ -273,9 +278,8 @@ LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iteratio
         // for an ill-conditioned A with a large residual, where the FP64 QR's x is no better).
         // CGLS's outer steps have the semi-normal steps' fixed point: its x is accepted there, and
         // not after halvings alone (each outer step solves the correction problem, so the noise
-        // comes in one or two of them; a CG cut short by a weak preconditioner, kappa u_32 ~ 1,
-        // gives corrections that halve far from the solution: 9e4 times the FP64 QR's error at
-        // kappa 1e7, 1000 x 40).
+        // comes in one or two of them, while a CG cut short by a weak preconditioner, kappa u_32 ~ 1,
+        // gives corrections that halve far from the solution).
         const bool halvings = contractions >= 2 && size <= 0x1p-16 && method != LsMethod::Cgls;
         bool converging = factors == LsFactorKind::Fp64Qr || halvings || size <= 0x1p-40;
         if ((factors == LsFactorKind::SemiNormal || method == LsMethod::Cgls) && !converging) {

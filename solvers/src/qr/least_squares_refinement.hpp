@@ -151,9 +151,10 @@ struct LsFactorScales {
 };
 
 // The factors behind a refinement, for its stop rule: where the corrections stop halving, cheap
-// factors' x is accepted (Stagnated) only after two halvings down to 2^-16 (or at 2^-40), an FP64
-// QR's at once (its first solution is the FP64 QR's), the semi-normal steps' after one halving
-// (their first solution, the semi-normal equations', carries an error of order u kappa^2).
+// factors' x is accepted (Stagnated) only after two halvings down to 2^-16 (or at 2^-40; with
+// LsMethod::Cgls only at FP64's attainable accuracy instead), an FP64 QR's at once (its first
+// solution is the FP64 QR's), the semi-normal steps' after one halving (their first solution, the
+// semi-normal equations', carries an error of order u kappa^2).
 enum class LsFactorKind { Cheap, Fp64Qr, SemiNormal };
 
 // The refinement loop and its stop rule (LsStop) over any memory space's steps.

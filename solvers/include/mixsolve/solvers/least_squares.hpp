@@ -46,10 +46,11 @@ struct LeastSquaresOptions {
   /// Householder reflectors per compact-WY block; 0: 32 for host matrices; for device ones 256
   /// with cublas-fp16x3 updates, else 128 (FP64: 256 where n >= 1024).
   int block_size = 0;
-  /// The GEMM backend (gemm registry name) of the FP32 QR's trailing updates; "": host-fp32 for
-  /// host matrices; for device ones cublas-fp16x3 where n >= 1024 and A's columns' largest
-  /// entries span at most 2^12 (its products are 22-bit accurate relative to each operand's
-  /// largest entry, not column by column), else cublas-sgemm (docs/least_squares.md).
+  /// The GEMM backend (gemm registry name) of the FP32 QR's trailing updates, both of their
+  /// products; "": host-fp32 for host matrices; for device ones, where n >= 1024 and A's column
+  /// norms span at most 2^12, cublas-fp16x3 for C - V W and cublas-sgemm for V^T C (its split
+  /// errs by ~2^-39 of each operand's largest entry, not column by column, and its tensor-core
+  /// accumulation truncates over V^T C's m terms), else cublas-sgemm (docs/least_squares.md).
   std::string fp32_update;
   /// The refinement of the cheaper factors. Cgls (the default): x += d, d the least-squares
   /// solution of A d ~ b - A x (FP64 residual) by CGLS right-preconditioned with the cheap R in
@@ -121,7 +122,7 @@ struct LeastSquaresAttempt {
   bool cholesky_qr = false;
   /// The GEMM backend of the Householder QR's trailing updates, e.g. "cublas-sgemm",
   /// "cublas-fp16x3 (V^T C: cublas-sgemm)", "host-fp32"; empty for the Cholesky QR.
-  std::string update;
+  std::string update_backend;
   /// The worst stop over the right-hand sides (in the order of LeastSquaresStop).
   LeastSquaresStop stop = LeastSquaresStop::Converged;
   /// The most refinement steps any right-hand side took.

@@ -58,17 +58,18 @@ __global__ void scan_kernel(const double* m, std::int64_t ld, std::int64_t rows,
     atomicMax(scan + 1, static_cast<unsigned long long>(__double_as_longlong(local)));
 }
 
-// largest[j] := max(largest[j], max_i |m_ij|) as the bits of a non-negative double (start: 0).
-__global__ void column_largest_kernel(const double* m, std::int64_t ld, std::int64_t rows, std::int64_t cols,
-                                      unsigned long long* largest) {
+// sums[j] += sum over i of (m_ij * scale)^2 (start: 0).
+__global__ void column_squares_kernel(const double* m, std::int64_t ld, std::int64_t rows, std::int64_t cols,
+                                      double scale, double* sums) {
   for (std::int64_t j = blockIdx.y; j < cols; j += gridDim.y) {
     double local = 0;
     for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < rows;
-         i += std::int64_t(gridDim.x) * blockDim.x)
-      local = fmax(local, fabs(m[i + j * ld]));
-    for (int offset = 16; offset > 0; offset /= 2) local = fmax(local, __shfl_xor_sync(0xffffffffu, local, offset));
-    if (threadIdx.x % 32 == 0 && local > 0)
-      atomicMax(largest + j, static_cast<unsigned long long>(__double_as_longlong(local)));
+         i += std::int64_t(gridDim.x) * blockDim.x) {
+      const double y = m[i + j * ld] * scale;
+      local += y * y;
+    }
+    for (int offset = 16; offset > 0; offset /= 2) local += __shfl_xor_sync(0xffffffffu, local, offset);
+    if (threadIdx.x % 32 == 0 && local > 0) atomicAdd(sums + j, local);
   }
 }
 
@@ -600,8 +601,7 @@ class DeviceLsSpace final : public LsSpace {
     factors64_ = DeviceBuffer<double>();
     const std::int64_t m = a_.rows, n = a_.cols;
     if (fp64) {
-      // 256 columns where n >= 1024: 1.53x / 1.50x dgeqrf against 128's 1.45x / 1.47x at 65536 x
-      // 4096 / 16384 x 8192, 1.47x against 1.56x at 262144 x 256 (H100, lstsq_benchmark --block).
+      // Wider blocks where the trailing updates dominate (docs/least_squares.md).
       if (block == 0) block = n >= 1024 ? 256 : 128;
       update_ = "cublas-dgemm";
       factors64_ = DeviceBuffer<double>(ctx_, m * n);
@@ -615,45 +615,45 @@ class DeviceLsSpace final : public LsSpace {
       return qr64_->diagonal();
     }
     const std::string update = fp32_update.empty() ? fp32_update_backend() : fp32_update;
-    const bool split = fp32_update.empty() && update == "cublas-fp16x3";
-    update_ = split ? update + " (V^T C: cublas-sgemm)" : update;
+    const bool vt_c_on_sgemm = fp32_update.empty() && update == "cublas-fp16x3";
+    update_ = vt_c_on_sgemm ? update + " (V^T C: cublas-sgemm)" : update;
     if (block == 0) block = update == "cublas-fp16x3" ? 256 : 128;
     factors32_ = DeviceBuffer<float>(ctx_, m * n);
     scaled_copy_kernel<<<matrix_grid(m, n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, a_scale, factors32_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    // cublas-fp16x3 accumulates in the tensor cores (truncating): V^T C, whose inner dimension is
-    // m, goes to cublas-sgemm.
+    // cublas-fp16x3 accumulates in the tensor cores (truncating), so its error grows with the inner
+    // dimension: V^T C, whose inner dimension is m, goes to cublas-sgemm (a backend asked for by
+    // name takes both products).
     qr32_ = std::make_unique<DeviceQr<float>>(ctx_, device_view(factors32_.data(), m, n, m), block,
                                               gemm::find_backend(update), QrPanel::Tsqr,
-                                              split ? &gemm::find_backend("cublas-sgemm") : nullptr);
+                                              vt_c_on_sgemm ? &gemm::find_backend("cublas-sgemm") : nullptr);
     return qr32_->diagonal();
   }
 
-  // The FP32 trailing updates' backend where none is asked for: cublas-fp16x3 (with 256-column
-  // blocks) where the updates dominate, n >= 1024 (65536 x 4096: 2.15x dgeqrf against
-  // cublas-sgemm's 1.82x; 16384 x 8192: 2.00x against 1.79x; H100, lstsq_benchmark --block 256)
-  // and A's columns are scaled alike: its split keeps 22 bits relative to each operand's largest
-  // entry, so a column far below the others would lose its digits, where SGEMM's error is
-  // relative to each column's own products.
   std::string update_backend() const override { return update_; }
 
+  // The FP32 trailing updates' backend where none is asked for: cublas-fp16x3 (with 256-column
+  // blocks) where the updates dominate the QR, n >= 1024, and A's column norms span at most 2^12.
+  // Its split scales each whole operand and keeps an absolute error of ~2^-39 of the operand's
+  // largest entry (its FP16 lo part goes subnormal below that), so in C - V W the columns of
+  // W = T^T V^T C, as large as C's columns, err relative to themselves by ~2^-39 times the span
+  // of the column norms: within FP32's rounding where it is 2^12 or less. (SGEMM's error is
+  // relative to each column's own products; trailing columns only shrink as the QR goes on, and
+  // each update is scaled anew.)
   std::string fp32_update_backend() {
     const std::int64_t m = a_.rows, n = a_.cols;
-    if (n < 1024) return "cublas-sgemm";
-    DeviceBuffer<unsigned long long> bits(ctx_, n);
-    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(bits.data(), 0, sizeof(unsigned long long) * n, ctx_.stream()));
-    column_largest_kernel<<<matrix_grid(m, n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, bits.data());
+    const double largest_entry = largest_abs_a();
+    if (n < 1024 || !(largest_entry > 0)) return "cublas-sgemm";
+    DeviceBuffer<double> sums(ctx_, n);
+    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(sums.data(), 0, sizeof(double) * n, ctx_.stream()));
+    column_squares_kernel<<<matrix_grid(m, n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, 1 / largest_entry,
+                                                                        sums.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    std::vector<unsigned long long> host(n);
-    bits.copy_to_host(host.data(), n, ctx_.stream());
-    double largest = 0, smallest = INFINITY;
-    for (const unsigned long long b : host) {
-      double v = 0;
-      std::memcpy(&v, &b, sizeof v);
-      largest = std::max(largest, v);
-      smallest = std::min(smallest, v);
-    }
-    return smallest > 0 && largest <= 0x1p12 * smallest ? "cublas-fp16x3" : "cublas-sgemm";
+    std::vector<double> host(n);
+    sums.copy_to_host(host.data(), n, ctx_.stream());
+    const auto [smallest, largest] = std::minmax_element(host.begin(), host.end());
+    // Squared norms: a span of 2^24 is one of 2^12 in the norms.
+    return *smallest > 0 && *largest <= 0x1p24 * *smallest ? "cublas-fp16x3" : "cublas-sgemm";
   }
 
   CholeskyQrFactors factor_cholesky_qr() override {

@@ -123,7 +123,7 @@ __global__ void diagonal_kernel(const T* a, std::int64_t ld, std::int64_t n, dou
 
 template <class T>
 DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, const gemm::Backend& update,
-                      QrPanel panel_kind, const gemm::Backend* reduction)
+                      QrPanel panel_kind, const gemm::Backend* vt_c_update)
     : ctx_(ctx), a_(a), m_(a.rows), n_(a.cols) {
   if (m_ < n_)
     throw InvalidArgument("DeviceQr: a has fewer rows (" + std::to_string(m_) + ") than columns (" +
@@ -131,11 +131,11 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
   if (block < 1) throw InvalidArgument("DeviceQr: block (" + std::to_string(block) + ") must be >= 1");
   if (a.memory != Memory::Device) throw InvalidArgument("DeviceQr: a must be in device memory");
   constexpr gemm::DataType kType = std::is_same_v<T, float> ? gemm::DataType::F32 : gemm::DataType::F64;
-  for (const gemm::Backend* b : {&update, reduction})
+  for (const gemm::Backend* b : {&update, vt_c_update})
     if (b && (b->data_type() != kType || b->memory() != Memory::Device))
       throw InvalidArgument("DeviceQr: update backend " + b->name() + " is not a device backend for " +
                             (std::is_same_v<T, float> ? "FP32" : "FP64") + " data");
-  const gemm::Backend& reduce = reduction ? *reduction : update;
+  const gemm::Backend& vt_c_backend = vt_c_update ? *vt_c_update : update;
   if (a.ld > INT_MAX || m_ > INT_MAX)
     throw InvalidArgument("DeviceQr: m (" + std::to_string(m_) + ") or the leading dimension (" + std::to_string(a.ld) +
                           ") beyond cuSOLVER's int");
@@ -200,7 +200,7 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
       T* c = a_.data + j0 + (j0 + nb) * a_.ld;
       const gemm::GemmArgs<T> vt_c{gemm::Op::T, gemm::Op::N, nb,    rest, rows,     T(1), b.v.data(),
                                    rows,        c,           a_.ld, T(0), w.data(), nb};
-      reduce.run(ctx, gemm::to_problem(vt_c));
+      vt_c_backend.run(ctx, gemm::to_problem(vt_c));
       trmm(ctx.cublas(), CUBLAS_OP_T, int(nb), int(rest), b.t.data(), w.data(), tw.data());
       const gemm::GemmArgs<T> c_update{gemm::Op::N, gemm::Op::N, rows, rest, nb, T(-1), b.v.data(),
                                        rows,        tw.data(),   nb,   T(1), c,  a_.ld};

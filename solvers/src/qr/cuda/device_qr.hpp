@@ -41,11 +41,11 @@ class DeviceQr {
   //                         int, a view not in device memory, or a backend of another type or
   //                         memory.
   // @throws DeviceError     if a CUDA, cuBLAS or cuSOLVER call fails.
-  // `reduction`, where given, takes the trailing updates' V^T C instead (its inner dimension is
+  // `vt_c_update`, where given, takes the trailing updates' V^T C instead (its inner dimension is
   // the block's rows: a backend whose error grows with it, as tensor-core accumulation does,
   // can still take C - V W, whose inner dimension is the block's width).
   DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, const gemm::Backend& update,
-           QrPanel panel = QrPanel::Tsqr, const gemm::Backend* reduction = nullptr);
+           QrPanel panel = QrPanel::Tsqr, const gemm::Backend* vt_c_update = nullptr);
 
   std::int64_t rows() const { return m_; }
   std::int64_t cols() const { return n_; }
