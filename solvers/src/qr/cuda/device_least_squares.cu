@@ -380,9 +380,9 @@ class DeviceLsSteps final : public LsSteps {
 // v := (R^T R)^-1 v for an FP64 R (n x n, upper triangular) as one bandwidth-bound solve
 // (triangular/triangular_solver.hpp) on an n x n array holding L = R^T D^-1 and U = D R
 // (D = diag(R)): its pair of triangles reads n^2 values in one chain of hand-overs, where cuBLAS's
-// DTRSV with R and with R^T took 0.26-0.29 ms each at n = 4096 and 0.5-0.6 ms at 8192 (H100,
-// lstsq_benchmark --cgls-parts). L and U carry FP64 rounding of R^T's and R's entries: a
-// preconditioner as exact as the triangular solves.
+// DTRSV with R and with R^T runs a chain of small dependent steps twice (docs/least_squares.md).
+// L and U carry FP64 rounding of R^T's and R's entries: a preconditioner as exact as the
+// triangular solves.
 class NormalEquationsSolver {
  public:
   NormalEquationsSolver(Context& ctx, const double* r, std::int64_t n) : ctx_(ctx), n_(n), lu_(ctx, n * n) {
