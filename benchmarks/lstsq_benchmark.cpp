@@ -15,7 +15,7 @@
 //   lstsq_benchmark [--shapes 65536x4096,262144x256,16384x16384] [--backends cublas-sgemm,tf32tf32,halfhalf]
 //                   [--panels tsqr,cusolver] [--block 128] [--conds 1e2,1e6,1e8] [--refinements augmented,gmres,cgls]
 //                   [--irs 32F] [--lstsq yes|no] [--cholesky-parts no] [--cgls-parts no]
-//                   [--fp32-updates auto,cublas-sgemm] [--reps 3] [--json out.json]
+//                   [--fp32-updates auto,cublas-sgemm] [--ls-blocks auto,512] [--reps 3] [--json out.json]
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <nvtx3/nvToolsExt.h>
@@ -109,6 +109,13 @@ int main(int argc, char** argv) try {
   // --fp32-updates auto,cublas-sgemm: least squares with each backend for the FP32 QR's trailing
   // updates (LeastSquaresOptions::fp32_update; auto: the solver's choice).
   const std::vector<std::string> fp32_updates = opt.list("fp32-updates", "auto");
+  // --ls-blocks auto,512: least squares with each LeastSquaresOptions::block_size (auto: the
+  // solver's choice).
+  std::vector<std::int64_t> ls_blocks;
+  for (const std::string& text : opt.list("ls-blocks", "auto")) {
+    ls_blocks.push_back(text == "auto" ? 0 : std::stoll(text));
+    if (ls_blocks.back() < 0) throw InvalidArgument("--ls-blocks: \"" + text + "\" is neither auto nor a block size");
+  }
   const int reps = std::stoi(opt.get("reps", "3"));
   Context ctx;
   nlohmann::json out = mixsolve::bench::device_json();
@@ -361,32 +368,36 @@ int main(int argc, char** argv) try {
         }
         for (const std::string& refinement : refinements)
           for (const std::string& cholesky : cholesky_qr)
-            for (const std::string& update : fp32_updates) {
-              LeastSquaresOptions options;
-              if (update != "auto") options.fp32_update = update;
-              options.refinement = refinement == "gmres"  ? LeastSquaresOptions::Refinement::Gmres
-                                   : refinement == "cgls" ? LeastSquaresOptions::Refinement::Cgls
-                                                          : LeastSquaresOptions::Refinement::Augmented;
-              options.cholesky_qr = cholesky == "yes";
-              LeastSquaresReport report;
-              const double ours = median_seconds(
-                  ctx, reps, [] {},
-                  [&] {
-                    report = least_squares(ctx, device_view<const double>(matrix.data(), m, n, m),
-                                           device_view<const double>(b.data(), m, 1, m), device_view(x.data(), n, 1, n),
-                                           options);
-                  });
-              row(name + ": mixsolve " + (update == "auto" ? "" : "[" + update + "] ") + report.path(), ours,
-                  fp64_lstsq);
-              std::string attempts = "; attempts:";
-              for (const LeastSquaresAttempt& t : report.attempts) {
-                char text[96];
-                std::snprintf(text, sizeof text, " %s%s %.4f s + refinement %.4f s;", to_string(t.precision).c_str(),
-                              t.cholesky_qr ? " Cholesky QR" : " QR", t.factor_seconds, t.refine_seconds);
-                attempts += text;
+            for (const std::string& update : fp32_updates)
+              for (const std::int64_t ls_block : ls_blocks) {
+                LeastSquaresOptions options;
+                if (update != "auto") options.fp32_update = update;
+                options.block_size = int(ls_block);
+                options.refinement = refinement == "gmres"  ? LeastSquaresOptions::Refinement::Gmres
+                                     : refinement == "cgls" ? LeastSquaresOptions::Refinement::Cgls
+                                                            : LeastSquaresOptions::Refinement::Augmented;
+                options.cholesky_qr = cholesky == "yes";
+                LeastSquaresReport report;
+                const double ours = median_seconds(
+                    ctx, reps, [] {},
+                    [&] {
+                      report = least_squares(ctx, device_view<const double>(matrix.data(), m, n, m),
+                                             device_view<const double>(b.data(), m, 1, m),
+                                             device_view(x.data(), n, 1, n), options);
+                    });
+                std::string label = update == "auto" ? "" : update;
+                if (ls_block > 0)
+                  label += (label.empty() ? "" : ", ") + std::string("block ") + std::to_string(ls_block);
+                row(name + ": mixsolve " + (label.empty() ? "" : "[" + label + "] ") + report.path(), ours, fp64_lstsq);
+                std::string attempts = "; attempts:";
+                for (const LeastSquaresAttempt& t : report.attempts) {
+                  char text[96];
+                  std::snprintf(text, sizeof text, " %s%s %.4f s + refinement %.4f s;", to_string(t.precision).c_str(),
+                                t.cholesky_qr ? " Cholesky QR" : " QR", t.factor_seconds, t.refine_seconds);
+                  attempts += text;
+                }
+                compare(x.data(), attempts);
               }
-              compare(x.data(), attempts);
-            }
       }
     };
     if (lstsq) lstsq_rows(a, "uniform");
