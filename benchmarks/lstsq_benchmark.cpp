@@ -171,62 +171,57 @@ int main(int argc, char** argv) try {
                                                      lw32.data(), lwork32, info.data()));
           }));
     }
-    if (cholesky_parts) {  // the Cholesky QR attempt's two large FP64 products, and DGEMM for A^T A
-      DeviceBuffer<double> triangle(ctx, n * n), gram(ctx, n * n);
-      // An upper triangle with a unit diagonal and small entries above: a well-conditioned R.
+    // An upper triangle with a unit diagonal and small entries above: a well-conditioned R (n x n).
+    const auto well_conditioned_triangle = [&](DeviceBuffer<double>& triangle) {
       fill_random(device_view(triangle.data(), n, n, n), RandomSpec::uniform(-1.0 / n, 1.0 / n, 9), ctx.stream());
       set_unit_diagonal<<<int((n + 255) / 256), 256, 0, ctx.stream()>>>(triangle.data(), n);
       MIXSOLVE_CUDA_CHECK_LAUNCH();
+    };
+    // The median time of `body`, nothing to prepare before each run.
+    const auto timed = [&](const std::function<void()>& body) {
+      return median_seconds(
+          ctx, reps, [] {}, body);
+    };
+    if (cholesky_parts) {  // the Cholesky QR attempt's two large FP64 products, and DGEMM for A^T A
+      DeviceBuffer<double> triangle(ctx, n * n), gram(ctx, n * n);
+      well_conditioned_triangle(triangle);
       row("  Cholesky QR's DTRSM (Y := A R^-1)", median_seconds(ctx, reps, copy64, [&] {
             MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
                                               CUBLAS_DIAG_NON_UNIT, int(m), int(n), &kOne, triangle.data(), int(n),
                                               work64.data(), int(m)));
           }));
       // The same solve transposed, Y^T := R^-T A^T, on A^T (n x m) formed by DGEAM.
-      row("  DGEAM A^T, DTRSM left (R^-T A^T)",
-          median_seconds(
-              ctx, reps, [] {},
-              [&] {
-                MIXSOLVE_CUBLAS_CHECK(cublasDgeam(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(n), int(m), &kOne,
-                                                  a.data(), int(m), &kZero, work64.data(), int(n), work64.data(),
-                                                  int(n)));
-                MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T,
-                                                  CUBLAS_DIAG_NON_UNIT, int(n), int(m), &kOne, triangle.data(), int(n),
-                                                  work64.data(), int(n)));
-              }));
-      row("  Cholesky QR's DSYRK (Y^T Y)",
-          median_seconds(
-              ctx, reps, [] {},
-              [&] {
-                MIXSOLVE_CUBLAS_CHECK(cublasDsyrk(ctx.cublas(), CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, int(n), int(m),
-                                                  &kOne, a.data(), int(m), &kZero, gram.data(), int(n)));
-              }));
-      row("  DGEMM A^T A",
-          median_seconds(
-              ctx, reps, [] {},
-              [&] {
-                MIXSOLVE_CUBLAS_CHECK(cublasDgemm(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(n), int(n), int(m), &kOne,
-                                                  a.data(), int(m), a.data(), int(m), &kZero, gram.data(), int(n)));
-              }));
+      row("  DGEAM A^T, DTRSM left (R^-T A^T)", timed([&] {
+            MIXSOLVE_CUBLAS_CHECK(cublasDgeam(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(n), int(m), &kOne, a.data(),
+                                              int(m), &kZero, work64.data(), int(n), work64.data(), int(n)));
+            MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T,
+                                              CUBLAS_DIAG_NON_UNIT, int(n), int(m), &kOne, triangle.data(), int(n),
+                                              work64.data(), int(n)));
+          }));
+      row("  Cholesky QR's DSYRK (Y^T Y)", timed([&] {
+            MIXSOLVE_CUBLAS_CHECK(cublasDsyrk(ctx.cublas(), CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, int(n), int(m), &kOne,
+                                              a.data(), int(m), &kZero, gram.data(), int(n)));
+          }));
+      row("  DGEMM A^T A", timed([&] {
+            MIXSOLVE_CUBLAS_CHECK(cublasDgemm(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(n), int(n), int(m), &kOne,
+                                              a.data(), int(m), a.data(), int(m), &kZero, gram.data(), int(n)));
+          }));
     }
     if (cgls_parts) {
       DeviceBuffer<double> triangle(ctx, n * n), inverse(ctx, n * n), v(ctx, n), w(ctx, m);
-      fill_random(device_view(triangle.data(), n, n, n), RandomSpec::uniform(-1.0 / n, 1.0 / n, 9), ctx.stream());
-      set_unit_diagonal<<<int((n + 255) / 256), 256, 0, ctx.stream()>>>(triangle.data(), n);
-      MIXSOLVE_CUDA_CHECK_LAUNCH();
+      well_conditioned_triangle(triangle);
       fill_random(device_view(v.data(), n, 1, n), RandomSpec::uniform(-1, 1, 10), ctx.stream());
       fill_random(device_view(w.data(), m, 1, m), RandomSpec::uniform(-1, 1, 11), ctx.stream());
-      const auto none = [] {};
-      row("  CGLS: DGEMV A v", median_seconds(ctx, reps, none, [&] {
+      row("  CGLS: DGEMV A v", timed([&] {
             MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx.cublas(), CUBLAS_OP_N, int(m), int(n), &kOne, a.data(), int(m),
                                               v.data(), 1, &kZero, work64.data(), 1));
           }));
-      row("  CGLS: DGEMV A^T w", median_seconds(ctx, reps, none, [&] {
+      row("  CGLS: DGEMV A^T w", timed([&] {
             MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx.cublas(), CUBLAS_OP_T, int(m), int(n), &kOne, a.data(), int(m),
                                               w.data(), 1, &kZero, work64.data(), 1));
           }));
       for (const cublasOperation_t op : {CUBLAS_OP_N, CUBLAS_OP_T})
-        row(op == CUBLAS_OP_N ? "  CGLS: DTRSV R^-1 v" : "  CGLS: DTRSV R^-T v", median_seconds(ctx, reps, none, [&] {
+        row(op == CUBLAS_OP_N ? "  CGLS: DTRSV R^-1 v" : "  CGLS: DTRSV R^-T v", timed([&] {
               MIXSOLVE_CUBLAS_CHECK(cublasDtrsv(ctx.cublas(), CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, int(n),
                                                 triangle.data(), int(n), v.data(), 1));
             }));
@@ -248,11 +243,11 @@ int main(int argc, char** argv) try {
                                                          CUDA_R_64F, inverse.data(), n, device_work.data(),
                                                          device_bytes, host_work.data(), host_bytes, info.data()));
               }));
-      row("  CGLS: DGEMV R^-1 v (n x n)", median_seconds(ctx, reps, none, [&] {
+      row("  CGLS: DGEMV R^-1 v (n x n)", timed([&] {
             MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx.cublas(), CUBLAS_OP_N, int(n), int(n), &kOne, inverse.data(), int(n),
                                               v.data(), 1, &kZero, work64.data(), 1));
           }));
-      row("  CGLS: DTRMV R^-1 v", median_seconds(ctx, reps, none, [&] {
+      row("  CGLS: DTRMV R^-1 v", timed([&] {
             MIXSOLVE_CUBLAS_CHECK(cublasDtrmv(ctx.cublas(), CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
                                               int(n), inverse.data(), int(n), v.data(), 1));
           }));

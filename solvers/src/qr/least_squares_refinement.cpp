@@ -108,6 +108,24 @@ void augmented_correction(const HouseholderQr<T>& qr, double a_scale, const std:
 
 }  // namespace
 
+// x = a_scale R^-1 (Q^T b s)(1:n) / s with b scaled by s, a power of two, into T's range.
+template <class T>
+void factors_solution(const MatrixView<const double>& a, const double* b, const HouseholderQr<T>& qr, double a_scale,
+                      double* x) {
+  const std::int64_t m = a.rows, n = a.cols;
+  const std::vector<double> bv(b, b + m);
+  const double s = power_of_two_scale(bv, {});
+  std::vector<T> c(m);
+  for (std::int64_t i = 0; i < m; ++i) c[i] = T(s * b[i]);
+  qr.apply_qt(host_view(c.data(), m, 1, m));
+  qr.solve_r(host_view(c.data(), n, 1, m));
+  for (std::int64_t i = 0; i < n; ++i) x[i] = double(c[i]) * a_scale / s;
+}
+template void factors_solution<float>(const MatrixView<const double>&, const double*, const HouseholderQr<float>&,
+                                      double, double*);
+template void factors_solution<double>(const MatrixView<const double>&, const double*, const HouseholderQr<double>&,
+                                       double, double*);
+
 namespace {
 
 // GMRES's inner steps per outer step, and the reduction of the preconditioned residual it stops
@@ -310,17 +328,10 @@ class HostLsSteps final : public LsSteps {
               double* r)
       : a_(a), b_(b), qr_(qr), a_scale_(a_scale), x_(x), r_(r), f_(a.rows), g_(a.cols) {}
 
-  // The cheap factors' solution, x = a_scale R^-1 (Q^T b)(1:n) / s with b scaled by s into T's
-  // range, and r = b - A x in FP64.
+  // The cheap factors' solution (factors_solution) and r = b - A x in FP64.
   Start start() override {
-    const std::int64_t m = a_.rows, n = a_.cols;
-    const std::vector<double> bv(b_, b_ + m);
-    const double s = power_of_two_scale(bv, {});
-    std::vector<T> c(m);
-    for (std::int64_t i = 0; i < m; ++i) c[i] = T(s * b_[i]);
-    qr_.apply_qt(host_view(c.data(), m, 1, m));
-    qr_.solve_r(host_view(c.data(), n, 1, m));
-    for (std::int64_t i = 0; i < n; ++i) x_[i] = double(c[i]) * a_scale_ / s;
+    const std::int64_t m = a_.rows;
+    factors_solution(a_, b_, qr_, a_scale_, x_);
     b_minus_ax(r_);
     return {norm2(b_, m), norm2(r_, m)};
   }
@@ -579,15 +590,6 @@ LsRefinementResult refine_semi_normal(const MatrixView<const double>& a, const d
   HostSemiNormalSteps steps(a, b, r, a_scale, x, start_from_x);
   return refine(steps, factors, max_iterations, method, scales);
 }
-
-template <class T>
-void factors_solution(const MatrixView<const double>& a, const double* b, const HouseholderQr<T>& qr, double a_scale,
-                      double* x) {
-  std::vector<double> r(a.rows);
-  HostLsSteps<T>(a, b, qr, a_scale, x, r.data()).start();
-}
-template void factors_solution<float>(const MatrixView<const double>&, const double*, const HouseholderQr<float>&,
-                                      double, double*);
 
 template <class T>
 LsRefinementResult refine_least_squares(const MatrixView<const double>& a, const double* b, const HouseholderQr<T>& qr,

@@ -73,18 +73,6 @@ __global__ void column_squares_kernel(const double* m, std::int64_t ld, std::int
   }
 }
 
-// sum[0] += sum of (m_ij * scale)^2.
-__global__ void scaled_squares_kernel(const double* m, std::int64_t ld, std::int64_t rows, std::int64_t cols,
-                                      double scale, double* sum) {
-  double local = 0;
-  FOR_EACH_ENTRY(rows, cols) {
-    const double y = m[i + j * ld] * scale;
-    local += y * y;
-  }
-  for (int offset = 16; offset > 0; offset /= 2) local += __shfl_xor_sync(0xffffffffu, local, offset);
-  if (threadIdx.x % 32 == 0) atomicAdd(sum, local);  // one atomic per warp
-}
-
 // out (rows x cols, leading dimension rows) := T(scale m).
 template <class T>
 __global__ void scaled_copy_kernel(const double* m, std::int64_t ld, std::int64_t rows, std::int64_t cols, double scale,
@@ -577,16 +565,26 @@ class DeviceLsSpace final : public LsSpace {
   }
 
   double norm_a_frobenius() override {
+    double sum = 0;
+    for (const double v : column_squares()) sum += v;
+    return largest_abs_a() * std::sqrt(sum);
+  }
+
+  // ||a_j||^2 / max |a_ij|^2 for each column (one pass over A, kept: A does not change); empty
+  // for a zero A.
+  const std::vector<double>& column_squares() {
+    const std::int64_t m = a_.rows, n = a_.cols;
     const double largest = largest_abs_a();
-    if (!(largest > 0)) return 0;
-    DeviceBuffer<double> sum(ctx_, 1);
-    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(sum.data(), 0, sizeof(double), ctx_.stream()));
-    scaled_squares_kernel<<<matrix_grid(a_.rows, a_.cols), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, a_.rows, a_.cols,
-                                                                                    1 / largest, sum.data());
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-    double s = 0;
-    sum.copy_to_host(&s, 1, ctx_.stream());
-    return largest * std::sqrt(s);
+    if (column_squares_.empty() && largest > 0) {
+      DeviceBuffer<double> sums(ctx_, n);
+      MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(sums.data(), 0, sizeof(double) * n, ctx_.stream()));
+      column_squares_kernel<<<matrix_grid(m, n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, 1 / largest,
+                                                                          sums.data());
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+      column_squares_.resize(n);
+      sums.copy_to_host(column_squares_.data(), n, ctx_.stream());
+    }
+    return column_squares_;
   }
 
   std::vector<double> factor(bool fp64, double a_scale, std::int64_t block, const std::string& fp32_update) override {
@@ -641,17 +639,10 @@ class DeviceLsSpace final : public LsSpace {
   // relative to each column's own products; trailing columns only shrink as the QR goes on, and
   // each update is scaled anew.)
   std::string fp32_update_backend() {
-    const std::int64_t m = a_.rows, n = a_.cols;
-    const double largest_entry = largest_abs_a();
-    if (n < 1024 || !(largest_entry > 0)) return "cublas-sgemm";
-    DeviceBuffer<double> sums(ctx_, n);
-    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(sums.data(), 0, sizeof(double) * n, ctx_.stream()));
-    column_squares_kernel<<<matrix_grid(m, n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, 1 / largest_entry,
-                                                                        sums.data());
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-    std::vector<double> host(n);
-    sums.copy_to_host(host.data(), n, ctx_.stream());
-    const auto [smallest, largest] = std::minmax_element(host.begin(), host.end());
+    if (a_.cols < 1024) return "cublas-sgemm";
+    const std::vector<double>& squares = column_squares();
+    if (squares.empty()) return "cublas-sgemm";
+    const auto [smallest, largest] = std::minmax_element(squares.begin(), squares.end());
     // Squared norms: a span of 2^24 is one of 2^12 in the norms.
     return *smallest > 0 && *largest <= 0x1p24 * *smallest ? "cublas-fp16x3" : "cublas-sgemm";
   }
@@ -825,7 +816,8 @@ class DeviceLsSpace final : public LsSpace {
   MatrixView<double> x_;
   DeviceBuffer<double> r_;
   DeviceBuffer<unsigned long long> scan_;
-  double largest_a_ = -1;  // max |a_ij| once A has been scanned
+  double largest_a_ = -1;               // max |a_ij| once A has been scanned
+  std::vector<double> column_squares_;  // column_squares(), once computed
   DeviceBuffer<float> factors32_;
   DeviceBuffer<double> factors64_;
   std::unique_ptr<DeviceQr<float>> qr32_;
