@@ -6,9 +6,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "cuda/corrected/split_k.hpp"
 #include "gemm_test_support.hpp"
 #include "gpu_test_support.hpp"
 #include "mixsolve/core/cuda_check.hpp"
@@ -353,6 +355,86 @@ TEST(GpuBackends, CorrectedBackendsAreAsAccurateAsSgemmOnUniformInputs) {
   Context ctx;
   expect_at_least_as_accurate_as_sgemm(ctx, {"halfhalf", "tf32tf32"}, 256, 8192, RandomSpec::uniform(-1, 1, 301),
                                        RandomSpec::uniform(-1, 1, 302));
+}
+
+// Split-K of the corrected wgmma kernel (gemm/src/cuda/corrected/split_k.hpp) on the V^T C of a
+// blocked QR's trailing update: op(A) = T, m = 256, a few column tiles (n = 200: a partial one), k
+// long and not a multiple of the chunk; C = -op(A) op(B) + C (C scaled so that a lost beta C would
+// show) and C = -op(A) op(B) over a NaN-poisoned C. The kernel rounds a few times per slice in the
+// tensor core, 8 times per `part`, k/512 (FP16) or k/256 (TF32) times into acc and once per split,
+// so the bound allows k/32 + 64 roundings of 2^-23 |A||B| (linear in k like inner_product_bound(k),
+// well below it): a lost or repeated k-chunk (about 1e-3 of |A||B| here) exceeds it. Split runs
+// repeat bit for bit (no atomics); the same product with the multiprocessors limited to one per
+// tile runs unsplit and meets the same bound, and so does a k too short to split.
+TEST(GpuBackends, CorrectedSplitKMatchesFp64ReferenceOnLongSkinnyProducts) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  int multiprocessors = 0;
+  MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, ctx.device()));
+  struct Shape {
+    std::int64_t m, n, k;
+  };
+  std::uint64_t seed = 5000;
+  for (const Shape& s : {Shape{256, 384, 65536}, Shape{256, 200, 40000}, Shape{256, 384, 1000}}) {
+    seed += 10;
+    DeviceProblem p(Op::T, Op::N, s.m, s.n, s.k, 3, RandomSpec::uniform(-1, 1, seed),
+                    RandomSpec::uniform(-1, 1, seed + 1), true);
+    for (float& v : p.c0.data) v *= 256.0f;
+    const std::vector<float> poison(p.c0.data.size(), NAN);
+    const auto product = mixsolve::testing::reference_gemm(Op::T, Op::N, s.m, s.n, s.k, -1.0, p.a, p.b, 0.0, p.c0);
+    auto updated = product;
+    for (std::int64_t j = 0; j < s.n; ++j)
+      for (std::int64_t i = 0; i < s.m; ++i) {
+        updated.value(i, j) += p.c0(i, j);
+        updated.magnitude(i, j) += std::fabs(p.c0(i, j));
+      }
+    const double bound = mixsolve::testing::inner_product_bound(s.k / 32 + 64, 0x1p-23, 0x1p-23) + 2 * 0x1p-24;
+    const std::int64_t tiles = (s.m + 127) / 128 * ((s.n + 127) / 128);
+    for (const char* name : {"halfhalf", "tf32tf32"}) {
+      const Backend& be = find_backend(name);
+      if (!be.unavailable_reason(ctx).empty()) continue;
+      const std::int64_t slice = std::string(name) == "halfhalf" ? 64 : 32;  // values of k per 128-byte slice
+      const std::int64_t k_tiles = (s.k + slice - 1) / slice;
+      const int splits = corrected::corrected_split_count(tiles, k_tiles, multiprocessors);
+      const auto where = [&] {
+        return ::testing::Message() << name << " m=" << s.m << " n=" << s.n << " k=" << s.k << " splits=" << splits;
+      };
+      if (s.k >= 40000)
+        EXPECT_GT(splits, 1) << where();
+      else
+        EXPECT_EQ(splits, 1) << where();
+      const auto run = [&](float beta) {
+        p.dc.copy_from_host(beta == 0.0f ? poison : p.c0.data);
+        return p.run(ctx, be, Op::T, Op::N, s.m, s.n, s.k, -1.0f, beta);
+      };
+      for (float beta : {1.0f, 0.0f}) {
+        const HostMatrix<float> c = run(beta);
+        const double err = mixsolve::testing::componentwise_error(c, beta == 0.0f ? product : updated);
+        std::printf("%s m=%lld n=%lld k=%lld splits=%d beta=%g: error %.3g |A||B| (bound %.3g)\n", name,
+                    static_cast<long long>(s.m), static_cast<long long>(s.n), static_cast<long long>(s.k), splits,
+                    double(beta), err, bound);
+        EXPECT_LE(err, bound) << where() << " beta=" << beta;
+        for (std::int64_t j = 0; j < s.n; ++j)  // rows between m and ldc untouched
+          for (std::int64_t i = s.m; i < c.ld; ++i)
+            ASSERT_TRUE(beta == 0.0f ? std::isnan(c(i, j)) : c(i, j) == p.c0(i, j)) << where() << " row " << i;
+        if (splits > 1 && beta == 1.0f) {
+          const HostMatrix<float> again = run(beta);
+          EXPECT_EQ(std::memcmp(again.data.data(), c.data.data(), c.data.size() * sizeof(float)), 0) << where();
+        }
+      }
+      if (splits > 1) {
+        ctx.set_multiprocessor_limit(static_cast<int>(tiles));
+        EXPECT_EQ(corrected::corrected_split_count(tiles, k_tiles, static_cast<int>(tiles)), 1);
+        const HostMatrix<float> c = run(1.0f);
+        ctx.set_multiprocessor_limit(0);
+        const double err = mixsolve::testing::componentwise_error(c, updated);
+        std::printf("%s m=%lld n=%lld k=%lld unsplit (multiprocessor limit %lld): error %.3g |A||B|\n", name,
+                    static_cast<long long>(s.m), static_cast<long long>(s.n), static_cast<long long>(s.k),
+                    static_cast<long long>(tiles), err);
+        EXPECT_LE(err, bound) << where() << " unsplit";
+      }
+    }
+  }
 }
 
 }  // namespace

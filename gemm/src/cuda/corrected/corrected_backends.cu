@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Error-corrected SGEMM backends on tensor cores (seed 000): halfhalf, tf32tf32, and the
 // Markidis baseline. Each call packs op(A) and op(B) into hi/lo tensor-core operands in the
-// Context's workspace (one memory pass) and runs one fused kernel for all products.
+// Context's workspace (one memory pass) and runs one fused kernel for all products (on the wgmma
+// path with split-K, then a reduction of the k-chunks' partial tiles).
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -17,6 +18,7 @@
 #include "mixsolve/core/error.hpp"
 #include "mma_sync_kernel.cuh"
 #include "pack.cuh"
+#include "split_k.hpp"
 #include "wgmma_kernel.cuh"
 
 namespace mixsolve::gemm {
@@ -36,6 +38,8 @@ std::int64_t round_up(std::int64_t v, std::int64_t multiple) { return (v + multi
 struct PackedLayout {
   std::int64_t rows_a, rows_b, depth;  // padded
   std::size_t element_bytes;
+  std::int64_t tiles() const { return rows_a / Tile::kTileM * (rows_b / Tile::kTileN); }
+  std::int64_t k_tiles() const { return depth * std::int64_t(element_bytes) / corrected::kPackedDepthBytes; }
 };
 
 PackedLayout layout_for(const Scheme& s, const GemmShape& shape) {
@@ -52,10 +56,11 @@ struct Workspace {
   void* a_lo = nullptr;
   void* b_hi = nullptr;
   void* b_lo = nullptr;
+  float* partials = nullptr;  // split-K slabs: [splits][rows_b][rows_a]
   std::size_t bytes = 0;
 };
 
-Workspace carve(void* base, const PackedLayout& l) {
+Workspace carve(void* base, const PackedLayout& l, int splits) {
   detail::WorkspaceCarver ws(base);
   Workspace w;
   w.overflow = ws.take<unsigned int>(2);
@@ -65,6 +70,7 @@ Workspace carve(void* base, const PackedLayout& l) {
   w.a_lo = ws.take<char>(l.rows_a * l.depth * l.element_bytes);
   w.b_hi = ws.take<char>(l.rows_b * l.depth * l.element_bytes);
   w.b_lo = ws.take<char>(l.rows_b * l.depth * l.element_bytes);
+  if (splits > 1) w.partials = ws.take<float>(splits * l.rows_a * l.rows_b);
   w.bytes = ws.bytes();
   return w;
 }
@@ -144,16 +150,21 @@ CUtensorMap packed_operand_map(const void* hi, std::int64_t rows, std::int64_t d
   return map;
 }
 
-template <Element E, bool Scaled, int MainChain>
-void launch_wgmma(const Context& ctx, const corrected::WgmmaParams& params) {
-  using Cfg = corrected::WgmmaConfig;
-  // Persistent grid: one CTA per multiprocessor (the kernel takes the whole shared memory of one).
+// The multiprocessors the wgmma kernel's persistent grid may take in `ctx`.
+int wgmma_multiprocessors(const Context& ctx) {
   int multiprocessors = 0;
   MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, ctx.device()));
   if (ctx.multiprocessor_limit() > 0 && ctx.multiprocessor_limit() < multiprocessors)
     multiprocessors = ctx.multiprocessor_limit();
-  const std::int64_t tiles = std::int64_t(params.tiles_m) * params.tiles_n;
-  const unsigned grid = unsigned(tiles < multiprocessors ? tiles : multiprocessors);
+  return multiprocessors;
+}
+
+template <Element E, bool Scaled, int MainChain>
+void launch_wgmma(const Context& ctx, const corrected::WgmmaParams& params, int multiprocessors) {
+  using Cfg = corrected::WgmmaConfig;
+  // Persistent grid: one CTA per multiprocessor (the kernel takes the whole shared memory of one).
+  const std::int64_t items = std::int64_t(params.tiles_m) * params.tiles_n * params.splits;
+  const unsigned grid = unsigned(items < multiprocessors ? items : multiprocessors);
   // The tensor maps cover hi rows followed by lo rows: the workspace must lay them out so.
   if (params.a_lo_offset != std::int64_t(params.tiles_m) * Cfg::kTileM * params.padded_depth_bytes ||
       params.b_lo_offset != std::int64_t(params.tiles_n) * Cfg::kTileN * params.padded_depth_bytes)
@@ -166,6 +177,12 @@ void launch_wgmma(const Context& ctx, const corrected::WgmmaParams& params) {
   MIXSOLVE_CUDA_CHECK(attribute_status);
   kernel<<<grid, Cfg::kThreads, Cfg::kSharedBytes, ctx.stream()>>>(map_a, map_b, params);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
+  if (params.splits > 1) {
+    const std::int64_t blocks = (params.m * params.n + 255) / 256;
+    corrected::split_k_reduce_kernel<<<unsigned(blocks < 8 * multiprocessors ? blocks : 8 * multiprocessors), 256, 0,
+                                       ctx.stream()>>>(params);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+  }
 }
 
 // 3 stages (192 KiB) where the device allows it (sm_90: 227 KiB), else 2 (sm_80: 163 KiB).
@@ -196,14 +213,26 @@ class CorrectedSgemm final : public Backend {
   DataType data_type() const override { return DataType::F32; }
   Memory memory() const override { return Memory::Device; }
   std::string unavailable_reason(const Context& ctx) const override { return detail::require_device(ctx, 80); }
-  std::size_t workspace_bytes(const GemmShape& s) const override { return carve(nullptr, layout_for(scheme_, s)).bytes; }
+  // The slabs for the most splits any device can get (split_k.hpp bounds the multiprocessors).
+  std::size_t workspace_bytes(const GemmShape& s) const override {
+    const PackedLayout l = layout_for(scheme_, s);
+    return carve(nullptr, l,
+                 corrected::corrected_split_count(l.tiles(), l.k_tiles(), corrected::kSplitMultiprocessorBound))
+        .bytes;
+  }
 
  protected:
   std::int64_t size_limit() const override { return std::int64_t{1} << 30; }  // 32-bit tile and TMA coordinates
   void run_f32(Context& ctx, const GemmArgs<float>& a) const override {
     const GemmShape shape = shape_of(a);
     const PackedLayout l = layout_for(scheme_, shape);
-    const Workspace w = carve(ctx.workspace(carve(nullptr, l).bytes), l);
+    const bool use_wgmma = scheme_.accumulation == Accumulation::CorrectedRoundToNearest &&
+                           scheme_.path == corrected::KernelPath::Auto && wgmma_available(ctx.device());
+    // Split-K on the wgmma path only (split_k.hpp); the mma.sync kernel walks all of k per tile.
+    const int multiprocessors = use_wgmma ? wgmma_multiprocessors(ctx) : 0;
+    const corrected::SplitK split =
+        use_wgmma ? corrected::corrected_split_k(l.tiles(), l.k_tiles(), multiprocessors) : corrected::SplitK{1, 0};
+    const Workspace w = carve(ctx.workspace(carve(nullptr, l, split.splits).bytes), l, split.splits);
     cudaStream_t stream = ctx.stream();
 
     // op(A) as m rows of depth k; op(B) as n rows (its columns) of depth k.
@@ -240,15 +269,21 @@ class CorrectedSgemm final : public Backend {
     p.ldc = a.ldc;
     p.row_max_a = scheme_.row_scaling ? w.row_max_a : nullptr;
     p.row_max_b = scheme_.row_scaling ? w.row_max_b : nullptr;
-    if (scheme_.accumulation == Accumulation::CorrectedRoundToNearest && scheme_.path == corrected::KernelPath::Auto &&
-        wgmma_available(ctx.device())) {
-      const corrected::WgmmaParams params{p.a_hi,    p.a_lo_offset, p.b_hi,  p.b_lo_offset, p.padded_depth_bytes,
-                                          p.k_tiles, p.m,           p.n,     p.tiles_m,     p.tiles_n,
-                                          p.alpha,   p.beta,        p.c,     p.ldc,         p.row_max_a,
-                                          p.row_max_b};
-      if (scheme_.element == Element::Fp16 && a.k < kShortChainBelowK) launch_wgmma<Element::Fp16, true, 2>(ctx, params);
-      else if (scheme_.element == Element::Fp16) launch_wgmma<Element::Fp16, true, 4>(ctx, params);
-      else launch_wgmma<Element::Tf32, false, 4>(ctx, params);
+    if (use_wgmma) {
+      corrected::WgmmaParams params{p.a_hi,     p.a_lo_offset, p.b_hi, p.b_lo_offset, p.padded_depth_bytes,
+                                    p.k_tiles,  p.m,           p.n,    p.tiles_m,     p.tiles_n,
+                                    p.alpha,    p.beta,        p.c,    p.ldc,         p.row_max_a,
+                                    p.row_max_b};
+      params.splits = split.splits;
+      params.chunk_slices = split.chunk_slices;
+      params.partials = w.partials;
+      params.ldw = l.rows_a;
+      if (scheme_.element == Element::Fp16 && a.k < kShortChainBelowK)
+        launch_wgmma<Element::Fp16, true, 2>(ctx, params, multiprocessors);
+      else if (scheme_.element == Element::Fp16)
+        launch_wgmma<Element::Fp16, true, 4>(ctx, params, multiprocessors);
+      else
+        launch_wgmma<Element::Tf32, false, 4>(ctx, params, multiprocessors);
       return;
     }
     if (scheme_.element == Element::Fp16) {

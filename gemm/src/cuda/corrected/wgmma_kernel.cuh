@@ -14,6 +14,11 @@
 // four operand arrays (~96 flop per byte) needs at large n, and the producer loads the next tile
 // while the consumers store the last.
 //
+// Split-K (split_k.hpp): where the tiles are fewer than the multiprocessors and k is long, a work
+// item is a (tile, k-chunk) pair; it stores alpha times its unscaled partial tile into an FP32
+// slab, and split_k_reduce_kernel sums the slabs in split order and adds beta * C. With one split
+// a work item is a whole tile stored into C, as without split-K.
+//
 // Accumulation, seed 000 eq. (20) and §3.2, per 128-byte k-slice (64 FP16 / 32 TF32 values of k):
 //   x    = A_lo B_hi + A_hi B_lo      inside the TC, from zero (corrections)
 //   x   *= 2^-11                      exact; only when the residual is scaled by 2^11 (halfhalf:
@@ -39,6 +44,7 @@
 #include "mma_sync_kernel.cuh"
 #include "pack.cuh"
 #include "scheme.hpp"
+#include "split_k.hpp"
 
 namespace mixsolve::gemm::corrected {
 
@@ -54,6 +60,7 @@ struct WgmmaConfig {
   static constexpr int kBarrierBytes = 2 * kStages * 8;
   static constexpr int kSharedBytes = kStages * kStageBytes + 1024 + kBarrierBytes;  // + 1024-byte alignment slack
 };
+static_assert(kSplitSlicesPerPart == WgmmaConfig::kSlicesPerPart, "split-K chunks are whole parts");
 
 struct WgmmaParams {
   const void* a_hi;
@@ -69,6 +76,10 @@ struct WgmmaParams {
   std::int64_t ldc;
   const unsigned int* row_max_a;
   const unsigned int* row_max_b;
+  int splits;        // k-chunks per tile (split_k.hpp); 1: work items are whole tiles, stored into C
+  int chunk_slices;  // slices per k-chunk, a multiple of kSlicesPerPart; k_tiles when splits == 1
+  float* partials;   // splits > 1: [splits][tiles_n * kTileN][ldw] FP32, alpha applied, no beta
+  std::int64_t ldw;  // tiles_m * kTileM
 };
 
 namespace wgmma_detail {
@@ -162,11 +173,12 @@ __device__ __forceinline__ void fence_registers(float (&d)[64]) {
 
 }  // namespace wgmma_detail
 
-// C = alpha * 2^-(s_i + s_j) * acc + beta * C for one warpgroup's 64 x 128 tile at (row0, col0).
-// Register 4*nb + r of the m64n128 accumulator holds row 16*warp + lane/4 + 8*(r/2), column
-// 8*nb + 2*(lane%4) + r%2 of the tile.
+// out = alpha * 2^-(s_i + s_j) * acc + beta * out for one warpgroup's 64 x 128 tile at (row0, col0)
+// of C (out = c, ld = ldc) or of a split-K slab (beta = 0). Register 4*nb + r of the m64n128
+// accumulator holds row 16*warp + lane/4 + 8*(r/2), column 8*nb + 2*(lane%4) + r%2 of the tile.
 __device__ __forceinline__ void store_wgmma_tile(const WgmmaParams& p, const float (&acc)[64], std::int64_t row0,
-                                                 std::int64_t col0, int lane_in_group) {
+                                                 std::int64_t col0, int lane_in_group, float* c, std::int64_t ld,
+                                                 float beta) {
   const int warp = lane_in_group / 32, lane = lane_in_group % 32;
   const bool scaled = p.row_max_a != nullptr;
   const std::int64_t rows[2] = {row0 + warp * 16 + lane / 4, row0 + warp * 16 + lane / 4 + 8};
@@ -186,10 +198,42 @@ __device__ __forceinline__ void store_wgmma_tile(const WgmmaParams& p, const flo
         if (rows[half] >= p.m) continue;
         float v = acc[nb * 4 + half * 2 + e];
         if (scaled) v = unscale(v, row_shift[half] + col_shift);
-        float* out = p.c + rows[half] + col * p.ldc;
-        *out = p.beta == 0.0f ? p.alpha * v : fmaf(p.alpha, v, p.beta * *out);
+        float* out = c + rows[half] + col * ld;
+        *out = beta == 0.0f ? p.alpha * v : fmaf(p.alpha, v, beta * *out);
       }
     }
+}
+
+// One work item of the persistent grid: output tile `tile`, slices [k_begin, k_end) of k. Items go
+// chunk by chunk (every tile of chunk 0, then of chunk 1, ...): where they outnumber the CTAs, the
+// CTAs in flight work on one chunk of neighbouring tiles and share its A and B slices in L2.
+struct WorkItem {
+  TileCoordinates tile;
+  int split, k_begin, k_end;
+};
+__device__ __forceinline__ WorkItem work_item(const WgmmaParams& p, int item) {
+  const int tiles = p.tiles_m * p.tiles_n;
+  const int split = item / tiles;
+  const int k_begin = split * p.chunk_slices;
+  return {grouped_tile(item - split * tiles, p.tiles_m, p.tiles_n), split, k_begin,
+          min(k_begin + p.chunk_slices, p.k_tiles)};
+}
+
+// Split-K's second pass: C = (sum of the slabs in split order) + beta * C, FP32 with round to
+// nearest like the kernel's acc += part (seed 000 §3.2); a fixed order and no atomics, so the
+// result is the same every run. beta == 0: C is not read.
+__global__ void split_k_reduce_kernel(WgmmaParams p) {
+  const std::int64_t slab = p.ldw * p.tiles_n * WgmmaConfig::kTileN;
+  const std::int64_t count = p.m * p.n;
+  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < count;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t j = e / p.m, i = e - j * p.m;
+    const float* w = p.partials + i + j * p.ldw;
+    float sum = w[0];
+    for (int s = 1; s < p.splits; ++s) sum += w[s * slab];
+    float* out = p.c + i + j * p.ldc;
+    *out = p.beta == 0.0f ? sum : fmaf(p.beta, *out, sum);
+  }
 }
 
 // Writes 1 to *out when the wgmma path was compiled (sm_90a), so the host can choose it.
@@ -207,7 +251,7 @@ __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1)
   const unsigned full_barriers = shared_base + Cfg::kStages * Cfg::kStageBytes;  // [kStages] x 8 bytes
   const unsigned empty_barriers = full_barriers + Cfg::kStages * 8;
   const int tid = threadIdx.x, warpgroup = tid / 128, lane_in_group = tid % 128;
-  const int tiles = p.tiles_m * p.tiles_n;
+  const int items = p.tiles_m * p.tiles_n * p.splits;
 
   if (tid == 0) {
     for (int s = 0; s < Cfg::kStages; ++s) {
@@ -217,9 +261,10 @@ __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1)
   }
   __syncthreads();
 
-  // Persistent: each CTA walks the tiles blockIdx.x, blockIdx.x + gridDim.x, ... in grouped order,
-  // so the CTAs resident at one time work on neighbouring tiles and share A and B slices in L2.
-  // The stage ring continues across tiles: `slice` counts every slice this CTA has handled.
+  // Persistent: each CTA walks the work items blockIdx.x, blockIdx.x + gridDim.x, ... (tiles in
+  // grouped order), so the CTAs resident at one time work on neighbouring tiles and share A and B
+  // slices in L2. Producer and consumers walk the same items; the stage ring continues across
+  // them: `slice` counts every slice this CTA has handled.
   if (warpgroup == 0) {  // producer
     set_max_registers_dec<40>();
     if (lane_in_group == 0) {
@@ -227,10 +272,10 @@ __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1)
       const int rows_b = static_cast<int>(p.b_lo_offset / p.padded_depth_bytes);
       const int elements_per_slice = Cfg::kRowBytes / (E == Element::Fp16 ? 2 : 4);
       int slice = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const TileCoordinates tile = grouped_tile(t, p.tiles_m, p.tiles_n);
-        const int row_a = tile.m * Cfg::kTileM, row_b = tile.n * Cfg::kTileN;
-        for (int k_tile = 0; k_tile < p.k_tiles; ++k_tile, ++slice) {
+      for (int item = blockIdx.x; item < items; item += gridDim.x) {
+        const WorkItem w = work_item(p, item);
+        const int row_a = w.tile.m * Cfg::kTileM, row_b = w.tile.n * Cfg::kTileN;
+        for (int k_tile = w.k_begin; k_tile < w.k_end; ++k_tile, ++slice) {
           const int stage = slice % Cfg::kStages, round = slice / Cfg::kStages;
           if (round > 0) mbarrier_wait(empty_barriers + 8 * stage, (round - 1) & 1);
           const unsigned full = full_barriers + 8 * stage;
@@ -248,13 +293,13 @@ __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1)
     set_max_registers_inc<232>();
     const int consumer = warpgroup - 1;  // rows consumer*64 .. +63 of the tile
     int slice = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-      const TileCoordinates tile = grouped_tile(t, p.tiles_m, p.tiles_n);
+    for (int item = blockIdx.x; item < items; item += gridDim.x) {
+      const WorkItem w = work_item(p, item);
       float acc[64], x[64], part[64];
 #pragma unroll
       for (int i = 0; i < 64; ++i) acc[i] = x[i] = part[i] = 0.0f;
 
-      for (int k_tile = 0; k_tile < p.k_tiles; ++k_tile, ++slice) {
+      for (int k_tile = w.k_begin; k_tile < w.k_end; ++k_tile, ++slice) {
         const int stage = slice % Cfg::kStages, round = slice / Cfg::kStages;
         mbarrier_wait(full_barriers + 8 * stage, round & 1);  // TMA writes and wgmma reads: both async proxy
         const unsigned stage_base = shared_base + stage * Cfg::kStageBytes;
@@ -296,7 +341,8 @@ __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1)
 #pragma unroll
           for (int i = 0; i < 64; ++i) part[i] += x[i];  // outside the TC: RN (§3.2)
         }
-        if ((k_tile + 1) % Cfg::kSlicesPerPart == 0 || k_tile + 1 == p.k_tiles) {
+        // k_begin is a multiple of kSlicesPerPart: a chunk's parts are the unsplit kernel's.
+        if ((k_tile + 1) % Cfg::kSlicesPerPart == 0 || k_tile + 1 == w.k_end) {
 #pragma unroll
           for (int i = 0; i < 64; ++i) {
             acc[i] += part[i];
@@ -304,9 +350,12 @@ __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1)
           }
         }
       }
-      // The producer is already loading the next tile's first slices while this tile is stored.
-      store_wgmma_tile(p, acc, std::int64_t(tile.m) * Cfg::kTileM + consumer * 64, std::int64_t(tile.n) * Cfg::kTileN,
-                       lane_in_group);
+      // The producer is already loading the next item's first slices while this one is stored.
+      const bool split = p.splits > 1;
+      store_wgmma_tile(p, acc, std::int64_t(w.tile.m) * Cfg::kTileM + consumer * 64,
+                       std::int64_t(w.tile.n) * Cfg::kTileN, lane_in_group,
+                       split ? p.partials + w.split * p.ldw * p.tiles_n * Cfg::kTileN : p.c, split ? p.ldw : p.ldc,
+                       split ? 0.0f : p.beta);
     }
   }
 #endif
