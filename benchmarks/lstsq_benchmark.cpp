@@ -15,7 +15,8 @@
 //   lstsq_benchmark [--shapes 65536x4096,262144x256,16384x16384] [--backends cublas-sgemm,tf32tf32,halfhalf]
 //                   [--panels tsqr,cusolver] [--block 128] [--conds 1e2,1e6,1e8] [--refinements augmented,gmres,cgls]
 //                   [--irs 32F] [--lstsq yes|no] [--cholesky-parts no] [--cgls-parts no]
-//                   [--fp32-updates auto,cublas-sgemm] [--ls-blocks auto,512] [--reps 3] [--json out.json]
+//                   [--fp32-updates auto,cublas-sgemm] [--ls-blocks auto,512] [--vt-c-backends same,cublas-sgemm]
+//                   [--reps 3] [--json out.json]
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <nvtx3/nvToolsExt.h>
@@ -85,6 +86,9 @@ int main(int argc, char** argv) try {
     if (panel != "tsqr" && panel != "cusolver")
       throw InvalidArgument("--panels: \"" + panel + "\" is neither tsqr nor cusolver");
   const std::int64_t block = opt.sizes("block", "128").front();
+  // --vt-c-backends same,cublas-sgemm: the FP32 QR rows with each backend for the trailing
+  // updates' V^T C (DeviceQr's vt_c_update; same: the --backends one for both products).
+  const std::vector<std::string> vt_c_backends = opt.list("vt-c-backends", "same");
   const std::vector<std::string> refinements = opt.list("refinements", "augmented,gmres");
   // --cholesky-qr yes,no: with and without the Cholesky QR attempt (LeastSquaresOptions::cholesky_qr).
   const std::vector<std::string> cholesky_qr = opt.list("cholesky-qr", "yes");
@@ -106,8 +110,9 @@ int main(int argc, char** argv) try {
   // --cgls-parts yes: rows for the operations of one CGLS iteration (DGEMV with A and A^T, DTRSV
   // with R and R^T) and for an explicit R^-1 (cusolverDnXtrtri once, DGEMV with it per solve).
   const bool cgls_parts = opt.get("cgls-parts", "no") == "yes";
-  // --fp32-updates auto,cublas-sgemm: least squares with each backend for the FP32 QR's trailing
-  // updates (LeastSquaresOptions::fp32_update; auto: the solver's choice).
+  // --fp32-updates auto,cublas-sgemm,auto/tf32tf32: least squares with each backend for the FP32
+  // QR's trailing updates (LeastSquaresOptions::fp32_update; auto: the solver's choice); after a
+  // slash, the one for V^T C alone (fp32_vt_c_update).
   const std::vector<std::string> fp32_updates = opt.list("fp32-updates", "auto");
   // --ls-blocks auto,512: least squares with each LeastSquaresOptions::block_size (auto: the
   // solver's choice).
@@ -366,7 +371,10 @@ int main(int argc, char** argv) try {
             for (const std::string& update : fp32_updates)
               for (const std::int64_t ls_block : ls_blocks) {
                 LeastSquaresOptions options;
-                if (update != "auto") options.fp32_update = update;
+                const std::size_t slash = update.find('/');
+                const std::string both = update.substr(0, slash);
+                if (both != "auto") options.fp32_update = both;
+                if (slash != std::string::npos) options.fp32_vt_c_update = update.substr(slash + 1);
                 options.block_size = int(ls_block);
                 options.refinement = refinement == "gmres"  ? LeastSquaresOptions::Refinement::Gmres
                                      : refinement == "cgls" ? LeastSquaresOptions::Refinement::Cgls
@@ -418,15 +426,18 @@ int main(int argc, char** argv) try {
                                                 gemm::find_backend("cublas-dgemm"), panel);
             nvtxRangePop();
           }));
-      for (const std::string& backend : backends) {
-        const std::string fp32_name = "mixsolve fp32 (" + backend + suffix + ")";
-        row(fp32_name, median_seconds(ctx, reps, copy32, [&] {
-              nvtxRangePushA(fp32_name.c_str());
-              solvers_detail::DeviceQr<float> qr(ctx, device_view(work32.data(), m, n, m), block,
-                                                 gemm::find_backend(backend), panel);
-              nvtxRangePop();
-            }));
-      }
+      for (const std::string& backend : backends)
+        for (const std::string& vt_c : vt_c_backends) {
+          const gemm::Backend* vt_c_update = vt_c == "same" ? nullptr : &gemm::find_backend(vt_c);
+          const std::string fp32_name =
+              "mixsolve fp32 (" + backend + (vt_c_update ? ", V^T C " + vt_c : std::string()) + suffix + ")";
+          row(fp32_name, median_seconds(ctx, reps, copy32, [&] {
+                nvtxRangePushA(fp32_name.c_str());
+                solvers_detail::DeviceQr<float> qr(ctx, device_view(work32.data(), m, n, m), block,
+                                                   gemm::find_backend(backend), panel, vt_c_update);
+                nvtxRangePop();
+              }));
+        }
     }
   }
   cusolverDnDestroy(solver);

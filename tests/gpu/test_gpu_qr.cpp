@@ -209,7 +209,7 @@ TEST(GpuQr, TsqrPanelIsHouseholderQrOnEveryTreeShape) {
 }
 
 // least_squares() on a wide device matrix (n >= 1024): the FP32 QR's updates on cublas-fp16x3
-// (V^T C on cublas-sgemm) where A's columns are scaled alike, on cublas-sgemm where one column is
+// (V^T C on tf32tf32) where A's columns are scaled alike, on cublas-sgemm where one column is
 // 2^-13 of the others; either way x agrees with the FP64 QR's (Eigen's, on the host) to FP64's
 // attainable accuracy, u (kappa + kappa^2 ||r|| / (||A|| ||x||)).
 TEST(GpuLeastSquares, WideMatricesTakeTheFp16x3UpdatesWhereColumnsAreScaledAlike) {
@@ -250,7 +250,7 @@ TEST(GpuLeastSquares, WideMatricesTakeTheFp16x3UpdatesWhereColumnsAreScaledAlike
                   difference, bound);
       EXPECT_TRUE(r.converged) << r.path();
       EXPECT_EQ(r.path().rfind("fp32/cgls(", 0), 0u) << r.path();
-      EXPECT_EQ(r.attempts[0].update_backend, scaled_column ? "cublas-sgemm" : "cublas-fp16x3 (V^T C: cublas-sgemm)");
+      EXPECT_EQ(r.attempts[0].update_backend, scaled_column ? "cublas-sgemm" : "cublas-fp16x3 (V^T C: tf32tf32)");
       EXPECT_LE(difference, bound) << r.path();
     }
 }

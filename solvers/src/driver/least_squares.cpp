@@ -96,7 +96,8 @@ class HostLsSpace final : public solvers_detail::LsSpace {
       for (std::int64_t i = 0; i < a_.rows; ++i) sum += (a_(i, j) / largest) * (a_(i, j) / largest);
     return largest * std::sqrt(sum);
   }
-  std::vector<double> factor(bool fp64, double a_scale, std::int64_t block, const std::string& fp32_update) override {
+  std::vector<double> factor(bool fp64, double a_scale, std::int64_t block, const std::string& fp32_update,
+                             const std::string& /*fp32_vt_c_update: one backend for both products here*/) override {
     a_scale_ = a_scale;
     r64_.clear();
     r32_in_fp64_.clear();
@@ -322,7 +323,7 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int
     }
     diagonal = std::move(c.diagonal);
   } else {
-    diagonal = space.factor(fp64, std::ldexp(1.0, -exponent), block, options.fp32_update);
+    diagonal = space.factor(fp64, std::ldexp(1.0, -exponent), block, options.fp32_update, options.fp32_vt_c_update);
     result.update_backend = space.update_backend();
   }
   double largest = 0, smallest = INFINITY;

@@ -26,9 +26,11 @@ class LsSpace {
   virtual double largest_abs_a() = 0;
   virtual double norm_a_frobenius() = 0;
   // Factors a_scale A rounded to FP32 (fp64 false) or FP64 with `block` columns per block and
-  // the FP32 trailing updates on the GEMM backend `fp32_update` (0 and "": the space's choice),
-  // replacing any factors held; returns |r_jj| for j = 0 .. n-1.
-  virtual std::vector<double> factor(bool fp64, double a_scale, std::int64_t block, const std::string& fp32_update) = 0;
+  // the FP32 trailing updates on the GEMM backend `fp32_update`, their V^T C on `fp32_vt_c_update`
+  // where the space has a choice for it (0 and "": the space's choice), replacing any factors
+  // held; returns |r_jj| for j = 0 .. n-1.
+  virtual std::vector<double> factor(bool fp64, double a_scale, std::int64_t block, const std::string& fp32_update,
+                                     const std::string& fp32_vt_c_update) = 0;
   // The GEMM backend(s) of the current Householder factors' trailing updates, for the report.
   virtual std::string update_backend() const = 0;
   // FP64 factors from the current FP32 ones, by Cholesky QR preconditioned with their R:

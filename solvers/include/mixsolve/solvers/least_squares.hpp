@@ -48,10 +48,14 @@ struct LeastSquaresOptions {
   int block_size = 0;
   /// The GEMM backend (gemm registry name) of the FP32 QR's trailing updates, both of their
   /// products; "": host-fp32 for host matrices; for device ones, where n >= 1024 and A's column
-  /// norms span at most 2^12, cublas-fp16x3 for C - V W and cublas-sgemm for V^T C (its split
-  /// errs by ~2^-39 of each operand's largest entry, not column by column, and its tensor-core
-  /// accumulation truncates over V^T C's m terms), else cublas-sgemm (docs/least_squares.md).
+  /// norms span at most 2^12, cublas-fp16x3 for C - V W and tf32tf32 for V^T C (cublas-fp16x3's
+  /// split errs by ~2^-39 of each operand's largest entry, not column by column, and its
+  /// tensor-core accumulation truncates over V^T C's m terms), else cublas-sgemm
+  /// (docs/least_squares.md).
   std::string fp32_update;
+  /// The GEMM backend of V^T C alone in the FP32 QR's trailing updates of device matrices
+  /// (C - V W keeps fp32_update's); "": as described under fp32_update. Ignored for host matrices.
+  std::string fp32_vt_c_update;
   /// The refinement of the cheaper factors. Cgls (the default): x += d, d the least-squares
   /// solution of A d ~ b - A x (FP64 residual) by CGLS right-preconditioned with the cheap R in
   /// FP64 (no Q; Bjorck, Numerical Methods for Least Squares Problems, section 7.4): its
@@ -121,7 +125,7 @@ struct LeastSquaresAttempt {
   /// x += (R^T R)^-1 A^T (b - A x) (no Q).
   bool cholesky_qr = false;
   /// The GEMM backend of the Householder QR's trailing updates, e.g. "cublas-sgemm",
-  /// "cublas-fp16x3 (V^T C: cublas-sgemm)", "host-fp32"; empty for the Cholesky QR.
+  /// "cublas-fp16x3 (V^T C: tf32tf32)", "host-fp32"; empty for the Cholesky QR.
   std::string update_backend;
   /// The worst stop over the right-hand sides (in the order of LeastSquaresStop).
   LeastSquaresStop stop = LeastSquaresStop::Converged;

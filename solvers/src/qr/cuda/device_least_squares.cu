@@ -587,7 +587,8 @@ class DeviceLsSpace final : public LsSpace {
     return column_squares_;
   }
 
-  std::vector<double> factor(bool fp64, double a_scale, std::int64_t block, const std::string& fp32_update) override {
+  std::vector<double> factor(bool fp64, double a_scale, std::int64_t block, const std::string& fp32_update,
+                             const std::string& fp32_vt_c_update) override {
     a_scale_ = a_scale;
     r64_ = DeviceBuffer<double>();
     r32_in_fp64_ = DeviceBuffer<double>();
@@ -613,18 +614,22 @@ class DeviceLsSpace final : public LsSpace {
       return qr64_->diagonal();
     }
     const std::string update = fp32_update.empty() ? fp32_update_backend() : fp32_update;
-    const bool vt_c_on_sgemm = fp32_update.empty() && update == "cublas-fp16x3";
-    update_ = vt_c_on_sgemm ? update + " (V^T C: cublas-sgemm)" : update;
+    // cublas-fp16x3 accumulates in the tensor cores (truncating), so its error grows with the inner
+    // dimension: V^T C, whose inner dimension is m, goes to tf32tf32 (seed 000's corrected product,
+    // RN sums outside the tensor cores, split-K: more accurate than SGEMM, so that CGLS takes
+    // fewer iterations with the R it gives, and a little faster at these shapes; a backend asked
+    // for by name takes both products unless fp32_vt_c_update names another).
+    std::string vt_c = fp32_vt_c_update;
+    if (vt_c.empty() && fp32_update.empty() && update == "cublas-fp16x3") vt_c = "tf32tf32";
+    if (vt_c == update) vt_c.clear();
+    update_ = vt_c.empty() ? update : update + " (V^T C: " + vt_c + ")";
     if (block == 0) block = update == "cublas-fp16x3" ? 256 : 128;
     factors32_ = DeviceBuffer<float>(ctx_, m * n);
     scaled_copy_kernel<<<matrix_grid(m, n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, a_scale, factors32_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    // cublas-fp16x3 accumulates in the tensor cores (truncating), so its error grows with the inner
-    // dimension: V^T C, whose inner dimension is m, goes to cublas-sgemm (a backend asked for by
-    // name takes both products).
     qr32_ = std::make_unique<DeviceQr<float>>(ctx_, device_view(factors32_.data(), m, n, m), block,
                                               gemm::find_backend(update), QrPanel::Tsqr,
-                                              vt_c_on_sgemm ? &gemm::find_backend("cublas-sgemm") : nullptr);
+                                              vt_c.empty() ? nullptr : &gemm::find_backend(vt_c));
     return qr32_->diagonal();
   }
 
