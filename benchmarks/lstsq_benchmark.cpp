@@ -384,9 +384,12 @@ int main(int argc, char** argv) try {
                 const double ours = median_seconds(
                     ctx, reps, [] {},
                     [&] {
+                      // In an NVTX range named after the row (for ncu --nvtx-include "lstsq .../").
+                      nvtxRangePushA((name + " " + refinement).c_str());
                       report = least_squares(ctx, device_view<const double>(matrix.data(), m, n, m),
                                              device_view<const double>(b.data(), m, 1, m),
                                              device_view(x.data(), n, 1, n), options);
+                      nvtxRangePop();
                     });
                 std::string label = update == "auto" ? "" : update;
                 if (ls_block > 0)
