@@ -98,7 +98,9 @@ TEST(GpuQr, FactorsToTheWorkingPrecisionOnEveryUpdateBackend) {
   expect_device_qr<float>("cublas-sgemm", 2000, 256, 64, 4);
   expect_device_qr<float>("tf32tf32", 2000, 256, 64, 8);
   expect_device_qr<float>("halfhalf", 2000, 256, 64, 8);
-  // least_squares()'s choice for wide device matrices.
+  // least_squares()'s choice for wide device matrices (V^T C on tf32tf32 splits k there), and the
+  // one before it.
+  expect_device_qr<float>("cublas-fp16x3", 6000, 1100, 256, 8, solvers_detail::QrPanel::Tsqr, "tf32tf32");
   expect_device_qr<float>("cublas-fp16x3", 6000, 1100, 256, 8, solvers_detail::QrPanel::Tsqr, "cublas-sgemm");
   expect_device_qr<float>("cublas-sgemm", 1001, 333, 128, 4);
   expect_device_qr<float>("cublas-sgemm", 70001, 100, 128, 4);
