@@ -384,6 +384,14 @@ TEST(LeastSquares, NamesBadArguments) {
   o = {};
   o.max_iterations = 0;
   expect_message(a, b, x, o, "max_iterations (0) < 1");
+  o = {};
+  o.fp32_update = "no-such-gemm";
+  expect_message(a, b, x, o, "fp32_update \"no-such-gemm\" is not an FP32 GEMM backend for host matrices");
+  o.fp32_update = "host-fp64";
+  expect_message(a, b, x, o, "fp32_update \"host-fp64\" is not an FP32 GEMM backend");
+  o = {};
+  o.fp32_vt_c_update = "no-such-gemm";
+  expect_message(a, b, x, o, "fp32_vt_c_update \"no-such-gemm\" is not an FP32 GEMM backend");
   MatrixD bad = a;
   bad(4, 2) = NAN;
   expect_message(bad, b, x, {}, "A(4, 2) is NaN or Inf");

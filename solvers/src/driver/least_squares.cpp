@@ -454,6 +454,20 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
     throw InvalidArgument("least_squares: max_iterations (" + std::to_string(options.max_iterations) + ") < 1");
   if (options.block_size < 0)
     throw InvalidArgument("least_squares: block_size (" + std::to_string(options.block_size) + ") < 0");
+  // The FP32 updates' backends: FP32 GEMMs in A's memory (fp32_vt_c_update applies to device
+  // matrices only).
+  for (const auto& [option, name] : {std::pair<const char*, const std::string&>{"fp32_update", options.fp32_update},
+                                     {"fp32_vt_c_update", options.fp32_vt_c_update}}) {
+    if (name.empty()) continue;
+    const gemm::Backend* backend = nullptr;
+    for (const gemm::Backend* candidate : gemm::all_backends())
+      if (candidate->name() == name) backend = candidate;
+    const bool ignored_here = std::string(option) == "fp32_vt_c_update" && a.memory == Memory::Host;
+    if (!backend || backend->data_type() != gemm::DataType::F32 || (!ignored_here && backend->memory() != a.memory))
+      throw InvalidArgument(std::string("least_squares: ") + option + " \"" + name +
+                            "\" is not an FP32 GEMM backend for " + (a.memory == Memory::Device ? "device" : "host") +
+                            " matrices (gemm registry)");
+  }
   const std::unique_ptr<solvers_detail::LsSpace> space = a.memory == Memory::Device
                                                              ? solvers_detail::make_device_ls_space(ctx, a, b, x)
                                                              : std::make_unique<HostLsSpace>(ctx, a, b, x);

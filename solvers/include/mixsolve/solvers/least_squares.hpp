@@ -184,7 +184,8 @@ class RankDeficientMatrix : public Error {
 ///                              matrices with a host-only ctx, m < n, B has not m
 ///                              rows, X not n rows or not B's columns, A or B holds NaN or Inf,
 ///                              X overlaps A or B, factorization is not FP32 or FP64,
-///                              max_iterations < 1 or block_size < 0.
+///                              max_iterations < 1, block_size < 0, or fp32_update
+///                              (fp32_vt_c_update) names no FP32 GEMM backend for A's memory.
 /// @throws RankDeficientMatrix  if A is numerically rank deficient (RankDeficientMatrix).
 /// @throws DeviceError          if a CUDA, cuBLAS or cuSOLVER call fails.
 LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
