@@ -16,6 +16,7 @@
 //                   [--panels tsqr,cusolver] [--block 128] [--conds 1e2,1e6,1e8] [--refinements augmented,gmres,cgls]
 //                   [--irs 32F] [--lstsq yes|no] [--cholesky-parts no] [--cgls-parts no]
 //                   [--fp32-updates auto,cublas-sgemm] [--ls-blocks auto,512] [--vt-c-backends same,cublas-sgemm]
+//                   [--factorizations fp32,fp64]
 //                   [--reps 3] [--json out.json]
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
@@ -114,6 +115,10 @@ int main(int argc, char** argv) try {
   // QR's trailing updates (LeastSquaresOptions::fp32_update; auto: the solver's choice); after a
   // slash, the one for V^T C alone (fp32_vt_c_update).
   const std::vector<std::string> fp32_updates = opt.list("fp32-updates", "auto");
+  // --factorizations fp32,fp64: least squares with each LeastSquaresOptions::factorization.
+  const std::vector<std::string> factorizations = opt.list("factorizations", "fp32");
+  for (const std::string& f : factorizations)
+    if (f != "fp32" && f != "fp64") throw InvalidArgument("--factorizations: \"" + f + "\" is neither fp32 nor fp64");
   // --ls-blocks auto,512: least squares with each LeastSquaresOptions::block_size (auto: the
   // solver's choice).
   std::vector<std::int64_t> ls_blocks;
@@ -369,41 +374,45 @@ int main(int argc, char** argv) try {
         for (const std::string& refinement : refinements)
           for (const std::string& cholesky : cholesky_qr)
             for (const std::string& update : fp32_updates)
-              for (const std::int64_t ls_block : ls_blocks) {
-                LeastSquaresOptions options;
-                const std::size_t slash = update.find('/');
-                const std::string both = update.substr(0, slash);
-                if (both != "auto") options.fp32_update = both;
-                if (slash != std::string::npos) options.fp32_vt_c_update = update.substr(slash + 1);
-                options.block_size = int(ls_block);
-                options.refinement = refinement == "gmres"  ? LeastSquaresOptions::Refinement::Gmres
-                                     : refinement == "cgls" ? LeastSquaresOptions::Refinement::Cgls
-                                                            : LeastSquaresOptions::Refinement::Augmented;
-                options.cholesky_qr = cholesky == "yes";
-                LeastSquaresReport report;
-                const double ours = median_seconds(
-                    ctx, reps, [] {},
-                    [&] {
-                      // In an NVTX range named after the row (for ncu --nvtx-include "lstsq .../").
-                      nvtxRangePushA((name + " " + refinement).c_str());
-                      report = least_squares(ctx, device_view<const double>(matrix.data(), m, n, m),
-                                             device_view<const double>(b.data(), m, 1, m),
-                                             device_view(x.data(), n, 1, n), options);
-                      nvtxRangePop();
-                    });
-                std::string label = update == "auto" ? "" : update;
-                if (ls_block > 0)
-                  label += (label.empty() ? "" : ", ") + std::string("block ") + std::to_string(ls_block);
-                row(name + ": mixsolve " + (label.empty() ? "" : "[" + label + "] ") + report.path(), ours, fp64_lstsq);
-                std::string attempts = "; attempts:";
-                for (const LeastSquaresAttempt& t : report.attempts) {
-                  char text[96];
-                  std::snprintf(text, sizeof text, " %s%s %.4f s + refinement %.4f s;", to_string(t.precision).c_str(),
-                                t.cholesky_qr ? " Cholesky QR" : " QR", t.factor_seconds, t.refine_seconds);
-                  attempts += text;
+              for (const std::int64_t ls_block : ls_blocks)
+                for (const std::string& factorization : factorizations) {
+                  LeastSquaresOptions options;
+                  options.factorization = factorization == "fp64" ? Precision::FP64 : Precision::FP32;
+                  const std::size_t slash = update.find('/');
+                  const std::string both = update.substr(0, slash);
+                  if (both != "auto") options.fp32_update = both;
+                  if (slash != std::string::npos) options.fp32_vt_c_update = update.substr(slash + 1);
+                  options.block_size = int(ls_block);
+                  options.refinement = refinement == "gmres"  ? LeastSquaresOptions::Refinement::Gmres
+                                       : refinement == "cgls" ? LeastSquaresOptions::Refinement::Cgls
+                                                              : LeastSquaresOptions::Refinement::Augmented;
+                  options.cholesky_qr = cholesky == "yes";
+                  LeastSquaresReport report;
+                  const double ours = median_seconds(
+                      ctx, reps, [] {},
+                      [&] {
+                        // In an NVTX range named after the row (for ncu --nvtx-include "lstsq .../").
+                        nvtxRangePushA((name + " " + refinement).c_str());
+                        report = least_squares(ctx, device_view<const double>(matrix.data(), m, n, m),
+                                               device_view<const double>(b.data(), m, 1, m),
+                                               device_view(x.data(), n, 1, n), options);
+                        nvtxRangePop();
+                      });
+                  std::string label = update == "auto" ? "" : update;
+                  if (ls_block > 0)
+                    label += (label.empty() ? "" : ", ") + std::string("block ") + std::to_string(ls_block);
+                  row(name + ": mixsolve " + (label.empty() ? "" : "[" + label + "] ") + report.path(), ours,
+                      fp64_lstsq);
+                  std::string attempts = "; attempts:";
+                  for (const LeastSquaresAttempt& t : report.attempts) {
+                    char text[96];
+                    std::snprintf(text, sizeof text, " %s%s %.4f s + refinement %.4f s;",
+                                  to_string(t.precision).c_str(), t.cholesky_qr ? " Cholesky QR" : " QR",
+                                  t.factor_seconds, t.refine_seconds);
+                    attempts += text;
+                  }
+                  compare(x.data(), attempts);
                 }
-                compare(x.data(), attempts);
-              }
       }
     };
     if (lstsq) lstsq_rows(a, "uniform");
