@@ -127,9 +127,14 @@ __global__ void upper_triangle_kernel(const float* f, std::int64_t ld, std::int6
 }
 
 // lu (n x n, leading dimension n) := L below the diagonal and U on and above it, L = R^T D^-1 and
-// U = D R for the upper triangular r (leading dimension n) and D = diag(R): U^-1 L^-1 = (R^T R)^-1.
-__global__ void normal_equations_factors_kernel(const double* r, std::int64_t n, double* lu) {
-  FOR_EACH_ENTRY(n, n) { lu[i + j * n] = i > j ? r[j + i * n] / r[j + j * n] : r[i + i * n] * r[i + j * n]; }
+// U = D R in FP64 for the upper triangle R of r (leading dimension ld, FP32 or FP64) and
+// D = diag(R): U^-1 L^-1 = (R^T R)^-1.
+template <class T>
+__global__ void normal_equations_factors_kernel(const T* r, std::int64_t ld, std::int64_t n, double* lu) {
+  FOR_EACH_ENTRY(n, n) {
+    lu[i + j * n] =
+        i > j ? double(r[j + i * ld]) / double(r[j + j * ld]) : double(r[i + i * ld]) * double(r[i + j * ld]);
+  }
 }
 
 // d[j] := |a_jj| and d[n + j] := |b_jj| (both n x n, leading dimension n).
@@ -373,8 +378,10 @@ class DeviceLsSteps final : public LsSteps {
 // triangular solves.
 class NormalEquationsSolver {
  public:
-  NormalEquationsSolver(Context& ctx, const double* r, std::int64_t n) : ctx_(ctx), n_(n), lu_(ctx, n * n) {
-    normal_equations_factors_kernel<<<matrix_grid(n, n), 256, 0, ctx.stream()>>>(r, n, lu_.data());
+  // R: the upper triangle of r (n x n of leading dimension ld; the FP32 factors' or an FP64 R).
+  template <class T>
+  NormalEquationsSolver(Context& ctx, const T* r, std::int64_t ld, std::int64_t n) : ctx_(ctx), n_(n), lu_(ctx, n * n) {
+    normal_equations_factors_kernel<<<matrix_grid(n, n), 256, 0, ctx.stream()>>>(r, ld, n, lu_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     solver_ = std::make_unique<TriangularSolver<double>>(lu_.data(), n, n, ctx.stream());
   }
@@ -591,7 +598,6 @@ class DeviceLsSpace final : public LsSpace {
                              const std::string& fp32_vt_c_update) override {
     a_scale_ = a_scale;
     r64_ = DeviceBuffer<double>();
-    r32_in_fp64_ = DeviceBuffer<double>();
     normal32_.reset();
     normal64_.reset();
     qr32_.reset();
@@ -666,7 +672,6 @@ class DeviceLsSpace final : public LsSpace {
     // FP64 Householder QR, has no use for them.
     qr32_.reset();
     factors32_ = DeviceBuffer<float>();
-    r32_in_fp64_ = DeviceBuffer<double>();
     normal32_.reset();
     {
       // Y := a_scale A R_32^-1 and its Gram matrix, in FP64.
@@ -771,24 +776,17 @@ class DeviceLsSpace final : public LsSpace {
     double* x = x_.data + j * x_.ld;
     if (method == LsMethod::Cgls) {  // the FP32 R alone, in FP64
       if (!qr32_) throw std::logic_error("least_squares: CGLS refines the FP32 factors only");
-      const std::int64_t n = a_.cols;
-      if (r32_in_fp64_.size() == 0) {
-        r32_in_fp64_ = DeviceBuffer<double>(ctx_, n * n);
-        upper_triangle_kernel<<<matrix_grid(n, n), 256, 0, ctx_.stream()>>>(factors32_.data(), a_.rows, n,
-                                                                            r32_in_fp64_.data());
-        MIXSOLVE_CUDA_CHECK_LAUNCH();
-      }
       // The first x: the FP32 factors' own.
       DeviceBuffer<float> work(ctx_, a_.rows);
       factors_solution(ctx_, *qr32_, b, std::ilogb(a_scale_), work.data(), x);
-      if (!normal32_) normal32_ = std::make_unique<NormalEquationsSolver>(ctx_, r32_in_fp64_.data(), n);
+      if (!normal32_) normal32_ = std::make_unique<NormalEquationsSolver>(ctx_, factors32_.data(), a_.rows, a_.cols);
       DeviceSemiNormalSteps steps(ctx_, a_, b, *normal32_, a_scale_, x, true);
       return solvers_detail::refine(steps, LsFactorKind::Cheap, max_iterations, LsMethod::Cgls, scales);
     }
     if (r64_.size() > 0) {  // Cholesky QR factors
       if (method != LsMethod::Augmented)
         throw std::logic_error("least_squares: Cholesky QR factors take the semi-normal steps only");
-      if (!normal64_) normal64_ = std::make_unique<NormalEquationsSolver>(ctx_, r64_.data(), a_.cols);
+      if (!normal64_) normal64_ = std::make_unique<NormalEquationsSolver>(ctx_, r64_.data(), a_.cols, a_.cols);
       DeviceSemiNormalSteps steps(ctx_, a_, b, *normal64_, a_scale_, x);
       return solvers_detail::refine(steps, LsFactorKind::SemiNormal, max_iterations, LsMethod::Augmented, scales);
     }
@@ -827,9 +825,9 @@ class DeviceLsSpace final : public LsSpace {
   DeviceBuffer<double> factors64_;
   std::unique_ptr<DeviceQr<float>> qr32_;
   std::unique_ptr<DeviceQr<double>> qr64_;
-  // n x n: the Cholesky QR's R, where it holds the factors; the FP32 R in FP64, for CGLS; and
-  // (R^T R)^-1 of those two Rs.
-  DeviceBuffer<double> r64_, r32_in_fp64_;
+  // n x n: the Cholesky QR's R, where it holds the factors; and (R^T R)^-1 of it and of the FP32
+  // factors' R (for CGLS).
+  DeviceBuffer<double> r64_;
   std::unique_ptr<NormalEquationsSolver> normal64_, normal32_;
   std::string update_;  // the Householder factors' update backend(s)
   double a_scale_ = 1;
