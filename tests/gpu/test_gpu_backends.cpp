@@ -47,11 +47,15 @@ struct DeviceProblem {
       : a(op_a == Op::N ? m : k, op_a == Op::N ? k : m, (op_a == Op::N ? m : k) + pad),
         b(op_b == Op::N ? k : n, op_b == Op::N ? n : k, (op_b == Op::N ? k : n) + pad),
         c0(m, n, m + pad),
-        da(a.data.size()), db(b.data.size()), dc(c0.data.size()) {
+        da(a.data.size()),
+        db(b.data.size()),
+        dc(c0.data.size()) {
     fill_random(a.view(), sa);
     fill_random(b.view(), sb);
-    if (random_c) fill_random(c0.view(), RandomSpec::uniform(-1, 1, sa.seed + 77));
-    else fill_constant(c0.view(), NAN);  // poison: every entry must be written
+    if (random_c)
+      fill_random(c0.view(), RandomSpec::uniform(-1, 1, sa.seed + 77));
+    else
+      fill_constant(c0.view(), NAN);  // poison: every entry must be written
     da.copy_from_host(a.data);
     db.copy_from_host(b.data);
     dc.copy_from_host(c0.data);
@@ -77,7 +81,9 @@ std::vector<const Backend*> device_f32_backends(const Context& ctx) {
 TEST(GpuBackends, EveryFp32BackendMatchesFp64ReferenceOnAllTransposesAndOddSizes) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
-  struct Shape { std::int64_t m, n, k; };
+  struct Shape {
+    std::int64_t m, n, k;
+  };
   const Shape shapes[] = {{1, 1, 1}, {17, 33, 65}, {1000, 17, 300}, {129, 257, 4097}, {4097, 31, 40}, {128, 128, 128}};
   std::uint64_t seed = 1000;
   for (const Backend* be : device_f32_backends(ctx))
@@ -87,8 +93,8 @@ TEST(GpuBackends, EveryFp32BackendMatchesFp64ReferenceOnAllTransposesAndOddSizes
           for (bool with_beta : {false, true}) {
             seed += 3;
             const float alpha = with_beta ? -1.25f : 1.0f, beta = with_beta ? 0.5f : 0.0f;
-            DeviceProblem p(oa, ob, s.m, s.n, s.k, 3, RandomSpec::uniform(-1, 1, seed), RandomSpec::uniform(-1, 1, seed + 1),
-                            with_beta);
+            DeviceProblem p(oa, ob, s.m, s.n, s.k, 3, RandomSpec::uniform(-1, 1, seed),
+                            RandomSpec::uniform(-1, 1, seed + 1), with_beta);
             const HostMatrix<float> c = p.run(ctx, *be, oa, ob, s.m, s.n, s.k, alpha, beta);
             const auto ref = mixsolve::testing::reference_gemm(oa, ob, s.m, s.n, s.k, alpha, p.a, p.b, beta, p.c0);
             const auto [u_in, u_acc] = unit_roundoffs(be->name());
@@ -111,10 +117,15 @@ TEST(GpuBackends, CanImplementStatesEachBackendsSizeLimits) {
   float dummy = 0.0f;
   const auto args = [&](std::int64_t m, std::int64_t k) {
     GemmArgs<float> g;
-    g.m = m; g.n = 8; g.k = k;
-    g.a = &dummy; g.lda = m;
-    g.b = &dummy; g.ldb = k;
-    g.c = &dummy; g.ldc = m;
+    g.m = m;
+    g.n = 8;
+    g.k = k;
+    g.a = &dummy;
+    g.lda = m;
+    g.b = &dummy;
+    g.ldb = k;
+    g.c = &dummy;
+    g.ldc = m;
     return g;
   };
   const Support sgemm = find_backend("cublas-sgemm").can_implement(ctx, args(std::int64_t{1} << 31, 8));
@@ -162,7 +173,8 @@ double device_relative_error(Context& ctx, const std::string& name, std::int64_t
   const HostMatrix<float> c = p.run(ctx, find_backend(name), Op::N, Op::N, n, n, k, 1.0f, 0.0f);
   const auto ref = mixsolve::testing::reference_gemm(Op::N, Op::N, n, n, k, 1.0, p.a, p.b, 0.0, p.c0);
   std::vector<double> r(ref.value.data(), ref.value.data() + n * n);
-  return compare_to_reference(host_view<const float>(c.data.data(), n, n, c.ld), host_view<const double>(r.data(), n, n, n))
+  return compare_to_reference(host_view<const float>(c.data.data(), n, n, c.ld),
+                              host_view<const double>(r.data(), n, n, n))
       .relative_error;
 }
 
@@ -171,7 +183,8 @@ TEST(GpuBackends, HalfhalfScalesValuesBeyondFp16RangeInsteadOfOverflowing) {
   Context ctx;
   // |a| up to 2^40 and down to 2^-45: far outside FP16 on both sides.
   const auto big = RandomSpec::exp_rand(20, 40, 5), tiny = RandomSpec::exp_rand(-45, -35, 6);
-  for (const auto& [sa, sb] : {std::pair{big, RandomSpec::uniform(-1, 1, 7)}, std::pair{tiny, RandomSpec::exp_rand(-15, 15, 8)}}) {
+  for (const auto& [sa, sb] :
+       {std::pair{big, RandomSpec::uniform(-1, 1, 7)}, std::pair{tiny, RandomSpec::exp_rand(-15, 15, 8)}}) {
     const std::int64_t k = 512;
     const double hh = device_relative_error(ctx, "halfhalf", 64, k, sa, sb);
     EXPECT_LE(hh, mixsolve::testing::inner_product_bound(k, 0x1p-23, 0x1p-23)) << sa.name();
@@ -197,7 +210,8 @@ TEST(GpuBackends, Fp16x3ScalesEachOperandSoAnyMagnitudeKeepsItsAccuracy) {
   for (float& v : a) v *= 0x1p-50f;
   p.da.copy_from_host(a);
   p.dc.copy_from_host(p.c0.data);
-  const HostMatrix<float> c_scaled = p.run(ctx, find_backend("cublas-fp16x3"), Op::N, Op::T, 33, 17, 300, -0x1p50f, 0.5f);
+  const HostMatrix<float> c_scaled =
+      p.run(ctx, find_backend("cublas-fp16x3"), Op::N, Op::T, 33, 17, 300, -0x1p50f, 0.5f);
   for (std::size_t i = 0; i < c.data.size(); ++i) ASSERT_EQ(c_scaled.data[i], c.data[i]) << "entry " << i;
 }
 
@@ -217,8 +231,8 @@ TEST(GpuBackends, Fp16x3WithPackedBMatchesFp64ReferenceOverAnyBlockRange) {
   DeviceBuffer<unsigned char> storage(ld_bytes * n);
   const PackedB packed{&fp16x3, storage.data(), ld_bytes, block, 0, 1.0};
   std::uint64_t seed = 92;
-  for (const RandomSpec& spec_a : {RandomSpec::uniform(-1, 1, 0), RandomSpec::uniform(-0x1p-30, 0x1p-30, 0),
-                                   RandomSpec::exp_rand(30, 40, 0)}) {
+  for (const RandomSpec& spec_a :
+       {RandomSpec::uniform(-1, 1, 0), RandomSpec::uniform(-0x1p-30, 0x1p-30, 0), RandomSpec::exp_rand(30, 40, 0)}) {
     RandomSpec sa = spec_a;
     sa.seed = seed++;
     DeviceProblem p(Op::N, Op::N, m, n, k, pad, sa, unit_b, true);
@@ -229,10 +243,11 @@ TEST(GpuBackends, Fp16x3WithPackedBMatchesFp64ReferenceOverAnyBlockRange) {
       for (const KernelPlacement placement : {KernelPlacement::Anywhere, KernelPlacement::Unclustered}) {
         const std::int64_t k0 = first_block * block, kk = k - k0;
         p.dc.copy_from_host(p.c0.data);
-        fp16x3.run(ctx,
-                   Problem{m, n, kk, -1.25, 0.5, Operand::dense(Format::F32, Op::N, p.da.data() + k0 * p.a.ld, p.a.ld),
-                           Operand::prepacked(packed.blocks_from(first_block)), Output{Format::F32, p.dc.data(), p.c0.ld}},
-                   {}, Execution{true, placement});
+        fp16x3.run(
+            ctx,
+            Problem{m, n, kk, -1.25, 0.5, Operand::dense(Format::F32, Op::N, p.da.data() + k0 * p.a.ld, p.a.ld),
+                    Operand::prepacked(packed.blocks_from(first_block)), Output{Format::F32, p.dc.data(), p.c0.ld}},
+            {}, Execution{true, placement});
         ctx.synchronize();
         HostMatrix<float> c = p.c0;
         p.dc.copy_to_host(c.data.data(), c.data.size());
@@ -253,7 +268,13 @@ TEST(GpuBackends, Fp16x3WithPackedBMatchesFp64ReferenceOverAnyBlockRange) {
   // Refusals name the argument: through can_implement (a query) and run (which throws).
   DeviceBuffer<float> a(m * k), c(m * n);
   const auto problem = [&](std::int64_t lda, const PackedB& b) {
-    return Problem{m, n, k, 1, 0, Operand::dense(Format::F32, Op::N, a.data(), lda), Operand::prepacked(b),
+    return Problem{m,
+                   n,
+                   k,
+                   1,
+                   0,
+                   Operand::dense(Format::F32, Op::N, a.data(), lda),
+                   Operand::prepacked(b),
                    Output{Format::F32, c.data(), m}};
   };
   const auto expect_refused = [&](const Backend& backend, const Problem& pr, Support::Status status,
@@ -318,7 +339,7 @@ TEST(GpuBackends, NanAndInfPropagateToTouchedEntriesOnly) {
   for (const Backend* be : device_f32_backends(ctx)) {
     DeviceProblem p(Op::N, Op::N, 40, 30, 50, 0, RandomSpec::uniform(-1, 1, 61), RandomSpec::uniform(-1, 1, 62), false);
     std::vector<float> a = p.a.data, b = p.b.data;
-    a[7 + 40 * 3] = NAN;        // A(7, 3)  -> row 7
+    a[7 + 40 * 3] = NAN;         // A(7, 3)  -> row 7
     b[11 + 50 * 20] = INFINITY;  // B(11, 20) -> column 20
     p.da.copy_from_host(a);
     p.db.copy_from_host(b);
@@ -345,8 +366,8 @@ TEST(GpuBackends, CorrectedBackendsAreAsAccurateAsSgemmOnExpRandAtSmallK) {
   // Same-signed inputs over 30 binades at k = 256: where tensor-core truncation bias shows most.
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
-  expect_at_least_as_accurate_as_sgemm(ctx, {"halfhalf", "tf32tf32", "halfhalf-mma-sync", "tf32tf32-mma-sync"}, 1024, 256,
-                                       RandomSpec::exp_rand(-15, 15, 401), RandomSpec::exp_rand(-15, 15, 402));
+  expect_at_least_as_accurate_as_sgemm(ctx, {"halfhalf", "tf32tf32", "halfhalf-mma-sync", "tf32tf32-mma-sync"}, 1024,
+                                       256, RandomSpec::exp_rand(-15, 15, 401), RandomSpec::exp_rand(-15, 15, 402));
 }
 
 TEST(GpuBackends, CorrectedBackendsAreAsAccurateAsSgemmOnUniformInputs) {
@@ -435,6 +456,85 @@ TEST(GpuBackends, CorrectedSplitKMatchesFp64ReferenceOnLongSkinnyProducts) {
       }
     }
   }
+}
+
+// tf32tf32 sends products with m <= 256 whose op(B) TMA can read in place (op(B) = N, ldb a
+// multiple of 4) to the skinny kernel (op(B) split in registers, the output computed transposed);
+// tf32tf32-packed packs op(B) as always. Both against the FP64 product: odd m, n and k (TMA's zero
+// fill), op(A) either way, split-K and not, beta 1 and beta 0 over NaN, repeat runs bit-identical,
+// and a NaN and an Inf in op(B) reach their own output columns and no others.
+TEST(GpuBackends, Tf32SkinnyKernelMatchesFp64ReferenceAndThePackedKernel) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const Backend& skinny = find_backend("tf32tf32");
+  const Backend& packed = find_backend("tf32tf32-packed");
+  if (!skinny.unavailable_reason(ctx).empty()) GTEST_SKIP() << skinny.unavailable_reason(ctx);
+  struct Shape {
+    std::int64_t m, n, k;
+    Op op_a;
+  };
+  std::uint64_t seed = 7000;
+  for (const Shape& s : {Shape{256, 384, 65536, Op::T}, Shape{256, 2000, 16384, Op::T}, Shape{200, 1000, 3001, Op::T},
+                         Shape{129, 65, 40001, Op::N}, Shape{1, 70, 33, Op::T}, Shape{256, 1, 5000, Op::N}}) {
+    seed += 10;
+    const std::int64_t pad = 4 + (4 - s.k % 4) % 4;  // ldb = k + pad, a multiple of 4
+    DeviceProblem p(s.op_a, Op::N, s.m, s.n, s.k, pad, RandomSpec::uniform(-1, 1, seed),
+                    RandomSpec::uniform(-1, 1, seed + 1), true);
+    ASSERT_EQ(p.b.ld % 4, 0);
+    const std::vector<float> poison(p.c0.data.size(), NAN);
+    const auto product = mixsolve::testing::reference_gemm(s.op_a, Op::N, s.m, s.n, s.k, -1.0, p.a, p.b, 0.0, p.c0);
+    auto updated = product;
+    for (std::int64_t j = 0; j < s.n; ++j)
+      for (std::int64_t i = 0; i < s.m; ++i) {
+        updated.value(i, j) += p.c0(i, j);
+        updated.magnitude(i, j) += std::fabs(p.c0(i, j));
+      }
+    const double bound = mixsolve::testing::inner_product_bound(s.k / 32 + 64, 0x1p-23, 0x1p-23) + 2 * 0x1p-24;
+    const auto where = [&] {
+      return ::testing::Message() << "m=" << s.m << " n=" << s.n << " k=" << s.k << " op(A)=" << to_string(s.op_a);
+    };
+    for (float beta : {1.0f, 0.0f}) {
+      double errors[2];
+      for (int which = 0; which < 2; ++which) {
+        const Backend& be = which == 0 ? skinny : packed;
+        p.dc.copy_from_host(beta == 0.0f ? poison : p.c0.data);
+        const HostMatrix<float> c = p.run(ctx, be, s.op_a, Op::N, s.m, s.n, s.k, -1.0f, beta);
+        errors[which] = mixsolve::testing::componentwise_error(c, beta == 0.0f ? product : updated);
+        EXPECT_LE(errors[which], bound) << be.name() << " " << where() << " beta=" << beta;
+        for (std::int64_t j = 0; j < s.n; ++j)  // rows between m and ldc untouched
+          for (std::int64_t i = s.m; i < c.ld; ++i)
+            ASSERT_TRUE(beta == 0.0f ? std::isnan(c(i, j)) : c(i, j) == p.c0(i, j)) << be.name() << " " << where();
+        if (which == 0 && beta == 1.0f) {
+          p.dc.copy_from_host(p.c0.data);
+          const HostMatrix<float> again = p.run(ctx, be, s.op_a, Op::N, s.m, s.n, s.k, -1.0f, beta);
+          EXPECT_EQ(std::memcmp(again.data.data(), c.data.data(), c.data.size() * sizeof(float)), 0) << where();
+        }
+      }
+      std::printf("tf32tf32 m=%lld n=%lld k=%lld beta=%g: skinny %.3g, packed %.3g |A||B| (bound %.3g)\n",
+                  static_cast<long long>(s.m), static_cast<long long>(s.n), static_cast<long long>(s.k), double(beta),
+                  errors[0], errors[1], bound);
+    }
+  }
+
+  // A NaN in column 3 and an Inf in column 5 of op(B): those output columns are not finite, every
+  // other one is finite and correct.
+  const std::int64_t m = 256, n = 200, k = 3000;
+  DeviceProblem p(Op::T, Op::N, m, n, k, 4, RandomSpec::uniform(-1, 1, 7100), RandomSpec::uniform(-1, 1, 7101), true);
+  const auto product = mixsolve::testing::reference_gemm(Op::T, Op::N, m, n, k, 1.0, p.a, p.b, 0.0, p.c0);
+  p.b(17, 3) = NAN;
+  p.b(2999, 5) = INFINITY;
+  p.db.copy_from_host(p.b.data);
+  const HostMatrix<float> c = p.run(ctx, skinny, Op::T, Op::N, m, n, k, 1.0f, 0.0f);
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < m; ++i) {
+      if (j == 3 || j == 5) {
+        ASSERT_FALSE(std::isfinite(c(i, j))) << "row " << i << " column " << j;
+        continue;
+      }
+      ASSERT_TRUE(std::isfinite(c(i, j))) << "row " << i << " column " << j;
+      ASSERT_LE(std::fabs(c(i, j) - product.value(i, j)), 1e-5 * product.magnitude(i, j) + 1e-30)
+          << "row " << i << " column " << j;
+    }
 }
 
 }  // namespace
@@ -581,8 +681,14 @@ TEST(GpuDgemmEmulated, AgreesWithDgemmAndRestoresTheHandle) {
   da.copy_from_host(a);
   db.copy_from_host(b);
   const auto problem = [&](double* c) {
-    return Problem{m, n, k, 1.0, 0.0, Operand::dense(Format::F64, Op::N, da.data(), m),
-                   Operand::dense(Format::F64, Op::N, db.data(), k), Output{Format::F64, c, m}};
+    return Problem{m,
+                   n,
+                   k,
+                   1.0,
+                   0.0,
+                   Operand::dense(Format::F64, Op::N, da.data(), m),
+                   Operand::dense(Format::F64, Op::N, db.data(), k),
+                   Output{Format::F64, c, m}};
   };
   emulated.run(ctx, problem(dc.data()));
   find_backend("cublas-dgemm").run(ctx, problem(dd.data()));
@@ -625,8 +731,14 @@ TEST(GpuDgemmAuto, RunsItsChoiceAndSendsNanToDgemm) {
       fill_random(device_view(d.data(), size, size, size), RandomSpec::uniform(-1, 1, 93), ctx.stream());
     };
     const auto problem = [&](double* out) {
-      return Problem{size, size, size, 1.0, 0.5, Operand::dense(Format::F64, Op::N, a.data(), size),
-                     Operand::dense(Format::F64, Op::N, b.data(), size), Output{Format::F64, out, size}};
+      return Problem{size,
+                     size,
+                     size,
+                     1.0,
+                     0.5,
+                     Operand::dense(Format::F64, Op::N, a.data(), size),
+                     Operand::dense(Format::F64, Op::N, b.data(), size),
+                     Output{Format::F64, out, size}};
     };
     const auto same = [&](const char* what) {
       ctx.synchronize();
@@ -634,8 +746,7 @@ TEST(GpuDgemmAuto, RunsItsChoiceAndSendsNanToDgemm) {
       c.copy_to_host(x.data(), x.size());
       d.copy_to_host(y.data(), y.size());
       std::int64_t differ = 0;
-      for (std::size_t e = 0; e < x.size(); ++e)
-        differ += !(x[e] == y[e] || (std::isnan(x[e]) && std::isnan(y[e])));
+      for (std::size_t e = 0; e < x.size(); ++e) differ += !(x[e] == y[e] || (std::isnan(x[e]) && std::isnan(y[e])));
       EXPECT_EQ(differ, 0) << what << " at n = " << size;
     };
     fresh_c();

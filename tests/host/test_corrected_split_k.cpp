@@ -79,6 +79,13 @@ TEST(GemmCorrectedSplitK, WorkspaceBytesCoverTheSlabs) {
     EXPECT_GE(square_bytes, std::size_t(square)) << name;
     EXPECT_LT(square_bytes, std::size_t(square + (1 << 20))) << name;
   }
+  // tf32tf32 may take the skinny kernel instead (m <= 256; skinny_wgmma_kernel.cuh): op(A) packed
+  // in 256-row tiles, slabs of 256 x (n in 64-column tiles).
+  const GemmShape short_rows{Op::T, Op::N, 100, 1000, 65536};
+  const std::int64_t skinny_splits = corrected_split_count(1000 / 64 + 1, 65536 * 4 / 128, kSplitMultiprocessorBound);
+  EXPECT_GT(skinny_splits, 1);
+  EXPECT_GE(find_backend("tf32tf32").workspace_bytes(short_rows),
+            std::size_t(2 * 256 * 65536 * 4 + skinny_splits * 256 * 1024 * 4));
 }
 
 }  // namespace

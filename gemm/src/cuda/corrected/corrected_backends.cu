@@ -2,11 +2,14 @@
 // Error-corrected SGEMM backends on tensor cores (seed 000): halfhalf, tf32tf32, and the
 // Markidis baseline. Each call packs op(A) and op(B) into hi/lo tensor-core operands in the
 // Context's workspace (one memory pass) and runs one fused kernel for all products (on the wgmma
-// path with split-K, then a reduction of the k-chunks' partial tiles).
+// path with split-K, then a reduction of the k-chunks' partial tiles). tf32tf32 products with at
+// most 256 rows leave op(B) unpacked where TMA can read it in place (skinny_wgmma_kernel.cuh).
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,6 +21,7 @@
 #include "mixsolve/core/error.hpp"
 #include "mma_sync_kernel.cuh"
 #include "pack.cuh"
+#include "skinny_wgmma_kernel.cuh"
 #include "split_k.hpp"
 #include "wgmma_kernel.cuh"
 
@@ -75,6 +79,39 @@ Workspace carve(void* base, const PackedLayout& l, int splits) {
   return w;
 }
 
+// The skinny kernel's operands: op(A) packed with rows padded to its 256-row tile, op(B) in place
+// (its columns counted in 64-column tiles), k padded to whole 128-byte slices.
+struct SkinnyLayout {
+  std::int64_t rows_a, cols_b, depth;
+  int tiles_m() const { return int(rows_a / corrected::SkinnyWgmmaConfig::kTileM); }
+  int tiles_n() const { return int(cols_b / corrected::SkinnyWgmmaConfig::kTileN); }
+  std::int64_t tiles() const { return std::int64_t(tiles_m()) * tiles_n(); }
+  std::int64_t k_tiles() const { return depth * 4 / corrected::kPackedDepthBytes; }
+};
+
+SkinnyLayout skinny_layout_for(const GemmShape& shape) {
+  using Cfg = corrected::SkinnyWgmmaConfig;
+  return {round_up(shape.m, Cfg::kTileM), round_up(shape.n, Cfg::kTileN),
+          round_up(shape.k, corrected::kPackedDepthBytes / 4)};
+}
+
+struct SkinnyWorkspace {
+  void* a_hi = nullptr;
+  void* a_lo = nullptr;
+  float* partials = nullptr;  // split-K slabs: [splits][cols_b][rows_a]
+  std::size_t bytes = 0;
+};
+
+SkinnyWorkspace carve_skinny(void* base, const SkinnyLayout& l, int splits) {
+  detail::WorkspaceCarver ws(base);
+  SkinnyWorkspace w;
+  w.a_hi = ws.take<std::uint32_t>(l.rows_a * l.depth);
+  w.a_lo = ws.take<std::uint32_t>(l.rows_a * l.depth);
+  if (splits > 1) w.partials = ws.take<float>(splits * l.rows_a * l.cols_b);
+  w.bytes = ws.bytes();
+  return w;
+}
+
 template <Element E, bool kScaled, bool kRowScaling, bool kCheck>
 void launch_pack(const PackSource& src, std::int64_t padded_rows, std::int64_t padded_depth,
                  const unsigned int* row_max, void* hi, void* lo, unsigned int* overflow, cudaStream_t stream) {
@@ -125,7 +162,8 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult status{};
-    MIXSOLVE_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &status));
+    MIXSOLVE_CUDA_CHECK(
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &status));
     if (status != cudaDriverEntryPointSuccess || fn == nullptr)
       throw DeviceError("cuTensorMapEncodeTiled is not available from the installed driver");
     return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
@@ -134,20 +172,53 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 }
 
 // A 2-D tensor map over `2 * rows` packed rows (hi rows, then lo rows) of `depth_bytes` bytes,
-// boxes of 128 rows x 128 bytes in wgmma's 128-byte swizzle.
-CUtensorMap packed_operand_map(const void* hi, std::int64_t rows, std::int64_t depth_bytes, Element e) {
+// boxes of `box_rows` rows x 128 bytes in wgmma's 128-byte swizzle.
+CUtensorMap packed_operand_map(const void* hi, std::int64_t rows, std::int64_t depth_bytes, Element e,
+                               unsigned box_rows = 128) {
   CUtensorMap map{};
   const std::size_t element = e == Element::Fp16 ? 2 : 4;
   const cuuint64_t dims[2] = {cuuint64_t(depth_bytes / element), cuuint64_t(2 * rows)};
   const cuuint64_t strides[1] = {cuuint64_t(depth_bytes)};
-  const cuuint32_t box[2] = {cuuint32_t(128 / element), 128};
+  const cuuint32_t box[2] = {cuuint32_t(128 / element), box_rows};
   const cuuint32_t element_strides[2] = {1, 1};
   const CUresult r = tensor_map_encoder()(
-      &map, e == Element::Fp16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_UINT32, 2, const_cast<void*>(hi),
-      dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      &map, e == Element::Fp16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_UINT32, 2,
+      const_cast<void*>(hi), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) throw DeviceError("cuTensorMapEncodeTiled failed with CUresult " + std::to_string(int(r)));
   return map;
+}
+
+// A 2-D tensor map over op(B) = B as it lies in user memory (column-major k x n, K-major for the
+// product): k innermost, n rows ldb * 4 bytes apart, boxes of 32 values x `box_rows` rows in the
+// 128-byte swizzle. TMA zero-fills k and n beyond B, as the packing pads.
+CUtensorMap raw_operand_map(const float* b, std::int64_t rows, std::int64_t depth, std::int64_t ld, unsigned box_rows) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {cuuint64_t(depth), cuuint64_t(rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(ld) * sizeof(float)};
+  const cuuint32_t box[2] = {32, box_rows};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult r =
+      tensor_map_encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(b), dims, strides, box,
+                           element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) throw DeviceError("cuTensorMapEncodeTiled failed with CUresult " + std::to_string(int(r)));
+  return map;
+}
+
+// Whether TMA can read op(B) in place: K-major (op(B) = N), the base 16-byte aligned, the column
+// stride ldb * 4 bytes a multiple of 16 and below 2^40 (cuTensorMapEncodeTiled's limits).
+bool raw_b_readable(const GemmArgs<float>& a) {
+  return a.op_b == Op::N && reinterpret_cast<std::uintptr_t>(a.b) % 16 == 0 && a.ldb % 4 == 0 &&
+         a.ldb < (std::int64_t{1} << 38);
+}
+
+void launch_split_k_reduce(const corrected::SplitKReduction& r, int multiprocessors, cudaStream_t stream) {
+  const std::int64_t blocks = (r.m * r.n + 255) / 256;
+  corrected::
+      split_k_reduce_kernel<<<unsigned(blocks < 8 * multiprocessors ? blocks : 8 * multiprocessors), 256, 0, stream>>>(
+          r);
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 
 // The multiprocessors the wgmma kernel's persistent grid may take in `ctx`.
@@ -169,20 +240,19 @@ void launch_wgmma(const Context& ctx, const corrected::WgmmaParams& params, int 
   if (params.a_lo_offset != std::int64_t(params.tiles_m) * Cfg::kTileM * params.padded_depth_bytes ||
       params.b_lo_offset != std::int64_t(params.tiles_n) * Cfg::kTileN * params.padded_depth_bytes)
     throw Error("corrected SGEMM: packed lo operands do not follow their hi operands (workspace layout bug)");
-  const CUtensorMap map_a = packed_operand_map(params.a_hi, std::int64_t(params.tiles_m) * Cfg::kTileM, params.padded_depth_bytes, E);
-  const CUtensorMap map_b = packed_operand_map(params.b_hi, std::int64_t(params.tiles_n) * Cfg::kTileN, params.padded_depth_bytes, E);
+  const CUtensorMap map_a =
+      packed_operand_map(params.a_hi, std::int64_t(params.tiles_m) * Cfg::kTileM, params.padded_depth_bytes, E);
+  const CUtensorMap map_b =
+      packed_operand_map(params.b_hi, std::int64_t(params.tiles_n) * Cfg::kTileN, params.padded_depth_bytes, E);
   auto kernel = corrected::corrected_sgemm_wgmma_ws_kernel<E, Scaled, MainChain>;
   static const cudaError_t attribute_status =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSharedBytes);
   MIXSOLVE_CUDA_CHECK(attribute_status);
   kernel<<<grid, Cfg::kThreads, Cfg::kSharedBytes, ctx.stream()>>>(map_a, map_b, params);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
-  if (params.splits > 1) {
-    const std::int64_t blocks = (params.m * params.n + 255) / 256;
-    corrected::split_k_reduce_kernel<<<unsigned(blocks < 8 * multiprocessors ? blocks : 8 * multiprocessors), 256, 0,
-                                       ctx.stream()>>>(params);
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-  }
+  if (params.splits > 1)
+    launch_split_k_reduce({params.slabs, params.splits, params.m, params.n, params.c, params.ldc, params.beta},
+                          multiprocessors, ctx.stream());
 }
 
 // 3 stages (192 KiB) where the device allows it (sm_90: 227 KiB), else 2 (sm_80: 163 KiB).
@@ -214,11 +284,20 @@ class CorrectedSgemm final : public Backend {
   Memory memory() const override { return Memory::Device; }
   std::string unavailable_reason(const Context& ctx) const override { return detail::require_device(ctx, 80); }
   // The slabs for the most splits any device can get (split_k.hpp bounds the multiprocessors).
+  // A skinny product may take either kernel (its op(B) pointer and ldb decide), so it gets the
+  // larger of the two workspaces.
   std::size_t workspace_bytes(const GemmShape& s) const override {
     const PackedLayout l = layout_for(scheme_, s);
-    return carve(nullptr, l,
-                 corrected::corrected_split_count(l.tiles(), l.k_tiles(), corrected::kSplitMultiprocessorBound))
-        .bytes;
+    const std::size_t general =
+        carve(nullptr, l,
+              corrected::corrected_split_count(l.tiles(), l.k_tiles(), corrected::kSplitMultiprocessorBound))
+            .bytes;
+    if (!scheme_.skinny_raw_b || s.m > corrected::SkinnyWgmmaConfig::kTileM) return general;
+    const SkinnyLayout skinny = skinny_layout_for(s);
+    return std::max(general, carve_skinny(nullptr, skinny,
+                                          corrected::corrected_split_count(skinny.tiles(), skinny.k_tiles(),
+                                                                           corrected::kSplitMultiprocessorBound))
+                                 .bytes);
   }
 
  protected:
@@ -230,6 +309,10 @@ class CorrectedSgemm final : public Backend {
                            scheme_.path == corrected::KernelPath::Auto && wgmma_available(ctx.device());
     // Split-K on the wgmma path only (split_k.hpp); the mma.sync kernel walks all of k per tile.
     const int multiprocessors = use_wgmma ? wgmma_multiprocessors(ctx) : 0;
+    if (use_wgmma && scheme_.skinny_raw_b && a.m <= corrected::SkinnyWgmmaConfig::kTileM && raw_b_readable(a)) {
+      run_skinny(ctx, a, multiprocessors);
+      return;
+    }
     const corrected::SplitK split =
         use_wgmma ? corrected::corrected_split_k(l.tiles(), l.k_tiles(), multiprocessors) : corrected::SplitK{1, 0};
     const Workspace w = carve(ctx.workspace(carve(nullptr, l, split.splits).bytes), l, split.splits);
@@ -240,8 +323,7 @@ class CorrectedSgemm final : public Backend {
     const PackSource src_b{a.b, a.ldb, a.op_b == Op::N, a.n, a.k};
 
     const bool check_range = scheme_.check_range && a.check_range;
-    if (check_range)
-      MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(w.overflow, 0, 2 * sizeof(unsigned int), stream));
+    if (check_range) MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(w.overflow, 0, 2 * sizeof(unsigned int), stream));
     if (scheme_.row_scaling) {
       MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(w.row_max_a, 0, l.rows_a * sizeof(unsigned int), stream));
       MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(w.row_max_b, 0, l.rows_b * sizeof(unsigned int), stream));
@@ -276,8 +358,7 @@ class CorrectedSgemm final : public Backend {
                                     p.row_max_b};
       params.splits = split.splits;
       params.chunk_slices = split.chunk_slices;
-      params.partials = w.partials;
-      params.ldw = l.rows_a;
+      params.slabs = {w.partials, l.rows_a * l.rows_b, l.rows_a};
       if (scheme_.element == Element::Fp16 && a.k < kShortChainBelowK)
         launch_wgmma<Element::Fp16, true, 2>(ctx, params, multiprocessors);
       else if (scheme_.element == Element::Fp16)
@@ -297,9 +378,52 @@ class CorrectedSgemm final : public Backend {
   }
 
  private:
+  // tf32tf32 with op(B) split in registers (skinny_wgmma_kernel.cuh); only op(A) is packed.
+  static void run_skinny(Context& ctx, const GemmArgs<float>& a, int multiprocessors) {
+    using Cfg = corrected::SkinnyWgmmaConfig;
+    const SkinnyLayout l = skinny_layout_for(shape_of(a));
+    const corrected::SplitK split = corrected::corrected_split_k(l.tiles(), l.k_tiles(), multiprocessors);
+    const SkinnyWorkspace w =
+        carve_skinny(ctx.workspace(carve_skinny(nullptr, l, split.splits).bytes), l, split.splits);
+    const std::int64_t plane_bytes = l.rows_a * l.depth * 4;
+    if (static_cast<const char*>(w.a_lo) - static_cast<const char*>(w.a_hi) != plane_bytes)
+      throw Error("corrected SGEMM: packed lo operand does not follow its hi operand (workspace layout bug)");
+    cudaStream_t stream = ctx.stream();
+    launch_pack<Element::Tf32, false, false, false>(PackSource{a.a, a.lda, a.op_a == Op::T, a.m, a.k}, l.rows_a,
+                                                    l.depth, nullptr, w.a_hi, w.a_lo, nullptr, stream);
+
+    corrected::SkinnyWgmmaParams p{};
+    p.a_hi = w.a_hi;
+    p.a_rows = l.rows_a;
+    p.m = a.m;
+    p.n = a.n;
+    p.k_tiles = int(l.k_tiles());
+    p.tiles_m = l.tiles_m();
+    p.tiles_n = l.tiles_n();
+    p.alpha = a.alpha;
+    p.beta = a.beta;
+    p.c = a.c;
+    p.ldc = a.ldc;
+    p.splits = split.splits;
+    p.chunk_slices = split.chunk_slices;
+    p.slabs = {w.partials, l.rows_a * l.cols_b, l.rows_a};
+    const CUtensorMap map_a = packed_operand_map(w.a_hi, l.rows_a, l.depth * 4, Element::Tf32, Cfg::kTileM);
+    const CUtensorMap map_b = raw_operand_map(a.b, a.n, a.k, a.ldb, Cfg::kTileN);
+    const std::int64_t items = l.tiles() * split.splits;
+    const unsigned grid = unsigned(items < multiprocessors ? items : multiprocessors);
+    static const cudaError_t attribute_status = cudaFuncSetAttribute(
+        corrected::tf32tf32_skinny_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSharedBytes);
+    MIXSOLVE_CUDA_CHECK(attribute_status);
+    corrected::tf32tf32_skinny_wgmma_kernel<<<grid, Cfg::kThreads, Cfg::kSharedBytes, stream>>>(map_a, map_b, p);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    if (split.splits > 1)
+      launch_split_k_reduce({p.slabs, p.splits, p.m, p.n, p.c, p.ldc, p.beta}, multiprocessors, stream);
+  }
+
   static void launch_row_max(const PackSource& src, unsigned int* row_max, cudaStream_t stream) {
     const std::int64_t strips = (src.depth + corrected::kPackTile - 1) / corrected::kPackTile;
-    const dim3 grid(unsigned(strips < 16 ? strips : 16), unsigned((src.rows + corrected::kPackTile - 1) / corrected::kPackTile));
+    const dim3 grid(unsigned(strips < 16 ? strips : 16),
+                    unsigned((src.rows + corrected::kPackTile - 1) / corrected::kPackTile));
     corrected::row_max_kernel<<<grid, dim3(32, 8), 0, stream>>>(src, row_max);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
@@ -332,7 +456,9 @@ void add_corrected_sgemm_backends(std::vector<std::unique_ptr<Backend>>& out) {
   const Scheme halfhalf{Element::Fp16, Accumulation::CorrectedRoundToNearest, true, true, false};
   // TF32 keeps FP32's exponent range, so the residual needs no 2^11 scaling (seed 000 eq. 14 is
   // about FP16 underflow): unscaled, the corrections share the main product's tensor-core chain.
-  const Scheme tf32tf32{Element::Tf32, Accumulation::CorrectedRoundToNearest, false, false, false};
+  Scheme tf32tf32{Element::Tf32, Accumulation::CorrectedRoundToNearest, false, false, false};
+  const Scheme tf32tf32_packed = tf32tf32;
+  tf32tf32.skinny_raw_b = true;
   Scheme halfhalf_mma_sync = halfhalf, tf32tf32_mma_sync = tf32tf32;
   halfhalf_mma_sync.path = tf32tf32_mma_sync.path = corrected::KernelPath::MmaSync;
   out.push_back(std::make_unique<CorrectedSgemm>(
@@ -350,6 +476,11 @@ void add_corrected_sgemm_backends(std::vector<std::unique_ptr<Backend>>& out) {
       "TF32 tensor cores, seed 000 tf32tf32 split (cvt.rna; residual unscaled: TF32 has FP32's exponent "
       "range), 3 products (eq. 20), slice sums added outside the TC with RN (wgmma on sm_90a, else mma.sync)",
       tf32tf32));
+  out.push_back(std::make_unique<CorrectedSgemm>(
+      "tf32tf32-packed",
+      "tf32tf32 with op(B) always packed into hi / lo planes first (the general wgmma kernel also where "
+      "tf32tf32 splits a skinny product's op(B) in registers)",
+      tf32tf32_packed));
   out.push_back(std::make_unique<CorrectedSgemm>(
       "halfhalf-mma-sync", "halfhalf on the mma.sync kernel (the sm_80 path), selectable on any GPU",
       halfhalf_mma_sync));

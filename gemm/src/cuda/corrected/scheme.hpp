@@ -20,8 +20,8 @@ enum class Accumulation {
 
 // Which kernel runs the products.
 enum class KernelPath {
-  Auto,      // wgmma where the build and the device support it (sm_90a on Hopper), else mma.sync
-  MmaSync,   // mma.sync + ldmatrix + cp.async (sm_80 and later)
+  Auto,     // wgmma where the build and the device support it (sm_90a on Hopper), else mma.sync
+  MmaSync,  // mma.sync + ldmatrix + cp.async (sm_80 and later)
 };
 
 struct Scheme {
@@ -31,6 +31,10 @@ struct Scheme {
   bool row_scaling;      // power-of-two scaling of rows of op(A) / columns of op(B) into FP16 range
   bool check_range;      // count finite values whose hi part overflows, and throw RangeError
   KernelPath path = KernelPath::Auto;
+  // tf32tf32 on the wgmma path: products with at most 256 rows whose op(B) TMA can read in place
+  // go to the skinny kernel, which splits op(B) in registers instead of packing it
+  // (skinny_wgmma_kernel.cuh). False: always pack (the backend "tf32tf32-packed").
+  bool skinny_raw_b = false;
 };
 
 }  // namespace mixsolve::gemm::corrected

@@ -50,17 +50,24 @@ namespace mixsolve::gemm::corrected {
 
 struct WgmmaConfig {
   static constexpr int kTileM = 128, kTileN = 128;
-  static constexpr int kRowBytes = 128;  // bytes of k per stage and row (the 128B swizzle width)
+  static constexpr int kRowBytes = 128;           // bytes of k per stage and row (the 128B swizzle width)
   static constexpr int kKSteps = kRowBytes / 32;  // wgmma k-steps (32 bytes of k each) per slice
   static constexpr int kStages = 3;
-  static constexpr int kSlicesPerPart = 8;  // slices summed in `part` before it goes into acc
-  static constexpr int kThreads = 384;      // producer warpgroup + two consumer warpgroups
+  static constexpr int kSlicesPerPart = 8;                  // slices summed in `part` before it goes into acc
+  static constexpr int kThreads = 384;                      // producer warpgroup + two consumer warpgroups
   static constexpr int kOperandBytes = kTileM * kRowBytes;  // 16 KiB
-  static constexpr int kStageBytes = 4 * kOperandBytes;      // 64 KiB
+  static constexpr int kStageBytes = 4 * kOperandBytes;     // 64 KiB
   static constexpr int kBarrierBytes = 2 * kStages * 8;
   static constexpr int kSharedBytes = kStages * kStageBytes + 1024 + kBarrierBytes;  // + 1024-byte alignment slack
 };
 static_assert(kSplitSlicesPerPart == WgmmaConfig::kSlicesPerPart, "split-K chunks are whole parts");
+
+// Split-K's partial tiles: slab s holds alpha times the unscaled partial sums of chunk s, element
+// (i, j) at partials[s * slab + i + j * ldw].
+struct SplitKSlabs {
+  float* partials;
+  std::int64_t slab, ldw;
+};
 
 struct WgmmaParams {
   const void* a_hi;
@@ -76,10 +83,9 @@ struct WgmmaParams {
   std::int64_t ldc;
   const unsigned int* row_max_a;
   const unsigned int* row_max_b;
-  int splits;        // k-chunks per tile (split_k.hpp); 1: work items are whole tiles, stored into C
-  int chunk_slices;  // slices per k-chunk, a multiple of kSlicesPerPart; k_tiles when splits == 1
-  float* partials;   // splits > 1: [splits][tiles_n * kTileN][ldw] FP32, alpha applied, no beta
-  std::int64_t ldw;  // tiles_m * kTileM
+  int splits;         // k-chunks per tile (split_k.hpp); 1: work items are whole tiles, stored into C
+  int chunk_slices;   // slices per k-chunk, a multiple of kSlicesPerPart; k_tiles when splits == 1
+  SplitKSlabs slabs;  // splits > 1: [splits][tiles_n * kTileN][tiles_m * kTileM]
 };
 
 namespace wgmma_detail {
@@ -105,21 +111,45 @@ __device__ __forceinline__ std::uint64_t make_descriptor(unsigned smem_address) 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>
-__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
 
-__device__ __forceinline__ void wgmma_m64n128k16_f16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b, int accumulate) {
+__device__ __forceinline__ void wgmma_m64n128k16_f16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b,
+                                                     int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%"
+      "30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%"
+      "58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
       : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
 
-__device__ __forceinline__ void wgmma_m64n128k8_tf32(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b, int accumulate) {
+__device__ __forceinline__ void wgmma_m64n128k8_tf32(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b,
+                                                     int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%"
+      "30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%"
+      "58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
       : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
 
@@ -131,7 +161,9 @@ __device__ __forceinline__ void mbarrier_wait(unsigned bar, unsigned parity) {
   asm volatile(
       "{\n.reg .pred done;\nWAIT_%=:\n"
       "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
+      "@!done bra WAIT_%=;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
 }
 __device__ __forceinline__ void mbarrier_arrive(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
@@ -147,21 +179,28 @@ __device__ __forceinline__ void mbarrier_arrive_expect_bytes(unsigned bar, unsig
 // counted in bytes on mbarrier `bar`.
 __device__ __forceinline__ void tma_load_2d(unsigned dst, const CUtensorMap& map, int x, int y, unsigned bar) {
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          dst),
       "l"(reinterpret_cast<std::uint64_t>(&map)), "r"(x), "r"(y), "r"(bar)
       : "memory");
 }
 template <int N>
-__device__ __forceinline__ void set_max_registers_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N)); }
+__device__ __forceinline__ void set_max_registers_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
 template <int N>
-__device__ __forceinline__ void set_max_registers_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N)); }
+__device__ __forceinline__ void set_max_registers_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
 #endif  // MIXSOLVE_HAS_WGMMA
 
 template <Element E>
 __device__ __forceinline__ void wgmma(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b, int accumulate) {
 #if MIXSOLVE_HAS_WGMMA
-  if constexpr (E == Element::Fp16) wgmma_m64n128k16_f16(d, desc_a, desc_b, accumulate);
-  else wgmma_m64n128k8_tf32(d, desc_a, desc_b, accumulate);
+  if constexpr (E == Element::Fp16)
+    wgmma_m64n128k16_f16(d, desc_a, desc_b, accumulate);
+  else
+    wgmma_m64n128k8_tf32(d, desc_a, desc_b, accumulate);
 #endif
 }
 
@@ -220,19 +259,26 @@ __device__ __forceinline__ WorkItem work_item(const WgmmaParams& p, int item) {
 }
 
 // Split-K's second pass: C = (sum of the slabs in split order) + beta * C, FP32 with round to
-// nearest like the kernel's acc += part (seed 000 §3.2); a fixed order and no atomics, so the
+// nearest like the kernels' acc += part (seed 000 §3.2); a fixed order and no atomics, so the
 // result is the same every run. beta == 0: C is not read.
-__global__ void split_k_reduce_kernel(WgmmaParams p) {
-  const std::int64_t slab = p.ldw * p.tiles_n * WgmmaConfig::kTileN;
-  const std::int64_t count = p.m * p.n;
+struct SplitKReduction {
+  SplitKSlabs slabs;
+  int splits;
+  std::int64_t m, n;
+  float* c;
+  std::int64_t ldc;
+  float beta;
+};
+__global__ void split_k_reduce_kernel(SplitKReduction r) {
+  const std::int64_t count = r.m * r.n;
   for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < count;
        e += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t j = e / p.m, i = e - j * p.m;
-    const float* w = p.partials + i + j * p.ldw;
+    const std::int64_t j = e / r.m, i = e - j * r.m;
+    const float* w = r.slabs.partials + i + j * r.slabs.ldw;
     float sum = w[0];
-    for (int s = 1; s < p.splits; ++s) sum += w[s * slab];
-    float* out = p.c + i + j * p.ldc;
-    *out = p.beta == 0.0f ? sum : fmaf(p.beta, *out, sum);
+    for (int s = 1; s < r.splits; ++s) sum += w[s * r.slabs.slab];
+    float* out = r.c + i + j * r.ldc;
+    *out = r.beta == 0.0f ? sum : fmaf(r.beta, *out, sum);
   }
 }
 
@@ -241,8 +287,8 @@ __global__ void wgmma_probe_kernel(int* out) { *out = MIXSOLVE_HAS_WGMMA; }
 
 template <Element E, bool ScaledResidual, int kMainChain>
 __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1)
-    corrected_sgemm_wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                                    WgmmaParams p) {
+    corrected_sgemm_wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a,
+                                    const __grid_constant__ CUtensorMap map_b, WgmmaParams p) {
 #if MIXSOLVE_HAS_WGMMA
   using Cfg = WgmmaConfig;
   using namespace wgmma_detail;
@@ -333,11 +379,13 @@ __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1)
           }
 #pragma unroll
           for (int s = chain * kMainChain; s < (chain + 1) * kMainChain; ++s)  // chains after the first start from 0
-            wgmma<E>(x, make_descriptor(a_hi + 32 * s), make_descriptor(b_hi + 32 * s), chain == 0 || s > chain * kMainChain);
+            wgmma<E>(x, make_descriptor(a_hi + 32 * s), make_descriptor(b_hi + 32 * s),
+                     chain == 0 || s > chain * kMainChain);
           wgmma_commit();
           wgmma_wait<0>();
           fence_registers(x);
-          if (chain + 1 == Cfg::kKSteps / kMainChain) mbarrier_arrive(empty_barriers + 8 * stage);  // operands no longer read
+          if (chain + 1 == Cfg::kKSteps / kMainChain)
+            mbarrier_arrive(empty_barriers + 8 * stage);  // operands no longer read
 #pragma unroll
           for (int i = 0; i < 64; ++i) part[i] += x[i];  // outside the TC: RN (§3.2)
         }
@@ -354,7 +402,7 @@ __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1)
       const bool split = p.splits > 1;
       store_wgmma_tile(p, acc, std::int64_t(w.tile.m) * Cfg::kTileM + consumer * 64,
                        std::int64_t(w.tile.n) * Cfg::kTileN, lane_in_group,
-                       split ? p.partials + w.split * p.ldw * p.tiles_n * Cfg::kTileN : p.c, split ? p.ldw : p.ldc,
+                       split ? p.slabs.partials + w.split * p.slabs.slab : p.c, split ? p.slabs.ldw : p.ldc,
                        split ? 0.0f : p.beta);
     }
   }

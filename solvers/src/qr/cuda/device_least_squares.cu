@@ -76,8 +76,8 @@ __global__ void column_squares_kernel(const double* m, std::int64_t ld, std::int
 // out (rows x cols, leading dimension rows) := T(scale m).
 template <class T>
 __global__ void scaled_copy_kernel(const double* m, std::int64_t ld, std::int64_t rows, std::int64_t cols, double scale,
-                                   T* out) {
-  FOR_EACH_ENTRY(rows, cols) { out[i + j * rows] = T(scale * m[i + j * ld]); }
+                                   T* out, std::int64_t out_ld) {
+  FOR_EACH_ENTRY(rows, cols) { out[i + j * out_ld] = T(scale * m[i + j * ld]); }
 }
 
 // y := T(x 2^exponent), the scaling exact.
@@ -610,8 +610,8 @@ class DeviceLsSpace final : public LsSpace {
       if (block == 0) block = n >= 1024 ? 256 : 128;
       update_ = "cublas-dgemm";
       factors64_ = DeviceBuffer<double>(ctx_, m * n);
-      scaled_copy_kernel<<<matrix_grid(m, n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, a_scale,
-                                                                       factors64_.data());
+      scaled_copy_kernel<<<matrix_grid(m, n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, a_scale, factors64_.data(),
+                                                                       m);
       MIXSOLVE_CUDA_CHECK_LAUNCH();
       // FP64 panels: the TSQR tree, faster than cuSOLVER's geqrf panels on every measured shape
       // (docs/least_squares.md).
@@ -630,10 +630,14 @@ class DeviceLsSpace final : public LsSpace {
     if (vt_c == update) vt_c.clear();
     update_ = vt_c.empty() ? update : update + " (V^T C: " + vt_c + ")";
     if (block == 0) block = update == "cublas-fp16x3" ? 256 : 128;
-    factors32_ = DeviceBuffer<float>(ctx_, m * n);
-    scaled_copy_kernel<<<matrix_grid(m, n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, a_scale, factors32_.data());
+    // Columns padded to 128 bytes: TMA reads the trailing matrix in place for V^T C on tf32tf32
+    // (16-byte aligned columns), and every column starts on a memory transaction.
+    ld32_ = (m + 31) / 32 * 32;
+    factors32_ = DeviceBuffer<float>(ctx_, ld32_ * n);
+    scaled_copy_kernel<<<matrix_grid(m, n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, a_scale, factors32_.data(),
+                                                                     ld32_);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    qr32_ = std::make_unique<DeviceQr<float>>(ctx_, device_view(factors32_.data(), m, n, m), block,
+    qr32_ = std::make_unique<DeviceQr<float>>(ctx_, device_view(factors32_.data(), m, n, ld32_), block,
                                               gemm::find_backend(update), QrPanel::Tsqr,
                                               vt_c.empty() ? nullptr : &gemm::find_backend(vt_c));
     return qr32_->diagonal();
@@ -666,7 +670,7 @@ class DeviceLsSpace final : public LsSpace {
     cublasHandle_t h = ctx_.cublas();
     const double one = 1, zero = 0;
     DeviceBuffer<double> r32(ctx_, n * n), gram(ctx_, n * n);
-    upper_triangle_kernel<<<matrix_grid(n, n), 256, 0, stream>>>(factors32_.data(), m, n, r32.data());
+    upper_triangle_kernel<<<matrix_grid(n, n), 256, 0, stream>>>(factors32_.data(), ld32_, n, r32.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     // The FP32 factors go before Y comes (4 m n bytes of the peak): whatever follows, this R or the
     // FP64 Householder QR, has no use for them.
@@ -676,7 +680,7 @@ class DeviceLsSpace final : public LsSpace {
     {
       // Y := a_scale A R_32^-1 and its Gram matrix, in FP64.
       DeviceBuffer<double> y(ctx_, m * n);
-      scaled_copy_kernel<<<matrix_grid(m, n), 256, 0, stream>>>(a_.data, a_.ld, m, n, a_scale_, y.data());
+      scaled_copy_kernel<<<matrix_grid(m, n), 256, 0, stream>>>(a_.data, a_.ld, m, n, a_scale_, y.data(), m);
       MIXSOLVE_CUDA_CHECK_LAUNCH();
       MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
                                         int(m), int(n), &one, r32.data(), int(n), y.data(), int(m)));
@@ -779,7 +783,7 @@ class DeviceLsSpace final : public LsSpace {
       // The first x: the FP32 factors' own.
       DeviceBuffer<float> work(ctx_, a_.rows);
       factors_solution(ctx_, *qr32_, b, std::ilogb(a_scale_), work.data(), x);
-      if (!normal32_) normal32_ = std::make_unique<NormalEquationsSolver>(ctx_, factors32_.data(), a_.rows, a_.cols);
+      if (!normal32_) normal32_ = std::make_unique<NormalEquationsSolver>(ctx_, factors32_.data(), ld32_, a_.cols);
       DeviceSemiNormalSteps steps(ctx_, a_, b, *normal32_, a_scale_, x, true);
       return solvers_detail::refine(steps, LsFactorKind::Cheap, max_iterations, LsMethod::Cgls, scales);
     }
@@ -822,6 +826,7 @@ class DeviceLsSpace final : public LsSpace {
   double largest_a_ = -1;               // max |a_ij| once A has been scanned
   std::vector<double> column_squares_;  // column_squares(), once computed
   DeviceBuffer<float> factors32_;
+  std::int64_t ld32_ = 0;  // factors32_'s leading dimension
   DeviceBuffer<double> factors64_;
   std::unique_ptr<DeviceQr<float>> qr32_;
   std::unique_ptr<DeviceQr<double>> qr64_;
