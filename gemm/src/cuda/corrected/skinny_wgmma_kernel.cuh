@@ -36,7 +36,7 @@
 
 #include <cstdint>
 
-#include "mixsolve/formats/split.hpp"
+#include "mixsolve/formats/conversions.hpp"
 #include "mixsolve/primitives/async_copy.cuh"
 #include "wgmma_kernel.cuh"
 
@@ -96,6 +96,15 @@ __device__ __forceinline__ void wgmma_m64n128k8_tf32_rs(float (&d)[64], const st
 }
 #endif
 
+// The tf32tf32 split (seed 000 §3.3, unscaled residual): hi = cvt.rna(v), lo = cvt.rna(v - hi).
+// Without formats::split_tf32tf32_unscaled's NaN and Inf cases: a non-finite v gives a NaN lo
+// (Inf - Inf), so its output column is NaN where the packed operands may give Inf; non-finite
+// either way (the products hi x lo can make NaN of an Inf there too).
+__device__ __forceinline__ void split_tf32(float v, std::uint32_t& hi, std::uint32_t& lo) {
+  hi = formats::float_to_tf32_bits_rna(v);
+  lo = formats::float_to_tf32_bits_rna(v - __uint_as_float(hi));
+}
+
 // Keeps fragment registers allocated (and unchanged) up to this point: a wgmma still in flight
 // may read them.
 __device__ __forceinline__ void fence_fragment(std::uint32_t (&a)[4]) {
@@ -147,7 +156,8 @@ __global__ void __launch_bounds__(SkinnyWgmmaConfig::kThreads, 1)
   using Cfg = SkinnyWgmmaConfig;
   using namespace wgmma_detail;
   extern __shared__ unsigned char shared_raw[];
-  const unsigned shared_base = (primitives::shared_address(shared_raw) + 1023u) & ~1023u;
+  const unsigned shared_origin = primitives::shared_address(shared_raw);
+  const unsigned shared_base = (shared_origin + 1023u) & ~1023u;
   const unsigned full_barriers = shared_base + Cfg::kStages * Cfg::kStageBytes;
   const unsigned empty_barriers = full_barriers + Cfg::kStages * 8;
   const int tid = threadIdx.x, warpgroup = tid / 128, lane_in_group = tid % 128;
@@ -187,12 +197,31 @@ __global__ void __launch_bounds__(SkinnyWgmmaConfig::kThreads, 1)
     const int warp = lane_in_group / 32, lane = lane_in_group % 32;
     // This thread's fragment rows of the op(B) tile (= wgmma rows) and its column within a k-step.
     const int frag_row = warp * 16 + lane / 4, frag_col = lane % 4;
+    // Stage `stage`'s op(B) tile, and this thread's four values of k-step s in it: the 128-byte rows
+    // are swizzled, element (row, col) in 16-byte chunk (col / 4) XOR (row % 8). Plain loads, so
+    // that the compiler can schedule them.
+    const auto raw_tile = [&](int stage) {
+      return shared_raw + (shared_base - shared_origin) + stage * Cfg::kStageBytes + 2 * Cfg::kPlaneBytes;
+    };
+    const auto load_raw_step = [&](const unsigned char* tile, int s, float(&out)[4]) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int row = frag_row + 8 * (r & 1), col = 8 * s + frag_col + 4 * (r >> 1);
+        out[r] = *reinterpret_cast<const float*>(tile + row * Cfg::kRowBytes +
+                                                 ((((col >> 2) ^ (row & 7)) << 4) | ((col & 3) << 2)));
+      }
+    };
     int slice = 0;
     for (int item = blockIdx.x; item < items; item += gridDim.x) {
       const WorkItem w = skinny_work_item(p, item);
       float acc[64], x[64], part[64];
 #pragma unroll
       for (int i = 0; i < 64; ++i) acc[i] = x[i] = part[i] = 0.0f;
+      // This thread's fragment of a k-step (PTX register layout of A): raw values one step ahead
+      // of their split (the next slice's first step during this slice's last), splits in two
+      // register sets alternating between the steps.
+      float raw[2][4];
+      std::uint32_t hi[2][4], lo[2][4];
 
       for (int k_tile = w.k_begin; k_tile < w.k_end; ++k_tile, ++slice) {
         const int stage = slice % Cfg::kStages, round = slice / Cfg::kStages;
@@ -200,24 +229,7 @@ __global__ void __launch_bounds__(SkinnyWgmmaConfig::kThreads, 1)
         const unsigned stage_base = shared_base + stage * Cfg::kStageBytes;
         const unsigned a_hi = stage_base + consumer * 128 * Cfg::kRowBytes;
         const unsigned a_lo = a_hi + Cfg::kPlaneBytes;
-        const unsigned raw_b = stage_base + 2 * Cfg::kPlaneBytes;
-
-        std::uint32_t hi[2][4], lo[2][4];
-        // This thread's fragment of k-step s (PTX register layout of A), split into TF32 hi and lo.
-        const auto load_fragment = [&](int s, std::uint32_t(&h)[4], std::uint32_t(&l)[4]) {
-#pragma unroll
-          for (int r = 0; r < 4; ++r) {
-            // Element (row, col) of the swizzled 128-byte rows: 16-byte chunk (col / 4) XOR (row % 8).
-            const int row = frag_row + 8 * (r & 1), col = 8 * s + frag_col + 4 * (r >> 1);
-            const unsigned address =
-                raw_b + row * Cfg::kRowBytes + ((((col >> 2) ^ (row & 7)) << 4) | ((col & 3) << 2));
-            float v;
-            asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(address));
-            const formats::Tf32Split split = formats::split_tf32tf32_unscaled(v);
-            h[r] = split.hi;
-            l[r] = split.lo;
-          }
-        };
+        if (k_tile == w.k_begin) load_raw_step(raw_tile(stage), 0, raw[0]);
         fence_registers(x);
 #pragma unroll
         for (int s = 0; s < Cfg::kKSteps; ++s) {
@@ -227,7 +239,15 @@ __global__ void __launch_bounds__(SkinnyWgmmaConfig::kThreads, 1)
             fence_fragment(hi[buf]);
             fence_fragment(lo[buf]);
           }
-          load_fragment(s, hi[buf], lo[buf]);
+#pragma unroll
+          for (int r = 0; r < 4; ++r) split_tf32(raw[buf][r], hi[buf][r], lo[buf][r]);
+          if (s + 1 < Cfg::kKSteps) {
+            load_raw_step(raw_tile(stage), s + 1, raw[buf ^ 1]);
+          } else if (k_tile + 1 < w.k_end) {
+            const int next = slice + 1;
+            mbarrier_wait(full_barriers + 8 * (next % Cfg::kStages), (next / Cfg::kStages) & 1);
+            load_raw_step(raw_tile(next % Cfg::kStages), 0, raw[buf ^ 1]);
+          }
           wgmma_fence();
           wgmma_m64n128k8_tf32_rs(x, lo[buf], make_descriptor(a_hi + 32 * s), s > 0);  // corrections,
           wgmma_m64n128k8_tf32_rs(x, hi[buf], make_descriptor(a_lo + 32 * s), 1);
