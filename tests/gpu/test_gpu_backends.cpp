@@ -71,6 +71,16 @@ struct DeviceProblem {
   }
 };
 
+// The reference of op(A) op(B) + C0 (beta 1) from that of the product alone (beta 0).
+mixsolve::testing::Reference plus_c(mixsolve::testing::Reference r, const HostMatrix<float>& c0) {
+  for (Eigen::Index j = 0; j < r.value.cols(); ++j)
+    for (Eigen::Index i = 0; i < r.value.rows(); ++i) {
+      r.value(i, j) += c0(i, j);
+      r.magnitude(i, j) += std::fabs(c0(i, j));
+    }
+  return r;
+}
+
 std::vector<const Backend*> device_f32_backends(const Context& ctx) {
   std::vector<const Backend*> out;
   for (const Backend* b : available_backends(ctx))
@@ -403,12 +413,7 @@ TEST(GpuBackends, CorrectedSplitKMatchesFp64ReferenceOnLongSkinnyProducts) {
     for (float& v : p.c0.data) v *= 256.0f;
     const std::vector<float> poison(p.c0.data.size(), NAN);
     const auto product = mixsolve::testing::reference_gemm(Op::T, Op::N, s.m, s.n, s.k, -1.0, p.a, p.b, 0.0, p.c0);
-    auto updated = product;
-    for (std::int64_t j = 0; j < s.n; ++j)
-      for (std::int64_t i = 0; i < s.m; ++i) {
-        updated.value(i, j) += p.c0(i, j);
-        updated.magnitude(i, j) += std::fabs(p.c0(i, j));
-      }
+    const auto updated = plus_c(product, p.c0);
     const double bound = mixsolve::testing::inner_product_bound(s.k / 32 + 64, 0x1p-23, 0x1p-23) + 2 * 0x1p-24;
     const std::int64_t tiles = (s.m + 127) / 128 * ((s.n + 127) / 128);
     for (const char* name : {"halfhalf", "tf32tf32"}) {
@@ -483,12 +488,7 @@ TEST(GpuBackends, Tf32SkinnyKernelMatchesFp64ReferenceAndThePackedKernel) {
     ASSERT_EQ(p.b.ld % 4, 0);
     const std::vector<float> poison(p.c0.data.size(), NAN);
     const auto product = mixsolve::testing::reference_gemm(s.op_a, Op::N, s.m, s.n, s.k, -1.0, p.a, p.b, 0.0, p.c0);
-    auto updated = product;
-    for (std::int64_t j = 0; j < s.n; ++j)
-      for (std::int64_t i = 0; i < s.m; ++i) {
-        updated.value(i, j) += p.c0(i, j);
-        updated.magnitude(i, j) += std::fabs(p.c0(i, j));
-      }
+    const auto updated = plus_c(product, p.c0);
     const double bound = mixsolve::testing::inner_product_bound(s.k / 32 + 64, 0x1p-23, 0x1p-23) + 2 * 0x1p-24;
     const auto where = [&] {
       return ::testing::Message() << "m=" << s.m << " n=" << s.n << " k=" << s.k << " op(A)=" << to_string(s.op_a);
