@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/corrected/skinny_route.hpp"
 #include "cuda/corrected/split_k.hpp"
 #include "gemm_test_support.hpp"
 #include "gpu_test_support.hpp"
@@ -71,12 +72,15 @@ struct DeviceProblem {
   }
 };
 
-// The reference of op(A) op(B) + C0 (beta 1) from that of the product alone (beta 0).
-mixsolve::testing::Reference plus_c(mixsolve::testing::Reference r, const HostMatrix<float>& c0) {
+// The reference of alpha P + beta C0 from that of a product P alone (alpha 1, beta 0).
+mixsolve::testing::Reference scaled_update(mixsolve::testing::Reference r, double alpha, double beta,
+                                           const HostMatrix<float>& c0) {
+  r.value *= alpha;
+  r.magnitude *= std::fabs(alpha);
   for (Eigen::Index j = 0; j < r.value.cols(); ++j)
     for (Eigen::Index i = 0; i < r.value.rows(); ++i) {
-      r.value(i, j) += c0(i, j);
-      r.magnitude(i, j) += std::fabs(c0(i, j));
+      r.value(i, j) += beta * c0(i, j);
+      r.magnitude(i, j) += std::fabs(beta * c0(i, j));
     }
   return r;
 }
@@ -413,10 +417,10 @@ TEST(GpuBackends, CorrectedSplitKMatchesFp64ReferenceOnLongSkinnyProducts) {
     for (float& v : p.c0.data) v *= 256.0f;
     const std::vector<float> poison(p.c0.data.size(), NAN);
     const auto product = mixsolve::testing::reference_gemm(Op::T, Op::N, s.m, s.n, s.k, -1.0, p.a, p.b, 0.0, p.c0);
-    const auto updated = plus_c(product, p.c0);
+    const auto updated = scaled_update(product, 1, 1, p.c0);
     const double bound = mixsolve::testing::inner_product_bound(s.k / 32 + 64, 0x1p-23, 0x1p-23) + 2 * 0x1p-24;
     const std::int64_t tiles = (s.m + 127) / 128 * ((s.n + 127) / 128);
-    for (const char* name : {"halfhalf", "tf32tf32"}) {
+    for (const char* name : {"halfhalf", "tf32tf32-packed"}) {  // the general kernel's split-K
       const Backend& be = find_backend(name);
       if (!be.unavailable_reason(ctx).empty()) continue;
       const std::int64_t slice = std::string(name) == "halfhalf" ? 64 : 32;  // values of k per 128-byte slice
@@ -464,10 +468,12 @@ TEST(GpuBackends, CorrectedSplitKMatchesFp64ReferenceOnLongSkinnyProducts) {
 }
 
 // tf32tf32 sends products with m <= 256 whose op(B) TMA can read in place (op(B) = N, ldb a
-// multiple of 4) to the skinny kernel (op(B) split in registers, the output computed transposed);
-// tf32tf32-packed packs op(B) as always. Both against the FP64 product: odd m, n and k (TMA's zero
-// fill), op(A) either way, split-K and not, beta 1 and beta 0 over NaN, repeat runs bit-identical,
-// and a NaN and an Inf in op(B) reach their own output columns and no others.
+// multiple of 4, a 16-byte aligned base) to the skinny kernel (op(B) split in registers, the
+// output computed transposed); tf32tf32-packed packs op(B) as always. Both against the FP64
+// product and each other: odd m, n and k (TMA's zero fill), op(A) either way, split-K, several
+// work items per CTA (a multiprocessor limit), three (alpha, beta) with beta 0 over NaN, repeat
+// runs bit-identical. The routing is checked by corrected::skinny_kernel_takes, and the products
+// must differ from the packed kernel's somewhere (another summation order) where k is long.
 TEST(GpuBackends, Tf32SkinnyKernelMatchesFp64ReferenceAndThePackedKernel) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
@@ -477,57 +483,99 @@ TEST(GpuBackends, Tf32SkinnyKernelMatchesFp64ReferenceAndThePackedKernel) {
   struct Shape {
     std::int64_t m, n, k;
     Op op_a;
+    int multiprocessors;  // the Context's limit, 0: none
   };
   std::uint64_t seed = 7000;
-  for (const Shape& s : {Shape{256, 384, 65536, Op::T}, Shape{256, 2000, 16384, Op::T}, Shape{200, 1000, 3001, Op::T},
-                         Shape{129, 65, 40001, Op::N}, Shape{1, 70, 33, Op::T}, Shape{256, 1, 5000, Op::N}}) {
+  for (const Shape& s : {Shape{256, 384, 65536, Op::T, 0}, Shape{256, 2000, 16384, Op::T, 0},
+                         Shape{200, 1000, 3001, Op::T, 0}, Shape{129, 65, 40001, Op::N, 0}, Shape{1, 70, 33, Op::T, 0},
+                         Shape{256, 1, 5000, Op::N, 0}, Shape{256, 384, 3000, Op::T, 2}}) {
     seed += 10;
     const std::int64_t pad = 4 + (4 - s.k % 4) % 4;  // ldb = k + pad, a multiple of 4
     DeviceProblem p(s.op_a, Op::N, s.m, s.n, s.k, pad, RandomSpec::uniform(-1, 1, seed),
                     RandomSpec::uniform(-1, 1, seed + 1), true);
-    ASSERT_EQ(p.b.ld % 4, 0);
-    const std::vector<float> poison(p.c0.data.size(), NAN);
-    const auto product = mixsolve::testing::reference_gemm(s.op_a, Op::N, s.m, s.n, s.k, -1.0, p.a, p.b, 0.0, p.c0);
-    const auto updated = plus_c(product, p.c0);
-    const double bound = mixsolve::testing::inner_product_bound(s.k / 32 + 64, 0x1p-23, 0x1p-23) + 2 * 0x1p-24;
     const auto where = [&] {
-      return ::testing::Message() << "m=" << s.m << " n=" << s.n << " k=" << s.k << " op(A)=" << to_string(s.op_a);
+      return ::testing::Message() << "m=" << s.m << " n=" << s.n << " k=" << s.k << " op(A)=" << to_string(s.op_a)
+                                  << " multiprocessors=" << s.multiprocessors;
     };
-    for (float beta : {1.0f, 0.0f}) {
+    const GemmArgs<float> args{s.op_a, Op::N,       s.m,    s.n,  s.k,         1.0f,   p.da.data(),
+                               p.a.ld, p.db.data(), p.b.ld, 0.0f, p.dc.data(), p.c0.ld};
+    ASSERT_TRUE(corrected::skinny_kernel_takes(args)) << where();
+    ctx.set_multiprocessor_limit(s.multiprocessors);
+    const std::vector<float> poison(p.c0.data.size(), NAN);
+    const auto product = mixsolve::testing::reference_gemm(s.op_a, Op::N, s.m, s.n, s.k, 1.0, p.a, p.b, 0.0, p.c0);
+    const double bound = mixsolve::testing::inner_product_bound(s.k / 32 + 64, 0x1p-23, 0x1p-23) + 2 * 0x1p-24;
+    bool first = true;
+    for (const auto [alpha, beta] : {std::pair{-1.0f, 1.0f}, std::pair{0.75f, 0.0f}, std::pair{1.5f, -0.5f}}) {
+      const auto expected = scaled_update(product, alpha, beta, p.c0);
+      HostMatrix<float> c[2] = {p.c0, p.c0};
       double errors[2];
       for (int which = 0; which < 2; ++which) {
         const Backend& be = which == 0 ? skinny : packed;
         p.dc.copy_from_host(beta == 0.0f ? poison : p.c0.data);
-        const HostMatrix<float> c = p.run(ctx, be, s.op_a, Op::N, s.m, s.n, s.k, -1.0f, beta);
-        errors[which] = mixsolve::testing::componentwise_error(c, beta == 0.0f ? product : updated);
+        c[which] = p.run(ctx, be, s.op_a, Op::N, s.m, s.n, s.k, alpha, beta);
+        errors[which] = mixsolve::testing::componentwise_error(c[which], expected);
         EXPECT_LE(errors[which], bound) << be.name() << " " << where() << " beta=" << beta;
         for (std::int64_t j = 0; j < s.n; ++j)  // rows between m and ldc untouched
-          for (std::int64_t i = s.m; i < c.ld; ++i)
-            ASSERT_TRUE(beta == 0.0f ? std::isnan(c(i, j)) : c(i, j) == p.c0(i, j)) << be.name() << " " << where();
-        if (which == 0 && beta == 1.0f) {
-          p.dc.copy_from_host(p.c0.data);
-          const HostMatrix<float> again = p.run(ctx, be, s.op_a, Op::N, s.m, s.n, s.k, -1.0f, beta);
-          EXPECT_EQ(std::memcmp(again.data.data(), c.data.data(), c.data.size() * sizeof(float)), 0) << where();
-        }
+          for (std::int64_t i = s.m; i < c[which].ld; ++i)
+            ASSERT_TRUE(beta == 0.0f ? std::isnan(c[which](i, j)) : c[which](i, j) == p.c0(i, j))
+                << be.name() << " " << where();
       }
-      std::printf("tf32tf32 m=%lld n=%lld k=%lld beta=%g: skinny %.3g, packed %.3g |A||B| (bound %.3g)\n",
-                  static_cast<long long>(s.m), static_cast<long long>(s.n), static_cast<long long>(s.k), double(beta),
-                  errors[0], errors[1], bound);
+      // Within a few times the packed kernel's error (the bound above allows far more at large k).
+      EXPECT_LE(errors[0], 4 * errors[1] + 0x1p-26) << where() << " beta=" << beta;
+      if (s.k >= 3001)
+        EXPECT_NE(std::memcmp(c[0].data.data(), c[1].data.data(), c[0].data.size() * sizeof(float)), 0) << where();
+      if (first) {
+        p.dc.copy_from_host(beta == 0.0f ? poison : p.c0.data);
+        const HostMatrix<float> again = p.run(ctx, skinny, s.op_a, Op::N, s.m, s.n, s.k, alpha, beta);
+        EXPECT_EQ(std::memcmp(again.data.data(), c[0].data.data(), c[0].data.size() * sizeof(float)), 0) << where();
+        first = false;
+      }
+      std::printf(
+          "tf32tf32 m=%lld n=%lld k=%lld (limit %d) alpha=%g beta=%g: skinny %.3g, packed %.3g |A||B| (bound %.3g)\n",
+          static_cast<long long>(s.m), static_cast<long long>(s.n), static_cast<long long>(s.k), s.multiprocessors,
+          double(alpha), double(beta), errors[0], errors[1], bound);
     }
+    ctx.set_multiprocessor_limit(0);
   }
 
-  // A NaN in column 3 and an Inf in column 5 of op(B): those output columns are not finite, every
-  // other one is finite and correct.
+  // op(B) readable in place but for its base address (4 bytes past a 16-byte boundary): the
+  // packed kernel takes it, and the product is right.
+  {
+    const std::int64_t m = 256, n = 100, k = 2000, ldb = 2004;
+    DeviceProblem p(Op::T, Op::N, m, n, k, 4, RandomSpec::uniform(-1, 1, 7200), RandomSpec::uniform(-1, 1, 7201), true);
+    DeviceBuffer<float> shifted(p.b.data.size() + 1);
+    MIXSOLVE_CUDA_CHECK(
+        cudaMemcpy(shifted.data() + 1, p.b.data.data(), p.b.data.size() * sizeof(float), cudaMemcpyHostToDevice));
+    ASSERT_EQ(p.b.ld, ldb);
+    const GemmArgs<float> g{Op::T, Op::N, m,           n,      k, 1.0f, p.da.data(), p.a.ld, shifted.data() + 1,
+                            ldb,   0.0f,  p.dc.data(), p.c0.ld};
+    ASSERT_FALSE(corrected::skinny_kernel_takes(g));
+    skinny.run(ctx, g);
+    ctx.synchronize();
+    HostMatrix<float> c = p.c0;
+    p.dc.copy_to_host(c.data.data(), c.data.size());
+    const auto product = mixsolve::testing::reference_gemm(Op::T, Op::N, m, n, k, 1.0, p.a, p.b, 0.0, p.c0);
+    EXPECT_LE(mixsolve::testing::componentwise_error(c, product),
+              mixsolve::testing::inner_product_bound(k / 32 + 64, 0x1p-23, 0x1p-23) + 2 * 0x1p-24);
+  }
+
+  // A NaN in column 3 and an Inf in column 5 of op(B), a NaN in row 7 of op(A): those output
+  // columns and that row are not finite, every other entry is finite and correct.
   const std::int64_t m = 256, n = 200, k = 3000;
   DeviceProblem p(Op::T, Op::N, m, n, k, 4, RandomSpec::uniform(-1, 1, 7100), RandomSpec::uniform(-1, 1, 7101), true);
   const auto product = mixsolve::testing::reference_gemm(Op::T, Op::N, m, n, k, 1.0, p.a, p.b, 0.0, p.c0);
   p.b(17, 3) = NAN;
   p.b(2999, 5) = INFINITY;
+  p.a(1234, 7) = NAN;  // op(A) = A^T: row 7 of op(A), k index 1234
   p.db.copy_from_host(p.b.data);
+  p.da.copy_from_host(p.a.data);
+  const GemmArgs<float> g{Op::T,  Op::N,       m,      n,    k,           1.0f,   p.da.data(),
+                          p.a.ld, p.db.data(), p.b.ld, 0.0f, p.dc.data(), p.c0.ld};
+  ASSERT_TRUE(corrected::skinny_kernel_takes(g));
   const HostMatrix<float> c = p.run(ctx, skinny, Op::T, Op::N, m, n, k, 1.0f, 0.0f);
   for (std::int64_t j = 0; j < n; ++j)
     for (std::int64_t i = 0; i < m; ++i) {
-      if (j == 3 || j == 5) {
+      if (j == 3 || j == 5 || i == 7) {
         ASSERT_FALSE(std::isfinite(c(i, j))) << "row " << i << " column " << j;
         continue;
       }

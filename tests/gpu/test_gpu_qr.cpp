@@ -29,29 +29,34 @@ using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
 
 template <class T>
 void expect_device_qr(const char* backend, std::int64_t m, std::int64_t n, std::int64_t block, double units,
-                      solvers_detail::QrPanel panel = solvers_detail::QrPanel::Tsqr,
-                      const char* vt_c_backend = nullptr) {
+                      solvers_detail::QrPanel panel = solvers_detail::QrPanel::Tsqr, const char* vt_c_backend = nullptr,
+                      std::int64_t ld = 0) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
+  if (ld == 0) ld = m;
   Matrix<double> a64(m, n);
   fill_random(host_view(a64.data(), m, n, m), RandomSpec::uniform(-1, 1, 100 + m + n));
   const Matrix<T> a = a64.template cast<T>();
-  DeviceBuffer<T> da(ctx, m * n), dq(ctx, m * n);
-  da.copy_from_host(a.data(), m * n);
-  DeviceQr<T> qr(ctx, device_view(da.data(), m, n, m), block, gemm::find_backend(backend), panel,
+  // A in ld x n storage whose rows beyond m hold NaN: the factorization must not read them.
+  Matrix<T> stored = Matrix<T>::Constant(ld, n, std::numeric_limits<T>::quiet_NaN());
+  stored.topRows(m) = a;
+  DeviceBuffer<T> da(ctx, ld * n), dq(ctx, m * n);
+  da.copy_from_host(stored.data(), ld * n);
+  DeviceQr<T> qr(ctx, device_view(da.data(), m, n, ld), block, gemm::find_backend(backend), panel,
                  vt_c_backend ? &gemm::find_backend(vt_c_backend) : nullptr);
   Matrix<T> q = Matrix<T>::Identity(m, n);
   dq.copy_from_host(q.data(), m * n);
   qr.apply_q(device_view(dq.data(), m, n, m));
-  Matrix<T> f(m, n);
   ctx.synchronize();
   dq.copy_to_host(q.data(), m * n);
-  da.copy_to_host(f.data(), m * n);
+  da.copy_to_host(stored.data(), ld * n);
+  const Matrix<T> f = stored.topRows(m);
   const Matrix<double> r = f.template cast<double>().topRows(n).template triangularView<Eigen::Upper>();
   const Matrix<double> qd = q.template cast<double>(), ad = a.template cast<double>();
   const double u = std::numeric_limits<T>::epsilon() / 2;
   const std::string label = std::string(backend) + (vt_c_backend ? std::string(" (V^T C: ") + vt_c_backend + ")" : "") +
-                            " " + std::to_string(m) + " x " + std::to_string(n) + ", block " + std::to_string(block) +
+                            " " + std::to_string(m) + " x " + std::to_string(n) + ", ld " + std::to_string(ld) +
+                            ", block " + std::to_string(block) +
                             (panel == solvers_detail::QrPanel::Tsqr ? ", TSQR panels" : ", cuSOLVER panels");
   const double factorization = (ad - qd * r).norm() / ad.norm();
   const double orthogonality = (qd.transpose() * qd - Matrix<double>::Identity(n, n)).norm();
@@ -102,6 +107,10 @@ TEST(GpuQr, FactorsToTheWorkingPrecisionOnEveryUpdateBackend) {
   // one before it.
   expect_device_qr<float>("cublas-fp16x3", 6000, 1100, 256, 8, solvers_detail::QrPanel::Tsqr, "tf32tf32");
   expect_device_qr<float>("cublas-fp16x3", 6000, 1100, 256, 8, solvers_detail::QrPanel::Tsqr, "cublas-sgemm");
+  // An odd m in storage padded to 128-byte columns, as least_squares() keeps its FP32 factors: V^T C
+  // reads the trailing matrix in place (the skinny tf32tf32 kernel), and NaN in the padding rows
+  // must not reach the factors.
+  expect_device_qr<float>("cublas-fp16x3", 6001, 1100, 256, 8, solvers_detail::QrPanel::Tsqr, "tf32tf32", 6016);
   expect_device_qr<float>("cublas-sgemm", 1001, 333, 128, 4);
   expect_device_qr<float>("cublas-sgemm", 70001, 100, 128, 4);
   expect_device_qr<double>("cublas-dgemm", 40000, 70, 128, 4);

@@ -21,6 +21,7 @@
 #include "mixsolve/core/error.hpp"
 #include "mma_sync_kernel.cuh"
 #include "pack.cuh"
+#include "skinny_route.hpp"
 #include "skinny_wgmma_kernel.cuh"
 #include "split_k.hpp"
 #include "wgmma_kernel.cuh"
@@ -206,13 +207,6 @@ CUtensorMap raw_operand_map(const float* b, std::int64_t rows, std::int64_t dept
   return map;
 }
 
-// Whether TMA can read op(B) in place: K-major (op(B) = N), the base 16-byte aligned, the column
-// stride ldb * 4 bytes a multiple of 16 and below 2^40 (cuTensorMapEncodeTiled's limits).
-bool raw_b_readable(const GemmArgs<float>& a) {
-  return a.op_b == Op::N && reinterpret_cast<std::uintptr_t>(a.b) % 16 == 0 && a.ldb % 4 == 0 &&
-         a.ldb < (std::int64_t{1} << 38);
-}
-
 void launch_split_k_reduce(const corrected::SplitKReduction& r, int multiprocessors, cudaStream_t stream) {
   const std::int64_t blocks = (r.m * r.n + 255) / 256;
   corrected::
@@ -292,7 +286,7 @@ class CorrectedSgemm final : public Backend {
         carve(nullptr, l,
               corrected::corrected_split_count(l.tiles(), l.k_tiles(), corrected::kSplitMultiprocessorBound))
             .bytes;
-    if (!scheme_.skinny_raw_b || s.m > corrected::SkinnyWgmmaConfig::kTileM) return general;
+    if (!scheme_.skinny_raw_b || s.m > corrected::kSkinnyMaxRows) return general;
     const SkinnyLayout skinny = skinny_layout_for(s);
     return std::max(general, carve_skinny(nullptr, skinny,
                                           corrected::corrected_split_count(skinny.tiles(), skinny.k_tiles(),
@@ -309,7 +303,7 @@ class CorrectedSgemm final : public Backend {
                            scheme_.path == corrected::KernelPath::Auto && wgmma_available(ctx.device());
     // Split-K on the wgmma path only (split_k.hpp); the mma.sync kernel walks all of k per tile.
     const int multiprocessors = use_wgmma ? wgmma_multiprocessors(ctx) : 0;
-    if (use_wgmma && scheme_.skinny_raw_b && a.m <= corrected::SkinnyWgmmaConfig::kTileM && raw_b_readable(a)) {
+    if (use_wgmma && scheme_.skinny_raw_b && corrected::skinny_kernel_takes(a)) {
       run_skinny(ctx, a, multiprocessors);
       return;
     }

@@ -38,6 +38,7 @@
 
 #include "mixsolve/formats/conversions.hpp"
 #include "mixsolve/primitives/async_copy.cuh"
+#include "skinny_route.hpp"
 #include "wgmma_kernel.cuh"
 
 namespace mixsolve::gemm::corrected {
@@ -56,6 +57,8 @@ struct SkinnyWgmmaConfig {
   static constexpr int kSharedBytes = kStages * kStageBytes + 1024 + 2 * kStages * 8;  // + alignment slack, barriers
 };
 static_assert(kSplitSlicesPerPart == SkinnyWgmmaConfig::kSlicesPerPart, "split-K chunks are whole parts");
+static_assert(kSkinnyMaxRows == SkinnyWgmmaConfig::kTileM, "the routing (skinny_route.hpp) matches the tile");
+static_assert(SkinnyWgmmaConfig::kStages >= 2, "a consumer waits for the next stage while it holds this one");
 static_assert(SkinnyWgmmaConfig::kStageBytes % 1024 == 0, "stages keep the 128-byte swizzle's 1024-byte alignment");
 
 struct SkinnyWgmmaParams {
@@ -235,6 +238,7 @@ __global__ void __launch_bounds__(SkinnyWgmmaConfig::kThreads, 1)
           if (s + 1 < Cfg::kKSteps) {
             load_raw_step(raw_tile(stage), s + 1, raw[buf ^ 1]);
           } else if (k_tile + 1 < w.k_end) {
+            // Before this step's products are issued: after them was no faster (docs/kernels.md).
             const int next = slice + 1;
             mbarrier_wait(full_barriers + 8 * (next % Cfg::kStages), (next / Cfg::kStages) & 1);
             load_raw_step(raw_tile(next % Cfg::kStages), 0, raw[buf ^ 1]);
