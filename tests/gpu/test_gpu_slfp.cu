@@ -4,7 +4,9 @@
 // subnormals, Inf, NaN) and on the word planes of SlfpVector.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <string>
@@ -13,6 +15,7 @@
 #include "gpu_test_support.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/formats/slfp.hpp"
+#include "mixsolve/slfp/blas.hpp"
 
 namespace {
 
@@ -78,6 +81,83 @@ TEST(GpuSlfp, DeviceEncodingsMatchTheHostBitForBit) {
   expect_device_matches_host<Slfp64in16>("slfp64in16b");
   expect_device_matches_host<Slfp32in24>("slfp32in24b");
   expect_device_matches_host<Slfp32in16>("slfp32in16b");
+}
+
+}  // namespace
+
+namespace {
+
+using namespace mixsolve;
+using mixsolve::formats::Rounding;
+using mixsolve::slfp::Format;
+using mixsolve::slfp::Storage;
+
+// The device kernels (slfp/blas.hpp) give the host kernels' bits: encode, AXPY and decode for
+// every format and both roundings, through the 8-value block path (16-byte aligned planes) and the
+// value-by-value path (every plane one element further on); DOT within its FP64 error bound.
+template <class T>
+void expect_device_kernels_match_host(Format f) {
+  Context host = Context::host_only();
+  Context ctx;
+  const std::int64_t n = (1 << 20) + 5;
+  std::mt19937_64 rng(int(f) + 1);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<T> x0(n), y0(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    x0[i] = static_cast<T>(std::ldexp(u(rng), int(rng() % 60) - 30));
+    y0[i] = static_cast<T>(u(rng));
+  }
+  DeviceBuffer<T> dx0(n), dy0(n), dout(n);
+  dx0.copy_from_host(x0);
+  dy0.copy_from_host(y0);
+  for (const Rounding r : {Rounding::NearestEven, Rounding::TowardZero})
+    for (const std::int64_t offset : {std::int64_t{0}, std::int64_t{1}}) {
+      const auto shifted = [&](const mixsolve::slfp::Vector& v) {
+        mixsolve::slfp::Vector s = v;
+        s.size -= offset;
+        if (s.w32) s.w32 += offset;
+        if (s.w16) s.w16 += offset;
+        if (s.w8) s.w8 += offset;
+        if (s.f64) s.f64 += offset;
+        if (s.f32) s.f32 += offset;
+        return s;
+      };
+      const std::int64_t m = n - offset;
+      Storage hx(f, n, Memory::Host), hy(f, n, Memory::Host), dxs(f, n, Memory::Device), dys(f, n, Memory::Device);
+      const auto hxv = shifted(hx.view()), hyv = shifted(hy.view()), dxv = shifted(dxs.view()), dyv = shifted(dys.view());
+      slfp::encode(host, x0.data() + offset, hxv, r);
+      slfp::encode(host, y0.data() + offset, hyv, r);
+      slfp::encode(ctx, dx0.data() + offset, dxv, r);
+      slfp::encode(ctx, dy0.data() + offset, dyv, r);
+      slfp::axpy(host, 0.3, hxv, hyv, r);
+      slfp::axpy(ctx, 0.3, dxv, dyv, r);
+      std::vector<T> expected(m), got(m);
+      slfp::decode(host, hyv, expected.data());
+      slfp::decode(ctx, dyv, dout.data());
+      ctx.synchronize();
+      dout.copy_to_host(got.data(), m);
+      int mismatches = 0;
+      for (std::int64_t i = 0; i < m && mismatches < 5; ++i)
+        if (std::memcmp(&got[i], &expected[i], sizeof(T)) != 0) {
+          ++mismatches;
+          ADD_FAILURE() << slfp::to_string(f) << " offset " << offset << " element " << i << ": device " << got[i]
+                        << ", host " << expected[i];
+        }
+      const double host_dot = slfp::dot(host, hxv, hyv), device_dot = slfp::dot(ctx, dxv, dyv);
+      double magnitude = 0;
+      std::vector<T> xs(m);
+      slfp::decode(host, hxv, xs.data());
+      for (std::int64_t i = 0; i < m; ++i) magnitude += std::fabs(double(xs[i]) * double(expected[i]));
+      EXPECT_LE(std::fabs(host_dot - device_dot), 2 * double(m) * 0x1p-53 * magnitude) << slfp::to_string(f);
+    }
+}
+
+TEST(GpuSlfp, DeviceKernelsMatchTheHostKernels) {
+  MIXSOLVE_REQUIRE_GPU();
+  for (const Format f : slfp::all_formats()) {
+    if (slfp::fp64_based(f)) expect_device_kernels_match_host<double>(f);
+    else expect_device_kernels_match_host<float>(f);
+  }
 }
 
 }  // namespace

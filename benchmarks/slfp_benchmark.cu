@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// slfp_benchmark: seed 003 Table 3 on our GPU for the memory-bound kernels of slfp/blas.hpp. For
+// every format (fp64, slfp64in56b .. slfp64in16b, fp32, slfp32in24b, slfp32in16b), AXPY and DOT on
+// n values on the device: time (median of --reps after a warm-up), GFLOP/s (2n), the bytes they
+// move (AXPY reads x and y and writes y, DOT reads x and y) per second, that over the device copy
+// bandwidth measured in the same run (cudaMemcpy device to device of n doubles: 16n bytes moved),
+// the speedup over cublasDaxpy / cublasDdot (FP64-based formats) or cublasSaxpy / cublasSdot
+// (FP32-based) in the same run, and the board's power from NVML's energy counter while the kernel
+// repeats for --power-seconds (GFLOP/s per W). Prints a table and writes JSON (--json FILE).
+//
+//   slfp_benchmark [--n 268435456] [--formats all|fp64,slfp64in32b,...] [--rounding rn|rz]
+//                  [--reps 10] [--power-seconds 1] [--json out.json]
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench_common.hpp"
+#include "mixsolve/core/cuda_check.hpp"
+#include "mixsolve/core/device_buffer.hpp"
+#include "mixsolve/slfp/blas.hpp"
+
+using namespace mixsolve;
+
+namespace {
+
+// NVML through dlopen (the driver's libnvidia-ml.so.1; no NVML headers at build time): the total
+// energy counter of device 0 in mJ (Volta and later). Absent NVML: no power column.
+class EnergyCounter {
+ public:
+  EnergyCounter() {
+    handle_ = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+    if (!handle_) return;
+    using Init = int (*)();
+    using GetHandle = int (*)(unsigned, void**);
+    const auto init = reinterpret_cast<Init>(dlsym(handle_, "nvmlInit_v2"));
+    const auto get = reinterpret_cast<GetHandle>(dlsym(handle_, "nvmlDeviceGetHandleByIndex_v2"));
+    energy_ = reinterpret_cast<Energy>(dlsym(handle_, "nvmlDeviceGetTotalEnergyConsumption"));
+    int device = 0;
+    cudaGetDevice(&device);
+    if (!init || !get || !energy_ || init() != 0 || get(unsigned(device), &device_) != 0) energy_ = nullptr;
+  }
+  bool available() const { return energy_ != nullptr; }
+  // Millijoules since the driver loaded.
+  unsigned long long millijoules() const {
+    unsigned long long mj = 0;
+    if (energy_) energy_(device_, &mj);
+    return mj;
+  }
+
+ private:
+  using Energy = int (*)(void*, unsigned long long*);
+  void* handle_ = nullptr;
+  void* device_ = nullptr;
+  Energy energy_ = nullptr;
+};
+
+// Median seconds of `run` over `reps` runs after one warm-up (CUDA events on `stream`).
+double median_seconds(cudaStream_t stream, int reps, const std::function<void()>& run) {
+  cudaEvent_t start, stop;
+  MIXSOLVE_CUDA_CHECK(cudaEventCreate(&start));
+  MIXSOLVE_CUDA_CHECK(cudaEventCreate(&stop));
+  run();
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) {
+    MIXSOLVE_CUDA_CHECK(cudaEventRecord(start, stream));
+    run();
+    MIXSOLVE_CUDA_CHECK(cudaEventRecord(stop, stream));
+    MIXSOLVE_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    MIXSOLVE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    times.push_back(ms * 1e-3);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// Average board power (W) while `run` repeats for at least `seconds`; 0 without NVML.
+double average_watts(const EnergyCounter& energy, cudaStream_t stream, double seconds, const std::function<void()>& run) {
+  if (!energy.available() || seconds <= 0) return 0;
+  MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto t0 = std::chrono::steady_clock::now();
+  const unsigned long long e0 = energy.millijoules();
+  double elapsed = 0;
+  while (elapsed < seconds) {
+    for (int i = 0; i < 10; ++i) run();
+    MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return double(energy.millijoules() - e0) * 1e-3 / elapsed;
+}
+
+__global__ void fill_kernel(std::int64_t n, std::uint64_t seed, double* d, float* f) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    std::uint64_t h = (std::uint64_t(i) + seed) * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 31;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 29;
+    const double v = double(h >> 11) * 0x1p-53 * 2 - 1;  // uniform in [-1, 1)
+    d[i] = v;
+    f[i] = float(v);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const bench::Options opt(argc, argv);
+  if (!gpu_available()) {
+    std::printf("slfp_benchmark: no CUDA GPU present; nothing to measure\n");
+    return 0;
+  }
+  const std::int64_t n = opt.sizes("n", "268435456").front();
+  const int reps = std::stoi(opt.get("reps", "10"));
+  const double power_seconds = std::stod(opt.get("power-seconds", "1"));
+  const std::string rounding_name = opt.get("rounding", "rn");
+  if (rounding_name != "rn" && rounding_name != "rz")
+    throw InvalidArgument("--rounding: \"" + rounding_name + "\" is neither rn nor rz");
+  const formats::Rounding rounding = rounding_name == "rn" ? formats::Rounding::NearestEven : formats::Rounding::TowardZero;
+  std::vector<slfp::Format> formats;
+  const std::vector<std::string> names = opt.list("formats", "all");
+  if (names.size() == 1 && names[0] == "all") formats = slfp::all_formats();
+  else
+    for (const std::string& s : names) formats.push_back(slfp::parse_format(s));
+
+  Context ctx;
+  cudaStream_t stream = ctx.stream();
+  cublasHandle_t h = ctx.cublas();
+  const EnergyCounter energy;
+  nlohmann::json out = bench::device_json();
+  out["n"] = n;
+  out["rounding"] = rounding_name;
+  std::printf("GPU: %s, CUDA driver %s, cuBLAS %s; %s\n", out["gpu"].get<std::string>().c_str(),
+              out.value("cuda_driver", "").c_str(), out.value("cublas", "").c_str(), out["date"].get<std::string>().c_str());
+
+  DeviceBuffer<double> src64(n), x64(n), y64(n);
+  DeviceBuffer<float> src32(n), x32(n), y32(n);
+  fill_kernel<<<4096, 256, 0, stream>>>(n, 1, src64.data(), src32.data());
+  fill_kernel<<<4096, 256, 0, stream>>>(n, 2, x64.data(), x32.data());
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+
+  // The device's copy bandwidth: n doubles copied, 16 n bytes moved.
+  const double copy_s = median_seconds(stream, reps, [&] {
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(y64.data(), x64.data(), n * sizeof(double), cudaMemcpyDeviceToDevice, stream));
+  });
+  const double copy_gbs = 16.0 * double(n) / copy_s * 1e-9;
+  std::printf("\ndevice copy (cudaMemcpy, %lld doubles): %.1f GB/s read + write\n", (long long)n, copy_gbs);
+  out["copy_gb_per_s"] = copy_gbs;
+
+  // cuBLAS baselines.
+  const double alpha64 = 0.5;
+  const float alpha32 = 0.5f;
+  struct Baseline {
+    double axpy_s, dot_s, axpy_w, dot_w;
+  };
+  Baseline base64{}, base32{};
+  double sink = 0;
+  float sink32 = 0;
+  MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(y64.data(), src64.data(), n * sizeof(double), cudaMemcpyDeviceToDevice, stream));
+  MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(y32.data(), src32.data(), n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+  const auto daxpy = [&] { cublasDaxpy(h, int(n), &alpha64, x64.data(), 1, y64.data(), 1); };
+  const auto saxpy = [&] { cublasSaxpy(h, int(n), &alpha32, x32.data(), 1, y32.data(), 1); };
+  const auto ddot = [&] { cublasDdot(h, int(n), x64.data(), 1, y64.data(), 1, &sink); };
+  const auto sdot = [&] { cublasSdot(h, int(n), x32.data(), 1, y32.data(), 1, &sink32); };
+  if (n > INT32_MAX) throw InvalidArgument("--n: cuBLAS's int interface takes at most 2^31 - 1 values");
+  base64 = {median_seconds(stream, reps, daxpy), median_seconds(stream, reps, ddot),
+            average_watts(energy, stream, power_seconds, daxpy), average_watts(energy, stream, power_seconds, ddot)};
+  base32 = {median_seconds(stream, reps, saxpy), median_seconds(stream, reps, sdot),
+            average_watts(energy, stream, power_seconds, saxpy), average_watts(energy, stream, power_seconds, sdot)};
+
+  std::printf("\nAXPY and DOT on %lld values, median of %d; GB/s = bytes moved / time, %% of the copy bandwidth; "
+              "x blas = cuBLAS time / time (D for FP64-based, S for FP32-based); W = board power (NVML energy)\n",
+              (long long)n, reps);
+  std::printf("%-16s %5s | %8s %8s %7s %7s %6s %9s | %8s %8s %7s %7s %6s\n", "format", "bits", "AXPY GF/s", "GB/s",
+              "% copy", "x blas", "W", "GF/s/W", "DOT GF/s", "GB/s", "% copy", "x blas", "W");
+  const auto row = [&](const std::string& name, int bits, double axpy_s, double dot_s, double axpy_w, double dot_w,
+                       const Baseline& base) {
+    const double bytes = double(bits) / 8 * double(n);
+    const double axpy_gf = 2.0 * double(n) / axpy_s * 1e-9, dot_gf = 2.0 * double(n) / dot_s * 1e-9;
+    const double axpy_gbs = 3 * bytes / axpy_s * 1e-9, dot_gbs = 2 * bytes / dot_s * 1e-9;
+    std::printf("%-16s %5d | %8.1f %8.1f %6.1f%% %7.2f %6.0f %9.2f | %8.1f %8.1f %6.1f%% %7.2f %6.0f\n", name.c_str(),
+                bits, axpy_gf, axpy_gbs, 100 * axpy_gbs / copy_gbs, base.axpy_s / axpy_s, axpy_w,
+                axpy_w > 0 ? axpy_gf / axpy_w : 0.0, dot_gf, dot_gbs, 100 * dot_gbs / copy_gbs, base.dot_s / dot_s, dot_w);
+    out["rows"].push_back({{"format", name},
+                           {"bits", bits},
+                           {"axpy_seconds", axpy_s},
+                           {"axpy_gflops", axpy_gf},
+                           {"axpy_gb_per_s", axpy_gbs},
+                           {"axpy_fraction_of_copy", axpy_gbs / copy_gbs},
+                           {"axpy_speedup_vs_cublas", base.axpy_s / axpy_s},
+                           {"axpy_watts", axpy_w},
+                           {"dot_seconds", dot_s},
+                           {"dot_gflops", dot_gf},
+                           {"dot_gb_per_s", dot_gbs},
+                           {"dot_fraction_of_copy", dot_gbs / copy_gbs},
+                           {"dot_speedup_vs_cublas", base.dot_s / dot_s},
+                           {"dot_watts", dot_w}});
+  };
+  row("cublas-d", 64, base64.axpy_s, base64.dot_s, base64.axpy_w, base64.dot_w, base64);
+  row("cublas-s", 32, base32.axpy_s, base32.dot_s, base32.axpy_w, base32.dot_w, base32);
+  for (const slfp::Format f : formats) {
+    slfp::Storage xs(f, n, Memory::Device), ys(f, n, Memory::Device);
+    if (slfp::fp64_based(f)) {
+      slfp::encode(ctx, x64.data(), xs.view(), rounding);
+      slfp::encode(ctx, src64.data(), ys.view(), rounding);
+    } else {
+      slfp::encode(ctx, x32.data(), xs.view(), rounding);
+      slfp::encode(ctx, src32.data(), ys.view(), rounding);
+    }
+    // y grows by 0.5 x per run: over the runs |y| stays within a few units, far from any overflow.
+    const auto axpy = [&] { slfp::axpy(ctx, 0.5, xs.view(), ys.view(), rounding); };
+    const auto dot = [&] { sink = slfp::dot(ctx, xs.view(), ys.view()); };
+    const double axpy_s = median_seconds(stream, reps, axpy), dot_s = median_seconds(stream, reps, dot);
+    const double axpy_w = average_watts(energy, stream, power_seconds, axpy);
+    const double dot_w = average_watts(energy, stream, power_seconds, dot);
+    row(slfp::to_string(f), slfp::container_bits(f), axpy_s, dot_s, axpy_w, dot_w,
+        slfp::fp64_based(f) ? base64 : base32);
+  }
+  bench::write_json(opt, out);
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "slfp_benchmark: %s\n", e.what());
+  return 1;
+}

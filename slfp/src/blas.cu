@@ -1,0 +1,556 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// SLFP kernels (include/mixsolve/slfp/blas.hpp): argument checks, the dispatch from the runtime
+// Format to the accessor types of formats/slfp.hpp, and each kernel written once over an accessor:
+// an OpenMP loop on the host and a grid-stride kernel on the device. Device kernels move blocks of
+// 8 consecutive values per thread with vector loads and stores of each plane (8 bytes of an 8-bit
+// plane, 16 of a 16-bit one, 32 of a 32-bit one), so that the narrow planes of the concatenated
+// formats still move whole 32-byte sectors per warp request (seed 003 §5.4: their scalar accesses
+// cost them bandwidth); a tail of fewer than 8 values, or planes not 16-byte aligned, go value by
+// value.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <new>
+#include <string>
+#include <type_traits>
+
+#include "mixsolve/core/cuda_check.hpp"
+#include "mixsolve/core/error.hpp"
+#include "mixsolve/slfp/blas.hpp"
+
+namespace mixsolve::slfp {
+
+using formats::IeeeVector;
+using formats::SlfpVector;
+
+const std::vector<Format>& all_formats() {
+  static const std::vector<Format> formats = {Format::Fp64,       Format::Slfp64in56, Format::Slfp64in48, Format::Slfp64in40,
+                                              Format::Slfp64in32, Format::Slfp64in24, Format::Slfp64in16, Format::Fp32,
+                                              Format::Slfp32in24, Format::Slfp32in16};
+  return formats;
+}
+
+const char* to_string(Format f) {
+  switch (f) {
+    case Format::Fp64: return "fp64";
+    case Format::Slfp64in56: return "slfp64in56b";
+    case Format::Slfp64in48: return "slfp64in48b";
+    case Format::Slfp64in40: return "slfp64in40b";
+    case Format::Slfp64in32: return "slfp64in32b";
+    case Format::Slfp64in24: return "slfp64in24b";
+    case Format::Slfp64in16: return "slfp64in16b";
+    case Format::Fp32: return "fp32";
+    case Format::Slfp32in24: return "slfp32in24b";
+    case Format::Slfp32in16: return "slfp32in16b";
+  }
+  return "?";
+}
+
+Format parse_format(const std::string& name) {
+  std::string known;
+  for (const Format f : all_formats()) {
+    if (name == to_string(f)) return f;
+    known += std::string(known.empty() ? "" : ", ") + to_string(f);
+  }
+  throw InvalidArgument("slfp: unknown format \"" + name + "\" (known: " + known + ")");
+}
+
+int container_bits(Format f) {
+  switch (f) {
+    case Format::Fp64: return 64;
+    case Format::Slfp64in56: return 56;
+    case Format::Slfp64in48: return 48;
+    case Format::Slfp64in40: return 40;
+    case Format::Slfp64in32: return 32;
+    case Format::Slfp64in24: return 24;
+    case Format::Slfp64in16: return 16;
+    case Format::Fp32: return 32;
+    case Format::Slfp32in24: return 24;
+    case Format::Slfp32in16: return 16;
+  }
+  return 0;
+}
+
+bool fp64_based(Format f) { return int(f) < int(Format::Fp32); }
+bool single_word(Format f) { return container_bits(f) == 16 || container_bits(f) == 32 || container_bits(f) == 64; }
+
+namespace {
+
+// The accessor of a Vector of compile-time format F (formats/slfp.hpp's SlfpVector or IeeeVector).
+template <class F>
+SlfpVector<F> accessor(const Vector& v, F) {
+  return {v.w32, v.w16, v.w8};
+}
+IeeeVector<double> accessor(const Vector& v, double) { return {v.f64}; }
+IeeeVector<float> accessor(const Vector& v, float) { return {v.f32}; }
+
+// Calls fn(tag) with the compile-time tag of `format`: a formats::Slfp<..> type, or double / float.
+template <class Fn>
+decltype(auto) dispatch(Format format, Fn&& fn) {
+  switch (format) {
+    case Format::Fp64: return fn(double{});
+    case Format::Slfp64in56: return fn(formats::Slfp64in56{});
+    case Format::Slfp64in48: return fn(formats::Slfp64in48{});
+    case Format::Slfp64in40: return fn(formats::Slfp64in40{});
+    case Format::Slfp64in32: return fn(formats::Slfp64in32{});
+    case Format::Slfp64in24: return fn(formats::Slfp64in24{});
+    case Format::Slfp64in16: return fn(formats::Slfp64in16{});
+    case Format::Fp32: return fn(float{});
+    case Format::Slfp32in24: return fn(formats::Slfp32in24{});
+    case Format::Slfp32in16: return fn(formats::Slfp32in16{});
+  }
+  throw InvalidArgument("slfp: format value " + std::to_string(int(format)) + " is not a Format");
+}
+
+// ---- argument checks -----------------------------------------------------------------------
+
+bool has_plane(Format f, int bits) {
+  if (f == Format::Fp64) return bits == 64;
+  if (f == Format::Fp32) return bits == -32;  // f32: told apart from the 32-bit word plane
+  const int c = container_bits(f);
+  if (bits == 32) return c >= 32;
+  if (bits == 16) return (c % 32) >= 16;
+  if (bits == 8) return (c % 16) == 8;
+  return false;
+}
+
+// Where `p` lives, as CUDA sees it (host memory that CUDA does not know counts as host).
+Memory memory_of(const Context& ctx, const void* p) {
+  if (!ctx.has_device()) return Memory::Host;
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+    cudaGetLastError();  // clear it: an unknown pointer is host memory
+    return Memory::Host;
+  }
+  return attributes.type == cudaMemoryTypeDevice ? Memory::Device : Memory::Host;
+}
+
+void check_pointer(const Context& ctx, const void* p, std::size_t word, Memory memory, const std::string& what) {
+  if (p == nullptr) throw InvalidArgument(what + " is null");
+  if (reinterpret_cast<std::uintptr_t>(p) % word != 0)
+    throw InvalidArgument(what + " (" + std::to_string(reinterpret_cast<std::uintptr_t>(p)) + ") is not aligned to its " +
+                          std::to_string(word) + "-byte words");
+  if (memory == Memory::Device && !ctx.has_device())
+    throw InvalidArgument(what + " is in device memory, but the Context has no GPU");
+  if (memory_of(ctx, p) != memory)
+    throw InvalidArgument(what + " is not in " + to_string(memory) + " memory, where the vector says it is");
+}
+
+void check_vector(const Context& ctx, const Vector& v, const std::string& what) {
+  if (v.size < 0) throw InvalidArgument(what + ".size (" + std::to_string(v.size) + ") is negative");
+  const std::string name = std::string(" of ") + to_string(v.format);
+  const struct {
+    const void* p;
+    int bits;
+    std::size_t word;
+    const char* field;
+  } planes[] = {{v.w32, 32, 4, "w32"}, {v.w16, 16, 2, "w16"}, {v.w8, 8, 1, "w8"}, {v.f64, 64, 8, "f64"}, {v.f32, -32, 4, "f32"}};
+  for (const auto& plane : planes) {
+    if (!has_plane(v.format, plane.bits)) continue;
+    if (v.size > 0) check_pointer(ctx, plane.p, plane.word, v.memory, what + "." + plane.field + name);
+  }
+}
+
+void check_pair(const Context& ctx, const Vector& x, const Vector& y, const char* op) {
+  check_vector(ctx, x, std::string(op) + ": x");
+  check_vector(ctx, y, std::string(op) + ": y");
+  if (x.format != y.format)
+    throw InvalidArgument(std::string(op) + ": x is " + to_string(x.format) + " and y " + to_string(y.format) +
+                          "; both must have one format");
+  if (x.size != y.size)
+    throw InvalidArgument(std::string(op) + ": x.size (" + std::to_string(x.size) + ") differs from y.size (" +
+                          std::to_string(y.size) + ")");
+  if (x.memory != y.memory) throw InvalidArgument(std::string(op) + ": x and y are in different memories");
+}
+
+// a x + y with one rounding, the same on the host and the device (nvcc would otherwise contract
+// a * x + y into an FMA on the device only).
+template <class T>
+MIXSOLVE_HD T fused(T a, T x, T y) {
+#if defined(__CUDA_ARCH__)
+  return fma(a, x, y);
+#else
+  return std::fma(a, x, y);
+#endif
+}
+
+// ---- block access for the device kernels ---------------------------------------------------
+
+constexpr int kBlock = 8;  // values per thread and step
+
+template <class W>
+__device__ __forceinline__ void load_words(const W* plane, std::int64_t i0, W (&w)[kBlock]) {
+  static_assert(sizeof(W) * kBlock % 8 == 0, "8, 16, 32 or 64 bytes");
+  constexpr int kVectors = sizeof(W) * kBlock / 16 > 0 ? sizeof(W) * kBlock / 16 : 1;
+  if constexpr (sizeof(W) * kBlock == 8) {
+    const uint2 q = *reinterpret_cast<const uint2*>(plane + i0);
+    std::memcpy(w, &q, 8);
+  } else {
+    uint4 q[kVectors];
+#pragma unroll
+    for (int k = 0; k < kVectors; ++k) q[k] = reinterpret_cast<const uint4*>(plane + i0)[k];
+    std::memcpy(w, q, sizeof(q));
+  }
+}
+
+template <class W>
+__device__ __forceinline__ void store_words(W* plane, std::int64_t i0, const W (&w)[kBlock]) {
+  constexpr int kVectors = sizeof(W) * kBlock / 16 > 0 ? sizeof(W) * kBlock / 16 : 1;
+  if constexpr (sizeof(W) * kBlock == 8) {
+    uint2 q;
+    std::memcpy(&q, w, 8);
+    *reinterpret_cast<uint2*>(plane + i0) = q;
+  } else {
+    uint4 q[kVectors];
+    std::memcpy(q, w, sizeof(q));
+#pragma unroll
+    for (int k = 0; k < kVectors; ++k) reinterpret_cast<uint4*>(plane + i0)[k] = q[k];
+  }
+}
+
+// Eight values from i0 (a multiple of 8; 16-byte aligned planes), widened.
+template <class F>
+__device__ __forceinline__ void load_block(const SlfpVector<F>& a, std::int64_t i0,
+                                           typename F::value_type (&v)[kBlock]) {
+  using Bits = typename F::Bits;
+  Bits s[kBlock] = {};
+  int shift = F::kContainerBits;
+  if constexpr (F::kHas32) {
+    shift -= 32;
+    std::uint32_t w[kBlock];
+    load_words(a.w32, i0, w);
+#pragma unroll
+    for (int k = 0; k < kBlock; ++k) s[k] |= Bits(w[k]) << shift;
+  }
+  if constexpr (F::kHas16) {
+    shift -= 16;
+    std::uint16_t w[kBlock];
+    load_words(a.w16, i0, w);
+#pragma unroll
+    for (int k = 0; k < kBlock; ++k) s[k] |= Bits(w[k]) << shift;
+  }
+  if constexpr (F::kHas8) {
+    std::uint8_t w[kBlock];
+    load_words(a.w8, i0, w);
+#pragma unroll
+    for (int k = 0; k < kBlock; ++k) s[k] |= Bits(w[k]);
+  }
+#pragma unroll
+  for (int k = 0; k < kBlock; ++k) v[k] = F::decode(s[k]);
+}
+
+template <class F, Rounding R>
+__device__ __forceinline__ void store_block(const SlfpVector<F>& a, std::int64_t i0,
+                                            const typename F::value_type (&v)[kBlock]) {
+  using Bits = typename F::Bits;
+  Bits s[kBlock];
+#pragma unroll
+  for (int k = 0; k < kBlock; ++k) s[k] = F::template encode<R>(v[k]);
+  int shift = F::kContainerBits;
+  if constexpr (F::kHas32) {
+    shift -= 32;
+    std::uint32_t w[kBlock];
+#pragma unroll
+    for (int k = 0; k < kBlock; ++k) w[k] = static_cast<std::uint32_t>(s[k] >> shift);
+    store_words(a.w32, i0, w);
+  }
+  if constexpr (F::kHas16) {
+    shift -= 16;
+    std::uint16_t w[kBlock];
+#pragma unroll
+    for (int k = 0; k < kBlock; ++k) w[k] = static_cast<std::uint16_t>(s[k] >> shift);
+    store_words(a.w16, i0, w);
+  }
+  if constexpr (F::kHas8) {
+    std::uint8_t w[kBlock];
+#pragma unroll
+    for (int k = 0; k < kBlock; ++k) w[k] = static_cast<std::uint8_t>(s[k]);
+    store_words(a.w8, i0, w);
+  }
+}
+
+template <class T>
+__device__ __forceinline__ void load_block(const IeeeVector<T>& a, std::int64_t i0, T (&v)[kBlock]) {
+  load_words(a.data, i0, v);
+}
+template <class T, Rounding R>
+__device__ __forceinline__ void store_block(const IeeeVector<T>& a, std::int64_t i0, const T (&v)[kBlock]) {
+  store_words(a.data, i0, v);
+}
+// store_block's rounding as a deducible call for both accessor kinds.
+template <Rounding R, class A, class T>
+__device__ __forceinline__ void store_block_as(const A& a, std::int64_t i0, const T (&v)[kBlock]) {
+  if constexpr (std::is_same_v<A, IeeeVector<T>>) store_block<T, R>(a, i0, v);
+  else store_block<typename A::format, R>(a, i0, v);
+}
+
+// Whether every plane of v is 16-byte aligned (the block path's vector accesses).
+bool block_aligned(const Vector& v) {
+  for (const void* p : {static_cast<const void*>(v.w32), static_cast<const void*>(v.w16),
+                        static_cast<const void*>(v.w8), static_cast<const void*>(v.f64), static_cast<const void*>(v.f32)})
+    if (p != nullptr && reinterpret_cast<std::uintptr_t>(p) % 16 != 0) return false;
+  return true;
+}
+
+unsigned grid_for(const Context& ctx, std::int64_t items, int threads) {
+  int sms = 0;
+  MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device()));
+  const std::int64_t blocks = (items + threads - 1) / threads;
+  return unsigned(std::max<std::int64_t>(1, std::min<std::int64_t>(blocks, std::int64_t(sms) * 16)));
+}
+
+// ---- the kernels, once per accessor --------------------------------------------------------
+
+// y = alpha x + y (seed 003 §4.1): blocks of 8 where `blocks`, then value by value for the tail.
+template <Rounding R, class A>
+__global__ void axpy_kernel(std::int64_t n, typename A::value_type alpha, A x, A y, bool blocks) {
+  using T = typename A::value_type;
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  const std::int64_t first = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  std::int64_t done = 0;
+  if (blocks) {
+    const std::int64_t n_blocks = n / kBlock;
+    for (std::int64_t b = first; b < n_blocks; b += stride) {
+      T xv[kBlock], yv[kBlock];
+      load_block(x, b * kBlock, xv);
+      load_block(y, b * kBlock, yv);
+#pragma unroll
+      for (int k = 0; k < kBlock; ++k) yv[k] = fused(alpha, xv[k], yv[k]);
+      store_block_as<R>(y, b * kBlock, yv);
+    }
+    done = n_blocks * kBlock;
+  }
+  for (std::int64_t i = done + first; i < n; i += stride) y.template store<R>(i, fused(alpha, x.load(i), y.load(i)));
+}
+
+// Partial sums of x_i y_i in FP64, one per thread block, into partial[blockIdx.x].
+template <class A>
+__global__ void dot_kernel(std::int64_t n, A x, A y, bool blocks, double* partial) {
+  using T = typename A::value_type;
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  const std::int64_t first = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  double sum = 0;
+  std::int64_t done = 0;
+  if (blocks) {
+    const std::int64_t n_blocks = n / kBlock;
+    for (std::int64_t b = first; b < n_blocks; b += stride) {
+      T xv[kBlock], yv[kBlock];
+      load_block(x, b * kBlock, xv);
+      load_block(y, b * kBlock, yv);
+#pragma unroll
+      for (int k = 0; k < kBlock; ++k) sum = fma(double(xv[k]), double(yv[k]), sum);
+    }
+    done = n_blocks * kBlock;
+  }
+  for (std::int64_t i = done + first; i < n; i += stride) sum = fma(double(x.load(i)), double(y.load(i)), sum);
+  __shared__ double warp_sums[32];
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = sum;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    sum = threadIdx.x < blockDim.x / 32 ? warp_sums[threadIdx.x] : 0.0;
+    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    if (threadIdx.x == 0) partial[blockIdx.x] = sum;
+  }
+}
+
+template <Rounding R, class In, class A>
+__global__ void encode_kernel(std::int64_t n, const In* x, A y) {
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    y.template store<R>(i, x[i]);
+}
+
+template <class Out, class A>
+__global__ void decode_kernel(std::int64_t n, A x, Out* y) {
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) y[i] = x.load(i);
+}
+
+constexpr int kThreads = 256;
+
+// The value type of a dispatch tag: the tag itself for FP64 / FP32, else the format's base type.
+template <class Tag, class = void>
+struct ValueOf {
+  using type = Tag;
+};
+template <class Tag>
+struct ValueOf<Tag, std::void_t<typename Tag::value_type>> {
+  using type = typename Tag::value_type;
+};
+template <class Tag>
+using value_of = typename ValueOf<Tag>::type;
+
+template <class In>
+void encode_any(Context& ctx, const In* x, const Vector& y, Rounding rounding, const char* op) {
+  check_vector(ctx, y, std::string(op) + ": y");
+  if (fp64_based(y.format) != std::is_same_v<In, double>)
+    throw InvalidArgument(std::string(op) + ": y is " + to_string(y.format) + ", not " +
+                          (std::is_same_v<In, double> ? "FP64" : "FP32") + "-based like x");
+  if (y.size == 0) return;
+  check_pointer(ctx, x, sizeof(In), y.memory, std::string(op) + ": x");
+  dispatch(y.format, [&](auto tag) {
+    using Tag = decltype(tag);
+    if constexpr (std::is_same_v<value_of<Tag>, In>) {
+      const auto a = accessor(y, tag);
+      const std::int64_t n = y.size;
+      if (y.memory == Memory::Host) {
+        if (rounding == Rounding::NearestEven) {
+#pragma omp parallel for schedule(static)
+          for (std::int64_t i = 0; i < n; ++i) a.template store<Rounding::NearestEven>(i, x[i]);
+        } else {
+#pragma omp parallel for schedule(static)
+          for (std::int64_t i = 0; i < n; ++i) a.template store<Rounding::TowardZero>(i, x[i]);
+        }
+        return;
+      }
+      const unsigned grid = grid_for(ctx, n, kThreads);
+      if (rounding == Rounding::NearestEven)
+        encode_kernel<Rounding::NearestEven><<<grid, kThreads, 0, ctx.stream()>>>(n, x, a);
+      else
+        encode_kernel<Rounding::TowardZero><<<grid, kThreads, 0, ctx.stream()>>>(n, x, a);
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+    }
+  });
+}
+
+template <class Out>
+void decode_any(Context& ctx, const Vector& x, Out* y, const char* op) {
+  check_vector(ctx, x, std::string(op) + ": x");
+  if (fp64_based(x.format) != std::is_same_v<Out, double>)
+    throw InvalidArgument(std::string(op) + ": x is " + to_string(x.format) + ", not " +
+                          (std::is_same_v<Out, double> ? "FP64" : "FP32") + "-based like y");
+  if (x.size == 0) return;
+  check_pointer(ctx, y, sizeof(Out), x.memory, std::string(op) + ": y");
+  dispatch(x.format, [&](auto tag) {
+    using Tag = decltype(tag);
+    if constexpr (std::is_same_v<value_of<Tag>, Out>) {
+      const auto a = accessor(x, tag);
+      const std::int64_t n = x.size;
+      if (x.memory == Memory::Host) {
+#pragma omp parallel for schedule(static)
+        for (std::int64_t i = 0; i < n; ++i) y[i] = a.load(i);
+        return;
+      }
+      decode_kernel<<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream()>>>(n, a, y);
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+    }
+  });
+}
+
+}  // namespace
+
+void encode(Context& ctx, const double* x, const Vector& y, Rounding rounding) { encode_any(ctx, x, y, rounding, "slfp::encode"); }
+void encode(Context& ctx, const float* x, const Vector& y, Rounding rounding) { encode_any(ctx, x, y, rounding, "slfp::encode"); }
+void decode(Context& ctx, const Vector& x, double* y) { decode_any(ctx, x, y, "slfp::decode"); }
+void decode(Context& ctx, const Vector& x, float* y) { decode_any(ctx, x, y, "slfp::decode"); }
+
+void axpy(Context& ctx, double alpha, const Vector& x, const Vector& y, Rounding rounding) {
+  check_pair(ctx, x, y, "slfp::axpy");
+  if (x.size == 0) return;
+  dispatch(x.format, [&](auto tag) {
+    using T = value_of<decltype(tag)>;
+    const auto xa = accessor(x, tag), ya = accessor(y, tag);
+    const T a = static_cast<T>(alpha);
+    const std::int64_t n = x.size;
+    if (x.memory == Memory::Host) {
+      if (rounding == Rounding::NearestEven) {
+#pragma omp parallel for schedule(static)
+        for (std::int64_t i = 0; i < n; ++i) ya.template store<Rounding::NearestEven>(i, fused(a, xa.load(i), ya.load(i)));
+      } else {
+#pragma omp parallel for schedule(static)
+        for (std::int64_t i = 0; i < n; ++i) ya.template store<Rounding::TowardZero>(i, fused(a, xa.load(i), ya.load(i)));
+      }
+      return;
+    }
+    const bool blocks = block_aligned(x) && block_aligned(y);
+    const unsigned grid = grid_for(ctx, blocks ? n / kBlock + 1 : n, kThreads);
+    if (rounding == Rounding::NearestEven)
+      axpy_kernel<Rounding::NearestEven><<<grid, kThreads, 0, ctx.stream()>>>(n, a, xa, ya, blocks);
+    else
+      axpy_kernel<Rounding::TowardZero><<<grid, kThreads, 0, ctx.stream()>>>(n, a, xa, ya, blocks);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+  });
+}
+
+double dot(Context& ctx, const Vector& x, const Vector& y) {
+  check_pair(ctx, x, y, "slfp::dot");
+  if (x.size == 0) return 0.0;
+  return dispatch(x.format, [&](auto tag) -> double {
+    const auto xa = accessor(x, tag), ya = accessor(y, tag);
+    const std::int64_t n = x.size;
+    if (x.memory == Memory::Host) {
+      double sum = 0;
+#pragma omp parallel for schedule(static) reduction(+ : sum)
+      for (std::int64_t i = 0; i < n; ++i) sum = std::fma(double(xa.load(i)), double(ya.load(i)), sum);
+      return sum;
+    }
+    const bool blocks = block_aligned(x) && block_aligned(y);
+    const unsigned grid = grid_for(ctx, blocks ? n / kBlock + 1 : n, kThreads);
+    double* partial = static_cast<double*>(ctx.workspace(grid * sizeof(double)));
+    dot_kernel<<<grid, kThreads, 0, ctx.stream()>>>(n, xa, ya, blocks, partial);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    std::vector<double> sums(grid);
+    MIXSOLVE_CUDA_CHECK(
+        cudaMemcpyAsync(sums.data(), partial, grid * sizeof(double), cudaMemcpyDeviceToHost, ctx.stream()));
+    MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+    double sum = 0;
+    for (const double s : sums) sum += s;
+    return sum;
+  });
+}
+
+// ---- Storage ---------------------------------------------------------------------------------
+
+Storage::Storage(Format format, std::int64_t size, Memory memory) {
+  if (size < 0) throw InvalidArgument("slfp::Storage: size (" + std::to_string(size) + ") is negative");
+  view_.format = format;
+  view_.size = size;
+  view_.memory = memory;
+  const auto allocate = [&](std::size_t word) -> void* {
+    const std::size_t bytes = std::max<std::size_t>(1, std::size_t(size) * word);
+    void* p = nullptr;
+    if (memory == Memory::Device) {
+      MIXSOLVE_CUDA_CHECK(cudaMalloc(&p, bytes));
+    } else {
+      p = ::operator new(bytes, std::align_val_t(64));
+    }
+    blocks_.push_back(p);
+    return p;
+  };
+  if (has_plane(format, 64)) view_.f64 = static_cast<double*>(allocate(8));
+  if (has_plane(format, -32)) view_.f32 = static_cast<float*>(allocate(4));
+  if (has_plane(format, 32)) view_.w32 = static_cast<std::uint32_t*>(allocate(4));
+  if (has_plane(format, 16)) view_.w16 = static_cast<std::uint16_t*>(allocate(2));
+  if (has_plane(format, 8)) view_.w8 = static_cast<std::uint8_t*>(allocate(1));
+}
+
+void Storage::release() {
+  for (void* p : blocks_) {
+    if (view_.memory == Memory::Device) cudaFree(p);
+    else ::operator delete(p, std::align_val_t(64));
+  }
+  blocks_.clear();
+}
+
+Storage::~Storage() { release(); }
+Storage::Storage(Storage&& other) noexcept : view_(other.view_), blocks_(std::move(other.blocks_)) {
+  other.blocks_.clear();
+  other.view_ = Vector{};
+}
+Storage& Storage::operator=(Storage&& other) noexcept {
+  if (this != &other) {
+    release();
+    view_ = other.view_;
+    blocks_ = std::move(other.blocks_);
+    other.blocks_.clear();
+    other.view_ = Vector{};
+  }
+  return *this;
+}
+
+std::int64_t Storage::bytes() const { return view_.size * container_bits(view_.format) / 8; }
+
+}  // namespace mixsolve::slfp
