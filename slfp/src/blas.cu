@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // SLFP kernels (include/mixsolve/slfp/blas.hpp): argument checks, the dispatch from the runtime
 // Format to the accessor types of formats/slfp.hpp, and each kernel written once over an accessor:
-// an OpenMP loop on the host and a grid-stride kernel on the device. Device kernels move blocks of
-// 8 consecutive values per thread with vector loads and stores of each plane (8 bytes of an 8-bit
-// plane, 16 of a 16-bit one, 32 of a 32-bit one), so that the narrow planes of the concatenated
-// formats still move whole 32-byte sectors per warp request (seed 003 §5.4: their scalar accesses
-// cost them bandwidth); a tail of fewer than 8 values, or planes not 16-byte aligned, go value by
-// value.
+// an OpenMP loop on the host and a grid-stride kernel on the device. On the device a warp moves
+// tiles of 256 consecutive values with streaming vector accesses laid out so that each instruction
+// of each plane covers one contiguous stretch across the warp (Group, below): the narrow planes of
+// the concatenated formats move whole sectors too (seed 003 §5.4 found their scalar accesses
+// costly). A rest of fewer than 256 values, or planes not 16-byte aligned, go value by value.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <string>
@@ -178,62 +178,92 @@ MIXSOLVE_HD T fused(T a, T x, T y) {
 
 // ---- block access for the device kernels ---------------------------------------------------
 
-constexpr int kBlock = 8;  // values per thread and step
+// A warp moves a tile of 256 consecutive values, 8 per thread, in groups of G = 16 bytes of the
+// accessor's widest plane (G = 2 for FP64, 4 for a 32-bit plane, 8 for a 16-bit one): lane l holds
+// values tile0 + g * 32 G + l G + j (g < 8 / G, j < G), so that every load and store instruction
+// of every plane covers one contiguous stretch of memory across the warp (16, 8, 4 or 2 bytes a
+// lane), whatever the plane's width.
+constexpr int kBlock = 8;      // values per thread and tile
+constexpr int kTile = 32 * kBlock;
 
-template <class W>
-__device__ __forceinline__ void load_words(const W* plane, std::int64_t i0, W (&w)[kBlock]) {
-  static_assert(sizeof(W) * kBlock % 8 == 0, "8, 16, 32 or 64 bytes");
-  constexpr int kVectors = sizeof(W) * kBlock / 16 > 0 ? sizeof(W) * kBlock / 16 : 1;
-  if constexpr (sizeof(W) * kBlock == 8) {
-    const uint2 q = *reinterpret_cast<const uint2*>(plane + i0);
-    std::memcpy(w, &q, 8);
-  } else {
-    uint4 q[kVectors];
-#pragma unroll
-    for (int k = 0; k < kVectors; ++k) q[k] = reinterpret_cast<const uint4*>(plane + i0)[k];
-    std::memcpy(w, q, sizeof(q));
-  }
-}
-
-template <class W>
-__device__ __forceinline__ void store_words(W* plane, std::int64_t i0, const W (&w)[kBlock]) {
-  constexpr int kVectors = sizeof(W) * kBlock / 16 > 0 ? sizeof(W) * kBlock / 16 : 1;
-  if constexpr (sizeof(W) * kBlock == 8) {
-    uint2 q;
-    std::memcpy(&q, w, 8);
-    *reinterpret_cast<uint2*>(plane + i0) = q;
-  } else {
-    uint4 q[kVectors];
-    std::memcpy(q, w, sizeof(q));
-#pragma unroll
-    for (int k = 0; k < kVectors; ++k) reinterpret_cast<uint4*>(plane + i0)[k] = q[k];
-  }
-}
-
-// Eight values from i0 (a multiple of 8; 16-byte aligned planes), widened.
+template <class A>
+struct Group;
 template <class F>
-__device__ __forceinline__ void load_block(const SlfpVector<F>& a, std::int64_t i0,
-                                           typename F::value_type (&v)[kBlock]) {
+struct Group<SlfpVector<F>> {
+  static constexpr int kSize = F::kHas32 ? 4 : 8;
+};
+template <class T>
+struct Group<IeeeVector<T>> {
+  static constexpr int kSize = int(16 / sizeof(T));
+};
+
+template <int Bytes>
+struct Chunk;
+template <>
+struct Chunk<16> {
+  using type = uint4;
+};
+template <>
+struct Chunk<8> {
+  using type = uint2;
+};
+template <>
+struct Chunk<4> {
+  using type = unsigned int;
+};
+template <>
+struct Chunk<2> {
+  using type = unsigned short;
+};
+
+// The 8 words of plane `plane` this lane holds in the tile at tile0, with streaming (evict-first)
+// accesses: every byte is used once.
+template <int G, class W>
+__device__ __forceinline__ void load_words(const W* plane, std::int64_t tile0, int lane, W (&w)[kBlock]) {
+  using C = typename Chunk<G * int(sizeof(W))>::type;
+#pragma unroll
+  for (int g = 0; g < kBlock / G; ++g) {
+    const C c = __ldcs(reinterpret_cast<const C*>(plane + tile0 + g * 32 * G + lane * G));
+    std::memcpy(w + g * G, &c, sizeof c);
+  }
+}
+
+template <int G, class W>
+__device__ __forceinline__ void store_words(W* plane, std::int64_t tile0, int lane, const W (&w)[kBlock]) {
+  using C = typename Chunk<G * int(sizeof(W))>::type;
+#pragma unroll
+  for (int g = 0; g < kBlock / G; ++g) {
+    C c;
+    std::memcpy(&c, w + g * G, sizeof c);
+    __stcs(reinterpret_cast<C*>(plane + tile0 + g * 32 * G + lane * G), c);
+  }
+}
+
+// This lane's 8 values of the tile at tile0 (a multiple of 256; 16-byte aligned planes), widened.
+template <class F>
+__device__ __forceinline__ void load_tile(const SlfpVector<F>& a, std::int64_t tile0, int lane,
+                                          typename F::value_type (&v)[kBlock]) {
+  constexpr int G = Group<SlfpVector<F>>::kSize;
   using Bits = typename F::Bits;
   Bits s[kBlock] = {};
   int shift = F::kContainerBits;
   if constexpr (F::kHas32) {
     shift -= 32;
     std::uint32_t w[kBlock];
-    load_words(a.w32, i0, w);
+    load_words<G>(a.w32, tile0, lane, w);
 #pragma unroll
     for (int k = 0; k < kBlock; ++k) s[k] |= Bits(w[k]) << shift;
   }
   if constexpr (F::kHas16) {
     shift -= 16;
     std::uint16_t w[kBlock];
-    load_words(a.w16, i0, w);
+    load_words<G>(a.w16, tile0, lane, w);
 #pragma unroll
     for (int k = 0; k < kBlock; ++k) s[k] |= Bits(w[k]) << shift;
   }
   if constexpr (F::kHas8) {
     std::uint8_t w[kBlock];
-    load_words(a.w8, i0, w);
+    load_words<G>(a.w8, tile0, lane, w);
 #pragma unroll
     for (int k = 0; k < kBlock; ++k) s[k] |= Bits(w[k]);
   }
@@ -241,9 +271,10 @@ __device__ __forceinline__ void load_block(const SlfpVector<F>& a, std::int64_t 
   for (int k = 0; k < kBlock; ++k) v[k] = F::decode(s[k]);
 }
 
-template <class F, Rounding R>
-__device__ __forceinline__ void store_block(const SlfpVector<F>& a, std::int64_t i0,
-                                            const typename F::value_type (&v)[kBlock]) {
+template <Rounding R, class F>
+__device__ __forceinline__ void store_tile(const SlfpVector<F>& a, std::int64_t tile0, int lane,
+                                           const typename F::value_type (&v)[kBlock]) {
+  constexpr int G = Group<SlfpVector<F>>::kSize;
   using Bits = typename F::Bits;
   Bits s[kBlock];
 #pragma unroll
@@ -254,39 +285,33 @@ __device__ __forceinline__ void store_block(const SlfpVector<F>& a, std::int64_t
     std::uint32_t w[kBlock];
 #pragma unroll
     for (int k = 0; k < kBlock; ++k) w[k] = static_cast<std::uint32_t>(s[k] >> shift);
-    store_words(a.w32, i0, w);
+    store_words<G>(a.w32, tile0, lane, w);
   }
   if constexpr (F::kHas16) {
     shift -= 16;
     std::uint16_t w[kBlock];
 #pragma unroll
     for (int k = 0; k < kBlock; ++k) w[k] = static_cast<std::uint16_t>(s[k] >> shift);
-    store_words(a.w16, i0, w);
+    store_words<G>(a.w16, tile0, lane, w);
   }
   if constexpr (F::kHas8) {
     std::uint8_t w[kBlock];
 #pragma unroll
     for (int k = 0; k < kBlock; ++k) w[k] = static_cast<std::uint8_t>(s[k]);
-    store_words(a.w8, i0, w);
+    store_words<G>(a.w8, tile0, lane, w);
   }
 }
 
 template <class T>
-__device__ __forceinline__ void load_block(const IeeeVector<T>& a, std::int64_t i0, T (&v)[kBlock]) {
-  load_words(a.data, i0, v);
+__device__ __forceinline__ void load_tile(const IeeeVector<T>& a, std::int64_t tile0, int lane, T (&v)[kBlock]) {
+  load_words<Group<IeeeVector<T>>::kSize>(a.data, tile0, lane, v);
 }
-template <class T, Rounding R>
-__device__ __forceinline__ void store_block(const IeeeVector<T>& a, std::int64_t i0, const T (&v)[kBlock]) {
-  store_words(a.data, i0, v);
-}
-// store_block's rounding as a deducible call for both accessor kinds.
-template <Rounding R, class A, class T>
-__device__ __forceinline__ void store_block_as(const A& a, std::int64_t i0, const T (&v)[kBlock]) {
-  if constexpr (std::is_same_v<A, IeeeVector<T>>) store_block<T, R>(a, i0, v);
-  else store_block<typename A::format, R>(a, i0, v);
+template <Rounding R, class T>
+__device__ __forceinline__ void store_tile(const IeeeVector<T>& a, std::int64_t tile0, int lane, const T (&v)[kBlock]) {
+  store_words<Group<IeeeVector<T>>::kSize>(a.data, tile0, lane, v);
 }
 
-// Whether every plane of v is 16-byte aligned (the block path's vector accesses).
+// Whether every plane of v is 16-byte aligned (the tile path's vector accesses).
 bool block_aligned(const Vector& v) {
   for (const void* p : {static_cast<const void*>(v.w32), static_cast<const void*>(v.w16),
                         static_cast<const void*>(v.w8), static_cast<const void*>(v.f64), static_cast<const void*>(v.f32)})
@@ -294,60 +319,66 @@ bool block_aligned(const Vector& v) {
   return true;
 }
 
-unsigned grid_for(const Context& ctx, std::int64_t items, int threads) {
+// Thread blocks for `items` work items: all of them (one item per thread, the streaming kernels),
+// or at most 16 per multiprocessor (DOT, whose blocks each leave a partial sum).
+unsigned grid_for(const Context& ctx, std::int64_t items, int threads, bool capped = false) {
   int sms = 0;
   MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device()));
   const std::int64_t blocks = (items + threads - 1) / threads;
-  return unsigned(std::max<std::int64_t>(1, std::min<std::int64_t>(blocks, std::int64_t(sms) * 16)));
+  const std::int64_t cap = capped ? std::int64_t(sms) * 16 : std::int64_t(INT32_MAX);
+  return unsigned(std::max<std::int64_t>(1, std::min<std::int64_t>(blocks, cap)));
 }
 
 // ---- the kernels, once per accessor --------------------------------------------------------
 
-// y = alpha x + y (seed 003 §4.1): blocks of 8 where `blocks`, then value by value for the tail.
+// y = alpha x + y (seed 003 §4.1): whole tiles of 256 values per warp where `tiles`, then value
+// by value for the rest.
 template <Rounding R, class A>
-__global__ void axpy_kernel(std::int64_t n, typename A::value_type alpha, A x, A y, bool blocks) {
+__global__ void axpy_kernel(std::int64_t n, typename A::value_type alpha, A x, A y, bool tiles) {
   using T = typename A::value_type;
-  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
-  const std::int64_t first = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t thread = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t threads = std::int64_t(gridDim.x) * blockDim.x;
+  const int lane = threadIdx.x % 32;
   std::int64_t done = 0;
-  if (blocks) {
-    const std::int64_t n_blocks = n / kBlock;
-    for (std::int64_t b = first; b < n_blocks; b += stride) {
+  if (tiles) {
+    const std::int64_t n_tiles = n / kTile;
+    for (std::int64_t t = thread / 32; t < n_tiles; t += threads / 32) {
       T xv[kBlock], yv[kBlock];
-      load_block(x, b * kBlock, xv);
-      load_block(y, b * kBlock, yv);
+      load_tile(x, t * kTile, lane, xv);
+      load_tile(y, t * kTile, lane, yv);
 #pragma unroll
       for (int k = 0; k < kBlock; ++k) yv[k] = fused(alpha, xv[k], yv[k]);
-      store_block_as<R>(y, b * kBlock, yv);
+      store_tile<R>(y, t * kTile, lane, yv);
     }
-    done = n_blocks * kBlock;
+    done = n_tiles * kTile;
   }
-  for (std::int64_t i = done + first; i < n; i += stride) y.template store<R>(i, fused(alpha, x.load(i), y.load(i)));
+  for (std::int64_t i = done + thread; i < n; i += threads) y.template store<R>(i, fused(alpha, x.load(i), y.load(i)));
 }
 
 // Partial sums of x_i y_i in FP64, one per thread block, into partial[blockIdx.x].
 template <class A>
-__global__ void dot_kernel(std::int64_t n, A x, A y, bool blocks, double* partial) {
+__global__ void dot_kernel(std::int64_t n, A x, A y, bool tiles, double* partial) {
   using T = typename A::value_type;
-  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
-  const std::int64_t first = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t thread = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t threads = std::int64_t(gridDim.x) * blockDim.x;
+  const int lane = threadIdx.x % 32;
   double sum = 0;
   std::int64_t done = 0;
-  if (blocks) {
-    const std::int64_t n_blocks = n / kBlock;
-    for (std::int64_t b = first; b < n_blocks; b += stride) {
+  if (tiles) {
+    const std::int64_t n_tiles = n / kTile;
+    for (std::int64_t t = thread / 32; t < n_tiles; t += threads / 32) {
       T xv[kBlock], yv[kBlock];
-      load_block(x, b * kBlock, xv);
-      load_block(y, b * kBlock, yv);
+      load_tile(x, t * kTile, lane, xv);
+      load_tile(y, t * kTile, lane, yv);
 #pragma unroll
       for (int k = 0; k < kBlock; ++k) sum = fma(double(xv[k]), double(yv[k]), sum);
     }
-    done = n_blocks * kBlock;
+    done = n_tiles * kTile;
   }
-  for (std::int64_t i = done + first; i < n; i += stride) sum = fma(double(x.load(i)), double(y.load(i)), sum);
+  for (std::int64_t i = done + thread; i < n; i += threads) sum = fma(double(x.load(i)), double(y.load(i)), sum);
   __shared__ double warp_sums[32];
   for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
-  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = sum;
+  if (lane == 0) warp_sums[threadIdx.x / 32] = sum;
   __syncthreads();
   if (threadIdx.x < 32) {
     sum = threadIdx.x < blockDim.x / 32 ? warp_sums[threadIdx.x] : 0.0;
@@ -465,12 +496,12 @@ void axpy(Context& ctx, double alpha, const Vector& x, const Vector& y, Rounding
       }
       return;
     }
-    const bool blocks = block_aligned(x) && block_aligned(y);
-    const unsigned grid = grid_for(ctx, blocks ? n / kBlock + 1 : n, kThreads);
+    const bool tiles = block_aligned(x) && block_aligned(y);
+    const unsigned grid = grid_for(ctx, tiles ? n / kBlock + 1 : n, kThreads);
     if (rounding == Rounding::NearestEven)
-      axpy_kernel<Rounding::NearestEven><<<grid, kThreads, 0, ctx.stream()>>>(n, a, xa, ya, blocks);
+      axpy_kernel<Rounding::NearestEven><<<grid, kThreads, 0, ctx.stream()>>>(n, a, xa, ya, tiles);
     else
-      axpy_kernel<Rounding::TowardZero><<<grid, kThreads, 0, ctx.stream()>>>(n, a, xa, ya, blocks);
+      axpy_kernel<Rounding::TowardZero><<<grid, kThreads, 0, ctx.stream()>>>(n, a, xa, ya, tiles);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
   });
 }
@@ -487,10 +518,10 @@ double dot(Context& ctx, const Vector& x, const Vector& y) {
       for (std::int64_t i = 0; i < n; ++i) sum = std::fma(double(xa.load(i)), double(ya.load(i)), sum);
       return sum;
     }
-    const bool blocks = block_aligned(x) && block_aligned(y);
-    const unsigned grid = grid_for(ctx, blocks ? n / kBlock + 1 : n, kThreads);
+    const bool tiles = block_aligned(x) && block_aligned(y);
+    const unsigned grid = grid_for(ctx, tiles ? n / kBlock + 1 : n, kThreads, true);
     double* partial = static_cast<double*>(ctx.workspace(grid * sizeof(double)));
-    dot_kernel<<<grid, kThreads, 0, ctx.stream()>>>(n, xa, ya, blocks, partial);
+    dot_kernel<<<grid, kThreads, 0, ctx.stream()>>>(n, xa, ya, tiles, partial);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     std::vector<double> sums(grid);
     MIXSOLVE_CUDA_CHECK(
