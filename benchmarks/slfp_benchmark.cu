@@ -85,7 +85,8 @@ double median_seconds(cudaStream_t stream, int reps, const std::function<void()>
 }
 
 // Average board power (W) while `run` repeats for at least `seconds`; 0 without NVML.
-double average_watts(const EnergyCounter& energy, cudaStream_t stream, double seconds, const std::function<void()>& run) {
+double average_watts(const EnergyCounter& energy, cudaStream_t stream, double seconds,
+                     const std::function<void()>& run) {
   if (!energy.available() || seconds <= 0) return 0;
   MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
   const auto t0 = std::chrono::steady_clock::now();
@@ -126,10 +127,12 @@ int main(int argc, char** argv) try {
   const std::string rounding_name = opt.get("rounding", "rn");
   if (rounding_name != "rn" && rounding_name != "rz")
     throw InvalidArgument("--rounding: \"" + rounding_name + "\" is neither rn nor rz");
-  const formats::Rounding rounding = rounding_name == "rn" ? formats::Rounding::NearestEven : formats::Rounding::TowardZero;
+  const formats::Rounding rounding =
+      rounding_name == "rn" ? formats::Rounding::NearestEven : formats::Rounding::TowardZero;
   std::vector<slfp::Format> formats;
   const std::vector<std::string> names = opt.list("formats", "all");
-  if (names.size() == 1 && names[0] == "all") formats = slfp::all_formats();
+  if (names.size() == 1 && names[0] == "all")
+    formats = slfp::all_formats();
   else
     for (const std::string& s : names) formats.push_back(slfp::parse_format(s));
 
@@ -141,7 +144,8 @@ int main(int argc, char** argv) try {
   out["n"] = n;
   out["rounding"] = rounding_name;
   std::printf("GPU: %s, CUDA driver %s, cuBLAS %s; %s\n", out["gpu"].get<std::string>().c_str(),
-              out.value("cuda_driver", "").c_str(), out.value("cublas", "").c_str(), out["date"].get<std::string>().c_str());
+              out.value("cuda_driver", "").c_str(), out.value("cublas", "").c_str(),
+              out["date"].get<std::string>().c_str());
 
   DeviceBuffer<double> src64(n), x64(n), y64(n);
   DeviceBuffer<float> src32(n), x32(n), y32(n);
@@ -178,9 +182,10 @@ int main(int argc, char** argv) try {
   base32 = {median_seconds(stream, reps, saxpy), median_seconds(stream, reps, sdot),
             average_watts(energy, stream, power_seconds, saxpy), average_watts(energy, stream, power_seconds, sdot)};
 
-  std::printf("\nAXPY and DOT on %lld values, median of %d; GB/s = bytes moved / time, %% of the copy bandwidth; "
-              "x blas = cuBLAS time / time (D for FP64-based, S for FP32-based); W = board power (NVML energy)\n",
-              (long long)n, reps);
+  std::printf(
+      "\nAXPY and DOT on %lld values, median of %d; GB/s = bytes moved / time, %% of the copy bandwidth; "
+      "x blas = cuBLAS time / time (D for FP64-based, S for FP32-based); W = board power (NVML energy)\n",
+      (long long)n, reps);
   std::printf("%-16s %5s | %8s %8s %7s %7s %6s %9s | %8s %8s %7s %7s %6s\n", "format", "bits", "AXPY GF/s", "GB/s",
               "% copy", "x blas", "W", "GF/s/W", "DOT GF/s", "GB/s", "% copy", "x blas", "W");
   const auto row = [&](const std::string& name, int bits, double axpy_s, double dot_s, double axpy_w, double dot_w,
@@ -190,7 +195,8 @@ int main(int argc, char** argv) try {
     const double axpy_gbs = 3 * bytes / axpy_s * 1e-9, dot_gbs = 2 * bytes / dot_s * 1e-9;
     std::printf("%-16s %5d | %8.1f %8.1f %6.1f%% %7.2f %6.0f %9.2f | %8.1f %8.1f %6.1f%% %7.2f %6.0f\n", name.c_str(),
                 bits, axpy_gf, axpy_gbs, 100 * axpy_gbs / copy_gbs, base.axpy_s / axpy_s, axpy_w,
-                axpy_w > 0 ? axpy_gf / axpy_w : 0.0, dot_gf, dot_gbs, 100 * dot_gbs / copy_gbs, base.dot_s / dot_s, dot_w);
+                axpy_w > 0 ? axpy_gf / axpy_w : 0.0, dot_gf, dot_gbs, 100 * dot_gbs / copy_gbs, base.dot_s / dot_s,
+                dot_w);
     out["rows"].push_back({{"format", name},
                            {"bits", bits},
                            {"axpy_seconds", axpy_s},

@@ -26,9 +26,9 @@ using formats::IeeeVector;
 using formats::SlfpVector;
 
 const std::vector<Format>& all_formats() {
-  static const std::vector<Format> formats = {Format::Fp64,       Format::Slfp64in56, Format::Slfp64in48, Format::Slfp64in40,
-                                              Format::Slfp64in32, Format::Slfp64in24, Format::Slfp64in16, Format::Fp32,
-                                              Format::Slfp32in24, Format::Slfp32in16};
+  static const std::vector<Format> formats = {
+      Format::Fp64,       Format::Slfp64in56, Format::Slfp64in48, Format::Slfp64in40, Format::Slfp64in32,
+      Format::Slfp64in24, Format::Slfp64in16, Format::Fp32,       Format::Slfp32in24, Format::Slfp32in16};
   return formats;
 }
 
@@ -130,8 +130,8 @@ Memory memory_of(const Context& ctx, const void* p) {
 void check_pointer(const Context& ctx, const void* p, std::size_t word, Memory memory, const std::string& what) {
   if (p == nullptr) throw InvalidArgument(what + " is null");
   if (reinterpret_cast<std::uintptr_t>(p) % word != 0)
-    throw InvalidArgument(what + " (" + std::to_string(reinterpret_cast<std::uintptr_t>(p)) + ") is not aligned to its " +
-                          std::to_string(word) + "-byte words");
+    throw InvalidArgument(what + " (" + std::to_string(reinterpret_cast<std::uintptr_t>(p)) +
+                          ") is not aligned to its " + std::to_string(word) + "-byte words");
   if (memory == Memory::Device && !ctx.has_device())
     throw InvalidArgument(what + " is in device memory, but the Context has no GPU");
   if (memory_of(ctx, p) != memory)
@@ -146,7 +146,8 @@ void check_vector(const Context& ctx, const Vector& v, const std::string& what) 
     int bits;
     std::size_t word;
     const char* field;
-  } planes[] = {{v.w32, 32, 4, "w32"}, {v.w16, 16, 2, "w16"}, {v.w8, 8, 1, "w8"}, {v.f64, 64, 8, "f64"}, {v.f32, -32, 4, "f32"}};
+  } planes[] = {
+      {v.w32, 32, 4, "w32"}, {v.w16, 16, 2, "w16"}, {v.w8, 8, 1, "w8"}, {v.f64, 64, 8, "f64"}, {v.f32, -32, 4, "f32"}};
   for (const auto& plane : planes) {
     if (!has_plane(v.format, plane.bits)) continue;
     if (v.size > 0) check_pointer(ctx, plane.p, plane.word, v.memory, what + "." + plane.field + name);
@@ -183,7 +184,7 @@ MIXSOLVE_HD T fused(T a, T x, T y) {
 // values tile0 + g * 32 G + l G + j (g < 8 / G, j < G), so that every load and store instruction
 // of every plane covers one contiguous stretch of memory across the warp (16, 8, 4 or 2 bytes a
 // lane), whatever the plane's width.
-constexpr int kBlock = 8;      // values per thread and tile
+constexpr int kBlock = 8;  // values per thread and tile
 constexpr int kTile = 32 * kBlock;
 
 template <class A>
@@ -220,7 +221,7 @@ struct Chunk<2> {
 // accesses: every byte is used once.
 template <int G, class W>
 __device__ __forceinline__ void load_words(const W* plane, std::int64_t tile0, int lane, W (&w)[kBlock]) {
-  using C = typename Chunk<G * int(sizeof(W))>::type;
+  using C = typename Chunk<G* int(sizeof(W))>::type;
 #pragma unroll
   for (int g = 0; g < kBlock / G; ++g) {
     const C c = __ldcs(reinterpret_cast<const C*>(plane + tile0 + g * 32 * G + lane * G));
@@ -230,7 +231,7 @@ __device__ __forceinline__ void load_words(const W* plane, std::int64_t tile0, i
 
 template <int G, class W>
 __device__ __forceinline__ void store_words(W* plane, std::int64_t tile0, int lane, const W (&w)[kBlock]) {
-  using C = typename Chunk<G * int(sizeof(W))>::type;
+  using C = typename Chunk<G* int(sizeof(W))>::type;
 #pragma unroll
   for (int g = 0; g < kBlock / G; ++g) {
     C c;
@@ -313,8 +314,9 @@ __device__ __forceinline__ void store_tile(const IeeeVector<T>& a, std::int64_t 
 
 // Whether every plane of v is 16-byte aligned (the tile path's vector accesses).
 bool block_aligned(const Vector& v) {
-  for (const void* p : {static_cast<const void*>(v.w32), static_cast<const void*>(v.w16),
-                        static_cast<const void*>(v.w8), static_cast<const void*>(v.f64), static_cast<const void*>(v.f32)})
+  for (const void* p :
+       {static_cast<const void*>(v.w32), static_cast<const void*>(v.w16), static_cast<const void*>(v.w8),
+        static_cast<const void*>(v.f64), static_cast<const void*>(v.f32)})
     if (p != nullptr && reinterpret_cast<std::uintptr_t>(p) % 16 != 0) return false;
   return true;
 }
@@ -473,8 +475,12 @@ void decode_any(Context& ctx, const Vector& x, Out* y, const char* op) {
 
 }  // namespace
 
-void encode(Context& ctx, const double* x, const Vector& y, Rounding rounding) { encode_any(ctx, x, y, rounding, "slfp::encode"); }
-void encode(Context& ctx, const float* x, const Vector& y, Rounding rounding) { encode_any(ctx, x, y, rounding, "slfp::encode"); }
+void encode(Context& ctx, const double* x, const Vector& y, Rounding rounding) {
+  encode_any(ctx, x, y, rounding, "slfp::encode");
+}
+void encode(Context& ctx, const float* x, const Vector& y, Rounding rounding) {
+  encode_any(ctx, x, y, rounding, "slfp::encode");
+}
 void decode(Context& ctx, const Vector& x, double* y) { decode_any(ctx, x, y, "slfp::decode"); }
 void decode(Context& ctx, const Vector& x, float* y) { decode_any(ctx, x, y, "slfp::decode"); }
 
@@ -489,10 +495,12 @@ void axpy(Context& ctx, double alpha, const Vector& x, const Vector& y, Rounding
     if (x.memory == Memory::Host) {
       if (rounding == Rounding::NearestEven) {
 #pragma omp parallel for schedule(static)
-        for (std::int64_t i = 0; i < n; ++i) ya.template store<Rounding::NearestEven>(i, fused(a, xa.load(i), ya.load(i)));
+        for (std::int64_t i = 0; i < n; ++i)
+          ya.template store<Rounding::NearestEven>(i, fused(a, xa.load(i), ya.load(i)));
       } else {
 #pragma omp parallel for schedule(static)
-        for (std::int64_t i = 0; i < n; ++i) ya.template store<Rounding::TowardZero>(i, fused(a, xa.load(i), ya.load(i)));
+        for (std::int64_t i = 0; i < n; ++i)
+          ya.template store<Rounding::TowardZero>(i, fused(a, xa.load(i), ya.load(i)));
       }
       return;
     }
@@ -560,8 +568,10 @@ Storage::Storage(Format format, std::int64_t size, Memory memory) {
 
 void Storage::release() {
   for (void* p : blocks_) {
-    if (view_.memory == Memory::Device) cudaFree(p);
-    else ::operator delete(p, std::align_val_t(64));
+    if (view_.memory == Memory::Device)
+      cudaFree(p);
+    else
+      ::operator delete(p, std::align_val_t(64));
   }
   blocks_.clear();
 }

@@ -124,7 +124,8 @@ void expect_device_kernels_match_host(Format f) {
       };
       const std::int64_t m = n - offset;
       Storage hx(f, n, Memory::Host), hy(f, n, Memory::Host), dxs(f, n, Memory::Device), dys(f, n, Memory::Device);
-      const auto hxv = shifted(hx.view()), hyv = shifted(hy.view()), dxv = shifted(dxs.view()), dyv = shifted(dys.view());
+      const auto hxv = shifted(hx.view()), hyv = shifted(hy.view()), dxv = shifted(dxs.view()),
+                 dyv = shifted(dys.view());
       slfp::encode(host, x0.data() + offset, hxv, r);
       slfp::encode(host, y0.data() + offset, hyv, r);
       slfp::encode(ctx, dx0.data() + offset, dxv, r);
@@ -155,8 +156,10 @@ void expect_device_kernels_match_host(Format f) {
 TEST(GpuSlfp, DeviceKernelsMatchTheHostKernels) {
   MIXSOLVE_REQUIRE_GPU();
   for (const Format f : slfp::all_formats()) {
-    if (slfp::fp64_based(f)) expect_device_kernels_match_host<double>(f);
-    else expect_device_kernels_match_host<float>(f);
+    if (slfp::fp64_based(f))
+      expect_device_kernels_match_host<double>(f);
+    else
+      expect_device_kernels_match_host<float>(f);
   }
 }
 

@@ -73,8 +73,8 @@ void expect_kernels_match(Format f) {
     std::vector<T> got(n);
     decode(ctx, ys.view(), got.data());
     for (std::int64_t i = 0; i < n; ++i)
-      ASSERT_EQ(got[i], reference_round(f, T(std::fma(T(alpha), x[i], y[i])), r)) << to_string(f) << " " << rname
-                                                                                   << " axpy " << i;
+      ASSERT_EQ(got[i], reference_round(f, T(std::fma(T(alpha), x[i], y[i])), r))
+          << to_string(f) << " " << rname << " axpy " << i;
     // DOT sums in FP64: within n u sum |x_i y_i| of the exact sum (long double as the reference,
     // 11 bits more than FP64).
     long double exact = 0, magnitude = 0;
@@ -89,8 +89,10 @@ void expect_kernels_match(Format f) {
 
 TEST(SlfpBlas, HostKernelsMatchTheFormatsRoundingForEveryFormat) {
   for (const Format f : all_formats()) {
-    if (fp64_based(f)) expect_kernels_match<double>(f);
-    else expect_kernels_match<float>(f);
+    if (fp64_based(f))
+      expect_kernels_match<double>(f);
+    else
+      expect_kernels_match<float>(f);
   }
 }
 
