@@ -240,34 +240,35 @@ __device__ __forceinline__ void store_words(W* plane, std::int64_t tile0, int la
   }
 }
 
+// s[k] |= word k of this lane's part of `plane`, shifted into place; and the reverse.
+template <int G, class W, class Bits>
+__device__ __forceinline__ void gather_plane(const W* plane, std::int64_t tile0, int lane, int shift,
+                                             Bits (&s)[kBlock]) {
+  W w[kBlock];
+  load_words<G>(plane, tile0, lane, w);
+#pragma unroll
+  for (int k = 0; k < kBlock; ++k) s[k] |= Bits(w[k]) << shift;
+}
+template <int G, class W, class Bits>
+__device__ __forceinline__ void scatter_plane(W* plane, std::int64_t tile0, int lane, int shift,
+                                              const Bits (&s)[kBlock]) {
+  W w[kBlock];
+#pragma unroll
+  for (int k = 0; k < kBlock; ++k) w[k] = static_cast<W>(s[k] >> shift);
+  store_words<G>(plane, tile0, lane, w);
+}
+
 // This lane's 8 values of the tile at tile0 (a multiple of 256; 16-byte aligned planes), widened.
+// The planes hold the stored bits most significant first (formats/slfp.hpp).
 template <class F>
 __device__ __forceinline__ void load_tile(const SlfpVector<F>& a, std::int64_t tile0, int lane,
                                           typename F::value_type (&v)[kBlock]) {
   constexpr int G = Group<SlfpVector<F>>::kSize;
-  using Bits = typename F::Bits;
-  Bits s[kBlock] = {};
+  typename F::Bits s[kBlock] = {};
   int shift = F::kContainerBits;
-  if constexpr (F::kHas32) {
-    shift -= 32;
-    std::uint32_t w[kBlock];
-    load_words<G>(a.w32, tile0, lane, w);
-#pragma unroll
-    for (int k = 0; k < kBlock; ++k) s[k] |= Bits(w[k]) << shift;
-  }
-  if constexpr (F::kHas16) {
-    shift -= 16;
-    std::uint16_t w[kBlock];
-    load_words<G>(a.w16, tile0, lane, w);
-#pragma unroll
-    for (int k = 0; k < kBlock; ++k) s[k] |= Bits(w[k]) << shift;
-  }
-  if constexpr (F::kHas8) {
-    std::uint8_t w[kBlock];
-    load_words<G>(a.w8, tile0, lane, w);
-#pragma unroll
-    for (int k = 0; k < kBlock; ++k) s[k] |= Bits(w[k]);
-  }
+  if constexpr (F::kHas32) gather_plane<G>(a.w32, tile0, lane, shift -= 32, s);
+  if constexpr (F::kHas16) gather_plane<G>(a.w16, tile0, lane, shift -= 16, s);
+  if constexpr (F::kHas8) gather_plane<G>(a.w8, tile0, lane, 0, s);
 #pragma unroll
   for (int k = 0; k < kBlock; ++k) v[k] = F::decode(s[k]);
 }
@@ -276,31 +277,13 @@ template <Rounding R, class F>
 __device__ __forceinline__ void store_tile(const SlfpVector<F>& a, std::int64_t tile0, int lane,
                                            const typename F::value_type (&v)[kBlock]) {
   constexpr int G = Group<SlfpVector<F>>::kSize;
-  using Bits = typename F::Bits;
-  Bits s[kBlock];
+  typename F::Bits s[kBlock];
 #pragma unroll
   for (int k = 0; k < kBlock; ++k) s[k] = F::template encode<R>(v[k]);
   int shift = F::kContainerBits;
-  if constexpr (F::kHas32) {
-    shift -= 32;
-    std::uint32_t w[kBlock];
-#pragma unroll
-    for (int k = 0; k < kBlock; ++k) w[k] = static_cast<std::uint32_t>(s[k] >> shift);
-    store_words<G>(a.w32, tile0, lane, w);
-  }
-  if constexpr (F::kHas16) {
-    shift -= 16;
-    std::uint16_t w[kBlock];
-#pragma unroll
-    for (int k = 0; k < kBlock; ++k) w[k] = static_cast<std::uint16_t>(s[k] >> shift);
-    store_words<G>(a.w16, tile0, lane, w);
-  }
-  if constexpr (F::kHas8) {
-    std::uint8_t w[kBlock];
-#pragma unroll
-    for (int k = 0; k < kBlock; ++k) w[k] = static_cast<std::uint8_t>(s[k]);
-    store_words<G>(a.w8, tile0, lane, w);
-  }
+  if constexpr (F::kHas32) scatter_plane<G>(a.w32, tile0, lane, shift -= 32, s);
+  if constexpr (F::kHas16) scatter_plane<G>(a.w16, tile0, lane, shift -= 16, s);
+  if constexpr (F::kHas8) scatter_plane<G>(a.w8, tile0, lane, 0, s);
 }
 
 template <class T>
@@ -333,10 +316,11 @@ unsigned grid_for(const Context& ctx, std::int64_t items, int threads, bool capp
 
 // ---- the kernels, once per accessor --------------------------------------------------------
 
-// y = alpha x + y (seed 003 §4.1): whole tiles of 256 values per warp where `tiles`, then value
-// by value for the rest.
-template <Rounding R, class A>
-__global__ void axpy_kernel(std::int64_t n, typename A::value_type alpha, A x, A y, bool tiles) {
+// This thread's share of x and y: on_tile(tile0, lane, xv, yv) with its 8 values of each whole
+// tile of 256 its warp takes (where `tiles`), then on_value(i) for each value of the rest.
+template <class A, class OnTile, class OnValue>
+__device__ __forceinline__ void walk(std::int64_t n, const A& x, const A& y, bool tiles, OnTile&& on_tile,
+                                     OnValue&& on_value) {
   using T = typename A::value_type;
   const std::int64_t thread = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t threads = std::int64_t(gridDim.x) * blockDim.x;
@@ -348,36 +332,40 @@ __global__ void axpy_kernel(std::int64_t n, typename A::value_type alpha, A x, A
       T xv[kBlock], yv[kBlock];
       load_tile(x, t * kTile, lane, xv);
       load_tile(y, t * kTile, lane, yv);
-#pragma unroll
-      for (int k = 0; k < kBlock; ++k) yv[k] = fused(alpha, xv[k], yv[k]);
-      store_tile<R>(y, t * kTile, lane, yv);
+      on_tile(t * kTile, lane, xv, yv);
     }
     done = n_tiles * kTile;
   }
-  for (std::int64_t i = done + thread; i < n; i += threads) y.template store<R>(i, fused(alpha, x.load(i), y.load(i)));
+  for (std::int64_t i = done + thread; i < n; i += threads) on_value(i);
+}
+
+// y = alpha x + y (seed 003 §4.1).
+template <Rounding R, class A>
+__global__ void axpy_kernel(std::int64_t n, typename A::value_type alpha, A x, A y, bool tiles) {
+  using T = typename A::value_type;
+  walk(
+      n, x, y, tiles,
+      [&](std::int64_t tile0, int lane, const T(&xv)[kBlock], T(&yv)[kBlock]) {
+#pragma unroll
+        for (int k = 0; k < kBlock; ++k) yv[k] = fused(alpha, xv[k], yv[k]);
+        store_tile<R>(y, tile0, lane, yv);
+      },
+      [&](std::int64_t i) { y.template store<R>(i, fused(alpha, x.load(i), y.load(i))); });
 }
 
 // Partial sums of x_i y_i in FP64, one per thread block, into partial[blockIdx.x].
 template <class A>
 __global__ void dot_kernel(std::int64_t n, A x, A y, bool tiles, double* partial) {
   using T = typename A::value_type;
-  const std::int64_t thread = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const std::int64_t threads = std::int64_t(gridDim.x) * blockDim.x;
-  const int lane = threadIdx.x % 32;
   double sum = 0;
-  std::int64_t done = 0;
-  if (tiles) {
-    const std::int64_t n_tiles = n / kTile;
-    for (std::int64_t t = thread / 32; t < n_tiles; t += threads / 32) {
-      T xv[kBlock], yv[kBlock];
-      load_tile(x, t * kTile, lane, xv);
-      load_tile(y, t * kTile, lane, yv);
+  walk(
+      n, x, y, tiles,
+      [&](std::int64_t, int, const T(&xv)[kBlock], const T(&yv)[kBlock]) {
 #pragma unroll
-      for (int k = 0; k < kBlock; ++k) sum = fma(double(xv[k]), double(yv[k]), sum);
-    }
-    done = n_tiles * kTile;
-  }
-  for (std::int64_t i = done + thread; i < n; i += threads) sum = fma(double(x.load(i)), double(y.load(i)), sum);
+        for (int k = 0; k < kBlock; ++k) sum = fma(double(xv[k]), double(yv[k]), sum);
+      },
+      [&](std::int64_t i) { sum = fma(double(x.load(i)), double(y.load(i)), sum); });
+  const int lane = threadIdx.x % 32;
   __shared__ double warp_sums[32];
   for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
   if (lane == 0) warp_sums[threadIdx.x / 32] = sum;
@@ -416,14 +404,24 @@ struct ValueOf<Tag, std::void_t<typename Tag::value_type>> {
 template <class Tag>
 using value_of = typename ValueOf<Tag>::type;
 
+// The checks encode and decode share: the vector `v` (called `vector_name`), its base type against
+// the plain array's `T`, and the plain array `array` (`array_name`) in v's memory. False: nothing
+// to do (size 0).
+template <class T>
+bool check_conversion(const Context& ctx, const Vector& v, const void* array, const std::string& op,
+                      const char* vector_name, const char* array_name) {
+  check_vector(ctx, v, op + ": " + vector_name);
+  if (fp64_based(v.format) != std::is_same_v<T, double>)
+    throw InvalidArgument(op + ": " + vector_name + " is " + to_string(v.format) + ", not " +
+                          (std::is_same_v<T, double> ? "FP64" : "FP32") + "-based like " + array_name);
+  if (v.size == 0) return false;
+  check_pointer(ctx, array, sizeof(T), v.memory, op + ": " + array_name);
+  return true;
+}
+
 template <class In>
 void encode_any(Context& ctx, const In* x, const Vector& y, Rounding rounding, const char* op) {
-  check_vector(ctx, y, std::string(op) + ": y");
-  if (fp64_based(y.format) != std::is_same_v<In, double>)
-    throw InvalidArgument(std::string(op) + ": y is " + to_string(y.format) + ", not " +
-                          (std::is_same_v<In, double> ? "FP64" : "FP32") + "-based like x");
-  if (y.size == 0) return;
-  check_pointer(ctx, x, sizeof(In), y.memory, std::string(op) + ": x");
+  if (!check_conversion<In>(ctx, y, x, op, "y", "x")) return;
   dispatch(y.format, [&](auto tag) {
     using Tag = decltype(tag);
     if constexpr (std::is_same_v<value_of<Tag>, In>) {
@@ -451,12 +449,7 @@ void encode_any(Context& ctx, const In* x, const Vector& y, Rounding rounding, c
 
 template <class Out>
 void decode_any(Context& ctx, const Vector& x, Out* y, const char* op) {
-  check_vector(ctx, x, std::string(op) + ": x");
-  if (fp64_based(x.format) != std::is_same_v<Out, double>)
-    throw InvalidArgument(std::string(op) + ": x is " + to_string(x.format) + ", not " +
-                          (std::is_same_v<Out, double> ? "FP64" : "FP32") + "-based like y");
-  if (x.size == 0) return;
-  check_pointer(ctx, y, sizeof(Out), x.memory, std::string(op) + ": y");
+  if (!check_conversion<Out>(ctx, x, y, op, "x", "y")) return;
   dispatch(x.format, [&](auto tag) {
     using Tag = decltype(tag);
     if constexpr (std::is_same_v<value_of<Tag>, Out>) {

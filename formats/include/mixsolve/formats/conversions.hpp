@@ -44,6 +44,32 @@ MIXSOLVE_HD inline float bits_float(std::uint32_t u) {
 #endif
 }
 
+/// The IEEE binary64 bit pattern of `d` (host and device).
+/// @param d any double, NaN included.
+/// @return its 64 bits.
+MIXSOLVE_HD inline std::uint64_t double_bits(double d) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<std::uint64_t>(__double_as_longlong(d));
+#else
+  std::uint64_t u;
+  std::memcpy(&u, &d, sizeof u);
+  return u;
+#endif
+}
+
+/// The double whose IEEE binary64 bit pattern is `u` (host and device); inverse of double_bits().
+/// @param u 64 bits.
+/// @return the double they encode.
+MIXSOLVE_HD inline double bits_double(std::uint64_t u) {
+#if defined(__CUDA_ARCH__)
+  return __longlong_as_double(static_cast<long long>(u));
+#else
+  double d;
+  std::memcpy(&d, &u, sizeof d);
+  return d;
+#endif
+}
+
 /// The FP16 NaN that the GPU's FP32 -> FP16 conversion returns for every NaN input.
 constexpr std::uint16_t kHalfCanonicalNaN = 0x7FFF;
 /// The largest finite FP16 value.
@@ -57,17 +83,17 @@ inline std::uint16_t float_to_half_bits_rn_host(float f) {
   const std::uint32_t x = float_bits(f);
   const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
   const std::uint32_t ax = x & 0x7FFFFFFFu;
-  if (ax > 0x7F800000u) return kHalfCanonicalNaN;          // NaN (the GPU returns 0x7FFF)
-  if (ax >= 0x477FF000u) return sign | 0x7C00u;             // >= 65520 rounds to Inf
-  if (ax >= 0x38800000u) {                                  // normal binary16 (>= 2^-14)
-    const std::uint32_t rounded = ax + 0xFFFu + ((ax >> 13) & 1u);   // RNE at bit 13
+  if (ax > 0x7F800000u) return kHalfCanonicalNaN;                               // NaN (the GPU returns 0x7FFF)
+  if (ax >= 0x477FF000u) return sign | 0x7C00u;                                 // >= 65520 rounds to Inf
+  if (ax >= 0x38800000u) {                                                      // normal binary16 (>= 2^-14)
+    const std::uint32_t rounded = ax + 0xFFFu + ((ax >> 13) & 1u);              // RNE at bit 13
     return static_cast<std::uint16_t>(sign | ((rounded - 0x38000000u) >> 13));  // rebias 127 -> 15
   }
-  if (ax <= 0x33000000u) return sign;                       // <= 2^-25: ties to even give 0
+  if (ax <= 0x33000000u) return sign;  // <= 2^-25: ties to even give 0
   // Subnormal binary16: k * 2^-24 with k = m * 2^(e - 126).
   const std::uint32_t e = ax >> 23;
   const std::uint32_t m = (ax & 0x7FFFFFu) | 0x800000u;
-  const std::uint32_t shift = 126u - e;                     // 14 .. 24
+  const std::uint32_t shift = 126u - e;  // 14 .. 24
   std::uint32_t k = m >> shift;
   const std::uint32_t rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
   if (rem > half || (rem == half && (k & 1u))) ++k;

@@ -32,9 +32,9 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 #include "mixsolve/core/hd.hpp"
+#include "mixsolve/formats/conversions.hpp"
 
 namespace mixsolve::formats {
 
@@ -43,28 +43,6 @@ enum class Rounding {
   TowardZero,   ///< truncation of the dropped mantissa bits (RZ; seed 003 §3.2)
   NearestEven,  ///< round to nearest, ties to even (RN; IEEE 754's default)
 };
-
-/// The IEEE binary64 bit pattern of `d` (host and device).
-MIXSOLVE_HD inline std::uint64_t double_bits(double d) {
-#if defined(__CUDA_ARCH__)
-  return static_cast<std::uint64_t>(__double_as_longlong(d));
-#else
-  std::uint64_t u;
-  std::memcpy(&u, &d, sizeof u);
-  return u;
-#endif
-}
-
-/// The double whose IEEE binary64 bit pattern is `u` (host and device).
-MIXSOLVE_HD inline double bits_double(std::uint64_t u) {
-#if defined(__CUDA_ARCH__)
-  return __longlong_as_double(static_cast<long long>(u));
-#else
-  double d;
-  std::memcpy(&d, &u, sizeof d);
-  return d;
-#endif
-}
 
 namespace slfp_detail {
 template <class Value>
@@ -80,24 +58,8 @@ template <>
 struct Ieee<float> {
   using Bits = std::uint32_t;
   static constexpr int kBits = 32, kExponentBits = 8;
-  MIXSOLVE_HD static Bits to_bits(float v) {
-#if defined(__CUDA_ARCH__)
-    return __float_as_uint(v);
-#else
-    std::uint32_t u;
-    std::memcpy(&u, &v, sizeof u);
-    return u;
-#endif
-  }
-  MIXSOLVE_HD static float from_bits(Bits b) {
-#if defined(__CUDA_ARCH__)
-    return __uint_as_float(b);
-#else
-    float f;
-    std::memcpy(&f, &b, sizeof f);
-    return f;
-#endif
-  }
+  MIXSOLVE_HD static Bits to_bits(float v) { return float_bits(v); }
+  MIXSOLVE_HD static float from_bits(Bits b) { return bits_float(b); }
 };
 }  // namespace slfp_detail
 
