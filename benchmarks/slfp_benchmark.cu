@@ -9,10 +9,13 @@
 // repeats for --power-seconds (GFLOP/s per W). Prints a table and writes JSON (--json FILE).
 //
 //   slfp_benchmark [--n 268435456] [--formats all|fp64,slfp64in32b,...] [--rounding rn|rz]
-//                  [--reps 10] [--power-seconds 1] [--json out.json]
+//                  [--reps 10] [--power-seconds 1] [--host-n 67108864] [--json out.json]
+//
+// --host-n: the host (OpenMP) kernels on that many values as well (0: none).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -112,6 +115,9 @@ __global__ void fill_kernel(std::int64_t n, std::uint64_t seed, double* d, float
     f[i] = float(v);
   }
 }
+
+// Threads an OpenMP parallel region gets.
+int omp_threads() { return omp_get_max_threads(); }
 
 }  // namespace
 
@@ -231,6 +237,60 @@ int main(int argc, char** argv) try {
     const double dot_w = average_watts(energy, stream, power_seconds, dot);
     row(slfp::to_string(f), slfp::container_bits(f), axpy_s, dot_s, axpy_w, dot_w,
         slfp::fp64_based(f) ? base64 : base32);
+  }
+  // The host kernels (OpenMP), seed 003 Table 3 (a): the same per-format AXPY and DOT on
+  // --host-n values in host memory, against the fp64 format's own loop (no CPU BLAS here).
+  const std::int64_t host_n = std::stoll(opt.get("host-n", "67108864"));
+  if (host_n > 0) {
+    Context host = Context::host_only();
+    std::vector<double> h64(host_n);
+    std::vector<float> h32(host_n);
+    for (std::int64_t i = 0; i < host_n; ++i) h32[i] = float(h64[i] = double((i * 7919) % 2001 - 1000) * 1e-3);
+    const auto host_seconds = [&](const std::function<void()>& run) {
+      run();
+      std::vector<double> times;
+      for (int r = 0; r < reps; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        run();
+        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::sort(times.begin(), times.end());
+      return times[times.size() / 2];
+    };
+    std::printf(
+        "\nhost (OpenMP, %d threads) AXPY and DOT on %lld values, median of %d; x fp64 = the fp64 format's "
+        "time / time\n",
+        omp_threads(), (long long)host_n, reps);
+    std::printf("%-16s %5s | %8s %8s %7s | %8s %8s %7s\n", "format", "bits", "AXPY GF/s", "GB/s", "x fp64", "DOT GF/s",
+                "GB/s", "x fp64");
+    double axpy64 = 0, dot64 = 0, axpy32 = 0, dot32 = 0;
+    for (const slfp::Format f : formats) {
+      slfp::Storage xs(f, host_n, Memory::Host), ys(f, host_n, Memory::Host);
+      if (slfp::fp64_based(f)) {
+        slfp::encode(host, h64.data(), xs.view(), rounding);
+        slfp::encode(host, h64.data(), ys.view(), rounding);
+      } else {
+        slfp::encode(host, h32.data(), xs.view(), rounding);
+        slfp::encode(host, h32.data(), ys.view(), rounding);
+      }
+      const double axpy_s = host_seconds([&] { slfp::axpy(host, 0.5, xs.view(), ys.view(), rounding); });
+      const double dot_s = host_seconds([&] { sink = slfp::dot(host, xs.view(), ys.view()); });
+      if (f == slfp::Format::Fp64) axpy64 = axpy_s, dot64 = dot_s;
+      if (f == slfp::Format::Fp32) axpy32 = axpy_s, dot32 = dot_s;
+      const double base_axpy = slfp::fp64_based(f) ? axpy64 : axpy32, base_dot = slfp::fp64_based(f) ? dot64 : dot32;
+      const double bytes = double(slfp::container_bits(f)) / 8 * double(host_n);
+      std::printf("%-16s %5d | %8.2f %8.1f %7.2f | %8.2f %8.1f %7.2f\n", slfp::to_string(f), slfp::container_bits(f),
+                  2.0 * double(host_n) / axpy_s * 1e-9, 3 * bytes / axpy_s * 1e-9,
+                  base_axpy > 0 ? base_axpy / axpy_s : 0.0, 2.0 * double(host_n) / dot_s * 1e-9,
+                  2 * bytes / dot_s * 1e-9, base_dot > 0 ? base_dot / dot_s : 0.0);
+      out["host_rows"].push_back({{"format", slfp::to_string(f)},
+                                  {"axpy_seconds", axpy_s},
+                                  {"dot_seconds", dot_s},
+                                  {"axpy_gb_per_s", 3 * bytes / axpy_s * 1e-9},
+                                  {"dot_gb_per_s", 2 * bytes / dot_s * 1e-9}});
+    }
+    out["host_n"] = host_n;
+    out["host_threads"] = omp_threads();
   }
   bench::write_json(opt, out);
   return 0;
