@@ -9,9 +9,11 @@
 // repeats for --power-seconds (GFLOP/s per W). Prints a table and writes JSON (--json FILE).
 //
 //   slfp_benchmark [--n 268435456] [--formats all|fp64,slfp64in32b,...] [--rounding rn|rz]
-//                  [--reps 10] [--power-seconds 1] [--host-n 67108864] [--json out.json]
+//                  [--reps 10] [--power-seconds 1] [--gemv-shape 16777216x16] [--host-n 67108864]
+//                  [--json out.json]
 //
-// --host-n: the host (OpenMP) kernels on that many values as well (0: none).
+// --gemv-shape: GEMV with A stored in each format against cublasDgemv (0x0: none); --host-n: the
+// host (OpenMP) kernels on that many values as well (0: none).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -238,6 +240,67 @@ int main(int argc, char** argv) try {
     row(slfp::to_string(f), slfp::container_bits(f), axpy_s, dot_s, axpy_w, dot_w,
         slfp::fp64_based(f) ? base64 : base32);
   }
+  // GEMV with A stored in each format (x, y FP64), both transposes, against cublasDgemv (every
+  // format: the refinement's products are FP64), on a tall --gemv-shape rows x cols A (a Krylov
+  // basis' shape): bytes moved = A's.
+  const std::vector<std::string> gemv_shape = opt.list("gemv-shape", "16777216x16");
+  std::int64_t gemv_rows = 0, gemv_cols = 0;
+  if (gemv_shape.size() != 1 || std::sscanf(gemv_shape[0].c_str(), "%ldx%ld", &gemv_rows, &gemv_cols) != 2 ||
+      gemv_rows < 0 || gemv_cols < 0)
+    throw InvalidArgument("--gemv-shape: \"" + opt.get("gemv-shape", "") + "\" is not ROWSxCOLS");
+  if (gemv_rows > 0 && gemv_cols > 0) {
+    const std::int64_t elements = gemv_rows * gemv_cols;
+    DeviceBuffer<double> a64(elements), gx(std::max(gemv_rows, gemv_cols)), gy(std::max(gemv_rows, gemv_cols));
+    fill_kernel<<<4096, 256, 0, stream>>>(elements, 3, a64.data(), x32.data());
+    fill_kernel<<<4096, 256, 0, stream>>>(std::max(gemv_rows, gemv_cols), 4, gx.data(), y32.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    const double one = 1, zero = 0;
+    const double dgemv_n = median_seconds(stream, reps, [&] {
+      cublasDgemv(h, CUBLAS_OP_N, int(gemv_rows), int(gemv_cols), &one, a64.data(), int(gemv_rows), gx.data(), 1, &zero,
+                  gy.data(), 1);
+    });
+    const double dgemv_t = median_seconds(stream, reps, [&] {
+      cublasDgemv(h, CUBLAS_OP_T, int(gemv_rows), int(gemv_cols), &one, a64.data(), int(gemv_rows), gx.data(), 1, &zero,
+                  gy.data(), 1);
+    });
+    std::printf(
+        "\nGEMV, A %lld x %lld stored in each format, x and y FP64, median of %d; GB/s = A's bytes / time, x "
+        "dgemv = cublasDgemv's time (A in FP64) / time\n",
+        (long long)gemv_rows, (long long)gemv_cols, reps);
+    std::printf("%-16s %5s | %8s %7s %7s | %8s %7s %7s\n", "format", "bits", "N GB/s", "% copy", "x dgemv", "T GB/s",
+                "% copy", "x dgemv");
+    const auto gemv_row = [&](const std::string& name, int bits, double n_s, double t_s) {
+      const double bytes = double(bits) / 8 * double(elements);
+      std::printf("%-16s %5d | %8.1f %6.1f%% %7.2f | %8.1f %6.1f%% %7.2f\n", name.c_str(), bits, bytes / n_s * 1e-9,
+                  100 * bytes / n_s * 1e-9 / copy_gbs, dgemv_n / n_s, bytes / t_s * 1e-9,
+                  100 * bytes / t_s * 1e-9 / copy_gbs, dgemv_t / t_s);
+      out["gemv_rows"].push_back({{"format", name},
+                                  {"bits", bits},
+                                  {"n_seconds", n_s},
+                                  {"t_seconds", t_s},
+                                  {"n_speedup_vs_dgemv", dgemv_n / n_s},
+                                  {"t_speedup_vs_dgemv", dgemv_t / t_s}});
+    };
+    gemv_row("cublas-dgemv", 64, dgemv_n, dgemv_t);
+    for (const slfp::Format f : formats) {
+      slfp::Storage as(f, elements, Memory::Device);
+      if (slfp::fp64_based(f)) {
+        slfp::encode(ctx, a64.data(), as.view(), rounding);
+      } else {
+        DeviceBuffer<float> a32(elements);
+        fill_kernel<<<4096, 256, 0, stream>>>(elements, 3, a64.data(), a32.data());
+        slfp::encode(ctx, a32.data(), as.view(), rounding);
+        MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+      }
+      const slfp::Matrix a{as.view(), gemv_rows, gemv_cols, gemv_rows};
+      const double n_s = median_seconds(
+          stream, reps, [&] { slfp::gemv(ctx, slfp::Transpose::No, 1.0, a, gx.data(), 0.0, gy.data()); });
+      const double t_s = median_seconds(
+          stream, reps, [&] { slfp::gemv(ctx, slfp::Transpose::Yes, 1.0, a, gx.data(), 0.0, gy.data()); });
+      gemv_row(slfp::to_string(f), slfp::container_bits(f), n_s, t_s);
+    }
+  }
+
   // The host kernels (OpenMP), seed 003 Table 3 (a): the same per-format AXPY and DOT on
   // --host-n values in host memory, against the fp64 format's own loop (no CPU BLAS here).
   const std::int64_t host_n = std::stoll(opt.get("host-n", "67108864"));

@@ -534,6 +534,116 @@ double dot(Context& ctx, const Vector& x, const Vector& y) {
   });
 }
 
+// ---- GEMV ---------------------------------------------------------------------------------
+
+// y_i = alpha sum_j a(i, j) x_j + beta y_i: one thread per row, the columns in order (each
+// column's loads of a plane are contiguous across the warp).
+template <class A>
+__global__ void gemv_n_kernel(std::int64_t rows, std::int64_t cols, std::int64_t ld, double alpha, A a, const double* x,
+                              double beta, double* y) {
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows; i += stride) {
+    double sum = 0;
+    for (std::int64_t j = 0; j < cols; ++j) sum = fma(double(a.load(i + j * ld)), x[j], sum);
+    y[i] = beta == 0.0 ? alpha * sum : fma(alpha, sum, beta * y[i]);
+  }
+}
+
+// Partial sums of column j's dot with x over row chunk blockIdx.x: partial[j * gridDim.x +
+// blockIdx.x] (grid = (chunks, up to 65535 columns at a time)).
+template <class A>
+__global__ void gemv_t_partial_kernel(std::int64_t rows, std::int64_t cols, std::int64_t ld, A a, const double* x,
+                                      double* partial) {
+  const std::int64_t chunk = (rows + gridDim.x - 1) / gridDim.x;
+  const std::int64_t begin = std::int64_t(blockIdx.x) * chunk, end = begin + chunk < rows ? begin + chunk : rows;
+  __shared__ double warp_sums[32];
+  for (std::int64_t j = blockIdx.y; j < cols; j += gridDim.y) {
+    double sum = 0;
+    for (std::int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+      sum = fma(double(a.load(i + j * ld)), x[i], sum);
+    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = sum;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+      sum = threadIdx.x < blockDim.x / 32 ? warp_sums[threadIdx.x] : 0.0;
+      for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+      if (threadIdx.x == 0) partial[j * gridDim.x + blockIdx.x] = sum;
+    }
+    __syncthreads();  // warp_sums is read before the next column writes it
+  }
+}
+
+// y_j = alpha (sum of column j's partials, in chunk order) + beta y_j.
+__global__ void gemv_t_finish_kernel(std::int64_t cols, int chunks, double alpha, const double* partial, double beta,
+                                     double* y) {
+  const std::int64_t j = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= cols) return;
+  double sum = 0;
+  for (int c = 0; c < chunks; ++c) sum += partial[j * chunks + c];
+  y[j] = beta == 0.0 ? alpha * sum : fma(alpha, sum, beta * y[j]);
+}
+
+void gemv(Context& ctx, Transpose op, double alpha, const Matrix& a, const double* x, double beta, double* y) {
+  const std::string name = "slfp::gemv";
+  if (a.rows < 0 || a.cols < 0)
+    throw InvalidArgument(name + ": a is " + std::to_string(a.rows) + " x " + std::to_string(a.cols) +
+                          "; sizes must not be negative");
+  if (a.ld < std::max<std::int64_t>(1, a.rows))
+    throw InvalidArgument(name + ": a.ld (" + std::to_string(a.ld) +
+                          ") is below max(1, a.rows = " + std::to_string(a.rows) + ")");
+  check_vector(ctx, a.values, name + ": a.values");
+  const std::int64_t needed = a.rows == 0 || a.cols == 0 ? 0 : (a.cols - 1) * a.ld + a.rows;
+  if (a.values.size < needed)
+    throw InvalidArgument(name + ": a.values.size (" + std::to_string(a.values.size) +
+                          ") is below (cols - 1) * ld + rows = " + std::to_string(needed));
+  const std::int64_t x_size = op == Transpose::No ? a.cols : a.rows, y_size = op == Transpose::No ? a.rows : a.cols;
+  if (y_size == 0) return;
+  check_pointer(ctx, y, sizeof(double), a.values.memory, name + ": y");
+  if (x_size > 0) check_pointer(ctx, x, sizeof(double), a.values.memory, name + ": x");
+  dispatch(a.values.format, [&](auto tag) {
+    const auto acc = accessor(a.values, tag);
+    if (a.values.memory == Memory::Host) {
+      if (op == Transpose::No) {
+#pragma omp parallel for schedule(static)
+        for (std::int64_t i = 0; i < a.rows; ++i) {
+          double sum = 0;
+          for (std::int64_t j = 0; j < a.cols; ++j) sum = std::fma(double(acc.load(i + j * a.ld)), x[j], sum);
+          y[i] = beta == 0.0 ? alpha * sum : std::fma(alpha, sum, beta * y[i]);
+        }
+      } else {
+#pragma omp parallel for schedule(static)
+        for (std::int64_t j = 0; j < a.cols; ++j) {
+          double sum = 0;
+          for (std::int64_t i = 0; i < a.rows; ++i) sum = std::fma(double(acc.load(i + j * a.ld)), x[i], sum);
+          y[j] = beta == 0.0 ? alpha * sum : std::fma(alpha, sum, beta * y[j]);
+        }
+      }
+      return;
+    }
+    if (op == Transpose::No) {
+      gemv_n_kernel<<<grid_for(ctx, a.rows, kThreads), kThreads, 0, ctx.stream()>>>(a.rows, a.cols, a.ld, alpha, acc, x,
+                                                                                    beta, y);
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+      return;
+    }
+    // Enough row chunks for about 4 blocks per multiprocessor over all columns.
+    int sms = 0;
+    MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device()));
+    const std::int64_t by_rows = (a.rows + kThreads - 1) / kThreads;
+    const int chunks = int(std::max<std::int64_t>(
+        1, std::min<std::int64_t>(
+               {by_rows, (4 * std::int64_t(sms) + a.cols - 1) / std::max<std::int64_t>(a.cols, 1), 65535})));
+    double* partial = static_cast<double*>(ctx.workspace(std::size_t(chunks) * std::size_t(a.cols) * sizeof(double)));
+    const unsigned column_blocks = unsigned(std::min<std::int64_t>(a.cols, 65535));
+    gemv_t_partial_kernel<<<dim3(unsigned(chunks), column_blocks), kThreads, 0, ctx.stream()>>>(a.rows, a.cols, a.ld,
+                                                                                                acc, x, partial);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    gemv_t_finish_kernel<<<unsigned((a.cols + kThreads - 1) / kThreads), kThreads, 0, ctx.stream()>>>(
+        a.cols, chunks, alpha, partial, beta, y);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+  });
+}
+
 // ---- Storage ---------------------------------------------------------------------------------
 
 Storage::Storage(Format format, std::int64_t size, Memory memory) {

@@ -153,6 +153,57 @@ void expect_device_kernels_match_host(Format f) {
     }
 }
 
+// GEMV on the device against the host's, every format, both transposes, a tall matrix with
+// ld > rows (and more row chunks than one block) and a wide one: within the FP64 dot bound.
+void expect_device_gemv_matches_host(Format f, std::int64_t rows, std::int64_t cols) {
+  Context host = Context::host_only();
+  Context ctx;
+  const std::int64_t ld = rows + 3, size = (cols - 1) * ld + rows;
+  Storage hv(f, size, Memory::Host), dv(f, size, Memory::Device);
+  std::mt19937_64 rng(70 + int(f));
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<double> a64(size);
+  for (double& v : a64) v = u(rng);
+  DeviceBuffer<double> da64(size);
+  da64.copy_from_host(a64);
+  if (slfp::fp64_based(f)) {
+    slfp::encode(host, a64.data(), hv.view(), Rounding::NearestEven);
+    slfp::encode(ctx, da64.data(), dv.view(), Rounding::NearestEven);
+  } else {
+    std::vector<float> a32(a64.begin(), a64.end());
+    DeviceBuffer<float> da32(size);
+    da32.copy_from_host(a32);
+    slfp::encode(host, a32.data(), hv.view(), Rounding::NearestEven);
+    slfp::encode(ctx, da32.data(), dv.view(), Rounding::NearestEven);
+    ctx.synchronize();
+  }
+  for (const slfp::Transpose op : {slfp::Transpose::No, slfp::Transpose::Yes}) {
+    const std::int64_t nx = op == slfp::Transpose::No ? cols : rows, ny = op == slfp::Transpose::No ? rows : cols;
+    std::vector<double> x(nx), y0(ny);
+    for (double& v : x) v = u(rng);
+    for (double& v : y0) v = u(rng);
+    DeviceBuffer<double> dx(nx), dy(ny);
+    dx.copy_from_host(x);
+    dy.copy_from_host(y0);
+    std::vector<double> expected = y0, got(ny);
+    slfp::gemv(host, op, 0.75, slfp::Matrix{hv.view(), rows, cols, ld}, x.data(), 2.0, expected.data());
+    slfp::gemv(ctx, op, 0.75, slfp::Matrix{dv.view(), rows, cols, ld}, dx.data(), 2.0, dy.data());
+    ctx.synchronize();
+    dy.copy_to_host(got.data(), ny);
+    for (std::int64_t r = 0; r < ny; ++r)
+      ASSERT_LE(std::fabs(got[r] - expected[r]), 2 * double(nx + 2) * 0x1p-53 * (0.75 * double(nx) + 2.0))
+          << slfp::to_string(f) << (op == slfp::Transpose::No ? " N " : " T ") << rows << " x " << cols << " row " << r;
+  }
+}
+
+TEST(GpuSlfp, DeviceGemvMatchesTheHost) {
+  MIXSOLVE_REQUIRE_GPU();
+  for (const Format f : slfp::all_formats()) {
+    expect_device_gemv_matches_host(f, 200003, 7);
+    expect_device_gemv_matches_host(f, 33, 1000);
+  }
+}
+
 TEST(GpuSlfp, DeviceKernelsMatchTheHostKernels) {
   MIXSOLVE_REQUIRE_GPU();
   for (const Format f : slfp::all_formats()) {

@@ -115,6 +115,67 @@ TEST(SlfpBlas, FormatsHaveTheirNamesAndSizes) {
   EXPECT_NE(s.view().w8, nullptr);
 }
 
+// GEMV with A in every format, both transposes, ld > rows, beta 0 over NaN (y not read) and
+// beta != 0: against a long double product of the widened A, within the FP64 dot bound.
+TEST(SlfpBlas, HostGemvMatchesALongDoubleProduct) {
+  Context ctx = Context::host_only();
+  const std::int64_t rows = 301, cols = 17, ld = 305;
+  for (const Format f : all_formats()) {
+    Storage values(f, (cols - 1) * ld + rows, Memory::Host);
+    std::vector<double> a64(values.view().size);
+    std::mt19937_64 rng(40 + int(f));
+    std::uniform_real_distribution<double> u(-1, 1);
+    for (double& v : a64) v = u(rng);
+    std::vector<double> widened(a64.size());
+    if (fp64_based(f)) {
+      encode(ctx, a64.data(), values.view(), Rounding::NearestEven);
+      decode(ctx, values.view(), widened.data());
+    } else {
+      std::vector<float> a32(a64.begin(), a64.end()), w32(a64.size());
+      encode(ctx, a32.data(), values.view(), Rounding::NearestEven);
+      decode(ctx, values.view(), w32.data());
+      widened.assign(w32.begin(), w32.end());
+    }
+    const Matrix a{values.view(), rows, cols, ld};
+    for (const Transpose op : {Transpose::No, Transpose::Yes}) {
+      const std::int64_t nx = op == Transpose::No ? cols : rows, ny = op == Transpose::No ? rows : cols;
+      std::vector<double> x(nx), y0(ny);
+      for (double& v : x) v = u(rng);
+      for (double& v : y0) v = u(rng);
+      for (const double beta : {0.0, -0.5}) {
+        std::vector<double> y = beta == 0.0 ? std::vector<double>(ny, NAN) : y0;
+        gemv(ctx, op, 1.5, a, x.data(), beta, y.data());
+        for (std::int64_t r = 0; r < ny; ++r) {
+          long double exact = 0, magnitude = 0;
+          for (std::int64_t q = 0; q < nx; ++q) {
+            const long double aq = op == Transpose::No ? widened[r + q * ld] : widened[q + r * ld];
+            exact += aq * x[q];
+            magnitude += std::fabs(aq * x[q]);
+          }
+          exact = 1.5L * exact + beta * y0[r];
+          magnitude = 1.5L * magnitude + std::fabs(beta * y0[r]);
+          ASSERT_LE(std::fabs(y[r] - exact), double(nx + 2) * 0x1p-53 * magnitude)
+              << to_string(f) << (op == Transpose::No ? " N" : " T") << " beta " << beta << " row " << r;
+        }
+      }
+    }
+  }
+  // Bad arguments are named.
+  Storage s(Format::Slfp64in32, 100, Memory::Host);
+  std::vector<double> x(100), y(100);
+  const auto message = [&](const Matrix& m) {
+    try {
+      gemv(ctx, Transpose::No, 1, m, x.data(), 0, y.data());
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(Matrix{s.view(), 10, 10, 9}).find("a.ld (9)"), std::string::npos);
+  EXPECT_NE(message(Matrix{s.view(), 20, 10, 20}).find("a.values.size (100)"), std::string::npos);
+  EXPECT_NE(message(Matrix{s.view(), -1, 10, 20}).find("-1 x 10"), std::string::npos);
+}
+
 // Each bad argument gives InvalidArgument whose message names it (and its value where it has one).
 TEST(SlfpBlas, BadArgumentsAreNamed) {
   Context ctx = Context::host_only();
