@@ -536,36 +536,77 @@ double dot(Context& ctx, const Vector& x, const Vector& y) {
 
 // ---- GEMV ---------------------------------------------------------------------------------
 
-// y_i = alpha sum_j a(i, j) x_j + beta y_i: one thread per row, the columns in order (each
-// column's loads of a plane are contiguous across the warp).
+// Row (offset in the tile) of this lane's value k in a tile of Group<A>::kSize-value groups.
+template <class A>
+__device__ __forceinline__ int tile_offset(int k, int lane) {
+  constexpr int G = Group<A>::kSize;
+  return (k / G) * 32 * G + lane * G + k % G;
+}
+
+// y_i = alpha sum_j a(i, j) x_j + beta y_i. Where `tiles` (16-byte aligned planes, ld a multiple
+// of 8), a warp takes 256 rows and walks the columns, a lane's 8 rows of each column by the tile
+// loads; the rows past the last whole tile go one per thread.
 template <class A>
 __global__ void gemv_n_kernel(std::int64_t rows, std::int64_t cols, std::int64_t ld, double alpha, A a, const double* x,
-                              double beta, double* y) {
-  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
-  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows; i += stride) {
+                              double beta, double* y, bool tiles) {
+  using T = typename A::value_type;
+  const std::int64_t thread = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t threads = std::int64_t(gridDim.x) * blockDim.x;
+  const int lane = threadIdx.x % 32;
+  const auto finish = [&](std::int64_t i, double sum) {
+    y[i] = beta == 0.0 ? alpha * sum : fma(alpha, sum, beta * y[i]);
+  };
+  std::int64_t done = 0;
+  if (tiles) {
+    const std::int64_t n_tiles = rows / kTile;
+    for (std::int64_t t = thread / 32; t < n_tiles; t += threads / 32) {
+      double sum[kBlock] = {};
+      for (std::int64_t j = 0; j < cols; ++j) {
+        T v[kBlock];
+        load_tile(a, j * ld + t * kTile, lane, v);
+        const double xj = x[j];
+#pragma unroll
+        for (int k = 0; k < kBlock; ++k) sum[k] = fma(double(v[k]), xj, sum[k]);
+      }
+#pragma unroll
+      for (int k = 0; k < kBlock; ++k) finish(t * kTile + tile_offset<A>(k, lane), sum[k]);
+    }
+    done = n_tiles * kTile;
+  }
+  for (std::int64_t i = done + thread; i < rows; i += threads) {
     double sum = 0;
     for (std::int64_t j = 0; j < cols; ++j) sum = fma(double(a.load(i + j * ld)), x[j], sum);
-    y[i] = beta == 0.0 ? alpha * sum : fma(alpha, sum, beta * y[i]);
+    finish(i, sum);
   }
 }
 
-// Partial sums of column j's dot with x over row chunk blockIdx.x: partial[j * gridDim.x +
-// blockIdx.x] (grid = (chunks, up to 65535 columns at a time)).
+// Partial sums of column j's dot with x over row chunk blockIdx.x (rows [blockIdx.x * chunk, +
+// chunk), chunk a multiple of 256): partial[j * gridDim.x + blockIdx.x] (grid = (chunks, up to
+// 65535 columns at a time)). Where `tiles`, the warps take the chunk's whole tiles of 256 rows by
+// the tile loads, the rest one row per thread.
 template <class A>
-__global__ void gemv_t_partial_kernel(std::int64_t rows, std::int64_t cols, std::int64_t ld, A a, const double* x,
-                                      double* partial) {
-  const std::int64_t chunk = (rows + gridDim.x - 1) / gridDim.x;
+__global__ void gemv_t_partial_kernel(std::int64_t rows, std::int64_t cols, std::int64_t ld, std::int64_t chunk, A a,
+                                      const double* x, double* partial, bool tiles) {
+  using T = typename A::value_type;
   const std::int64_t begin = std::int64_t(blockIdx.x) * chunk, end = begin + chunk < rows ? begin + chunk : rows;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  const std::int64_t tiled_end = tiles ? begin + (end - begin) / kTile * kTile : begin;
   __shared__ double warp_sums[32];
   for (std::int64_t j = blockIdx.y; j < cols; j += gridDim.y) {
     double sum = 0;
-    for (std::int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+    for (std::int64_t t = begin + std::int64_t(warp) * kTile; t < tiled_end; t += std::int64_t(warps) * kTile) {
+      T v[kBlock];
+      load_tile(a, j * ld + t, lane, v);
+#pragma unroll
+      for (int k = 0; k < kBlock; ++k) sum = fma(double(v[k]), x[t + tile_offset<A>(k, lane)], sum);
+    }
+    for (std::int64_t i = tiled_end + threadIdx.x; i < end; i += blockDim.x)
       sum = fma(double(a.load(i + j * ld)), x[i], sum);
     for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
-    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = sum;
+    if (lane == 0) warp_sums[warp] = sum;
     __syncthreads();
     if (threadIdx.x < 32) {
-      sum = threadIdx.x < blockDim.x / 32 ? warp_sums[threadIdx.x] : 0.0;
+      sum = threadIdx.x < warps ? warp_sums[threadIdx.x] : 0.0;
       for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
       if (threadIdx.x == 0) partial[j * gridDim.x + blockIdx.x] = sum;
     }
@@ -620,23 +661,32 @@ void gemv(Context& ctx, Transpose op, double alpha, const Matrix& a, const doubl
       }
       return;
     }
+    const bool tiles = block_aligned(a.values) && a.ld % kBlock == 0;
     if (op == Transpose::No) {
-      gemv_n_kernel<<<grid_for(ctx, a.rows, kThreads), kThreads, 0, ctx.stream()>>>(a.rows, a.cols, a.ld, alpha, acc, x,
-                                                                                    beta, y);
+      gemv_n_kernel<<<grid_for(ctx, tiles ? a.rows / kBlock + 1 : a.rows, kThreads), kThreads, 0, ctx.stream()>>>(
+          a.rows, a.cols, a.ld, alpha, acc, x, beta, y, tiles);
       MIXSOLVE_CUDA_CHECK_LAUNCH();
       return;
     }
-    // Enough row chunks for about 4 blocks per multiprocessor over all columns.
+    if (a.rows == 0) {  // y := beta y (no partial sums)
+      gemv_t_finish_kernel<<<unsigned((a.cols + kThreads - 1) / kThreads), kThreads, 0, ctx.stream()>>>(
+          a.cols, 0, alpha, nullptr, beta, y);
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+      return;
+    }
+    // Row chunks of whole tiles, enough for about 4 blocks per multiprocessor over all columns.
     int sms = 0;
     MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device()));
-    const std::int64_t by_rows = (a.rows + kThreads - 1) / kThreads;
-    const int chunks = int(std::max<std::int64_t>(
-        1, std::min<std::int64_t>(
-               {by_rows, (4 * std::int64_t(sms) + a.cols - 1) / std::max<std::int64_t>(a.cols, 1), 65535})));
+    const std::int64_t tiles_in_rows = (a.rows + kTile - 1) / kTile;
+    const std::int64_t wanted = std::min<std::int64_t>(
+        {tiles_in_rows, (4 * std::int64_t(sms) + a.cols - 1) / std::max<std::int64_t>(a.cols, 1), 65535});
+    const std::int64_t chunk =
+        (tiles_in_rows + std::max<std::int64_t>(wanted, 1) - 1) / std::max<std::int64_t>(wanted, 1) * kTile;
+    const int chunks = int((a.rows + chunk - 1) / chunk);
     double* partial = static_cast<double*>(ctx.workspace(std::size_t(chunks) * std::size_t(a.cols) * sizeof(double)));
     const unsigned column_blocks = unsigned(std::min<std::int64_t>(a.cols, 65535));
-    gemv_t_partial_kernel<<<dim3(unsigned(chunks), column_blocks), kThreads, 0, ctx.stream()>>>(a.rows, a.cols, a.ld,
-                                                                                                acc, x, partial);
+    gemv_t_partial_kernel<<<dim3(unsigned(chunks), column_blocks), kThreads, 0, ctx.stream()>>>(
+        a.rows, a.cols, a.ld, chunk, acc, x, partial, tiles);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     gemv_t_finish_kernel<<<unsigned((a.cols + kThreads - 1) / kThreads), kThreads, 0, ctx.stream()>>>(
         a.cols, chunks, alpha, partial, beta, y);

@@ -153,12 +153,13 @@ void expect_device_kernels_match_host(Format f) {
     }
 }
 
-// GEMV on the device against the host's, every format, both transposes, a tall matrix with
-// ld > rows (and more row chunks than one block) and a wide one: within the FP64 dot bound.
-void expect_device_gemv_matches_host(Format f, std::int64_t rows, std::int64_t cols) {
+// GEMV on the device against the host's, every format, both transposes: tall matrices through the
+// tile path (ld a multiple of 8) and value by value, a wide one, and no rows: within the FP64 dot
+// bound.
+void expect_device_gemv_matches_host(Format f, std::int64_t rows, std::int64_t cols, std::int64_t ld) {
   Context host = Context::host_only();
   Context ctx;
-  const std::int64_t ld = rows + 3, size = (cols - 1) * ld + rows;
+  const std::int64_t size = (cols - 1) * ld + rows;
   Storage hv(f, size, Memory::Host), dv(f, size, Memory::Device);
   std::mt19937_64 rng(70 + int(f));
   std::uniform_real_distribution<double> u(-1, 1);
@@ -199,8 +200,10 @@ void expect_device_gemv_matches_host(Format f, std::int64_t rows, std::int64_t c
 TEST(GpuSlfp, DeviceGemvMatchesTheHost) {
   MIXSOLVE_REQUIRE_GPU();
   for (const Format f : slfp::all_formats()) {
-    expect_device_gemv_matches_host(f, 200003, 7);
-    expect_device_gemv_matches_host(f, 33, 1000);
+    expect_device_gemv_matches_host(f, 200003, 7, 200006);  // value by value (ld not a multiple of 8)
+    expect_device_gemv_matches_host(f, 200003, 7, 200008);  // tiles, and a rest of 67 rows
+    expect_device_gemv_matches_host(f, 33, 1000, 40);       // wide, one tile-less chunk
+    expect_device_gemv_matches_host(f, 0, 5, 1);            // y := beta y
   }
 }
 
