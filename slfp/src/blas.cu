@@ -580,10 +580,14 @@ __global__ void gemv_n_kernel(std::int64_t rows, std::int64_t cols, std::int64_t
   }
 }
 
+// Columns per group in the transposed GEMV: a group's columns share each x value loaded.
+constexpr int kGemvColumns = 8;
+
 // Partial sums of column j's dot with x over row chunk blockIdx.x (rows [blockIdx.x * chunk, +
-// chunk), chunk a multiple of 256): partial[j * gridDim.x + blockIdx.x] (grid = (chunks, up to
-// 65535 columns at a time)). Where `tiles`, the warps take the chunk's whole tiles of 256 rows by
-// the tile loads, the rest one row per thread.
+// chunk), chunk a multiple of 256): partial[j * gridDim.x + blockIdx.x]. A block takes groups of
+// kGemvColumns columns (grid = (chunks, up to 65535 groups at a time)) and loads each x value once
+// for the group, so that x's FP64 bytes do not outweigh a short A's. Where `tiles`, the warps take
+// the chunk's whole tiles of 256 rows by the tile loads, the rest one row per thread.
 template <class A>
 __global__ void gemv_t_partial_kernel(std::int64_t rows, std::int64_t cols, std::int64_t ld, std::int64_t chunk, A a,
                                       const double* x, double* partial, bool tiles) {
@@ -591,26 +595,44 @@ __global__ void gemv_t_partial_kernel(std::int64_t rows, std::int64_t cols, std:
   const std::int64_t begin = std::int64_t(blockIdx.x) * chunk, end = begin + chunk < rows ? begin + chunk : rows;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   const std::int64_t tiled_end = tiles ? begin + (end - begin) / kTile * kTile : begin;
-  __shared__ double warp_sums[32];
-  for (std::int64_t j = blockIdx.y; j < cols; j += gridDim.y) {
-    double sum = 0;
+  __shared__ double warp_sums[kGemvColumns][32];
+  for (std::int64_t j0 = std::int64_t(blockIdx.y) * kGemvColumns; j0 < cols;
+       j0 += std::int64_t(gridDim.y) * kGemvColumns) {
+    const int group = cols - j0 < kGemvColumns ? int(cols - j0) : kGemvColumns;
+    double sum[kGemvColumns] = {};
     for (std::int64_t t = begin + std::int64_t(warp) * kTile; t < tiled_end; t += std::int64_t(warps) * kTile) {
-      T v[kBlock];
-      load_tile(a, j * ld + t, lane, v);
+      double xv[kBlock];
 #pragma unroll
-      for (int k = 0; k < kBlock; ++k) sum = fma(double(v[k]), x[t + tile_offset<A>(k, lane)], sum);
+      for (int k = 0; k < kBlock; ++k) xv[k] = x[t + tile_offset<A>(k, lane)];
+#pragma unroll
+      for (int c = 0; c < kGemvColumns; ++c) {
+        if (c >= group) break;
+        T v[kBlock];
+        load_tile(a, (j0 + c) * ld + t, lane, v);
+#pragma unroll
+        for (int k = 0; k < kBlock; ++k) sum[c] = fma(double(v[k]), xv[k], sum[c]);
+      }
     }
-    for (std::int64_t i = tiled_end + threadIdx.x; i < end; i += blockDim.x)
-      sum = fma(double(a.load(i + j * ld)), x[i], sum);
-    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
-    if (lane == 0) warp_sums[warp] = sum;
+    for (std::int64_t i = tiled_end + threadIdx.x; i < end; i += blockDim.x) {
+      const double xi = x[i];
+#pragma unroll
+      for (int c = 0; c < kGemvColumns; ++c)
+        if (c < group) sum[c] = fma(double(a.load(i + (j0 + c) * ld)), xi, sum[c]);
+    }
+#pragma unroll
+    for (int c = 0; c < kGemvColumns; ++c) {
+      for (int offset = 16; offset > 0; offset /= 2) sum[c] += __shfl_down_sync(0xffffffffu, sum[c], offset);
+      if (lane == 0) warp_sums[c][warp] = sum[c];
+    }
     __syncthreads();
     if (threadIdx.x < 32) {
-      sum = threadIdx.x < warps ? warp_sums[threadIdx.x] : 0.0;
-      for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
-      if (threadIdx.x == 0) partial[j * gridDim.x + blockIdx.x] = sum;
+      for (int c = 0; c < group; ++c) {
+        double s = threadIdx.x < warps ? warp_sums[c][threadIdx.x] : 0.0;
+        for (int offset = 16; offset > 0; offset /= 2) s += __shfl_down_sync(0xffffffffu, s, offset);
+        if (threadIdx.x == 0) partial[(j0 + c) * gridDim.x + blockIdx.x] = s;
+      }
     }
-    __syncthreads();  // warp_sums is read before the next column writes it
+    __syncthreads();  // warp_sums is read before the next group writes it
   }
 }
 
@@ -674,18 +696,18 @@ void gemv(Context& ctx, Transpose op, double alpha, const Matrix& a, const doubl
       MIXSOLVE_CUDA_CHECK_LAUNCH();
       return;
     }
-    // Row chunks of whole tiles, enough for about 4 blocks per multiprocessor over all columns.
+    // Row chunks of whole tiles, enough for about 4 blocks per multiprocessor over all column groups.
     int sms = 0;
     MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device()));
+    const std::int64_t groups = (a.cols + kGemvColumns - 1) / kGemvColumns;
     const std::int64_t tiles_in_rows = (a.rows + kTile - 1) / kTile;
-    const std::int64_t wanted = std::min<std::int64_t>(
-        {tiles_in_rows, (4 * std::int64_t(sms) + a.cols - 1) / std::max<std::int64_t>(a.cols, 1), 65535});
-    const std::int64_t chunk =
-        (tiles_in_rows + std::max<std::int64_t>(wanted, 1) - 1) / std::max<std::int64_t>(wanted, 1) * kTile;
+    const std::int64_t wanted = std::max<std::int64_t>(
+        1, std::min<std::int64_t>({tiles_in_rows, (4 * std::int64_t(sms) + groups - 1) / groups, 65535}));
+    const std::int64_t chunk = (tiles_in_rows + wanted - 1) / wanted * kTile;
     const int chunks = int((a.rows + chunk - 1) / chunk);
     double* partial = static_cast<double*>(ctx.workspace(std::size_t(chunks) * std::size_t(a.cols) * sizeof(double)));
-    const unsigned column_blocks = unsigned(std::min<std::int64_t>(a.cols, 65535));
-    gemv_t_partial_kernel<<<dim3(unsigned(chunks), column_blocks), kThreads, 0, ctx.stream()>>>(
+    const unsigned group_blocks = unsigned(std::min<std::int64_t>(groups, 65535));
+    gemv_t_partial_kernel<<<dim3(unsigned(chunks), group_blocks), kThreads, 0, ctx.stream()>>>(
         a.rows, a.cols, a.ld, chunk, acc, x, partial, tiles);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     gemv_t_finish_kernel<<<unsigned((a.cols + kThreads - 1) / kThreads), kThreads, 0, ctx.stream()>>>(
