@@ -67,26 +67,11 @@ class EnergyCounter {
   Energy energy_ = nullptr;
 };
 
-// Median seconds of `run` over `reps` runs after one warm-up (CUDA events on `stream`).
-double median_seconds(cudaStream_t stream, int reps, const std::function<void()>& run) {
-  cudaEvent_t start, stop;
-  MIXSOLVE_CUDA_CHECK(cudaEventCreate(&start));
-  MIXSOLVE_CUDA_CHECK(cudaEventCreate(&stop));
+// Median seconds of `run` over `reps` runs after one warm-up (gemm::median_seconds: CUDA events
+// on ctx's stream for device work, the steady clock for host work).
+double timed(Context& ctx, Memory memory, int reps, const std::function<void()>& run) {
   run();
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    MIXSOLVE_CUDA_CHECK(cudaEventRecord(start, stream));
-    run();
-    MIXSOLVE_CUDA_CHECK(cudaEventRecord(stop, stream));
-    MIXSOLVE_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    MIXSOLVE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms * 1e-3);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return gemm::median_seconds(ctx, memory, reps, run);
 }
 
 // Average board power (W) while `run` repeats for at least `seconds`; 0 without NVML.
@@ -162,7 +147,7 @@ int main(int argc, char** argv) try {
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 
   // The device's copy bandwidth: n doubles copied, 16 n bytes moved.
-  const double copy_s = median_seconds(stream, reps, [&] {
+  const double copy_s = timed(ctx, Memory::Device, reps, [&] {
     MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(y64.data(), x64.data(), n * sizeof(double), cudaMemcpyDeviceToDevice, stream));
   });
   const double copy_gbs = 16.0 * double(n) / copy_s * 1e-9;
@@ -185,9 +170,9 @@ int main(int argc, char** argv) try {
   const auto ddot = [&] { cublasDdot(h, int(n), x64.data(), 1, y64.data(), 1, &sink); };
   const auto sdot = [&] { cublasSdot(h, int(n), x32.data(), 1, y32.data(), 1, &sink32); };
   if (n > INT32_MAX) throw InvalidArgument("--n: cuBLAS's int interface takes at most 2^31 - 1 values");
-  base64 = {median_seconds(stream, reps, daxpy), median_seconds(stream, reps, ddot),
+  base64 = {timed(ctx, Memory::Device, reps, daxpy), timed(ctx, Memory::Device, reps, ddot),
             average_watts(energy, stream, power_seconds, daxpy), average_watts(energy, stream, power_seconds, ddot)};
-  base32 = {median_seconds(stream, reps, saxpy), median_seconds(stream, reps, sdot),
+  base32 = {timed(ctx, Memory::Device, reps, saxpy), timed(ctx, Memory::Device, reps, sdot),
             average_watts(energy, stream, power_seconds, saxpy), average_watts(energy, stream, power_seconds, sdot)};
 
   std::printf(
@@ -234,7 +219,7 @@ int main(int argc, char** argv) try {
     // y grows by 0.5 x per run: over the runs |y| stays within a few units, far from any overflow.
     const auto axpy = [&] { slfp::axpy(ctx, 0.5, xs.view(), ys.view(), rounding); };
     const auto dot = [&] { sink = slfp::dot(ctx, xs.view(), ys.view()); };
-    const double axpy_s = median_seconds(stream, reps, axpy), dot_s = median_seconds(stream, reps, dot);
+    const double axpy_s = timed(ctx, Memory::Device, reps, axpy), dot_s = timed(ctx, Memory::Device, reps, dot);
     const double axpy_w = average_watts(energy, stream, power_seconds, axpy);
     const double dot_w = average_watts(energy, stream, power_seconds, dot);
     row(slfp::to_string(f), slfp::container_bits(f), axpy_s, dot_s, axpy_w, dot_w,
@@ -255,11 +240,11 @@ int main(int argc, char** argv) try {
     fill_kernel<<<4096, 256, 0, stream>>>(std::max(gemv_rows, gemv_cols), 4, gx.data(), y32.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     const double one = 1, zero = 0;
-    const double dgemv_n = median_seconds(stream, reps, [&] {
+    const double dgemv_n = timed(ctx, Memory::Device, reps, [&] {
       cublasDgemv(h, CUBLAS_OP_N, int(gemv_rows), int(gemv_cols), &one, a64.data(), int(gemv_rows), gx.data(), 1, &zero,
                   gy.data(), 1);
     });
-    const double dgemv_t = median_seconds(stream, reps, [&] {
+    const double dgemv_t = timed(ctx, Memory::Device, reps, [&] {
       cublasDgemv(h, CUBLAS_OP_T, int(gemv_rows), int(gemv_cols), &one, a64.data(), int(gemv_rows), gx.data(), 1, &zero,
                   gy.data(), 1);
     });
@@ -293,10 +278,10 @@ int main(int argc, char** argv) try {
         MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
       }
       const slfp::Matrix a{as.view(), gemv_rows, gemv_cols, gemv_rows};
-      const double n_s = median_seconds(
-          stream, reps, [&] { slfp::gemv(ctx, slfp::Transpose::No, 1.0, a, gx.data(), 0.0, gy.data()); });
-      const double t_s = median_seconds(
-          stream, reps, [&] { slfp::gemv(ctx, slfp::Transpose::Yes, 1.0, a, gx.data(), 0.0, gy.data()); });
+      const double n_s = timed(ctx, Memory::Device, reps,
+                               [&] { slfp::gemv(ctx, slfp::Transpose::No, 1.0, a, gx.data(), 0.0, gy.data()); });
+      const double t_s = timed(ctx, Memory::Device, reps,
+                               [&] { slfp::gemv(ctx, slfp::Transpose::Yes, 1.0, a, gx.data(), 0.0, gy.data()); });
       gemv_row(slfp::to_string(f), slfp::container_bits(f), n_s, t_s);
     }
   }
@@ -309,17 +294,7 @@ int main(int argc, char** argv) try {
     std::vector<double> h64(host_n);
     std::vector<float> h32(host_n);
     for (std::int64_t i = 0; i < host_n; ++i) h32[i] = float(h64[i] = double((i * 7919) % 2001 - 1000) * 1e-3);
-    const auto host_seconds = [&](const std::function<void()>& run) {
-      run();
-      std::vector<double> times;
-      for (int r = 0; r < reps; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        run();
-        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      }
-      std::sort(times.begin(), times.end());
-      return times[times.size() / 2];
-    };
+    const auto host_seconds = [&](const std::function<void()>& run) { return timed(host, Memory::Host, reps, run); };
     std::printf(
         "\nhost (OpenMP, %d threads) AXPY and DOT on %lld values, median of %d; x fp64 = the fp64 format's "
         "time / time\n",

@@ -25,6 +25,35 @@ namespace mixsolve::slfp {
 using formats::IeeeVector;
 using formats::SlfpVector;
 
+namespace {
+// Calls fn(tag) with the compile-time tag of `format`: a formats::Slfp<..> type, or double / float.
+template <class Fn>
+decltype(auto) dispatch(Format format, Fn&& fn) {
+  switch (format) {
+    case Format::Fp64: return fn(double{});
+    case Format::Slfp64in56: return fn(formats::Slfp64in56{});
+    case Format::Slfp64in48: return fn(formats::Slfp64in48{});
+    case Format::Slfp64in40: return fn(formats::Slfp64in40{});
+    case Format::Slfp64in32: return fn(formats::Slfp64in32{});
+    case Format::Slfp64in24: return fn(formats::Slfp64in24{});
+    case Format::Slfp64in16: return fn(formats::Slfp64in16{});
+    case Format::Fp32: return fn(float{});
+    case Format::Slfp32in24: return fn(formats::Slfp32in24{});
+    case Format::Slfp32in16: return fn(formats::Slfp32in16{});
+  }
+  throw InvalidArgument("slfp: format value " + std::to_string(int(format)) + " is not a Format");
+}
+
+// The bits a value of tag `Tag` takes in memory.
+template <class Tag>
+constexpr int container_bits_of() {
+  if constexpr (std::is_floating_point_v<Tag>)
+    return int(8 * sizeof(Tag));
+  else
+    return Tag::kContainerBits;
+}
+}  // namespace
+
 const std::vector<Format>& all_formats() {
   static const std::vector<Format> formats = {
       Format::Fp64,       Format::Slfp64in56, Format::Slfp64in48, Format::Slfp64in40, Format::Slfp64in32,
@@ -58,19 +87,7 @@ Format parse_format(const std::string& name) {
 }
 
 int container_bits(Format f) {
-  switch (f) {
-    case Format::Fp64: return 64;
-    case Format::Slfp64in56: return 56;
-    case Format::Slfp64in48: return 48;
-    case Format::Slfp64in40: return 40;
-    case Format::Slfp64in32: return 32;
-    case Format::Slfp64in24: return 24;
-    case Format::Slfp64in16: return 16;
-    case Format::Fp32: return 32;
-    case Format::Slfp32in24: return 24;
-    case Format::Slfp32in16: return 16;
-  }
-  return 0;
+  return dispatch(f, [](auto tag) { return container_bits_of<decltype(tag)>(); });
 }
 
 bool fp64_based(Format f) { return int(f) < int(Format::Fp32); }
@@ -86,34 +103,20 @@ SlfpVector<F> accessor(const Vector& v, F) {
 IeeeVector<double> accessor(const Vector& v, double) { return {v.f64}; }
 IeeeVector<float> accessor(const Vector& v, float) { return {v.f32}; }
 
-// Calls fn(tag) with the compile-time tag of `format`: a formats::Slfp<..> type, or double / float.
-template <class Fn>
-decltype(auto) dispatch(Format format, Fn&& fn) {
-  switch (format) {
-    case Format::Fp64: return fn(double{});
-    case Format::Slfp64in56: return fn(formats::Slfp64in56{});
-    case Format::Slfp64in48: return fn(formats::Slfp64in48{});
-    case Format::Slfp64in40: return fn(formats::Slfp64in40{});
-    case Format::Slfp64in32: return fn(formats::Slfp64in32{});
-    case Format::Slfp64in24: return fn(formats::Slfp64in24{});
-    case Format::Slfp64in16: return fn(formats::Slfp64in16{});
-    case Format::Fp32: return fn(float{});
-    case Format::Slfp32in24: return fn(formats::Slfp32in24{});
-    case Format::Slfp32in16: return fn(formats::Slfp32in16{});
-  }
-  throw InvalidArgument("slfp: format value " + std::to_string(int(format)) + " is not a Format");
-}
-
 // ---- argument checks -----------------------------------------------------------------------
 
+// Whether a Vector of format f uses plane `bits`: 32, 16, 8 (SLFP word planes, the format's own
+// rule), 64 (f64) or -32 (f32, told apart from the 32-bit word plane).
 bool has_plane(Format f, int bits) {
-  if (f == Format::Fp64) return bits == 64;
-  if (f == Format::Fp32) return bits == -32;  // f32: told apart from the 32-bit word plane
-  const int c = container_bits(f);
-  if (bits == 32) return c >= 32;
-  if (bits == 16) return (c % 32) >= 16;
-  if (bits == 8) return (c % 16) == 8;
-  return false;
+  return dispatch(f, [&](auto tag) {
+    using Tag = decltype(tag);
+    if constexpr (std::is_same_v<Tag, double>)
+      return bits == 64;
+    else if constexpr (std::is_same_v<Tag, float>)
+      return bits == -32;
+    else
+      return (bits == 32 && Tag::kHas32) || (bits == 16 && Tag::kHas16) || (bits == 8 && Tag::kHas8);
+  });
 }
 
 // Where `p` lives, as CUDA sees it (host memory that CUDA does not know counts as host).

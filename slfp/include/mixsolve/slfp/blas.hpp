@@ -115,8 +115,8 @@ enum class Transpose { No, Yes };
 
 /// y := alpha op(A) x + beta y with A stored in any format and x, y plain FP64 arrays (op(A) = A:
 /// y has A.rows entries and x A.cols; op(A) = A^T: the reverse). A's values are widened and every
-/// sum is FP64; beta = 0 does not read y. The product the refinement needs of a matrix or a Krylov
-/// basis stored short (issue 29). On the device it is ordered on ctx.stream() and does not wait.
+/// sum is FP64; beta = 0 does not read y: the product a refinement needs of a matrix or a Krylov
+/// basis stored short. On the device it is ordered on ctx.stream() and does not wait.
 /// @throws InvalidArgument naming the argument for negative sizes, ld < max(1, rows), a value
 ///         plane too short for (cols - 1) * ld + rows, null or misaligned planes or arrays.
 void gemv(Context& ctx, Transpose op, double alpha, const Matrix& a, const double* x, double beta, double* y);
