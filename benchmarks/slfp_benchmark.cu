@@ -9,11 +9,12 @@
 // repeats for --power-seconds (GFLOP/s per W). Prints a table and writes JSON (--json FILE).
 //
 //   slfp_benchmark [--n 268435456] [--formats all|fp64,slfp64in32b,...] [--rounding rn|rz]
-//                  [--reps 10] [--power-seconds 1] [--gemv-shape 16777216x16] [--host-n 67108864]
-//                  [--json out.json]
+//                  [--reps 10] [--power-seconds 1] [--gemv-shape 16777216x16] [--gemm-n 8192]
+//                  [--host-n 67108864] [--json out.json]
 //
-// --gemv-shape: GEMV with A stored in each format against cublasDgemv (0x0: none); --host-n: the
-// host (OpenMP) kernels on that many values as well (0: none).
+// --gemv-shape: GEMV with A stored in each format against cublasDgemv (0x0: none); --gemm-n: the
+// n x n x n GEMM with A and B stored in each format (slfp::gemm) against cublasDgemm / cublasSgemm
+// (0: none); --host-n: the host (OpenMP) kernels on that many values as well (0: none).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -284,6 +285,78 @@ int main(int argc, char** argv) try {
                                [&] { slfp::gemv(ctx, slfp::Transpose::Yes, 1.0, a, gx.data(), 0.0, gy.data()); });
       gemv_row(slfp::to_string(f), slfp::container_bits(f), n_s, t_s);
     }
+  }
+
+  // GEMM (seed 003 Table 3, its GEMM columns): C := A B, n x n x n, A and B stored in each format
+  // (slfp::gemm: widened a panel at a time, FP64 or FP32 arithmetic), C in the base type, against
+  // cublasDgemm (FP64-based formats) or cublasSgemm without TF32 (FP32-based) on the base type's
+  // A and B.
+  const std::int64_t gemm_n = std::stoll(opt.get("gemm-n", "8192"));
+  if (gemm_n > 0) {
+    const std::int64_t elements = gemm_n * gemm_n;
+    const double flops = 2.0 * double(gemm_n) * double(gemm_n) * double(gemm_n);
+    DeviceBuffer<double> a64(elements), b64(elements), c64(elements);
+    DeviceBuffer<float> a32(elements), b32(elements), c32(elements);
+    fill_kernel<<<4096, 256, 0, stream>>>(elements, 5, a64.data(), a32.data());
+    fill_kernel<<<4096, 256, 0, stream>>>(elements, 6, b64.data(), b32.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    const double one = 1, zero = 0;
+    const float one32 = 1, zero32 = 0;
+    const int nn = int(gemm_n);
+    const auto dgemm = [&] {
+      cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, nn, nn, nn, &one, a64.data(), nn, b64.data(), nn, &zero, c64.data(), nn);
+    };
+    const auto sgemm = [&] {
+      cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH);
+      cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, nn, nn, nn, &one32, a32.data(), nn, b32.data(), nn, &zero32, c32.data(),
+                  nn);
+      cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+    };
+    const int gemm_reps = std::max(3, reps / 2);
+    const double dgemm_s = timed(ctx, Memory::Device, gemm_reps, dgemm);
+    const double dgemm_w = average_watts(energy, stream, power_seconds, dgemm);
+    const double sgemm_s = timed(ctx, Memory::Device, gemm_reps, sgemm);
+    const double sgemm_w = average_watts(energy, stream, power_seconds, sgemm);
+    std::printf(
+        "\nGEMM %lld x %lld x %lld, A and B stored in each format, C in the base type, median of %d; x blas = "
+        "cublasDgemm's (FP64-based) or cublasSgemm's (FP32-based, no TF32) time / time; W = board power\n",
+        (long long)gemm_n, (long long)gemm_n, (long long)gemm_n, gemm_reps);
+    std::printf("%-16s %5s | %9s %7s %6s %9s\n", "format", "bits", "GFLOP/s", "x blas", "W", "GF/s/W");
+    const auto gemm_row = [&](const std::string& name, int bits, double sec, double watts, double base_s) {
+      const double gf = flops / sec * 1e-9;
+      std::printf("%-16s %5d | %9.1f %7.2f %6.0f %9.2f\n", name.c_str(), bits, gf, base_s / sec, watts,
+                  watts > 0 ? gf / watts : 0.0);
+      out["gemm_rows"].push_back({{"format", name},
+                                  {"bits", bits},
+                                  {"seconds", sec},
+                                  {"gflops", gf},
+                                  {"speedup_vs_cublas", base_s / sec},
+                                  {"watts", watts}});
+    };
+    gemm_row("cublas-dgemm", 64, dgemm_s, dgemm_w, dgemm_s);
+    gemm_row("cublas-sgemm", 32, sgemm_s, sgemm_w, sgemm_s);
+    for (const slfp::Format f : formats) {
+      slfp::Storage as(f, elements, Memory::Device), bs(f, elements, Memory::Device);
+      const bool wide = slfp::fp64_based(f);
+      if (wide) {
+        slfp::encode(ctx, a64.data(), as.view(), rounding);
+        slfp::encode(ctx, b64.data(), bs.view(), rounding);
+      } else {
+        slfp::encode(ctx, a32.data(), as.view(), rounding);
+        slfp::encode(ctx, b32.data(), bs.view(), rounding);
+      }
+      const slfp::Matrix a{as.view(), gemm_n, gemm_n, gemm_n}, b{bs.view(), gemm_n, gemm_n, gemm_n};
+      const auto product = [&] {
+        if (wide)
+          slfp::gemm(ctx, slfp::Transpose::No, slfp::Transpose::No, 1.0, a, b, 0.0, c64.data(), gemm_n);
+        else
+          slfp::gemm(ctx, slfp::Transpose::No, slfp::Transpose::No, 1.0f, a, b, 0.0f, c32.data(), gemm_n);
+      };
+      const double sec = timed(ctx, Memory::Device, gemm_reps, product);
+      gemm_row(slfp::to_string(f), slfp::container_bits(f), sec, average_watts(energy, stream, power_seconds, product),
+               wide ? dgemm_s : sgemm_s);
+    }
+    out["gemm_n"] = gemm_n;
   }
 
   // The host kernels (OpenMP), seed 003 Table 3 (a): the same per-format AXPY and DOT on

@@ -25,5 +25,6 @@ std::size_t ozaki2_int8_workspace_bytes(std::int64_t m, std::int64_t n, std::int
 }  // namespace detail
 void add_cublas_backends(std::vector<std::unique_ptr<Backend>>& out);
 void add_corrected_sgemm_backends(std::vector<std::unique_ptr<Backend>>& out);
+void add_slfp_backends(std::vector<std::unique_ptr<Backend>>& out);
 
 }  // namespace mixsolve::gemm

@@ -21,6 +21,7 @@ struct Registry {
     add_ozaki_fp32_device_backends(owned);
     add_ozaki_slice_device_backends(owned);
     add_dgemm_auto_backends(owned);
+    add_slfp_backends(owned);
     add_host_backends(owned);
     add_host_ozaki_backends(owned);
     add_host_ozaki2_backends(owned);

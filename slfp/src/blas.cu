@@ -18,41 +18,12 @@
 
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/error.hpp"
+#include "common.hpp"
 #include "mixsolve/slfp/blas.hpp"
 
 namespace mixsolve::slfp {
 
-using formats::IeeeVector;
-using formats::SlfpVector;
-
-namespace {
-// Calls fn(tag) with the compile-time tag of `format`: a formats::Slfp<..> type, or double / float.
-template <class Fn>
-decltype(auto) dispatch(Format format, Fn&& fn) {
-  switch (format) {
-    case Format::Fp64: return fn(double{});
-    case Format::Slfp64in56: return fn(formats::Slfp64in56{});
-    case Format::Slfp64in48: return fn(formats::Slfp64in48{});
-    case Format::Slfp64in40: return fn(formats::Slfp64in40{});
-    case Format::Slfp64in32: return fn(formats::Slfp64in32{});
-    case Format::Slfp64in24: return fn(formats::Slfp64in24{});
-    case Format::Slfp64in16: return fn(formats::Slfp64in16{});
-    case Format::Fp32: return fn(float{});
-    case Format::Slfp32in24: return fn(formats::Slfp32in24{});
-    case Format::Slfp32in16: return fn(formats::Slfp32in16{});
-  }
-  throw InvalidArgument("slfp: format value " + std::to_string(int(format)) + " is not a Format");
-}
-
-// The bits a value of tag `Tag` takes in memory.
-template <class Tag>
-constexpr int container_bits_of() {
-  if constexpr (std::is_floating_point_v<Tag>)
-    return int(8 * sizeof(Tag));
-  else
-    return Tag::kContainerBits;
-}
-}  // namespace
+using namespace detail;
 
 const std::vector<Format>& all_formats() {
   static const std::vector<Format> formats = {
@@ -94,68 +65,6 @@ bool fp64_based(Format f) { return int(f) < int(Format::Fp32); }
 bool single_word(Format f) { return container_bits(f) == 16 || container_bits(f) == 32 || container_bits(f) == 64; }
 
 namespace {
-
-// The accessor of a Vector of compile-time format F (formats/slfp.hpp's SlfpVector or IeeeVector).
-template <class F>
-SlfpVector<F> accessor(const Vector& v, F) {
-  return {v.w32, v.w16, v.w8};
-}
-IeeeVector<double> accessor(const Vector& v, double) { return {v.f64}; }
-IeeeVector<float> accessor(const Vector& v, float) { return {v.f32}; }
-
-// ---- argument checks -----------------------------------------------------------------------
-
-// Whether a Vector of format f uses plane `bits`: 32, 16, 8 (SLFP word planes, the format's own
-// rule), 64 (f64) or -32 (f32, told apart from the 32-bit word plane).
-bool has_plane(Format f, int bits) {
-  return dispatch(f, [&](auto tag) {
-    using Tag = decltype(tag);
-    if constexpr (std::is_same_v<Tag, double>)
-      return bits == 64;
-    else if constexpr (std::is_same_v<Tag, float>)
-      return bits == -32;
-    else
-      return (bits == 32 && Tag::kHas32) || (bits == 16 && Tag::kHas16) || (bits == 8 && Tag::kHas8);
-  });
-}
-
-// Where `p` lives, as CUDA sees it (host memory that CUDA does not know counts as host).
-Memory memory_of(const Context& ctx, const void* p) {
-  if (!ctx.has_device()) return Memory::Host;
-  cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
-    cudaGetLastError();  // clear it: an unknown pointer is host memory
-    return Memory::Host;
-  }
-  return attributes.type == cudaMemoryTypeDevice ? Memory::Device : Memory::Host;
-}
-
-void check_pointer(const Context& ctx, const void* p, std::size_t word, Memory memory, const std::string& what) {
-  if (p == nullptr) throw InvalidArgument(what + " is null");
-  if (reinterpret_cast<std::uintptr_t>(p) % word != 0)
-    throw InvalidArgument(what + " (" + std::to_string(reinterpret_cast<std::uintptr_t>(p)) +
-                          ") is not aligned to its " + std::to_string(word) + "-byte words");
-  if (memory == Memory::Device && !ctx.has_device())
-    throw InvalidArgument(what + " is in device memory, but the Context has no GPU");
-  if (memory_of(ctx, p) != memory)
-    throw InvalidArgument(what + " is not in " + to_string(memory) + " memory, where the vector says it is");
-}
-
-void check_vector(const Context& ctx, const Vector& v, const std::string& what) {
-  if (v.size < 0) throw InvalidArgument(what + ".size (" + std::to_string(v.size) + ") is negative");
-  const std::string name = std::string(" of ") + to_string(v.format);
-  const struct {
-    const void* p;
-    int bits;
-    std::size_t word;
-    const char* field;
-  } planes[] = {
-      {v.w32, 32, 4, "w32"}, {v.w16, 16, 2, "w16"}, {v.w8, 8, 1, "w8"}, {v.f64, 64, 8, "f64"}, {v.f32, -32, 4, "f32"}};
-  for (const auto& plane : planes) {
-    if (!has_plane(v.format, plane.bits)) continue;
-    if (v.size > 0) check_pointer(ctx, plane.p, plane.word, v.memory, what + "." + plane.field + name);
-  }
-}
 
 void check_pair(const Context& ctx, const Vector& x, const Vector& y, const char* op) {
   check_vector(ctx, x, std::string(op) + ": x");
@@ -307,16 +216,6 @@ bool block_aligned(const Vector& v) {
   return true;
 }
 
-// Thread blocks for `items` work items: all of them (one item per thread, the streaming kernels),
-// or at most 16 per multiprocessor (DOT, whose blocks each leave a partial sum).
-unsigned grid_for(const Context& ctx, std::int64_t items, int threads, bool capped = false) {
-  int sms = 0;
-  MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device()));
-  const std::int64_t blocks = (items + threads - 1) / threads;
-  const std::int64_t cap = capped ? std::int64_t(sms) * 16 : std::int64_t(INT32_MAX);
-  return unsigned(std::max<std::int64_t>(1, std::min<std::int64_t>(blocks, cap)));
-}
-
 // ---- the kernels, once per accessor --------------------------------------------------------
 
 // This thread's share of x and y: on_tile(tile0, lane, xv, yv) with its 8 values of each whole
@@ -394,18 +293,6 @@ __global__ void decode_kernel(std::int64_t n, A x, Out* y) {
 }
 
 constexpr int kThreads = 256;
-
-// The value type of a dispatch tag: the tag itself for FP64 / FP32, else the format's base type.
-template <class Tag, class = void>
-struct ValueOf {
-  using type = Tag;
-};
-template <class Tag>
-struct ValueOf<Tag, std::void_t<typename Tag::value_type>> {
-  using type = typename Tag::value_type;
-};
-template <class Tag>
-using value_of = typename ValueOf<Tag>::type;
 
 // The checks encode and decode share: the vector `v` (called `vector_name`), its base type against
 // the plain array's `T`, and the plain array `array` (`array_name`) in v's memory. False: nothing
@@ -651,17 +538,7 @@ __global__ void gemv_t_finish_kernel(std::int64_t cols, int chunks, double alpha
 
 void gemv(Context& ctx, Transpose op, double alpha, const Matrix& a, const double* x, double beta, double* y) {
   const std::string name = "slfp::gemv";
-  if (a.rows < 0 || a.cols < 0)
-    throw InvalidArgument(name + ": a is " + std::to_string(a.rows) + " x " + std::to_string(a.cols) +
-                          "; sizes must not be negative");
-  if (a.ld < std::max<std::int64_t>(1, a.rows))
-    throw InvalidArgument(name + ": a.ld (" + std::to_string(a.ld) +
-                          ") is below max(1, a.rows = " + std::to_string(a.rows) + ")");
-  check_vector(ctx, a.values, name + ": a.values");
-  const std::int64_t needed = a.rows == 0 || a.cols == 0 ? 0 : (a.cols - 1) * a.ld + a.rows;
-  if (a.values.size < needed)
-    throw InvalidArgument(name + ": a.values.size (" + std::to_string(a.values.size) +
-                          ") is below (cols - 1) * ld + rows = " + std::to_string(needed));
+  check_matrix(ctx, a, name + ": a");
   const std::int64_t x_size = op == Transpose::No ? a.cols : a.rows, y_size = op == Transpose::No ? a.rows : a.cols;
   if (y_size == 0) return;
   check_pointer(ctx, y, sizeof(double), a.values.memory, name + ": y");

@@ -45,6 +45,8 @@ class RefinementSpace {
  public:
   virtual ~RefinementSpace() = default;
   virtual Memory memory() const = 0;
+  // The context whose stream (device spaces) orders the space's work.
+  virtual Context& context() = 0;
   std::int64_t n() const { return n_; }
 
   // The operator A, in FP64.

@@ -37,6 +37,9 @@ std::pair<double, double> unit_roundoffs(const std::string& name) {
   // hi + lo keeps 22 bits (lo rounded; the operands are scaled so that lo stays normal), and the
   // omitted lo x lo product is below 2^-22 |a||b|.
   if (name == "cublas-fp16x3") return {0x1p-22, 0x1p-23};
+  // SLFP storage, RN: 16 and 8 significant bits; FP32 arithmetic rounded to nearest.
+  if (name == "slfp-32in24b") return {0x1p-16, 0x1p-24};
+  if (name == "slfp-32in16b") return {0x1p-8, 0x1p-24};
   return {0x1p-23, 0x1p-23};  // halfhalf, tf32tf32, markidis: one bit of 24 lost by the split
 }
 

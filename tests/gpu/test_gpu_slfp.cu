@@ -10,11 +10,13 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gpu_test_support.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/formats/slfp.hpp"
+#include "mixsolve/gemm/registry.hpp"
 #include "mixsolve/slfp/blas.hpp"
 
 namespace {
@@ -205,6 +207,174 @@ TEST(GpuSlfp, DeviceGemvMatchesTheHost) {
     expect_device_gemv_matches_host(f, 33, 1000, 40);       // wide, one tile-less chunk
     expect_device_gemv_matches_host(f, 0, 5, 1);            // y := beta y
   }
+}
+
+// Unit roundoff of RN into format f: 2^-(stored mantissa bits + 1).
+double format_unit_roundoff(Format f) {
+  const int exponent_bits = slfp::fp64_based(f) ? 11 : 8;
+  return std::ldexp(1.0, -(slfp::container_bits(f) - exponent_bits));
+}
+
+// slfp::gemm against a long double product of the stored values (decoded), every format and
+// transpose: C = alpha op(A) op(B) + beta C0 within (k + 2) u |alpha| |A||B| + 2 u |beta C0|, u the
+// base type's unit roundoff; k past one panel; beta = 0 over NaN; rows between m and ldc kept.
+template <class T>
+void expect_gemm_is_the_product_of_the_stored_values(Format f, slfp::Transpose op_a, slfp::Transpose op_b,
+                                                     std::int64_t m, std::int64_t n, std::int64_t k, double beta) {
+  Context ctx;
+  const bool ta = op_a == slfp::Transpose::Yes, tb = op_b == slfp::Transpose::Yes;
+  const std::int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
+  const std::int64_t lda = a_rows + 3, ldb = b_rows + 1, ldc = m + 2;
+  const std::int64_t a_size = (a_cols - 1) * lda + a_rows, b_size = (b_cols - 1) * ldb + b_rows;
+  std::mt19937_64 rng(900 + int(f) + 7 * m + k);
+  std::uniform_real_distribution<double> u(-1, 1);
+  const auto random = [&](std::int64_t size) {
+    std::vector<T> v(size);
+    for (T& x : v) x = static_cast<T>(u(rng));
+    return v;
+  };
+  const std::vector<T> a = random(a_size), b = random(b_size);
+  std::vector<T> c0 = random(ldc * n);
+  if (beta == 0)
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < m; ++i) c0[i + j * ldc] = NAN;  // must not be read
+  DeviceBuffer<T> da(a_size), db(b_size), dc(ldc * n), decoded_a(a_size), decoded_b(b_size);
+  da.copy_from_host(a);
+  db.copy_from_host(b);
+  dc.copy_from_host(c0);
+  Storage sa(f, a_size, Memory::Device), sb(f, b_size, Memory::Device);
+  slfp::encode(ctx, da.data(), sa.view(), Rounding::NearestEven);
+  slfp::encode(ctx, db.data(), sb.view(), Rounding::NearestEven);
+  slfp::decode(ctx, sa.view(), decoded_a.data());
+  slfp::decode(ctx, sb.view(), decoded_b.data());
+  const T alpha = T(-1.5);
+  slfp::gemm(ctx, op_a, op_b, alpha, slfp::Matrix{sa.view(), a_rows, a_cols, lda},
+             slfp::Matrix{sb.view(), b_rows, b_cols, ldb}, T(beta), dc.data(), ldc);
+  ctx.synchronize();
+  const std::vector<T> as = decoded_a.to_host(), bs = decoded_b.to_host(), c = dc.to_host();
+  const double unit = std::is_same_v<T, double> ? 0x1p-53 : 0x1p-24;
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < ldc; ++i) {
+      if (i >= m) {
+        ASSERT_EQ(std::memcmp(&c[i + j * ldc], &c0[i + j * ldc], sizeof(T)), 0) << "row " << i << " past m changed";
+        continue;
+      }
+      long double sum = 0, magnitude = 0;
+      for (std::int64_t l = 0; l < k; ++l) {
+        const long double x = as[ta ? l + i * lda : i + l * lda], y = bs[tb ? j + l * ldb : l + j * ldb];
+        sum += x * y;
+        magnitude += std::fabs(x * y);
+      }
+      const double c_old = beta == 0 ? 0.0 : double(c0[i + j * ldc]);
+      const double expected = double(alpha * sum + beta * c_old);
+      const double bound = double(k + 2) * unit * std::fabs(double(alpha)) * double(magnitude) +
+                           2 * unit * std::fabs(beta * c_old) + 1e-300;
+      ASSERT_LE(std::fabs(double(c[i + j * ldc]) - expected), bound)
+          << slfp::to_string(f) << (ta ? " T" : " N") << (tb ? "T " : "N ") << m << " x " << n << " x " << k << " at ("
+          << i << ", " << j << ")";
+    }
+}
+
+TEST(GpuSlfp, GemmIsTheProductOfTheStoredValues) {
+  MIXSOLVE_REQUIRE_GPU();
+  struct Shape {
+    std::int64_t m, n, k;
+  };
+  for (const Format f : slfp::all_formats())
+    for (const auto op_a : {slfp::Transpose::No, slfp::Transpose::Yes})
+      for (const auto op_b : {slfp::Transpose::No, slfp::Transpose::Yes})
+        for (const Shape s : {Shape{37, 29, 1500}, Shape{1, 1, 1}, Shape{130, 3, 2049}})
+          for (const double beta : {0.0, 0.5}) {
+            if (slfp::fp64_based(f))
+              expect_gemm_is_the_product_of_the_stored_values<double>(f, op_a, op_b, s.m, s.n, s.k, beta);
+            else
+              expect_gemm_is_the_product_of_the_stored_values<float>(f, op_a, op_b, s.m, s.n, s.k, beta);
+          }
+}
+
+TEST(GpuSlfp, GemmRejectsBadArgumentsByName) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  Storage a(Format::Slfp64in32, 100, Memory::Device), b(Format::Slfp64in48, 100, Memory::Device);
+  Storage host(Format::Slfp64in32, 100, Memory::Host);
+  DeviceBuffer<double> c(100);
+  const auto message = [&](auto&& call) -> std::string {
+    try {
+      call();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const auto no = slfp::Transpose::No;
+  EXPECT_NE(message([&] {
+              slfp::gemm(ctx, no, no, 1.0, {a.view(), 10, 10, 10}, {b.view(), 10, 10, 10}, 0.0, c.data(), 10);
+            }).find("slfp64in32b and b slfp64in48b"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              slfp::gemm(ctx, no, no, 1.0, {a.view(), 10, 10, 10}, {a.view(), 9, 10, 10}, 0.0, c.data(), 10);
+            }).find("inner sizes differ"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              slfp::gemm(ctx, no, no, 1.0, {a.view(), 10, 10, 10}, {a.view(), 10, 10, 10}, 0.0, c.data(), 9);
+            }).find("ldc (9)"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              slfp::gemm(ctx, no, no, 1.0f, {a.view(), 10, 10, 10}, {a.view(), 10, 10, 10}, 0.0f,
+                         reinterpret_cast<float*>(c.data()), 10);
+            }).find("not FP32-based"),
+            std::string::npos);
+  try {
+    slfp::gemm(ctx, no, no, 1.0, {host.view(), 10, 10, 10}, {host.view(), 10, 10, 10}, 0.0, c.data(), 10);
+    ADD_FAILURE() << "host operands accepted";
+  } catch (const NotSupported& e) {
+    EXPECT_NE(std::string(e.what()).find("host memory"), std::string::npos) << e.what();
+  }
+}
+
+// The registry's slfp-64in<bits>b backends on FP64 data: the rounding of A and B (u of the format)
+// and FP64 arithmetic, against a long double product of the unrounded data.
+TEST(GpuSlfp, Fp64SlfpBackendsMatchTheLongDoubleProductWithinTheFormatsRounding) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  int tested = 0;
+  for (const Format f : slfp::all_formats()) {
+    if (!slfp::fp64_based(f) || f == Format::Fp64) continue;
+    const std::string name = "slfp-" + std::string(slfp::to_string(f)).substr(4);
+    const gemm::Backend& backend = gemm::find_backend(name);
+    const double u = format_unit_roundoff(f);
+    for (const gemm::Op oa : {gemm::Op::N, gemm::Op::T})
+      for (const gemm::Op ob : {gemm::Op::N, gemm::Op::T}) {
+        const std::int64_t m = 45, n = 31, k = 1100;
+        const std::int64_t lda = (oa == gemm::Op::N ? m : k) + 1, ldb = (ob == gemm::Op::N ? k : n) + 2;
+        std::vector<double> a(lda * (oa == gemm::Op::N ? k : m)), b(ldb * (ob == gemm::Op::N ? n : k)), c(m * n, NAN);
+        std::mt19937_64 rng(3 * int(f) + int(oa) + 2 * int(ob));
+        std::uniform_real_distribution<double> dist(-1, 1);
+        for (double& v : a) v = std::ldexp(dist(rng), int(rng() % 40) - 20);
+        for (double& v : b) v = dist(rng);
+        DeviceBuffer<double> da(a.size()), db(b.size()), dc(c.size());
+        da.copy_from_host(a);
+        db.copy_from_host(b);
+        dc.copy_from_host(c);
+        backend.run(ctx,
+                    gemm::GemmArgs<double>{oa, ob, m, n, k, 1.0, da.data(), lda, db.data(), ldb, 0.0, dc.data(), m});
+        c = dc.to_host(ctx.stream());
+        for (std::int64_t j = 0; j < n; ++j)
+          for (std::int64_t i = 0; i < m; ++i) {
+            long double sum = 0, magnitude = 0;
+            for (std::int64_t l = 0; l < k; ++l) {
+              const long double x = a[oa == gemm::Op::N ? i + l * lda : l + i * lda];
+              const long double y = b[ob == gemm::Op::N ? l + j * ldb : j + l * ldb];
+              sum += x * y;
+              magnitude += std::fabs(x * y);
+            }
+            const double bound = (2 * u + u * u + double(k + 2) * 0x1p-53) * double(magnitude);  // gamma_k analysis
+            ASSERT_LE(std::fabs(c[i + j * m] - double(sum)), bound) << name << " (" << i << ", " << j << ")";
+          }
+      }
+    ++tested;
+  }
+  EXPECT_EQ(tested, 6);
 }
 
 TEST(GpuSlfp, DeviceKernelsMatchTheHostKernels) {

@@ -183,6 +183,56 @@ TEST(Solve, Fp16NeedsGmresWhereClassicRefinementFails) {
   EXPECT_GT(gmres.attempts[0].inner_iterations, 0);
 }
 
+// GMRES-IR with its Krylov basis stored short (SolveOptions::krylov_basis_format), on the FP16
+// factors and matrix above. Formats whose unit roundoff is below the inner tolerance (56 .. 40
+// bits) take the FP64 basis' outer steps and about its GMRES iterations; 32 bits (u = 2^-21) stops
+// its inner solves near 4u and converges with more of both; 24 and 16 bits (u = 2^-13, 2^-5) are
+// too coarse for this preconditioned operator at cond 1e6: their attempt is reported as failed,
+// never returned as converged.
+TEST(Solve, GmresWithAKrylovBasisStoredShortConvergesToTheSameAccuracy) {
+  int fp64_steps = 0, fp64_inner = 0;
+  for (const slfp::Format f : slfp::all_formats()) {
+    if (!slfp::fp64_based(f)) continue;
+    Problem p(geo(1e6, 5), 96);
+    Context ctx = Context::host_only();
+    SolveOptions o;
+    o.factorization = Precision::FP16;
+    o.refinement = Refinement::Gmres;
+    o.fallback = false;
+    o.block_size = 16;
+    o.krylov_basis_format = f;
+    const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+    SCOPED_TRACE(slfp::to_string(f));
+    ASSERT_EQ(r.attempts.size(), 1u) << r.summary();
+    const int bits = slfp::container_bits(f);
+    if (bits < 32) {
+      if (!r.converged) {
+        EXPECT_NE(r.attempts[0].stop, StopReason::Converged) << r.summary();
+        continue;
+      }
+    }
+    expect_converged_and_accurate(p, r);
+    if (f == slfp::Format::Fp64) {
+      fp64_steps = r.iterations;
+      fp64_inner = r.attempts[0].inner_iterations;
+    } else if (bits >= 40) {
+      EXPECT_EQ(r.iterations, fp64_steps) << r.summary();
+      EXPECT_LE(r.attempts[0].inner_iterations, fp64_inner + fp64_inner / 10) << r.summary();
+    }
+  }
+  // An FP32-based basis format lacks FP64's range: refused by name.
+  Problem p(geo(1e6, 5), 16);
+  Context ctx = Context::host_only();
+  SolveOptions o;
+  o.krylov_basis_format = slfp::Format::Slfp32in24;
+  try {
+    solve(ctx, p.A(), p.B(), p.X(), o);
+    ADD_FAILURE() << "an FP32-based basis format was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("krylov_basis_format (slfp32in24b)"), std::string::npos) << e.what();
+  }
+}
+
 // The same problem (spec, n = 64) solved by GMRES-IR with `prec` factors, without and with
 // range scaling (no fallback). The scaled solve must converge with those factors alone.
 struct RangeScalingRuns {

@@ -119,6 +119,9 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
                           ") < -1 (-1: the engine's choice)");
   if (options.gmres_restart < 1)
     throw InvalidArgument(std::string(where) + ": gmres_restart (" + std::to_string(options.gmres_restart) + ") < 1");
+  if (!slfp::fp64_based(options.krylov_basis_format))
+    throw InvalidArgument(std::string(where) + ": krylov_basis_format (" + slfp::to_string(options.krylov_basis_format) +
+                          ") is FP32-based; the basis needs an fp64 or slfp64 format");
   if (options.factorization == Precision::Auto) {
     if (options.auto_path.empty()) throw InvalidArgument(std::string(where) + ": auto_path is empty");
     for (std::size_t i = 0; i < options.auto_path.size(); ++i)

@@ -20,6 +20,7 @@ class HostSpace : public Engine {
   HostSpace(Context& ctx, const MatrixView<const double>& a);
 
   Memory memory() const override { return Memory::Host; }
+  Context& context() override { return ctx_; }
   void residual(const MatrixView<const double>& x, const MatrixView<const double>& b,
                 const MatrixView<double>& r) override;
   double componentwise_backward_error(const double* x, const double* b, const double* r) override;

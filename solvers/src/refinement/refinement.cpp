@@ -6,8 +6,10 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <vector>
 
+#include "refinement/krylov_basis.hpp"
 #include "tuning.hpp"
 
 namespace mixsolve::solvers_detail {
@@ -20,6 +22,8 @@ namespace {
 // safety factor of 10), down to this.
 constexpr double kGmresTolerance = 1e-8;
 constexpr double kGmresLoosest = 1e-2;
+// The least inner target with a Krylov basis stored in a format of unit roundoff u: this times u.
+constexpr double kStoredBasisTargetFactor = 4;
 
 // Refinement steps in a row that may fail to halve the backward error before an attempt is
 // declared stagnated (or diverged). A GMRES-IR step that converged inner solve should reduce
@@ -286,7 +290,16 @@ class Refiner {
   int gmres_correction(const double* r, double* x, double target, bool first_step, double* correction_norm) {
     const auto gmres_start = Clock::now();
     const int m = o_.gmres_restart;
-    const MatrixView<double> v = e_.scratch(2, m + 1);
+    // The basis: FP64 columns of scratch slot 2, or stored short (krylov_basis.hpp), where slot 2
+    // holds only the widened column being multiplied.
+    const bool stored = o_.krylov_basis_format != slfp::Format::Fp64;
+    if (stored && (!stored_basis_ || stored_basis_->columns() < m + 1))
+      stored_basis_ = std::make_unique<StoredKrylovBasis>(e_, m + 1, o_.krylov_basis_format);
+    // A stored basis' Givens estimate follows the true residual only down to about its unit
+    // roundoff (krylov_basis.hpp): below that the estimate stalls and the budget would read the
+    // stall as a slow rate. The inner solve stops there instead, and the outer steps go on.
+    if (stored) target = std::max(target, kStoredBasisTargetFactor * stored_basis_->unit_roundoff());
+    const MatrixView<double> v = e_.scratch(2, stored ? 1 : m + 1);
     const MatrixView<double> work = e_.scratch(3, 2);
     double* w = &work(0, 0);
     double* d = &work(0, 1);
@@ -334,14 +347,20 @@ class Refiner {
       g[0] = beta;
       e_.copy(wv, column(v, 0));
       e_.scal(1.0 / beta, &v(0, 0));
+      if (stored) stored_basis_->store(0, &v(0, 0));
       int j = 0;
       const bool later_cycle = total > 0;
       for (; j < m && total < o_.gmres_max_inner; ++j, ++total) {
-        e_.multiply(&v(0, j), w);
+        if (stored) stored_basis_->load(j, &v(0, 0));
+        e_.multiply(stored ? &v(0, 0) : &v(0, j), w);
         e_.apply_inverse(host_column(w));
-        const double hn = e_.orthogonalize(v, j + 1, w, &h[j * (m + 1)]);
+        const double hn = stored ? stored_basis_->orthogonalize(j + 1, w, &h[j * (m + 1)])
+                                 : e_.orthogonalize(v, j + 1, w, &h[j * (m + 1)]);
         h[j + 1 + j * (m + 1)] = hn;
-        if (hn > 0) {
+        if (hn > 0 && stored) {
+          e_.scal(1.0 / hn, w);
+          stored_basis_->store(j + 1, w);
+        } else if (hn > 0) {
           e_.copy(host_column(w), column(v, j + 1));
           e_.scal(1.0 / hn, &v(0, j + 1));
         }
@@ -403,7 +422,10 @@ class Refiner {
         for (int c = i + 1; c < j; ++c) s -= h[i + c * (m + 1)] * y[c];
         y[i] = h[i + i * (m + 1)] != 0 ? s / h[i + i * (m + 1)] : 0.0;
       }
-      for (int i = 0; i < j; ++i) e_.axpy(y[i], &v(0, i), d);
+      if (stored)
+        stored_basis_->add_combination(j, y.data(), d);
+      else
+        for (int i = 0; i < j; ++i) e_.axpy(y[i], &v(0, i), d);
       if (j == 0 || too_slow_) break;
     }
     e_.axpy(1.0, d, x);
@@ -476,6 +498,7 @@ class Refiner {
   // LAPACK test, where berr is componentwise (componentwise_).
   std::vector<double> normwise_;
   bool inner_stagnated_ = false;  // the last inner solve ended because a cycle stagnated
+  std::unique_ptr<StoredKrylovBasis> stored_basis_;  // SolveOptions::krylov_basis_format other than Fp64
   bool too_slow_ = false;  // a GMRES of this attempt predicted more iterations or time than its budget
   double next_rung_seconds_;
   bool gmres_may_follow_;

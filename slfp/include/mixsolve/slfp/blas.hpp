@@ -7,6 +7,7 @@
 /// formats here too (one plane of doubles or floats), so every kernel runs the baselines as well.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -110,6 +111,14 @@ struct Matrix {
   std::int64_t rows = 0, cols = 0, ld = 1;
 };
 
+/// Bytes a Vector of `size` values of `format` takes when its planes are laid out one after another
+/// in one buffer by place(), each plane's start 256-byte aligned.
+std::size_t placed_bytes(Format format, std::int64_t size);
+/// A Vector of `size` values of `format` whose planes lie in `buffer` (placed_bytes(format, size)
+/// bytes in `memory`, 256-byte aligned): storage carved out of a workspace.
+/// @throws InvalidArgument for a negative size or a null or misaligned buffer.
+Vector place(Format format, std::int64_t size, Memory memory, void* buffer);
+
 /// Whether gemv multiplies by the matrix or its transpose.
 enum class Transpose { No, Yes };
 
@@ -120,5 +129,38 @@ enum class Transpose { No, Yes };
 /// @throws InvalidArgument naming the argument for negative sizes, ld < max(1, rows), a value
 ///         plane too short for (cols - 1) * ld + rows, null or misaligned planes or arrays.
 void gemv(Context& ctx, Transpose op, double alpha, const Matrix& a, const double* x, double beta, double* y);
+
+/// C := alpha op(A) op(B) + beta C with A and B stored in one format (device memory), arithmetic in
+/// the format's base type: FP64-based formats with FP64 C (cublasDgemm's arithmetic), FP32-based
+/// ones with FP32 C (cublasSgemm's). op(A) is m x k, op(B) k x n, C m x n with leading dimension
+/// ldc. The operands are widened a panel at a time: kb columns of op(A) and kb rows of op(B) are
+/// decoded into a workspace of the base type (gemm_workspace_bytes) and multiplied by cuBLAS, so a
+/// product costs the widening of each operand once, and the operands never exist whole in the
+/// wide format. The product is that of the stored (rounded) values. beta = 0 does not read C.
+/// Ordered on ctx.stream(); it does not wait.
+/// @throws InvalidArgument naming the argument for negative or mismatched sizes, a leading
+///         dimension below its rows, short, null or misaligned planes or C, formats that differ,
+///         C of the other base type.
+/// @throws NotSupported for operands in host memory (the GEMM runs on the device) or sizes beyond
+///         cuBLAS's 32-bit ones.
+void gemm(Context& ctx, Transpose op_a, Transpose op_b, double alpha, const Matrix& a, const Matrix& b, double beta,
+          double* c, std::int64_t ldc);
+/// @overload FP32-based formats.
+void gemm(Context& ctx, Transpose op_a, Transpose op_b, float alpha, const Matrix& a, const Matrix& b, float beta,
+          float* c, std::int64_t ldc);
+/// The same with the caller's device workspace (`workspace`: gemm_workspace_bytes of this product,
+/// 256-byte aligned) in place of ctx.workspace(): for callers that keep other data in the Context's
+/// workspace (the registry's slfp-<format> backends keep the encoded operands there).
+void gemm(Context& ctx, Transpose op_a, Transpose op_b, double alpha, const Matrix& a, const Matrix& b, double beta,
+          double* c, std::int64_t ldc, void* workspace);
+/// @overload
+void gemm(Context& ctx, Transpose op_a, Transpose op_b, float alpha, const Matrix& a, const Matrix& b, float beta,
+          float* c, std::int64_t ldc, void* workspace);
+/// Device workspace gemm takes for an m x n x k product of `format`: one panel of op(A) and one of
+/// op(B) in the base type.
+std::size_t gemm_workspace_bytes(Format format, std::int64_t m, std::int64_t n, std::int64_t k);
+/// The inner panel gemm widens at a time for an m x n x k product: up to 1024 values of k, fewer
+/// where m + n is large, so that the workspace stays near 128 MiB (but at least 128).
+std::int64_t gemm_panel(std::int64_t m, std::int64_t n, std::int64_t k);
 
 }  // namespace mixsolve::slfp

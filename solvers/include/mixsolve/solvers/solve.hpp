@@ -20,6 +20,7 @@
 #include "mixsolve/core/context.hpp"
 #include "mixsolve/core/error.hpp"
 #include "mixsolve/core/matrix.hpp"
+#include "mixsolve/slfp/blas.hpp"
 
 namespace mixsolve {
 
@@ -178,6 +179,14 @@ struct SolveOptions {
   /// gmres_max_inner: total GMRES iterations per outer step and right-hand side, and the budget
   /// described above.
   int gmres_max_inner = 200;
+  /// The format GMRES stores its Krylov basis in (slfp/blas.hpp): Fp64, or an SLFP format with
+  /// FP64's exponent range (slfp64in56b .. slfp64in16b; an FP32-based one is an InvalidArgument).
+  /// Each basis vector is rounded (RN) when stored and widened when read; the products stay FP64.
+  /// An inner solve stops at 4x the format's unit roundoff where that lies above its tolerance
+  /// (1e-8), which can cost outer steps; the 24- and 16-bit formats can make GMRES-IR fail
+  /// (docs/slfp.md measures it). The basis is a small share of a dense solve's bytes:
+  /// n x (gmres_restart + 1) values against A's n x n.
+  slfp::Format krylov_basis_format = slfp::Format::Fp64;
   /// When a higher rung remains (auto's next precision, or the FP64 fallback), a GMRES attempt
   /// also ends as TooSlow at those judgements if the predicted time of the rest of the current inner
   /// solve exceeds twice the time its factorization took: the estimate of what refactoring one

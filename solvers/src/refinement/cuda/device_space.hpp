@@ -26,6 +26,7 @@ class DeviceSpace : public Engine {
   DeviceSpace(Context& ctx, const MatrixView<const double>& a);
 
   Memory memory() const override { return Memory::Device; }
+  Context& context() override { return ctx_; }
   void residual(const MatrixView<const double>& x, const MatrixView<const double>& b,
                 const MatrixView<double>& r) override;
   double componentwise_backward_error(const double* x, const double* b, const double* r) override;
