@@ -12,7 +12,9 @@
 //     default StopTest::Attainable; "-probe-all" probes every cheap attempt, "-no-probe" none:
 //     SolveOptions::probe_pivot_ratio; "-bits44" sets SolveOptions::ozaki_bits, e.g. "ozaki-bits44"
 //     or "auto:fp16x3+ozaki-bits36"); "@<format>" last stores GMRES's Krylov basis in that slfp
-//     format (SolveOptions::krylov_basis_format), e.g. "auto@slfp64in32b".
+//     format (SolveOptions::krylov_basis_format), e.g. "auto@slfp64in32b"; "-store:<format>" before
+//     it reads the FP32-stored factors in that slfp format (SolveOptions::factor_storage), e.g.
+//     "fp16-store:slfp32in24b".
 // --block sets SolveOptions::block_size (the LU panel width; 0: the library's choice).
 // Each method runs --warmup times untimed, then --reps times; the median time is reported, with
 // the iterations, the normwise backward error ||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf)
@@ -261,6 +263,10 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
   if (const std::size_t at = name.find('@'); at != std::string::npos) {
     options.krylov_basis_format = slfp::parse_format(name.substr(at + 1));
     name.resize(at);
+  }
+  if (const std::size_t store = name.rfind("-store:"); store != std::string::npos) {
+    options.factor_storage = slfp::parse_format(name.substr(store + 7));
+    name.resize(store);
   }
   if (strip_suffix("-probe-all")) options.probe_pivot_ratio = INFINITY;
   if (strip_suffix("-no-probe")) options.probe_pivot_ratio = 0;

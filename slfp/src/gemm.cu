@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "common.hpp"
+#include "mixsolve/core/cublas_math_mode.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/error.hpp"
 #include "mixsolve/slfp/blas.hpp"
@@ -51,16 +52,6 @@ void widen_block(Context& ctx, const A& a, std::int64_t ld, std::int64_t r0, std
   widen_block_kernel<<<grid, kThreads, 0, ctx.stream()>>>(a, ld, r0, c0, rows, cols, out, ldo);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
-
-// Sets the cuBLAS math mode for one call and restores the default afterwards.
-class MathModeScope {
- public:
-  MathModeScope(cublasHandle_t h, cublasMath_t mode) : h_(h) { MIXSOLVE_CUBLAS_CHECK(cublasSetMathMode(h_, mode)); }
-  ~MathModeScope() { cublasSetMathMode(h_, CUBLAS_DEFAULT_MATH); }
-
- private:
-  cublasHandle_t h_;
-};
 
 cublasOperation_t to_cublas(Transpose op) { return op == Transpose::No ? CUBLAS_OP_N : CUBLAS_OP_T; }
 

@@ -95,6 +95,8 @@ class Engine : public RefinementSpace {
   virtual std::int64_t default_auto_min_n() const = 0;
   // SolveOptions::ozaki_bits: the bits a Precision::Ozaki LU's updates keep.
   void set_ozaki_bits(int bits) { ozaki_bits_ = bits; }
+  // SolveOptions::factor_storage: the format apply_inverse reads FP32-stored factors in.
+  void set_factor_storage(slfp::Format format) { factor_storage_ = format; }
 
   // The first factorization the driver will ask for, told before anything reads A: an engine may
   // prepare its copy of A in the same pass as the checks (the device engine's FP32 copy rides on
@@ -143,6 +145,7 @@ class Engine : public RefinementSpace {
 
  protected:
   int ozaki_bits_ = 40;
+  slfp::Format factor_storage_ = slfp::Format::Fp32;
 };
 
 // The probe of the current factors (SolveOptions::probe_pivot_ratio): W = (LU)^-1 A Omega - Omega

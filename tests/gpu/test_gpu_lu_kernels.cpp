@@ -17,6 +17,7 @@
 #include "triangular/triangular_solver.hpp"
 #include "gpu_test_support.hpp"
 #include "mixsolve/core/device_buffer.hpp"
+#include "mixsolve/slfp/blas.hpp"
 
 namespace {
 
@@ -456,6 +457,60 @@ TEST(GpuTriangularSolver, MatchesSubstitutionInFp64ForFp64Factors) {
   check_triangular_solver<double, double>(700, 701, 4);   // element copies
   check_triangular_solver<double, double>(1000, 1002, 4); // 16-byte copies, short last block
   check_triangular_solver<double, double>(1024, 1024, 4);
+}
+
+// PackedFactors (SolveOptions::factor_storage): the FP32 factors packed in each format solve
+// exactly as the FP32 solver does on the same factors rounded to that format on the host (the
+// same arithmetic on the same values, bit for bit), one and four vectors, short last blocks.
+TEST(GpuTriangularSolver, PackedFactorsSolveAsTheFp32SolverOnTheRoundedFactors) {
+  MIXSOLVE_REQUIRE_GPU();
+  using mixsolve::slfp::Format;
+  mixsolve::Context host = mixsolve::Context::host_only();
+  for (const Format f : {Format::Slfp32in24, Format::Slfp32in16, Format::Slfp64in32, Format::Slfp64in24,
+                         Format::Slfp64in16})
+    for (const std::int64_t n : {std::int64_t{1}, std::int64_t{200}, std::int64_t{1500}}) {
+      const std::int64_t ld = (n + 31) / 32 * 32;  // 16-byte columns for every entry width, as the engine's
+      std::mt19937_64 rng(std::uint64_t(n) + 17 * int(f));
+      std::uniform_real_distribution<double> u(-1, 1);
+      std::vector<float> lu(ld * n, 0.0f);
+      for (std::int64_t j = 0; j < n; ++j)
+        for (std::int64_t i = 0; i < n; ++i) lu[i + j * ld] = float(i == j ? 1.5 + 0.5 * u(rng) : u(rng) / double(n));
+      // The rounded factors, through the host's encode and decode.
+      std::vector<float> rounded(lu.size());
+      mixsolve::slfp::Storage stored(f, std::int64_t(lu.size()), mixsolve::Memory::Host);
+      if (mixsolve::slfp::fp64_based(f)) {
+        std::vector<double> wide(lu.begin(), lu.end());
+        mixsolve::slfp::encode(host, wide.data(), stored.view(), mixsolve::formats::Rounding::NearestEven);
+        mixsolve::slfp::decode(host, stored.view(), wide.data());
+        rounded.assign(wide.begin(), wide.end());
+      } else {
+        mixsolve::slfp::encode(host, lu.data(), stored.view(), mixsolve::formats::Rounding::NearestEven);
+        mixsolve::slfp::decode(host, stored.view(), rounded.data());
+      }
+      DeviceBuffer<float> d_lu(lu.size()), d_rounded(lu.size());
+      d_lu.copy_from_host(lu);
+      d_rounded.copy_from_host(rounded);
+      mixsolve::solvers_detail::PackedFactors packed(f, d_lu.data(), n, ld, nullptr);
+      mixsolve::solvers_detail::TriangularSolver<float, double> reference(d_rounded.data(), n, ld, nullptr);
+      for (int columns = 1; columns <= mixsolve::solvers_detail::kTriangularSolveMaxColumns; columns += 3) {
+        std::vector<double> b(n * columns);
+        for (double& v : b) v = u(rng);
+        DeviceBuffer<double> x1(b.size()), x2(b.size());
+        x1.copy_from_host(b);
+        x2.copy_from_host(b);
+        packed.solve(x1.data(), n, columns, nullptr);
+        // packed factors take one vector a launch: the reference too, for the same sums
+        for (int c = 0; c < columns; ++c) reference.solve(x2.data() + c * n, n, 1, nullptr);
+        const std::vector<double> got = x1.to_host(), expected = x2.to_host();
+        for (std::size_t i = 0; i < got.size(); ++i)
+          ASSERT_EQ(got[i], expected[i]) << mixsolve::slfp::to_string(f) << " n " << n << " columns " << columns
+                                         << " entry " << i;
+      }
+      EXPECT_GE(packed.bytes(), std::size_t(ld * n * mixsolve::slfp::container_bits(f) / 8));
+    }
+  DeviceBuffer<float> factors(64 * 64);
+  EXPECT_THROW(mixsolve::solvers_detail::PackedFactors(Format::Slfp64in48, factors.data(), 64, 64, nullptr),
+               mixsolve::InvalidArgument);
 }
 
 TEST(GpuTriangularSolver, RejectsAColumnCountOutsideOneToFourAndAShortLeadingDimension) {

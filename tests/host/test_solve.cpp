@@ -233,6 +233,50 @@ TEST(Solve, GmresWithAKrylovBasisStoredShortConvergesToTheSameAccuracy) {
   }
 }
 
+// The factors the refinement reads stored short (SolveOptions::factor_storage): FP16 factors
+// (11 significant bits) lose nothing stored in 16 (slfp32in24b) or 21 (slfp64in32b) bits: about
+// the same iterations, the same accuracy; stored in 13 (slfp64in24b) they still converge to the same accuracy;
+// FP32 factors stored in 8 bits (slfp32in16b) at cond 1e6 either converge to the same accuracy
+// with more iterations or report the failure. A wider format is refused by name.
+TEST(Solve, FactorsStoredShortKeepTheAccuracyAndCostIterationsOnlyBelowTheFactorizationsBits) {
+  const auto run_stored = [](Precision p, slfp::Format storage, Problem& problem) {
+    Context ctx = Context::host_only();
+    SolveOptions o;
+    o.factorization = p;
+    o.refinement = Refinement::Gmres;
+    o.fallback = false;
+    o.block_size = 16;
+    o.factor_storage = storage;
+    return solve(ctx, problem.A(), problem.B(), problem.X(), o);
+  };
+  Problem reference_problem(geo(1e6, 5), 96);
+  const SolveReport reference = run_stored(Precision::FP16, slfp::Format::Fp32, reference_problem);
+  expect_converged_and_accurate(reference_problem, reference);
+  for (const slfp::Format f : {slfp::Format::Slfp32in24, slfp::Format::Slfp64in32, slfp::Format::Slfp64in24}) {
+    SCOPED_TRACE(slfp::to_string(f));
+    Problem p(geo(1e6, 5), 96);
+    const SolveReport r = run_stored(Precision::FP16, f, p);
+    expect_converged_and_accurate(p, r);
+    if (f != slfp::Format::Slfp64in24) {
+      EXPECT_LE(r.iterations, reference.iterations + 1) << r.summary();
+      EXPECT_LE(r.attempts[0].inner_iterations, reference.attempts[0].inner_iterations * 11 / 10 + 2) << r.summary();
+    }
+  }
+  Problem p(geo(1e6, 5), 96);
+  const SolveReport coarse = run_stored(Precision::FP32, slfp::Format::Slfp32in16, p);
+  if (coarse.converged)
+    expect_converged_and_accurate(p, coarse);
+  else
+    EXPECT_NE(coarse.attempts.back().stop, StopReason::Converged) << coarse.summary();
+  Problem q(geo(1e6, 5), 16);
+  try {
+    run_stored(Precision::FP16, slfp::Format::Slfp64in48, q);
+    ADD_FAILURE() << "a 48-bit factor storage was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("factor_storage (slfp64in48b)"), std::string::npos) << e.what();
+  }
+}
+
 // The same problem (spec, n = 64) solved by GMRES-IR with `prec` factors, without and with
 // range scaling (no fallback). The scaled solve must converge with those factors alone.
 struct RangeScalingRuns {

@@ -19,6 +19,7 @@
 
 #include "../backends.hpp"
 #include "device_common.hpp"
+#include "mixsolve/core/cublas_math_mode.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/error.hpp"
 #include "mixsolve/formats/split.hpp"
@@ -30,17 +31,6 @@ namespace {
 cublasOperation_t to_cublas(Op op) { return op == Op::N ? CUBLAS_OP_N : CUBLAS_OP_T; }
 
 constexpr std::int64_t kCublasSizeLimit = 2147483647;  // cuBLAS's int sizes
-
-// Sets the math mode for one call and restores the default afterwards, so that backends sharing
-// the Context's handle do not leak settings into each other.
-class MathModeScope {
- public:
-  MathModeScope(cublasHandle_t h, cublasMath_t mode) : h_(h) { MIXSOLVE_CUBLAS_CHECK(cublasSetMathMode(h_, mode)); }
-  ~MathModeScope() { cublasSetMathMode(h_, CUBLAS_DEFAULT_MATH); }
-
- private:
-  cublasHandle_t h_;
-};
 
 class CublasDgemm final : public Backend {
  public:

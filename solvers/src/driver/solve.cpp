@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iterator>
 #include <vector>
 
 #include "refinement/condition_estimate.hpp"
@@ -119,6 +120,11 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
                           ") < -1 (-1: the engine's choice)");
   if (options.gmres_restart < 1)
     throw InvalidArgument(std::string(where) + ": gmres_restart (" + std::to_string(options.gmres_restart) + ") < 1");
+  const slfp::Format storable[] = {slfp::Format::Fp32,       slfp::Format::Slfp32in24, slfp::Format::Slfp32in16,
+                                   slfp::Format::Slfp64in32, slfp::Format::Slfp64in24, slfp::Format::Slfp64in16};
+  if (std::find(std::begin(storable), std::end(storable), options.factor_storage) == std::end(storable))
+    throw InvalidArgument(std::string(where) + ": factor_storage (" + slfp::to_string(options.factor_storage) +
+                          ") is not fp32, slfp32in24b, slfp32in16b, slfp64in32b, slfp64in24b or slfp64in16b");
   if (!slfp::fp64_based(options.krylov_basis_format))
     throw InvalidArgument(std::string(where) + ": krylov_basis_format (" + slfp::to_string(options.krylov_basis_format) +
                           ") is FP32-based; the basis needs an fp64 or slfp64 format");
@@ -144,6 +150,7 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
     s.engine = solvers_detail::make_host_engine(ctx, a, options.block_size);
   }
   s.engine->set_ozaki_bits(options.ozaki_bits);
+  s.engine->set_factor_storage(options.factor_storage);
   s.path = precision_path(options, s.engine->n(), s.engine->default_auto_min_n());
   if (!s.path.empty()) s.engine->expect_factorization(s.path.front());
   const auto bad = s.engine->find_nonfinite(a);

@@ -197,6 +197,7 @@ class HostEngine final : public HostSpace {
         return result;
       }
       if (result.zero_pivot_column < 0 && !all_finite(float_factors_)) result.status = StopReason::Overflow;
+      if (factor_storage_ != slfp::Format::Fp32) store_factors_rounded();
     }
     if (result.zero_pivot_column >= 0) result.status = StopReason::ZeroPivot;
     if (p == Precision::Ozaki) result.emulated_bits = ozaki_bits_;
@@ -349,6 +350,22 @@ class HostEngine final : public HostSpace {
   }
   std::vector<double> double_factors_;
   std::vector<float> float_factors_;
+
+  // SolveOptions::factor_storage: the FP32 factors rounded in place (RN) to the values the
+  // device engine's packed copy holds.
+  void store_factors_rounded() {
+    const std::int64_t count = std::int64_t(float_factors_.size());
+    slfp::Storage stored(factor_storage_, count, Memory::Host);
+    if (slfp::fp64_based(factor_storage_)) {
+      std::vector<double> wide(float_factors_.begin(), float_factors_.end());
+      slfp::encode(ctx_, wide.data(), stored.view(), slfp::Rounding::NearestEven);
+      slfp::decode(ctx_, stored.view(), wide.data());
+      std::copy(wide.begin(), wide.end(), float_factors_.begin());  // exact (fewer bits) but past FP32's largest
+    } else {
+      slfp::encode(ctx_, float_factors_.data(), stored.view(), slfp::Rounding::NearestEven);
+      slfp::decode(ctx_, stored.view(), float_factors_.data());
+    }
+  }
   std::vector<std::int64_t> pivots_;
   std::vector<std::int64_t> row_order_;  // the factors are of A's rows in this order; empty: A's own
   bool factors_complete_ = false;        // the current factors are a completed LU of A

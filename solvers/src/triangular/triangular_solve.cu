@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <numeric>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "mixsolve/primitives/async_copy.cuh"
@@ -73,14 +74,14 @@ __global__ void invert_diagonal_blocks_kernel(const F* lu, std::int64_t ld, std:
   constexpr int B = kSolveRows, S = kInverseYStride, P = kInverseThreadsPerColumn;
   static_assert(32 % P == 0, "a column's threads lie in one warp");
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  V* y = reinterpret_cast<V*>(shared_bytes);     // y[k * S + c]: column c of the inverse
-  F* tile = reinterpret_cast<F*>(y + B * S);     // tile[i * B + k] = factor(r0 + i, r0 + k)
+  V* y = reinterpret_cast<V*>(shared_bytes);  // y[k * S + c]: column c of the inverse
+  V* tile = y + B * S;                         // tile[i * B + k] = factor(r0 + i, r0 + k), widened
   const bool lower = blockIdx.y == 0;
   const std::int64_t r0 = std::int64_t(blockIdx.x) * B;
   const int rows = int(min(std::int64_t(B), n - r0));
   for (int idx = threadIdx.x; idx < B * B; idx += blockDim.x) {
     const int i = idx % B, k = idx / B;
-    F v = i < rows && k < rows ? lu[(r0 + i) + (r0 + k) * ld] : F(i == k ? 1 : 0);
+    V v = i < rows && k < rows ? widen<V>(lu[(r0 + i) + (r0 + k) * ld]) : V(i == k ? 1 : 0);
     if (lower && i == k) v = 1;  // the unit diagonal of L (U's diagonal is stored there)
     tile[i * B + k] = v;
     y[k * S + i] = V(i == k ? 1 : 0);
@@ -93,18 +94,18 @@ __global__ void invert_diagonal_blocks_kernel(const F* lu, std::int64_t ld, std:
     for (int k = first; k < B; ++k) {  // uniform in the warp, for __syncwarp
       if (k >= c) {
         const V yk = y[k * S + c];
-        for (int i = k + 1 + t; i < B; i += P) y[i * S + c] -= V(tile[i * B + k]) * yk;
+        for (int i = k + 1 + t; i < B; i += P) y[i * S + c] -= tile[i * B + k] * yk;
       }
       __syncwarp();
     }
   } else {  // step k: y(k, c) /= U(k, k), then y(i, c) -= U(i, k) y(k, c) for i < k, from k = c down
     for (int k = last; k >= 0; --k) {
       V yk = 0;
-      if (k <= c) yk = y[k * S + c] / V(tile[k * B + k]);
+      if (k <= c) yk = y[k * S + c] / tile[k * B + k];
       __syncwarp();  // every thread of the column has read y(k, c)
       if (k <= c) {
         if (t == 0) y[k * S + c] = yk;
-        for (int i = t; i < k; i += P) y[i * S + c] -= V(tile[i * B + k]) * yk;
+        for (int i = t; i < k; i += P) y[i * S + c] -= tile[i * B + k] * yk;
       }
       __syncwarp();
     }
@@ -119,7 +120,11 @@ __global__ void invert_diagonal_blocks_kernel(const F* lu, std::int64_t ld, std:
 // n = 16384 on an H100; more slots gain nothing). 3 where the tiles or the partial sums take more
 // shared memory (FP64 factors, several vectors: for 4 vectors 6 slots make the pair slower).
 template <class F, int K>
-constexpr int kSolveRing = sizeof(F) == 4 && K == 1 ? 6 : 3;
+constexpr int kSolveRing = sizeof(F) <= 4 && K == 1 ? 6 : 3;
+
+// Whether F is a packed SLFP entry (PackedSlfp): copied by 16-byte pieces only, one vector a launch.
+template <class F>
+constexpr bool kPackedFactor = !std::is_arithmetic_v<F>;
 
 using primitives::copy_async_16;
 using primitives::copy_async_commit;
@@ -200,14 +205,18 @@ __global__ void __launch_bounds__(kSolveThreads<F, K>, 1024 / kSolveThreads<F, K
       const std::int64_t c0 = std::int64_t(block_of_step(step)) * B;
       const int cols = int(min(std::int64_t(B), n - c0));
       F* tile = ring + (step % kRing) * B * S;
-      if (vector_copies) {  // 16-byte pieces of columns; rows past the end are zero-filled
-        constexpr int kPiece = 16 / int(sizeof(F)), kPiecesPerColumn = B / kPiece;
+      if (kPackedFactor<F> || vector_copies) {  // 16-byte pieces of columns; bytes past the last row zero-filled
+        constexpr int kColumnBytes = B * int(sizeof(F)), kPiecesPerColumn = kColumnBytes / 16;
+        static_assert(kColumnBytes % 16 == 0 && S * int(sizeof(F)) % 16 == 0, "columns of whole pieces");
+        const int valid_bytes = rows * int(sizeof(F));
         for (int idx = threadIdx.x; idx < B * kPiecesPerColumn; idx += kThreads) {
-          const int c = idx / kPiecesPerColumn, i = (idx % kPiecesPerColumn) * kPiece;
-          const int valid = c < cols ? max(0, min(kPiece, rows - i)) : 0;
-          copy_async_16(shared_address(tile + c * S + i), valid > 0 ? lu + (r0 + i) + (c0 + c) * ld : lu, valid * int(sizeof(F)));
+          const int c = idx / kPiecesPerColumn, offset = (idx % kPiecesPerColumn) * 16;
+          const int valid = c < cols ? max(0, min(16, valid_bytes - offset)) : 0;
+          const char* column = reinterpret_cast<const char*>(lu + r0 + (c0 + c) * ld);
+          copy_async_16(shared_address(reinterpret_cast<char*>(tile + c * S) + offset),
+                        valid > 0 ? column + offset : reinterpret_cast<const char*>(lu), valid);
         }
-      } else {
+      } else if constexpr (!kPackedFactor<F>) {
         for (int idx = threadIdx.x; idx < B * B; idx += kThreads) {
           const int i = idx % B, c = idx / B;
           const bool valid = i < rows && c < cols;
@@ -270,7 +279,7 @@ __global__ void __launch_bounds__(kSolveThreads<F, K>, 1024 / kSolveThreads<F, K
 #pragma unroll
     for (int k = 0; k < kPerThread; ++k) {
       const int column = group + kGroups * k;
-      const V factor = V(tile[column * S + r]);
+      const V factor = widen<V>(tile[column * S + r]);
 #pragma unroll
       for (int c = 0; c < K; ++c) acc[c] += factor * x_parts[s % kSlots][c][column];
     }
@@ -330,9 +339,12 @@ TriangularSolver<F, V>::TriangularSolver(const F* lu, std::int64_t n, std::int64
   ticket_ = device_buffer<unsigned>(memory, 1);
   inverses_ = device_buffer<V>(memory, 2 * blocks * B * B);
   MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(published_.data(), 0, published_.bytes(), stream));  // tag 0 is never used
-  vector_copies_ = ld % (16 / sizeof(F)) == 0 && reinterpret_cast<std::uintptr_t>(lu) % 16 == 0;
+  vector_copies_ = ld * sizeof(F) % 16 == 0 && reinterpret_cast<std::uintptr_t>(lu) % 16 == 0;
+  if (kPackedFactor<F> && !vector_copies_)
+    throw InvalidArgument("TriangularSolver: packed factors need 16-byte aligned columns (ld = " + std::to_string(ld) +
+                          " of " + std::to_string(sizeof(F)) + "-byte entries)");
   if (n == 0) return;
-  const int shared = int(B * kInverseYStride * sizeof(V) + B * B * sizeof(F));
+  const int shared = int(B * kInverseYStride * sizeof(V) + B * B * sizeof(V));
   MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(invert_diagonal_blocks_kernel<F, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
   invert_diagonal_blocks_kernel<F, V><<<dim3(unsigned(blocks), 2), B * kInverseThreadsPerColumn, shared, stream>>>(
       lu, ld, n, inverses_.data());
@@ -370,16 +382,101 @@ void TriangularSolver<F, V>::solve(V* x, std::int64_t ldx, int columns, cudaStre
     throw InvalidArgument("TriangularSolver::solve: ldx = " + std::to_string(ldx) + " is below n = " +
                           std::to_string(n_));
   if (n_ == 0) return;
-  if (tag_ >= 0xfffffffdu) {  // the tags would wrap: start again from a clean slate
+  if (tag_ >= 0xffffffffu - 2 * kTriangularSolveMaxColumns) {  // the tags would wrap: start again from a clean slate
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(published_.data(), 0, published_.bytes(), stream));
     tag_ = 0;
   }
   // One vector (every GMRES application) keeps the kernel without the other vectors' registers.
-  if (columns == 1) launch<1>(x, ldx, 1, stream);
-  else launch<kTriangularSolveMaxColumns>(x, ldx, columns, stream);
+  // Packed factors take one vector a launch (their narrow ring slots hold one vector's partial sums).
+  if constexpr (kPackedFactor<F>) {
+    for (int c = 0; c < columns; ++c) launch<1>(x + c * ldx, ldx, 1, stream);
+  } else {
+    if (columns == 1) launch<1>(x, ldx, 1, stream);
+    else launch<kTriangularSolveMaxColumns>(x, ldx, columns, stream);
+  }
 }
 
 template class TriangularSolver<float, double>;
 template class TriangularSolver<double>;
+
+// ---- PackedFactors ---------------------------------------------------------------------------
+
+namespace {
+
+// out(i, j) := lu(i, j) rounded to nearest in F, packed; the same leading dimension.
+template <class F>
+__global__ void pack_factors_kernel(const float* lu, std::int64_t ld, std::int64_t n, PackedSlfp<F>* out) {
+  using Value = typename F::value_type;
+  const std::int64_t count = ld * n;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const typename F::Bits stored = F::template encode<formats::Rounding::NearestEven>(Value(lu[i]));
+    PackedSlfp<F> p;
+    for (int b = 0; b < int(sizeof p.bytes); ++b) p.bytes[b] = static_cast<unsigned char>(stored >> (8 * b));
+    out[i] = p;
+  }
+}
+
+template <class Fn>
+decltype(auto) with_packed_format(slfp::Format format, Fn&& fn) {
+  switch (format) {
+    case slfp::Format::Slfp32in24: return fn(formats::Slfp32in24{});
+    case slfp::Format::Slfp32in16: return fn(formats::Slfp32in16{});
+    case slfp::Format::Slfp64in32: return fn(formats::Slfp64in32{});
+    case slfp::Format::Slfp64in24: return fn(formats::Slfp64in24{});
+    case slfp::Format::Slfp64in16: return fn(formats::Slfp64in16{});
+    default: break;
+  }
+  throw InvalidArgument(std::string("PackedFactors: format ") + slfp::to_string(format) +
+                        " is not one of slfp32in24b, slfp32in16b, slfp64in32b, slfp64in24b, slfp64in16b");
+}
+
+}  // namespace
+
+class PackedFactors::Solver {
+ public:
+  virtual ~Solver() = default;
+  virtual void solve(double* x, std::int64_t ldx, int columns, cudaStream_t stream) = 0;
+  virtual std::size_t bytes() const = 0;
+};
+
+namespace {
+template <class F>
+class PackedSolver final : public PackedFactors::Solver {
+ public:
+  PackedSolver(const PackedSlfp<F>* lu, std::int64_t n, std::int64_t ld, cudaStream_t stream, Context* memory)
+      : solver_(lu, n, ld, stream, memory) {}
+  void solve(double* x, std::int64_t ldx, int columns, cudaStream_t stream) override {
+    solver_.solve(x, ldx, columns, stream);
+  }
+  std::size_t bytes() const override { return solver_.bytes(); }
+
+ private:
+  TriangularSolver<PackedSlfp<F>, double> solver_;
+};
+}  // namespace
+
+PackedFactors::PackedFactors(slfp::Format format, const float* lu, std::int64_t n, std::int64_t ld,
+                             cudaStream_t stream, Context* memory)
+    : format_(format), n_(n) {
+  with_packed_format(format, [&](auto tag) {
+    using F = decltype(tag);
+    packed_ = device_buffer<unsigned char>(memory, std::max<std::int64_t>(1, ld * n) * sizeof(PackedSlfp<F>));
+    auto* packed = reinterpret_cast<PackedSlfp<F>*>(packed_.data());
+    if (n > 0) {
+      pack_factors_kernel<F><<<1024, 256, 0, stream>>>(lu, ld, n, packed);
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+    }
+    solver_ = std::make_unique<PackedSolver<F>>(packed, n, ld, stream, memory);
+  });
+}
+
+PackedFactors::~PackedFactors() = default;
+
+void PackedFactors::solve(double* x, std::int64_t ldx, int columns, cudaStream_t stream) {
+  solver_->solve(x, ldx, columns, stream);
+}
+
+std::size_t PackedFactors::bytes() const { return packed_.bytes() + solver_->bytes(); }
 
 }  // namespace mixsolve::solvers_detail

@@ -187,6 +187,17 @@ struct SolveOptions {
   /// (docs/slfp.md measures it). The basis is a small share of a dense solve's bytes:
   /// n x (gmres_restart + 1) values against A's n x n.
   slfp::Format krylov_basis_format = slfp::Format::Fp64;
+  /// The format the refinement's preconditioner reads FP32-stored factors in (every factorization
+  /// below FP64): Fp32 (as the LU leaves them), or a shorter SLFP format, rounded to nearest from
+  /// them after each factorization: slfp32in24b (3 bytes, 16 significant bits), slfp32in16b (2
+  /// bytes, 8 bits), slfp64in32b (4 bytes, 21 bits, FP64's range), slfp64in24b (3 bytes, 13 bits),
+  /// slfp64in16b (2 bytes, 5 bits). The triangular solves of GMRES-IR and of classic IR then read
+  /// fewer bytes per entry; the rounding is part of the preconditioner (the solution's accuracy is
+  /// the refinement's), and a format with fewer bits than the factorization keeps can cost
+  /// iterations (docs/slfp.md measures both). The FP32 factors stay (the condition estimate and
+  /// applications to more than 4 columns read them): the device holds the packed copy besides,
+  /// counted in peak_workspace_bytes. The host engine rounds its FP32 factors in place.
+  slfp::Format factor_storage = slfp::Format::Fp32;
   /// When a higher rung remains (auto's next precision, or the FP64 fallback), a GMRES attempt
   /// also ends as TooSlow at those judgements if the predicted time of the rest of the current inner
   /// solve exceeds twice the time its factorization took: the estimate of what refactoring one

@@ -168,6 +168,7 @@ class DeviceEngine final : public DeviceSpace {
                                 std::int64_t order_columns) {
     triangular32_.reset();  // they refer to the factors being replaced
     triangular64_.reset();
+    packed_factors_.reset();
     row_order_.clear();
     precision_ = p;
     two_sided_ = false;
@@ -396,6 +397,9 @@ class DeviceEngine final : public DeviceSpace {
         MIXSOLVE_CUDA_CHECK_LAUNCH();
       }
       triangular32_ = std::make_unique<TriangularSolver<float, double>>(f, n_, nf_, stream(), &ctx_);
+      packed_factors_.reset();
+      if (factor_storage_ != slfp::Format::Fp32)
+        packed_factors_ = std::make_unique<PackedFactors>(factor_storage_, f, n_, nf_, stream(), &ctx_);
     } else {
       choose_fp64_solves(f);
     }
@@ -481,6 +485,7 @@ class DeviceEngine final : public DeviceSpace {
     static_assert(kFp64ApplyMaxColumns <= kTriangularSolveMaxColumns, "one solve takes every column");
     if (k <= kFp64ApplyMaxColumns && !(fp64_factors(precision_) && substitution_solves_)) {
       if (fp64_factors(precision_)) triangular64_->solve(w, n_, int(k), stream());
+      else if (packed_factors_) packed_factors_->solve(w, n_, int(k), stream());
       else triangular32_->solve(w, n_, int(k), stream());
       return;
     }
@@ -628,6 +633,7 @@ class DeviceEngine final : public DeviceSpace {
                         solve_buffer_.bytes() +
                         solve64_.bytes() + row_factor_.bytes() + column_factor_.bytes() + vector_scale_.bytes() +
                         space_bytes() + (triangular32_ ? triangular32_->bytes() : 0) +
+                        (packed_factors_ ? packed_factors_->bytes() : 0) +
                         (triangular64_ ? triangular64_->bytes() : 0) +
                         ctx_.workspace_capacity();
     peak_ = std::max(peak_, bytes);
@@ -684,6 +690,7 @@ class DeviceEngine final : public DeviceSpace {
   DeviceBuffer<unsigned long long> pivot_range_;  // pivot_ratio(): min and max |u_kk|
   std::unique_ptr<BlockedLu> blocked_;  // the blocked LU's streams and buffers
   std::unique_ptr<TriangularSolver<float, double>> triangular32_;  // for the current factors, FP64 arithmetic
+  std::unique_ptr<PackedFactors> packed_factors_;  // SolveOptions::factor_storage: the copy apply_inverse reads
   std::unique_ptr<TriangularSolver<double>> triangular64_;
   DeviceBuffer<unsigned long long> flag_;
   std::unique_ptr<MatrixScan> scan_;  // of A, once (scan_a)
