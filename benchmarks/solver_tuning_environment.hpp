@@ -16,7 +16,6 @@
 //   MIXSOLVE_LU_PROFILE=1              LU and solve phase times to stderr
 //   MIXSOLVE_LU_TIMELINE=file          with the profile: every phase per stream, CSV
 //   MIXSOLVE_GMRES_TRACE=1             each GMRES budget judgement to stderr
-//   MIXSOLVE_FACTOR_BITS=p             FP32 factors rounded to p significant bits (2 .. 23)
 #pragma once
 
 #include <cstdlib>
@@ -61,9 +60,6 @@ inline void apply_solver_tuning_environment() {
   flag("MIXSOLVE_LU_PROFILE", t.profile);
   t.timeline_path = text("MIXSOLVE_LU_TIMELINE");
   flag("MIXSOLVE_GMRES_TRACE", t.gmres_trace);
-  integer("MIXSOLVE_FACTOR_BITS", t.factor_significant_bits);
-  if (t.factor_significant_bits != 0 && (t.factor_significant_bits < 2 || t.factor_significant_bits > 23))
-    throw InvalidArgument("MIXSOLVE_FACTOR_BITS=" + std::to_string(t.factor_significant_bits) + " is outside [2, 23]");
 }
 
 }  // namespace mixsolve::bench

@@ -43,10 +43,6 @@ struct Tuning {
   std::string timeline_path;
   // Each GMRES budget judgement to stderr.
   bool gmres_trace = false;
-  // FP32-stored factors rounded (RN) to this many significant bits (2 .. 23) after each
-  // factorization, as storing them in a narrower format would (for measurements: the refinement's
-  // iterations with factors of that precision); 0: kept as they are.
-  int factor_significant_bits = 0;
 };
 
 // The knobs in force; a test that changes them restores them when it ends (ScopedTuning in

@@ -47,21 +47,6 @@ namespace {
 
 using namespace device_lu;
 
-// Tuning::factor_significant_bits (a measurement): each finite FP32 factor entry rounded to `bits`
-// significant bits, ties to even (a carry moves into the exponent), as a narrower storage format
-// would hold it.
-__global__ void round_significands_kernel(float* f, std::int64_t count, int bits) {
-  const int drop = 24 - bits;
-  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += std::int64_t(gridDim.x) * blockDim.x) {
-    const unsigned x = __float_as_uint(f[i]);
-    if ((x & 0x7f800000u) == 0x7f800000u) continue;  // Inf and NaN as they are
-    const unsigned magnitude = x & 0x7fffffffu, odd = (magnitude >> drop) & 1u;
-    const unsigned rounded = ((magnitude + (1u << (drop - 1)) - 1u + odd) >> drop) << drop;
-    f[i] = __uint_as_float((x & 0x80000000u) | rounded);
-  }
-}
-
 // FP64 factorizations of fewer rows go to cuSOLVER's dgetrf: the blocked LU's streams, events and
 // per-panel launches cost more than they save there (on an H100 the engine's route overtakes
 // cuSOLVER's between n = 4096 and 6144; docs/history/solver-log.md).
@@ -392,10 +377,6 @@ class DeviceEngine final : public DeviceSpace {
     }
     pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream(), row_order_);
     if constexpr (std::is_same_v<T, float>) {
-      if (const int bits = tuning().factor_significant_bits; bits > 0) {
-        round_significands_kernel<<<1024, 256, 0, stream()>>>(f, nf_ * n_, bits);
-        MIXSOLVE_CUDA_CHECK_LAUNCH();
-      }
       triangular32_ = std::make_unique<TriangularSolver<float, double>>(f, n_, nf_, stream(), &ctx_);
       packed_factors_.reset();
       if (factor_storage_ != slfp::Format::Fp32)
