@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Plot the JSON of slfp_benchmark (--json FILE): per format, AXPY and DOT bandwidth as a share of
 the device copy bandwidth, their speedup over cuBLAS (D for FP64-based formats, S for FP32-based)
-next to the byte ratio 64 / bits (32 / bits), and AXPY's GFLOP/s per W (seed 003 Table 3 and
-Fig. 7). Needs matplotlib.
+next to the byte ratio 64 / bits (32 / bits), AXPY's GFLOP/s per W (seed 003 Table 3 and Fig. 7),
+and where the run had --gemm-n, GEMM's speed over cublasDgemm / Sgemm with its GFLOP/s per W.
+Needs matplotlib.
 
     plot_slfp.py slfp.json slfp.png
 """
@@ -24,7 +25,8 @@ def main() -> int:
     rows = [r for r in data["rows"] if not r["format"].startswith("cublas")]
     names = [r["format"] for r in rows]
     x = range(len(rows))
-    fig, axes = plt.subplots(1, 3, figsize=(18, 4.5))
+    gemm = [r for r in data.get("gemm_rows", []) if not r["format"].startswith("cublas")]
+    fig, axes = plt.subplots(1, 4 if gemm else 3, figsize=(24 if gemm else 18, 4.5))
 
     ax = axes[0]
     ax.bar([i - 0.2 for i in x], [100 * r["axpy_fraction_of_copy"] for r in rows], 0.4, label="AXPY")
@@ -46,9 +48,23 @@ def main() -> int:
     ax.set_ylabel("AXPY GFLOP/s per W (board)")
     ax.set_title("energy")
 
-    for ax in axes:
+    for ax in axes[:3]:
         ax.set_xticks(list(x))
         ax.set_xticklabels(names, rotation=60, ha="right")
+    if gemm:
+        ax = axes[3]
+        gx = range(len(gemm))
+        ax.bar([i - 0.2 for i in gx], [r["speedup_vs_cublas"] for r in gemm], 0.4, label="x cuBLAS (D or S)")
+        cublas = {r["format"]: r for r in data["gemm_rows"] if r["format"].startswith("cublas")}
+        per_watt = [r["gflops"] / r["watts"] if r["watts"] > 0 else 0 for r in gemm]
+        ref = [cublas["cublas-dgemm" if r["format"].startswith(("fp64", "slfp64")) else "cublas-sgemm"] for r in gemm]
+        ax.bar([i + 0.2 for i in gx], [w / (c["gflops"] / c["watts"]) if c["watts"] > 0 else 0
+                                       for w, c in zip(per_watt, ref)], 0.4, label="GFLOP/s per W / cuBLAS's")
+        ax.axhline(0.8, color="gray", linewidth=0.8, linestyle="--")
+        ax.set_xticks(list(gx))
+        ax.set_xticklabels([r["format"] for r in gemm], rotation=60, ha="right")
+        ax.set_title("GEMM, n = %d" % data.get("gemm_n", 0))
+        ax.legend()
     axes[0].legend()
     axes[1].legend()
     fig.suptitle("%s, n = %d, %s" % (data.get("gpu", ""), data["n"], data.get("date", "")))
