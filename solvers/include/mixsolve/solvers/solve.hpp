@@ -185,7 +185,8 @@ struct SolveOptions {
   /// An inner solve stops at 4x the format's unit roundoff where that lies above its tolerance
   /// (1e-8), which can cost outer steps; the 24- and 16-bit formats can make GMRES-IR fail
   /// (docs/slfp.md measures it). The basis is a small share of a dense solve's bytes:
-  /// n x (gmres_restart + 1) values against A's n x n.
+  /// n x (gmres_restart + 1) values against A's n x n. A stored basis is allocated apart from the
+  /// engine's workspace and is not counted in SolveReport::peak_workspace_bytes.
   slfp::Format krylov_basis_format = slfp::Format::Fp64;
   /// The format the refinement's preconditioner reads FP32-stored factors in (every factorization
   /// below FP64): Fp32 (as the LU leaves them), or a shorter SLFP format, rounded to nearest from
