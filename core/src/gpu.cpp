@@ -8,6 +8,16 @@
 
 namespace mixsolve {
 
+Memory memory_of(const void* p) {
+  cudaPointerAttributes attributes{};
+  if (p == nullptr || cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+    cudaGetLastError();  // clear it: a pointer CUDA does not know is host memory
+    return Memory::Host;
+  }
+  const bool kernels_reach_it = attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+  return kernels_reach_it ? Memory::Device : Memory::Host;
+}
+
 bool gpu_available() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {

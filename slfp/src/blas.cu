@@ -62,6 +62,24 @@ int container_bits(Format f) {
 }
 
 bool fp64_based(Format f) { return int(f) < int(Format::Fp32); }
+Vector subvector(const Vector& v, std::int64_t offset, std::int64_t size) {
+  if (offset < 0 || size < 0 || offset + size > v.size)
+    throw InvalidArgument("slfp::subvector: values " + std::to_string(offset) + " .. " + std::to_string(offset + size) +
+                          " do not lie in the vector's " + std::to_string(v.size));
+  Vector s = v;
+  s.size = size;
+  if (s.w32) s.w32 += offset;
+  if (s.w16) s.w16 += offset;
+  if (s.w8) s.w8 += offset;
+  if (s.f64) s.f64 += offset;
+  if (s.f32) s.f32 += offset;
+  return s;
+}
+
+double unit_roundoff(Format f) {
+  const int exponent_bits = fp64_based(f) ? 11 : 8;
+  return std::ldexp(1.0, -(container_bits(f) - exponent_bits));  // the sign bit stands for the implicit one
+}
 bool single_word(Format f) { return container_bits(f) == 16 || container_bits(f) == 32 || container_bits(f) == 64; }
 
 namespace {

@@ -12,6 +12,7 @@
 
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/error.hpp"
+#include "mixsolve/core/gpu.hpp"
 #include "mixsolve/slfp/blas.hpp"
 
 namespace mixsolve::slfp::detail {
@@ -70,17 +71,7 @@ inline bool has_plane(Format f, int bits) {
   });
 }
 
-// Where `p` lives, as CUDA sees it (host memory that CUDA does not know counts as host).
-inline Memory memory_of(const Context& ctx, const void* p) {
-  if (!ctx.has_device()) return Memory::Host;
-  cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
-    cudaGetLastError();  // clear it: an unknown pointer is host memory
-    return Memory::Host;
-  }
-  return attributes.type == cudaMemoryTypeDevice ? Memory::Device : Memory::Host;
-}
-
+// Checks the plane or array argument `what`: not null, aligned to its words, in `memory`.
 inline void check_pointer(const Context& ctx, const void* p, std::size_t word, Memory memory, const std::string& what) {
   if (p == nullptr) throw InvalidArgument(what + " is null");
   if (reinterpret_cast<std::uintptr_t>(p) % word != 0)
@@ -88,7 +79,7 @@ inline void check_pointer(const Context& ctx, const void* p, std::size_t word, M
                           ") is not aligned to its " + std::to_string(word) + "-byte words");
   if (memory == Memory::Device && !ctx.has_device())
     throw InvalidArgument(what + " is in device memory, but the Context has no GPU");
-  if (memory_of(ctx, p) != memory)
+  if (ctx.has_device() && memory_of(p) != memory)
     throw InvalidArgument(what + " is not in " + to_string(memory) + " memory, where the vector says it is");
 }
 

@@ -53,6 +53,9 @@ void widen_block(Context& ctx, const A& a, std::int64_t ld, std::int64_t r0, std
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 
+// Whether the format is an SLFP one (else FP64 or FP32 itself).
+bool slfp_format(Format f) { return f != Format::Fp64 && f != Format::Fp32; }
+
 cublasOperation_t to_cublas(Transpose op) { return op == Transpose::No ? CUBLAS_OP_N : CUBLAS_OP_T; }
 
 // C := alpha A B + beta C in T's arithmetic: cublasDgemm, or cublasSgemm without TF32.
@@ -107,6 +110,12 @@ void gemm_any(Context& ctx, Transpose op_a, Transpose op_b, T alpha, const Matri
     base_gemm(ctx, Transpose::No, Transpose::No, m, n, 0, alpha, c, std::max<std::int64_t>(1, m), c, 1, beta, c, ldc);
     return;
   }
+  if (!slfp_format(a.values.format)) {  // FP64 / FP32 data is the base type already: no widening
+    const T* a_values = reinterpret_cast<const T*>(kDouble ? static_cast<const void*>(a.values.f64) : a.values.f32);
+    const T* b_values = reinterpret_cast<const T*>(kDouble ? static_cast<const void*>(b.values.f64) : b.values.f32);
+    base_gemm(ctx, op_a, op_b, m, n, k, alpha, a_values, a.ld, b_values, b.ld, beta, c, ldc);
+    return;
+  }
   if (workspace == nullptr || reinterpret_cast<std::uintptr_t>(workspace) % kPlaneAlignment != 0)
     throw InvalidArgument(name + ": the workspace is null or not 256-byte aligned");
   const std::int64_t kb = gemm_panel(m, n, k);
@@ -141,8 +150,8 @@ void gemm_in_context_workspace(Context& ctx, Transpose op_a, Transpose op_b, T a
   const std::int64_t m = op_a == Transpose::No ? a.rows : a.cols, k = op_a == Transpose::No ? a.cols : a.rows;
   const std::int64_t n = op_b == Transpose::No ? b.cols : b.rows;
   void* workspace = nullptr;
-  if (m > 0 && n > 0 && k > 0 && a.values.memory == Memory::Device && ctx.has_device())
-    workspace = ctx.workspace(std::max<std::size_t>(1, gemm_workspace_bytes(a.values.format, m, n, k)));
+  const std::size_t bytes = gemm_workspace_bytes(a.values.format, m, n, k);
+  if (bytes > 0 && a.values.memory == Memory::Device && ctx.has_device()) workspace = ctx.workspace(bytes);
   gemm_any(ctx, op_a, op_b, alpha, a, b, beta, c, ldc, workspace);
 }
 
@@ -155,7 +164,7 @@ std::int64_t gemm_panel(std::int64_t m, std::int64_t n, std::int64_t k) {
 }
 
 std::size_t gemm_workspace_bytes(Format format, std::int64_t m, std::int64_t n, std::int64_t k) {
-  if (m <= 0 || n <= 0 || k <= 0) return 0;
+  if (m <= 0 || n <= 0 || k <= 0 || !slfp_format(format)) return 0;
   const std::size_t word = fp64_based(format) ? 8 : 4, kb = std::size_t(gemm_panel(m, n, k));
   return aligned(std::size_t(m) * kb * word) + aligned(std::size_t(n) * kb * word);
 }

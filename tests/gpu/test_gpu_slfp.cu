@@ -115,14 +115,7 @@ void expect_device_kernels_match_host(Format f) {
   for (const Rounding r : {Rounding::NearestEven, Rounding::TowardZero})
     for (const std::int64_t offset : {std::int64_t{0}, std::int64_t{1}}) {
       const auto shifted = [&](const mixsolve::slfp::Vector& v) {
-        mixsolve::slfp::Vector s = v;
-        s.size -= offset;
-        if (s.w32) s.w32 += offset;
-        if (s.w16) s.w16 += offset;
-        if (s.w8) s.w8 += offset;
-        if (s.f64) s.f64 += offset;
-        if (s.f32) s.f32 += offset;
-        return s;
+        return mixsolve::slfp::subvector(v, offset, v.size - offset);
       };
       const std::int64_t m = n - offset;
       Storage hx(f, n, Memory::Host), hy(f, n, Memory::Host), dxs(f, n, Memory::Device), dys(f, n, Memory::Device);

@@ -101,6 +101,11 @@ TEST(SlfpBlas, FormatsHaveTheirNamesAndSizes) {
   EXPECT_EQ(container_bits(Format::Slfp64in48), 48);
   EXPECT_TRUE(single_word(Format::Slfp64in32));
   EXPECT_FALSE(single_word(Format::Slfp64in56));
+  EXPECT_EQ(unit_roundoff(Format::Fp64), 0x1p-53);
+  EXPECT_EQ(unit_roundoff(Format::Slfp64in32), 0x1p-21);
+  EXPECT_EQ(unit_roundoff(Format::Slfp64in16), 0x1p-5);
+  EXPECT_EQ(unit_roundoff(Format::Fp32), 0x1p-24);
+  EXPECT_EQ(unit_roundoff(Format::Slfp32in24), 0x1p-16);
   try {
     parse_format("slfp64in12b");
     FAIL() << "expected InvalidArgument";
@@ -113,6 +118,13 @@ TEST(SlfpBlas, FormatsHaveTheirNamesAndSizes) {
   EXPECT_NE(s.view().w32, nullptr);
   EXPECT_EQ(s.view().w16, nullptr);
   EXPECT_NE(s.view().w8, nullptr);
+  const Vector tail = subvector(s.view(), 3, 7);
+  EXPECT_EQ(tail.size, 7);
+  EXPECT_EQ(tail.w32, s.view().w32 + 3);
+  EXPECT_EQ(tail.w8, s.view().w8 + 3);
+  EXPECT_EQ(tail.w16, nullptr);
+  EXPECT_THROW(subvector(s.view(), 4, 7), InvalidArgument);
+  EXPECT_THROW(subvector(s.view(), -1, 2), InvalidArgument);
 }
 
 // GEMV with A in every format, both transposes, ld > rows, beta 0 over NaN (y not read) and

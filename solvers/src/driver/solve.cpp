@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <iterator>
 #include <vector>
 
 #include "refinement/condition_estimate.hpp"
@@ -120,9 +119,9 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
                           ") < -1 (-1: the engine's choice)");
   if (options.gmres_restart < 1)
     throw InvalidArgument(std::string(where) + ": gmres_restart (" + std::to_string(options.gmres_restart) + ") < 1");
-  const slfp::Format storable[] = {slfp::Format::Fp32,       slfp::Format::Slfp32in24, slfp::Format::Slfp32in16,
-                                   slfp::Format::Slfp64in32, slfp::Format::Slfp64in24, slfp::Format::Slfp64in16};
-  if (std::find(std::begin(storable), std::end(storable), options.factor_storage) == std::end(storable))
+  // FP32 itself, or an SLFP format no wider than FP32.
+  const slfp::Format storage = options.factor_storage;
+  if (storage != slfp::Format::Fp32 && (storage == slfp::Format::Fp64 || slfp::container_bits(storage) > 32))
     throw InvalidArgument(std::string(where) + ": factor_storage (" + slfp::to_string(options.factor_storage) +
                           ") is not fp32, slfp32in24b, slfp32in16b, slfp64in32b, slfp64in24b or slfp64in16b");
   if (!slfp::fp64_based(options.krylov_basis_format))

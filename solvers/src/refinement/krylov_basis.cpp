@@ -23,21 +23,6 @@ StoredKrylovBasis::StoredKrylovBasis(RefinementSpace& space, std::int64_t column
                           " is FP32-based; the basis needs FP64's exponent range (an fp64 or slfp64 format)");
 }
 
-double StoredKrylovBasis::unit_roundoff() const {
-  return std::ldexp(1.0, -(slfp::container_bits(values_.view().format) - 11));  // 11: FP64's exponent bits
-}
-
-slfp::Vector StoredKrylovBasis::column(std::int64_t j) const {
-  slfp::Vector v = values_.view();
-  const std::int64_t offset = j * n_;
-  v.size = n_;
-  if (v.w32) v.w32 += offset;
-  if (v.w16) v.w16 += offset;
-  if (v.w8) v.w8 += offset;
-  if (v.f64) v.f64 += offset;
-  return v;
-}
-
 slfp::Matrix StoredKrylovBasis::leading(std::int64_t count) const {
   slfp::Vector v = values_.view();
   v.size = count * n_;
@@ -45,10 +30,12 @@ slfp::Matrix StoredKrylovBasis::leading(std::int64_t count) const {
 }
 
 void StoredKrylovBasis::store(std::int64_t j, const double* w) {
-  slfp::encode(space_.context(), w, column(j), slfp::Rounding::NearestEven);
+  slfp::encode(space_.context(), w, slfp::subvector(values_.view(), j * n_, n_), slfp::Rounding::NearestEven);
 }
 
-void StoredKrylovBasis::load(std::int64_t j, double* out) { slfp::decode(space_.context(), column(j), out); }
+void StoredKrylovBasis::load(std::int64_t j, double* out) {
+  slfp::decode(space_.context(), slfp::subvector(values_.view(), j * n_, n_), out);
+}
 
 void StoredKrylovBasis::to_host(const double* from, double* host, std::int64_t count) {
   if (space_.memory() == Memory::Host) {

@@ -31,8 +31,8 @@ class StoredKrylovBasis {
   StoredKrylovBasis(RefinementSpace& space, std::int64_t columns, slfp::Format format);
 
   std::int64_t columns() const { return columns_; }
-  // The format's unit roundoff (RN): 2^-(stored mantissa bits + 1).
-  double unit_roundoff() const;
+  // The format's unit roundoff (RN).
+  double unit_roundoff() const { return slfp::unit_roundoff(values_.view().format); }
   // v_j := w rounded to the format.
   void store(std::int64_t j, const double* w);
   // out := v_j widened (out: n values in the space's memory).
@@ -46,8 +46,6 @@ class StoredKrylovBasis {
 
  private:
   slfp::Matrix leading(std::int64_t count) const;
-  // n values of column j as an slfp::Vector (a view into the storage).
-  slfp::Vector column(std::int64_t j) const;
   void to_host(const double* from, double* host, std::int64_t count);
 
   RefinementSpace& space_;

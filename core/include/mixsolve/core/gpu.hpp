@@ -5,12 +5,21 @@
 
 #include <string>
 
+#include "mixsolve/core/matrix.hpp"
+
 namespace mixsolve {
 
 /// True when the CUDA runtime finds at least one device it can use. Never throws: on a machine
 /// without a GPU or driver it returns false (and clears the runtime's error state).
 /// @return whether at least one CUDA device is usable.
 bool gpu_available();
+
+/// Where `p` points, as the CUDA runtime sees it: Memory::Device for device and managed memory
+/// (both usable by kernels), Memory::Host for anything else, host memory CUDA does not know
+/// included. Never throws; on a machine without a GPU every pointer is host memory.
+/// @param p any pointer.
+/// @return Memory::Device or Memory::Host.
+Memory memory_of(const void* p);
 
 /// A description of one GPU and of the CUDA and cuBLAS versions in use (device_info()).
 struct DeviceInfo {

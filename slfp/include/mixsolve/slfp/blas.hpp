@@ -45,6 +45,9 @@ Format parse_format(const std::string& name);
 int container_bits(Format f);
 /// Whether values widen to FP64 (else FP32).
 bool fp64_based(Format f);
+/// The unit roundoff of rounding to nearest into the format: 2^-(significant bits), 2^-53 for FP64,
+/// 2^-21 for slfp64in32b, 2^-16 for slfp32in24b.
+double unit_roundoff(Format f);
 /// Whether the format is a word plane of its own (16/32/64 bits) or several (24/40/48/56).
 bool single_word(Format f);
 
@@ -61,6 +64,11 @@ struct Vector {
   double* f64 = nullptr;
   float* f32 = nullptr;
 };
+
+/// Values offset .. offset + size - 1 of `v` as a Vector (every plane advanced by offset): a
+/// column of a column-major matrix, for example.
+/// @throws InvalidArgument if offset < 0, size < 0 or offset + size > v.size.
+Vector subvector(const Vector& v, std::int64_t offset, std::int64_t size);
 
 /// Owning storage for a Vector: host memory (std::vector) or device memory (cudaMalloc through the
 /// Context's pool is not used: plain cudaMalloc, freed on destruction).
@@ -133,10 +141,10 @@ void gemv(Context& ctx, Transpose op, double alpha, const Matrix& a, const doubl
 /// C := alpha op(A) op(B) + beta C with A and B stored in one format (device memory), arithmetic in
 /// the format's base type: FP64-based formats with FP64 C (cublasDgemm's arithmetic), FP32-based
 /// ones with FP32 C (cublasSgemm's). op(A) is m x k, op(B) k x n, C m x n with leading dimension
-/// ldc. The operands are widened a panel at a time: kb columns of op(A) and kb rows of op(B) are
-/// decoded into a workspace of the base type (gemm_workspace_bytes) and multiplied by cuBLAS, so a
-/// product costs the widening of each operand once, and the operands never exist whole in the
-/// wide format. The product is that of the stored (rounded) values. beta = 0 does not read C.
+/// ldc. FP64 and FP32 operands go to cuBLAS as they are. SLFP ones are widened a panel at a time:
+/// kb columns of op(A) and kb rows of op(B) are decoded into a workspace of the base type
+/// (gemm_workspace_bytes) and multiplied by cuBLAS, so a product costs the widening of each
+/// operand once, and the operands never exist whole in the wide format. The product is that of the stored (rounded) values. beta = 0 does not read C.
 /// Ordered on ctx.stream(); it does not wait.
 /// @throws InvalidArgument naming the argument for negative or mismatched sizes, a leading
 ///         dimension below its rows, short, null or misaligned planes or C, formats that differ,
@@ -157,7 +165,7 @@ void gemm(Context& ctx, Transpose op_a, Transpose op_b, double alpha, const Matr
 void gemm(Context& ctx, Transpose op_a, Transpose op_b, float alpha, const Matrix& a, const Matrix& b, float beta,
           float* c, std::int64_t ldc, void* workspace);
 /// Device workspace gemm takes for an m x n x k product of `format`: one panel of op(A) and one of
-/// op(B) in the base type.
+/// op(B) in the base type (none for FP64 and FP32).
 std::size_t gemm_workspace_bytes(Format format, std::int64_t m, std::int64_t n, std::int64_t k);
 /// The inner panel gemm widens at a time for an m x n x k product: up to 1024 values of k, fewer
 /// where m + n is large, so that the workspace stays near 128 MiB (but at least 128).
