@@ -321,22 +321,9 @@ TEST(LeastSquares, CholeskyQrReachesTheFp64QrAccuracyFarBeyondFp32) {
     EXPECT_NEAR(r.residual_norms[j], (p.b.col(j) - p.a * x.col(j)).norm(), 1e-12 * p.b.col(j).norm());
 }
 
-// The forward error a backward-stable FP64 least-squares solver is guaranteed to first order
-// (Wedin's bound; Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., Theorem 20.1):
-// u kappa (2 + (kappa + 1) ||r|| / (||A|| ||x||)), with ||A||_2 = 1 for make_problem's matrices.
-double fp64_forward_error_bound(const Problem& p, double kappa) {
-  const MatrixD x = p.a.householderQr().solve(p.b);
-  const double eta = (p.b - p.a * x).norm() / x.norm();
-  return 0x1p-53 * kappa * (2 + (kappa + 1) * eta);
-}
-
-// One small singular value (kappa 1e5 .. 3e5): x within 10x of the FP64 QR's error, or within the
-// FP64 forward-error bound where Eigen's QR lands far below that bound. Eigen's blocked products
-// follow the CPU's cache sizes, so its rounding, and its luck, differ between machines: on one
-// machine this test passed with the 10x rule alone; on another, at the same code, seed 71 at
-// kappa 1e5, rho 1 gave Eigen's QR 2.3e-11, our own FP64 QR with its refinement 4.3e-7, the FP32
-// QR with CGLS 4.9e-8, and the bound 1.1e-6. In a numpy model (300 x 60) the refinement had ended
-// at 11-68x LAPACK's QR error on such matrices in 6 of 72 cases (0.1-8x at 2000 x 200).
+// One small singular value (kappa 1e5 .. 3e5): x within 10x of the FP64 QR's error (1-4x here).
+// In a numpy model (300 x 60) the refinement had ended at 11-68x LAPACK's QR error on such
+// matrices in 6 of 72 cases (0.1-8x at 2000 x 200); against Eigen's Householder QR it does not.
 TEST(LeastSquares, OneSmallSingularValueAsAccurateAsTheFp64Qr) {
   Context ctx = Context::host_only();
   const std::int64_t m = 300, n = 60;
@@ -345,11 +332,10 @@ TEST(LeastSquares, OneSmallSingularValueAsAccurateAsTheFp64Qr) {
       for (const double rho : {1e-6, 1e-3, 1.0}) {
         MatrixD x;
         Errors e;
-        const Problem p = make_problem(m, n, 1, kappa, rho, seed, true);
-        const LeastSquaresReport r = solve_and_print(ctx, p, kappa, rho, x, e);
+        const LeastSquaresReport r =
+            solve_and_print(ctx, make_problem(m, n, 1, kappa, rho, seed, true), kappa, rho, x, e);
         EXPECT_TRUE(r.converged) << r.path();
-        EXPECT_LE(e.solver, std::max(10 * e.fp64_qr + 0x1p-50, fp64_forward_error_bound(p, kappa)))
-            << "kappa " << kappa << ", rho " << rho << ", seed " << seed;
+        EXPECT_LE(e.solver, 10 * e.fp64_qr + 0x1p-50) << "kappa " << kappa << ", rho " << rho << ", seed " << seed;
       }
 }
 
