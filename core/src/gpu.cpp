@@ -33,8 +33,17 @@ std::string cuda_version_string(int v) {
 }
 }  // namespace
 
+void detail::check_device_index(const std::string& who, int device) {
+  if (!gpu_available()) throw DeviceError(who + ": no CUDA GPU is available");
+  int count = 0;
+  MIXSOLVE_CUDA_CHECK(cudaGetDeviceCount(&count));
+  if (device < 0 || device >= count)
+    throw DeviceError(who + ": device (" + std::to_string(device) + ") is not a valid index (" + std::to_string(count) +
+                      " devices)");
+}
+
 DeviceInfo device_info(int device) {
-  if (!gpu_available()) throw DeviceError("device_info: no CUDA GPU is available");
+  detail::check_device_index("device_info", device);
   cudaDeviceProp prop{};
   MIXSOLVE_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   DeviceInfo info;
@@ -42,6 +51,10 @@ DeviceInfo device_info(int device) {
   info.compute_capability = prop.major * 10 + prop.minor;
   info.multiprocessors = prop.multiProcessorCount;
   info.memory_gib = static_cast<double>(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0);
+  info.memory_bus_width = prop.memoryBusWidth;
+  // CUDA 13's cudaDeviceProp has no clocks: they are attributes.
+  MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&info.sm_clock_khz, cudaDevAttrClockRate, device));
+  MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&info.memory_clock_khz, cudaDevAttrMemoryClockRate, device));
   int v = 0;
   MIXSOLVE_CUDA_CHECK(cudaDriverGetVersion(&v));
   info.driver_version = cuda_version_string(v);

@@ -37,12 +37,29 @@ struct DeviceInfo {
   std::string cublas_version;
   /// Total device memory in GiB (2^30 bytes).
   double memory_gib = 0;
+  /// Peak SM clock in kHz (cudaDevAttrClockRate).
+  int sm_clock_khz = 0;
+  /// Peak memory clock in kHz (cudaDevAttrMemoryClockRate).
+  int memory_clock_khz = 0;
+  /// Memory bus width in bits (cudaDevAttrGlobalMemoryBusWidth).
+  int memory_bus_width = 0;
 };
 
 /// Describes device `device`; throws DeviceError if there is none.
 /// @param device CUDA device index.
-/// @return its name, compute capability, multiprocessors, memory and the software versions.
+/// @return its name, compute capability, multiprocessors, memory, clocks, bus width and the
+///         software versions.
 /// @throws DeviceError if no CUDA GPU is available or `device` is not a valid index.
 DeviceInfo device_info(int device = 0);
+
+namespace detail {
+/// The checks of device_info(device), for functions that describe a device: throws DeviceError
+/// "<who>: no CUDA GPU is available" or "<who>: device (<device>) is not a valid index (<count>
+/// devices)".
+/// @param who    the function named in the message.
+/// @param device a CUDA device index.
+/// @throws DeviceError as above.
+void check_device_index(const std::string& who, int device);
+}  // namespace detail
 
 }  // namespace mixsolve
