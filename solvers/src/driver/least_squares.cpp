@@ -278,6 +278,9 @@ std::vector<double> HostLsSpace::smallest_singular_vector(std::int64_t start) {
   v[start] = 1;
   solve_r(v);
   normalize(v);
+  // r_start,start = 0 (an exactly dependent column): R v = 0 already, A's null vector to rounding;
+  // a step with R^-T would divide by that zero and lose it.
+  if (at(start, start) == 0) return v;
   solve_rt(v);
   solve_r(v);
   normalize(v);
@@ -437,16 +440,10 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
   if (x.rows != a.cols || x.cols != b.cols)
     throw InvalidArgument("least_squares: X is " + std::to_string(x.rows) + " x " + std::to_string(x.cols) + ", not " +
                           std::to_string(a.cols) + " x " + std::to_string(b.cols));
-  const auto overlap = [](const auto& p, const auto& q) {  // the address ranges the two views span
-    if (p.empty() || q.empty()) return false;
-    const auto* p0 = reinterpret_cast<const char*>(p.data);
-    const auto* p1 = reinterpret_cast<const char*>(p.data + (p.cols - 1) * p.ld + p.rows);
-    const auto* q0 = reinterpret_cast<const char*>(q.data);
-    const auto* q1 = reinterpret_cast<const char*>(q.data + (q.cols - 1) * q.ld + q.rows);
-    return p0 < q1 && q0 < p1;
-  };
-  if (overlap(x, a) || overlap(x, b))
-    throw InvalidArgument("least_squares: X must not overlap A or B (both are read until the end)");
+  // A and B are read until the end, while X is written: no byte of X's storage range may lie in
+  // theirs.
+  detail::check_no_overlap(where, "X", x, "A", a);
+  detail::check_no_overlap(where, "X", x, "B", b);
   if (options.factorization != Precision::FP32 && options.factorization != Precision::FP64)
     throw InvalidArgument("least_squares: factorization " + to_string(options.factorization) +
                           " is not supported (fp32 or fp64)");
@@ -454,6 +451,12 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
     throw InvalidArgument("least_squares: max_iterations (" + std::to_string(options.max_iterations) + ") < 1");
   if (options.block_size < 0)
     throw InvalidArgument("least_squares: block_size (" + std::to_string(options.block_size) + ") < 0");
+  using LsRefinement = LeastSquaresOptions::Refinement;
+  const LsRefinement method = options.refinement;
+  if (method != LsRefinement::Augmented && method != LsRefinement::Gmres &&
+      method != LsRefinement::AugmentedThenGmres && method != LsRefinement::Cgls)
+    throw InvalidArgument("least_squares: refinement (" + std::to_string(static_cast<int>(method)) +
+                          ") is not Augmented, Gmres, AugmentedThenGmres or Cgls");
   // The FP32 updates' backends: FP32 GEMMs in A's memory (fp32_vt_c_update applies to device
   // matrices only).
   for (const auto& [option, name] : {std::pair<const char*, const std::string&>{"fp32_update", options.fp32_update},

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "refinement/condition_estimate.hpp"
@@ -50,6 +52,13 @@ using solvers_detail::FactorResult;
 
 namespace {
 
+// A double for a message: "0.0001", "-1", "nan", "inf".
+std::string number(double v) {
+  std::ostringstream text;
+  text << v;
+  return text.str();
+}
+
 // The factorizations SolveOptions::range_scaling applies to (precisions.cpp says why).
 bool range_limited(Precision p) { return solvers_detail::precision_info(p).range_limited; }
 
@@ -87,7 +96,9 @@ struct Factorization::State {
   Context* ctx = nullptr;
   SolveOptions options;
   std::unique_ptr<Engine> engine;
-  const void* user_a = nullptr;  // the caller's A (read in place by the device engine)
+  // The caller's A where the engine reads it in place (device memory: Factorization::solve checks X
+  // against it); empty for a host A, copied by the constructor: its storage may since hold X.
+  MatrixView<const double> user_a_in_place;
   double norm_a = 0;
   bool badly_scaled = false;  // Engine::badly_scaled: iterates judged componentwise
   std::vector<Precision> path;
@@ -119,6 +130,18 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
                           ") < -1 (-1: the engine's choice)");
   if (options.gmres_restart < 1)
     throw InvalidArgument(std::string(where) + ": gmres_restart (" + std::to_string(options.gmres_restart) + ") < 1");
+  if (options.gmres_max_inner < 1)
+    throw InvalidArgument(std::string(where) + ": gmres_max_inner (" + std::to_string(options.gmres_max_inner) +
+                          ") < 1");
+  if (options.block_size < 0)
+    throw InvalidArgument(std::string(where) + ": block_size (" + std::to_string(options.block_size) +
+                          ") < 0 (0: the memory space's choice)");
+  // 0 (never probe), a positive ratio, or INFINITY (probe every attempt that may be probed).
+  if (std::isnan(options.probe_pivot_ratio))
+    throw InvalidArgument(std::string(where) + ": probe_pivot_ratio (" + number(options.probe_pivot_ratio) +
+                          ") is NaN (0: never probe, INFINITY: always)");
+  if (options.probe_pivot_ratio < 0)
+    throw InvalidArgument(std::string(where) + ": probe_pivot_ratio (" + number(options.probe_pivot_ratio) + ") < 0");
   // FP32 itself, or an SLFP format no wider than FP32.
   const slfp::Format storage = options.factor_storage;
   if (storage != slfp::Format::Fp32 && (storage == slfp::Format::Fp64 || slfp::container_bits(storage) > 32))
@@ -138,11 +161,14 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
                           std::to_string(kOzakiMinBits) + ", " + std::to_string(kOzakiMaxBits) + "]");
   if (!(options.tolerance_factor > 0))
     throw InvalidArgument(std::string(where) + ": tolerance_factor (" + std::to_string(options.tolerance_factor) + ") <= 0");
+  if (!std::isfinite(options.tolerance_factor))  // an infinite one would call every iterate converged
+    throw InvalidArgument(std::string(where) + ": tolerance_factor (" + number(options.tolerance_factor) +
+                          ") is not finite");
   State& s = *state_;
   s.ctx = &ctx;
   s.options = options;
-  s.user_a = a.data;
   if (a.memory == Memory::Device) {
+    s.user_a_in_place = a;
     if (!ctx.has_device()) throw InvalidArgument(std::string(where) + ": A is in device memory but the Context is host-only");
     s.engine = solvers_detail::make_device_engine(ctx, a, options.block_size);
   } else {
@@ -201,8 +227,10 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
                           std::to_string(b.rows) + " x " + std::to_string(b.cols));
   if (b.memory != s.engine->memory() || x.memory != s.engine->memory())
     throw InvalidArgument(std::string("solve: B and X must be in ") + to_string(s.engine->memory()) + " memory, as A");
-  if (x.data != nullptr && (x.data == b.data || static_cast<const void*>(x.data) == s.user_a))
-    throw InvalidArgument("solve: X must not alias A or B (both are read until the end)");
+  // B (and a device A) are read until the end, while X is written: no byte of X's storage range
+  // may lie in theirs.
+  detail::check_no_overlap("solve", "X", x, "B", b);
+  detail::check_no_overlap("solve", "X", x, "A", s.user_a_in_place);
   const auto bad = s.engine->find_nonfinite(b);
   if (bad.first >= 0)
     throw InvalidArgument("solve: B(" + std::to_string(bad.first) + ", " + std::to_string(bad.second) + ") is NaN or Inf");
@@ -380,7 +408,12 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
 
 SolveReport solve(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
                   const MatrixView<double>& x, const SolveOptions& options) {
-  Factorization f(ctx, a, options);  // checks A
+  // X must not overlap A, even a host A that the Factorization copies: A is the caller's, not to
+  // be written. Checked before any work; Factorization::solve checks X against B and a device A.
+  detail::check_view("solve", "A", a);
+  detail::check_view("solve", "X", x);
+  detail::check_no_overlap("solve", "X", x, "A", a);
+  Factorization f(ctx, a, options);  // checks A and the options
   return f.solve(b, x);              // checks B and X
 }
 

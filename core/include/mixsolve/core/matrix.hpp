@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <type_traits>
 
@@ -100,6 +101,62 @@ void check_view(const char* where, const char* name, const MatrixView<T>& v) {
     fail("ld (" + std::to_string(v.ld) + ") < rows (" + std::to_string(v.rows) + ")");
   if (v.data == nullptr && v.rows > 0 && v.cols > 0) fail("null data pointer with " +
       std::to_string(v.rows) + " x " + std::to_string(v.cols) + " elements");
+}
+
+/// The bytes [first, last) a well-formed view's storage spans: its elements lie in
+/// [data, data + (cols - 1) ld + rows) (detail::check_view). Both 0 for an empty view.
+struct StorageRange {
+  std::uintptr_t first = 0, last = 0;
+};
+/// @param v a view already checked by check_view (its memory is not read).
+/// @return the byte range of its storage; `last` saturates at the largest address.
+template <class T>
+StorageRange storage_range(const MatrixView<T>& v) {
+  if (v.empty()) return {};
+  const auto first = reinterpret_cast<std::uintptr_t>(v.data);
+  // (cols - 1) ld + rows elements, in unsigned arithmetic that saturates instead of wrapping.
+  constexpr std::uintmax_t most = UINTPTR_MAX;
+  const std::uintmax_t cols = std::uintmax_t(v.cols - 1), ld = std::uintmax_t(v.ld), rows = std::uintmax_t(v.rows);
+  const std::uintmax_t size = sizeof(T);
+  std::uintmax_t elements = most;
+  if (cols == 0 || ld <= (most - rows) / cols) elements = cols * ld + rows;
+  const std::uintmax_t bytes = elements <= most / size ? elements * size : most;
+  return {first, bytes <= most - first ? std::uintptr_t(first + bytes) : std::uintptr_t(most)};
+}
+
+/// Whether the storage ranges of two views (storage_range) share a byte. Empty views, and views in
+/// different memory spaces, never overlap. The test is on the ranges, not the elements: a view that
+/// lies in the rows between another's rows and its ld counts as overlapping it.
+/// @param p a view already checked by check_view.
+/// @param q another one.
+/// @return true when [p's first, p's last) and [q's first, q's last) intersect.
+template <class T, class U>
+bool storage_overlaps(const MatrixView<T>& p, const MatrixView<U>& q) {
+  if (p.empty() || q.empty() || p.memory != q.memory) return false;
+  const StorageRange a = storage_range(p), b = storage_range(q);
+  return a.first < b.last && b.first < a.last;
+}
+
+/// Throws InvalidArgument where a view that is written (`name`) overlaps one that is read
+/// (`other`): storage_overlaps. The message names both arguments and their byte ranges, e.g.
+/// "solve: X [0x7f10, 0x7f50) overlaps A [0x7f00, 0x7f80): X must not alias A".
+/// @param where the calling function's name, for the message.
+/// @param name  the written argument's name.
+/// @param v     the written view (checked by check_view).
+/// @param other_name the read argument's name.
+/// @param other the read view (checked by check_view).
+/// @throws InvalidArgument naming `where`, both arguments and their storage ranges.
+template <class T, class U>
+void check_no_overlap(const char* where, const char* name, const MatrixView<T>& v, const char* other_name,
+                      const MatrixView<U>& other) {
+  if (!storage_overlaps(v, other)) return;
+  const auto range = [](const StorageRange& r) {
+    char text[64];
+    std::snprintf(text, sizeof text, "[%#jx, %#jx)", std::uintmax_t(r.first), std::uintmax_t(r.last));
+    return std::string(text);
+  };
+  throw InvalidArgument(std::string(where) + ": " + name + " " + range(storage_range(v)) + " overlaps " + other_name +
+                        " " + range(storage_range(other)) + ": " + name + " must not alias " + other_name);
 }
 }  // namespace detail
 

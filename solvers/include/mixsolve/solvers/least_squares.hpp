@@ -37,14 +37,15 @@ namespace mixsolve {
 struct LeastSquaresOptions {
   /// The QR's precision: FP32 (refined to FP64 accuracy where kappa(A) u_32 < 1) or FP64.
   Precision factorization = Precision::FP32;
-  /// Refinement steps per attempt, >= 1.
+  /// Refinement steps per attempt, >= 1 (InvalidArgument).
   int max_iterations = 30;
   /// Factor again in FP64 where the cheaper factors' refinement does not converge. Without, such
   /// a solve returns that attempt's X with converged = false (NaN where it stopped RankUndecided:
   /// there is no solution to return).
   bool fallback = true;
   /// Householder reflectors per compact-WY block; 0: 32 for host matrices; for device ones 256
-  /// with cublas-fp16x3 updates, else 128 (FP64: 256 where n >= 1024).
+  /// with cublas-fp16x3 updates, else 128 (FP64: 256 where n >= 1024). Must be >= 0
+  /// (InvalidArgument).
   int block_size = 0;
   /// The GEMM backend (gemm registry name) of the FP32 QR's trailing updates, both of their
   /// products; "": host-fp32 for host matrices; for device ones, where n >= 1024 and A's column
@@ -66,7 +67,7 @@ struct LeastSquaresOptions {
   /// same factors, an attempt of its own, before any FP64 QR. Gmres: GMRES-LS only;
   /// AugmentedThenGmres: as Augmented, then GMRES-LS with the same factors (GMRES-LS has not yet
   /// paid on the device: docs/least_squares.md). FP64 factors take the plain or the semi-normal
-  /// steps.
+  /// steps. Another value (a cast integer) is an InvalidArgument.
   enum class Refinement { Augmented, Gmres, AugmentedThenGmres, Cgls };
   Refinement refinement = Refinement::Cgls;
   /// With fallback, where the FP32 attempt fails: first FP64 factors by Cholesky QR of
@@ -177,14 +178,19 @@ class RankDeficientMatrix : public Error {
 /// @param a       the m x n matrix A, m >= n, host or device memory; read, not modified. No NaN
 ///                or Inf.
 /// @param b       the m x k right-hand sides, in A's memory; read, not modified. No NaN or Inf.
-/// @param x       the n x k solutions, in A's memory, not overlapping A or B; written.
+/// @param x       the n x k solutions, in A's memory, not overlapping A or B (no byte of its
+///                storage range [x.data, x.data + (k - 1) ldx + n) in A's or B's:
+///                detail::check_no_overlap); written, but not the rows between n and ldx.
 /// @param options the settings (LeastSquaresOptions).
-/// @return the report; check LeastSquaresReport::converged.
+/// @return the report; check LeastSquaresReport::converged. With n = 0 or k = 0 there is nothing
+///         to solve: converged, no attempts, residual_norms ||b_j||_2 (X, empty, untouched).
 /// @throws InvalidArgument      if a view is malformed, B or X not in A's memory, device
 ///                              matrices with a host-only ctx, m < n, B has not m
 ///                              rows, X not n rows or not B's columns, A or B holds NaN or Inf,
-///                              X overlaps A or B, factorization is not FP32 or FP64,
-///                              max_iterations < 1, block_size < 0, or fp32_update
+///                              X's storage overlaps A's or B's (the message names both and
+///                              their byte ranges), factorization is not FP32 or FP64,
+///                              max_iterations < 1, block_size < 0, refinement not one of
+///                              LeastSquaresOptions::Refinement's values, or fp32_update
 ///                              (fp32_vt_c_update) names no FP32 GEMM backend for A's memory.
 /// @throws RankDeficientMatrix  if A is numerically rank deficient (RankDeficientMatrix).
 /// @throws DeviceError          if a CUDA, cuBLAS or cuSOLVER call fails.

@@ -160,7 +160,8 @@ struct SolveOptions {
   /// The LAPACK test (StopTest), per right-hand side:
   ///   ||r||_inf < tolerance_factor * sqrt(n) * ||x||_inf * ||A||_inf * eps_64.
   /// The driver asks its computed FP64 residual for 0.95 of that bound, a margin for the residual's
-  /// own rounding, so that the true residual of a converged solution meets the test. Must be > 0.
+  /// own rounding, so that the true residual of a converged solution meets the test. Must be > 0
+  /// and finite (InvalidArgument).
   double tolerance_factor = 1.0;
   /// Refinement steps per attempt: outer iterations (both methods); a GMRES-IR retry on the same
   /// factors (Refinement::Auto) counts its own. Must be >= 0 (0: the first solve only).
@@ -177,7 +178,7 @@ struct SolveOptions {
   /// gmres_restart: the restart length (Krylov vectors per cycle), >= 1.
   int gmres_restart = 50;
   /// gmres_max_inner: total GMRES iterations per outer step and right-hand side, and the budget
-  /// described above.
+  /// described above; >= 1 (InvalidArgument).
   int gmres_max_inner = 200;
   /// The format GMRES stores its Krylov basis in (slfp/blas.hpp): Fp64, or an SLFP format with
   /// FP64's exponent range (slfp64in56b .. slfp64in16b; an FP32-based one is an InvalidArgument).
@@ -242,7 +243,8 @@ struct SolveOptions {
   /// once at least 256 of its pivots, and more than half of those so far, lie below
   /// probe_pivot_ratio times the largest so far (StopReason::CollapsedPivots; a Hilbert matrix
   /// at column ~260 of 16384). Only where the probe could run (a higher rung remains, n as
-  /// above); not with INFINITY.
+  /// above); not with INFINITY. Must be 0, positive or INFINITY: NaN or a negative value is an
+  /// InvalidArgument.
   double probe_pivot_ratio = 1e-4;
   /// Range scaling of FP16, BF16 and fp16x3 factorizations (Higham, Pranesh & Zounon 2019,
   /// "Squeezing a matrix into half precision"): they factor mu A, a power of two times A with its
@@ -258,8 +260,8 @@ struct SolveOptions {
   /// When to estimate cond_inf(A) and bound the forward error (ConditionEstimate;
   /// SolveReport::condition_estimate).
   ConditionEstimate condition_estimate = ConditionEstimate::WhenNotConverged;
-  /// LU block size; 0 (or a negative value) picks one for the memory space: 256 on the GPU, 32 on the host (the GPU LU
-  /// takes at most 256: larger values are reduced to 256).
+  /// LU block size; 0 picks one for the memory space: 256 on the GPU, 32 on the host (the GPU LU
+  /// takes at most 256: larger values are reduced to 256). Must be >= 0 (InvalidArgument).
   int block_size = 0;
   /// The bits of each operand that the trailing updates of a Precision::Ozaki LU keep (the
   /// emulation's accuracy knob: ozaki2-int8's parameter bits, a grid of 2^-bits of each row's and
@@ -474,17 +476,21 @@ class SingularMatrix : public Error {
 /// @param a       the n x n matrix A (host or device memory); read, not modified. No NaN or Inf.
 /// @param b       the n x k right-hand sides B, in a's memory space; read, not modified. No NaN
 ///                or Inf.
-/// @param x       the n x k solution X, in a's memory space, not aliasing A or B; written (the
-///                best iterate: SolveReport::backward_error).
+/// @param x       the n x k solution X, in a's memory space, not overlapping A or B (no byte of
+///                its storage range [x.data, x.data + (k - 1) ldx + n) in A's or B's;
+///                detail::check_no_overlap); written (the best iterate: SolveReport::backward_error).
+///                The rows between n and ldx are not written.
 /// @param options the settings (SolveOptions).
 /// @return the report; check SolveReport::converged.
 /// @throws InvalidArgument if a view is malformed, A is not square or holds NaN or Inf, B has
 ///                         not n rows or holds NaN or Inf, X's shape differs from B's, the
 ///                         matrices lie in different memory spaces or A on the device with a
-///                         host-only ctx, X aliases A or B, or an option is out of range
+///                         host-only ctx, X's storage overlaps A's or B's (the message names
+///                         both and their byte ranges), or an option is out of range
 ///                         (auto_path empty or containing Auto, auto_min_n < -1,
-///                         max_iterations < 0, gmres_restart < 1, tolerance_factor <= 0,
-///                         ozaki_bits outside [kOzakiMinBits, kOzakiMaxBits]).
+///                         max_iterations < 0, gmres_restart < 1, gmres_max_inner < 1,
+///                         block_size < 0, probe_pivot_ratio NaN or < 0, tolerance_factor <= 0
+///                         or not finite, ozaki_bits outside [kOzakiMinBits, kOzakiMaxBits]).
 /// @throws SingularMatrix  if the FP64 factorization meets a zero pivot.
 /// @throws DeviceError     if a CUDA, cuBLAS or cuSOLVER call fails, or device memory runs out.
 SolveReport solve(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
@@ -509,8 +515,9 @@ class Factorization {
   ///                         device and ctx host-only, or an option is out of range (auto_path
   ///                         empty or containing Auto where factorization is Auto,
   ///                         auto_min_n < -1, max_iterations < 0, gmres_restart < 1,
-  ///                         tolerance_factor <= 0, ozaki_bits outside [kOzakiMinBits,
-  ///                         kOzakiMaxBits]).
+  ///                         gmres_max_inner < 1, block_size < 0, probe_pivot_ratio NaN or < 0,
+  ///                         tolerance_factor <= 0 or not finite, ozaki_bits outside
+  ///                         [kOzakiMinBits, kOzakiMaxBits]).
   /// @throws DeviceError     if a CUDA call fails or device memory runs out.
   Factorization(Context& ctx, const MatrixView<const double>& a, const SolveOptions& options = {});
   /// Frees the factors and the engine's memory (device memory goes back to the Context's pool).
@@ -524,12 +531,14 @@ class Factorization {
   /// A later solve starts from the factors that succeeded, with the refinement method that
   /// worked, and may still escalate to the next precision of the path if they fail for this B.
   /// @param b the n x k right-hand sides, in A's memory space; read. No NaN or Inf.
-  /// @param x the n x k solution, in A's memory space, not aliasing A or B; written.
+  /// @param x the n x k solution, in A's memory space; written (not the rows between n and ldx).
+  ///          Its storage range must not overlap B's, nor a device A's (read in place); a host A
+  ///          was copied by the constructor, so its storage may since hold X.
   /// @return the report of this solve (SolveReport); a B with no columns or rows returns at once,
   ///         converged.
   /// @throws InvalidArgument if a view is malformed, B has not n rows or holds NaN or Inf, X's
-  ///                         shape differs from B's, B or X is not in A's memory space, or X
-  ///                         aliases A or B.
+  ///                         shape differs from B's, B or X is not in A's memory space, or X's
+  ///                         storage overlaps B's or a device A's (the message names both).
   /// @throws SingularMatrix  if the FP64 factorization meets a zero pivot.
   /// @throws DeviceError     if a CUDA, cuBLAS or cuSOLVER call fails, or device memory runs out.
   SolveReport solve(const MatrixView<const double>& b, const MatrixView<double>& x);
