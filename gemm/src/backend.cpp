@@ -130,7 +130,7 @@ Support Backend::check(const Context& ctx, const Problem& p, const Parameters& p
     if (value > most)
       return {Status::OverSizeLimit,
               std::string(name) + " (" + s(value) + ") exceeds this backend's limit (" + s(most) + ")"};
-  return {};
+  return check_parameter_values(parameters, p);
 }
 
 Support Backend::can_implement(const Context& ctx, const GemmArgs<float>& args) const {

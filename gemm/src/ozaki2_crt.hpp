@@ -69,6 +69,10 @@ CrtTable crt_table(int moduli);
 // naming `backend`.
 std::vector<ParameterSpec> ozaki2_parameters();
 int ozaki2_resolve_moduli(const Parameters& asked, std::int64_t k, const std::string& backend);
+// Why a call with `asked` at inner dimension k is refused ("" if it is not): one modulus, moduli
+// and bits both set, or moduli too few for k. The backends' Backend::check_parameter_values, so
+// that can_implement reports what run() refuses.
+std::string ozaki2_moduli_refusal(const Parameters& asked, std::int64_t k);
 
 // The scaling (ozaki_int8.hpp). Vector v, a row of op(A) or a column of op(B), is multiplied by
 // 2^(K - e_v), where 2^e_v bounds its 2-norm, and rounded to integers x'. Then ||x'|| <= 2^K +

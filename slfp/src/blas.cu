@@ -311,6 +311,10 @@ __global__ void decode_kernel(std::int64_t n, A x, Out* y) {
 }
 
 constexpr int kThreads = 256;
+// Host loops shorter than this run on the calling thread: an OpenMP region costs microseconds, and
+// on a loaded machine a wait for a descheduled thread (the host GMRES's basis vectors at small n:
+// a 2 x 2 solve took 1.7 s with 2 threads, 0.07 s with one).
+constexpr std::int64_t kHostParallelMin = 1 << 15;
 
 // The checks encode and decode share: the vector `v` (called `vector_name`), its base type against
 // the plain array's `T`, and the plain array `array` (`array_name`) in v's memory. False: nothing
@@ -337,10 +341,10 @@ void encode_any(Context& ctx, const In* x, const Vector& y, Rounding rounding, c
       const std::int64_t n = y.size;
       if (y.memory == Memory::Host) {
         if (rounding == Rounding::NearestEven) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= kHostParallelMin)
           for (std::int64_t i = 0; i < n; ++i) a.template store<Rounding::NearestEven>(i, x[i]);
         } else {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= kHostParallelMin)
           for (std::int64_t i = 0; i < n; ++i) a.template store<Rounding::TowardZero>(i, x[i]);
         }
         return;
@@ -364,7 +368,7 @@ void decode_any(Context& ctx, const Vector& x, Out* y, const char* op) {
       const auto a = accessor(x, tag);
       const std::int64_t n = x.size;
       if (x.memory == Memory::Host) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= kHostParallelMin)
         for (std::int64_t i = 0; i < n; ++i) y[i] = a.load(i);
         return;
       }
@@ -395,11 +399,11 @@ void axpy(Context& ctx, double alpha, const Vector& x, const Vector& y, Rounding
     const std::int64_t n = x.size;
     if (x.memory == Memory::Host) {
       if (rounding == Rounding::NearestEven) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= kHostParallelMin)
         for (std::int64_t i = 0; i < n; ++i)
           ya.template store<Rounding::NearestEven>(i, fused(a, xa.load(i), ya.load(i)));
       } else {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= kHostParallelMin)
         for (std::int64_t i = 0; i < n; ++i)
           ya.template store<Rounding::TowardZero>(i, fused(a, xa.load(i), ya.load(i)));
       }
@@ -423,7 +427,7 @@ double dot(Context& ctx, const Vector& x, const Vector& y) {
     const std::int64_t n = x.size;
     if (x.memory == Memory::Host) {
       double sum = 0;
-#pragma omp parallel for schedule(static) reduction(+ : sum)
+#pragma omp parallel for schedule(static) if (n >= kHostParallelMin) reduction(+ : sum)
       for (std::int64_t i = 0; i < n; ++i) sum = std::fma(double(xa.load(i)), double(ya.load(i)), sum);
       return sum;
     }
@@ -565,14 +569,14 @@ void gemv(Context& ctx, Transpose op, double alpha, const Matrix& a, const doubl
     const auto acc = accessor(a.values, tag);
     if (a.values.memory == Memory::Host) {
       if (op == Transpose::No) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (a.rows * a.cols >= kHostParallelMin)
         for (std::int64_t i = 0; i < a.rows; ++i) {
           double sum = 0;
           for (std::int64_t j = 0; j < a.cols; ++j) sum = std::fma(double(acc.load(i + j * a.ld)), x[j], sum);
           y[i] = beta == 0.0 ? alpha * sum : std::fma(alpha, sum, beta * y[i]);
         }
       } else {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (a.rows * a.cols >= kHostParallelMin)
         for (std::int64_t j = 0; j < a.cols; ++j) {
           double sum = 0;
           for (std::int64_t i = 0; i < a.rows; ++i) sum = std::fma(double(acc.load(i + j * a.ld)), x[i], sum);

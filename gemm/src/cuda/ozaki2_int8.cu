@@ -190,6 +190,11 @@ class Ozaki2Int8 final : public Backend {
  protected:
   std::int64_t size_limit() const override { return 2147483647 - 16; }  // cuBLAS's int sizes, after padding
   std::int64_t inner_size_limit() const override { return kOzaki2MaxK; }
+  Support check_parameter_values(const Parameters& parameters, const Problem& p) const override {
+    const std::string refusal = detail::ozaki2_moduli_refusal(parameters, p.k);
+    if (refusal.empty()) return {};
+    return {Support::Status::InvalidArgument, refusal};
+  }
   void run_problem(Context& ctx, const Problem& p, const Parameters& parameters, const Execution&) const override {
     const std::int64_t m = p.m, n = p.n, k = p.k;
     const int moduli = detail::ozaki2_resolve_moduli(parameters, k, name());

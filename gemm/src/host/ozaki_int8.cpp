@@ -193,16 +193,33 @@ std::vector<ParameterSpec> ozaki2_parameters() {
            0, 64, 0}};
 }
 
-int ozaki2_resolve_moduli(const Parameters& asked, std::int64_t k, const std::string& backend) {
+std::string ozaki2_moduli_refusal(const Parameters& asked, std::int64_t k) {
   const auto value = [&](const char* key) {
     const auto it = asked.find(key);
     return it == asked.end() ? std::int64_t{0} : it->second;
   };
   const std::int64_t moduli = value("moduli"), bits = value("bits");
-  if (moduli == 1) throw InvalidArgument("gemm(" + backend + "): moduli (1): one modulus keeps no bits; 0 or 2-20");
+  if (moduli == 1) return "moduli (1): one modulus keeps no bits; 0 or 2-20";
   if (moduli != 0 && bits != 0)
-    throw InvalidArgument("gemm(" + backend + "): moduli (" + std::to_string(moduli) + ") and bits (" +
-                          std::to_string(bits) + ") both set; set one");
+    return "moduli (" + std::to_string(moduli) + ") and bits (" + std::to_string(bits) + ") both set; set one";
+  if (moduli != 0) {  // too few for k (2 moduli beyond k = 63503)
+    try {
+      ozaki2_operand_bits(int(moduli), k);
+    } catch (const InvalidArgument& e) {
+      return e.what();
+    }
+  }
+  return "";
+}
+
+int ozaki2_resolve_moduli(const Parameters& asked, std::int64_t k, const std::string& backend) {
+  if (const std::string refusal = ozaki2_moduli_refusal(asked, k); !refusal.empty())
+    throw InvalidArgument("gemm(" + backend + "): " + refusal);
+  const auto value = [&](const char* key) {
+    const auto it = asked.find(key);
+    return it == asked.end() ? std::int64_t{0} : it->second;
+  };
+  const std::int64_t moduli = value("moduli"), bits = value("bits");
   return moduli != 0 ? int(moduli) : ozaki2_moduli_for_bits(bits != 0 ? int(bits) : kOzaki2DefaultBits, k);
 }
 
@@ -223,6 +240,11 @@ class HostOzaki2Int8 final : public Backend {
   std::vector<ParameterSpec> parameters() const override { return detail::ozaki2_parameters(); }
 
  protected:
+  Support check_parameter_values(const Parameters& parameters, const Problem& p) const override {
+    const std::string refusal = detail::ozaki2_moduli_refusal(parameters, p.k);
+    if (refusal.empty()) return {};
+    return {Support::Status::InvalidArgument, refusal};
+  }
   std::int64_t inner_size_limit() const override { return kOzaki2MaxK; }
   void run_problem(Context&, const Problem& p, const Parameters& parameters, const Execution&) const override {
     const std::int64_t m = p.m, n = p.n, k = p.k;

@@ -135,10 +135,14 @@ constexpr double kGmresTolerance = 0x1p-20;
 
 // One outer step of GMRES-LS: GMRES (modified Gram-Schmidt Arnoldi, Givens rotations) on
 // M^-1 K' z = M^-1 [f; g'] from z = 0, in slots 0 .. kGmresSteps (the basis) and kGmresSteps + 1
-// (work); then x and r take z.
-LsSteps::Norms gmres_step(LsSteps& s, double alpha) {
+// (work); then x and r take z. The residual is scaled by `sigma`, a power of two near 1 / ||b||,
+// and the correction back: the residual's entries lie near u ||b||, whose squares in the dot
+// products would underflow for a b near 2^-600 (a zero beta, read as converged) or overflow near
+// 2^600.
+LsSteps::Norms gmres_step(LsSteps& s, double alpha, double sigma) {
   constexpr int work = kGmresSteps + 1;
   s.residual(work, alpha);
+  s.scale(work, sigma);
   s.precondition(work, 0, alpha);
   const double beta = std::sqrt(s.dot(0, 0));
   if (!(beta > 0) || !std::isfinite(beta)) return s.add_correction(std::vector<double>(beta == 0 ? 0 : 1, NAN), alpha);
@@ -178,6 +182,7 @@ LsSteps::Norms gmres_step(LsSteps& s, double alpha) {
     for (int j = i + 1; j < k; ++j) sum -= h[i][j] * y[j];
     y[i] = h[i][i] != 0 ? sum / h[i][i] : 0;
   }
+  for (double& e : y) e /= sigma;  // exact: a power of two
   return s.add_correction(y, alpha);
 }
 
@@ -228,13 +233,13 @@ LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iteratio
   constexpr double kUnit = 0x1p-53;
   const LsSteps::Start first = steps.start();
   const double norm_b = first.b, first_residual = first.r;
-  // An accepted x must not have a larger residual than the first x, an XOnly x one above FP64's
-  // rounding level (LsMethod).
+  // An accepted x must not have a larger residual than the first x (beyond FP64's rounding level,
+  // the whole residual of a consistent system, u ||A|| ||x|| >> u ||b|| where kappa is large), an
+  // XOnly x one above FP64's rounding level (LsMethod).
   const auto checked = [&](LsStop stop, double norm_x) {
     const double residual = steps.residual_norm();
-    const double bound = method == LsMethod::XOnly
-                             ? 8 * std::sqrt(double(steps.rows())) * kUnit * (norm_b + norm_a * norm_x)
-                             : first_residual * (1 + 0x1p-20) + 0x1p-40 * norm_b;
+    const double noise = 8 * std::sqrt(double(steps.rows())) * kUnit * (norm_b + norm_a * norm_x);
+    const double bound = method == LsMethod::XOnly ? noise : first_residual * (1 + 0x1p-20) + 0x1p-40 * norm_b + noise;
     return residual <= bound ? stop : LsStop::Diverged;
   };
   if (method == LsMethod::Gmres) steps.reserve(kGmresSteps + 2);
@@ -243,11 +248,14 @@ LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iteratio
   const double alpha = smallest_r > 0 && std::isfinite(smallest_r)
                            ? std::ldexp(1.0, std::clamp(std::ilogb(smallest_r), -1000, 1000))
                            : 1;
+  // GMRES-LS's residual scale (gmres_step): a power of two near 1 / ||b||.
+  const double residual_scale =
+      norm_b > 0 && std::isfinite(norm_b) ? std::ldexp(1.0, std::clamp(-std::ilogb(norm_b), -1000, 1000)) : 1;
   LsRefinementResult result;
   double previous = INFINITY, previous_dx = INFINITY, previous_dr = INFINITY;
   int contractions = 0;  // corrections at most half the one before
   for (int step = 1; step <= max_iterations; ++step) {
-    const LsSteps::Norms norms = method == LsMethod::Gmres   ? gmres_step(steps, alpha)
+    const LsSteps::Norms norms = method == LsMethod::Gmres   ? gmres_step(steps, alpha, residual_scale)
                                  : method == LsMethod::XOnly ? steps.x_step()
                                  : method == LsMethod::Cgls  ? cgls_step(steps, result.inner_iterations)
                                                              : steps.step();

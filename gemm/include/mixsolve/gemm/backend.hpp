@@ -147,7 +147,7 @@ class Backend {
   /// Whether run() would accept `problem`: can_implement of the typed form, plus each operand's
   /// format (Support::Status::UnsupportedFormat names the operand), a packed B's packer and
   /// storage, and the parameters (UnsupportedParameter for an undeclared name, InvalidArgument
-  /// for a value outside its range).
+  /// for a value outside its range or values that do not go together: check_parameter_values).
   /// @param ctx        the context the backend would run in.
   /// @param problem    the GEMM.
   /// @param parameters the backend's parameters; those left out take their defaults.
@@ -222,6 +222,14 @@ class Backend {
   /// @param problem   the GEMM (sizes not yet checked).
   /// @param execution how the call may execute.
   virtual Support check_formats(const Problem& problem, const Execution& execution) const;
+  /// Whether parameter values that each lie in their spec's range go together for this product
+  /// (ozaki2-int8: one modulus keeps no bits; moduli and bits both set). can_implement and run()
+  /// ask it for a product with elements to compute (m, n, k > 0, alpha != 0). The default accepts
+  /// every combination.
+  /// @param parameters the call's parameters (names and ranges already checked).
+  /// @param problem    the GEMM.
+  /// @return Ok, or InvalidArgument naming the parameters and their values.
+  virtual Support check_parameter_values(const Parameters& parameters, const Problem& problem) const { return {}; }
   /// A parameter's value: the one given, else its spec's default.
   /// @param parameters the call's parameters (already checked against parameters()).
   /// @param name       a declared parameter's name; InvalidArgument for any other.
