@@ -22,6 +22,11 @@ enum class StreamPriority { Normal, High };
 ///
 /// Move-only; a moved-from Context behaves as a host-only one. Not thread-safe: use one Context
 /// per thread of work.
+///
+/// The stream is non-blocking: it does not wait for the legacy default stream. Device inputs
+/// written by other streams must be complete (or ordered before stream() with an event) when a
+/// call starts; note that cudaMemcpy from pageable host memory may return before its copy has
+/// landed, so synchronize (cudaDeviceSynchronize, or cudaStreamSynchronize(0)) after it.
 class Context {
  public:
   /// A context on GPU `device` with its own stream (created non-blocking) and cuBLAS handle,

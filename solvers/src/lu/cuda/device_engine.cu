@@ -195,6 +195,15 @@ class DeviceEngine final : public DeviceSpace {
     FactorResult result;
     MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(factors64_.data(), nf_ * sizeof(double), a_.data, a_.ld * sizeof(double),
                                           n_ * sizeof(double), n_, cudaMemcpyDeviceToDevice, stream()));
+    // The storage beyond the n x n factors is zeroed: the triangular solves (ours and cuBLAS's)
+    // load whole tiles, rows n .. nf - 1 included, and must not read uninitialized memory there
+    // (compute-sanitizer initcheck; its synccheck saw cuBLAS's trsm diverge at a barrier on it).
+    if (nf_ > n_) {
+      MIXSOLVE_CUDA_CHECK(cudaMemset2DAsync(factors64_.data() + n_, nf_ * sizeof(double), 0,
+                                            (nf_ - n_) * sizeof(double), n_, stream()));
+      MIXSOLVE_CUDA_CHECK(
+          cudaMemsetAsync(factors64_.data() + n_ * nf_, 0, (nf_ - n_) * nf_ * sizeof(double), stream()));
+    }
     if (!solver_) {  // created on first use: most solves never factor with cuSOLVER
       MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&solver_));
       MIXSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(solver_, stream()));
