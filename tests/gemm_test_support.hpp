@@ -98,4 +98,37 @@ inline void expect_fp64_product_accurate(const std::vector<double>& a, const std
     }
 }
 
+// C = A B (m x k times k x n) for FP32 inputs, against which a backend's rounding is measured: each
+// product is exact in long double (24 + 24 significant bits) and the sums run in a fixed order with
+// long double's rounding, so C is A B to ~k 2^-64 |A| |B| (then rounded to double) on every machine,
+// whatever Eigen's cache blocking would make of an FP64 product.
+inline std::vector<double> ordered_reference_product(const HostMatrix<float>& a, const HostMatrix<float>& b) {
+  const std::int64_t m = a.rows, k = a.cols, n = b.cols;
+  std::vector<double> c(static_cast<std::size_t>(m * n));
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < m; ++i) {
+      long double sum = 0;
+      for (std::int64_t p = 0; p < k; ++p) sum += (long double)a(i, p) * (long double)b(p, j);
+      c[static_cast<std::size_t>(i + j * m)] = double(sum);
+    }
+  return c;
+}
+
+// C = alpha A B + beta C on packed FP64 operands (no transposes; lda = m, ldb = k, ldc = m) in
+// the memory the pointers are in, the product several FP64 backend tests run.
+inline gemm::Problem packed_f64_problem(std::int64_t m, std::int64_t n, std::int64_t k, double alpha, double beta,
+                                        const double* a, const double* b, double* c) {
+  using gemm::Format;
+  gemm::Problem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.alpha = alpha;
+  p.beta = beta;
+  p.a = gemm::Operand::dense(Format::F64, gemm::Op::N, a, m);
+  p.b = gemm::Operand::dense(Format::F64, gemm::Op::N, b, k);
+  p.c = gemm::Output{Format::F64, c, m};
+  return p;
+}
+
 }  // namespace mixsolve::testing

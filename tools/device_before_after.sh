@@ -6,6 +6,7 @@
 # libraries (../shared/tools/gpu-bundle). Logs into $OUT.
 #   BEFORE=carry/before AFTER=carry/after LIBS=carry/gpu-libs bash tools/device_before_after.sh
 set -u
+export MIXSOLVE_GPU_TESTS_REQUIRED=1  # GPU tests fail, not skip (tests/gpu/gpu_test_support.hpp)
 export LD_LIBRARY_PATH=$PWD/${LIBS:?LIBS}
 out=${OUT:-/tmp}
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader | tee "$out/gpu.txt"

@@ -6,6 +6,7 @@
 # (../shared/tools/gpu-bundle). Logs and JSON into $OUT.
 #   BIN=build-carry LIBS=build-carry/gpu-libs bash tools/device_ozaki.sh
 set -u
+export MIXSOLVE_GPU_TESTS_REQUIRED=1  # GPU tests fail, not skip (tests/gpu/gpu_test_support.hpp)
 export LD_LIBRARY_PATH=$PWD/${LIBS:?LIBS}
 out=${OUT:-/tmp}
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader | tee "$out/gpu.txt"

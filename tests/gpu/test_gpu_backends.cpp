@@ -88,10 +88,11 @@ mixsolve::testing::Reference scaled_update(mixsolve::testing::Reference r, doubl
   return r;
 }
 
+// The device FP32 backends, each checked to run here (mixsolve::testing::backends_of); at least
+// cuBLAS's five, the corrected ones and the SLFP-stored ones.
 std::vector<const Backend*> device_f32_backends(const Context& ctx) {
-  std::vector<const Backend*> out;
-  for (const Backend* b : available_backends(ctx))
-    if (b->memory() == Memory::Device && b->data_type() == DataType::F32) out.push_back(b);
+  std::vector<const Backend*> out = mixsolve::testing::backends_of(ctx, Memory::Device, DataType::F32);
+  EXPECT_GE(out.size(), 8u) << "device FP32 backends that run here";
   return out;
 }
 
@@ -103,12 +104,15 @@ TEST(GpuBackends, EveryFp32BackendMatchesFp64ReferenceOnAllTransposesAndOddSizes
   };
   const Shape shapes[] = {{1, 1, 1}, {17, 33, 65}, {1000, 17, 300}, {129, 257, 4097}, {4097, 31, 40}, {128, 128, 128}};
   std::uint64_t seed = 1000;
-  for (const Backend* be : device_f32_backends(ctx))
+  const std::vector<const Backend*> backends = device_f32_backends(ctx);
+  std::size_t cases = 0;
+  for (const Backend* be : backends)
     for (Op oa : {Op::N, Op::T})
       for (Op ob : {Op::N, Op::T})
         for (const Shape& s : shapes)
           for (bool with_beta : {false, true}) {
             seed += 3;
+            ++cases;
             const float alpha = with_beta ? -1.25f : 1.0f, beta = with_beta ? 0.5f : 0.0f;
             DeviceProblem p(oa, ob, s.m, s.n, s.k, 3, RandomSpec::uniform(-1, 1, seed),
                             RandomSpec::uniform(-1, 1, seed + 1), with_beta);
@@ -123,6 +127,7 @@ TEST(GpuBackends, EveryFp32BackendMatchesFp64ReferenceOnAllTransposesAndOddSizes
               for (std::int64_t i = s.m; i < c.ld; ++i)
                 if (with_beta) ASSERT_EQ(c(i, j), p.c0(i, j)) << be->name();
           }
+  EXPECT_EQ(cases, backends.size() * 2 * 2 * std::size(shapes) * 2);
 }
 
 // The size limits a backend states through can_implement, which never touches the operands
@@ -413,6 +418,7 @@ TEST(GpuBackends, CorrectedSplitKMatchesFp64ReferenceOnLongSkinnyProducts) {
     std::int64_t m, n, k;
   };
   std::uint64_t seed = 5000;
+  int products = 0, split = 0;
   for (const Shape& s : {Shape{256, 384, 65536}, Shape{256, 200, 40000}, Shape{256, 384, 1000}}) {
     seed += 10;
     DeviceProblem p(Op::T, Op::N, s.m, s.n, s.k, 3, RandomSpec::uniform(-1, 1, seed),
@@ -425,7 +431,8 @@ TEST(GpuBackends, CorrectedSplitKMatchesFp64ReferenceOnLongSkinnyProducts) {
     const std::int64_t tiles = (s.m + 127) / 128 * ((s.n + 127) / 128);
     for (const char* name : {"halfhalf", "tf32tf32-packed"}) {  // the general kernel's split-K
       const Backend& be = find_backend(name);
-      if (!be.unavailable_reason(ctx).empty()) continue;
+      if (!mixsolve::testing::backend_runs_here(be, ctx)) continue;
+      ++products;
       const std::int64_t slice = std::string(name) == "halfhalf" ? 64 : 32;  // values of k per 128-byte slice
       const std::int64_t k_tiles = (s.k + slice - 1) / slice;
       const int splits = corrected::corrected_split_count(tiles, k_tiles, multiprocessors);
@@ -456,6 +463,7 @@ TEST(GpuBackends, CorrectedSplitKMatchesFp64ReferenceOnLongSkinnyProducts) {
         }
       }
       if (splits > 1) {
+        ++split;
         ctx.set_multiprocessor_limit(static_cast<int>(tiles));
         EXPECT_EQ(corrected::corrected_split_count(tiles, k_tiles, static_cast<int>(tiles)), 1);
         const HostMatrix<float> c = run(1.0f);
@@ -468,6 +476,9 @@ TEST(GpuBackends, CorrectedSplitKMatchesFp64ReferenceOnLongSkinnyProducts) {
       }
     }
   }
+  // Three shapes for each backend that runs here, the two with k >= 40000 split.
+  EXPECT_EQ(split * 3, products * 2);
+  if (mixsolve::testing::gpu_tests_required()) EXPECT_EQ(products, 6);
 }
 
 // tf32tf32 sends products with m <= 256 whose op(B) TMA can read in place (op(B) = N, ldb a
@@ -482,7 +493,7 @@ TEST(GpuBackends, Tf32SkinnyKernelMatchesFp64ReferenceAndThePackedKernel) {
   Context ctx;
   const Backend& skinny = find_backend("tf32tf32");
   const Backend& packed = find_backend("tf32tf32-packed");
-  if (!skinny.unavailable_reason(ctx).empty()) GTEST_SKIP() << skinny.unavailable_reason(ctx);
+  if (!skinny.unavailable_reason(ctx).empty()) MIXSOLVE_SKIP_GPU_TEST(skinny.unavailable_reason(ctx));
   struct Shape {
     std::int64_t m, n, k;
     Op op_a;
@@ -723,7 +734,7 @@ TEST(GpuDgemmEmulated, AgreesWithDgemmAndRestoresTheHandle) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
   const Backend& emulated = find_backend("cublas-dgemm-emulated");
-  if (!emulated.unavailable_reason(ctx).empty()) GTEST_SKIP() << emulated.unavailable_reason(ctx);
+  if (!emulated.unavailable_reason(ctx).empty()) MIXSOLVE_SKIP_GPU_TEST(emulated.unavailable_reason(ctx));
   const std::int64_t m = 96, n = 80, k = 200;
   std::vector<double> a(m * k), b(k * n);
   fill_random(host_view(a.data(), m, k, m), RandomSpec::uniform(-1, 1, 81));
@@ -756,65 +767,6 @@ TEST(GpuDgemmEmulated, AgreesWithDgemmAndRestoresTheHandle) {
   cublasEmulationStrategy_t strategy{};
   ASSERT_EQ(cublasGetEmulationStrategy(ctx.cublas(), &strategy), CUBLAS_STATUS_SUCCESS);
   EXPECT_EQ(strategy, CUBLAS_EMULATION_STRATEGY_DEFAULT) << "the handle's strategy is restored";
-}
-
-}  // namespace
-
-namespace {
-
-// dgemm-auto runs what dgemm_auto_choice names, bit for bit, with beta != 0: cuBLAS DGEMM for a
-// small product, and at 8192^3 and 30 bits the emulation wherever this GPU has a measured model;
-// NaN in A sends a product the model would emulate to DGEMM, which propagates it, and C holds
-// DGEMM's result alone.
-TEST(GpuDgemmAuto, RunsItsChoiceAndSendsNanToDgemm) {
-  MIXSOLVE_REQUIRE_GPU();
-  Context ctx;
-  const Backend& automatic = find_backend("dgemm-auto");
-  for (const std::int64_t size : {std::int64_t{96}, std::int64_t{8192}}) {
-    const DgemmAutoChoice choice = dgemm_auto_choice(ctx, size, size, size, 30);
-    std::printf("n = %lld, 30 bits: %s, %s\n", (long long)size, choice.backend.c_str(), choice.reason.c_str());
-    if (size == 96) EXPECT_EQ(choice.backend, "cublas-dgemm") << choice.reason;
-    DeviceBuffer<double> a(ctx, size * size), b(ctx, size * size), c(ctx, size * size), d(ctx, size * size);
-    fill_random(device_view(a.data(), size, size, size), RandomSpec::phi_spread(1, 91), ctx.stream());
-    fill_random(device_view(b.data(), size, size, size), RandomSpec::phi_spread(1, 92), ctx.stream());
-    const auto fresh_c = [&] {  // the same C before each pair of calls
-      fill_random(device_view(c.data(), size, size, size), RandomSpec::uniform(-1, 1, 93), ctx.stream());
-      fill_random(device_view(d.data(), size, size, size), RandomSpec::uniform(-1, 1, 93), ctx.stream());
-    };
-    const auto problem = [&](double* out) {
-      return Problem{size,
-                     size,
-                     size,
-                     1.0,
-                     0.5,
-                     Operand::dense(Format::F64, Op::N, a.data(), size),
-                     Operand::dense(Format::F64, Op::N, b.data(), size),
-                     Output{Format::F64, out, size}};
-    };
-    const auto same = [&](const char* what) {
-      ctx.synchronize();
-      std::vector<double> x(size * size), y(size * size);
-      c.copy_to_host(x.data(), x.size());
-      d.copy_to_host(y.data(), y.size());
-      std::int64_t differ = 0;
-      for (std::size_t e = 0; e < x.size(); ++e) differ += !(x[e] == y[e] || (std::isnan(x[e]) && std::isnan(y[e])));
-      EXPECT_EQ(differ, 0) << what << " at n = " << size;
-    };
-    fresh_c();
-    automatic.run(ctx, problem(c.data()), {{"bits", 30}});
-    if (choice.backend == "ozaki2-int8")
-      find_backend("ozaki2-int8").run(ctx, problem(d.data()), {{"moduli", choice.moduli}});
-    else
-      find_backend("cublas-dgemm").run(ctx, problem(d.data()));
-    same("the choice");
-    const double nan = std::nan("");
-    MIXSOLVE_CUDA_CHECK(cudaMemcpy(a.data(), &nan, sizeof nan, cudaMemcpyHostToDevice));
-    fresh_c();
-    automatic.run(ctx, problem(c.data()), {{"bits", 30}});
-    find_backend("cublas-dgemm").run(ctx, problem(d.data()));
-    same("NaN in A");
-  }
-  EXPECT_THROW(dgemm_auto_choice(ctx, 8, 8, 8, 0), InvalidArgument);
 }
 
 }  // namespace

@@ -91,6 +91,7 @@ TEST(GpuOzakiFp32, ErrorsFallWithTheSplitsAsOnTheHost) {
   Context ctx;
   Context host = Context::host_only();
   const std::int64_t n = 256;
+  int covered = 0;  // (phi, backend) pairs
   for (const double phi : {0.1, 1.0}) {
     const std::vector<double> a = phi_matrix(n, n, phi, 21), b = phi_matrix(n, n, phi, 22);
     const std::vector<double> c0 = phi_matrix(n, n, 0.1, 23);
@@ -126,7 +127,8 @@ TEST(GpuOzakiFp32, ErrorsFallWithTheSplitsAsOnTheHost) {
     std::printf("\n");
     for (const char* name : {"ozaki-fp32", "ozaki-fp32-halfhalf", "ozaki-fp32-tf32tf32"}) {
       const Backend& backend = find_backend(name);
-      if (!backend.unavailable_reason(ctx).empty()) continue;
+      if (!mixsolve::testing::backend_runs_here(backend, ctx)) continue;
+      ++covered;
       std::printf("  %-22s", name);
       double previous = INFINITY;
       for (int s = kOzakiFp32MinSplits; s <= kOzakiFp32MaxSplits; ++s) {
@@ -141,6 +143,9 @@ TEST(GpuOzakiFp32, ErrorsFallWithTheSplitsAsOnTheHost) {
       std::printf("\n");
     }
   }
+  // The plain FP32 backend runs wherever there is a GPU; the corrected ones from sm_80.
+  EXPECT_GE(covered, 2);
+  if (mixsolve::testing::gpu_tests_required()) EXPECT_EQ(covered, 6);
 }
 
 // The slices' products are exact in FP32 (seed 001 eq. (11)) and summed in the host's order, so
@@ -213,11 +218,13 @@ TEST(GpuOzakiSchemes, RefuseNonFiniteInputsAndDeepProducts) {
     std::int64_t first_refused_k;
   };
   const std::int64_t tiled = std::int64_t{65535} * 64 + 1;
+  int covered = 0;
   for (const Case& c :
        {Case{"ozaki2-int8", kOzaki2MaxK + 1}, Case{"ozaki-fp32", tiled}, Case{"ozaki-fp32-halfhalf", tiled},
         Case{"ozaki-fp32-tf32tf32", tiled}, Case{"ozaki-bf16", tiled}, Case{"ozaki-fp16", tiled}}) {
     const Backend& backend = find_backend(c.name);
-    if (!backend.unavailable_reason(ctx).empty()) continue;
+    if (!mixsolve::testing::backend_runs_here(backend, ctx)) continue;
+    ++covered;
     for (const bool in_a : {true, false}) {
       std::vector<double> a(m * k, 1.0), b(k * n, 1.0);
       (in_a ? a[3] : b[7]) = in_a ? std::nan("") : INFINITY;
@@ -257,6 +264,8 @@ TEST(GpuOzakiSchemes, RefuseNonFiniteInputsAndDeepProducts) {
         EXPECT_EQ(status, Support::Status::OverSizeLimit) << c.name << ", k " << depth;
     }
   }
+  EXPECT_GE(covered, 2);  // ozaki2-int8 and ozaki-fp32 run on any GPU of sm_75 on
+  if (mixsolve::testing::gpu_tests_required()) EXPECT_EQ(covered, 6);
 }
 
 }  // namespace

@@ -259,7 +259,7 @@ TEST(GpuWmma, FragmentMapsAndHelpersAgreeWithTheWmmaApiForEveryFragment) {
   MIXSOLVE_REQUIRE_GPU();
   int major = 0;
   MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-  if (major < 9) GTEST_SKIP() << "the fragment maps were read on sm_90";
+  if (major < 9) MIXSOLVE_SKIP_GPU_TEST("the fragment maps were read on sm_90");
   check_shape<16, 16, 16>();
   check_shape<32, 8, 16>();
   check_shape<8, 32, 16>();
@@ -305,7 +305,7 @@ TEST(GpuWmma, VectorFragmentsGiveTheOuterProduct) {
   MIXSOLVE_REQUIRE_GPU();
   int major = 0;
   MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-  if (major < 9) GTEST_SKIP() << "the fragment maps were read on sm_90";
+  if (major < 9) MIXSOLVE_SKIP_GPU_TEST("the fragment maps were read on sm_90");
   check_outer_product<16, 16, 16, half, float>("half m16n16k16");
   check_outer_product<8, 8, 4, double, double>("double m8n8k4");
 }
@@ -364,7 +364,7 @@ TEST(GpuWmma, CorrectedFragmentProductsKeepFp32Accuracy) {
   MIXSOLVE_REQUIRE_GPU();
   int major = 0;
   MIXSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-  if (major < 9) GTEST_SKIP() << "the fragment maps were read on sm_90";
+  if (major < 9) MIXSOLVE_SKIP_GPU_TEST("the fragment maps were read on sm_90");
   const int k = 512;
   std::vector<float> a(16 * k), b(k * 16);
   std::uint64_t state = 12345;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "refinement/condition_estimate.hpp"
+#include "reference_solvers.hpp"
 #include "mixsolve/core/error.hpp"
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/matgen/test_matrices.hpp"
@@ -67,13 +68,13 @@ double estimate_of(const MatrixXd& b, int* products = nullptr) {
   return estimate_norm1(b.rows(), product_with(b), product_with_transpose(b), products);
 }
 
-// A^-1 and A^-T through an LU factorization with partial pivoting, as the engines apply them.
+// A^-1 and A^-T through an LU factorization with partial pivoting, as the engines apply them
+// (the unblocked dgetf2 + dgetrs of reference_solvers.hpp, the same rounding on every machine).
 template <typename Scalar>
 struct LuInverse {
   using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
-  using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
-  Eigen::PartialPivLU<Matrix> lu;
-  explicit LuInverse(const MatrixXd& a) : lu(a.cast<Scalar>()) {}
+  mixsolve::testing::LuFactors<Scalar> lu;
+  explicit LuInverse(const MatrixXd& a) : lu(mixsolve::testing::lu_factor(Matrix(a.cast<Scalar>()))) {}
   LinearOperator inverse() const {
     return [this](std::vector<double>& x) { solve(x, false); };
   }
@@ -81,33 +82,25 @@ struct LuInverse {
     return [this](std::vector<double>& x) { solve(x, true); };
   }
   void solve(std::vector<double>& x, bool transposed) const {
-    Eigen::Map<VectorXd> v(x.data(), Eigen::Index(x.size()));
-    const Vector rhs = v.cast<Scalar>();
-    const Vector y = transposed ? Vector(lu.transpose().solve(rhs)) : Vector(lu.solve(rhs));
-    v = y.template cast<double>();
+    Matrix v = Eigen::Map<const VectorXd>(x.data(), Eigen::Index(x.size())).cast<Scalar>();
+    if (transposed)
+      mixsolve::testing::lu_solve_transpose_in_place(lu, v);
+    else
+      mixsolve::testing::lu_solve_in_place(lu, v);
+    Eigen::Map<VectorXd>(x.data(), Eigen::Index(x.size())) = v.template cast<double>();
   }
 };
 
-// The inverse of A accurate to about cond(A) * 2^-64 (x87 long double LU): a reference for
-// ||A^-1|| on matrices up to cond ~1e12 (relative error ~1e-7, far inside the factor-3 windows).
+// A^-1 of the stored A to ~2^-62 relative (testing::reference_inverse: long double LU refined with
+// exact residuals), the reference for ||A^-1|| up to cond ~1e15.
 MatrixXd reference_inverse(const MatrixXd& a) {
-  using MatrixL = Eigen::Matrix<long double, Eigen::Dynamic, Eigen::Dynamic>;
-  const MatrixL inv = MatrixL(a.cast<long double>()).partialPivLu().inverse();
-  return inv.cast<double>();
+  const mixsolve::testing::ReferenceSolution inv = mixsolve::testing::reference_inverse(a);
+  EXPECT_TRUE(inv.converged) << "the reference inverse did not converge in " << inv.steps << " steps";
+  return inv.x.cast<double>();
 }
 
-// The solution of A x = b (A, b as stored) by long double LU and refinement with long double
-// residuals: accurate to ~2^-64 relative for cond(A) up to ~1e12, far below the errors measured.
-VectorXd reference_solution(const MatrixXd& a, const VectorXd& b) {
-  using MatrixL = Eigen::Matrix<long double, Eigen::Dynamic, Eigen::Dynamic>;
-  using VectorL = Eigen::Matrix<long double, Eigen::Dynamic, 1>;
-  const MatrixL al = a.cast<long double>();
-  const VectorL bl = b.cast<long double>();
-  const Eigen::PartialPivLU<MatrixL> lu(al);
-  VectorL x = lu.solve(bl);
-  for (int step = 0; step < 5; ++step) x += lu.solve(VectorL(bl - al * x));
-  return x.cast<double>();
-}
+// B^-1 in FP64 by the unblocked LU: a matrix whose rounding is the same on every machine.
+MatrixXd fp64_inverse(const MatrixXd& b) { return mixsolve::testing::lu_inverse(b); }
 
 // Uniform(lo, hi) entries from the project's counter-based generator (core/random.hpp).
 MatrixXd uniform_matrix(std::int64_t n, double lo, double hi, std::uint64_t seed) {
@@ -217,7 +210,7 @@ TEST(EstimateNorm1, IsALowerBoundWithinAFactorOf5OnWideRangeMatrices) {
 // Inverses are the estimator's real use (DGECON) and its hardest inputs here.
 TEST(EstimateNorm1, IsALowerBoundWithinAFactorOf5OnInverses) {
   expect_lower_bounds_over_seeds("inverse", [](std::int64_t n, int seed) {
-    return MatrixXd(uniform_matrix(n, -1, 1, 3000 * std::uint64_t(n) + seed).inverse());
+    return fp64_inverse(uniform_matrix(n, -1, 1, 3000 * std::uint64_t(n) + seed));
   });
 }
 
@@ -248,7 +241,7 @@ TEST(EstimateNorm1, StopsAfterItmaxIterationsWith2ItmaxPlus1Products) {
 // A real matrix that reaches the limit: the inverse of a uniform(-1, 1) matrix, n = 8, seed 725 (the
 // first of 2000 seeds at n = 8 to take 11 products; LAPACK's dlacn2 takes 11 on it too).
 TEST(EstimateNorm1, InverseThatReachesItmaxStaysALowerBound) {
-  const MatrixXd b = uniform_matrix(8, -1, 1, 725).inverse();
+  const MatrixXd b = fp64_inverse(uniform_matrix(8, -1, 1, 725));
   int products = 0;
   const double est = estimate_of(b, &products);
   EXPECT_EQ(products, kNorm1EstimateMaxProducts);
@@ -448,27 +441,39 @@ TEST(ReciprocalCondition, FollowsDgeconForSpecialValues) {
   EXPECT_THROW(reciprocal_condition(3, 1, -1), InvalidArgument);
 }
 
-// The normwise forward error bound with the exact ||A^-1||_inf bounds the true forward error of
+// The normwise forward error bound with the exact ||A^-1||_inf bounds the true forward error
+// ||x - x_star||_inf / ||x||_inf (x_star the stored system's solution, testing::reference_solve) of
 // solutions from an FP32 LU (errors well above rounding) and an FP64 LU (errors at the rounding
-// level): with the exact inverse norm it is a bound, never an underestimate.
+// level): with the exact inverse norm it is a bound, never an underestimate. Every FP64 solution is
+// checked, and the FP32 ones that keep a digit (cond 1e4: both sizes).
 TEST(NormwiseForwardErrorBound, BoundsTheTrueErrorOfFp32AndFp64Solutions) {
-  for (const InverseCase& c : ill_conditioned_cases()) {
+  const std::vector<InverseCase> cases = ill_conditioned_cases();
+  int checked = 0;
+  for (const InverseCase& c : cases) {
     const std::int64_t n = c.a.rows();
     const VectorXd x_true = VectorXd::LinSpaced(n, -1, 1);
     const VectorXd b = c.a * x_true;
+    const mixsolve::testing::ReferenceSolution ref = mixsolve::testing::reference_solve(c.a, b);
+    ASSERT_TRUE(ref.converged) << c.name;
     const Eigen::MatrixXf a32 = c.a.cast<float>();
-    const VectorXd x32 = a32.partialPivLu().solve(b.cast<float>()).cast<double>();
-    const VectorXd x64 = c.a.partialPivLu().solve(b);
+    const VectorXd x32 = mixsolve::testing::lu_solve(a32, Eigen::MatrixXf(b.cast<float>())).cast<double>();
+    const VectorXd x64 = mixsolve::testing::lu_solve(c.a, MatrixXd(b));
     for (const VectorXd* x : {&x32, &x64}) {
-      const double error = (*x - x_true).cwiseAbs().maxCoeff() / x->cwiseAbs().maxCoeff();
+      const double error =
+          double((x->cast<long double>() - ref.x.col(0)).cwiseAbs().maxCoeff()) / x->cwiseAbs().maxCoeff();
       const double bound =
           normwise_forward_error_bound(n, norm_inf(c.inverse), norm_inf(c.a), (b - c.a * *x).cwiseAbs().maxCoeff(),
                                        x->cwiseAbs().maxCoeff(), b.cwiseAbs().maxCoeff());
       SCOPED_TRACE(c.name + (x == &x32 ? " (FP32 LU)" : " (FP64 LU)"));
-      if (!(error < 1)) continue;  // the FP32 LU of a matrix beyond 1 / u_32: no digit to bound
+      if (!(error < 1)) {  // the FP32 LU of a matrix beyond 1 / u_32: no digit to bound
+        EXPECT_EQ(x, &x32);
+        continue;
+      }
       EXPECT_GE(bound, error);
+      ++checked;
     }
   }
+  EXPECT_GE(checked, int(cases.size()) + 2);
 }
 
 TEST(NormwiseForwardErrorBound, SpecialValues) {

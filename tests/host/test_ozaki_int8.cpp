@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "mixsolve/core/random.hpp"
-#include "mixsolve/gemm/dgemm_auto.hpp"
 #include "mixsolve/gemm/ozaki_int8.hpp"
 #include "mixsolve/gemm/registry.hpp"
 #include "ozaki2_crt.hpp"
@@ -281,21 +280,6 @@ TEST(Ozaki2Int8, WideExponentsZerosAndNonFiniteInputs) {
                   Operand::dense(Format::F64, Op::N, x.data(), 2),
                   Output{Format::F64, x.data(), 2}};
   EXPECT_EQ(ozaki.can_implement(ctx, p, {{"moduli", 21}}).status, Support::Status::InvalidArgument);
-}
-
-// dgemm-auto's choice without a GPU model is cuBLAS DGEMM, with the reason; k beyond the
-// emulation's limit and bad arguments are named.
-TEST(DgemmAuto, ChoosesDgemmWithoutAMeasuredModelAndNamesBadArguments) {
-  const Context host = Context::host_only();
-  const DgemmAutoChoice choice = dgemm_auto_choice(host, 16384, 16384, 16384, 53);
-  EXPECT_EQ(choice.backend, "cublas-dgemm");
-  EXPECT_EQ(choice.moduli, ozaki2_moduli_for_bits(53, 16384));
-  EXPECT_EQ(choice.reason, "no emulation model measured on this GPU");
-  const DgemmAutoChoice deep = dgemm_auto_choice(host, 64, 64, kOzaki2MaxK + 1, 53);
-  EXPECT_EQ(deep.backend, "cublas-dgemm");
-  EXPECT_NE(deep.reason.find("outside the emulation's sizes (k in [1, 131071]"), std::string::npos) << deep.reason;
-  EXPECT_THROW(dgemm_auto_choice(host, 64, 64, 64, 65), InvalidArgument);
-  EXPECT_THROW(dgemm_auto_choice(host, -1, 64, 64, 53), InvalidArgument);
 }
 
 }  // namespace

@@ -32,15 +32,36 @@ TEST(TcModel, MmaStepAddsTheAccumulatorWithTheChosenRounding) {
   EXPECT_EQ(mma_step(a, b, 2, 1.0f, TcRounding::RZ), 1.0f);
 }
 
+// C = A B by backend `name` on m x k times k x n inputs drawn from spec_a / spec_b, and the
+// reference product of the same FP32 inputs (testing::ordered_reference_product).
 struct ModelRun {
-  double relative_error;
+  std::vector<float> c;
+  std::vector<double> reference;
+  std::int64_t m = 0, n = 0;
+  // seed 000 eq. 6: ||C - C_ref||_F / ||C_ref||_F.
+  double relative_error() const {
+    return compare_to_reference(host_view<const float>(c.data(), m, n, m),
+                                host_view<const double>(reference.data(), m, n, m))
+        .relative_error;
+  }
+  // Entries of C below / above the reference.
+  int below() const {
+    return count([](double d) { return d < 0; });
+  }
+  int above() const {
+    return count([](double d) { return d > 0; });
+  }
+  template <class Predicate>
+  int count(Predicate p) const {
+    int t = 0;
+    for (std::size_t i = 0; i < c.size(); ++i) t += p(double(c[i]) - reference[i]);
+    return t;
+  }
 };
 
-// C = op(A) op(B) by backend `name` on m x n x k inputs drawn from spec_a / spec_b; returns the
-// relative error (seed 000 eq. 6) against the FP64 product of the same FP32 inputs.
-double relative_error_of(const std::string& name, std::int64_t m, std::int64_t n, std::int64_t k,
-                         const RandomSpec& spec_a, const RandomSpec& spec_b) {
-  HostMatrix<float> a(m, k, m), b(k, n, k), c(m, n, m), c0(m, n, m);
+ModelRun run_model(const std::string& name, std::int64_t m, std::int64_t n, std::int64_t k, const RandomSpec& spec_a,
+                   const RandomSpec& spec_b) {
+  HostMatrix<float> a(m, k, m), b(k, n, k), c(m, n, m);
   fill_random(a.view(), spec_a);
   fill_random(b.view(), spec_b);
   Context ctx = Context::host_only();
@@ -50,27 +71,57 @@ double relative_error_of(const std::string& name, std::int64_t m, std::int64_t n
   args.b = b.data.data(); args.ldb = b.ld;
   args.c = c.data.data(); args.ldc = c.ld;
   find_backend(name).run(ctx, args);
-  const auto ref = mixsolve::testing::reference_gemm(Op::N, Op::N, m, n, k, 1.0, a, b, 0.0, c0);
-  std::vector<double> ref_data(ref.value.data(), ref.value.data() + m * n);
-  return compare_to_reference(MatrixView<const float>(c.view()), host_view<const double>(ref_data.data(), m, n, m))
-      .relative_error;
+  return ModelRun{c.data, mixsolve::testing::ordered_reference_product(a, b), m, n};
 }
 
+double relative_error_of(const std::string& name, std::int64_t m, std::int64_t n, std::int64_t k,
+                         const RandomSpec& spec_a, const RandomSpec& spec_b) {
+  return run_model(name, m, n, k, spec_a, spec_b).relative_error();
+}
+
+// seed 000 Fig. 3: with mma_rz accumulation the corrected product (halfhalf) is degraded like
+// Markidis's; with mma_rn it is as accurate as the FP32 product of the same inputs is expected to
+// be. Positive inputs make RZ's bias accumulate over the k / 16 accumulator additions (one per
+// 16-term step). Bounds, with T = k / 16 and the operands' split 2^-23 each:
+//  - worst case (testing::inner_product_bound): T additions with unit roundoff 2^-24 (RN) or
+//    2^-23 (RZ);
+//  - RZ's bias: with positive terms every truncation lowers the partial sum, so every entry lies
+//    below the exact product; the mean loss is half an ulp of a partial sum that grows linearly,
+//    about T 2^-23 / 5 relative to the result to first order: at least T 2^-23 / 16 (measured
+//    0.17 T 2^-23);
+//  - RN's accumulation is unbiased up to the steps' own truncation (at most 2^-23 of each step's
+//    sum, 2^-23 of the result): errors of both signs, and the probabilistic bound
+//    4 sqrt(T) 2^-24 (Higham and Mary, "A new approach to probabilistic rounding error analysis",
+//    2019, lambda = 4) plus those 2^-23 and the split's 2 * 2^-23;
+//  - the FP32 product (host-fp32: Eigen's SGEMM, whose summation order follows the CPU's caches)
+//    within the same probabilistic bound for k additions, 4 sqrt(k) 2^-24.
 TEST(TcModel, RoundTowardZeroAccumulationIsWhatDegradesTheCorrection) {
-  // seed 000 Fig. 3: with mma_rz the corrected product is as bad as Markidis's; with mma_rn it is
-  // as good as FP32 SIMT. Positive inputs make RZ's bias accumulate over k.
   const auto spec_a = RandomSpec::uniform(0, 1, 11), spec_b = RandomSpec::uniform(0, 1, 12);
   const std::int64_t k = 4096;
-  const double rz = relative_error_of("model-halfhalf-rz", 8, 8, k, spec_a, spec_b);
-  const double rn = relative_error_of("model-halfhalf-rn", 8, 8, k, spec_a, spec_b);
-  const double fp32 = relative_error_of("host-fp32", 8, 8, k, spec_a, spec_b);
-  const double markidis = relative_error_of("model-markidis-rz", 8, 8, k, spec_a, spec_b);
-  EXPECT_GT(rz, rn);
-  EXPECT_GT(markidis, rn);
-  // RN accumulation: k/16 FP32 additions (u = 2^-24) plus the split's 2^-23 per operand.
-  EXPECT_LE(rn, mixsolve::testing::inner_product_bound(k / 16, 0x1p-23, 0x1p-24));
-  std::printf("k=%lld relative error: model-halfhalf-rz %.3g, model-halfhalf-rn %.3g, model-markidis-rz %.3g, host-fp32 %.3g\n",
-              static_cast<long long>(k), rz, rn, markidis, fp32);
+  const double steps = double(k / 16);
+  const ModelRun rz = run_model("model-halfhalf-rz", 8, 8, k, spec_a, spec_b);
+  const ModelRun rn = run_model("model-halfhalf-rn", 8, 8, k, spec_a, spec_b);
+  const ModelRun fp32 = run_model("host-fp32", 8, 8, k, spec_a, spec_b);
+  const ModelRun markidis = run_model("model-markidis-rz", 8, 8, k, spec_a, spec_b);
+  std::printf(
+      "k=%lld relative error: model-halfhalf-rz %.3g, model-halfhalf-rn %.3g (entries below / above: %d / %d), "
+      "model-markidis-rz %.3g, host-fp32 %.3g\n",
+      static_cast<long long>(k), rz.relative_error(), rn.relative_error(), rn.below(), rn.above(),
+      markidis.relative_error(), fp32.relative_error());
+  const double rz_bias = steps * 0x1p-23 / 16;
+  for (const ModelRun* run : {&rz, &markidis}) {
+    SCOPED_TRACE(run == &rz ? "model-halfhalf-rz" : "model-markidis-rz");
+    EXPECT_EQ(run->below(), 64) << "RZ's truncations all lower a positive sum";
+    EXPECT_GE(run->relative_error(), rz_bias);
+  }
+  EXPECT_LE(rz.relative_error(), mixsolve::testing::inner_product_bound(k / 16, 0x1p-23, 0x1p-23));
+  EXPECT_LE(rn.relative_error(), mixsolve::testing::inner_product_bound(k / 16, 0x1p-23, 0x1p-24));
+  EXPECT_GT(rn.below(), 0);
+  EXPECT_GT(rn.above(), 0) << "RN's errors take both signs";
+  EXPECT_LE(rn.relative_error(), 4 * std::sqrt(steps) * 0x1p-24 + 3 * 0x1p-23);
+  EXPECT_LE(fp32.relative_error(), 4 * std::sqrt(double(k)) * 0x1p-24);
+  // The degradation is RZ's: the same corrected split with RN accumulation stays below RZ's bias.
+  EXPECT_LT(rn.relative_error(), rz_bias);
 }
 
 TEST(TcModel, UncorrectedFp16IsLimitedByInputRounding) {

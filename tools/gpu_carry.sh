@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Makes a small folder to carry to the GPU machine from a build folder: the GPU test binary with
+# its ctest files (paths rewritten to the new folder, so `ctest --test-dir CARRY -L gpu` and
+# tools/device_tests.sh work there), the solve example, the benchmarks named, stripped, and the
+# libraries they need (../shared/tools/gpu-bundle).
+#   tools/gpu_carry.sh build-gpu build-carry [benchmarks/lstsq_benchmark ...]
+set -euo pipefail
+build=${1:?usage: gpu_carry.sh BUILD CARRY [BINARY...]}
+carry=${2:?usage: gpu_carry.sh BUILD CARRY [BINARY...]}
+shift 2
+root=$(pwd)
+rm -rf "$carry"
+mkdir -p "$carry/tests" "$carry/examples"
+for binary in tests/mixsolve_gpu_tests examples/solve "$@"; do
+  mkdir -p "$carry/$(dirname "$binary")"
+  cp "$build/$binary" "$carry/$binary"
+  strip "$carry/$binary"
+done
+sed "s|$root/$build|$root/$carry|g" "$build/CTestTestfile.cmake" | grep -v "^subdirs(" > "$carry/CTestTestfile.cmake"
+echo 'subdirs("tests")' >> "$carry/CTestTestfile.cmake"
+# The host tests stay behind: their include line goes.
+sed "s|$root/$build|$root/$carry|g" "$build/tests/CTestTestfile.cmake" | grep -v "mixsolve_host_tests" \
+  > "$carry/tests/CTestTestfile.cmake"
+for f in "$build"/tests/mixsolve_gpu_tests*.cmake; do
+  sed "s|$root/$build|$root/$carry|g" "$f" > "$carry/tests/$(basename "$f")"
+done
+"$root/../shared/tools/gpu-bundle" "$carry" >/dev/null
+du -sh "$carry"
