@@ -634,6 +634,12 @@ class DeviceLsSpace final : public LsSpace {
     // (16-byte aligned columns), and every column starts on a memory transaction.
     ld32_ = (m + 31) / 32 * 32;
     factors32_ = DeviceBuffer<float>(ctx_, ld32_ * n);
+    // The padding rows are zeroed: cuBLAS's trsm with R loads whole tiles, rows m .. ld32 - 1 too
+    // where m < n rounded up to 32, and must not read uninitialized memory there (compute-sanitizer
+    // initcheck, cublasStrsm from DeviceQr::solve_r).
+    if (ld32_ > m)
+      MIXSOLVE_CUDA_CHECK(cudaMemset2DAsync(factors32_.data() + m, ld32_ * sizeof(float), 0,
+                                            (ld32_ - m) * sizeof(float), n, ctx_.stream()));
     scaled_copy_kernel<<<matrix_grid(m, n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, a_scale, factors32_.data(),
                                                                      ld32_);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
