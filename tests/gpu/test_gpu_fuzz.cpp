@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The argument and input fuzz test on the GPU (tests/fuzz_support.hpp, shared with the host's
+// The argument and input fuzz test on the GPU (tests/fuzz/, shared with the host's
 // tests/host/test_fuzz.cpp): random calls of solve(), Factorization, least_squares(), every GEMM
 // backend of the registry and the SLFP kernels on device matrices, with host and mixed ones among
 // them, each ending in a checked result or the documented named error, inputs unmodified. Small
@@ -7,8 +7,13 @@
 // compute-sanitizer with MIXSOLVE_FUZZ_CASES set to a few dozen.
 #include <gtest/gtest.h>
 
-#include "fuzz_support.hpp"
+#include "fuzz/gemm_cases.hpp"
+#include "fuzz/least_squares_cases.hpp"
+#include "fuzz/settings_and_outcomes.hpp"
+#include "fuzz/slfp_cases.hpp"
+#include "fuzz/solve_cases.hpp"
 #include "gpu_test_support.hpp"
+#include "mixsolve/core/context.hpp"
 
 namespace {
 

@@ -1,12 +1,27 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The argument and input fuzz test on host memory (tests/fuzz_support.hpp): thousands of random
+// The argument and input fuzz test on host memory (tests/fuzz/): thousands of random
 // calls of solve(), Factorization, least_squares(), the host GEMM backends and the SLFP kernels,
 // each ending in a result checked against a machine-independent reference or in the documented
 // named error, with inputs unmodified. MIXSOLVE_FUZZ_SEED / MIXSOLVE_FUZZ_CASES replay or resize a
 // run; each test prints its master seed and a summary line.
 #include <gtest/gtest.h>
 
-#include "fuzz_support.hpp"
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fuzz/gemm_cases.hpp"
+#include "fuzz/least_squares_cases.hpp"
+#include "fuzz/rng.hpp"
+#include "fuzz/settings_and_outcomes.hpp"
+#include "fuzz/slfp_cases.hpp"
+#include "fuzz/solve_cases.hpp"
+#include "mixsolve/core/context.hpp"
+#include "mixsolve/core/error.hpp"
+#include "mixsolve/core/matrix.hpp"
+#include "mixsolve/gemm/registry.hpp"
+#include "mixsolve/solvers/least_squares.hpp"
 
 namespace {
 
