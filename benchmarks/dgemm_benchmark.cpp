@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // DGEMM and its emulations on the GPU: every backend against cuBLAS DGEMM in the same
 // run, on square sizes and on rectangular shapes (an LU's trailing updates: m = n large, k = 256),
-// for seed 004's phi inputs. Accuracy on sampled entries against MPFR (256 bits): the maximum
-// relative error (seed 004 eq. (21)) and the normwise relative error over the samples.
+// for Nanai & Fujimoto's (2021) phi inputs. Accuracy on sampled entries against MPFR (256 bits): the maximum
+// relative error (Nanai & Fujimoto 2021, eq. (21)) and the normwise relative error over the samples.
 //
 //   dgemm_benchmark [--sizes 4096,8192,16384] [--shapes 32768x32768x256,...] [--phis 0.1,1,2]
 //                   [--backends cublas-dgemm,ozaki2-int8,ozaki2-int8:moduli=12] [--reps 5]
@@ -101,8 +101,10 @@ int main(int argc, char** argv) try {
   nlohmann::json out = bench::device_json();
   std::printf("GPU: %s, CUDA driver %s, cuBLAS %s; %s\n", out["gpu"].get<std::string>().c_str(),
               out.value("cuda_driver", "").c_str(), out.value("cublas", "").c_str(), out["date"].get<std::string>().c_str());
-  std::printf("C = A B, phi inputs (seed 004 §5.1), median of %d runs; errors on %lld x %lld sampled entries vs MPFR\n",
-              reps, (long long)samples, (long long)samples);
+  std::printf(
+      "C = A B, phi inputs (Nanai & Fujimoto 2021, §5.1), median of %d runs; errors on %lld x %lld sampled entries "
+      "vs MPFR\n",
+      reps, (long long)samples, (long long)samples);
   std::printf("%-28s %20s %5s %10s %9s %12s %12s %10s\n", "backend", "m x n x k", "phi", "TFLOP/s", "x dgemm",
               "max rel err", "rel err", "err/dgemm");
   for (const bench::Shape& sh : shapes)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // GEMM benchmark: throughput and accuracy of each backend against cuBLAS SGEMM measured in the
 // same run, on square problems (n in --sizes) and over a k-sweep for the four input classes of
-// seed 000 §4.1. Prints tables and writes JSON (--json FILE).
+// Ootomo & Yokota (2021) §4.1. Prints tables and writes JSON (--json FILE).
 //
 //   gemm_benchmark [--sizes 4096,8192,16384] [--shapes 16384x16384x256,...] [--sweep-n 2048]
 //                  [--sweep-k 256,1024,4096,16384] [--backends a,b,...] [--reps 5] [--json out.json]
@@ -63,7 +63,7 @@ int main(int argc, char** argv) try {
     }
   }
 
-  // k-sweep: relative error per input class (seed 000 Fig. 8 / Fig. 1).
+  // k-sweep: relative error per input class (Ootomo & Yokota 2021, Fig. 8 / Fig. 1).
   std::printf("\nk-sweep, m = n = %lld\n", (long long)sweep_n);
   const SweepResult sweep = run_k_sweep(ctx, Memory::Device, backends, sweep_n, sweep_k, seed000_input_classes(7), 3);
   std::printf("%s", format_k_sweep(sweep).c_str());

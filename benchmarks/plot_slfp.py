@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Plot the JSON of slfp_benchmark (--json FILE): per format, AXPY and DOT bandwidth as a share of
 the device copy bandwidth, their speedup over cuBLAS (D for FP64-based formats, S for FP32-based)
-next to the byte ratio 64 / bits (32 / bits), AXPY's GFLOP/s per W (seed 003 Table 3 and Fig. 7),
+next to the byte ratio 64 / bits (32 / bits), AXPY's GFLOP/s per W (Mukunoki & Imamura 2016, Table 3 and Fig. 7),
 and where the run had --gemm-n, GEMM's speed over cublasDgemm / Sgemm with its GFLOP/s per W.
 Needs matplotlib.
 

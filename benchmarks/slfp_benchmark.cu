@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// slfp_benchmark: seed 003 Table 3 on our GPU for the memory-bound kernels of slfp/blas.hpp. For
+// slfp_benchmark: Mukunoki & Imamura (2016) Table 3 on our GPU for the memory-bound kernels of slfp/blas.hpp. For
 // every format (fp64, slfp64in56b .. slfp64in16b, fp32, slfp32in24b, slfp32in16b), AXPY and DOT on
 // n values on the device: time (median of --reps after a warm-up), GFLOP/s (2n), the bytes they
 // move (AXPY reads x and y and writes y, DOT reads x and y) per second, that over the device copy
@@ -287,7 +287,7 @@ int main(int argc, char** argv) try {
     }
   }
 
-  // GEMM (seed 003 Table 3, its GEMM columns): C := A B, n x n x n, A and B stored in each format
+  // GEMM (Mukunoki & Imamura 2016, Table 3, its GEMM columns): C := A B, n x n x n, A and B stored in each format
   // (slfp::gemm: widened a panel at a time, FP64 or FP32 arithmetic), C in the base type, against
   // cublasDgemm (FP64-based formats) or cublasSgemm without TF32 (FP32-based) on the base type's
   // A and B.
@@ -359,7 +359,7 @@ int main(int argc, char** argv) try {
     out["gemm_n"] = gemm_n;
   }
 
-  // The host kernels (OpenMP), seed 003 Table 3 (a): the same per-format AXPY and DOT on
+  // The host kernels (OpenMP), Mukunoki & Imamura (2016) Table 3 (a): the same per-format AXPY and DOT on
   // --host-n values in host memory, against the fp64 format's own loop (no CPU BLAS here).
   const std::int64_t host_n = std::stoll(opt.get("host-n", "67108864"));
   if (host_n > 0) {

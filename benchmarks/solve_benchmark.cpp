@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // solve_benchmark: mixsolve::solve against cuSOLVER on the same GPU, in the same run.
 //
-// For each n, spectrum (svd family, design.md §4) and condition number: B = A x_true with a
+// For each n, spectrum (svd family, matgen/test_matrices.hpp) and condition number: B = A x_true with a
 // random x_true, then
 //   * cusolverDnDgetrf + getrs (the FP64 baseline every ratio refers to),
 //   * cusolverDnIRSXgesv with each lowest precision of --irs (GMRES or classical refinement),

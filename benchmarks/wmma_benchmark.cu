@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // wmma_benchmark: the WMMA fragment helpers (primitives/wmma_helpers.cuh) against the plain WMMA
-// API doing the same work through shared memory, as in seed 002's Figs. 3, 5 and 9. Each pair
+// API doing the same work through shared memory, as in Ootomo & Yokota's (2020) Figs. 3, 5 and 9. Each pair
 // of kernels differs only in how the fragments are built; the ratio is the API kernel's time over
 // the helpers' (median of --reps, same run).
 //   outer     batched outer products v v^T of FP16 vectors of 16 (one per warp, FP32 results):

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Compare the FP64 GEMM emulations on seed 004's phi inputs: the maximum relative error (seed 004
-// eq. (21)) and the time of each setting, against the product computed in twice the working
-// precision (compensated dot products, Ogita, Rump and Oishi's Dot2). Three tables:
-//   - seed 004 Table 2: FP32 splits s = 2..6 (s(s+1)/2 FP32 products: on a GPU ozaki-fp32 with
+// Compare the FP64 GEMM emulations on Nanai & Fujimoto's (2021) phi inputs: the maximum relative error (Nanai &
+// Fujimoto 2021, eq. (21)) and the time of each setting, against the product computed in twice the working precision
+// (compensated dot products, Ogita, Rump and Oishi's Dot2). Three tables:
+//   - Nanai & Fujimoto (2021) Table 2: FP32 splits s = 2..6 (s(s+1)/2 FP32 products: on a GPU ozaki-fp32 with
 //     cuBLAS SGEMM, halfhalf and tf32tf32 products, host-ozaki-fp32 without one);
-//   - seed 001's d table: BF16 slices with fast mode d (the slice pairs p + q < d: on a GPU
+//   - Niimi's (2025) d table: BF16 slices with fast mode d (the slice pairs p + q < d: on a GPU
 //     ozaki-bf16 with its default slices, host-ozaki-bf16 with 8 slices without one);
 //   - INT8 moduli (ozaki2-int8 on a GPU, host-ozaki2-int8 without one), with cuBLAS DGEMM,
 //     cuBLAS's own emulation and dgemm-auto on a GPU.
@@ -67,8 +67,8 @@ int main(int argc, char** argv) try {
   for (const std::string& p : split_list(option(argc, argv, "phis", "0.1,1,2"))) phis.push_back(std::stod(p));
   const bool host_schemes = n <= 512;
   std::printf(
-      "compare_dgemm_backends on %s: C = A B, n = %lld, seed 004 phi inputs; max relative error against "
-      "Dot2 (twice FP64)\n",
+      "compare_dgemm_backends on %s: C = A B, n = %lld, Nanai & Fujimoto's (2021) phi inputs; max relative error "
+      "against Dot2 (twice FP64)\n",
       gpu ? device_info().name.c_str() : "the host (no GPU)", static_cast<long long>(n));
 
   // table, backend call, GEMMs of the scheme (its cost in lower-precision products)
@@ -83,19 +83,19 @@ int main(int argc, char** argv) try {
   if (gpu || host_schemes)
     for (const std::string& backend : fp32_splits)
       for (int s = 2; s <= 6; ++s)
-        settings.push_back(
-            {"FP32 splits (seed 004 Table 2)", backend + ":splits=" + std::to_string(s), s * (s + 1) / 2.0});
+        settings.push_back({"FP32 splits (Nanai & Fujimoto 2021, Table 2)", backend + ":splits=" + std::to_string(s),
+                            s * (s + 1) / 2.0});
   if (gpu) {  // the slices' default count at k = n (53 bits and one slice more), pairs p + q < d
     const int bits = ozaki_slice_bits(8, n), slices = std::min(kOzakiMaxSlices, (53 + bits - 1) / bits + 1);
     for (int d = 5; d <= slices + 1; ++d) {
       int pairs = 0;
       for (int p = 0; p < slices; ++p)
         for (int q = 0; q < slices; ++q) pairs += p + q < d;
-      settings.push_back({"BF16 slices, fast mode d (seed 001)", "ozaki-bf16:d=" + std::to_string(d), double(pairs)});
+      settings.push_back({"BF16 slices, fast mode d (Niimi 2025)", "ozaki-bf16:d=" + std::to_string(d), double(pairs)});
     }
   } else if (host_schemes) {
     for (int d = 4; d <= 8; ++d)  // pairs (i, j) of 8 slices with i + j <= d + 1
-      settings.push_back({"BF16 slices, fast mode d (seed 001)", "host-ozaki-bf16:slices=8,d=" + std::to_string(d),
+      settings.push_back({"BF16 slices, fast mode d (Niimi 2025)", "host-ozaki-bf16:slices=8,d=" + std::to_string(d),
                           d * (d + 1) / 2.0});
   }
   const std::string int8 = gpu ? "ozaki2-int8" : "host-ozaki2-int8";

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Compare GEMM backends: relative error (seed 000 eq. 6) per input class over a sweep of k, and
-// TFLOP/s -- the table of seed 000 Fig. 8 / Fig. 1 -- as text and, with --csv FILE, as CSV for
+// Compare GEMM backends: relative error (Ootomo & Yokota 2021, eq. 6) per input class over a sweep of k, and
+// TFLOP/s -- the table of Ootomo & Yokota (2021) Fig. 8 / Fig. 1 -- as text and, with --csv FILE, as CSV for
 // plot_gemm_accuracy.py. Without a GPU it runs the host backends (Eigen and the tensor-core model).
 //
 //   compare_gemm_backends [--backends halfhalf,tf32tf32,...] [--n 1024] [--k 64,256,1024,4096,16384]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
 """Plot the CSV of compare_gemm_backends (--csv FILE): relative error against k, one panel per
-input class, one line per backend (the layout of seed 000 Fig. 8). Needs matplotlib.
+input class, one line per backend (the layout of Ootomo & Yokota (2021) Fig. 8). Needs matplotlib.
 
     plot_gemm_accuracy.py results.csv accuracy.png
 """

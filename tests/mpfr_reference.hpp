@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// A multiple-precision GEMM reference (MPFR) for FP64 results: what seed 004's maximum relative
+// A multiple-precision GEMM reference (MPFR) for FP64 results: what Nanai & Fujimoto's (2021) maximum relative
 // error (eq. (21)) is measured against. Every entry is accumulated with mpfr_fma at kPrecisionBits
 // from the exact FP64 inputs, then rounded to the nearest double.
 #pragma once
@@ -13,7 +13,7 @@
 namespace mixsolve::testing {
 
 // 256 bits: a product of two doubles is exact in 106, and a sum of k <= 2^20 such products whose
-// exponents span up to 2^140 loses nothing the measures below can see (design.md §4: 256+ bits).
+// exponents span up to 2^140 loses nothing the measures below can see (the project asks for 256+ bits).
 constexpr mpfr_prec_t kPrecisionBits = 256;
 
 // C = A B for column-major A (m x k, leading dimension lda) and B (k x n, ldb): m x n, column-major.
@@ -36,7 +36,7 @@ inline std::vector<double> mpfr_gemm(std::int64_t m, std::int64_t n, std::int64_
   return c;
 }
 
-// seed 004 eq. (21): max_ij |c*_ij - c_ij| / |c*_ij| over the entries with c*_ij != 0 (c: m x n,
+// Nanai & Fujimoto (2021) eq. (21): max_ij |c*_ij - c_ij| / |c*_ij| over the entries with c*_ij != 0 (c: m x n,
 // leading dimension ldc; reference: m x n, packed).
 inline double max_relative_error(std::int64_t m, std::int64_t n, const double* c, std::int64_t ldc,
                                  const std::vector<double>& reference) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// What the tests of the emulated DGEMMs (the Ozaki backends) share: seed 004's phi matrices, and
+// What the tests of the emulated DGEMMs (the Ozaki backends) share: Nanai & Fujimoto's (2021) phi matrices, and
 // the check that a backend handles any finite input and refuses NaN, Inf and a too deep k.
 #pragma once
 
@@ -16,7 +16,7 @@
 
 namespace mixsolve::testing {
 
-// A rows x cols phi(phi) matrix (seed 004 §5.1), column-major.
+// A rows x cols phi(phi) matrix (Nanai & Fujimoto 2021, §5.1), column-major.
 inline std::vector<double> phi_matrix(std::int64_t rows, std::int64_t cols, double phi, std::uint64_t seed) {
   std::vector<double> x(rows * cols);
   fill_random(host_view(x.data(), rows, cols, rows), RandomSpec::phi_spread(phi, seed));

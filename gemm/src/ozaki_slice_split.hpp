@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Internal: one slice of the Ozaki scheme with BF16 / FP16 slices (ozaki_slices.hpp, seed 001
+// Internal: one slice of the Ozaki scheme with BF16 / FP16 slices (ozaki_slices.hpp, Niimi 2025,
 // eqs. (2)-(5)), host and device alike, so that host-ozaki-bf16 / -fp16 and the device backends
 // slice bit for bit alike.
 #pragma once

@@ -4,7 +4,7 @@
 // an OpenMP loop on the host and a grid-stride kernel on the device. On the device a warp moves
 // tiles of 256 consecutive values with streaming vector accesses laid out so that each instruction
 // of each plane covers one contiguous stretch across the warp (Group, below): the narrow planes of
-// the concatenated formats move whole sectors too (seed 003 §5.4 found their scalar accesses
+// the concatenated formats move whole sectors too (§5.4 of Mukunoki & Imamura 2016 found their scalar accesses
 // costly). A rest of fewer than 256 values, or planes not 16-byte aligned, go value by value.
 #include <cuda_runtime.h>
 
@@ -259,7 +259,7 @@ __device__ __forceinline__ void walk(std::int64_t n, const A& x, const A& y, boo
   for (std::int64_t i = done + thread; i < n; i += threads) on_value(i);
 }
 
-// y = alpha x + y (seed 003 §4.1).
+// y = alpha x + y (Mukunoki & Imamura 2016, §4.1).
 template <Rounding R, class A>
 __global__ void axpy_kernel(std::int64_t n, typename A::value_type alpha, A x, A y, bool tiles) {
   using T = typename A::value_type;
@@ -314,7 +314,7 @@ constexpr int kThreads = 256;
 // Host loops shorter than this run on the calling thread: an OpenMP region costs microseconds, and
 // on a loaded machine a wait for a descheduled thread (the host GMRES's basis vectors at small n:
 // a 2 x 2 solve took 1.7 s with 2 threads, 0.07 s with one).
-constexpr std::int64_t kHostParallelMin = 1 << 15;
+[[maybe_unused]] constexpr std::int64_t kHostParallelMin = 1 << 15;
 
 // The checks encode and decode share: the vector `v` (called `vector_name`), its base type against
 // the plain array's `T`, and the plain array `array` (`array_name`) in v's memory. False: nothing

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // slfp::gemm (include/mixsolve/slfp/blas.hpp): C := alpha op(A) op(B) + beta C on SLFP-stored
 // operands, widened a panel of the inner dimension at a time into the base type and multiplied by
-// cuBLAS in that type (seed 003 §4.3 widens tiles in its own GEMM kernel; at n = 8192 a GEMM is
+// cuBLAS in that type (§4.3 of Mukunoki & Imamura 2016 widens tiles in its own GEMM kernel; at n = 8192 a GEMM is
 // bound by the arithmetic, so widening each value once per product and leaving the arithmetic to
 // cuBLAS's tensor-core DGEMM / SGEMM keeps its speed, and the panel bounds the wide copy).
 #include <cublas_v2.h>

@@ -188,7 +188,7 @@ TEST(GpuBackends, DgemmMatchesLongDoubleReference) {
   mixsolve::testing::expect_fp64_product_accurate(a, b, c, m, n, k);
 }
 
-// Relative error (seed 000 eq. 6) of backend `name` on an m x n x k product of the given classes.
+// Relative error (Ootomo & Yokota 2021, eq. 6) of backend `name` on an m x n x k product of the given classes.
 double device_relative_error(Context& ctx, const std::string& name, std::int64_t n, std::int64_t k,
                              const RandomSpec& sa, const RandomSpec& sb) {
   DeviceProblem p(Op::N, Op::N, n, n, k, 0, sa, sb, false);
@@ -393,7 +393,7 @@ TEST(GpuBackends, CorrectedBackendsAreAsAccurateAsSgemmOnExpRandAtSmallK) {
 }
 
 TEST(GpuBackends, CorrectedBackendsAreAsAccurateAsSgemmOnUniformInputs) {
-  // seed 000 Fig. 1 / the accuracy target at a size where cuBLAS picks split-K SGEMM.
+  // Ootomo & Yokota (2021) Fig. 1 / the accuracy target at a size where cuBLAS picks split-K SGEMM.
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
   expect_at_least_as_accurate_as_sgemm(ctx, {"halfhalf", "tf32tf32"}, 256, 8192, RandomSpec::uniform(-1, 1, 301),

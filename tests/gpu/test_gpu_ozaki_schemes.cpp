@@ -24,7 +24,7 @@ namespace {
 using namespace mixsolve;
 using namespace mixsolve::gemm;
 
-// A rows x cols phi(phi) matrix (seed 004 §5.1), column-major.
+// A rows x cols phi(phi) matrix (Nanai & Fujimoto 2021, §5.1), column-major.
 std::vector<double> phi_matrix(std::int64_t rows, std::int64_t cols, double phi, std::uint64_t seed) {
   std::vector<double> x(rows * cols);
   fill_random(host_view(x.data(), rows, cols, rows), RandomSpec::phi_spread(phi, seed));
@@ -82,7 +82,7 @@ TEST(GpuOzakiFp32, SplitMatchesTheHostBitForBit) {
     }
 }
 
-// Seed 004 Table 2's trend on the GPU (n = 256, op(A) = A^T, alpha and beta): for phi 0.1 and 1
+// The trend of Nanai & Fujimoto (2021) Table 2 on the GPU (n = 256, op(A) = A^T, alpha and beta): for phi 0.1 and 1
 // the maximum relative error against a long double reference falls with every split, for each
 // FP32 product backend, and stays within 8x of host-ozaki-fp32's at the same number of splits
 // (the summation orders of the inexact products differ).
@@ -148,7 +148,7 @@ TEST(GpuOzakiFp32, ErrorsFallWithTheSplitsAsOnTheHost) {
   if (mixsolve::testing::gpu_tests_required()) EXPECT_EQ(covered, 6);
 }
 
-// The slices' products are exact in FP32 (seed 001 eq. (11)) and summed in the host's order, so
+// The slices' products are exact in FP32 (Niimi 2025, eq. (11)) and summed in the host's order, so
 // ozaki-bf16 / -fp16 compute host-ozaki-bf16 / -fp16's bits with the fused split: all transposes,
 // odd sizes, a leading dimension beyond the rows, alpha and beta, phi 1 and rows near the top and
 // the bottom of FP64's range, zero rows and columns; the default slices and 4, every pair and fast

@@ -111,7 +111,7 @@ MatrixXd uniform_matrix(std::int64_t n, double lo, double hi, std::uint64_t seed
 }
 
 // exp_rand(-10, 10) magnitudes with random signs: entries spread over 2^20, so column norms differ
-// widely (as in seed 004's phi matrices).
+// widely (as in Nanai & Fujimoto's (2021) phi matrices).
 MatrixXd wide_range_matrix(std::int64_t n, std::uint64_t seed) {
   MatrixXd a(n, n);
   const RandomSpec spec = RandomSpec::exp_rand(-10, 10, seed);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Formats: host conversions against independent references, split properties, and the
-// expected retained mantissa length of seed 000 Table 1 / §3.1.
+// expected retained mantissa length of Ootomo & Yokota (2021) Table 1 / §3.1.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -122,7 +122,7 @@ TEST(Formats, HostBf16ConversionRoundsToNearestEven) {
 }
 
 TEST(Formats, HalfhalfSplitErrorIsOneUlpWhileTheScaledResidualIsNormal) {
-  // The residual's leading bit sits at most 12 bits below v's (seed 000 §3.3, Fig. 5); scaled by
+  // The residual's leading bit sits at most 12 bits below v's (Ootomo & Yokota 2021, §3.3, Fig. 5); scaled by
   // 2^11 it is a normal FP16 number whenever |v| >= 2^-1, and then at most the last bit is lost
   // (Table 1). Below that the residual may be subnormal: the error is at most half its quantum.
   std::mt19937 gen(7);
@@ -136,7 +136,7 @@ TEST(Formats, HalfhalfSplitErrorIsOneUlpWhileTheScaledResidualIsNormal) {
 }
 
 TEST(Formats, MarkidisResidualUnderflowsWhereHalfhalfDoesNot) {
-  // seed 000 §3.3: around |v| ~ 2^-10 the unscaled residual (~2^-21) is an FP16 subnormal and loses
+  // Ootomo & Yokota (2021) §3.3: around |v| ~ 2^-10 the unscaled residual (~2^-21) is an FP16 subnormal and loses
   // bits, while the 2^11-scaled one stays normal.
   const float v = 0x1.234568p-10f;
   const HalfSplit markidis = split_markidis(v), halfhalf = split_halfhalf(v);
@@ -164,7 +164,7 @@ TEST(Formats, SplitsOfNonFiniteOrOverflowingValuesCarryTheSpecialValueInHi) {
   EXPECT_TRUE(std::isinf(bits_float(big.hi))) << "RNA of FLT_MAX to TF32 overflows, as cvt.rna does";
 }
 
-// seed 000 §3.1 / Table 1: with uniformly random mantissa bits (assumption 1), v16 + dv16 retains
+// Ootomo & Yokota (2021) §3.1 / Table 1: with uniformly random mantissa bits (assumption 1), v16 + dv16 retains
 // 22.75 of the 23 mantissa bits on average (len 22 with probability 1/4, else 23). The same holds
 // for RNA (tf32tf32). Tolerance: 5 standard errors of the mean of N Bernoulli(1/4) draws.
 template <class SplitAndJoin>

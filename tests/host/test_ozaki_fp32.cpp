@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The Ozaki scheme with FP32 splits (gemm/ozaki_fp32.hpp, seed 004): the split's properties, the
+// The Ozaki scheme with FP32 splits (gemm/ozaki_fp32.hpp, Nanai & Fujimoto 2021): the split's properties, the
 // exactness of the high-by-high products (eq. (5)), the fall of the maximum relative error with
-// the number of splits against an MPFR reference (seed 004 Table 2's trend), and bad input.
+// the number of splits against an MPFR reference (the trend of Nanai & Fujimoto 2021, Table 2), and bad input.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -35,7 +35,7 @@ TEST(OzakiFp32, BetaFollowsSeed004Eq10) {
 
 // The first high part lies on its vector's grid (alpha + 1 bits at most), the parts and the last
 // remainder add up to the scaled vector (up to the remainder's FP32 rounding), and every product
-// of high parts with p + q <= s is exact in FP32 (seed 004 eq. (5)): what the split is for.
+// of high parts with p + q <= s is exact in FP32 (Nanai & Fujimoto 2021, eq. (5)): what the split is for.
 TEST(OzakiFp32, SplitsAreOnTheirGridAndHighProductsAreExact) {
   const std::int64_t m = 37, n = 29, k = 300;
   const int beta = formats::ozaki_fp32_beta(k);
@@ -103,9 +103,9 @@ TEST(OzakiFp32, ProductsCoverTheExpansion) {
   EXPECT_THROW(ozaki_fp32_products(7), InvalidArgument);
 }
 
-// seed 004 Table 2 at n = 256 on the host: the mean over seeds of the maximum relative error (eq.
+// Nanai & Fujimoto (2021) Table 2 at n = 256 on the host: the mean over seeds of the maximum relative error (eq.
 // (21)) against MPFR falls with every added split for phi = 0.1 and 1, and from 2 to 6 splits for
-// phi = 2 (where the seed's own table is not monotone at every size); 6 splits at phi = 0.1 come
+// phi = 2 (where the paper's own table is not monotone at every size); 6 splits at phi = 0.1 come
 // within 10x of DGEMM's error. The table is printed.
 TEST(OzakiFp32, MaxRelativeErrorFallsWithTheNumberOfSplits) {
   const std::int64_t n = 256;
@@ -113,7 +113,8 @@ TEST(OzakiFp32, MaxRelativeErrorFallsWithTheNumberOfSplits) {
   Context ctx = Context::host_only();
   const Backend& ozaki = find_backend("host-ozaki-fp32");
   const Backend& dgemm = find_backend("host-fp64");
-  std::printf("seed 004 Table 2 at n = %lld (mean of %d seeds): max relative error\n  phi   ", (long long)n, seeds);
+  std::printf("Nanai & Fujimoto (2021) Table 2 at n = %lld (mean of %d seeds): max relative error\n  phi   ",
+              (long long)n, seeds);
   for (int s = kOzakiFp32MinSplits; s <= kOzakiFp32MaxSplits; ++s) std::printf("   s = %d  ", s);
   std::printf("    FP64\n");
   for (const double phi : {0.1, 1.0, 2.0}) {

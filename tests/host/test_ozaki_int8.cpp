@@ -231,7 +231,7 @@ TEST(Ozaki2Int8, ProductsAtTheCauchySchwarzBoundAreExact) {
   }
 }
 
-// The maximum relative error (seed 004 eq. (21)) against MPFR at n = 256 falls with the number of
+// The maximum relative error (Nanai & Fujimoto 2021, eq. (21)) against MPFR at n = 256 falls with the number of
 // moduli, and with all 20 it is no worse than FP64 GEMM's (here the result is the exact product
 // rounded once). phi = 2 needs about two more moduli than phi <= 1 for the same error: a fixed
 // point per row keeps fewer bits of a row's small entries.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The Ozaki scheme with BF16 / FP16 slices on the host (gemm/ozaki_slices.hpp, seed 001): rho as
-// the seed defines it, FP64-level results with every slice pair, the accuracy/work trade of fast
-// mode d (seed 001's d table at n = 256), and bad input.
+// The Ozaki scheme with BF16 / FP16 slices on the host (gemm/ozaki_slices.hpp, Niimi 2025): rho as
+// the article defines it, FP64-level results with every slice pair, the accuracy/work trade of fast
+// mode d (Niimi's (2025) d table at n = 256), and bad input.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,7 +32,7 @@ TEST(OzakiSlices, RhoFollowsSeed001) {
 // relative error against MPFR); fast mode trades pairs for accuracy, and the error falls as d
 // admits more pairs until it reaches the rounding of the FP64 sum (below 1e-12 here), where more
 // pairs change only the last bits. The table is printed. At k = 256 an FP16 slice keeps the same
-// 8 bits as a BF16 one (FP32's 24 bits bind, seed 001), so host-ozaki-fp16 gives the same bits.
+// 8 bits as a BF16 one (FP32's 24 bits bind, Niimi 2025), so host-ozaki-fp16 gives the same bits.
 TEST(OzakiSlices, FastModeTradesSlicePairsForAccuracy) {
   const std::int64_t n = 256;
   Context ctx = Context::host_only();

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The test-input generators of seed 000 §4.1 and seed 004 §5.1.
+// The test-input generators of Ootomo & Yokota (2021) §4.1 and Nanai & Fujimoto (2021) §5.1.
 #include <gtest/gtest.h>
 
 #include <cmath>

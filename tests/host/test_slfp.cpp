@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// SLFP formats (formats/slfp.hpp, seed 003): layouts against seed Table 1, both roundings against
+// SLFP formats (formats/slfp.hpp, Mukunoki & Imamura 2016): layouts against its Table 1, both roundings against
 // MPFR's correctly rounded result in the format's precision and exponent range (random values over
 // the whole range and edge values), exact round trips of stored values, every stored value and
 // every rounding boundary of slfp32in16b, and the word planes of SlfpVector.
@@ -128,7 +128,7 @@ TEST(Slfp, LayoutsAreSeed003Table1) {
     EXPECT_EQ(F::kExponentBits, row.exponent) << name;
     EXPECT_EQ(F::kMantissaBits, row.mantissa) << name;
     EXPECT_EQ(F::kWords, row.words) << name;
-    // Decimal digits of the normalized numbers, seed Table 1: (mantissa + 1) log10 2.
+    // Decimal digits of the normalized numbers, Mukunoki & Imamura (2016) Table 1: (mantissa + 1) log10 2.
     EXPECT_NEAR((F::kMantissaBits + 1) * std::log10(2.0), row.digits, 0.005) << name;
   };
   check(Slfp64in56{}, {56, 11, 44, 3, 13.55}, "slfp64in56b");
@@ -141,7 +141,7 @@ TEST(Slfp, LayoutsAreSeed003Table1) {
   check(Slfp32in16{}, {16, 8, 7, 1, 2.41}, "slfp32in16b");
 }
 
-// Calls fn(format, name, index) for every format of seed 003 Table 1 (index: 1, 2, ...).
+// Calls fn(format, name, index) for every format of Mukunoki & Imamura (2016) Table 1 (index: 1, 2, ...).
 template <class Fn>
 void for_each_format(Fn&& fn) {
   fn(Slfp64in56{}, "slfp64in56b", 1);

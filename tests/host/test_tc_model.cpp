@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The host tensor-core model (seed 000 §3.2): its rounding semantics, and the accuracy effects
-// the seed reports (Fig. 3: RZ accumulation is what degrades the correction; Fig. 8: halfhalf's
+// The host tensor-core model (Ootomo & Yokota 2021, §3.2): its rounding semantics, and the accuracy effects
+// the paper reports (Fig. 3: RZ accumulation is what degrades the correction; Fig. 8: halfhalf's
 // exponent range).
 #include <gtest/gtest.h>
 
@@ -38,7 +38,7 @@ struct ModelRun {
   std::vector<float> c;
   std::vector<double> reference;
   std::int64_t m = 0, n = 0;
-  // seed 000 eq. 6: ||C - C_ref||_F / ||C_ref||_F.
+  // Ootomo & Yokota (2021) eq. 6: ||C - C_ref||_F / ||C_ref||_F.
   double relative_error() const {
     return compare_to_reference(host_view<const float>(c.data(), m, n, m),
                                 host_view<const double>(reference.data(), m, n, m))
@@ -79,7 +79,7 @@ double relative_error_of(const std::string& name, std::int64_t m, std::int64_t n
   return run_model(name, m, n, k, spec_a, spec_b).relative_error();
 }
 
-// seed 000 Fig. 3: with mma_rz accumulation the corrected product (halfhalf) is degraded like
+// Ootomo & Yokota (2021) Fig. 3: with mma_rz accumulation the corrected product (halfhalf) is degraded like
 // Markidis's; with mma_rn it is as accurate as the FP32 product of the same inputs is expected to
 // be. Positive inputs make RZ's bias accumulate over the k / 16 accumulator additions (one per
 // 16-term step). Bounds, with T = k / 16 and the operands' split 2^-23 each:
@@ -133,7 +133,7 @@ TEST(TcModel, UncorrectedFp16IsLimitedByInputRounding) {
 }
 
 TEST(TcModel, HalfhalfLosesAccuracyBelowFp16RangeWhileTf32tf32DoesNot) {
-  // seed 000 Fig. 8 (middle): A in exp_rand(-35,-15) underflows FP16 in part; TF32 keeps FP32's
+  // Ootomo & Yokota (2021) Fig. 8 (middle): A in exp_rand(-35,-15) underflows FP16 in part; TF32 keeps FP32's
   // exponent range.
   const auto spec_a = RandomSpec::exp_rand(-35, -15, 31), spec_b = RandomSpec::exp_rand(-15, 15, 32);
   const std::int64_t k = 512;

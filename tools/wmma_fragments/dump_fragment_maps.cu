@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The element map of every WMMA fragment, by seed 002's method (section 3.1): a matrix whose
+// The element map of every WMMA fragment, by Ootomo & Yokota's (2020) method (section 3.1): a matrix whose
 // entries are their own row index, then one whose entries are their column index, each loaded
 // with load_matrix_sync; each thread then reads, for every x[e] of its fragment, the row and
 // the column of the element it holds. One JSON object per line on stdout:

@@ -4,7 +4,7 @@
 
 Each map (the row and the column that x[e] of lane `lane` holds) is checked to be a sum of bit
 weights, row = sum_b bit_b(lane) lane_row[b] + sum_b bit_b(e) element_row[b] (and the same for the
-column), as seed 002's get_m_table is; the memory layout must not change it. A map that is not of
+column), as Ootomo & Yokota's (2020) get_m_table is; the memory layout must not change it. A map that is not of
 this form, or that differs between layouts, stops the script.
 
     fit_fragment_maps.py maps.jsonl > primitives/include/mixsolve/primitives/wmma_fragment_maps.cuh

@@ -290,7 +290,7 @@ struct OperandShift {
 };
 
 // Scales a stored operand by 2^shift, splits it into FP16 hi = toF16(v) and lo = toF16(v - hi)
-// (seed 000 eqs. (1)-(4), Markidis et al.'s split: v - hi is exact in FP32) and writes three
+// (Ootomo & Yokota 2021, eqs. (1)-(4), Markidis et al.'s split: v - hi is exact in FP32) and writes three
 // packed copies as `place` says. Counts finite entries whose hi part overflows FP16 (only
 // beyond 2^78, where the shift's clamp binds). With `scalars` (one launch per product), thread 0
 // also writes cuBLAS's alpha * 2^-(shift + the other operand's shift) and beta there.
@@ -335,13 +335,13 @@ class DevicePointerModeScope {
   cublasHandle_t h_;
 };
 
-// Three of the four products of Markidis et al.'s corrected product (seed 000 eq. (5), without
+// Three of the four products of Markidis et al.'s corrected product (Ootomo & Yokota 2021, eq. (5), without
 // the lo x lo term, which is below 2^-22 of |A||B|) as ONE cuBLAS FP16 GEMM over an inner
 // dimension of 3k:  [A_hi A_hi A_lo] [B_hi; B_lo; B_hi] = A_hi B_hi + A_hi B_lo + A_lo B_hi.
 // C is read and written once, as in a single FP16 GEMM, which is what an LU's trailing update
 // at k = 256 is bound by; the corrections ride on that traffic. Unlike the corrected kernels
-// (halfhalf), everything accumulates inside the tensor cores (truncation, seed 000 §3.2), and
-// lo is not scaled by 2^11 (seed 000 §3.3): each operand is scaled by a power of two instead
+// (halfhalf), everything accumulates inside the tensor cores (truncation, Ootomo & Yokota 2021, §3.2), and
+// lo is not scaled by 2^11 (Ootomo & Yokota 2021, §3.3): each operand is scaled by a power of two instead
 // (formats::fp16x3_operand_shift: its largest |value| to [2^14, 2^15)), found on the device and
 // undone in alpha (cuBLAS's device pointer mode), so nothing synchronises and the product is
 // ~22-bit accurate whatever the operands' magnitudes.

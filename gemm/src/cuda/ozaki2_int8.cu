@@ -4,7 +4,7 @@
 //  1. the largest |value| of each row of op(A) and column of op(B), one atomicMax per vector and
 //     tile (non-negative doubles order as their bits), then the integer bound of its 2-norm, one
 //     atomicAdd per vector and tile, hence the shifts;
-//  2. one pass over each operand writes its INT8 residues for every modulus (seed 001's fused
+//  2. one pass over each operand writes its INT8 residues for every modulus (Niimi's (2025) fused
 //     split): plane t holds round(x 2^shift) mod m_t, balanced, as a k16 x m16 (or k16 x n16)
 //     column-major INT8 matrix, zero-padded, so that each product is cuBLAS's INT8 "TN" GEMM;
 //  3. per modulus, C32_t = A_t^T B_t (INT32, exact for k <= 2^17), all kept for step 4;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// ozaki-fp32, ozaki-fp32-halfhalf, ozaki-fp32-tf32tf32: DGEMM emulated with FP32 splits (seed
-// 004, ozaki_fp32.hpp) on the GPU, the s (s + 1) / 2 products through an FP32 backend of this
-// library (cuBLAS SGEMM, or the corrected tensor-core SGEMMs halfhalf and tf32tf32 of seed 000).
+// ozaki-fp32, ozaki-fp32-halfhalf, ozaki-fp32-tf32tf32: DGEMM emulated with FP32 splits (Nanai &
+// Fujimoto 2021, ozaki_fp32.hpp) on the GPU, the s (s + 1) / 2 products through an FP32 backend of this
+// library (cuBLAS SGEMM, or the corrected tensor-core SGEMMs halfhalf and tf32tf32 of Ootomo & Yokota 2021).
 // The split is host-ozaki-fp32's bit for bit (formats/ozaki_split.hpp):
 //  1. e_v = ceil(log2 max |x_v|) per vector (row of op(A), column of op(B)); NaN/Inf refused
 //     (vector_tiles.cuh);
@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// One split of every vector of the k x vectors plane r (seed 004 Algorithm 2 lines 2-10): high =
+// One split of every vector of the k x vectors plane r (Nanai & Fujimoto 2021, Algorithm 2 lines 2-10): high =
 // the high part of r on the grid of sigma = 2^(ceil(log2 mu_v) + beta) (0 where mu_v = 0), r -=
 // high (exact), remainder = fl32(r).
 __global__ void split_kernel(double* r, std::int64_t vectors, std::int64_t k, const unsigned long long* mu_bits,
@@ -128,7 +128,7 @@ class OzakiFp32 final : public Backend {
   OzakiFp32(std::string products, std::string suffix) : products_(std::move(products)), suffix_(std::move(suffix)) {}
   std::string name() const override { return "ozaki-fp32" + suffix_; }
   std::string description() const override {
-    return "DGEMM emulated with FP32 splits (Ozaki scheme, seed 004) and " + products_ +
+    return "DGEMM emulated with FP32 splits (Ozaki scheme, Nanai & Fujimoto 2021) and " + products_ +
            " products, parameter splits; the split is host-ozaki-fp32's";
   }
   DataType data_type() const override { return DataType::F64; }

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// ozaki-bf16, ozaki-fp16: DGEMM emulated with BF16 / FP16 slices on the tensor cores (seed 001,
+// ozaki-bf16, ozaki-fp16: DGEMM emulated with BF16 / FP16 slices on the tensor cores (Niimi 2025,
 // ozaki_slices.hpp), computing what host-ozaki-bf16 / -fp16 compute with fused = 1, bit for bit:
 //  1. c = ceil(log2 max |x_v|) per vector (row of op(A), column of op(B)); NaN/Inf refused;
 //  2. the fused split: one pass over each operand writes every slice (slice p's exponent
 //     c - p (b + 1), b = 53 - rho bits per slice), as k x vectors planes in the slice format;
 //  3. per slice pair (p, q) kept by fast mode (p + q < d), one cuBLAS GEMM with FP32 accumulation,
-//     exact by the choice of rho (seed 001 eq. (11)), added into an FP64 sum scaled by
+//     exact by the choice of rho (Niimi 2025, eq. (11)), added into an FP64 sum scaled by
 //     2^(c_i + c_j - (p + q) (b + 1)) in the host's order (eq. (10));
 //  4. C = alpha sum + beta C.
 // Buffers come from the Context's pool.
@@ -76,7 +76,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// sum += 2^(a_exponent_i + b_exponent_j - shift) product, in FP64 (seed 001 eq. (10)); pairs of a
+// sum += 2^(a_exponent_i + b_exponent_j - shift) product, in FP64 (Niimi 2025, eq. (10)); pairs of a
 // zero vector add nothing.
 __global__ void add_scaled_product_kernel(const float* product, std::int64_t m, std::int64_t n, const int* a_exponent,
                                           const int* b_exponent, int shift, double* sum) {
@@ -119,7 +119,7 @@ class OzakiSlices final : public Backend {
   std::string name() const override { return std::string("ozaki-") + format_; }
   std::string description() const override {
     return std::string("DGEMM emulated with ") + format_ +
-           " slices on the tensor cores, products exact in FP32 (Ozaki scheme, seed 001) and the fused split, "
+           " slices on the tensor cores, products exact in FP32 (Ozaki scheme, Niimi 2025) and the fused split, "
            "parameters slices and d (fast mode); host-ozaki-" +
            format_ + " with fused=1 bit for bit";
   }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The slfp-<format> backends: A and B rounded (RN) into an SLFP format of seed 003, then
+// The slfp-<format> backends: A and B rounded (RN) into an SLFP format of Mukunoki & Imamura (2016), then
 // multiplied by slfp::gemm, which widens them a panel at a time and computes in the format's base
 // type (FP64 for the slfp64 formats, FP32 for the slfp32 ones). The result is the exact-arithmetic
 // product of the rounded operands up to the base type's rounding: what a computation whose
@@ -25,7 +25,8 @@ class SlfpGemm final : public Backend {
   std::string name() const override { return "slfp-" + std::string(slfp::to_string(format_)).substr(4); }
   std::string description() const override {
     return std::string("A and B rounded to ") + slfp::to_string(format_) + " (" +
-           std::to_string(slfp::container_bits(format_)) + "-bit SLFP, seed 003), widened a panel at a time, " +
+           std::to_string(slfp::container_bits(format_)) +
+           "-bit SLFP, Mukunoki & Imamura 2016), widened a panel at a time, " +
            (fp64() ? "cublasDgemm" : "cublasSgemm (no TF32)") + " on the panels; " + (fp64() ? "FP64" : "FP32") +
            " data";
   }

@@ -73,7 +73,7 @@ class TcModelBackend final : public Backend {
     const char* acc = model_.accumulation == TcRounding::RZ
                           ? "main product accumulated inside the tensor core (RZ, as the hardware)"
                           : "main product added outside the tensor core (RN)";
-    return "host model of tensor-core " + to_string(model_.scheme) + " GEMM (seed 000 §3.2 mma_" +
+    return "host model of tensor-core " + to_string(model_.scheme) + " GEMM (Ootomo & Yokota 2021, §3.2 mma_" +
            (model_.accumulation == TcRounding::RZ ? "rz" : "rn") + "): " + acc;
   }
   DataType data_type() const override { return DataType::F32; }

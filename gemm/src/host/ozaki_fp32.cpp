@@ -52,7 +52,7 @@ OzakiFp32Operand ozaki_fp32_split(std::int64_t vectors, std::int64_t k, const do
       out.remainder[0][v * k + l] = static_cast<float>(r[l]);
     }
     for (int p = 0; p + 1 < splits; ++p) {
-      double mu = 0;  // seed 004 Algorithm 2 lines 2-3, on the current remainder
+      double mu = 0;  // Nanai & Fujimoto (2021) Algorithm 2 lines 2-3, on the current remainder
       for (std::int64_t l = 0; l < k; ++l) mu = std::fmax(mu, std::fabs(r[l]));
       // mu == 0: every later part is 0 (the vectors' entries already assigned are exact).
       const float sigma = mu > 0 ? std::ldexp(1.0f, formats::ceil_log2(mu) + beta) : 0.0f;
@@ -84,7 +84,8 @@ class HostOzakiFp32 final : public Backend {
  public:
   std::string name() const override { return "host-ozaki-fp32"; }
   std::string description() const override {
-    return "host DGEMM emulated with FP32 splits and SGEMM products (Ozaki scheme, seed 004), parameter splits";
+    return "host DGEMM emulated with FP32 splits and SGEMM products (Ozaki scheme, Nanai & Fujimoto 2021), "
+           "parameter splits";
   }
   DataType data_type() const override { return DataType::F64; }
   Memory memory() const override { return Memory::Host; }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The Ozaki scheme with BF16 or FP16 slices (ozaki_slices.hpp, seed 001) on the host:
+// The Ozaki scheme with BF16 or FP16 slices (ozaki_slices.hpp, Niimi 2025) on the host:
 // host-ozaki-bf16 and host-ozaki-fp16, parameters slices and d (fast mode).
 #include "mixsolve/gemm/ozaki_slices.hpp"
 
@@ -44,7 +44,7 @@ struct Slices {
 };
 
 // fused: every slice's exponent from the vector's largest |value| (ozaki_slices.hpp), else each
-// slice's own (seed 001 eq. (1)). Each vector is first scaled by 2^-c_0, c_0 = ceil(log2 max |x|),
+// slice's own (Niimi 2025, eq. (1)). Each vector is first scaled by 2^-c_0, c_0 = ceil(log2 max |x|),
 // so that sigma stays in range for any finite input (2^(rho + c) would overflow from |x| ~ 2^978)
 // and the slices' grids stay normal for tiny ones; a power of two changes no bit of a slice, and
 // what underflows in the scaling lies far below the last slice's grid.
@@ -66,7 +66,7 @@ Slices slice(const double* x, std::int64_t vectors, std::int64_t k, std::int64_t
         double mu = 0;
         for (std::int64_t l = 0; l < k; ++l) mu = std::fmax(mu, std::fabs(r[l]));
         if (mu == 0) break;  // the rest of the slices stay 0
-        c = formats::ceil_log2(mu);  // seed 001 eq. (1)
+        c = formats::ceil_log2(mu);  // Niimi (2025) eq. (1)
       }
       out.exponent[p][v] = first + c;
       for (std::int64_t l = 0; l < k; ++l) out.value[p][v * k + l] = detail::take_ozaki_slice(r[l], rho, c);
@@ -81,7 +81,7 @@ class HostOzakiSlices final : public Backend {
   std::string name() const override { return std::string("host-ozaki-") + format_; }
   std::string description() const override {
     return std::string("host DGEMM emulated with ") + format_ +
-           " slices whose products are exact in FP32 (Ozaki scheme, seed 001), parameters slices and d (fast mode)";
+           " slices whose products are exact in FP32 (Ozaki scheme, Niimi 2025), parameters slices and d (fast mode)";
   }
   DataType data_type() const override { return DataType::F64; }
   Memory memory() const override { return Memory::Host; }

@@ -118,7 +118,7 @@ void tc_model_gemm(const TcModel& model, const GemmArgs<float>& args) {
             case TcScheme::Tf32:
               acc = mma_step(ah + p, bh + p, len, acc, main_rounding);
               break;
-            case TcScheme::Markidis:  // seed 000 Listing 2 order: dA dB, dA B, A dB, A B
+            case TcScheme::Markidis:  // Ootomo & Yokota (2021) Listing 2 order: dA dB, dA B, A dB, A B
               acc = mma_step(al + p, bl + p, len, acc, main_rounding);
               acc = mma_step(al + p, bh + p, len, acc, main_rounding);
               acc = mma_step(ah + p, bl + p, len, acc, main_rounding);

@@ -27,7 +27,7 @@ constexpr int kTriangularSolveMaxColumns = 4;
 // A factor entry stored in the SLFP format F (formats/slfp.hpp) as its container's bytes, least
 // significant first, the entries packed one after another (array of structures): a column of the
 // factor is then one contiguous stretch, which the solver copies in 16-byte pieces, whatever the
-// container's width (seed 003's word planes serve kernels that load values into registers; here
+// container's width (Mukunoki & Imamura's (2016) word planes serve kernels that load values into registers; here
 // the bytes go to shared memory whole).
 template <class F>
 struct PackedSlfp {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file
-/// Accuracy measures of design.md §4, against an FP64 reference.
+/// Accuracy measures, against an FP64 reference.
 #pragma once
 
 #include <cstdint>
@@ -14,10 +14,10 @@ namespace mixsolve {
 /// Errors of a computed matrix C against its FP64 reference C* (compare_to_reference()).
 /// Non-finite entries of C are counted in `nonfinite` and left out of both error measures.
 struct ErrorStats {
-  /// seed 000 eq. (6): ||C_ref - C||_F / ||C_ref||_F (the absolute ||C_ref - C||_F where
+  /// Ootomo & Yokota (2021) eq. (6): ||C_ref - C||_F / ||C_ref||_F (the absolute ||C_ref - C||_F where
   /// ||C_ref||_F = 0).
   double relative_error = 0;
-  /// seed 004 eq. (21): max_ij |c*_ij - c_ij| / |c*_ij| over the entries with c*_ij != 0
+  /// Nanai & Fujimoto (2021) eq. (21): max_ij |c*_ij - c_ij| / |c*_ij| over the entries with c*_ij != 0
   double max_relative_error = 0;
   /// entries of C that are NaN or Inf
   std::int64_t nonfinite = 0;

@@ -4,9 +4,9 @@
 /// (seed, i + j * rows), so a matrix generated on the GPU equals the one generated on the host for
 /// the same seed, whatever the leading dimensions (phi matrices up to their last bits: random_phi).
 ///
-/// Input classes follow seed 000 §4.1: uniform(lo, hi) and exp_rand(a, b) -- exponent uniform over
+/// Input classes follow Ootomo & Yokota (2021) §4.1: uniform(lo, hi) and exp_rand(a, b) -- exponent uniform over
 /// the integers a..b-1, 23 uniformly random mantissa bits, positive sign (the paper gives none) --
-/// and seed 004 §5.1: phi(phi) = (u - 1/2) exp(phi rn), u uniform in [0, 1), rn standard normal,
+/// and Nanai & Fujimoto (2021) §5.1: phi(phi) = (u - 1/2) exp(phi rn), u uniform in [0, 1), rn standard normal,
 /// whose magnitudes spread wider as phi grows.
 #pragma once
 
@@ -22,7 +22,7 @@ struct CUstream_st;
 namespace mixsolve {
 
 /// The input class of a RandomSpec: Uniform (uniform(lo, hi)), ExpRand (exp_rand(a, b)) or Phi
-/// (phi(phi), seed 004).
+/// (phi(phi), Nanai & Fujimoto 2021).
 enum class Distribution { Uniform, ExpRand, Phi };
 
 /// A distribution and a seed: what fill_random() and random_float() / random_double() draw from.
@@ -53,9 +53,9 @@ struct RandomSpec {
   static RandomSpec exp_rand(int a, int b, std::uint64_t seed) {
     return {Distribution::ExpRand, double(a), double(b), seed};
   }
-  /// phi(phi) (seed 004 §5.1): (u - 1/2) exp(phi rn), u uniform in [0, 1), rn standard normal
+  /// phi(phi) (Nanai & Fujimoto 2021, §5.1): (u - 1/2) exp(phi rn), u uniform in [0, 1), rn standard normal
   /// (Box-Muller from the element's own random bits).
-  /// @param phi  the spread, >= 0 (0.1, 1 and 2 in seed 004 Table 2).
+  /// @param phi  the spread, >= 0 (0.1, 1 and 2 in Nanai & Fujimoto (2021) Table 2).
   /// @param seed generator seed.
   /// @return the spec.
   static RandomSpec phi_spread(double phi, std::uint64_t seed) { return {Distribution::Phi, phi, phi, seed}; }
@@ -83,7 +83,7 @@ MIXSOLVE_HD inline std::uint64_t random_bits(std::uint64_t seed, std::uint64_t i
   return mix64(mix64(seed) ^ (index * 0xD2B74407B1CE6E93ull));
 }
 
-/// Element `index` of a phi(phi) matrix (seed 004 §5.1): u from 53 bits of the element's first
+/// Element `index` of a phi(phi) matrix (Nanai & Fujimoto 2021, §5.1): u from 53 bits of the element's first
 /// random word, rn = sqrt(-2 ln u1) cos(2 pi u2) from the two halves of a second. Unlike the other
 /// classes, host and device values may differ in their last bits: CUDA's log, cos and exp are not
 /// correctly rounded. Generate phi matrices on one side and copy them where both must agree.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file
-/// The element operations of the Ozaki scheme with FP32 splits (seed 004, Nanai & Fujimoto:
+/// The element operations of the Ozaki scheme with FP32 splits (Nanai & Fujimoto 2021:
 /// Algorithms 1 and 2, eqs. (6)-(10)), shared by the host and the device so that both split
 /// bit for bit alike.
 ///
@@ -18,7 +18,7 @@
 
 namespace mixsolve::formats {
 
-/// seed 004 eq. (10) with u = 2^-24: beta = ceil((24 + log2 k) / 2).
+/// Nanai & Fujimoto (2021) eq. (10) with u = 2^-24: beta = ceil((24 + log2 k) / 2).
 /// @param k the inner dimension, >= 1.
 /// @return beta, in [12, 28] for k < 2^31.
 MIXSOLVE_HD inline int ozaki_fp32_beta(std::int64_t k) {
@@ -36,9 +36,9 @@ MIXSOLVE_HD inline int ceil_log2(double mu) {
   return f == 0.5 ? e - 1 : e;
 }
 
-/// The high part of v on the grid of sigma (seed 004 Algorithm 2 line 9):
+/// The high part of v on the grid of sigma (Nanai & Fujimoto 2021, Algorithm 2 line 9):
 /// fl32(fl32(v) + sigma) - sigma, each operation rounded to nearest in FP32.
-/// @param v     the value (FP64; rounded to FP32 first, as the seed's single(A)).
+/// @param v     the value (FP64; rounded to FP32 first, as Nanai & Fujimoto's (2021) single(A)).
 /// @param sigma 2^(ceil(log2 mu) + beta) for the row's or column's largest |value| mu, in FP32.
 /// @return a float whose bits lie on sigma's grid: |high| <= 2^(ceil(log2 mu)).
 MIXSOLVE_HD inline float ozaki_high_part(double v, float sigma) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file
-/// Short-length floating-point (SLFP) storage formats, seed 003 (Mukunoki & Imamura): an FP64 or
+/// Short-length floating-point (SLFP) storage formats, Mukunoki & Imamura (2016): an FP64 or
 /// FP32 value with its mantissa cut in 8-bit steps, kept in a 16-56-bit container. The sign and
 /// the exponent field stay those of the IEEE base format (so the exponent range is FP64's or
 /// FP32's), only low mantissa bits go; a value is widened back to its base format in registers and
@@ -17,13 +17,13 @@
 /// | slfp32in24b   | FP32 | 24 (16 + 8)             | 8             | 15                     | 4.82           |
 /// | slfp32in16b   | FP32 | 16                      | 8             | 7                      | 2.41           |
 ///
-/// (seed 003 Table 1). The stored bits of a value are the top `Bits` bits of its IEEE pattern: bit
+/// (Mukunoki & Imamura 2016, Table 1). The stored bits of a value are the top `Bits` bits of its IEEE pattern: bit
 /// Bits - 1 the sign, then the exponent field, then the kept mantissa. A concatenated format keeps
-/// them in word planes (structure of arrays, seed §3.3), the most significant word in the widest
+/// them in word planes (structure of arrays, Mukunoki & Imamura (2016) §3.3), the most significant word in the widest
 /// plane: slfp64in56b's element i is (w32[i] << 24) | (w16[i] << 8) | w8[i].
 ///
-/// Encoding rounds toward zero (RZ: the seed's truncation) or to nearest with ties to even (RN,
-/// the seed's open item): a carry out of the mantissa goes into the exponent, and a finite value
+/// Encoding rounds toward zero (RZ: Mukunoki & Imamura's (2016) truncation) or to nearest with ties to even (RN,
+/// the paper's open item): a carry out of the mantissa goes into the exponent, and a finite value
 /// that rounds beyond the largest finite one becomes Inf, as IEEE rounding does. Both keep signed
 /// zeros, subnormals (to the kept precision: a subnormal below the format's smallest step goes to
 /// zero under RZ, to zero or the smallest step under RN), Inf, and NaN (made quiet, its sign and
@@ -40,7 +40,7 @@ namespace mixsolve::formats {
 
 /// How a value is rounded to a shorter format.
 enum class Rounding {
-  TowardZero,   ///< truncation of the dropped mantissa bits (RZ; seed 003 §3.2)
+  TowardZero,   ///< truncation of the dropped mantissa bits (RZ; Mukunoki & Imamura 2016, §3.2)
   NearestEven,  ///< round to nearest, ties to even (RN; IEEE 754's default)
 };
 
@@ -124,7 +124,7 @@ using Slfp64in16 = Slfp<double, 16>;
 using Slfp32in24 = Slfp<float, 24>;
 using Slfp32in16 = Slfp<float, 16>;
 
-/// A vector of `Format` values in word planes (seed 003 §3.3): element i's stored bits are
+/// A vector of `Format` values in word planes (Mukunoki & Imamura 2016, §3.3): element i's stored bits are
 /// w32[i], w16[i] and w8[i], most significant first, for the planes the format has (the others
 /// are unused, null). A non-owning view; load() and store() are the accessor every SLFP kernel is
 /// written against (IeeeVector below has the same interface for plain FP64 / FP32 arrays).
@@ -175,7 +175,7 @@ struct SlfpVector {
 };
 
 /// A plain IEEE array behind the same interface as SlfpVector: FP64 and FP32 storage (the
-/// baselines), and `Stored` narrower than `Value` for the seed's FP64inFP32 (FP32 storage, FP64
+/// baselines), and `Stored` narrower than `Value` for Mukunoki & Imamura's (2016) FP64inFP32 (FP32 storage, FP64
 /// arithmetic; the store rounds by the C++ conversion: to nearest, ties to even, whatever R says).
 template <class Stored, class Value = Stored>
 struct IeeeVector {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file
-/// Two-term splits of an FP32 value v into tensor-core inputs, as in seed 000:
+/// Two-term splits of an FP32 value v into tensor-core inputs, as in Ootomo & Yokota (2021):
 ///
 ///   Markidis (eqs. 1-4):   hi = toF16(v),  lo = toF16(v - toF32(hi))
 ///   halfhalf (eqs. 15-18): hi = toF16(v),  lo = toF16((v - toF32(hi)) * 2^11)
@@ -22,7 +22,7 @@
 
 namespace mixsolve::formats {
 
-/// 2^11: the residual scale of seed 000 eqs. (14), (16), (18).
+/// 2^11: the residual scale of Ootomo & Yokota (2021) eqs. (14), (16), (18).
 constexpr float kResidualScale = 2048.0f;
 /// 2^-11, the inverse of kResidualScale.
 constexpr float kInverseResidualScale = 1.0f / 2048.0f;
@@ -50,7 +50,7 @@ struct Tf32Split {
 /// @return false when the exponent field is all ones.
 MIXSOLVE_HD inline bool is_finite_bits16(std::uint16_t h) { return (h & 0x7C00u) != 0x7C00u; }
 
-/// The halfhalf split, seed 000 eqs. (15)-(16): hi = toF16(v), lo = toF16((v - hi) * 2^11).
+/// The halfhalf split, Ootomo & Yokota (2021) eqs. (15)-(16): hi = toF16(v), lo = toF16((v - hi) * 2^11).
 /// @param v the FP32 value.
 /// @return hi and the scaled lo as FP16 bits; lo = 0 where hi is Inf or NaN.
 MIXSOLVE_HD inline HalfSplit split_halfhalf(float v) {
@@ -60,7 +60,7 @@ MIXSOLVE_HD inline HalfSplit split_halfhalf(float v) {
   return {hi, float_to_half_bits_rn(residual)};
 }
 
-/// The Markidis split, seed 000 eqs. (1)-(2): hi = toF16(v), lo = toF16(v - hi). No residual
+/// The Markidis split, Ootomo & Yokota (2021) eqs. (1)-(2): hi = toF16(v), lo = toF16(v - hi). No residual
 /// scaling, so the residual underflows FP16 for small |v|.
 /// @param v the FP32 value.
 /// @return hi and lo as FP16 bits; lo = 0 where hi is Inf or NaN.
@@ -103,7 +103,7 @@ MIXSOLVE_HD inline int fp16x3_operand_shift(float max_abs) {
   return shift < -kFp16x3MaxShift ? -kFp16x3MaxShift : shift > kFp16x3MaxShift ? kFp16x3MaxShift : shift;
 }
 
-/// The tf32tf32 split, seed 000 §3.3: eqs. (15)-(16) with cvt.rna.tf32.f32 in place of toF16:
+/// The tf32tf32 split, Ootomo & Yokota (2021) §3.3: eqs. (15)-(16) with cvt.rna.tf32.f32 in place of toF16:
 /// hi = toTF32(v), lo = toTF32((v - hi) * 2^11). NaN is kept as NaN (the conversion alone would
 /// turn it into Inf).
 /// @param v the FP32 value.
@@ -153,7 +153,7 @@ inline double join_tf32tf32(Tf32Split s) {
 /// @return hi + lo.
 inline double join_tf32tf32_unscaled(Tf32Split s) { return double(bits_float(s.hi)) + double(bits_float(s.lo)); }
 
-/// Mantissa bits of v (of 23) that a split reproduces, as counted in seed 000 Table 1:
+/// Mantissa bits of v (of 23) that a split reproduces, as counted in Ootomo & Yokota (2021) Table 1:
 /// 23 when hi + lo == v exactly, else 23 minus the number of trailing mantissa bits lost.
 /// An error of one ulp of v (in FP32) loses one bit, of 2 to 3 ulps two bits, and so on.
 /// @param v           the FP32 value that was split.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file
-/// Accuracy and speed of GEMM backends on the input classes of seed 000 §4.1, against an FP64
+/// Accuracy and speed of GEMM backends on the input classes of Ootomo & Yokota (2021) §4.1, against an FP64
 /// reference of the same FP32 inputs (cuBLAS DGEMM on the GPU, Eigen on the host). Used by the
 /// example compare_gemm_backends and the GEMM benchmark; useful to anyone comparing backends.
 #pragma once
@@ -26,7 +26,7 @@ struct InputClass {
 };
 
 /// uniform(-1,1); exp_rand(-15,15); exp_rand(-35,-15) x exp_rand(-15,15);
-/// exp_rand(-45,-35) x exp_rand(-15,15) (seed 000 Fig. 8 and the issue), seeds derived from `seed`.
+/// exp_rand(-45,-35) x exp_rand(-15,15) (Ootomo & Yokota 2021, Fig. 8 and the issue), seeds derived from `seed`.
 /// @param seed base seed; every RandomSpec's seed is derived from it.
 /// @return the four classes, in that order.
 std::vector<InputClass> seed000_input_classes(std::uint64_t seed);
@@ -49,9 +49,9 @@ struct Evaluation {
   std::string backend, input_class;
   /// The problem size: C = A B with A m x k, B k x n.
   std::int64_t m = 0, n = 0, k = 0;
-  /// seed 000 eq. (6): ||C_ref - C||_F / ||C_ref||_F (ErrorStats::relative_error).
+  /// Ootomo & Yokota (2021) eq. (6): ||C_ref - C||_F / ||C_ref||_F (ErrorStats::relative_error).
   double relative_error = 0;
-  /// seed 004 eq. (21), against the FP64 reference (ErrorStats::max_relative_error).
+  /// Nanai & Fujimoto (2021) eq. (21), against the FP64 reference (ErrorStats::max_relative_error).
   double max_relative_error = 0;
   /// Entries of C that are NaN or Inf.
   std::int64_t nonfinite = 0;

@@ -1,19 +1,19 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file
-/// DGEMM emulated with FP32 splits and FP32 products: the Ozaki scheme as seed 004 (Nanai &
-/// Fujimoto) applies it, generalised from 2 to s splits.
+/// DGEMM emulated with FP32 splits and FP32 products: the Ozaki scheme as Nanai & Fujimoto
+/// (2021) apply it, generalised from 2 to s splits.
 ///
 /// Each row of op(A) and each column of op(B) (a "vector" of length k) is first scaled by a power
 /// of two, 2^-e with e = ceil(log2 max |x|), so that any finite FP64 input has FP32 splits and no
-/// product overflows (seed 004 assumes its inputs within FP32's exponent range; the scaling
+/// product overflows (Nanai & Fujimoto (2021) assume their inputs within FP32's exponent range; the scaling
 /// changes no bit of the splits, which follow the vector's own grid). It is then cut s - 1 times
 /// (formats/ozaki_split.hpp): x = x_1 + ... + x_{s-1} + r_s, where x_p is the high part of the
 /// remainder r_p (r_1 = x) on its own grid, and r_{p+1} = r_p - x_p in FP64. The product is the
-/// sum of s (s + 1) / 2 FP32 products (seed 004 eq. (16) generalised):
+/// sum of s (s + 1) / 2 FP32 products (Nanai & Fujimoto 2021, eq. (16) generalised):
 ///     A B = sum_{p + q <= s} A_p B_q  +  sum_{p < s} A_p R^B_{s-p+1}  +  R^A_s B
 /// where the high-by-high products are exact (eq. (5)) and the others carry FP32 rounding; the
-/// terms are summed in FP64. The remainders are rounded to FP32 (seed 004 Algorithm 2 line 10),
-/// so the result is an approximation whose error falls with s (seed 004 Table 2). Entry (i, j) of
+/// terms are summed in FP64. The remainders are rounded to FP32 (Nanai & Fujimoto 2021, Algorithm 2 line 10),
+/// so the result is an approximation whose error falls with s (Nanai & Fujimoto 2021, Table 2). Entry (i, j) of
 /// the sum is multiplied by 2^(e_i + e_j) in FP64 at the end.
 #pragma once
 
@@ -25,7 +25,7 @@
 
 namespace mixsolve::gemm {
 
-/// The number of splits the scheme takes: 2 to 6, as in seed 004.
+/// The number of splits the scheme takes: 2 to 6, as in Nanai & Fujimoto (2021).
 constexpr int kOzakiFp32MinSplits = 2, kOzakiFp32MaxSplits = 6;
 /// The largest inner dimension: eq. (5) needs 2 alpha + ceil(log2 k) <= 24 for a high part of
 /// alpha >= 1 bits.

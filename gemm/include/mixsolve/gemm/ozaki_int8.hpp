@@ -59,7 +59,7 @@ int ozaki2_operand_bits(int moduli, std::int64_t k);
 int ozaki2_moduli_for_bits(int bits, std::int64_t k);
 
 /// The bits ozaki2-int8 keeps unless asked otherwise: DGEMM's accuracy. cuBLAS DGEMM's error on
-/// seed 004's phi inputs (phi <= 2, n = 4096-32768) was about 0.3 u ||a_i|| ||b_j|| (its
+/// Nanai & Fujimoto's (2021) phi inputs (phi <= 2, n = 4096-32768) was about 0.3 u ||a_i|| ||b_j|| (its
 /// rounding errors partly cancel); FP64's 53 bits in this scheme's measure give about twice
 /// that, so the default keeps more (docs/ozaki.md, measured on an H100).
 constexpr int kOzaki2DefaultBits = 56;

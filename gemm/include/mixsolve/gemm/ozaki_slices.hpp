@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file
 /// DGEMM emulated with BF16 or FP16 slices whose products accumulate in FP32 without rounding
-/// error: the Ozaki scheme as seed 001 describes it (its eqs. (1)-(5), (9)-(11); fast mode `d`).
+/// error: the Ozaki scheme as Niimi (2025) describes it (its eqs. (1)-(5), (9)-(11); fast mode `d`).
 ///
 /// Each row of op(A) and column of op(B) (a vector of length k) is cut into slices: with
 /// c = ceil(log2 max|x^(p)|) over the vector's current remainder x^(p) (eq. (1)),
@@ -13,10 +13,10 @@
 /// 2^(c_p + c_q) times that product, summed in FP64 (eq. (10)). Fast mode keeps only the pairs
 /// with p + q < d (0-based): the pairs of small slices carry the least.
 ///
-/// Seed 001 takes c over the whole matrix; here it is per vector, as in the Ozaki scheme's own
+/// Niimi (2025) takes c over the whole matrix; here it is per vector, as in the Ozaki scheme's own
 /// papers, so that a row of small entries keeps its bits.
 ///
-/// The fused split (parameter fused = 1; seed 001's "fused split kernel"): c is taken once per
+/// The fused split (parameter fused = 1; Niimi's (2025) "fused split kernel"): c is taken once per
 /// vector, from x itself, and slice p (0-based) takes c_p = c - p (b + 1), b = 53 - rho the bits
 /// per slice, so that every slice comes from one pass over x (no reduction between slices). Slice
 /// p leaves a remainder of at most half its grid, 2^(c_p - b - 1) = 2^(c_{p+1}), so each slice
@@ -32,7 +32,7 @@ namespace mixsolve::gemm {
 /// The most slices an operand is cut into.
 constexpr int kOzakiMaxSlices = 20;
 
-/// seed 001's rho for a slice format of `significand_bits` bits (BF16 8, FP16 11) and inner
+/// Niimi's (2025) rho for a slice format of `significand_bits` bits (BF16 8, FP16 11) and inner
 /// dimension k: max(ceil(53 - (24 - ceil(log2 k)) / 2), 53 - significand_bits).
 /// @param significand_bits the slice format's significand, hidden bit included.
 /// @param k                the inner dimension, >= 1 (at most 2^24 / 4^... see slice_bits).

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file
-/// A host model of the tensor-core MMA (seed 000 §3.2), so that the accuracy of every corrected
+/// A host model of the tensor-core MMA (Ootomo & Yokota 2021, §3.2), so that the accuracy of every corrected
 /// SGEMM variant can be studied and tested on a machine without a GPU.
 ///
 /// One MMA step over a k-block (16 for FP16 inputs, 8 for TF32, as in mma.sync) computes
@@ -24,9 +24,9 @@ enum class TcScheme {
   Bf16,
   /// A, B rounded to TF32 (RNA); one product.
   Tf32,
-  /// seed 000 eqs. (1)-(5): four products in the same accumulator, unscaled residuals.
+  /// Ootomo & Yokota (2021) eqs. (1)-(5): four products in the same accumulator, unscaled residuals.
   Markidis,
-  /// seed 000 eqs. (15)-(18), (20): main product + two corrections scaled by 2^-11.
+  /// Ootomo & Yokota (2021) eqs. (15)-(18), (20): main product + two corrections scaled by 2^-11.
   Halfhalf,
   /// The same with TF32 splits.
   Tf32tf32,
@@ -45,7 +45,7 @@ struct TcModel {
   /// The operand rounding or split and the products formed.
   TcScheme scheme = TcScheme::Halfhalf;
   /// How the main product is added to its accumulator. For Halfhalf/Tf32tf32 the correction
-  /// products always accumulate inside the tensor core (RZ), as in seed 000 §3.5.
+  /// products always accumulate inside the tensor core (RZ), as in Ootomo & Yokota (2021) §3.5.
   TcRounding accumulation = TcRounding::RZ;
 };
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Error-corrected SGEMM backends on tensor cores (seed 000): halfhalf, tf32tf32, and the
+// Error-corrected SGEMM backends on tensor cores (Ootomo & Yokota 2021): halfhalf, tf32tf32, and the
 // Markidis baseline. Each call packs op(A) and op(B) into hi/lo tensor-core operands in the
 // Context's workspace (one memory pass) and runs one fused kernel for all products (on the wgmma
 // path with split-K, then a reduction of the k-chunks' partial tiles). tf32tf32 products with at
@@ -448,7 +448,7 @@ class CorrectedSgemm final : public Backend {
 
 void add_corrected_sgemm_backends(std::vector<std::unique_ptr<Backend>>& out) {
   const Scheme halfhalf{Element::Fp16, Accumulation::CorrectedRoundToNearest, true, true, false};
-  // TF32 keeps FP32's exponent range, so the residual needs no 2^11 scaling (seed 000 eq. 14 is
+  // TF32 keeps FP32's exponent range, so the residual needs no 2^11 scaling (eq. 14 of Ootomo & Yokota 2021 is
   // about FP16 underflow): unscaled, the corrections share the main product's tensor-core chain.
   Scheme tf32tf32{Element::Tf32, Accumulation::CorrectedRoundToNearest, false, false, false};
   const Scheme tf32tf32_packed = tf32tf32;
@@ -457,18 +457,18 @@ void add_corrected_sgemm_backends(std::vector<std::unique_ptr<Backend>>& out) {
   halfhalf_mma_sync.path = tf32tf32_mma_sync.path = corrected::KernelPath::MmaSync;
   out.push_back(std::make_unique<CorrectedSgemm>(
       "halfhalf",
-      "FP16 tensor cores, seed 000 halfhalf split (eqs. 15-18) with power-of-two row/column scaling into FP16 "
-      "range, 3 products (eq. 20), slice sums added outside the TC with RN (wgmma on sm_90a, else mma.sync)",
+      "FP16 tensor cores, Ootomo & Yokota's (2021) halfhalf split (eqs. 15-18) with power-of-two row/column scaling "
+      "into FP16 range, 3 products (eq. 20), slice sums added outside the TC with RN (wgmma on sm_90a, else mma.sync)",
       halfhalf));
   out.push_back(std::make_unique<CorrectedSgemm>(
       "halfhalf-unscaled",
-      "halfhalf exactly as seed 000 (no exponent shift: small values underflow FP16); synchronises once to "
-      "report values beyond FP16 range",
+      "halfhalf exactly as in Ootomo & Yokota (2021) (no exponent shift: small values underflow FP16); synchronises "
+      "once to report values beyond FP16 range",
       Scheme{Element::Fp16, Accumulation::CorrectedRoundToNearest, true, false, true}));
   out.push_back(std::make_unique<CorrectedSgemm>(
       "tf32tf32",
-      "TF32 tensor cores, seed 000 tf32tf32 split (cvt.rna; residual unscaled: TF32 has FP32's exponent "
-      "range), 3 products (eq. 20), slice sums added outside the TC with RN (wgmma on sm_90a, else mma.sync)",
+      "TF32 tensor cores, Ootomo & Yokota's (2021) tf32tf32 split (cvt.rna; residual unscaled: TF32 has FP32's "
+      "exponent range), 3 products (eq. 20), slice sums added outside the TC with RN (wgmma on sm_90a, else mma.sync)",
       tf32tf32));
   out.push_back(std::make_unique<CorrectedSgemm>(
       "tf32tf32-packed",
@@ -483,7 +483,7 @@ void add_corrected_sgemm_backends(std::vector<std::unique_ptr<Backend>>& out) {
       tf32tf32_mma_sync));
   out.push_back(std::make_unique<CorrectedSgemm>(
       "markidis",
-      "FP16 tensor cores, Markidis et al. (seed 000 eqs. 1-5): 4 products accumulated inside the TC (RZ); "
+      "FP16 tensor cores, Markidis et al. (Ootomo & Yokota 2021, eqs. 1-5): 4 products accumulated inside the TC (RZ); "
       "synchronises once to report values beyond FP16 range",
       Scheme{Element::Fp16, Accumulation::MarkidisFourProducts, false, false, true}));
 }

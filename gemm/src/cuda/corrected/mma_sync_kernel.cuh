@@ -9,7 +9,7 @@
 // the row index so that ldmatrix and cp.async are free of bank conflicts.
 //
 // Accumulation (scheme.hpp):
-//   CorrectedRoundToNearest, per MMA k-step (k = 16 for FP16, 8 for TF32), seed 000 eq. (20):
+//   CorrectedRoundToNearest, per MMA k-step (k = 16 for FP16, 8 for TF32), Ootomo & Yokota (2021) eq. (20):
 //       x  = mma(A_lo, B_hi, 0) ; x = mma(A_hi, B_lo, x)      corrections
 //       x *= 2^-11                                            exact; only if the residual is
 //                                                             scaled by 2^11 (halfhalf)
@@ -18,7 +18,7 @@
 //     and every kChunkTiles = 8 slices (512 FP16 / 256 TF32 values of k) acc += part, part = 0: a
 //     two-level sum, so the sequential FP32 additions grow like k/512 + 32 (FP16) rather than k/16.
 //     The tensor core's RZ truncation only ever touches one k-step's partial sum.
-//   MarkidisFourProducts, seed 000 Listing 2: acc = mma(dA,dB,acc); mma(dA,B); mma(A,dB); mma(A,B).
+//   MarkidisFourProducts, Ootomo & Yokota (2021) Listing 2: acc = mma(dA,dB,acc); mma(dA,B); mma(A,dB); mma(A,B).
 #pragma once
 
 #include <cuda_fp16.h>
@@ -184,7 +184,7 @@ __global__ void __launch_bounds__(256, 1) corrected_sgemm_mma_sync_kernel(MmaSyn
             mma<E>(x, a_hi, b_lo[j], x);
             if constexpr (ScaledResidual) {
 #pragma unroll
-              for (int r = 0; r < 4; ++r) x[r] *= 0x1p-11f;  // seed 000 eq. (20): / 2^11
+              for (int r = 0; r < 4; ++r) x[r] *= 0x1p-11f;  // Ootomo & Yokota (2021) eq. (20): / 2^11
             }
             mma<E>(x, a_hi, b_hi[j], x);
 #pragma unroll

@@ -26,7 +26,7 @@ struct PackSource {
 };
 
 // Exponent s for a power-of-two row scale: the scaled row maximum 2^s * max lies in [2^14, 2^15),
-// well inside FP16 (max 65504) with 28 binades of normal numbers below it. seed 000 §4.1 concludes
+// well inside FP16 (max 65504) with 28 binades of normal numbers below it. Ootomo & Yokota (2021) §4.1 concludes
 // that halfhalf needs such an exponent shift; rows that are zero or hold Inf/NaN are not scaled.
 // Integer work on the bits of the (non-negative) maximum: the epilogue calls this per column.
 __device__ __forceinline__ int row_scale_exponent(unsigned int max_abs_bits) {

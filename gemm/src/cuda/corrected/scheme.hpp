@@ -9,9 +9,9 @@ namespace mixsolve::gemm::corrected {
 enum class Element { Fp16, Tf32 };
 
 enum class Accumulation {
-  // seed 000 eqs. (1)-(5): all four products accumulate inside the tensor core (RZ).
+  // Ootomo & Yokota (2021) eqs. (1)-(5): all four products accumulate inside the tensor core (RZ).
   MarkidisFourProducts,
-  // seed 000 eq. (20) with §3.2: per MMA k-step, the two correction products (scaled by 2^11)
+  // Ootomo & Yokota (2021) eq. (20) with §3.2: per MMA k-step, the two correction products (scaled by 2^11)
   // accumulate from zero inside the tensor core, are scaled by 2^-11, the main product is added
   // to them in the tensor core, and that step's sum is added to the FP32 accumulator outside the
   // tensor core with round-to-nearest. The long-running sum is never truncated (RZ) by the TC.

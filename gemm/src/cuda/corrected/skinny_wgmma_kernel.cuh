@@ -11,14 +11,14 @@
 // op(B)^T op(A)^T. op(B)^T is wgmma's A operand, which may come from registers: TMA brings 64
 // columns x 32 values of k of op(B) straight from user memory (column-major op(B) is K-major for
 // this product), and each consumer thread loads its fragment from shared memory and splits it
-// into TF32 hi and lo (seed 000 §3.3, cvt.rna) in registers, so op(B) is read from memory once
+// into TF32 hi and lo (Ootomo & Yokota 2021, §3.3, cvt.rna) in registers, so op(B) is read from memory once
 // and never written. op(A) (at most 256 x k) is packed into hi / lo planes as in the general
 // kernel; it is small, and the CTAs working on one k-chunk share it in L2.
 //
 // Warp-specialized as the general kernel: warpgroup 0's first thread loads each 128-byte k-slice
 // (op(A) hi and lo: 256 rows each, op(B): 64 rows) into a 3-stage ring; warpgroups 1 and 2 each
 // take 128 of the 256 op(A) rows with wgmma.m64n128k8 (A from registers, B from a shared-memory
-// descriptor). Accumulation is the general kernel's (seed 000 eq. (20) and §3.2; TF32 needs no
+// descriptor). Accumulation is the general kernel's (Ootomo & Yokota 2021, eq. (20) and §3.2; TF32 needs no
 // residual scaling): per slice the three products of each 8-wide k-step go into one tensor-core
 // chain x from zero, part += x outside the tensor core (round to nearest), and acc += part every 8
 // slices. The k-steps alternate between two fragment register sets so that the loads and splits
@@ -90,7 +90,7 @@ __device__ __forceinline__ void wgmma_m64n128k8_tf32_rs(float (&d)[64], const st
 }
 #endif
 
-// The tf32tf32 split (seed 000 §3.3, unscaled residual): hi = cvt.rna(v), lo = cvt.rna(v - hi).
+// The tf32tf32 split (Ootomo & Yokota 2021, §3.3, unscaled residual): hi = cvt.rna(v), lo = cvt.rna(v - hi).
 // Without formats::split_tf32tf32_unscaled's NaN and Inf cases: a non-finite v gives a NaN lo
 // (Inf - Inf), so its output column is NaN where the packed operands may give Inf; non-finite
 // either way (the products hi x lo can make NaN of an Inf there too).

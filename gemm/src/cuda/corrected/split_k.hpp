@@ -15,7 +15,7 @@ namespace mixsolve::gemm::corrected {
 
 // Chunks are whole `part`s of WgmmaConfig::kSlicesPerPart slices (static_assert in
 // wgmma_kernel.cuh), so a chunk accumulates exactly as the unsplit kernel does over the same
-// slices (seed 000 §3.2: part over 8 slices, then acc += part).
+// slices (Ootomo & Yokota 2021, §3.2: part over 8 slices, then acc += part).
 constexpr int kSplitSlicesPerPart = 8;
 // A chunk is at least this many 128-byte slices (2048 FP16 / 1024 TF32 values of k): the
 // tile's pipeline fill, its 64 KiB partial store and its share of the reduction stay small next

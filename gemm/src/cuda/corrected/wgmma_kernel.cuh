@@ -19,7 +19,7 @@
 // slab, and split_k_reduce_kernel sums the slabs in split order and adds beta * C. With one split
 // a work item is a whole tile stored into C, as without split-K.
 //
-// Accumulation, seed 000 eq. (20) and §3.2, per 128-byte k-slice (64 FP16 / 32 TF32 values of k):
+// Accumulation, Ootomo & Yokota (2021) eq. (20) and §3.2, per 128-byte k-slice (64 FP16 / 32 TF32 values of k):
 //   x    = A_lo B_hi + A_hi B_lo      inside the TC, from zero (corrections)
 //   x   *= 2^-11                      exact; only when the residual is scaled by 2^11 (halfhalf:
 //                                     the FP16 residual needs it; the TF32 one does not)
@@ -206,7 +206,7 @@ __device__ __forceinline__ void fence_registers(float (&d)[64]) {
   for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// The two-level sum's outer step (seed 000 §3.2): acc += part (FP32, RN), part := 0.
+// The two-level sum's outer step (Ootomo & Yokota 2021, §3.2): acc += part (FP32, RN), part := 0.
 __device__ __forceinline__ void fold_part(float (&acc)[64], float (&part)[64]) {
 #pragma unroll
   for (int i = 0; i < 64; ++i) {
@@ -264,7 +264,7 @@ __device__ __forceinline__ WorkItem work_item(const WgmmaParams& p, int item) {
 }
 
 // Split-K's second pass: C = (sum of the slabs in split order) + beta * C, FP32 with round to
-// nearest like the kernels' acc += part (seed 000 §3.2); a fixed order and no atomics, so the
+// nearest like the kernels' acc += part (Ootomo & Yokota 2021, §3.2); a fixed order and no atomics, so the
 // result is the same every run. beta == 0: C is not read.
 struct SplitKReduction {
   SplitKSlabs slabs;
@@ -371,7 +371,7 @@ __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1)
           wgmma_wait<0>();
           fence_registers(x);
 #pragma unroll
-          for (int i = 0; i < 64; ++i) x[i] *= 0x1p-11f;  // seed 000 eq. (20): / 2^11
+          for (int i = 0; i < 64; ++i) x[i] *= 0x1p-11f;  // Ootomo & Yokota (2021) eq. (20): / 2^11
           fence_registers(x);
           wgmma_fence();
         }

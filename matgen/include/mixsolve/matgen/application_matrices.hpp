@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file
-/// Application test matrices (design.md §4): dense n x n matrices with the structure of covariance
+/// Application test matrices: dense n x n matrices with the structure of covariance
 /// kernels, discretized PDEs, boundary integrals and of badly scaled, numerically singular or
 /// rank-deficient problems, for any n (on and off any alignment grid).
 ///

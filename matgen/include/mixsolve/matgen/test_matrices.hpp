@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file
-/// Test matrices of the MAGMA / LAWN-41 families (design.md §4) for the solvers:
+/// Test matrices of the MAGMA / LAWN-41 families for the solvers:
 ///   svd   A = U diag(s) V^T      U, V Haar-random orthogonal
 ///   poev  A = Q diag(s) Q^T      symmetric positive definite
 ///   heev  A = Q diag(+-s) Q^T    symmetric indefinite (random signs)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Error-corrected WMMA products of FP32 data (seed 000's halfhalf and tf32tf32, seed 002
+// Error-corrected WMMA products of FP32 data (Ootomo & Yokota's (2021) halfhalf and tf32tf32, Ootomo & Yokota 2020,
 // sections 2.3 and 4.3-4.4) on the fragment helpers:
 //   load_split_sync(hi, lo, ptr, ldm, layout)   one pass over the FP32 matrix (one map
 //       computation for both fragments) writes hi = round(v) and lo = round((v - hi) 2^11)
@@ -8,7 +8,7 @@
 //   mma_corrected_sync(d, a_hi, a_lo, b_hi, b_lo, c)
 //       d = c + a_hi b_hi + 2^-11 (a_lo b_hi + a_hi b_lo): the main product and the two correction
 //       products go to fresh accumulators and are added to c in FP32 with round to nearest,
-//       outside the tensor core, whose accumulation truncates (seed 000 section 3.2).
+//       outside the tensor core, whose accumulation truncates (Ootomo & Yokota 2021, section 3.2).
 #pragma once
 
 #include <mma.h>

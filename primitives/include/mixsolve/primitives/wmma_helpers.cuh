@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// WMMA fragment helpers (seed 002, Ootomo & Yokota): with the map of which lane holds which
-// element of a fragment (wmma_fragment_maps.cuh, read on sm_90 by seed 002's method, section 3),
+// WMMA fragment helpers (Ootomo & Yokota 2020): with the map of which lane holds which
+// element of a fragment (wmma_fragment_maps.cuh, read on sm_90 by Ootomo & Yokota's (2020) method, section 3),
 // fragments are built and read element by element in registers instead of through a matrix in
 // memory:
 //   foreach_ij(frag, f)             f(e, i, j) for every x[e] and its (row, col): one map
-//                                   computation for any number of fragments (seed 002 section 4.4);
+//                                   computation for any number of fragments (Ootomo & Yokota 2020, section 4.4);
 //   foreach(frag, ldm, layout, f)   f(e, memory index) for a matrix with leading dimension ldm;
 //   load_matrix_with_op_sync(frag, ptr, ldm, layout, op)
-//                                   x[e] = op(e, ptr[index]) (seed 002 section 4.3: e.g. the
+//                                   x[e] = op(e, ptr[index]) (Ootomo & Yokota 2020, section 4.3: e.g. the
 //                                   correction term dA while loading, without a copy in memory);
 //   load_vector_sync(frag, v)       v as column 0 of a matrix_a fragment, row 0 of a matrix_b one,
 //                                   zero elsewhere, without a zero-filled matrix (section 4.1): two
@@ -22,7 +22,7 @@
 // The maps hold on sm_90, where they were read and where the GPU test checks every fragment
 // against load_matrix_sync; on any other architecture the helpers trap (__trap) at run time.
 // sm_80 to sm_89 compile WMMA to the same mma.sync shapes, but their maps were not read here, and
-// older GPUs use other layouts (seed 002 Table 2 is sm_70's): tools/wmma_fragments reads them for
+// older GPUs use other layouts (Table 2 of Ootomo & Yokota 2020 is sm_70's): tools/wmma_fragments reads them for
 // another GPU. On Hopper the fast path is the warpgroup MMA (wgmma), whose
 // operands come from shared memory descriptors or, for A, from registers in the m64nNk16 layout:
 // the same bit-weight description covers that register layout, so a register-A wgmma can reuse

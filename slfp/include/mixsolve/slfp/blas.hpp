@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file
-/// Memory-bound kernels on SLFP-stored vectors (seed 003, formats/slfp.hpp): conversions from and
+/// Memory-bound kernels on SLFP-stored vectors (Mukunoki & Imamura 2016, formats/slfp.hpp): conversions from and
 /// to FP64 / FP32, AXPY and DOT, on the host (OpenMP) and on the GPU. A value is widened to its
 /// base format in registers and computed on in full precision (DOT's sums in FP64 for every
 /// format); results are stored back rounded as asked (RZ or RN). FP64 and FP32 themselves are
@@ -104,7 +104,7 @@ void decode(Context& ctx, const Vector& x, double* y);
 void decode(Context& ctx, const Vector& x, float* y);
 
 /// y := alpha x + y, x and y of one format, computed in the base format with one rounding (an FMA,
-/// the same on the host and the device), y rounded as asked (seed 003 §4.1). alpha is rounded to
+/// the same on the host and the device), y rounded as asked (Mukunoki & Imamura 2016, §4.1). alpha is rounded to
 /// the base format first. On the device it is ordered on ctx.stream() and does not wait.
 void axpy(Context& ctx, double alpha, const Vector& x, const Vector& y, Rounding rounding);
 

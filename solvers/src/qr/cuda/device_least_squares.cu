@@ -621,7 +621,7 @@ class DeviceLsSpace final : public LsSpace {
     }
     const std::string update = fp32_update.empty() ? fp32_update_backend() : fp32_update;
     // cublas-fp16x3 accumulates in the tensor cores (truncating), so its error grows with the inner
-    // dimension: V^T C, whose inner dimension is m, goes to tf32tf32 (seed 000's corrected product,
+    // dimension: V^T C, whose inner dimension is m, goes to tf32tf32 (Ootomo & Yokota's (2021) corrected product,
     // RN sums outside the tensor cores, split-K: more accurate than SGEMM, so that CGLS takes
     // fewer iterations with the R it gives, and a little faster at these shapes; a backend asked
     // for by name takes both products unless fp32_vt_c_update names another).
