@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Makes a small folder to carry to the GPU machine from a build folder: the GPU test binary with
 # its ctest files (paths rewritten to the new folder, so `ctest --test-dir CARRY -L gpu` and
-# tools/device_tests.sh work there), the solve example, the benchmarks named, stripped, and the
-# libraries they need (../shared/tools/gpu-bundle).
+# tools/device_tests.sh work there), the solve example, the benchmarks named, stripped, and in
+# CARRY/gpu-libs the shared libraries they need that the GPU machine lacks (everything but the C
+# and C++ runtimes and CUDA's own libraries; run with LD_LIBRARY_PATH=CARRY/gpu-libs).
 #   tools/gpu_carry.sh build-gpu build-carry [benchmarks/lstsq_benchmark ...]
 set -euo pipefail
 build=${1:?usage: gpu_carry.sh BUILD CARRY [BINARY...]}
@@ -25,5 +26,11 @@ sed "s|$root/$build|$root/$carry|g" "$build/tests/CTestTestfile.cmake" | grep -v
 for f in "$build"/tests/mixsolve_gpu_tests*.cmake; do
   sed "s|$root/$build|$root/$carry|g" "$f" > "$carry/tests/$(basename "$f")"
 done
-"$root/../shared/tools/gpu-bundle" "$carry" >/dev/null
+skip='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libstdc\+\+|libgcc_s|libcuda\.|libcudart|libcublas|libcusolver|libcusparse|libcurand|libcufft|libnvJitLink|libnvrtc|libnccl)'
+mkdir -p "$carry/gpu-libs"
+for binary in tests/mixsolve_gpu_tests examples/solve "$@"; do
+  ldd "$build/$binary" | while read -r name _ path _; do
+    if [[ -n ${path:-} && -f $path && ! $name =~ $skip ]]; then cp -L "$path" "$carry/gpu-libs/$name"; fi
+  done
+done
 du -sh "$carry"

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -196,6 +197,22 @@ class Snapshot {
     return h;
   }
   std::vector<T> before_;
+};
+
+// A case's arenas uploaded, and their images before the call: the host arena's, and on a device
+// run the device arena's (`which` 0 and 1, as Layout numbers them).
+class Uploaded {
+ public:
+  Uploaded(Arena<double>& host, Arena<double>* device) {
+    host.upload();
+    if (device) device->upload();
+    host_ = std::make_unique<Snapshot<double>>(host);
+    if (device) device_ = std::make_unique<Snapshot<double>>(*device);
+  }
+  const Snapshot<double>& before(int which) const { return which == 0 ? *host_ : *device_; }
+
+ private:
+  std::unique_ptr<Snapshot<double>> host_, device_;
 };
 
 }  // namespace mixsolve::fuzz

@@ -348,11 +348,7 @@ void run_ls_case(FuzzRun& run, Context& ctx, bool device_run, std::int64_t index
     if (c.family == LsFamily::NearlyDependent)
       c.expected.may.push_back({Kind::RankDeficientMatrix, {"rank deficient"}});
   }
-  host.upload();
-  if (device) device->upload();
-  const Snapshot<double> host_before(host);
-  std::unique_ptr<Snapshot<double>> device_before;
-  if (device) device_before = std::make_unique<Snapshot<double>>(*device);
+  const Uploaded uploaded(host, device.get());
   run.begin(index, c.text());
   const auto view = [&](const ViewPlan& v) {
     return MatrixView<double>{v.null ? nullptr : arena(v).pointer(v.offset), v.rows, v.cols, v.ld, v.label};
@@ -363,7 +359,7 @@ void run_ls_case(FuzzRun& run, Context& ctx, bool device_run, std::int64_t index
   if (const std::string why = judge(o, c.expected); !why.empty()) {
     run.fail(why);
   } else if (o.kind == Kind::Result) {
-    check_ls_report(run, c, rep, layout.arena_of(c.a) ? *device_before : host_before, arena(c.a));
+    check_ls_report(run, c, rep, uploaded.before(layout.arena_of(c.a)), arena(c.a));
     // Must converge: full rank, kappa <= 1e8, with FP64 factors to fall back on and steps enough.
     const bool well_posed = c.family != LsFamily::NearlyDependent && !deficient;
     if (well_posed && reaches_fp64 && c.options.max_iterations >= 10)
@@ -372,7 +368,7 @@ void run_ls_case(FuzzRun& run, Context& ctx, bool device_run, std::int64_t index
   for (Arena<double>* img : {&host, device.get()}) {
     if (img == nullptr) continue;
     const int which = img == &host ? 0 : 1;
-    const Snapshot<double>& before = which == 0 ? host_before : *device_before;
+    const Snapshot<double>& before = uploaded.before(which);
     Mask writable(img->size());
     if (layout.arena_of(c.x) == which) writable.add(c.x);
     const std::string changed = before.changes(*img, writable, [&](std::size_t q) {

@@ -619,14 +619,10 @@ void run_solve_case(FuzzRun& run, Context& ctx, bool device_run, bool factorizat
       r.expected.may.push_back(singular_fault);  // Ozaki (an FP64 LU where nothing is emulated), or after
     factoring_seen = true;
   }
-  host.upload();
-  if (device) device->upload();
-  const Snapshot<double> host_before(host);
-  std::unique_ptr<Snapshot<double>> device_before;
-  if (device) device_before = std::make_unique<Snapshot<double>>(*device);
+  const Uploaded uploaded(host, device.get());
   run.begin(index, c.text());
   const auto before_of = [&](const ViewPlan& v) -> const Snapshot<double>& {
-    return layout.arena_of(v) ? *device_before : host_before;
+    return uploaded.before(layout.arena_of(v));
   };
 
   std::vector<std::string> phases;
@@ -692,7 +688,7 @@ void run_solve_case(FuzzRun& run, Context& ctx, bool device_run, bool factorizat
   // Inputs never modified: A and B hashed before and after; nothing outside X's elements written.
   for (Arena<double>* img : {&host, device.get()}) {
     if (img == nullptr) continue;
-    const Snapshot<double>& before = img == &host ? host_before : *device_before;
+    const Snapshot<double>& before = uploaded.before(img == &host ? 0 : 1);
     const int which = img == &host ? 0 : 1;
     Mask writable(img->size());
     for (const SolveRhs& r : c.rhs)

@@ -45,7 +45,7 @@ struct DgemmAutoChoice {
 /// The properties of a GPU that set DGEMM's and the emulation's speed (dgemm_auto_device takes
 /// them from device_info).
 struct DgemmAutoDevice {
-  /// The device's name, e.g. "NVIDIA H200": for reasons and reports only, the lookup does not read it.
+  /// The device's name: used in the choice's reason only; the lookup goes by the fields below.
   std::string name;
   /// 10 major + minor: 90 for Hopper. The tensor cores' rates per SM and clock are the architecture's.
   int compute_capability = 0;
