@@ -141,6 +141,10 @@ int main(int argc, char** argv) try {
     DeviceBuffer<double> a(ctx, m * n), work64(ctx, m * n);
     DeviceBuffer<float> work32(ctx, m * n);
     fill_random(device_view(a.data(), m, n, m), RandomSpec::uniform(-1, 1, 5), ctx.stream());
+    // cuSOLVER's geqrf reads words of tau and of its workspace before writing them (compute-
+    // sanitizer initcheck): the baselines' buffers start zeroed, so that initcheck reports only
+    // what is wrong.
+    const auto zero_solver_buffers = [&](auto&... buffers) { (buffers.set_zero(ctx.stream()), ...); };
     const auto copy64 = [&] {
       MIXSOLVE_CUDA_CHECK(
           cudaMemcpyAsync(work64.data(), a.data(), sizeof(double) * m * n, cudaMemcpyDeviceToDevice, ctx.stream()));
@@ -171,6 +175,7 @@ int main(int argc, char** argv) try {
       MIXSOLVE_CUSOLVER_CHECK(cusolverDnSgeqrf_bufferSize(solver, int(m), int(n), work32.data(), int(m), &lwork32));
       DeviceBuffer<double> tau64(ctx, n), lw64(ctx, std::max(lwork64, 1));
       DeviceBuffer<float> tau32(ctx, n), lw32(ctx, std::max(lwork32, 1));
+      zero_solver_buffers(tau64, lw64, tau32, lw32);
       DeviceBuffer<int> info(ctx, 1);
       row("cusolverDnDgeqrf", median_seconds(ctx, reps, copy64, [&] {
             MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf(solver, int(m), int(n), work64.data(), int(m), tau64.data(),
@@ -268,6 +273,7 @@ int main(int argc, char** argv) try {
           cusolverDnSgeqrf_bufferSize(solver, int(m), int(std::min(block, n)), work32.data(), int(m), &lwork));
       DeviceBuffer<float> tau(ctx, n), lw(ctx, std::max(lwork, 1));
       DeviceBuffer<int> info(ctx, 1);
+      zero_solver_buffers(tau, lw);
       row("  its panels alone (sgeqrf, block " + std::to_string(block) + ")", median_seconds(ctx, reps, copy32, [&] {
             for (std::int64_t j0 = 0; j0 < n; j0 += block)
               MIXSOLVE_CUSOLVER_CHECK(cusolverDnSgeqrf(solver, int(m - j0), int(std::min(block, n - j0)),
@@ -286,6 +292,7 @@ int main(int argc, char** argv) try {
     MIXSOLVE_CUSOLVER_CHECK(cusolverDnDormqr_bufferSize(solver, CUBLAS_SIDE_LEFT, CUBLAS_OP_T, int(m), 1, int(n),
                                                         work64.data(), int(m), tau.data(), c.data(), int(m), &lwork_q));
     DeviceBuffer<double> lw(ctx, std::max({lwork, lwork_q, 1}));
+    zero_solver_buffers(tau, lw);
     const double one = 1, minus_one = -1, zero = 0;
     // ||b - A y||_2 for a device vector y.
     const auto residual_norm = [&](const DeviceBuffer<double>& matrix, const double* y) {

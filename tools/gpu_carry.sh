@@ -4,7 +4,8 @@
 # its ctest files (paths rewritten to the new folder, so `ctest --test-dir CARRY -L gpu` and
 # tools/device_tests.sh work there), the solve example, the benchmarks named, stripped, and in
 # CARRY/gpu-libs the shared libraries they need that the GPU machine lacks (everything but the C
-# and C++ runtimes and CUDA's own libraries; run with LD_LIBRARY_PATH=CARRY/gpu-libs).
+# and C++ runtimes and CUDA's own libraries; run with LD_LIBRARY_PATH=CARRY/gpu-libs), and the
+# sanitizer reproducers of tools/sanitizer_repros/ (CARRY/cublas_trsm).
 #   tools/gpu_carry.sh build-gpu build-carry [benchmarks/lstsq_benchmark ...]
 set -euo pipefail
 build=${1:?usage: gpu_carry.sh BUILD CARRY [BINARY...]}
@@ -33,4 +34,8 @@ for binary in tests/mixsolve_gpu_tests examples/solve "$@"; do
     if [[ -n ${path:-} && -f $path && ! $name =~ $skip ]]; then cp -L "$path" "$carry/gpu-libs/$name"; fi
   done
 done
+# The vendor-only reproducers of tools/sanitize.sh, for the build's first CUDA architecture.
+arch=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=\([0-9a-z]*\).*/\1/p' "$build/CMakeCache.txt")
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+"$nvcc" -std=c++17 -O2 -arch="sm_${arch:-90a}" -o "$carry/cublas_trsm" tools/sanitizer_repros/cublas_trsm.cu -lcublas
 du -sh "$carry"

@@ -85,8 +85,8 @@ void random_orthogonal_device(cusolverDnHandle_t solver, cudaStream_t stream, st
   DeviceBuffer<double> work(std::max(std::max(lwork_qr, lwork_q), 1));
   // cuSOLVER's geqrf reads words of tau and of its workspace before writing them (compute-sanitizer
   // initcheck, cuSOLVER 12 on an H200): zeroed, no read is of uninitialized memory.
-  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(tau.data(), 0, tau.size() * sizeof(double), stream));
-  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(work.data(), 0, work.size() * sizeof(double), stream));
+  tau.set_zero(stream);
+  work.set_zero(stream);
   MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf(solver, m, n, q, m, tau.data(), work.data(), int(work.size()), info.data()));
   copy_diagonal_kernel<<<grid_of(cols), 256, 0, stream>>>(q, rows, cols, r_diagonal.data());
   MIXSOLVE_CUSOLVER_CHECK(

@@ -65,6 +65,13 @@ class DeviceBuffer {
   /// @return size() * sizeof(T).
   std::size_t bytes() const { return count_ * sizeof(T); }
 
+  /// Sets every byte of the buffer to zero, ordered on `stream`; returns without waiting.
+  /// @param stream CUDA stream of the memset (null: the default stream).
+  /// @throws DeviceError if the memset cannot be queued.
+  void set_zero(cudaStream_t stream = nullptr) {
+    if (count_ > 0) MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(data_, 0, bytes(), stream));
+  }
+
   /// Copies `count` elements from host memory to the start of the buffer, ordered on `stream`,
   /// and waits for `stream` before returning.
   /// @param host   host pointer to `count` elements; read.

@@ -155,8 +155,8 @@ DeviceQr<T>::DeviceQr(Context& ctx, const MatrixView<T>& a, std::int64_t block, 
     work_ = DeviceBuffer<T>(ctx, std::max(lwork, 1));
     // geqrf reads words of tau and of its workspace before writing them (compute-sanitizer
     // initcheck): zeroed once, no read is of uninitialized memory.
-    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(work_.data(), 0, work_.size() * sizeof(T), ctx.stream()));
-    MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(tau_.data(), 0, tau_.size() * sizeof(T), ctx.stream()));
+    work_.set_zero(ctx.stream());
+    tau_.set_zero(ctx.stream());
   }
   DeviceBuffer<T> s(ctx, nb_max * nb_max), w(ctx, nb_max * n_), tw(ctx, nb_max * n_);
   std::vector<T> s_host(nb_max * nb_max), tau_host(nb_max);
