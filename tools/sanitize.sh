@@ -35,20 +35,23 @@ L=$B/benchmarks/lstsq_benchmark
 # Factorization reuse, least squares, the GEMM backends, Ozaki and SLFP at small sizes. Sizes stay
 # small: under initcheck cuSOLVER's geqrf (the example's test-matrix generation) took over 9
 # minutes at n = 2000 on an H200, against 1.5 s for the whole example unchecked.
-cases=(
-  "solve-auto-n301-nrhs3|$S --device gpu --n 301 --nrhs 3"
-  "solve-fp16x3-n300|$S --device gpu --precision fp16x3 --n 300"
-  "solve-fp16x3-n601-cond1e9-escalates|$S --device gpu --precision fp16x3 --n 601 --cond 1e9 --nrhs 2"
-  "solve-fp16-gmres-n337-nrhs2|$S --device gpu --precision fp16 --refinement gmres --n 337 --nrhs 2"
-  "solve-bf16-n277|$S --device gpu --precision bf16 --n 277 --cond 1e2"
-  "solve-fp32-n299-nrhs4|$S --device gpu --precision fp32 --n 299 --nrhs 4"
-  "solve-tf32-n263|$S --device gpu --precision tf32 --n 263 --cond 1e2"
-  "solve-halfhalf-n265|$S --device gpu --precision halfhalf --n 265"
-  "solve-tf32tf32-n267|$S --device gpu --precision tf32tf32 --n 267"
-  "solve-ozaki-n325|$S --device gpu --precision ozaki --n 325"
-  "solve-fp64-n503|$S --device gpu --precision fp64 --n 503 --cond 1e4"
-  "solve-fp16-no-fallback-unconverged|$S --device gpu --precision fp16 --n 301 --cond 1e12 --no-fallback"
-  "lstsq-2001x300-5000x64|$L --shapes 2001x300,5000x64 --backends cublas-sgemm,halfhalf --panels tsqr --conds 1e2,1e9 --refinements cgls,gmres --irs none --factorizations fp32,fp64 --reps 1"
+# name|arguments of the solve example|n|n under racecheck (see below)
+solve_cases=(
+  "auto-nrhs3|--nrhs 3|301|131"
+  "fp16x3|--precision fp16x3|300|130"
+  "fp16x3-cond1e9-escalates|--precision fp16x3 --cond 1e9 --nrhs 2|601|133"
+  "fp16-gmres-nrhs2|--precision fp16 --refinement gmres --nrhs 2|337|137"
+  "bf16|--precision bf16 --cond 1e2|277|129"
+  "fp32-nrhs4|--precision fp32 --nrhs 4|299|139"
+  "tf32|--precision tf32 --cond 1e2|263|135"
+  "halfhalf|--precision halfhalf|265|141"
+  "tf32tf32|--precision tf32tf32|267|143"
+  "ozaki|--precision ozaki|325|145"
+  "fp64|--precision fp64 --cond 1e4|503|147"
+  "fp16-no-fallback-unconverged|--precision fp16 --cond 1e12 --no-fallback|301|131"
+)
+lstsq_args="--backends cublas-sgemm,halfhalf --panels tsqr --conds 1e2,1e9 --refinements cgls,gmres --irs none --factorizations fp32,fp64 --reps 1"
+gtest_cases=(
   "gtest-solver-kernels|$T --gtest_filter=GpuDiagonalBlock.*:GpuTriangleInverse.*:GpuTriangularSolver.*"
   "gtest-fuzz-and-guarantees|$T --gtest_filter=GpuFuzz*.*:GpuDocumentedGuarantees*.*"
   "gtest-least-squares|$T --gtest_filter=GpuQr.TsqrPanel*:GpuLeastSquares.DeviceSolverMatchesTheHostSolver"
@@ -56,32 +59,22 @@ cases=(
   "gtest-ozaki|$T --gtest_filter=GpuOzaki*.*:GpuDgemmEmulated.*"
   "gtest-slfp-formats|$T --gtest_filter=GpuSlfp.*:GpuFormats.*"
 )
-
 # racecheck instruments every shared-memory access and runs 10-100x slower than the other tools
-# (no case above finished within 22 s on an H200): it takes the same paths at smaller sizes,
-# still above the LU's block size (so the blocked LU, its panels and the tensor-core updates
-# run), with fewer fuzz cases. RACE_CASES_SCALE=full gives racecheck the list above instead.
-race_cases=(
-  "solve-auto-n131-nrhs3|$S --device gpu --n 131 --nrhs 3"
-  "solve-fp16x3-n130|$S --device gpu --precision fp16x3 --n 130"
-  "solve-fp16x3-n133-cond1e9-escalates|$S --device gpu --precision fp16x3 --n 133 --cond 1e9 --nrhs 2"
-  "solve-fp16-gmres-n137-nrhs2|$S --device gpu --precision fp16 --refinement gmres --n 137 --nrhs 2"
-  "solve-bf16-n129|$S --device gpu --precision bf16 --n 129 --cond 1e2"
-  "solve-fp32-n139-nrhs4|$S --device gpu --precision fp32 --n 139 --nrhs 4"
-  "solve-tf32-n135|$S --device gpu --precision tf32 --n 135 --cond 1e2"
-  "solve-halfhalf-n141|$S --device gpu --precision halfhalf --n 141"
-  "solve-tf32tf32-n143|$S --device gpu --precision tf32tf32 --n 143"
-  "solve-ozaki-n145|$S --device gpu --precision ozaki --n 145"
-  "solve-fp64-n147|$S --device gpu --precision fp64 --n 147 --cond 1e4"
-  "solve-fp16-no-fallback-unconverged|$S --device gpu --precision fp16 --n 131 --cond 1e12 --no-fallback"
-  "lstsq-601x130-1200x64|$L --shapes 601x130,1200x64 --backends cublas-sgemm,halfhalf --panels tsqr --conds 1e2,1e9 --refinements cgls,gmres --irs none --factorizations fp32,fp64 --reps 1"
-  "gtest-solver-kernels|$T --gtest_filter=GpuDiagonalBlock.*:GpuTriangleInverse.*:GpuTriangularSolver.*"
-  "gtest-fuzz-and-guarantees|$T --gtest_filter=GpuFuzz*.*:GpuDocumentedGuarantees*.*"
-  "gtest-least-squares|$T --gtest_filter=GpuQr.TsqrPanel*:GpuLeastSquares.DeviceSolverMatchesTheHostSolver"
-  "gtest-gemm-backends|$T --gtest_filter=GpuBackends.EveryFp32Backend*:GpuBackends.NanAndInf*:GpuBackends.DgemmMatches*:GpuBackends.Fp16x3*:GpuBackends.Halfhalf*:GpuBackends.Unscaled*"
-  "gtest-ozaki|$T --gtest_filter=GpuOzaki*.*:GpuDgemmEmulated.*"
-  "gtest-slfp-formats|$T --gtest_filter=GpuSlfp.*:GpuFormats.*"
-)
+# (no case at the sizes above finished within 22 s on an H200): it takes the same paths at
+# smaller sizes, still above the LU's block size (so the blocked LU, its panels and the
+# tensor-core updates run), with fewer fuzz cases. RACE_CASES_SCALE=full gives it the others'.
+cases_at() {  # field 3 (n) or 4 (racecheck's n) of solve_cases, then least squares and the tests
+  local entry name args n
+  for entry in "${solve_cases[@]}"; do
+    IFS='|' read -r name args n <<< "$(echo "$entry" | cut -d'|' -f1,2,"$1")"
+    echo "solve-$name-n$n|$S --device gpu $args --n $n"
+  done
+  if [ "$1" = 3 ]; then echo "lstsq-2001x300-5000x64|$L --shapes 2001x300,5000x64 $lstsq_args"
+  else echo "lstsq-601x130-1200x64|$L --shapes 601x130,1200x64 $lstsq_args"; fi
+  printf '%s\n' "${gtest_cases[@]}"
+}
+mapfile -t cases < <(cases_at 3)
+mapfile -t race_cases < <(cases_at 4)
 
 # Findings inside vendor kernels that a vendor-only program reproduces (tools/sanitizer_repros/,
 # nothing of mixsolve linked) are left out of the tool that reports them, by kernel name, so
@@ -91,8 +84,10 @@ race_cases=(
 # reports "Barrier error detected. Divergent thread(s) in block" under synccheck (CUDA 13.0,
 # driver 580, H200), from cublasDtrsm calls on fully initialized data with correct results.
 declare -A vendor_excluded=([synccheck]=trsm_ln_up_kernel)
+# The help text whole, not piped into grep -q: grep's early exit would fail the pipe (pipefail).
+sanitizer_help=$("$SANITIZER" --help 2>/dev/null)
 exclude_flag=--kernel-name-exclude
-"$SANITIZER" --help 2>/dev/null | grep -q -- --kernel-name-exclude || exclude_flag=--kernel-regex-exclude
+[[ $sanitizer_help == *--kernel-name-exclude* ]] || exclude_flag=--kernel-regex-exclude
 R=$B/cublas_trsm  # tools/sanitizer_repros/cublas_trsm.cu, built by tools/gpu_carry.sh
 
 total_errors=0
@@ -104,6 +99,10 @@ for tool in $TOOLS; do
     memcheck) flags+=(--leak-check full) ;;
     racecheck) flags+=(--racecheck-report analysis) ;;
   esac
+  # synccheck and racecheck track each block's cuda::barrier objects in a table of fixed size;
+  # cuBLAS's emulated-DGEMM kernels overflow the default one ("Detected overflow of tracked
+  # cuda::barrier structures", then a launch failure: H200, CUDA 13.0, 2026-12-02).
+  case $tool in synccheck | racecheck) flags+=(--num-cuda-barriers "${CUDA_BARRIERS:-64}") ;; esac
   [ -n "${vendor_excluded[$tool]:-}" ] && flags+=("$exclude_flag" "kns=${vendor_excluded[$tool]}")
   list=("${cases[@]}")
   fuzz_cases=$MIXSOLVE_FUZZ_CASES
@@ -133,10 +132,12 @@ for tool in $TOOLS; do
     leaked=$(grep -E "LEAK SUMMARY: [0-9]+ bytes leaked" "$log" | tail -1 | grep -oE "[0-9]+ bytes" | grep -oE "[0-9]+")
     [ "$tool" = memcheck ] || leaked=-
     status=ok
+    note=
+    grep -q "Detected overflow of tracked cuda::barrier" "$log" && note=" (barrier table overflow: raise CUDA_BARRIERS)"
     if [ -z "$errors" ]; then
       status="no summary (rc $rc)"; errors=-; failed=1
-    elif [ "$errors" != 0 ] || { [ "$tool" = memcheck ] && [ "${leaked:-0}" != 0 ]; }; then
-      status="FAILED"; failed=1; total_errors=$((total_errors + errors))
+    elif [ "$errors" != 0 ] || [ -n "$note" ] || { [ "$tool" = memcheck ] && [ "${leaked:-0}" != 0 ]; }; then
+      status="FAILED$note"; failed=1; total_errors=$((total_errors + errors))
     fi
     [ "$tool" = memcheck ] && [ -z "$leaked" ] && leaked=0
     printf '%-10s %-42s %8s %12s %6d.%d %s\n' "$tool" "$name" "$errors" "$leaked" $((tenths / 10)) $((tenths % 10)) "$status"
