@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "mixsolve/core/cuda_check.hpp"
+#include "mixsolve/core/internal/launch.hpp"
 #include "mixsolve/core/random.hpp"
 
 namespace mixsolve {
@@ -40,10 +41,7 @@ __global__ void fill_constant_kernel(T* data, std::int64_t rows, std::int64_t co
     data[idx % rows + (idx / rows) * ld] = value;
 }
 
-int grid_for(std::int64_t total) {
-  const std::int64_t blocks = (total + 255) / 256;
-  return static_cast<int>(blocks < 65536 ? (blocks > 0 ? blocks : 1) : 65536);
-}
+using detail::blocks_for;
 
 template <class T>
 void fill_random_impl(const MatrixView<T>& m, const RandomSpec& spec, cudaStream_t stream) {
@@ -65,7 +63,7 @@ void fill_random_impl(const MatrixView<T>& m, const RandomSpec& spec, cudaStream
       }
     return;
   }
-  fill_random_kernel<<<grid_for(m.rows * m.cols), 256, 0, stream>>>(m.data, m.rows, m.cols, m.ld, spec);
+  fill_random_kernel<<<blocks_for(m.rows * m.cols), 256, 0, stream>>>(m.data, m.rows, m.cols, m.ld, spec);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 
@@ -78,7 +76,7 @@ void fill_constant_impl(const MatrixView<T>& m, T value, cudaStream_t stream) {
       for (std::int64_t i = 0; i < m.rows; ++i) m(i, j) = value;
     return;
   }
-  fill_constant_kernel<<<grid_for(m.rows * m.cols), 256, 0, stream>>>(m.data, m.rows, m.cols, m.ld, value);
+  fill_constant_kernel<<<blocks_for(m.rows * m.cols), 256, 0, stream>>>(m.data, m.rows, m.cols, m.ld, value);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 

@@ -12,6 +12,7 @@
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/cusolver_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
+#include "mixsolve/core/internal/launch.hpp"
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/matgen/test_matrices.hpp"
 
@@ -65,17 +66,14 @@ __global__ void dominant_diagonal_kernel(double* a, std::int64_t lda, std::int64
   a[i + i * lda] += a[i + i * lda] >= 0 ? s : -s;
 }
 
-unsigned grid_of(std::int64_t total) {
-  const std::int64_t b = (total + 255) / 256;
-  return unsigned(b < 65535 ? (b > 0 ? b : 1) : 65535);
-}
+using mixsolve::detail::blocks_for;
 
 // A Haar-random rows x cols matrix with orthonormal columns (rows >= cols) in q, columns scaled
 // by d (if non-null).
 void random_orthogonal_device(cusolverDnHandle_t solver, cudaStream_t stream, std::int64_t rows, std::int64_t cols,
                               std::uint64_t seed, double* q, const double* d) {
   const int m = int(rows), n = int(cols);
-  gaussian_kernel<<<grid_of(rows * cols), 256, 0, stream>>>(q, rows * cols, seed);
+  gaussian_kernel<<<blocks_for(rows * cols), 256, 0, stream>>>(q, rows * cols, seed);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   DeviceBuffer<double> tau(cols), r_diagonal(cols);
   DeviceBuffer<int> info(1);
@@ -88,10 +86,10 @@ void random_orthogonal_device(cusolverDnHandle_t solver, cudaStream_t stream, st
   tau.set_zero(stream);
   work.set_zero(stream);
   MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf(solver, m, n, q, m, tau.data(), work.data(), int(work.size()), info.data()));
-  copy_diagonal_kernel<<<grid_of(cols), 256, 0, stream>>>(q, rows, cols, r_diagonal.data());
+  copy_diagonal_kernel<<<blocks_for(cols), 256, 0, stream>>>(q, rows, cols, r_diagonal.data());
   MIXSOLVE_CUSOLVER_CHECK(
       cusolverDnDorgqr(solver, m, n, n, q, m, tau.data(), work.data(), int(work.size()), info.data()));
-  scale_columns_kernel<<<grid_of(rows * cols), 256, 0, stream>>>(q, rows, cols, r_diagonal.data(), d);
+  scale_columns_kernel<<<blocks_for(rows * cols), 256, 0, stream>>>(q, rows, cols, r_diagonal.data(), d);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));  // tau, work and r_diagonal go out of scope
 }
@@ -129,9 +127,9 @@ void generate_test_matrix_on_device(const TestMatrixSpec& spec, const MatrixView
     const double one = 1.0, zero = 0.0;
     MIXSOLVE_CUBLAS_CHECK(cublasDgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, int(m), int(n), int(n), &one, u.data(), int(m),
                                       v.data(), int(n), &zero, c.data(), int(m)));
-    symmetrize_and_scale_kernel<<<grid_of(m * n), 256, 0, stream>>>(a.data, a.ld, c.data(), m, n, 1.0, symmetric);
+    symmetrize_and_scale_kernel<<<blocks_for(m * n), 256, 0, stream>>>(a.data, a.ld, c.data(), m, n, 1.0, symmetric);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    if (spec.dominant) dominant_diagonal_kernel<<<grid_of(n), 256, 0, stream>>>(a.data, a.ld, n);
+    if (spec.dominant) dominant_diagonal_kernel<<<blocks_for(n), 256, 0, stream>>>(a.data, a.ld, n);
     if (spec.scale != 1.0) {
       for (std::int64_t j = 0; j < n; ++j)
         MIXSOLVE_CUBLAS_CHECK(cublasDscal(blas, int(m), &spec.scale, a.data + j * a.ld, 1));

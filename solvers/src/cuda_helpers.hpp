@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Internal: host-side helpers the solvers' CUDA files share (device buffers, launch sizes).
+// Internal: host-side helpers the solvers' CUDA files share (device buffers; launch sizes from core).
 #pragma once
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 
 #include "mixsolve/core/context.hpp"
 #include "mixsolve/core/device_buffer.hpp"
+#include "mixsolve/core/internal/launch.hpp"
 
 namespace mixsolve::solvers_detail {
 
@@ -16,9 +17,6 @@ inline DeviceBuffer<U> device_buffer(Context* memory, std::size_t count) {
   return memory ? DeviceBuffer<U>(*memory, count) : DeviceBuffer<U>(count);
 }
 
-inline unsigned blocks_for(std::int64_t total, int threads = 256) {
-  const std::int64_t b = (total + threads - 1) / threads;
-  return unsigned(std::min<std::int64_t>(std::max<std::int64_t>(b, 1), 65535));
-}
+using mixsolve::detail::blocks_for;
 
 }  // namespace mixsolve::solvers_detail

@@ -22,6 +22,7 @@
 #include "mixsolve/core/cublas_math_mode.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/error.hpp"
+#include "mixsolve/core/internal/launch.hpp"
 #include "mixsolve/formats/split.hpp"
 
 namespace mixsolve::gemm {
@@ -166,9 +167,7 @@ StoredShapes stored_shapes(const GemmArgs<float>& a) {
 }
 
 // Grid of the element-wise conversion kernels (grid-stride loops).
-unsigned conversion_blocks(std::int64_t total) {
-  return unsigned((total + 255) / 256 < 8192 ? (total + 255) / 256 : 8192);
-}
+unsigned conversion_blocks(std::int64_t total) { return mixsolve::detail::blocks_for(total, 8192); }
 
 // With check_range, the conversion kernels' overflow counts of A and B become a RangeError.
 void report_overflows(const GemmArgs<float>& a, const unsigned int* overflow, cudaStream_t stream,

@@ -16,6 +16,7 @@
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/error.hpp"
+#include "mixsolve/core/internal/launch.hpp"
 #include "mixsolve/formats/ozaki_split.hpp"
 #include "mixsolve/gemm/problem.hpp"
 
@@ -23,9 +24,8 @@ namespace mixsolve::gemm::detail {
 
 inline std::int64_t round_up(std::int64_t x, std::int64_t to) { return (x + to - 1) / to * to; }
 
-inline unsigned grid_for(std::int64_t total) {
-  return unsigned(std::clamp<std::int64_t>((total + 255) / 256, 1, 8192));
-}
+// The vector kernels' grid-stride loops take at most 8192 blocks.
+inline unsigned grid_for(std::int64_t total) { return mixsolve::detail::blocks_for(total, 8192); }
 
 constexpr int kTile = 64;      // tile: 64 vectors x 64 elements
 constexpr int kThreads = 256;  // per tile

@@ -17,6 +17,7 @@
 #include "qr/householder_qr.hpp"
 #include "qr/least_squares_refinement.hpp"
 #include "qr/least_squares_space.hpp"
+#include "scaled_norm.hpp"
 
 namespace mixsolve {
 
@@ -55,17 +56,8 @@ int severity(LeastSquaresStop s) {
 
 bool accepted(LeastSquaresStop s) { return s == LeastSquaresStop::Converged || s == LeastSquaresStop::Stagnated; }
 
-// ||v||_2 scaled by the largest |v_i| (no overflow or underflow of the squares, as cuBLAS's nrm2).
 double scaled_norm(const std::vector<double>& v) {
-  double largest = 0;
-  for (double e : v) {
-    if (!std::isfinite(e)) return NAN;
-    largest = std::max(largest, std::fabs(e));
-  }
-  if (largest == 0) return 0;
-  double sum = 0;
-  for (double e : v) sum += (e / largest) * (e / largest);
-  return largest * std::sqrt(sum);
+  return solvers_detail::scaled_norm2(v.data(), std::int64_t(v.size()));
 }
 
 // The host's space (qr/least_squares_space.hpp): HouseholderQr on host-fp32 / host-fp64.
@@ -88,14 +80,7 @@ class HostLsSpace final : public solvers_detail::LsSpace {
       for (std::int64_t i = 0; i < a_.rows; ++i) largest = std::max(largest, std::fabs(a_(i, j)));
     return largest;
   }
-  double norm_a_frobenius() override {
-    const double largest = largest_abs_a();
-    if (!(largest > 0)) return 0;
-    double sum = 0;
-    for (std::int64_t j = 0; j < a_.cols; ++j)
-      for (std::int64_t i = 0; i < a_.rows; ++i) sum += (a_(i, j) / largest) * (a_(i, j) / largest);
-    return largest * std::sqrt(sum);
-  }
+  double norm_a_frobenius() override { return solvers_detail::scaled_norm2(a_.data, a_.rows, a_.cols, a_.ld); }
   std::vector<double> factor(bool fp64, double a_scale, std::int64_t block, const std::string& fp32_update,
                              const std::string& /*fp32_vt_c_update: one backend for both products here*/) override {
     a_scale_ = a_scale;

@@ -7,25 +7,15 @@
 #include <type_traits>
 
 #include "mixsolve/core/error.hpp"
+#include "scaled_norm.hpp"
 
 namespace mixsolve::solvers_detail {
 
 namespace {
 
-// ||x||_2 of n values with stride 1, accumulated in FP64 with scaling by the largest |x_i| (no
-// overflow or underflow for any finite T), rounded to T.
+// ||x||_2 of n values with stride 1, in FP64 (scaled_norm2), rounded to T.
 template <class T>
-T scaled_norm(const T* x, std::int64_t n) {
-  double largest = 0;
-  for (std::int64_t i = 0; i < n; ++i) largest = std::max(largest, std::fabs(double(x[i])));
-  if (largest == 0) return T(0);
-  double sum = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double y = double(x[i]) / largest;
-    sum += y * y;
-  }
-  return T(largest * std::sqrt(sum));
-}
+T scaled_norm(const T* x, std::int64_t n) { return T(scaled_norm2(x, n)); }
 
 }  // namespace
 

@@ -7,6 +7,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "scaled_norm.hpp"
+
 namespace mixsolve::solvers_detail {
 
 int rhs_scale_exponent(double largest) {
@@ -47,19 +49,8 @@ LsSteps::Norms LsSteps::cg_finish() { no_cgls(); }
 
 namespace {
 
-// ||v||_2 of `count` values, scaled by the largest |v_i| against overflow; NaN where any v_i is
-// not finite (so that the refinement sees it).
-double norm2(const double* v, std::int64_t count) {
-  double largest = 0;
-  for (std::int64_t i = 0; i < count; ++i) {
-    if (!std::isfinite(v[i])) return NAN;
-    largest = std::max(largest, std::fabs(v[i]));
-  }
-  if (largest == 0) return 0;
-  double sum = 0;
-  for (std::int64_t i = 0; i < count; ++i) sum += (v[i] / largest) * (v[i] / largest);
-  return largest * std::sqrt(sum);
-}
+// NaN where any v_i is not finite, so that the refinement sees it.
+double norm2(const double* v, std::int64_t count) { return scaled_norm2(v, count); }
 
 // f := b - A x (r null) or b - r - A x in FP64 (each entry one FP64 sum of products).
 void subtract_product(const MatrixView<const double>& a, const double* b, const double* r, const double* x, double* f) {

@@ -158,21 +158,6 @@ struct LeastSquaresReport {
   std::string path() const;
 };
 
-/// A numerically rank-deficient A: ||A v||_2 <= max(m, n) 2^-53 ||A||_F for a unit vector v (R's
-/// estimate of the smallest singular vector, by inverse iteration; checked where R's diagonal
-/// spans more than 2^10). Thrown by least_squares().
-class RankDeficientMatrix : public Error {
- public:
-  /// @param message the text what() returns.
-  /// @param column  the column (0-based) of the smallest |r_jj|.
-  RankDeficientMatrix(const std::string& message, std::int64_t column) : Error(message), column_(column) {}
-  /// @return the column (0-based) of the smallest diagonal entry of R, where the estimate started.
-  std::int64_t column() const { return column_; }
-
- private:
-  std::int64_t column_;
-};
-
 /// Solves min ||B - A X||_F column by column to FP64 accuracy (see the file description).
 /// @param ctx     the context (a host-only Context is enough for host matrices).
 /// @param a       the m x n matrix A, m >= n, host or device memory; read, not modified. No NaN

@@ -21,6 +21,7 @@
 #include "mixsolve/core/error.hpp"
 #include "mixsolve/core/matrix.hpp"
 #include "mixsolve/slfp/blas.hpp"
+#include "mixsolve/solvers/errors.hpp"
 
 namespace mixsolve {
 
@@ -54,8 +55,6 @@ enum class Refinement {
   /// for factors cheaper than FP64, and only where no other factorization short of FP64 remains
   /// on the precision path (else that one is tried next).
   Auto,
-            // rate predicts more than 15 further steps (StopReason::TooSlow), Gmres with the same
-            // factors (no refactorization)
 };
 
 /// When refinement ends for a right-hand side. Either way the solve reports it as converged only
@@ -453,20 +452,6 @@ struct SolveReport {
   /// computed, the condition estimate.
   /// @return several lines, each ending in a newline.
   std::string summary() const;
-};
-
-/// Exactly singular A: zero pivot in the FP64 factorization. Thrown by solve() and
-/// Factorization::solve().
-class SingularMatrix : public Error {
- public:
-  /// @param message the text what() returns.
-  /// @param column  the zero pivot's column (0-based).
-  SingularMatrix(const std::string& message, std::int64_t column) : Error(message), column_(column) {}
-  /// @return the column (0-based) of the zero pivot in the FP64 LU.
-  std::int64_t column() const { return column_; }
-
- private:
-  std::int64_t column_;
 };
 
 /// Solves A X = B to FP64 accuracy (see the file description): Factorization(ctx, a, options)

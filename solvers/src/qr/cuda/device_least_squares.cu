@@ -19,6 +19,7 @@
 #include "mixsolve/core/cusolver_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/core/error.hpp"
+#include "mixsolve/core/internal/launch.hpp"
 #include "mixsolve/gemm/registry.hpp"
 #include "qr/cuda/device_qr.hpp"
 #include "qr/least_squares_space.hpp"
@@ -28,7 +29,8 @@ namespace mixsolve::solvers_detail {
 
 namespace {
 
-unsigned blocks_for(std::int64_t count) { return unsigned(std::min<std::int64_t>((count + 255) / 256, 8192)); }
+// The vector kernels here take at most 8192 blocks (their per-block partial sums follow the grid).
+unsigned vector_blocks(std::int64_t count) { return mixsolve::detail::blocks_for(count, 8192); }
 
 // A grid over the entries of a rows x cols matrix: rows along x, columns along y (no division
 // per entry).
@@ -189,11 +191,11 @@ template <class T>
 void factors_solution(Context& ctx, DeviceQr<T>& qr, const double* b, int a_exponent, T* work, double* x) {
   const std::int64_t m = qr.rows(), n = qr.cols();
   const int e = rhs_scale_exponent(max_abs(ctx.cublas(), ctx.stream(), m, b));
-  scale_to_kernel<<<blocks_for(m), 256, 0, ctx.stream()>>>(b, m, -e, work);
+  scale_to_kernel<<<vector_blocks(m), 256, 0, ctx.stream()>>>(b, m, -e, work);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   qr.apply_qt(device_view(work, m, 1, m));
   qr.solve_r(device_view(work, m, 1, m));
-  add_scaled_kernel<<<blocks_for(n), 256, 0, ctx.stream()>>>(work, n, e + a_exponent, true, x);
+  add_scaled_kernel<<<vector_blocks(n), 256, 0, ctx.stream()>>>(work, n, e + a_exponent, true, x);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 
@@ -234,19 +236,19 @@ class DeviceLsSteps final : public LsSteps {
     // f = b - r - A x in FP64; g_ := -a_scale A^T (r 2^-er) = a_scale g 2^-er (a_scale as DGEMV's
     // alpha), with r scaled into [0.5, 1) first: each product a_ij r_i 2^-er is at most max |A|, so
     // the sum overflows only where max |A| is within a factor m of FP64's largest value.
-    b_minus_r_kernel<<<blocks_for(m), 256, 0, stream>>>(b_, r_, m, f_.data());
+    b_minus_r_kernel<<<vector_blocks(m), 256, 0, stream>>>(b_, r_, m, f_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     MIXSOLVE_CUBLAS_CHECK(
         cublasDgemv(h, CUBLAS_OP_N, int(m), int(n), &minus_one, a_.data, int(a_.ld), x_, 1, &one, f_.data(), 1));
     const int er = rhs_scale_exponent(max_abs(h, stream, m, r_));
-    scale_to_kernel<<<blocks_for(m), 256, 0, stream>>>(r_, m, -er, y_.data());
+    scale_to_kernel<<<vector_blocks(m), 256, 0, stream>>>(r_, m, -er, y_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     MIXSOLVE_CUBLAS_CHECK(cublasDgemv(h, CUBLAS_OP_T, int(m), int(n), &minus_a_scale, a_.data, int(a_.ld), y_.data(), 1,
                                       &zero, g_.data(), 1));
     const int e = correct(f_.data(), g_.data(), er);
-    add_scaled_kernel<<<blocks_for(n), 256, 0, stream>>>(z_.data(), n, e + a_exponent_, false, x_);
+    add_scaled_kernel<<<vector_blocks(n), 256, 0, stream>>>(z_.data(), n, e + a_exponent_, false, x_);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    add_scaled_kernel<<<blocks_for(m), 256, 0, stream>>>(d_.data(), m, e, false, r_);
+    add_scaled_kernel<<<vector_blocks(m), 256, 0, stream>>>(d_.data(), m, e, false, r_);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     return {nrm2(h, n, x_), std::ldexp(nrm2(h, n, z_.data()), e + a_exponent_), std::ldexp(nrm2(h, m, d_.data()), e)};
   }
@@ -256,7 +258,7 @@ class DeviceLsSteps final : public LsSteps {
     b_minus_ax(f_.data());
     MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(g_.data(), 0, sizeof(double) * n, ctx_.stream()));
     const int e = correct(f_.data(), g_.data(), 0);
-    add_scaled_kernel<<<blocks_for(n), 256, 0, ctx_.stream()>>>(z_.data(), n, e + a_exponent_, false, x_);
+    add_scaled_kernel<<<vector_blocks(n), 256, 0, ctx_.stream()>>>(z_.data(), n, e + a_exponent_, false, x_);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     cublasHandle_t h = ctx_.cublas();
     return {nrm2(h, n, x_), std::ldexp(nrm2(h, n, z_.data()), e + a_exponent_), 0.0};
@@ -276,7 +278,7 @@ class DeviceLsSteps final : public LsSteps {
     const std::int64_t m = a_.rows, n = a_.cols;
     const double minus_one = -1, one = 1, zero = 0, minus_a_scale = -a_scale_ / alpha;
     double* u = slot(to);
-    b_minus_r_kernel<<<blocks_for(m), 256, 0, ctx_.stream()>>>(b_, r_, m, u);
+    b_minus_r_kernel<<<vector_blocks(m), 256, 0, ctx_.stream()>>>(b_, r_, m, u);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     MIXSOLVE_CUBLAS_CHECK(
         cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(m), int(n), &minus_one, a_.data, int(a_.ld), x_, 1, &one, u, 1));
@@ -288,9 +290,9 @@ class DeviceLsSteps final : public LsSteps {
     const std::int64_t m = a_.rows, n = a_.cols;
     const int ea = std::ilogb(alpha);
     const int e = correct(slot(from), slot(from) + m, ea);
-    add_scaled_kernel<<<blocks_for(m), 256, 0, ctx_.stream()>>>(d_.data(), m, e - ea, true, slot(to));
+    add_scaled_kernel<<<vector_blocks(m), 256, 0, ctx_.stream()>>>(d_.data(), m, e - ea, true, slot(to));
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    add_scaled_kernel<<<blocks_for(n), 256, 0, ctx_.stream()>>>(z_.data(), n, e, true, slot(to) + m);
+    add_scaled_kernel<<<vector_blocks(n), 256, 0, ctx_.stream()>>>(z_.data(), n, e, true, slot(to) + m);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
   void augmented_product(int from, int to, double alpha) override {
@@ -344,13 +346,13 @@ class DeviceLsSteps final : public LsSteps {
     const int ef = rhs_scale_exponent(max_abs(h, stream, m, f));
     const int eg = largest_g > 0 ? rhs_scale_exponent(largest_g) + er : ef;
     const int e = std::max(ef, eg);
-    scale_to_kernel<<<blocks_for(n), 256, 0, stream>>>(g, n, er - e, h_.data());
+    scale_to_kernel<<<vector_blocks(n), 256, 0, stream>>>(g, n, er - e, h_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    scale_to_kernel<<<blocks_for(m), 256, 0, stream>>>(f, m, -e, d_.data());
+    scale_to_kernel<<<vector_blocks(m), 256, 0, stream>>>(f, m, -e, d_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     qr_.solve_rt(device_view(h_.data(), n, 1, n));
     qr_.apply_qt(device_view(d_.data(), m, 1, m));
-    difference_kernel<<<blocks_for(n), 256, 0, stream>>>(d_.data(), h_.data(), n, z_.data());
+    difference_kernel<<<vector_blocks(n), 256, 0, stream>>>(d_.data(), h_.data(), n, z_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     qr_.solve_r(device_view(z_.data(), n, 1, n));
     MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(d_.data(), h_.data(), sizeof(T) * n, cudaMemcpyDeviceToDevice, stream));
@@ -418,7 +420,7 @@ class DeviceSemiNormalSteps final : public LsSteps {
     const std::int64_t m = a_.rows, n = a_.cols;
     if (!start_from_x_) {
       const int e = correction(b_);
-      add_scaled_kernel<<<blocks_for(n), 256, 0, ctx_.stream()>>>(z_.data(), n, e, true, x_);
+      add_scaled_kernel<<<vector_blocks(n), 256, 0, ctx_.stream()>>>(z_.data(), n, e, true, x_);
       MIXSOLVE_CUDA_CHECK_LAUNCH();
     }
     b_minus_ax(f_.data());
@@ -439,7 +441,7 @@ class DeviceSemiNormalSteps final : public LsSteps {
       cg_q_ = DeviceBuffer<double>(ctx_, m);
     }
     cg_exponent_ = rhs_scale_exponent(max_abs(ctx_.cublas(), stream, m, f_.data()));
-    scale_to_kernel<<<blocks_for(m), 256, 0, stream>>>(f_.data(), m, -cg_exponent_, y_.data());
+    scale_to_kernel<<<vector_blocks(m), 256, 0, stream>>>(f_.data(), m, -cg_exponent_, y_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     const double gamma = normal_solve(true);
     copy(cg_p_.data(), z_.data(), n);
@@ -496,10 +498,10 @@ class DeviceSemiNormalSteps final : public LsSteps {
   Norms take_correction(int e) {
     const std::int64_t m = a_.rows, n = a_.cols;
     cublasHandle_t h = ctx_.cublas();
-    add_scaled_kernel<<<blocks_for(n), 256, 0, ctx_.stream()>>>(z_.data(), n, e, false, x_);
+    add_scaled_kernel<<<vector_blocks(n), 256, 0, ctx_.stream()>>>(z_.data(), n, e, false, x_);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     b_minus_ax(next_f_.data());
-    subtract_from_kernel<<<blocks_for(m), 256, 0, ctx_.stream()>>>(next_f_.data(), m, f_.data());  // the change
+    subtract_from_kernel<<<vector_blocks(m), 256, 0, ctx_.stream()>>>(next_f_.data(), m, f_.data());  // the change
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     const double dr = nrm2(h, m, f_.data());
     std::swap(f_, next_f_);
@@ -510,7 +512,7 @@ class DeviceSemiNormalSteps final : public LsSteps {
   int correction(const double* v) {
     const std::int64_t m = a_.rows;
     const int e = rhs_scale_exponent(max_abs(ctx_.cublas(), ctx_.stream(), m, v));
-    scale_to_kernel<<<blocks_for(m), 256, 0, ctx_.stream()>>>(v, m, -e, y_.data());
+    scale_to_kernel<<<vector_blocks(m), 256, 0, ctx_.stream()>>>(v, m, -e, y_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     normal_solve(false);
     return e + a_exponent_;
@@ -721,7 +723,7 @@ class DeviceLsSpace final : public LsSpace {
     MIXSOLVE_CUBLAS_CHECK(cublasDtrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
                                       int(n), int(n), &one, gram.data(), int(n), r32.data(), int(n), r.data(), int(n)));
     DeviceBuffer<double> diagonals(ctx_, 2 * n);
-    two_diagonals_kernel<<<blocks_for(n), 256, 0, stream>>>(r.data(), gram.data(), n, diagonals.data());
+    two_diagonals_kernel<<<vector_blocks(n), 256, 0, stream>>>(r.data(), gram.data(), n, diagonals.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     std::vector<double> d(2 * n);
     diagonals.copy_to_host(d.data(), 2 * n, stream);
