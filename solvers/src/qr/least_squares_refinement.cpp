@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "refinement/givens_hessenberg.hpp"
 #include "scaled_norm.hpp"
 
 namespace mixsolve::solvers_detail {
@@ -138,41 +139,23 @@ LsSteps::Norms gmres_step(LsSteps& s, double alpha, double sigma) {
   const double beta = std::sqrt(s.dot(0, 0));
   if (!(beta > 0) || !std::isfinite(beta)) return s.add_correction(std::vector<double>(beta == 0 ? 0 : 1, NAN), alpha);
   s.scale(0, 1 / beta);
-  std::vector<std::vector<double>> h(kGmresSteps + 1, std::vector<double>(kGmresSteps, 0.0));  // h[i][k]
-  std::vector<double> c(kGmresSteps), sn(kGmresSteps), g(kGmresSteps + 1, 0.0);
-  g[0] = beta;
+  GivensHessenberg hessenberg(kGmresSteps, beta);
   int k = 0;
   while (k < kGmresSteps) {
     s.augmented_product(k, work, alpha);
     s.precondition(work, k + 1, alpha);
-    for (int i = 0; i <= k; ++i) {
-      h[i][k] = s.dot(k + 1, i);
-      s.axpy(-h[i][k], i, k + 1);
+    for (int i = 0; i <= k; ++i) {  // modified Gram-Schmidt
+      hessenberg.at(i, k) = s.dot(k + 1, i);
+      s.axpy(-hessenberg.at(i, k), i, k + 1);
     }
     const double next = std::sqrt(s.dot(k + 1, k + 1));
-    h[k + 1][k] = next;
-    for (int i = 0; i < k; ++i) {  // the earlier rotations on column k
-      const double upper = c[i] * h[i][k] + sn[i] * h[i + 1][k];
-      h[i + 1][k] = -sn[i] * h[i][k] + c[i] * h[i + 1][k];
-      h[i][k] = upper;
-    }
-    const double radius = std::hypot(h[k][k], h[k + 1][k]);
-    c[k] = radius > 0 ? h[k][k] / radius : 1;
-    sn[k] = radius > 0 ? h[k + 1][k] / radius : 0;
-    h[k][k] = radius;
-    h[k + 1][k] = 0;
-    g[k + 1] = -sn[k] * g[k];
-    g[k] = c[k] * g[k];
+    hessenberg.at(k + 1, k) = next;
+    const double estimate = hessenberg.rotate(k);
     ++k;
-    if (!(next > 0) || !std::isfinite(next) || std::fabs(g[k]) <= kGmresTolerance * beta) break;
+    if (!(next > 0) || !std::isfinite(next) || estimate <= kGmresTolerance * beta) break;
     s.scale(k, 1 / next);
   }
-  std::vector<double> y(k);  // H(0:k, 0:k) y = g(0:k)
-  for (int i = k - 1; i >= 0; --i) {
-    double sum = g[i];
-    for (int j = i + 1; j < k; ++j) sum -= h[i][j] * y[j];
-    y[i] = h[i][i] != 0 ? sum / h[i][i] : 0;
-  }
+  std::vector<double> y = hessenberg.solve(k);  // H(0:k, 0:k) y = g(0:k)
   for (double& e : y) e /= sigma;  // exact: a power of two
   return s.add_correction(y, alpha);
 }

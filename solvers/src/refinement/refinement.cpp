@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "refinement/givens_hessenberg.hpp"
 #include "refinement/krylov_basis.hpp"
 #include "tuning.hpp"
 
@@ -343,8 +344,7 @@ class Refiner {
           over_budget(beta, beta0, total, target * beta0, total, gmres_start, "at a restart"))
         break;
       cycle_start = beta;
-      std::vector<double> h((m + 1) * m, 0.0), cs(m), sn(m), g(m + 1, 0.0);
-      g[0] = beta;
+      GivensHessenberg hessenberg(m, beta);
       e_.copy(wv, column(v, 0));
       e_.scal(1.0 / beta, &v(0, 0));
       if (stored) stored_basis_->store(0, &v(0, 0));
@@ -354,9 +354,9 @@ class Refiner {
         if (stored) stored_basis_->load(j, &v(0, 0));
         e_.multiply(stored ? &v(0, 0) : &v(0, j), w);
         e_.apply_inverse(host_column(w));
-        const double hn = stored ? stored_basis_->orthogonalize(j + 1, w, &h[j * (m + 1)])
-                                 : e_.orthogonalize(v, j + 1, w, &h[j * (m + 1)]);
-        h[j + 1 + j * (m + 1)] = hn;
+        const double hn = stored ? stored_basis_->orthogonalize(j + 1, w, hessenberg.column(j))
+                                 : e_.orthogonalize(v, j + 1, w, hessenberg.column(j));
+        hessenberg.at(j + 1, j) = hn;
         if (hn > 0 && stored) {
           e_.scal(1.0 / hn, w);
           stored_basis_->store(j + 1, w);
@@ -364,24 +364,12 @@ class Refiner {
           e_.copy(host_column(w), column(v, j + 1));
           e_.scal(1.0 / hn, &v(0, j + 1));
         }
-        for (int i = 0; i < j; ++i) {  // apply the earlier Givens rotations
-          const double a = h[i + j * (m + 1)], b = h[i + 1 + j * (m + 1)];
-          h[i + j * (m + 1)] = cs[i] * a + sn[i] * b;
-          h[i + 1 + j * (m + 1)] = -sn[i] * a + cs[i] * b;
-        }
-        const double a = h[j + j * (m + 1)], b = h[j + 1 + j * (m + 1)];
-        const double rho = std::hypot(a, b);
-        cs[j] = rho > 0 ? a / rho : 1.0;
-        sn[j] = rho > 0 ? b / rho : 0.0;
-        h[j + j * (m + 1)] = rho;
-        h[j + 1 + j * (m + 1)] = 0;
-        g[j + 1] = -sn[j] * g[j];
-        g[j] = cs[j] * g[j];
-        estimates.push_back(std::fabs(g[j + 1]));
+        const double estimate = hessenberg.rotate(j);
+        estimates.push_back(estimate);
         if (trace_ && (total + 1) % 4 == 0)
           std::fprintf(stderr, "gmres: iteration %d, Givens estimate %.3e of the first residual\n", total + 1,
-                       std::fabs(g[j + 1]) / beta0);
-        if (std::fabs(g[j + 1]) <= target * beta0 || hn == 0) {
+                       estimate / beta0);
+        if (estimate <= target * beta0 || hn == 0) {
           ++j;
           ++total;
           break;
@@ -408,7 +396,7 @@ class Refiner {
         // not halved after kGmresJudgeAfter iterations stagnates: the same verdict as the test
         // at the restart, 34 iterations sooner (n = 32768 geo cond 1e8 / 1e10 on the H100: the
         // second cycle stagnates).
-        if (later_cycle && j + 1 == kGmresJudgeAfter && std::fabs(g[j + 1]) > 0.5 * beta) {
+        if (later_cycle && j + 1 == kGmresJudgeAfter && estimate > 0.5 * beta) {
           ++j;
           ++total;
           stagnated = true;
@@ -416,12 +404,7 @@ class Refiner {
         }
       }
       // y = H^-1 g (upper triangular j x j), d += V y
-      std::vector<double> y(j, 0.0);
-      for (int i = j - 1; i >= 0; --i) {
-        double s = g[i];
-        for (int c = i + 1; c < j; ++c) s -= h[i + c * (m + 1)] * y[c];
-        y[i] = h[i + i * (m + 1)] != 0 ? s / h[i + i * (m + 1)] : 0.0;
-      }
+      const std::vector<double> y = hessenberg.solve(j);
       if (stored)
         stored_basis_->add_combination(j, y.data(), d);
       else
