@@ -15,24 +15,21 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
-#define CHECK_CUDA(x)                                                              \
-  do {                                                                             \
-    cudaError_t e_ = (x);                                                          \
-    if (e_ != cudaSuccess) {                                                       \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                \
-      std::exit(2);                                                                \
-    }                                                                              \
-  } while (0)
-#define CHECK_CUBLAS(x)                                                            \
-  do {                                                                             \
-    cublasStatus_t s_ = (x);                                                       \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                             \
-      std::fprintf(stderr, "%s: status %d\n", #x, int(s_));                        \
-      std::exit(2);                                                                \
-    }                                                                              \
-  } while (0)
+// Exits with status 2, naming the call, where a CUDA or cuBLAS call failed.
+void require(bool ok, const char* call, const char* why) {
+  if (ok) return;
+  std::fprintf(stderr, "%s: %s\n", call, why);
+  std::exit(2);
+}
+void check(cudaError_t e, const char* call) { require(e == cudaSuccess, call, cudaGetErrorString(e)); }
+void check(cublasStatus_t s, const char* call) {
+  require(s == CUBLAS_STATUS_SUCCESS, call, ("cuBLAS status " + std::to_string(int(s))).c_str());
+}
+#define CHECK_CUDA(x) check((x), #x)
+#define CHECK_CUBLAS(x) check((x), #x)
 
 template <class T>
 cublasStatus_t trsm(cublasHandle_t h, cublasFillMode_t fill, cublasDiagType_t diag, int n, int k, const T* a, int lda,
