@@ -88,6 +88,8 @@ declare -A vendor_excluded=([synccheck]=trsm_ln_up_kernel)
 sanitizer_help=$("$SANITIZER" --help 2>/dev/null)
 exclude_flag=--kernel-name-exclude
 [[ $sanitizer_help == *--kernel-name-exclude* ]] || exclude_flag=--kernel-regex-exclude
+include_flag=--kernel-name
+[[ $sanitizer_help == *"--kernel-name "* ]] || include_flag=--kernel-regex
 R=$B/cublas_trsm  # tools/sanitizer_repros/cublas_trsm.cu, built by tools/gpu_carry.sh
 
 total_errors=0
@@ -104,6 +106,13 @@ for tool in $TOOLS; do
   # cuda::barrier structures", then a launch failure: H200, CUDA 13.0, 2026-12-02).
   case $tool in synccheck | racecheck) flags+=(--num-cuda-barriers "${CUDA_BARRIERS:-64}") ;; esac
   [ -n "${vendor_excluded[$tool]:-}" ] && flags+=("$exclude_flag" "kns=${vendor_excluded[$tool]}")
+  # racecheck instruments mixsolve's own kernels only (every one lies in namespace mixsolve, so
+  # "mixsolve" is in its name); cuBLAS's and cuSOLVER's run uninstrumented. Instrumented, the
+  # vendor GEMMs of the least-squares case and the test groups took each past 55 s on an H200,
+  # and racecheck reports hazards inside cuBLASLt's emulated DGEMM
+  # (cublasLt_fused_imma_dgemm_kernel_sm90, gtest-ozaki, 2026-12-02) that are not ours to fix.
+  # RACE_ALL_KERNELS=1 instruments everything.
+  [ "$tool" = racecheck ] && [ "${RACE_ALL_KERNELS:-0}" != 1 ] && flags+=("$include_flag" "kns=mixsolve")
   list=("${cases[@]}")
   fuzz_cases=$MIXSOLVE_FUZZ_CASES
   if [ "$tool" = racecheck ] && [ "${RACE_CASES_SCALE:-small}" != full ]; then
