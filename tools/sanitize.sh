@@ -102,9 +102,10 @@ for tool in $TOOLS; do
     racecheck) flags+=(--racecheck-report analysis) ;;
   esac
   # synccheck and racecheck track each block's cuda::barrier objects in a table of fixed size;
-  # cuBLAS's emulated-DGEMM kernels overflow the default one ("Detected overflow of tracked
-  # cuda::barrier structures", then a launch failure: H200, CUDA 13.0, 2026-12-02).
-  case $tool in synccheck | racecheck) flags+=(--num-cuda-barriers "${CUDA_BARRIERS:-64}") ;; esac
+  # cuBLAS's emulated-DGEMM kernels overflow the default one and one of 64 ("Detected overflow of
+  # tracked cuda::barrier structures", then a launch failure: H200, CUDA 13.0, 2026-12-02); 256
+  # holds them.
+  case $tool in synccheck | racecheck) flags+=(--num-cuda-barriers "${CUDA_BARRIERS:-256}") ;; esac
   [ -n "${vendor_excluded[$tool]:-}" ] && flags+=("$exclude_flag" "kns=${vendor_excluded[$tool]}")
   # racecheck instruments mixsolve's own kernels only (every one lies in namespace mixsolve, so
   # "mixsolve" is in its name); cuBLAS's and cuSOLVER's run uninstrumented. Instrumented, the
