@@ -71,7 +71,13 @@ cases_at() {  # field 3 (n) or 4 (racecheck's n) of solve_cases, then least squa
   done
   if [ "$1" = 3 ]; then echo "lstsq-2001x300-5000x64|$L --shapes 2001x300,5000x64 $lstsq_args"
   else echo "lstsq-601x130-1200x64|$L --shapes 601x130,1200x64 $lstsq_args"; fi
-  printf '%s\n' "${gtest_cases[@]}"
+  if [ "$1" = 3 ]; then printf '%s\n' "${gtest_cases[@]}"
+  else
+    # Under racecheck cuBLAS's emulated DGEMM (GpuDgemmEmulated), uninstrumented, ends in "The
+    # Sanitizer failed to handle a hardware exception" and every later test of the process fails
+    # (H200, 2026-12-02): the test of a vendor kernel stays out of racecheck's list.
+    printf '%s\n' "${gtest_cases[@]}" | sed 's/:GpuDgemmEmulated\.\*//'
+  fi
 }
 mapfile -t cases < <(cases_at 3)
 mapfile -t race_cases < <(cases_at 4)
