@@ -2,7 +2,8 @@
 // Solve A X = B with mixsolve and print the report.
 //
 //   solve [--matrix svd_geo] [--n 256] [--cond 1e6] [--seed 1] [--scale 1] [--nrhs 1]
-//         [--mtx FILE.mtx] [--precision auto] [--auto-path fp32] [--refinement auto] [--stop-test attainable|lapack]
+//         [--mtx FILE.mtx] [--precision auto] [--auto-path fp32] [--structure general|spd|auto]
+//         [--refinement auto] [--stop-test attainable|lapack]
 //         [--condition-estimate never|when-not-converged|always]
 //         [--max-iterations 30]
 //         [--gmres-restart 50] [--gmres-max-inner 200]
@@ -88,7 +89,8 @@ std::vector<double> read_matrix_market(const std::string& path, std::int64_t& n)
 
 constexpr const char* kUsage =
     "solve [--matrix svd_geo] [--n 256] [--cond 1e6] [--seed 1] [--scale 1] [--nrhs 1]\n"
-    "      [--mtx FILE.mtx] [--precision auto] [--auto-path fp32] [--refinement auto]\n"
+    "      [--mtx FILE.mtx] [--precision auto] [--auto-path fp32] [--structure general|spd|auto]\n"
+    "      [--refinement auto]\n"
     "      [--stop-test attainable|lapack] [--condition-estimate never|when-not-converged|always]\n"
     "      [--max-iterations 30] [--gmres-restart 50] [--gmres-max-inner 200] [--tolerance-factor 1]\n"
     "      [--no-fallback] [--no-range-scaling] [--no-reuse-pivot-order] [--block 0]\n"
@@ -98,7 +100,8 @@ constexpr const char* kUsage =
 // value: a mistyped option must not be ignored.
 void check_arguments(int argc, char** argv) {
   static const char* const with_value[] = {
-      "matrix", "n", "cond", "seed", "scale", "nrhs", "mtx", "precision", "auto-path", "refinement", "stop-test",
+      "matrix", "n", "cond", "seed", "scale", "nrhs", "mtx", "precision", "auto-path", "structure", "refinement",
+      "stop-test",
       "condition-estimate", "max-iterations", "gmres-restart", "gmres-max-inner", "tolerance-factor", "block",
       "probe-pivot-ratio", "ozaki-bits", "device"};
   static const char* const flags[] = {"no-fallback", "no-range-scaling", "no-reuse-pivot-order"};
@@ -131,6 +134,7 @@ int main(int argc, char** argv) try {
     std::stringstream list(path);
     for (std::string name; std::getline(list, name, ',');) options.auto_path.push_back(parse_precision(name));
   }
+  options.structure = parse_structure(option(argc, argv, "structure", "general"));
   options.refinement = parse_refinement(option(argc, argv, "refinement", "auto"));
   options.stop_test = parse_stop_test(option(argc, argv, "stop-test", "attainable"));
   options.condition_estimate = parse_condition_estimate(option(argc, argv, "condition-estimate", "when-not-converged"));

@@ -7,8 +7,8 @@
 // dlarf, dorm2r, dorg2r, dgetf2, dgetrs, dtrsv, dgemv, dnrm2's scaled sum of squares), with a
 // fixed order of operations and FP contraction off (below), so every result depends only on IEEE
 // arithmetic in T. Two kinds of use:
-//   - FP64 comparators: "the FP64 solver's error on the same matrix" (householder_qr, lu_factor
-//     and their solves in double);
+//   - FP64 comparators: "the FP64 solver's error on the same matrix" (householder_qr, lu_factor,
+//     cholesky_factor and their solves in double);
 //   - true solutions of a stored problem (FP64 A and b): reference_least_squares and
 //     reference_solve refine in long double with residuals that are exact up to 2^-100 or so
 //     (compensated sums of error-free products), so their answers are the exact solutions to about
@@ -329,6 +329,64 @@ RefMatrix<T> lu_solve(const LuFactors<T>& f, const RefMatrix<T>& b) {
 template <class T>
 RefMatrix<T> lu_solve(const RefMatrix<T>& a, const RefMatrix<T>& b) {
   return lu_solve(lu_factor(a), b);
+}
+
+// ---- Cholesky (dpotf2, lower) and its solve (dpotrs) ----
+
+// A = L L^T of the lower triangle of the symmetric positive definite a (the upper is not read);
+// L in the lower triangle of the result. not_positive: the first column whose pivot is not
+// positive (the factorization stops there), -1 if none.
+template <class T>
+struct CholeskyFactors {
+  RefMatrix<T> l;
+  std::int64_t not_positive = -1;
+};
+
+template <class T>
+CholeskyFactors<T> cholesky_factor(const RefMatrix<T>& a) {
+  MIXSOLVE_NO_FP_CONTRACT
+  const std::int64_t n = a.rows();
+  CholeskyFactors<T> f{a, -1};
+  T* l = f.l.data();
+  for (std::int64_t j = 0; j < n; ++j) {
+    T d = l[j + j * n];  // a_jj - sum_k l_jk^2, in increasing k (ddot)
+    for (std::int64_t k = 0; k < j; ++k) d -= l[j + k * n] * l[j + k * n];
+    if (!(d > 0)) {
+      f.not_positive = j;
+      return f;
+    }
+    const T ljj = std::sqrt(d);
+    l[j + j * n] = ljj;
+    for (std::int64_t i = j + 1; i < n; ++i) {  // (a_ij - sum_k l_ik l_jk) / l_jj (dgemv, then dscal)
+      T t = l[i + j * n];
+      for (std::int64_t k = 0; k < j; ++k) t -= l[i + k * n] * l[j + k * n];
+      l[i + j * n] = t / ljj;
+    }
+  }
+  return f;
+}
+
+// X = A^-1 B with the Cholesky factors (dpotrs: L y = b, then L^T x = y).
+template <class T>
+RefMatrix<T> cholesky_solve(const CholeskyFactors<T>& f, const RefMatrix<T>& b) {
+  MIXSOLVE_NO_FP_CONTRACT
+  const std::int64_t n = f.l.rows();
+  const T* l = f.l.data();
+  RefMatrix<T> out = b;
+  for (std::int64_t c = 0; c < out.cols(); ++c) {
+    T* x = out.data() + c * n;
+    for (std::int64_t j = 0; j < n; ++j) {
+      x[j] /= l[j + j * n];
+      const T t = x[j];
+      for (std::int64_t i = j + 1; i < n; ++i) x[i] -= t * l[i + j * n];
+    }
+    for (std::int64_t j = n - 1; j >= 0; --j) {
+      T t = x[j];
+      for (std::int64_t i = j + 1; i < n; ++i) t -= l[i + j * n] * x[i];
+      x[j] = t / l[j + j * n];
+    }
+  }
+  return out;
 }
 
 // A^-1 by the LU solves of the identity's columns.

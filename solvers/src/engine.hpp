@@ -27,10 +27,33 @@ inline double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// What Engine::factor is asked for: a kind of factorization in a precision.
+// range_scaling: factor mu R A S (SolveOptions::range_scaling; only asked for FP16, BF16 and
+// fp16x3); a Cholesky scales symmetrically (R = S, symmetric_scaling in lu_rules.hpp), keeping
+// mu S A S symmetric. apply_inverse then applies A^-1 ~ mu S M^-1 R.
+// reuse_pivot_order (FP64 LU only): where an earlier LU of this engine completed, follow its row
+// order with pivoting inside the diagonal blocks, checked against kReusedOrderMaxMultiplier,
+// else partial pivoting (SolveOptions::reuse_pivot_order).
+// collapse_below (FP32-stored LU factors; 0: never): stop with StopReason::CollapsedPivots where
+// the pivots collapse (kCollapseMinPivots). FP64 and Ozaki LUs and every Cholesky run to the end
+// or their first pivot that is not positive.
+struct FactorRequest {
+  FactorKind kind = FactorKind::Lu;
+  Precision precision = Precision::FP64;
+  bool range_scaling = false;
+  bool reuse_pivot_order = false;
+  double collapse_below = 0;
+};
+
 // What Engine::factor reports.
 struct FactorResult {
-  StopReason status = StopReason::Converged;  // Converged (factors usable), ZeroPivot or Overflow
-  std::int64_t zero_pivot_column = -1;
+  // Converged (factors usable), ZeroPivot, Overflow, CollapsedPivots (LU), NotPositiveDefinite
+  // (Cholesky)
+  StopReason status = StopReason::Converged;
+  std::int64_t zero_pivot_column = -1;  // ZeroPivot, NotPositiveDefinite: the pivot's column
+  // NotPositiveDefinite: the pivot that was not positive (the Schur complement's diagonal entry,
+  // of mu S A S where range-scaled); a Cholesky's largest_diagonal: max a_ii of that matrix.
+  double breakdown_pivot = 0, largest_diagonal = 0;
   PivotOrder pivot_order = PivotOrder::Partial;
   double largest_multiplier = 0;  // max |l_ij| of a reused order (also when it was rejected)
   std::int64_t reused_columns = 0;  // Reused: the leading columns that followed the order
@@ -106,16 +129,13 @@ class Engine : public RefinementSpace {
   virtual double norm_inf() = 0;
   // Position of a NaN or Inf in `m` (same memory space), or {-1, -1}.
   virtual std::pair<std::int64_t, std::int64_t> find_nonfinite(const MatrixView<const double>& m) = 0;
-  // Factorizes A in precision p (replacing earlier factors).
-  // range_scaling: factor mu R A S (SolveOptions::range_scaling; only asked for FP16, BF16 and
-  // fp16x3);
-  // apply_inverse then applies A^-1 ~ mu S (LU)^-1 R.
-  // reuse_pivot_order (FP64 only): where an earlier factorization of this engine completed, follow
-  // its row order with pivoting inside the diagonal blocks, checked against
-  // kReusedOrderMaxMultiplier, else partial pivoting (SolveOptions::reuse_pivot_order).
-  // collapse_below (FP32-stored factors; 0: never): stop with StopReason::CollapsedPivots where
-  // the pivots collapse (kCollapseMinPivots). FP64 and Ozaki LUs run to the end.
-  virtual FactorResult factor(Precision p, bool range_scaling, bool reuse_pivot_order, double collapse_below) = 0;
+  // The first pair (i, j), i > j, with A(i, j) != A(j, i), or {-1, -1} for a symmetric A: one
+  // pass over A that stops at the first such pair.
+  virtual std::pair<std::int64_t, std::int64_t> find_asymmetry() = 0;
+  // Factorizes A as `request` asks (FactorRequest), replacing earlier factors. A Cholesky
+  // A = L L^T reads A's lower triangle and is stored as the LU factors (L D^-1)(D L^T), D =
+  // diag(L), with the identity as row order, so that every operation below serves both kinds.
+  virtual FactorResult factor(const FactorRequest& request) = 0;
   // min |u_kk| / max |u_kk| over the current factors' diagonal (of mu R A S where range-scaled),
   // after a factorization that completed: the probe's screen (SolveOptions::probe_pivot_ratio).
   virtual double pivot_ratio() = 0;

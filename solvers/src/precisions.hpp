@@ -36,9 +36,10 @@ double unit_roundoff(Precision p, int ozaki_bits);
 
 inline bool fp64_factors(Precision p) { return precision_info(p).fp64_factors; }
 
-// The attempt's factors are an FP64 LU's: FP64, or an Ozaki LU that emulated no update
-// (Attempt::emulated_bits). Refinement and escalation treat them alike.
-inline bool fp64_lu(const Attempt& a) {
+// The attempt's factors are an FP64 factorization's (LU or Cholesky): FP64, or an Ozaki one that
+// emulated no update (Attempt::emulated_bits). Refinement and escalation treat them alike: the
+// top rung of their path.
+inline bool fp64_factorization(const Attempt& a) {
   return a.precision == Precision::FP64 || (a.precision == Precision::Ozaki && a.emulated_bits == 0);
 }
 

@@ -754,10 +754,10 @@ TEST(GpuSolve, ReusedRowOrderThatFailsItsCheckEndsTheFp64LuEarly) {
     DeviceBuffer<double> da(n * n), dy(n);
     da.copy_from_host(shuffled);
     auto engine = solvers_detail::make_device_engine(ctx, device_view<const double>(da.data(), n, n, n), 0);
-    const solvers_detail::FactorResult first = engine->factor(Precision::FP64, false, false, 0.0);
+    const solvers_detail::FactorResult first = engine->factor({FactorKind::Lu, Precision::FP64, false, false, 0.0});
     ASSERT_EQ(first.status, StopReason::Converged);
     da.copy_from_host(m);
-    const solvers_detail::FactorResult second = engine->factor(Precision::FP64, false, true, 0.0);
+    const solvers_detail::FactorResult second = engine->factor({FactorKind::Lu, Precision::FP64, false, true, 0.0});
     EXPECT_EQ(second.status, StopReason::Converged);
     EXPECT_EQ(second.pivot_order, PivotOrder::Rejected);
     // U11^-1 of such a block may overflow: NaN and Inf fail the check as a large value does.

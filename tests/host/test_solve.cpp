@@ -679,7 +679,7 @@ TEST(Solve, ProbeIsALowerBoundOnTheFourthSingularValueOfTheFactorsError) {
     Problem p(spec, n);
     Context ctx = Context::host_only();
     const auto engine = solvers_detail::make_host_engine(ctx, p.A(), 0);
-    const auto factored = engine->factor(c.precision, c.precision == Precision::FP16, false, 0.0);
+    const auto factored = engine->factor({FactorKind::Lu, c.precision, c.precision == Precision::FP16, false, 0.0});
     ASSERT_EQ(factored.status, StopReason::Converged) << "zero pivot in column " << factored.zero_pivot_column;
     Eigen::MatrixXd e = Eigen::Map<const Eigen::MatrixXd>(p.a.data(), n, n);
     for (std::int64_t j = 0; j < n; j += k)

@@ -27,6 +27,23 @@ std::string to_string(Refinement r) {
   return "?";
 }
 
+std::string to_string(Structure s) {
+  switch (s) {
+    case Structure::General: return "general";
+    case Structure::Spd: return "spd";
+    case Structure::Auto: return "auto";
+  }
+  return "?";
+}
+
+Structure parse_structure(const std::string& text) {
+  for (Structure s : {Structure::General, Structure::Spd, Structure::Auto})
+    if (to_string(s) == text) return s;
+  throw InvalidArgument("structure \"" + text + "\" is not one of general, spd, auto");
+}
+
+std::string to_string(FactorKind k) { return k == FactorKind::Cholesky ? "Cholesky" : "LU"; }
+
 std::string to_string(StopTest t) {
   switch (t) {
     case StopTest::Attainable: return "attainable";
@@ -68,6 +85,7 @@ std::string to_string(StopReason s) {
     case StopReason::NoRefinement: return "no refinement requested";
     case StopReason::WeakFactors: return "factors too far from A for refinement (probe)";
     case StopReason::CollapsedPivots: return "most pivots tiny (numerically rank-deficient at this precision), LU stopped";
+    case StopReason::NotPositiveDefinite: return "pivot not positive (not positive definite in this arithmetic)";
   }
   return "?";
 }
@@ -113,8 +131,9 @@ std::string SolveReport::summary() const {
       if (a.pivot_order == PivotOrder::Reused) s << " for " << a.reused_columns << " columns";
       s << ", max |l_ij| " << std::setprecision(3) << a.largest_multiplier << std::setprecision(6) << ")";
     }
-    s << " LU + " << to_string(a.refinement) << ": " << to_string(a.stop);
-    if (a.stop == StopReason::ZeroPivot) s << " in column " << a.zero_pivot_column;
+    s << " " << to_string(a.factor) << " + " << to_string(a.refinement) << ": " << to_string(a.stop);
+    if (a.stop == StopReason::ZeroPivot || a.stop == StopReason::NotPositiveDefinite)
+      s << " in column " << a.zero_pivot_column;
     if (a.stop == StopReason::CollapsedPivots) s << " after " << a.collapsed_at_column << " columns";
     s << ", " << a.iterations << " iterations";
     if (a.inner_iterations) s << " (" << a.inner_iterations << " GMRES)";

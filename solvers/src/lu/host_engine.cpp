@@ -11,6 +11,7 @@
 #include <numeric>
 #include <vector>
 
+#include "cholesky/host_cholesky.hpp"
 #include "engine.hpp"
 #include "lu/lu_rules.hpp"
 #include "refinement/host_space.hpp"
@@ -149,29 +150,31 @@ class HostEngine final : public HostSpace {
     return {-1, -1};
   }
 
-  FactorResult factor(Precision p, bool range_scaling, bool reuse_pivot_order, double collapse_below) override {
+  std::pair<std::int64_t, std::int64_t> find_asymmetry() override {
+    for (std::int64_t j = 0; j < n_; ++j)
+      for (std::int64_t i = j + 1; i < n_; ++i)
+        if (a_[i + j * n_] != a_[j + i * n_]) return {i, j};
+    return {-1, -1};
+  }
+
+  FactorResult factor(const FactorRequest& request) override {
+    if (request.kind == FactorKind::Cholesky) return factor_cholesky(request);
+    const Precision p = request.precision;
+    const double collapse_below = request.collapse_below;
     const gemm::Backend& update = host_update_backend(p);
     FactorResult result;
-    // The row order of the previous factorization, where one completed (engine.hpp).
+    // The row order of the previous factorization, where an LU completed (engine.hpp).
     std::vector<std::int64_t> order;
     std::int64_t order_columns = 0;
-    if (reuse_pivot_order && p == Precision::FP64 && factors_complete_ && row_scale_.empty()) {
+    if (request.reuse_pivot_order && p == Precision::FP64 && factors_complete_ && kind_ == FactorKind::Lu &&
+        row_scale_.empty()) {
       order = current_row_order();
       // whole blocks, as the device LU's panels
       order_columns = trusted_order_columns(pivot_magnitudes(), unit_roundoff(precision_, ozaki_bits_)) / nb_ * nb_;
     }
-    factors_complete_ = false;
-    precision_ = p;
-    row_order_.clear();
-    double_factors_.clear();
-    float_factors_.clear();
-    row_scale_.clear();
-    column_scale_.clear();
-    mu_ = 1.0;
-    if (range_scaling && !fp64_factors(p)) compute_range_scaling();
-    // Ozaki's updates keep ozaki_bits_ bits of each operand.
-    const gemm::Parameters parameters =
-        p == Precision::Ozaki ? gemm::Parameters{{"bits", ozaki_bits_}} : gemm::Parameters{};
+    start_factorization(FactorKind::Lu, p);
+    if (request.range_scaling && !fp64_factors(p)) compute_range_scaling();
+    const gemm::Parameters parameters = update_parameters(p);
     if (fp64_factors(p)) {
       if (order_columns > 0 && factor_in_order(order, order_columns, update, parameters, result)) {
         factors_complete_ = true;
@@ -204,6 +207,76 @@ class HostEngine final : public HostSpace {
     factors_complete_ = result.status == StopReason::Converged;
     peak_ = std::max(peak_, factors_bytes() + scratch_bytes());
     return result;
+  }
+
+  // The Cholesky of A's lower triangle (of mu S A S where range-scaled), stored as LU factors
+  // (engine.hpp, cholesky/host_cholesky.hpp).
+  FactorResult factor_cholesky(const FactorRequest& request) {
+    const Precision p = request.precision;
+    const gemm::Backend& update = host_update_backend(p);
+    const gemm::Parameters parameters = update_parameters(p);
+    FactorResult result;
+    start_factorization(FactorKind::Cholesky, p);
+    if (request.range_scaling && !fp64_factors(p)) compute_symmetric_scaling();
+    pivots_.resize(n_);
+    std::iota(pivots_.begin(), pivots_.end(), std::int64_t(0));
+    CholeskyBreakdown breakdown;
+    if (fp64_factors(p)) {
+      double_factors_ = a_;
+      breakdown = cholesky_factor(double_factors_, n_, nb_, update, parameters, ctx_);
+      if (breakdown.column < 0) cholesky_to_lu_form(double_factors_, n_);
+      if (breakdown.column < 0 && !all_finite(double_factors_)) result.status = StopReason::Overflow;
+    } else {
+      float_factors_.resize(a_.size());
+      for (std::int64_t j = 0; j < n_; ++j)  // mu S A S, exact in FP64 before the one rounding
+        for (std::int64_t i = j; i < n_; ++i)
+          float_factors_[i + j * n_] = static_cast<float>(a_[i + j * n_] * mu_ * row_scale(i) * column_scale(j));
+      if (!all_finite(float_factors_)) {
+        result.status = StopReason::Overflow;  // beyond FP32's range
+        return result;
+      }
+      breakdown = cholesky_factor(float_factors_, n_, nb_, update, parameters, ctx_);
+      if (breakdown.column < 0) cholesky_to_lu_form(float_factors_, n_);
+      if (breakdown.column < 0 && !all_finite(float_factors_)) result.status = StopReason::Overflow;
+      if (breakdown.column < 0 && factor_storage_ != slfp::Format::Fp32) store_factors_rounded();
+    }
+    if (breakdown.column >= 0) {
+      // A NaN pivot is an overflow of the factors, not a verdict on A.
+      result.status = std::isnan(breakdown.pivot) ? StopReason::Overflow : StopReason::NotPositiveDefinite;
+      result.zero_pivot_column = breakdown.column;
+      result.breakdown_pivot = breakdown.pivot;
+    }
+    result.largest_diagonal = largest_scaled_diagonal();
+    if (p == Precision::Ozaki) result.emulated_bits = ozaki_bits_;
+    factors_complete_ = result.status == StopReason::Converged;
+    peak_ = std::max(peak_, factors_bytes() + scratch_bytes());
+    return result;
+  }
+
+  // Forgets the current factors, before a factorization of `kind` in precision p.
+  void start_factorization(FactorKind kind, Precision p) {
+    factors_complete_ = false;
+    kind_ = kind;
+    precision_ = p;
+    row_order_.clear();
+    double_factors_.clear();
+    float_factors_.clear();
+    row_scale_.clear();
+    column_scale_.clear();
+    mu_ = 1.0;
+  }
+
+  // Ozaki's updates keep ozaki_bits_ bits of each operand.
+  gemm::Parameters update_parameters(Precision p) const {
+    return p == Precision::Ozaki ? gemm::Parameters{{"bits", ozaki_bits_}} : gemm::Parameters{};
+  }
+
+  // max a_ii of the matrix factored (mu S A S where scaled): the scale of a Cholesky's pivots.
+  double largest_scaled_diagonal() const {
+    double largest = 0;
+    for (std::int64_t i = 0; i < n_; ++i)
+      largest = std::max(largest, std::fabs(a_[i + i * n_]) * mu_ * row_scale(i) * column_scale(i));
+    return largest;
   }
 
   // The FP64 LU of A's rows in `order`, pivoting inside the diagonal blocks; true where its check
@@ -342,6 +415,19 @@ class HostEngine final : public HostSpace {
     }
   }
 
+  // The Cholesky's R = S and mu (lu_rules.hpp, symmetric_equilibrating_power_of_two): S only
+  // where the rows' largest entries spread widely, as for the LU.
+  void compute_symmetric_scaling() {
+    std::vector<double> row_largest, column_largest;
+    largest_per_row_and_column(row_largest, column_largest);
+    const RangeScaling choice = choose_range_scaling(row_largest, column_largest);
+    mu_ = choice.mu;
+    if (!choice.two_sided) return;
+    row_scale_.resize(n_);
+    for (std::int64_t i = 0; i < n_; ++i) row_scale_[i] = symmetric_equilibrating_power_of_two(a_[i + i * n_]);
+    column_scale_ = row_scale_;
+  }
+
   void track_peak() override { peak_ = std::max(peak_, factors_bytes() + scratch_bytes()); }
   std::size_t factors_bytes() const {
     return double_factors_.size() * sizeof(double) + float_factors_.size() * sizeof(float) +
@@ -368,7 +454,8 @@ class HostEngine final : public HostSpace {
   }
   std::vector<std::int64_t> pivots_;
   std::vector<std::int64_t> row_order_;  // the factors are of A's rows in this order; empty: A's own
-  bool factors_complete_ = false;        // the current factors are a completed LU of A
+  bool factors_complete_ = false;        // the current factors are a completed factorization of A
+  FactorKind kind_ = FactorKind::Lu;     // of the current factors
   std::vector<double> row_scale_, column_scale_;  // R and S; empty: identities
   double mu_ = 1.0;
   double row_scale(std::int64_t i) const { return row_scale_.empty() ? 1.0 : row_scale_[i]; }

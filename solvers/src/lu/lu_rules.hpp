@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Internal: the rules both LU engines (host_engine.cpp, cuda/device_engine.cu) follow, so that the
-// host model and the GPU factor alike: range scaling's choice, how many columns FP32-stored factors
-// are applied in FP64, how much of a cheaper LU's row order to trust, the pivot collapse watch.
+// Internal: the rules both engines (host_engine.cpp, cuda/device_engine.cu) follow for their LU
+// and Cholesky factorizations, so that the host model and the GPU factor alike: range scaling's
+// choice, how many columns FP32-stored factors are applied in FP64, how much of a cheaper LU's
+// row order to trust, the pivot collapse watch.
 #pragma once
 
 #include <algorithm>
@@ -31,6 +32,14 @@ struct RangeScaling {
   bool two_sided = false;  // R and S equilibrate the rows and columns; else R = S = I
   double mu = 1.0;         // mu R A S has its largest entry in [1/2, 1)
 };
+
+// A Cholesky's range scaling keeps A symmetric: R = S, with s_i the power of two that brings
+// sqrt(a_ii) into [1/2, 1), so the diagonal of S A S lies in [1/4, 1) and, A being positive
+// definite, every entry in (-1, 1) (|a_ij| <= sqrt(a_ii a_jj)). A diagonal entry that is not
+// positive gets 1: the Cholesky then stops there.
+MIXSOLVE_HD inline double symmetric_equilibrating_power_of_two(double diagonal) {
+  return diagonal > 0 ? equilibrating_power_of_two(sqrt(diagonal)) : 1.0;
+}
 
 // Why the scaled entries end below 1 and not near FP16's top (the paper's mu = 0.1 x_max): U's
 // entries grow with the elimination and go through FP16 in the trailing updates. With A's

@@ -93,7 +93,7 @@ class Refiner {
     // their precision, and where A's rows span many orders of magnitude the normwise LAPACK test
     // cannot see that: 10^+-12 scaled rows and columns (n = 151, host, fp16x3) meet it at the
     // first solve, 1.0e-24, and the first step makes it 2.4e-24, while FP64 factors give 1.1e-26.
-    proven_.assign(k_, fp64_lu(attempt) || o_.stop_test == StopTest::Lapack);
+    proven_.assign(k_, fp64_factorization(attempt) || o_.stop_test == StopTest::Lapack);
     ready_.assign(k_, false);
     correction_norm_.assign(k_, 0.0);
     correction_ratio_.assign(k_, INFINITY);
@@ -103,7 +103,7 @@ class Refiner {
     // lowers the backward error, not the forward error (Higham, ASNA 2nd ed., sec. 12.2), and a
     // correction that halves by chance buys nothing (watching it, the GPU solves at n = 2100
     // cond 1e3 and n = 20480 take 3-4 steps instead of 2, with the same errors).
-    watch_correction_ = !fp64_lu(attempt);
+    watch_correction_ = !fp64_factorization(attempt);
     polishing_steps_.assign(k_, 0);
     normwise_.assign(k_, INFINITY);
     evaluate(r, berr, done, report, nullptr);

@@ -31,6 +31,14 @@ class SingularMatrix : public ColumnError {
   using ColumnError::ColumnError;
 };
 
+/// A that is not positive definite although declared so (SolveOptions::structure Spd): the FP64
+/// Cholesky met a pivot that is not positive; column() is its column. Thrown by solve() and
+/// Factorization::solve().
+class NotPositiveDefinite : public ColumnError {
+ public:
+  using ColumnError::ColumnError;
+};
+
 /// A numerically rank-deficient A in least squares: ||A v||_2 <= max(m, n) 2^-53 ||A||_F for a
 /// unit vector v (R's estimate of the smallest singular vector, by inverse iteration; checked
 /// where R's diagonal spans more than 2^10); column() is the column of the smallest |r_jj|,

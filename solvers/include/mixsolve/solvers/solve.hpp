@@ -40,6 +40,26 @@ namespace mixsolve {
 /// "halfhalf", "tf32tf32", "fp16x3", "ozaki", "auto".
 enum class Precision { FP64, FP32, TF32, FP16, BF16, Halfhalf, Tf32tf32, Fp16x3, Ozaki, Auto };
 
+/// What solve() may assume of A (SolveOptions::structure). Names (to_string, parse_structure):
+/// "general", "spd", "auto".
+enum class Structure {
+  /// Any square A: LU factorizations with partial pivoting.
+  General,
+  /// A is symmetric positive definite: Cholesky factorizations (A = L L^T of the lower triangle),
+  /// half the LU's arithmetic and no pivoting; refinement works with all of A, so A must be
+  /// symmetric (checked: InvalidArgument). A cheaper Cholesky that breaks down (a pivot that is
+  /// not positive in its arithmetic) escalates like a failed LU; where the FP64 Cholesky breaks
+  /// down, solve() throws NotPositiveDefinite.
+  Spd,
+  /// A symmetric A (checked exactly, in one pass that stops at the first asymmetric pair) is
+  /// treated as Spd, except that where A turns out not to be positive definite the solve goes on
+  /// with the LU path (SolveOptions::factorization) instead of throwing; any other A as General.
+  Auto,
+};
+
+/// The factorization an attempt used (Attempt::factor). Names (to_string): "LU", "Cholesky".
+enum class FactorKind { Lu, Cholesky };
+
 /// The refinement method of an attempt (SolveOptions::refinement). Names (to_string,
 /// parse_refinement): "none", "classic", "gmres", "auto".
 enum class Refinement {
@@ -97,6 +117,19 @@ enum class ConditionEstimate {
 /// @return "fp64", "fp32", "tf32", "fp16", "bf16", "halfhalf", "tf32tf32", "fp16x3", "ozaki" or
 ///         "auto".
 std::string to_string(Precision p);
+/// The name of a structure, as parse_structure() reads it.
+/// @param s a structure.
+/// @return "general", "spd" or "auto".
+std::string to_string(Structure s);
+/// Reads a structure's name.
+/// @param text "general", "spd" or "auto" (exact, lower case).
+/// @return the structure.
+/// @throws InvalidArgument for any other text.
+Structure parse_structure(const std::string& text);
+/// The name of a factorization kind, for reports.
+/// @param k a kind.
+/// @return "LU" or "Cholesky".
+std::string to_string(FactorKind k);
 /// The name of a refinement method, as parse_refinement() reads it.
 /// @param r a method.
 /// @return "none", "classic", "gmres" or "auto".
@@ -140,6 +173,10 @@ struct SolveOptions {
   /// when the probe finds the factors too weak. Another value: that precision (then FP64 when
   /// fallback is on).
   Precision factorization = Precision::Auto;
+  /// What may be assumed of A (Structure): General (LU), Spd (Cholesky; A must be symmetric) or
+  /// Auto (Cholesky where A is symmetric, the LU path where it is not or turns out not to be
+  /// positive definite). The precisions are those of factorization and auto_path for either kind.
+  Structure structure = Structure::General;
   /// The precisions Auto tries, in order. Default {Fp16x3}: factors as accurate as FP32's at
   /// about the cost of an FP16 LU, so a second cheap rung (FP32) would repeat an LU of the same
   /// accuracy at a higher cost (docs/solver.md, "Precisions and the default path"). With FP64
@@ -291,6 +328,9 @@ inline constexpr double kWeakFactorsProbe = 4.0;
 ///  * Converged: every right-hand side met the stop test (SolveOptions::stop_test).
 ///  * ZeroPivot: the LU met an exactly zero pivot (Attempt::zero_pivot_column); in the FP64 LU
 ///    solve() throws SingularMatrix instead.
+///  * NotPositiveDefinite: the Cholesky met a pivot that is not positive in its arithmetic
+///    (Attempt::zero_pivot_column says where); in the FP64 Cholesky under Structure::Spd solve()
+///    throws NotPositiveDefinite instead.
 ///  * Overflow: the factors (or A rounded to their FP32 storage) hold Inf or NaN.
 ///  * Stagnated: refinement steps in a row failed to halve the backward error (3 for classic IR,
 ///    1 for GMRES-IR), or a GMRES inner solve stagnated and its step did not cut the backward
@@ -310,6 +350,8 @@ enum class StopReason {
   /// Most of the LU's pivots so far were tiny: stopped part way (probe_pivot_ratio;
   /// Attempt::collapsed_at_column).
   CollapsedPivots,
+  /// The Cholesky met a pivot that is not positive (see above).
+  NotPositiveDefinite,
 };
 /// A short description of a stop reason, for reports.
 /// @param s a stop reason.
@@ -344,6 +386,8 @@ std::string to_string(PivotOrder o);
 
 /// One attempt of a solve: a factorization (or the reuse of earlier factors) and its refinement.
 struct Attempt {
+  /// The factorization: LU or Cholesky (SolveOptions::structure).
+  FactorKind factor = FactorKind::Lu;
   /// The factorization's precision.
   Precision precision = Precision::FP64;
   /// The refinement method used (SolveOptions::refinement; Auto appears as Classic, and as Gmres
@@ -351,7 +395,8 @@ struct Attempt {
   Refinement refinement = Refinement::Classic;
   /// How the attempt ended (StopReason).
   StopReason stop = StopReason::Converged;
-  /// For StopReason::ZeroPivot: the zero pivot's column (0-based); -1 otherwise.
+  /// For StopReason::ZeroPivot and NotPositiveDefinite: the pivot's column (0-based); -1
+  /// otherwise.
   std::int64_t zero_pivot_column = -1;
   /// For StopReason::CollapsedPivots: up to which column the LU ran; -1 otherwise.
   std::int64_t collapsed_at_column = -1;
@@ -471,12 +516,16 @@ struct SolveReport {
 ///                         not n rows or holds NaN or Inf, X's shape differs from B's, the
 ///                         matrices lie in different memory spaces or A on the device with a
 ///                         host-only ctx, X's storage overlaps A's or B's (the message names
-///                         both and their byte ranges), or an option is out of range
+///                         both and their byte ranges), structure is Spd and A is not
+///                         symmetric (the message names an asymmetric pair), or an option is
+///                         out of range
 ///                         (auto_path empty or containing Auto, auto_min_n < -1,
 ///                         max_iterations < 0, gmres_restart < 1, gmres_max_inner < 1,
 ///                         block_size < 0, probe_pivot_ratio NaN or < 0, tolerance_factor <= 0
 ///                         or not finite, ozaki_bits outside [kOzakiMinBits, kOzakiMaxBits]).
-/// @throws SingularMatrix  if the FP64 factorization meets a zero pivot.
+/// @throws SingularMatrix  if the FP64 LU meets a zero pivot.
+/// @throws NotPositiveDefinite if structure is Spd and the FP64 Cholesky meets a pivot that is
+///                         not positive.
 /// @throws DeviceError     if a CUDA, cuBLAS or cuSOLVER call fails, or device memory runs out.
 SolveReport solve(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
                   const MatrixView<double>& x, const SolveOptions& options = {});
@@ -497,7 +546,8 @@ class Factorization {
   ///                must outlive the Factorization and stay unchanged.
   /// @param options the settings (SolveOptions), copied.
   /// @throws InvalidArgument if `a` is malformed, not square or holds NaN or Inf, `a` is on the
-  ///                         device and ctx host-only, or an option is out of range (auto_path
+  ///                         device and ctx host-only, structure is Spd and A is not symmetric,
+  ///                         or an option is out of range (auto_path
   ///                         empty or containing Auto where factorization is Auto,
   ///                         auto_min_n < -1, max_iterations < 0, gmres_restart < 1,
   ///                         gmres_max_inner < 1, block_size < 0, probe_pivot_ratio NaN or < 0,
@@ -524,7 +574,9 @@ class Factorization {
   /// @throws InvalidArgument if a view is malformed, B has not n rows or holds NaN or Inf, X's
   ///                         shape differs from B's, B or X is not in A's memory space, or X's
   ///                         storage overlaps B's or a device A's (the message names both).
-  /// @throws SingularMatrix  if the FP64 factorization meets a zero pivot.
+  /// @throws SingularMatrix  if the FP64 LU meets a zero pivot.
+/// @throws NotPositiveDefinite if structure is Spd and the FP64 Cholesky meets a pivot that is
+///                         not positive.
   /// @throws DeviceError     if a CUDA, cuBLAS or cuSOLVER call fails, or device memory runs out.
   SolveReport solve(const MatrixView<const double>& b, const MatrixView<double>& x);
   /// The precision of the factors in use (Auto before the first solve).

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "cholesky/cuda/device_cholesky.hpp"
 #include "engine.hpp"
 #include "lu/lu_rules.hpp"
 #include "tuning.hpp"
@@ -101,17 +102,29 @@ class DeviceEngine final : public DeviceSpace {
     return find_nonfinite_in(m.data, m.ld, m.rows, m.cols);
   }
 
-  FactorResult factor(Precision p, bool range_scaling, bool reuse_pivot_order, double collapse_below) override {
-    // The previous factorization's row order, where one completed (engine.hpp), and how many of
-    // its leading columns to follow (trusted_order_columns).
+  std::pair<std::int64_t, std::int64_t> find_asymmetry() override {
+    return device_cholesky::first_asymmetric_pair(a_.data, a_.ld, n_, flag_.data(), stream());
+  }
+
+  FactorResult factor(const FactorRequest& request) override {
+    const Precision p = request.precision;
+    if (request.kind == FactorKind::Cholesky) {
+      FactorResult result = factor_cholesky(p, request.range_scaling);
+      factors_complete_ = result.status == StopReason::Converged;
+      return result;
+    }
+    // The previous factorization's row order, where an LU completed (engine.hpp), and how many
+    // of its leading columns to follow (trusted_order_columns).
     std::vector<int> order;
     std::int64_t order_columns = 0;
-    if (reuse_pivot_order && p == Precision::FP64 && factors_complete_ && !two_sided_) {
+    if (request.reuse_pivot_order && p == Precision::FP64 && factors_complete_ && kind_ == FactorKind::Lu &&
+        !two_sided_) {
       order = permutation_.to_host(stream());
       order_columns = trusted_order_columns(pivot_magnitudes(), unit_roundoff(precision_, ozaki_bits_));
     }
-    collapse_below_ = fp64_factors(p) ? 0.0 : collapse_below;
-    FactorResult result = factor_unchecked(p, range_scaling, order, order_columns);
+    kind_ = FactorKind::Lu;
+    collapse_below_ = fp64_factors(p) ? 0.0 : request.collapse_below;
+    FactorResult result = factor_unchecked(p, request.range_scaling, order, order_columns);
     factors_complete_ = result.status == StopReason::Converged;
     return result;
   }
@@ -384,6 +397,13 @@ class DeviceEngine final : public DeviceSpace {
       result.status = StopReason::Overflow;
       return result;
     }
+    prepare_solves(f);
+    return result;
+  }
+
+  // The row order and triangular solvers of the factors just made in f (column-major LU form).
+  template <class T>
+  void prepare_solves(T* f) {
     pivots_to_permutation(pivots_.data(), n_, permutation_.data(), stream(), row_order_);
     if constexpr (std::is_same_v<T, float>) {
       triangular32_ = std::make_unique<TriangularSolver<float, double>>(f, n_, nf_, stream(), &ctx_);
@@ -394,7 +414,110 @@ class DeviceEngine final : public DeviceSpace {
       choose_fp64_solves(f);
     }
     track_peak();
+  }
+
+  // The Cholesky of A's lower triangle (of mu S A S where range-scaled), stored as LU factors with
+  // the identity as row order (engine.hpp; cholesky/cuda/device_cholesky.hpp): FP64-stored for
+  // FP64 and Ozaki, FP32-stored otherwise, the updates on the precision's backend (Ozaki's on
+  // dgemm-auto, which emulates the products its cost model predicts faster).
+  FactorResult factor_cholesky(Precision p, bool range_scaling) {
+    triangular32_.reset();  // they refer to the factors being replaced
+    triangular64_.reset();
+    packed_factors_.reset();
+    row_order_.clear();
+    precision_ = p;
+    kind_ = FactorKind::Cholesky;
+    two_sided_ = false;
+    mu_ = 1.0;
+    prepared_copy_ = false;  // the scan's copy is an LU's (row-major, unscaled)
+    if (!cholesky_) cholesky_ = std::make_unique<device_cholesky::DeviceCholesky>(ctx_);
+    if (fp64_factors(p)) {
+      factors32_ = DeviceBuffer<float>();
+      solve_buffer_ = DeviceBuffer<float>();
+      blocked_->release<float>();
+      allocate_factors(factors64_);
+      return run_cholesky(factors64_.data(), p, false);
+    }
+    factors64_ = DeviceBuffer<double>();
+    blocked_->release<double>();
+    allocate_factors(factors32_);
+    return run_cholesky(factors32_.data(), p, range_scaling);
+  }
+
+  template <class T>
+  FactorResult run_cholesky(T* f, Precision p, bool range_scaling) {
+    FactorResult result;
+    if (range_scaling) compute_symmetric_scaling();
+    reset_first_nonfinite();
+    convert_kernel<<<stripe_grid(n_, n_), 256, 0, stream()>>>(a_.data, a_.ld, f, nf_, n_, n_, row_factor(),
+                                                              column_factor(), mu_, flag_.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    if (read_first_nonfinite(n_).first >= 0) {
+      result.status = StopReason::Overflow;  // beyond the factors' range
+      return result;
+    }
+    if (nf_ > n_) {  // [A 0; 0 I]: its Cholesky is [L 0; 0 I], aligned for the products
+      identity_border_kernel<<<blocks_for(nf_ * (nf_ - n_)), 256, 0, stream()>>>(f, nf_, n_);
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+    }
+    gemm::Parameters parameters;
+    if (p == Precision::Ozaki) parameters = {{"bits", ozaki_bits_}};
+    const gemm::Backend& update = p == Precision::Ozaki ? ozaki_update_backend() : device_update_backend(p);
+    const device_cholesky::Breakdown breakdown = cholesky_->run(f, nf_, nf_, update, parameters);
+    result.largest_diagonal = largest_scaled_diagonal();
+    if (breakdown.column >= 0) {
+      // A NaN pivot is an overflow of the factors, not a verdict on A.
+      result.status = std::isnan(breakdown.pivot) ? StopReason::Overflow : StopReason::NotPositiveDefinite;
+      result.zero_pivot_column = breakdown.column;
+      result.breakdown_pivot = breakdown.pivot;
+      return result;
+    }
+    if (p == Precision::Ozaki) {  // the plan for the largest update: dgemm-auto decides each product
+      const std::int64_t half = nf_ / 2;
+      if (gemm::dgemm_auto_choice(ctx_, half, half, half, ozaki_bits_).backend == "ozaki2-int8")
+        result.emulated_bits = ozaki_bits_;
+    }
+    cholesky_->to_lu_form(f, nf_, nf_);
+    if (find_nonfinite_in(f, nf_, n_, n_).first >= 0) {
+      result.status = StopReason::Overflow;
+      return result;
+    }
+    device_cholesky::identity_pivots(pivots_.data(), n_, stream());
+    prepare_solves(f);
     return result;
+  }
+
+  // max a_ii of the matrix a Cholesky factors (mu S A S where scaled): the scale of its pivots.
+  double largest_scaled_diagonal() {
+    std::vector<double> diagonal(n_);
+    MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(diagonal.data(), sizeof(double), a_.data, (a_.ld + 1) * sizeof(double),
+                                          sizeof(double), n_, cudaMemcpyDeviceToHost, stream()));
+    MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream()));
+    double largest = 0;
+    for (std::int64_t i = 0; i < n_; ++i) {
+      const double s = two_sided_ ? symmetric_scale_[i] : 1.0;
+      largest = std::max(largest, std::fabs(diagonal[i]) * mu_ * s * s);
+    }
+    return largest;
+  }
+
+  // The Cholesky's R = S and mu (lu_rules.hpp, symmetric_equilibrating_power_of_two): S only
+  // where the rows' largest entries spread widely, as for the LU.
+  void compute_symmetric_scaling() {
+    const RangeScaling choice = choose_range_scaling(scan_a().row_max, scan_a().column_max);
+    mu_ = choice.mu;
+    two_sided_ = choice.two_sided;
+    if (!two_sided_) return;
+    std::vector<double> diagonal(n_);
+    MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(diagonal.data(), sizeof(double), a_.data, (a_.ld + 1) * sizeof(double),
+                                          sizeof(double), n_, cudaMemcpyDeviceToHost, stream()));
+    MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream()));
+    symmetric_scale_.resize(n_);
+    for (std::int64_t i = 0; i < n_; ++i) symmetric_scale_[i] = symmetric_equilibrating_power_of_two(diagonal[i]);
+    row_factor_ = DeviceBuffer<double>(ctx_, n_);
+    column_factor_ = DeviceBuffer<double>(ctx_, n_);
+    row_factor_.copy_from_host(symmetric_scale_, stream());
+    column_factor_.copy_from_host(symmetric_scale_, stream());
   }
 
   void apply_inverse(const MatrixView<double>& y) override {
@@ -624,7 +747,7 @@ class DeviceEngine final : public DeviceSpace {
                         solve64_.bytes() + row_factor_.bytes() + column_factor_.bytes() + vector_scale_.bytes() +
                         space_bytes() + (triangular32_ ? triangular32_->bytes() : 0) +
                         (packed_factors_ ? packed_factors_->bytes() : 0) +
-                        (triangular64_ ? triangular64_->bytes() : 0) +
+                        (triangular64_ ? triangular64_->bytes() : 0) + (cholesky_ ? cholesky_->bytes() : 0) +
                         ctx_.workspace_capacity();
     peak_ = std::max(peak_, bytes);
   }
@@ -671,6 +794,9 @@ class DeviceEngine final : public DeviceSpace {
   // (factor_unchecked).
   std::vector<int> row_order_;
   bool factors_complete_ = false;
+  FactorKind kind_ = FactorKind::Lu;  // of the current factors
+  std::unique_ptr<device_cholesky::DeviceCholesky> cholesky_;  // created on the first Cholesky
+  std::vector<double> symmetric_scale_;  // a range-scaled Cholesky's S, on the host
   std::int64_t order_panels_ = 0;
   bool substitution_solves_ = false;  // FP64 factors solved by trsm (choose_fp64_solves)
   double collapse_below_ = 0;  // watch a cheaper LU's pivots below this (0: not watched)

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The device Cholesky (device_cholesky.hpp): the recursion on the host, the leaf kernel, and the
+// rewrite into LU form.
+#include "cholesky/cuda/device_cholesky.hpp"
+
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "mixsolve/core/cuda_check.hpp"
+#include "mixsolve/gemm/problem.hpp"
+
+namespace mixsolve::solvers_detail::device_cholesky {
+
+namespace {
+
+// Leading dimension of a leaf in shared memory: one more than its rows, so that a warp's lanes
+// walking a row of the column-major block hit distinct banks.
+constexpr int kLeafLd = int(kLeafColumns) + 1;
+constexpr int kLeafThreads = 512;
+
+// Factors the m x m leaf (m <= kLeafColumns) at a (leading dimension ld), L into its lower
+// triangle, by the unblocked right-looking Cholesky in T's arithmetic in shared memory. A pivot
+// that is not positive records its column (column0 + j) and value in *verdict and *pivot and
+// ends the kernel; a leaf after an earlier breakdown does nothing.
+template <class T>
+__global__ void __launch_bounds__(kLeafThreads) leaf_cholesky_kernel(T* a, std::int64_t m, std::int64_t ld,
+                                                                      std::int64_t column0, long long* verdict,
+                                                                      double* pivot_out) {
+  if (*verdict >= 0) return;
+  extern __shared__ unsigned char leaf_memory[];
+  T* s = reinterpret_cast<T*>(leaf_memory);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  for (int c = warp; c < m; c += warps)
+    for (int i = c + lane; i < m; i += 32) s[i + c * kLeafLd] = a[i + c * ld];
+  __syncthreads();
+  for (int j = 0; j < m; ++j) {
+    const T pivot = s[j + j * kLeafLd];
+    if (!(pivot > T(0))) {  // the same value in every thread: all leave together
+      if (threadIdx.x == 0) {
+        *verdict = column0 + j;
+        *pivot_out = double(pivot);
+      }
+      return;
+    }
+    const T l = sqrt(pivot), inverse = T(1) / l;
+    __syncthreads();  // every thread has read the pivot before it is overwritten
+    for (int i = j + 1 + int(threadIdx.x); i < m; i += blockDim.x) s[i + j * kLeafLd] *= inverse;
+    if (threadIdx.x == 0) s[j + j * kLeafLd] = l;
+    __syncthreads();
+    for (int c = j + 1 + warp; c < m; c += warps) {
+      const T l_cj = s[c + j * kLeafLd];
+      for (int i = c + lane; i < m; i += 32) s[i + c * kLeafLd] -= s[i + j * kLeafLd] * l_cj;
+    }
+    __syncthreads();
+  }
+  for (int c = warp; c < m; c += warps)
+    for (int i = c + lane; i < m; i += 32) a[i + c * ld] = s[i + c * kLeafLd];
+}
+
+// The LU form of a Cholesky factor (engine.hpp), in 32 x 32 tiles of the lower triangle: tile
+// (r0, c0), r0 >= c0, gives L(i, j) / d_j to its own place and d_j L(i, j) to (j, i) in the upper
+// triangle, with d_j = L(j, j); the diagonal becomes d_j^2 after every tile has read it
+// (lu_form_diagonal_kernel).
+template <class T>
+__global__ void lu_form_kernel(T* f, std::int64_t n, std::int64_t ld) {
+  if (blockIdx.x < blockIdx.y) return;
+  __shared__ T tile[32][33];
+  __shared__ T diagonal[32];
+  const std::int64_t r0 = std::int64_t(blockIdx.x) * 32, c0 = std::int64_t(blockIdx.y) * 32;
+  if (threadIdx.y == 0 && c0 + threadIdx.x < n) diagonal[threadIdx.x] = f[(c0 + threadIdx.x) * (ld + 1)];
+  for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+    const std::int64_t i = r0 + threadIdx.x, j = c0 + k;
+    if (i < n && j < n) tile[threadIdx.x][k] = f[i + j * ld];
+  }
+  __syncthreads();
+  for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+    const std::int64_t i = r0 + threadIdx.x, j = c0 + k;  // the lower part: L(i, j) / d_j
+    if (i < n && j < n && i > j) f[i + j * ld] = tile[threadIdx.x][k] / diagonal[k];
+    // the upper part, coalesced along its rows: U(j', i') = d_j' L(i', j') with j' = c0 + lane
+    const std::int64_t row = c0 + threadIdx.x, column = r0 + k;  // (j', i')
+    if (row < n && column < n && column > row) f[row + column * ld] = diagonal[threadIdx.x] * tile[k][threadIdx.x];
+  }
+}
+
+template <class T>
+__global__ void lu_form_diagonal_kernel(T* f, std::int64_t n, std::int64_t ld) {
+  for (std::int64_t j = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; j < n; j += std::int64_t(gridDim.x) * blockDim.x)
+    f[j * (ld + 1)] *= f[j * (ld + 1)];
+}
+
+// Tile pair (r0, c0) and (c0, r0), r0 >= c0: the smallest i + j n with a(i, j) != a(j, i), i > j.
+__global__ void asymmetry_kernel(const double* a, std::int64_t lda, std::int64_t n, unsigned long long* first) {
+  if (blockIdx.x < blockIdx.y) return;
+  __shared__ double upper[32][33];
+  const std::int64_t r0 = std::int64_t(blockIdx.x) * 32, c0 = std::int64_t(blockIdx.y) * 32;
+  for (int k = threadIdx.y; k < 32; k += blockDim.y) {  // upper[j'][i'] = a(c0 + j', r0 + i')
+    const std::int64_t row = c0 + threadIdx.x, column = r0 + k;
+    if (row < n && column < n) upper[threadIdx.x][k] = a[row + column * lda];
+  }
+  __syncthreads();
+  for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+    const std::int64_t i = r0 + threadIdx.x, j = c0 + k;
+    if (i < n && j < n && i > j && a[i + j * lda] != upper[k][threadIdx.x])
+      atomicMin(first, static_cast<unsigned long long>(i + j * n));
+  }
+}
+
+__global__ void identity_pivots_kernel(int* pivots, std::int64_t n) {
+  for (std::int64_t k = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; k < n; k += std::int64_t(gridDim.x) * blockDim.x)
+    pivots[k] = int(k);
+}
+
+}  // namespace
+
+void identity_pivots(int* pivots, std::int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  identity_pivots_kernel<<<unsigned(std::min<std::int64_t>((n + 255) / 256, 1024)), 256, 0, stream>>>(pivots, n);
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+std::pair<std::int64_t, std::int64_t> first_asymmetric_pair(const double* a, std::int64_t lda, std::int64_t n,
+                                                            unsigned long long* first, cudaStream_t stream) {
+  if (n < 2) return {-1, -1};
+  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(first, 0xff, sizeof(unsigned long long), stream));
+  const unsigned tiles = unsigned((n + 31) / 32);
+  asymmetry_kernel<<<dim3(tiles, tiles), dim3(32, 8), 0, stream>>>(a, lda, n, first);
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+  unsigned long long index = 0;
+  MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(&index, first, sizeof index, cudaMemcpyDeviceToHost, stream));
+  MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (index == ~0ull) return {-1, -1};
+  return {std::int64_t(index % n), std::int64_t(index / n)};
+}
+
+DeviceCholesky::DeviceCholesky(Context& ctx) : ctx_(ctx), verdict_(ctx, 1), pivot_(ctx, 1) {
+  MIXSOLVE_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&pinned_verdicts_), (kVerdictLag + 1) * sizeof(long long),
+                                    cudaHostAllocDefault));
+  for (cudaEvent_t& e : events_) MIXSOLVE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+}
+
+DeviceCholesky::~DeviceCholesky() {
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  cudaFreeHost(pinned_verdicts_);
+}
+
+template <class T>
+Breakdown DeviceCholesky::run(T* f, std::int64_t n, std::int64_t ld, const gemm::Backend& update,
+                              const gemm::Parameters& parameters) {
+  update_ = &update;
+  parameters_ = parameters;
+  stopped_ = false;
+  pending_.clear();
+  leaf_count_ = 0;
+  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(verdict_.data(), 0xff, sizeof(long long), ctx_.stream()));  // -1
+  MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(pivot_.data(), 0, sizeof(double), ctx_.stream()));
+  if (n > 0) factor(f, n, ld, 0);
+  Breakdown result;
+  long long column = -1;
+  MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(&column, verdict_.data(), sizeof column, cudaMemcpyDeviceToHost, ctx_.stream()));
+  MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(&result.pivot, pivot_.data(), sizeof(double), cudaMemcpyDeviceToHost, ctx_.stream()));
+  MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));
+  result.column = column;
+  pending_.clear();
+  return result;
+}
+
+// After each leaf: its verdict copied to a pinned slot; the host waits for the one kVerdictLag
+// leaves back and stops the recursion where it says the factorization broke down.
+void DeviceCholesky::watch_verdicts() {
+  const std::size_t slot = leaf_count_++ % (kVerdictLag + 1);
+  long long* host = pinned_verdicts_ + slot;
+  MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(host, verdict_.data(), sizeof(long long), cudaMemcpyDeviceToHost, ctx_.stream()));
+  MIXSOLVE_CUDA_CHECK(cudaEventRecord(events_[slot], ctx_.stream()));
+  pending_.emplace_back(events_[slot], host);
+  if (pending_.size() > kVerdictLag) {
+    MIXSOLVE_CUDA_CHECK(cudaEventSynchronize(pending_.front().first));
+    if (*pending_.front().second >= 0) stopped_ = true;
+    pending_.pop_front();
+  }
+}
+
+template <class T>
+void DeviceCholesky::factor(T* a, std::int64_t m, std::int64_t ld, std::int64_t column0) {
+  if (stopped_) return;
+  if (m <= kLeafColumns) {
+    const std::size_t shared = std::size_t(kLeafLd) * kLeafColumns * sizeof(T);
+    static const bool configured = [&] {
+      MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(leaf_cholesky_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               int(shared)));
+      return true;
+    }();
+    (void)configured;
+    leaf_cholesky_kernel<T><<<1, kLeafThreads, shared, ctx_.stream()>>>(a, m, ld, column0, verdict_.data(),
+                                                                        pivot_.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    watch_verdicts();
+    return;
+  }
+  // A whole number of leaves in the first half keeps every sub-block's columns aligned.
+  const std::int64_t m1 = std::min(m - 1, (m / 2 + kLeafColumns - 1) / kLeafColumns * kLeafColumns), m2 = m - m1;
+  factor(a, m1, ld, column0);
+  if (stopped_) return;
+  T* a21 = a + m1;
+  solve_right(a, m1, a21, m2, ld);
+  update_lower(a21 + m1 * ld, m2, a21, m1, ld);
+  factor(a21 + m1 * ld, m2, ld, column0 + m1);
+}
+
+// b := b l^-T for the rows x columns block b and the columns x columns lower triangle l.
+// l = [l11 0; l21 l22]: x1 = b1 l11^-T, then b2 -= x1 l21^T and x2 = b2 l22^-T.
+template <class T>
+void DeviceCholesky::solve_right(const T* l, std::int64_t columns, T* b, std::int64_t rows, std::int64_t ld) {
+  if (rows == 0) return;
+  if (columns <= kLeafColumns) {
+    const T one = 1;
+    if constexpr (std::is_same_v<T, float>)
+      MIXSOLVE_CUBLAS_CHECK(cublasStrsm(ctx_.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
+                                        CUBLAS_DIAG_NON_UNIT, int(rows), int(columns), &one, l, int(ld), b, int(ld)));
+    else
+      MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx_.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
+                                        CUBLAS_DIAG_NON_UNIT, int(rows), int(columns), &one, l, int(ld), b, int(ld)));
+    return;
+  }
+  const std::int64_t h = (columns / 2 + kLeafColumns - 1) / kLeafColumns * kLeafColumns;
+  solve_right(l, h, b, rows, ld);
+  gemm(gemm::Op::T, rows, columns - h, h, b, l + h, b + h * ld, ld);  // b2 -= x1 l21^T
+  solve_right(l + h + h * ld, columns - h, b + h * ld, rows, ld);
+}
+
+// The lower triangle of the m x m block c -= a a^T for the m x k block a: diagonal blocks of up
+// to kUpdateLeafRows rows as one GEMM each, the blocks below them as GEMMs of their own.
+template <class T>
+void DeviceCholesky::update_lower(T* c, std::int64_t m, const T* a, std::int64_t k, std::int64_t ld) {
+  if (m == 0 || k == 0) return;
+  if (m <= kUpdateLeafRows) {
+    gemm(gemm::Op::T, m, m, k, a, a, c, ld);
+    return;
+  }
+  const std::int64_t h = (m / 2 + kLeafColumns - 1) / kLeafColumns * kLeafColumns;
+  update_lower(c, h, a, k, ld);
+  gemm(gemm::Op::T, m - h, h, k, a + h, a, c + h, ld);  // c21 -= a2 a1^T
+  update_lower(c + h + h * ld, m - h, a + h, k, ld);
+}
+
+// c -= a op_b(b) on the update backend, every operand with leading dimension ld; no range check
+// (the engine checks the factors for NaN and Inf).
+template <class T>
+void DeviceCholesky::gemm(gemm::Op op_b, std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c,
+                          std::int64_t ld) {
+  gemm::GemmArgs<T> g{gemm::Op::N, op_b, m, n, k, T(-1), a, ld, b, ld, T(1), c, ld, false};
+  update_->run(ctx_, gemm::to_problem(g), parameters_, gemm::Execution{false});
+}
+
+template <class T>
+void DeviceCholesky::to_lu_form(T* f, std::int64_t n, std::int64_t ld) {
+  if (n == 0) return;
+  const unsigned tiles = unsigned((n + 31) / 32);
+  lu_form_kernel<T><<<dim3(tiles, tiles), dim3(32, 8), 0, ctx_.stream()>>>(f, n, ld);
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+  lu_form_diagonal_kernel<T><<<unsigned(std::min<std::int64_t>((n + 255) / 256, 1024)), 256, 0, ctx_.stream()>>>(f, n, ld);
+  MIXSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+template Breakdown DeviceCholesky::run<float>(float*, std::int64_t, std::int64_t, const gemm::Backend&,
+                                              const gemm::Parameters&);
+template Breakdown DeviceCholesky::run<double>(double*, std::int64_t, std::int64_t, const gemm::Backend&,
+                                               const gemm::Parameters&);
+template void DeviceCholesky::to_lu_form<float>(float*, std::int64_t, std::int64_t);
+template void DeviceCholesky::to_lu_form<double>(double*, std::int64_t, std::int64_t);
+
+}  // namespace mixsolve::solvers_detail::device_cholesky

@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The Cholesky rungs of solve() on device matrices (SolveOptions::structure; the recursive device
+// Cholesky of solvers/src/cholesky/cuda): every precision, odd orders and leading dimensions,
+// breakdown and escalation, the auto structure, bad input; accuracy checked on the host with a
+// long-double residual (the stop test) and against the FP64 Cholesky of tests/reference_solvers.hpp.
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "gpu_test_support.hpp"
+#include "mixsolve/core/device_buffer.hpp"
+#include "mixsolve/core/random.hpp"
+#include "mixsolve/matgen/application_matrices.hpp"
+#include "mixsolve/matgen/test_matrices.hpp"
+#include "mixsolve/solvers/solve.hpp"
+#include "reference_solvers.hpp"
+
+namespace {
+
+using namespace mixsolve;
+namespace reference = mixsolve::testing;
+
+// A X = B with A n x n in an lda x n device array whose gaps hold -7 (untouched by the solve).
+struct DeviceSpdProblem {
+  std::int64_t n, k, lda;
+  std::vector<double> a, b, x;  // a: n x n, dense
+  DeviceBuffer<double> da, db, dx;
+  DeviceSpdProblem(std::vector<double> a_, std::int64_t n_, std::int64_t k_, std::int64_t lda_)
+      : n(n_), k(k_), lda(lda_), a(std::move(a_)), b(n_ * k_), x(n_ * k_, NAN), da(lda_ * n_), db(n_ * k_), dx(n_ * k_) {
+    fill_random(host_view(b.data(), n, k, n), RandomSpec::uniform(-1, 1, 31));
+    da.copy_from_host(padded());
+    db.copy_from_host(b);
+  }
+  std::vector<double> padded() const {
+    std::vector<double> p(lda * n, -7.0);
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < n; ++i) p[i + j * lda] = a[i + j * n];
+    return p;
+  }
+  SolveReport solve_on_device(Context& ctx, const SolveOptions& o) {
+    dx.copy_from_host(std::vector<double>(n * k, NAN));
+    const SolveReport r = solve(ctx, device_view<const double>(da.data(), n, n, lda),
+                                device_view<const double>(db.data(), n, k, n), device_view(dx.data(), n, k, n), o);
+    ctx.synchronize();
+    x = dx.to_host();
+    return r;
+  }
+  // max_j ||b_j - A x_j||_inf / (sqrt(n) ||x_j||_inf ||A||_inf 2^-53), the residual summed in long
+  // double: < 1 is the stop test.
+  double stop_test_ratio() const {
+    double norm_a = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      double s = 0;
+      for (std::int64_t c = 0; c < n; ++c) s += std::fabs(a[i + c * n]);
+      norm_a = std::max(norm_a, s);
+    }
+    double worst = 0;
+    for (std::int64_t j = 0; j < k; ++j) {
+      std::vector<long double> r(b.begin() + j * n, b.begin() + (j + 1) * n);
+      double norm_x = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        if (!std::isfinite(x[i + j * n])) return INFINITY;
+        norm_x = std::max(norm_x, std::fabs(x[i + j * n]));
+      }
+      for (std::int64_t c = 0; c < n; ++c)
+        for (std::int64_t i = 0; i < n; ++i) r[i] -= static_cast<long double>(a[i + c * n]) * x[c + j * n];
+      const double threshold = std::sqrt(double(n)) * norm_x * norm_a * 0x1p-53;
+      for (std::int64_t i = 0; i < n; ++i) worst = std::max(worst, double(std::fabs(r[i])) / threshold);
+    }
+    return worst;
+  }
+};
+
+std::vector<double> test_matrix(MatrixFamily family, Spectrum spectrum, double cond, std::uint64_t seed,
+                                std::int64_t n) {
+  TestMatrixSpec s;
+  s.family = family;
+  s.spectrum = spectrum;
+  s.cond = cond;
+  s.seed = seed;
+  std::vector<double> a(n * n);
+  generate_test_matrix(s, host_view(a.data(), n, n, n));
+  return a;
+}
+
+SolveOptions spd_options(Precision p, bool fallback = false, Structure structure = Structure::Spd) {
+  SolveOptions o;
+  o.factorization = p;
+  o.structure = structure;
+  o.fallback = fallback;
+  return o;
+}
+
+// n = 1024: eight leaves, three levels of the recursion; every precision meets the stop test
+// without escalating, and the FP64 Cholesky's first solve is as accurate as the host's dpotf2.
+TEST(GpuCholesky, EveryPrecisionMeetsTheStopTestOnSpdMatrices) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t n = 1024;
+  DeviceSpdProblem prob(test_matrix(MatrixFamily::Poev, Spectrum::Geo, 1e3, 61, n), n, 2, n);
+  int cases = 0;
+  for (Precision p : {Precision::FP64, Precision::FP32, Precision::Halfhalf, Precision::Tf32tf32, Precision::TF32,
+                      Precision::FP16, Precision::BF16, Precision::Fp16x3, Precision::Ozaki}) {
+    SCOPED_TRACE(to_string(p));
+    const SolveReport r = prob.solve_on_device(ctx, spd_options(p));
+    EXPECT_TRUE(r.converged) << r.summary();
+    EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
+    for (const Attempt& a : r.attempts) {
+      EXPECT_EQ(a.factor, FactorKind::Cholesky) << r.summary();
+      EXPECT_EQ(a.precision, p) << r.summary();
+    }
+    if (p == Precision::FP64) {
+      const Eigen::Map<const Eigen::MatrixXd> a(prob.a.data(), n, n), b(prob.b.data(), n, 2);
+      const Eigen::MatrixXd x64 = reference::cholesky_solve(reference::cholesky_factor(Eigen::MatrixXd(a)), Eigen::MatrixXd(b));
+      const double norm_a = a.cwiseAbs().rowwise().sum().maxCoeff();
+      double host_error = 0;
+      for (int j = 0; j < 2; ++j)
+        host_error = std::max(host_error, (b.col(j) - a * x64.col(j)).cwiseAbs().maxCoeff() /
+                                              (norm_a * x64.col(j).cwiseAbs().maxCoeff() + b.col(j).cwiseAbs().maxCoeff()));
+      ASSERT_FALSE(r.backward_error_history.empty());
+      EXPECT_LE(r.backward_error_history.front(), 10 * std::max(host_error, 0x1p-53)) << r.summary();
+    }
+    std::printf("%-9s %s", to_string(p).c_str(), r.summary().c_str());
+    ++cases;
+  }
+  EXPECT_EQ(cases, 9);
+}
+
+// Orders off every grid (the factors' alignment of 32, the leaves of 128, the symmetric update's
+// blocks of 1024), leading dimensions beyond n; A and the gaps between its columns untouched.
+TEST(GpuCholesky, OddOrdersAndLeadingDimensions) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  int cases = 0;
+  for (std::int64_t n : {1, 37, 129, 1001, 2111, 4099}) {
+    DeviceSpdProblem prob(test_matrix(MatrixFamily::Poev, Spectrum::Arith, 1e4, 70 + n, n), n, 1, n + 3);
+    for (Precision p : {Precision::Fp16x3, Precision::FP32, Precision::FP64}) {
+      SCOPED_TRACE(to_string(p) + ", n " + std::to_string(n));
+      const SolveReport r = prob.solve_on_device(ctx, spd_options(p));
+      EXPECT_TRUE(r.converged) << r.summary();
+      EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
+      ASSERT_FALSE(r.attempts.empty());
+      EXPECT_EQ(r.attempts.front().factor, FactorKind::Cholesky);
+      ++cases;
+    }
+    EXPECT_EQ(prob.da.to_host(), prob.padded()) << "A and the gaps between its columns untouched";
+  }
+  EXPECT_EQ(cases, 18);
+}
+
+// Covariance and Toeplitz matrices of applications, with the default precision path.
+TEST(GpuCholesky, ApplicationMatricesConvergeOnTheDefaultPath) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  int cases = 0;
+  for (const char* name : {"cov_se length=0.1 nugget=1e-6 seed=2", "cov_matern52 length=0.2 nugget=1e-6 seed=2",
+                           "toeplitz_ar1 rho=0.99"}) {
+    const std::int64_t n = 2048;
+    std::vector<double> a(n * n);
+    generate_application_matrix(ApplicationSpec::parse(name), host_view(a.data(), n, n, n));
+    DeviceSpdProblem prob(a, n, 1, n);
+    SolveOptions o;
+    o.structure = Structure::Spd;
+    o.auto_min_n = 0;  // the cheap rung at this size too
+    SCOPED_TRACE(name);
+    const SolveReport r = prob.solve_on_device(ctx, o);
+    EXPECT_TRUE(r.converged) << r.summary();
+    EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
+    for (const Attempt& at : r.attempts) EXPECT_EQ(at.factor, FactorKind::Cholesky) << r.summary();
+    std::printf("%s: %s", name, r.summary().c_str());
+    ++cases;
+  }
+  EXPECT_EQ(cases, 3);
+}
+
+// cond 1e10 lies beyond FP16's reach: its Cholesky breaks down and the FP64 Cholesky follows; an
+// indefinite A declared SPD is a named error; under Structure::Auto it goes to the LU path.
+TEST(GpuCholesky, BreakdownEscalatesAndIndefiniteMatricesAreReported) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t n = 1024;
+  DeviceSpdProblem ill(test_matrix(MatrixFamily::Poev, Spectrum::Geo, 1e10, 62, n), n, 1, n);
+  const SolveReport r = ill.solve_on_device(ctx, spd_options(Precision::FP16, true));
+  ASSERT_GE(r.attempts.size(), 2u) << r.summary();
+  EXPECT_EQ(r.attempts.front().stop, StopReason::NotPositiveDefinite) << r.summary();
+  EXPECT_GE(r.attempts.front().zero_pivot_column, 0);
+  EXPECT_EQ(r.attempts.back().precision, Precision::FP64);
+  EXPECT_EQ(r.attempts.back().factor, FactorKind::Cholesky);
+  EXPECT_TRUE(r.converged) << r.summary();
+  EXPECT_LT(ill.stop_test_ratio(), 1.0) << r.summary();
+
+  DeviceSpdProblem indefinite(test_matrix(MatrixFamily::Heev, Spectrum::Geo, 1e3, 63, n), n, 1, n);
+  EXPECT_THROW(indefinite.solve_on_device(ctx, spd_options(Precision::Fp16x3, true)), NotPositiveDefinite);
+  const SolveReport lu = indefinite.solve_on_device(ctx, spd_options(Precision::Fp16x3, true, Structure::Auto));
+  EXPECT_TRUE(lu.converged) << lu.summary();
+  EXPECT_LT(indefinite.stop_test_ratio(), 1.0) << lu.summary();
+  ASSERT_GE(lu.attempts.size(), 2u);
+  EXPECT_EQ(lu.attempts.front().factor, FactorKind::Cholesky);
+  EXPECT_EQ(lu.attempts.front().stop, StopReason::NotPositiveDefinite);
+  EXPECT_EQ(lu.attempts[1].factor, FactorKind::Lu) << "a clearly indefinite A skips the FP64 Cholesky";
+}
+
+// A nonsymmetric A: a named error where declared SPD (the message names the pair); under Auto the
+// LU path.
+TEST(GpuCholesky, NonsymmetricMatrixIsANamedErrorUnderSpdAndAnLuUnderAuto) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t n = 515;
+  std::vector<double> a = test_matrix(MatrixFamily::Poev, Spectrum::Geo, 1e3, 64, n);
+  a[400 + 300 * n] += 1e-3;  // one asymmetric pair, A(400, 300) != A(300, 400)
+  DeviceSpdProblem prob(a, n, 1, n + 1);
+  try {
+    prob.solve_on_device(ctx, spd_options(Precision::Fp16x3));
+    ADD_FAILURE() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("not symmetric: A(400, 300) != A(300, 400)"), std::string::npos) << e.what();
+  }
+  const SolveReport r = prob.solve_on_device(ctx, spd_options(Precision::Fp16x3, true, Structure::Auto));
+  EXPECT_TRUE(r.converged) << r.summary();
+  EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
+  for (const Attempt& at : r.attempts) EXPECT_EQ(at.factor, FactorKind::Lu) << r.summary();
+}
+
+}  // namespace
