@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // solve_benchmark: mixsolve::solve against cuSOLVER on the same GPU, in the same run.
 //
-// For each n, spectrum (svd family, matgen/test_matrices.hpp) and condition number: B = A x_true with a
-// random x_true, then
-//   * cusolverDnDgetrf + getrs (the FP64 baseline every ratio refers to),
+// For each n, spectrum (of the svd family, or --family poev / heev: matgen/test_matrices.hpp) and
+// condition number: B = A x_true with a random x_true, then
+//   * cusolverDnDgetrf + getrs (the FP64 baseline the "speedup" column refers to),
+//   * for SPD matrices (poev, and the suite's spd families) cusolverDnDpotrf + potrs, the
+//     baseline of the "vs potrf" column (what a user with an SPD matrix calls),
 //   * cusolverDnIRSXgesv with each lowest precision of --irs (GMRES or classical refinement),
 //   * mixsolve::solve with each factorization precision of --precisions ("auto:fp32" or
 //     "auto:fp16+halfhalf": auto with that SolveOptions::auto_path; a "-unscaled" suffix, e.g.
@@ -14,7 +16,8 @@
 //     or "auto:fp16x3+ozaki-bits36"); "@<format>" last stores GMRES's Krylov basis in that slfp
 //     format (SolveOptions::krylov_basis_format), e.g. "auto@slfp64in32b"; "-store:<format>" before
 //     it reads the FP32-stored factors in that slfp format (SolveOptions::factor_storage), e.g.
-//     "fp16-store:slfp32in24b".
+//     "fp16-store:slfp32in24b"; "-spd" sets SolveOptions::structure to Spd (the Cholesky rungs),
+//     "-structure-auto" to Auto, e.g. "auto-spd", "fp16x3-spd".
 // --block sets SolveOptions::block_size (the LU panel width; 0: the library's choice).
 // Each method runs --warmup times untimed, then --reps times; the median time is reported, with
 // the iterations, the normwise backward error ||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf)
@@ -162,9 +165,10 @@ Problem allocate_problem(std::int64_t n) {
   return p;
 }
 
-Problem make_problem(Context& ctx, std::int64_t n, const std::string& spectrum, double cond, std::uint64_t seed) {
+Problem make_problem(Context& ctx, std::int64_t n, const std::string& family, const std::string& spectrum, double cond,
+                     std::uint64_t seed) {
   Problem p = allocate_problem(n);
-  TestMatrixSpec spec = TestMatrixSpec::parse("svd_" + spectrum);
+  TestMatrixSpec spec = TestMatrixSpec::parse(family + "_" + spectrum);
   spec.cond = cond;
   spec.seed = seed;
   generate_test_matrix_on_device(spec, device_view(p.a.data(), n, n, n), ctx.stream());
@@ -197,6 +201,41 @@ Outcome run_dgetrf(Context& ctx, cusolverDnHandle_t solver, const Problem& p, in
   }
   const int singular_column = info.to_host(ctx.stream())[0];  // > 0: U(k, k) = 0, k from 1
   if (singular_column > 0) out.path += " (zero pivot " + std::to_string(singular_column) + ")";
+  measure_errors(ctx, p, x.data(), out);
+  return out;
+}
+
+// cusolverDnDpotrf + potrs (lower triangle) on a copy of A (the copy is not timed): the FP64
+// baseline of a symmetric positive definite A, what its users call instead of dgetrf.
+Outcome run_dpotrf(Context& ctx, cusolverDnHandle_t solver, const Problem& p, int warmup, int reps) {
+  const std::int64_t n = p.n;
+  Outcome out;
+  out.method = "cusolver dpotrf+potrs";
+  out.path = "fp64 cholesky";
+  DeviceBuffer<double> l(n * n), x(n);
+  DeviceBuffer<int> info(1), potrs_info(1);
+  int lwork = 0;
+  MIXSOLVE_CUSOLVER_CHECK(
+      cusolverDnDpotrf_bufferSize(solver, CUBLAS_FILL_MODE_LOWER, int(n), l.data(), int(n), &lwork));
+  DeviceBuffer<double> work(std::max(lwork, 1));
+  out.extra_bytes = l.bytes() + work.bytes();
+  for (int rep = 0; rep < warmup + reps; ++rep) {
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(l.data(), p.a.data(), l.bytes(), cudaMemcpyDeviceToDevice, ctx.stream()));
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(x.data(), p.b.data(), x.bytes(), cudaMemcpyDeviceToDevice, ctx.stream()));
+    ctx.synchronize();
+    const double t0 = now_seconds();
+    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDpotrf(solver, CUBLAS_FILL_MODE_LOWER, int(n), l.data(), int(n), work.data(),
+                                             lwork, info.data()));
+    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDpotrs(solver, CUBLAS_FILL_MODE_LOWER, int(n), 1, l.data(), int(n), x.data(),
+                                             int(n), potrs_info.data()));
+    ctx.synchronize();
+    if (rep >= warmup) out.seconds.push_back(now_seconds() - t0);
+  }
+  const int not_positive = info.to_host(ctx.stream())[0];  // > 0: the leading minor of that order
+  if (not_positive > 0) {
+    out.path += " (not positive definite at " + std::to_string(not_positive) + ")";
+    out.converged = false;
+  }
   measure_errors(ctx, p, x.data(), out);
   return out;
 }
@@ -268,6 +307,8 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
     options.factor_storage = slfp::parse_format(name.substr(store + 7));
     name.resize(store);
   }
+  if (strip_suffix("-spd")) options.structure = Structure::Spd;
+  if (strip_suffix("-structure-auto")) options.structure = Structure::Auto;
   if (strip_suffix("-probe-all")) options.probe_pivot_ratio = INFINITY;
   if (strip_suffix("-no-probe")) options.probe_pivot_ratio = 0;
   if (strip_suffix("-lapack-stop")) options.stop_test = StopTest::Lapack;
@@ -312,13 +353,19 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
   out.converged = report.converged;
   out.path.clear();
   for (const Attempt& a : report.attempts) {
-    out.attempts.push_back({{"precision", to_string(a.precision)}, {"refinement", to_string(a.refinement)},
+    out.attempts.push_back({{"factor", to_string(a.factor)}, {"precision", to_string(a.precision)},
+                            {"refinement", to_string(a.refinement)},
                             {"stop", to_string(a.stop)}, {"iterations", a.iterations},
                             {"inner_iterations", a.inner_iterations}, {"pivot_ratio", a.pivot_ratio},
                             {"probe_estimate", a.probe_estimate}, {"collapsed_at_column", a.collapsed_at_column},
                             {"factorization_seconds", a.factorization_seconds},
                             {"refinement_seconds", a.refinement_seconds}});
     if (!out.path.empty()) out.path += " -> ";
+    if (a.factor == FactorKind::Cholesky) out.path += "chol-";
+    if (a.stop == StopReason::NotPositiveDefinite) {  // the Cholesky met a pivot that is not positive
+      out.path += to_string(a.precision) + "[not SPD at " + std::to_string(a.zero_pivot_column) + "]";
+      continue;
+    }
     if (a.stop == StopReason::Overflow || a.stop == StopReason::ZeroPivot) {  // the LU itself failed
       out.path += to_string(a.precision) + (a.stop == StopReason::Overflow ? " overflow" : " zero pivot");
       continue;
@@ -355,6 +402,7 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
 struct Methods {
   std::vector<std::string> irs, precisions;
   bool gmres = true;
+  bool dpotrf = false;  // the matrices are symmetric positive definite: dpotrf+potrs runs second
   int warmup = 1, reps = 3, block_size = 0;
 };
 
@@ -380,6 +428,7 @@ std::vector<Outcome> run_methods(Context& ctx, cusolverDnHandle_t solver, const 
     }
   };
   run("cusolver dgetrf+getrs", [&] { return run_dgetrf(ctx, solver, p, m.warmup, m.reps); });
+  if (m.dpotrf) run("cusolver dpotrf+potrs", [&] { return run_dpotrf(ctx, solver, p, m.warmup, m.reps); });
   for (const std::string& lowest : m.irs)
     run("cusolver IRS " + lowest + (m.gmres ? " gmres" : " classical"), [&] { return run_irs(ctx, solver, p, lowest, m.gmres, m.warmup, m.reps); });
   for (const std::string& precision : m.precisions)
@@ -468,12 +517,19 @@ nlohmann::json outcome_json(const Outcome& o, double baseline_seconds, double ba
   return row;
 }
 
+// The dpotrf+potrs time among the outcomes (median), or NaN where it did not run or failed.
+double dpotrf_seconds(const std::vector<Outcome>& outcomes) {
+  for (const Outcome& o : outcomes)
+    if (o.method == "cusolver dpotrf+potrs" && o.error.empty() && o.converged) return median(o.seconds);
+  return NAN;
+}
+
 // --suite: every matrix at every size, all methods on each.
 void run_suite(Context& ctx, cusolverDnHandle_t solver, const std::vector<SuiteMatrix>& matrices,
                const std::vector<std::int64_t>& sizes, const Methods& methods, nlohmann::json& doc) {
   doc["suite"] = true;
-  std::printf("%6s %-44s %-26s %9s %8s %6s %10s %9s %9s %10s %9s %5s  %s\n", "n", "matrix", "method", "time s",
-              "speedup", "iters", "berr", "berr/ref", "cberr/ref", "ferr", "ferr/ref", "mem", "path");
+  std::printf("%6s %-44s %-26s %9s %8s %8s %6s %10s %9s %9s %10s %9s %5s  %s\n", "n", "matrix", "method", "time s",
+              "speedup", "vs potrf", "iters", "berr", "berr/ref", "cberr/ref", "ferr", "ferr/ref", "mem", "path");
   std::uint64_t seed = 1;
   for (std::int64_t n : sizes)
     for (const SuiteMatrix& m : matrices) {
@@ -487,24 +543,29 @@ void run_suite(Context& ctx, cusolverDnHandle_t solver, const std::vector<SuiteM
       p.componentwise = true;
       std::printf("# %s, n = %lld: %s, generated on the GPU in %.3f s\n", m.name.c_str(), (long long)n,
                   m.structure.c_str(), generation_seconds);
-      const std::vector<Outcome> outcomes = run_methods(ctx, solver, p, methods, true);
+      Methods for_matrix = methods;
+      for_matrix.dpotrf = m.structure == "spd";
+      const std::vector<Outcome> outcomes = run_methods(ctx, solver, p, for_matrix, true);
       const Outcome& reference = outcomes.front();
       const bool have_reference = reference.error.empty();
       const double baseline = have_reference ? median(reference.seconds) : NAN;
+      const double potrf = dpotrf_seconds(outcomes);
       for (const Outcome& o : outcomes) {
         nlohmann::json row = {{"n", n}, {"family", m.family}, {"matrix", m.name}, {"parameters", m.parameters},
                               {"structure", m.structure}, {"generation_seconds", generation_seconds}};
         row.update(outcome_json(o, baseline, have_reference ? reference.forward_error : -1.0,
                                 have_reference ? reference.backward_error : -1.0,
                                 have_reference ? reference.componentwise_backward_error : -1.0));
+        if (std::isfinite(potrf) && o.error.empty()) row["speedup_vs_dpotrf"] = potrf / median(o.seconds);
         doc["rows"].push_back(row);
         if (!o.error.empty()) {
           std::printf("%6lld %-44s %-26s  error: %s\n", (long long)n, m.name.c_str(), o.method.c_str(), o.error.c_str());
           continue;
         }
         const double t = median(o.seconds);
-        std::printf("%6lld %-44s %-26s %9.4f %8.2f %6d %10.2e %9.2g %9.2g %10.2e %9.2g %5.1f  %s%s\n", (long long)n,
-                    m.name.c_str(), o.method.c_str(), t, baseline / t, o.iterations, o.backward_error,
+        std::printf("%6lld %-44s %-26s %9.4f %8.2f %8.2f %6d %10.2e %9.2g %9.2g %10.2e %9.2g %5.1f  %s%s\n",
+                    (long long)n, m.name.c_str(), o.method.c_str(), t, baseline / t, potrf / t, o.iterations,
+                    o.backward_error,
                     o.backward_error / reference.backward_error,
                     o.componentwise_backward_error / reference.componentwise_backward_error, o.forward_error,
                     o.forward_error / reference.forward_error, double(o.extra_bytes) / double(n * n), o.path.c_str(),
@@ -553,26 +614,34 @@ int main(int argc, char** argv) try {
   if (suite) {
     run_suite(ctx, solver, suite_matrices, sizes, methods, doc);
   } else {
+    // --family svd (default) or poev: the LAWN-41 family; poev's matrices are SPD and get the
+    // dpotrf+potrs baseline (the "vs potrf" column).
+    const std::string family = opt.get("family", "svd");
+    if (family != "svd" && family != "poev" && family != "heev")
+      throw InvalidArgument("--family \"" + family + "\" is not one of svd, poev, heev");
+    methods.dpotrf = family == "poev";
     const auto spectra = opt.list("spectra", "geo,arith");
     const auto conds = opt.list("conds", "1e2,1e4,1e6,1e8,1e10");
-    std::printf("%6s %-5s %6s  %-26s %9s %8s %6s %10s %10s %5s  %s\n", "n", "spec", "cond", "method", "time s",
-                "speedup", "iters", "berr", "ferr", "mem", "path");
+    std::printf("%6s %-5s %6s  %-26s %9s %8s %8s %6s %10s %10s %5s  %s\n", "n", "spec", "cond", "method", "time s",
+                "speedup", "vs potrf", "iters", "berr", "ferr", "mem", "path");
     std::uint64_t seed = 1;
     for (std::int64_t n : sizes)
       for (const std::string& spectrum : spectra)
         for (const std::string& cond_text : conds) {
           const double cond = std::stod(cond_text);
-          const Problem p = make_problem(ctx, n, spectrum, cond, seed++);
+          const Problem p = make_problem(ctx, n, family, spectrum, cond, seed++);
           const std::vector<Outcome> outcomes = run_methods(ctx, solver, p, methods, false);
           const double baseline = median(outcomes.front().seconds);
+          const double potrf = dpotrf_seconds(outcomes);
           for (const Outcome& o : outcomes) {
             const double t = median(o.seconds);
-            std::printf("%6lld %-5s %6.0e  %-26s %9.4f %8.2f %6d %10.2e %10.2e %5.1f  %s%s\n", (long long)n,
-                        spectrum.c_str(), cond, o.method.c_str(), t, baseline / t, o.iterations, o.backward_error,
-                        o.forward_error, double(o.extra_bytes) / double(n * n), o.path.c_str(),
+            std::printf("%6lld %-5s %6.0e  %-26s %9.4f %8.2f %8.2f %6d %10.2e %10.2e %5.1f  %s%s\n", (long long)n,
+                        spectrum.c_str(), cond, o.method.c_str(), t, baseline / t, potrf / t, o.iterations,
+                        o.backward_error, o.forward_error, double(o.extra_bytes) / double(n * n), o.path.c_str(),
                         o.converged ? "" : " [not converged]");
-            nlohmann::json row = {{"n", n}, {"spectrum", spectrum}, {"cond", cond}};
+            nlohmann::json row = {{"n", n}, {"family", family}, {"spectrum", spectrum}, {"cond", cond}};
             row.update(outcome_json(o, baseline, -1.0, -1.0));
+            if (std::isfinite(potrf)) row["speedup_vs_dpotrf"] = potrf / t;
             doc["rows"].push_back(row);
           }
           std::fflush(stdout);
