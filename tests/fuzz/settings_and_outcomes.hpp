@@ -80,6 +80,7 @@ enum class Kind {
   DeviceError,
   SingularMatrix,
   RankDeficientMatrix,
+  NotPositiveDefinite,
   OtherMixsolveError,  // mixsolve::Error of no documented class
   ForeignException,    // not a mixsolve::Error: never acceptable
 };
@@ -93,6 +94,7 @@ inline const char* to_string(Kind k) {
     case Kind::DeviceError: return "DeviceError";
     case Kind::SingularMatrix: return "SingularMatrix";
     case Kind::RankDeficientMatrix: return "RankDeficientMatrix";
+    case Kind::NotPositiveDefinite: return "NotPositiveDefinite";
     case Kind::OtherMixsolveError: return "mixsolve::Error";
     case Kind::ForeignException: return "foreign exception";
   }
@@ -102,7 +104,7 @@ inline const char* to_string(Kind k) {
 struct Outcome {
   Kind kind = Kind::Result;
   std::string message;
-  std::int64_t column = -1;  // SingularMatrix / RankDeficientMatrix::column()
+  std::int64_t column = -1;  // ColumnError::column() (SingularMatrix, RankDeficientMatrix, NotPositiveDefinite)
 };
 
 // Runs f and tells how it ended; nothing escapes.
@@ -115,6 +117,8 @@ Outcome capture(F&& f) {
     return {Kind::SingularMatrix, e.what(), e.column()};
   } catch (const RankDeficientMatrix& e) {
     return {Kind::RankDeficientMatrix, e.what(), e.column()};
+  } catch (const NotPositiveDefinite& e) {
+    return {Kind::NotPositiveDefinite, e.what(), e.column()};
   } catch (const InvalidArgument& e) {
     return {Kind::InvalidArgument, e.what()};
   } catch (const NotSupported& e) {

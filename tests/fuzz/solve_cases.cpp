@@ -111,7 +111,9 @@ enum class SolveFamily {
   NearlySingular,
   Permutation,
   ZeroColumn,
-  ZeroRow
+  ZeroRow,
+  Spd,
+  SymmetricIndefinite
 };
 
 const char* to_string(SolveFamily f) {
@@ -126,6 +128,8 @@ const char* to_string(SolveFamily f) {
     case SolveFamily::Permutation: return "scaled permutation";
     case SolveFamily::ZeroColumn: return "zero column";
     case SolveFamily::ZeroRow: return "zero row";
+    case SolveFamily::Spd: return "symmetric positive definite (G G^T / n + I)";
+    case SolveFamily::SymmetricIndefinite: return "symmetric, uniform";
   }
   return "?";
 }
@@ -173,10 +177,38 @@ void fill_family(Rng& rng, Arena<double>& img, const ViewPlan& v, SolveFamily f,
       }
       img.at(v.offset + std::size_t(i + j * v.ld)) = value;
     }
+  if ((f == SolveFamily::Spd || f == SolveFamily::SymmetricIndefinite) && r == c) {
+    // Spd: G G^T / n + I for the uniform G just drawn (eigenvalues in [1, ~n / 3 + 1]); else the
+    // lower triangle mirrored.
+    std::vector<double> g(std::size_t(r * c));
+    for (std::int64_t j = 0; j < c; ++j)
+      for (std::int64_t i = 0; i < r; ++i) g[std::size_t(i + j * r)] = img.at(v.offset + std::size_t(i + j * v.ld));
+    for (std::int64_t j = 0; j < c; ++j)
+      for (std::int64_t i = j; i < r; ++i) {
+        double value = g[std::size_t(i + j * r)];
+        if (f == SolveFamily::Spd) {
+          value = i == j ? 1.0 : 0.0;
+          for (std::int64_t p = 0; p < c; ++p) value += g[std::size_t(i + p * r)] * g[std::size_t(j + p * r)] / double(c);
+        }
+        img.at(v.offset + std::size_t(i + j * v.ld)) = value;
+        img.at(v.offset + std::size_t(j + i * v.ld)) = value;
+      }
+  }
   if (f == SolveFamily::NearlySingular && c >= 2)  // the last column: the first plus 1e-10 noise
     for (std::int64_t i = 0; i < r; ++i)
       img.at(v.offset + std::size_t(i + (c - 1) * v.ld)) =
           img.at(v.offset + std::size_t(i)) + 1e-10 * rng.uniform(-1, 1);
+}
+
+// Whether the view holds a square matrix equal to its transpose, entry for entry (NaN unequal):
+// what SolveOptions::structure checks.
+template <class Image>
+bool symmetric_image(const Image& img, const ViewPlan& a) {
+  if (a.rows != a.cols || a.rows <= 0 || a.null || a.ld < a.rows) return false;
+  for (std::int64_t j = 0; j < a.cols; ++j)
+    for (std::int64_t i = j + 1; i < a.rows; ++i)
+      if (!(img.at(a.offset + std::size_t(i + j * a.ld)) == img.at(a.offset + std::size_t(j + i * a.ld)))) return false;
+  return true;
 }
 
 // The badly-scaled test SolveReport::componentwise_backward_error documents: the largest entries
@@ -244,6 +276,11 @@ SolveOptions random_solve_options(Rng& rng, bool device_engine, bool invalid, Ex
     o.factorization = rng.pick(ps);
     if (rng.chance(0.1)) o.auto_path.clear();  // ignored where factorization is not Auto
   }
+  // Mostly general; SPD-declared and auto structures on every family (SolveFamily::Spd most
+  // often, make_solve_case).
+  const double structure = rng.uniform();
+  o.structure = structure < 0.7 ? Structure::General : structure < 0.85 ? Structure::Spd : Structure::Auto;
+  t << "structure " << to_string(o.structure) << ", ";
   t << "factorization " << to_string(o.factorization) << " path";
   for (Precision p : o.auto_path) t << " " << to_string(p);
   if (device_engine ? rng.chance(0.7) : rng.chance(0.3)) o.auto_min_n = rng.pick<std::int64_t>({0, 0, 1, 8, 40});
@@ -352,8 +389,10 @@ SolveFamily pick_solve_family(Rng& rng) {
   if (u < 0.70) return SolveFamily::Tiny;
   if (u < 0.76) return SolveFamily::NearlySingular;
   if (u < 0.80) return SolveFamily::Permutation;
-  if (u < 0.92) return SolveFamily::ZeroColumn;
-  return SolveFamily::ZeroRow;
+  if (u < 0.88) return SolveFamily::ZeroColumn;
+  if (u < 0.92) return SolveFamily::ZeroRow;
+  if (u < 0.97) return SolveFamily::Spd;
+  return SolveFamily::SymmetricIndefinite;
 }
 
 SolveCase make_solve_case(Rng& rng, bool device_run, bool factorization_api, Layout& layout) {
@@ -436,7 +475,8 @@ void check_solve_report(FuzzRun& run, const SolveCase& c, const SolveRhs& r, con
   const std::vector<Precision> path = documented_path(o, n, device_engine);
   const auto in_path = [&](Precision p) { return std::find(path.begin(), path.end(), p) != path.end(); };
   int iterations = 0;
-  bool cheaper_seen = false, fp64_after_cheaper = false, fp64_solved = false;
+  bool cheaper_seen = false, fp64_after_cheaper = false, fp64_solved = false, lu_seen = false;
+  const bool symmetric = symmetric_image(in, c.a);
   for (std::size_t i = 0; i < rep.attempts.size(); ++i) {
     const Attempt& t = rep.attempts[i];
     const std::string at =
@@ -459,8 +499,19 @@ void check_solve_report(FuzzRun& run, const SolveCase& c, const SolveRhs& r, con
     else
       run.expect(t.emulated_bits == 0 || t.emulated_bits == o.ozaki_bits, at + ": emulated_bits not ozaki_bits");
     if (t.pivot_order != PivotOrder::Partial)
-      run.expect(o.reuse_pivot_order && t.precision == Precision::FP64, at + ": reused a row order");
-    run.expect((t.zero_pivot_column >= 0) == (t.stop == StopReason::ZeroPivot), at + ": zero_pivot_column");
+      run.expect(o.reuse_pivot_order && t.precision == Precision::FP64 && t.factor == FactorKind::Lu,
+                 at + ": reused a row order");
+    run.expect((t.zero_pivot_column >= 0) == (t.stop == StopReason::ZeroPivot || t.stop == StopReason::NotPositiveDefinite),
+               at + ": zero_pivot_column");
+    // The kind: LU for a general A, Cholesky where declared SPD; under auto Cholesky for a
+    // symmetric A until the LU path takes over for good.
+    if (o.structure == Structure::General || (o.structure == Structure::Auto && !symmetric))
+      run.expect(t.factor == FactorKind::Lu, at + ": a Cholesky where the structure asks for an LU");
+    if (o.structure == Structure::Spd) run.expect(t.factor == FactorKind::Cholesky, at + ": an LU of an SPD-declared A");
+    if (t.factor == FactorKind::Lu) lu_seen = true;
+    if (lu_seen) run.expect(t.factor == FactorKind::Lu, at + ": a Cholesky after the LU path took over");
+    if (t.stop == StopReason::NotPositiveDefinite)
+      run.expect(t.factor == FactorKind::Cholesky, at + ": NotPositiveDefinite from an LU");
     run.expect((t.collapsed_at_column >= 0) == (t.stop == StopReason::CollapsedPivots), at + ": collapsed_at_column");
     if (t.probe_estimate >= 0) run.expect(o.probe_pivot_ratio != 0, at + ": probed with probe_pivot_ratio 0");
     if (t.stop == StopReason::WeakFactors)
@@ -468,7 +519,8 @@ void check_solve_report(FuzzRun& run, const SolveCase& c, const SolveRhs& r, con
     const bool fp64 = t.precision == Precision::FP64 || (t.precision == Precision::Ozaki && t.emulated_bits == 0);
     if (!fp64) cheaper_seen = true;
     const bool reached_refinement = t.stop != StopReason::ZeroPivot && t.stop != StopReason::Overflow &&
-                                    t.stop != StopReason::WeakFactors && t.stop != StopReason::CollapsedPivots;
+                                    t.stop != StopReason::WeakFactors && t.stop != StopReason::CollapsedPivots &&
+                                    t.stop != StopReason::NotPositiveDefinite;
     if (t.precision == Precision::FP64 && cheaper_seen && reached_refinement) fp64_after_cheaper = true;
     if (fp64 && t.pivot_order != PivotOrder::Reused && reached_refinement) fp64_solved = true;
   }
@@ -564,8 +616,8 @@ void check_solve_report(FuzzRun& run, const SolveCase& c, const SolveRhs& r, con
   if (!asked)
     run.expect(rep.condition_estimate == 0 && rep.forward_error_bound == 0, "a condition estimate nobody asked for");
   const StopReason last = rep.attempts.back().stop;
-  const bool completed =
-      last != StopReason::ZeroPivot && last != StopReason::Overflow && last != StopReason::CollapsedPivots;
+  const bool completed = last != StopReason::ZeroPivot && last != StopReason::Overflow &&
+                         last != StopReason::CollapsedPivots && last != StopReason::NotPositiveDefinite;
   if (asked && completed)
     run.expect(rep.condition_estimate > 0 && std::isfinite(rep.condition_estimate) && rep.forward_error_bound >= 0,
                "condition estimate " + text(rep.condition_estimate) + " / bound " + text(rep.forward_error_bound) +
@@ -603,6 +655,17 @@ void run_solve_case(FuzzRun& run, Context& ctx, bool device_run, bool factorizat
     alias_faults(c.a, r.b, r.x, layout.arena_of(c.a) == layout.arena_of(r.x),
                  layout.arena_of(r.b) == layout.arena_of(r.x), a_read_in_place, r.expected);
   }
+  // SolveOptions::structure Spd: a nonsymmetric A is refused by the constructor (a NaN among its
+  // entries is named first); a symmetric one that is not positive definite may be refused by the
+  // FP64 Cholesky of the first solve that factors (NotPositiveDefinite).
+  const bool symmetric = symmetric_image(arena(c.a), c.a);
+  const bool square = c.a.rows == c.a.cols && c.a.rows > 0 && !c.a.null && c.a.ld >= c.a.rows;
+  const bool spd_declared = c.options.structure == Structure::Spd;
+  if (spd_declared && square && !symmetric)
+    c.construct.must.push_back({Kind::InvalidArgument, {"structure is spd", "not symmetric"}});
+  const Fault not_spd_fault{Kind::NotPositiveDefinite, {"not positive definite", "column"}};
+  if (spd_declared && symmetric && c.family != SolveFamily::Spd)
+    for (SolveRhs& r : c.rhs) r.expected.may.push_back(not_spd_fault);
   // A singular A is refused by the FP64 LU (SingularMatrix naming the zero column), by the first
   // solve that factors; cheaper LUs' zero pivots escalate.
   const bool device_engine = device_run && c.a.label == Memory::Device;
@@ -613,10 +676,9 @@ void run_solve_case(FuzzRun& run, Context& ctx, bool device_run, bool factorizat
   bool factoring_seen = false;
   for (SolveRhs& r : c.rhs) {
     if (!singular || !c.construct.must.empty() || !r.expected.must.empty() || r.b.cols <= 0) continue;
-    if (!factoring_seen && fp64_path)
-      r.expected.must.push_back(singular_fault);
-    else
-      r.expected.may.push_back(singular_fault);  // Ozaki (an FP64 LU where nothing is emulated), or after
+    std::vector<Fault>& list = !factoring_seen && fp64_path ? r.expected.must : r.expected.may;
+    list.push_back(singular_fault);  // may: Ozaki (an FP64 LU where nothing is emulated), or after
+    if (spd_declared && symmetric) list.push_back(not_spd_fault);  // a zero 1 x 1 A
     factoring_seen = true;
   }
   const Uploaded uploaded(host, device.get());

@@ -285,13 +285,14 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
   report.stop_test_backward_error = lapack_stop_test_backward_error(s.options, s.engine->n());
   bool first_attempt = true;
   bool cheaper_tried = false;
-  // An attempt that ends before refinement (its LU failed, or the probe judged it weak): the next
-  // precision takes over.
+  // An attempt that ends before refinement (its factorization failed, or the probe judged it
+  // weak): the next rung takes over. An FP64 one that failed (a Cholesky of an A that is not
+  // positive definite, under Structure::Auto) makes the FP64 LU after it no fallback.
   const auto give_up = [&](const Attempt& attempt) {
     report.attempts.push_back(attempt);
     report.factorization_seconds += attempt.factorization_seconds;
     report.refinement_seconds += attempt.refinement_seconds;
-    cheaper_tried = true;
+    if (!solvers_detail::fp64_factorization(attempt)) cheaper_tried = true;
   };
   while (true) {
     if (!s.factored) {
