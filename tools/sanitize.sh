@@ -49,6 +49,10 @@ solve_cases=(
   "ozaki|--precision ozaki|325|145"
   "fp64|--precision fp64 --cond 1e4|503|147"
   "fp16-no-fallback-unconverged|--precision fp16 --cond 1e12 --no-fallback|301|131"
+  "spd-fp16x3-nrhs2|--matrix poev_geo --structure spd --precision fp16x3 --nrhs 2|389|149"
+  "spd-fp16-breakdown-escalates|--matrix poev_geo --cond 1e10 --structure spd --precision fp16|301|151"
+  "spd-fp64|--matrix poev_arith --structure spd --precision fp64|263|133"
+  "auto-structure-indefinite|--matrix heev_geo --structure auto --precision fp16x3|277|135"
 )
 lstsq_args="--backends cublas-sgemm,halfhalf --panels tsqr --conds 1e2,1e9 --refinements cgls,gmres --irs none --factorizations fp32,fp64 --reps 1"
 gtest_cases=(
