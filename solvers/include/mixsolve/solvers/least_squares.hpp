@@ -61,8 +61,8 @@ struct LeastSquaresOptions {
   /// solution of A d ~ b - A x (FP64 residual) by CGLS right-preconditioned with the cheap R in
   /// FP64 (no Q; Bjorck, Numerical Methods for Least Squares Problems, section 7.4): its
   /// iterations remove one by one the few singular values of A R^-1 that R's rounding moves far
-  /// from 1, where the plain steps contract only by the largest of them (about kappa(A) u_32):
-  /// 1.44-1.72x dgeqrf + dormqr + dtrsm at cond 1e6 against 0.99-1.28x (H100). Augmented: the
+  /// from 1, where the plain steps contract only by the largest of them (about kappa(A) u_32;
+  /// docs/least_squares.md measures both). Augmented: the
   /// plain steps on the augmented system; where they do not converge, x refined alone with the
   /// same factors, an attempt of its own, before any FP64 QR. Gmres: GMRES-LS only;
   /// AugmentedThenGmres: as Augmented, then GMRES-LS with the same factors (GMRES-LS has not yet

@@ -100,8 +100,8 @@ enum class StopTest {
 /// When the solve estimates cond_inf(A) and bounds the forward error (SolveReport::
 /// condition_estimate): Higham's 1-norm estimator (LAPACK's xGECON) on A^-T with the factors in
 /// use, 2 to 11 solves with them or their transpose, once per factorization. The transposed solves
-/// go through cuBLAS trsv, whose one-vector solves are far below the memory's pace: on the H100
-/// the estimate takes 12 ms at n = 16384 and 24 ms at n = 32768, 9-15% of an fp16x3 solve.
+/// go through cuBLAS trsv, whose one-vector solves are far below the memory's pace: the estimate
+/// costs a tenth or so of a cheap solve (docs/solver.md, "The numbers behind the defaults").
 /// Names (to_string, parse_condition_estimate): "never", "when-not-converged", "always".
 enum class ConditionEstimate {
   /// Never estimate.
@@ -184,8 +184,8 @@ struct SolveOptions {
   /// empty or contain Auto (checked where factorization is Auto).
   std::vector<Precision> auto_path = {Precision::Fp16x3};
   /// Under Auto, matrices with fewer rows than this are factored in FP64 at once: below it the
-  /// cheap LU and its refinement are no faster than an FP64 solve (H100, cond 1e2: fp16x3 0.91x
-  /// dgetrf+getrs at n = 8192, 1.12x at n = 12288). -1: the engine's choice, 12288 for device
+  /// cheap LU and its refinement are no faster than an FP64 solve (docs/solver.md, "The numbers
+  /// behind the defaults"). -1: the engine's choice, 12288 for device
   /// matrices and 0 for host matrices (the host engine's cheap factorizations are rounding
   /// models, there to exercise the refinement and escalation logic at small n). Must be >= -1.
   std::int64_t auto_min_n = -1;
@@ -239,8 +239,8 @@ struct SolveOptions {
   /// When a higher rung remains (auto's next precision, or the FP64 fallback), a GMRES attempt
   /// also ends as TooSlow at those judgements if the predicted time of the rest of the current inner
   /// solve exceeds twice the time its factorization took: the estimate of what refactoring one
-  /// rung up costs (on the H100 the FP64 LU takes 1.55x / 2.25x the fp16x3 LU at n = 16384 /
-  /// 32768, the FP32 LU ~2x the FP16 LU), after which a few steps usually converge. The time
+  /// rung up costs (docs/solver.md, "The numbers behind the defaults"), after which a few steps
+  /// usually converge. The time
   /// already spent does not count (it is spent either way). The rule calibrates itself on the
   /// machine (measured times) but makes the path depend on timing.
   bool escalate_by_cost = true;
@@ -267,18 +267,18 @@ struct SolveOptions {
   /// directions, which GMRES-IR would have to resolve one by one: the attempt ends at once
   /// (StopReason::WeakFactors) instead of after a refinement that fails. A few outlying
   /// directions (a handful of tiny singular values) leave the estimate small. Costs a product of
-  /// A with 4 vectors and one 4-vector triangular-solve pair (H100: 3.4 ms at n = 16384, 9.3 ms
-  /// at 32768), so it is taken only where the LU's pivots hint at trouble: min |u_kk| / max |u_kk|
+  /// A with 4 vectors and one 4-vector triangular-solve pair, so it is taken only where the LU's
+  /// pivots hint at trouble: min |u_kk| / max |u_kk|
   /// (Attempt::pivot_ratio) below probe_pivot_ratio x u / 2^-24 (u: the factorization's unit
   /// roundoff; 2^-24 for FP32-stored factors of FP32 accuracy, 2^-11 for FP16 and TF32, 2^-8 for
   /// BF16), and where n exceeds gmres_max_inner (below that, GMRES's budget spans the whole
-  /// space) and is at least 16. 0: never probe; INFINITY: probe every such attempt. H100, fp16x3, `geo` and `arith`
-  /// at cond 1e2 .. 1e10, n = 16384 / 32768: pivot ratios 1.4e-5 - 2.2e-5 (and 3e-6) where
-  /// refinement fails (`geo` 1e8, 1e10), 2.7e-4 and more where it converges.
+  /// space) and is at least 16. 0: never probe; INFINITY: probe every such attempt. (The pivot
+  /// ratios where refinement failed and where it converged: docs/solver.md, "The numbers behind
+  /// the defaults".)
   /// The same bound stops an LU of FP32 accuracy (u = 2^-24) part way where its pivots collapse:
   /// once at least 256 of its pivots, and more than half of those so far, lie below
-  /// probe_pivot_ratio times the largest so far (StopReason::CollapsedPivots; a Hilbert matrix
-  /// at column ~260 of 16384). Only where the probe could run (a higher rung remains, n as
+  /// probe_pivot_ratio times the largest so far (StopReason::CollapsedPivots). Only where the
+  /// probe could run (a higher rung remains, n as
   /// above); not with INFINITY. Must be 0, positive or INFINITY: NaN or a negative value is an
   /// InvalidArgument.
   double probe_pivot_ratio = 1e-4;
@@ -317,10 +317,9 @@ struct SolveOptions {
 inline constexpr int kOzakiMinBits = 16, kOzakiMaxBits = 53;
 
 /// SolveOptions::probe_pivot_ratio: the probe's estimate at and above which a cheaper LU is too
-/// far from A to refine. H100, fp16x3, n = 16384 / 32768, `geo` and `arith` at cond 1e2 .. 1e10:
-/// 25 to 43 where refinement fails (`geo` 1e8 and 1e10), at most 0.77 where it converges (n =
-/// 32768, `geo` 1e6: GMRES-IR, 32 iterations; the rest 0.37 and below). 4 leaves a factor of ~5
-/// to either side, for the run-to-run variation of the cheap LU and for other matrices.
+/// far from A to refine; it lies between the estimates measured where refinement failed and where
+/// it converged, with a margin to either side (docs/solver.md, "The numbers behind the
+/// defaults").
 inline constexpr double kWeakFactorsProbe = 4.0;
 
 /// Why one factorization's refinement stopped (Attempt::stop), or why the factorization itself
@@ -363,10 +362,8 @@ std::string to_string(StopReason s);
 /// bound: threshold pivoting with threshold 1e-6, a guard against an order that is plainly wrong
 /// for the FP64 values (partial pivoting keeps |l_ij| <= 1; sparse solvers use thresholds of 0.1
 /// to 0.01). Accuracy is judged by the FP64 refinement's stop test, and an FP64 refinement that
-/// fails with a reused order is redone with partial pivoting. Measured with fp16x3 orders (H100):
-/// max |l_ij| 33 (n = 2100, geo cond 1e12), 780-1200 (n = 16384, geo 1e8-1e10), 230-5100 (n =
-/// 32768), and in every case the first FP64 solve met the stop test; the late Schur complements
-/// of such matrices lie below fp16x3's rounding error, so its pivots there follow that error.
+/// fails with a reused order is redone with partial pivoting. (The multipliers measured with
+/// fp16x3 orders: docs/solver.md, "The numbers behind the defaults".)
 inline constexpr double kReusedOrderMaxMultiplier = 1e6;
 
 /// How a factorization chose its row interchanges (SolveOptions::reuse_pivot_order).
