@@ -7,6 +7,9 @@
 # and C++ runtimes and CUDA's own libraries; run with LD_LIBRARY_PATH=CARRY/gpu-libs), and the
 # sanitizer reproducers of tools/sanitizer_repros/ (CARRY/cublas_trsm).
 #   tools/gpu_carry.sh build-gpu build-carry [benchmarks/lstsq_benchmark ...]
+# With PACK=DIR (an ignored folder, e.g. build-pack) it also writes DIR/carry.tar.xz, for when
+# the folder and the working tree pass the device tool's 64 MiB: carry DIR instead and unpack it
+# there first (tar xJf DIR/carry.tar.xz).
 set -euo pipefail
 build=${1:?usage: gpu_carry.sh BUILD CARRY [BINARY...]}
 carry=${2:?usage: gpu_carry.sh BUILD CARRY [BINARY...]}
@@ -39,3 +42,8 @@ arch=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=\([0-9a-z]*\).*/\1/p' "$build/
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 "$nvcc" -std=c++17 -O2 -arch="sm_${arch:-90a}" -o "$carry/cublas_trsm" tools/sanitizer_repros/cublas_trsm.cu -lcublas
 du -sh "$carry"
+if [ -n "${PACK:-}" ]; then
+  mkdir -p "$PACK"
+  tar cJf "$PACK/carry.tar.xz" "$carry"
+  du -sh "$PACK/carry.tar.xz"
+fi
