@@ -19,6 +19,8 @@
 //     "fp16-store:slfp32in24b"; "-spd" sets SolveOptions::structure to Spd (the Cholesky rungs),
 //     "-structure-auto" to Auto, e.g. "auto-spd", "fp16x3-spd".
 // --block sets SolveOptions::block_size (the LU panel width; 0: the library's choice).
+// --dgetrf false leaves dgetrf+getrs out of the LAWN-41 tables (its "speedup" column is then nan):
+// for SPD runs at large n, where dpotrf+potrs is the baseline that counts.
 // Each method runs --warmup times untimed, then --reps times; the median time is reported, with
 // the iterations, the normwise backward error ||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf)
 // computed here for every method alike, the forward error, and the device memory the method
@@ -403,6 +405,7 @@ struct Methods {
   std::vector<std::string> irs, precisions;
   bool gmres = true;
   bool dpotrf = false;  // the matrices are symmetric positive definite: dpotrf+potrs runs second
+  bool dgetrf = true;   // --dgetrf false leaves dgetrf+getrs out (LAWN-41 tables only)
   int warmup = 1, reps = 3, block_size = 0;
 };
 
@@ -427,7 +430,7 @@ std::vector<Outcome> run_methods(Context& ctx, cusolverDnHandle_t solver, const 
       ctx.synchronize();
     }
   };
-  run("cusolver dgetrf+getrs", [&] { return run_dgetrf(ctx, solver, p, m.warmup, m.reps); });
+  if (m.dgetrf) run("cusolver dgetrf+getrs", [&] { return run_dgetrf(ctx, solver, p, m.warmup, m.reps); });
   if (m.dpotrf) run("cusolver dpotrf+potrs", [&] { return run_dpotrf(ctx, solver, p, m.warmup, m.reps); });
   for (const std::string& lowest : m.irs)
     run("cusolver IRS " + lowest + (m.gmres ? " gmres" : " classical"), [&] { return run_irs(ctx, solver, p, lowest, m.gmres, m.warmup, m.reps); });
@@ -517,11 +520,15 @@ nlohmann::json outcome_json(const Outcome& o, double baseline_seconds, double ba
   return row;
 }
 
-// The dpotrf+potrs time among the outcomes (median), or NaN where it did not run or failed.
-double dpotrf_seconds(const std::vector<Outcome>& outcomes) {
+// The median time of the cuSOLVER method named among the outcomes, or NaN where it did not run
+// or failed.
+double baseline_seconds(const std::vector<Outcome>& outcomes, const std::string& method) {
   for (const Outcome& o : outcomes)
-    if (o.method == "cusolver dpotrf+potrs" && o.error.empty() && o.converged) return median(o.seconds);
+    if (o.method == method && o.error.empty() && o.converged) return median(o.seconds);
   return NAN;
+}
+double dpotrf_seconds(const std::vector<Outcome>& outcomes) {
+  return baseline_seconds(outcomes, "cusolver dpotrf+potrs");
 }
 
 // --suite: every matrix at every size, all methods on each.
@@ -620,6 +627,7 @@ int main(int argc, char** argv) try {
     if (family != "svd" && family != "poev" && family != "heev")
       throw InvalidArgument("--family \"" + family + "\" is not one of svd, poev, heev");
     methods.dpotrf = family == "poev";
+    methods.dgetrf = opt.get("dgetrf", "true") != "false";
     const auto spectra = opt.list("spectra", "geo,arith");
     const auto conds = opt.list("conds", "1e2,1e4,1e6,1e8,1e10");
     std::printf("%6s %-5s %6s  %-26s %9s %8s %8s %6s %10s %10s %5s  %s\n", "n", "spec", "cond", "method", "time s",
@@ -631,7 +639,7 @@ int main(int argc, char** argv) try {
           const double cond = std::stod(cond_text);
           const Problem p = make_problem(ctx, n, family, spectrum, cond, seed++);
           const std::vector<Outcome> outcomes = run_methods(ctx, solver, p, methods, false);
-          const double baseline = median(outcomes.front().seconds);
+          const double baseline = baseline_seconds(outcomes, "cusolver dgetrf+getrs");
           const double potrf = dpotrf_seconds(outcomes);
           for (const Outcome& o : outcomes) {
             const double t = median(o.seconds);
