@@ -200,6 +200,26 @@ TEST(Cholesky, CheapBreakdownEscalatesToTheFp64Cholesky) {
   EXPECT_EQ(none.attempts[0].stop, StopReason::NotPositiveDefinite);
 }
 
+// Entries beyond FP16's range without range scaling: the FP16 products overflow, which is no
+// verdict on A. Under Structure::Auto the FP64 Cholesky follows, not the LU path.
+TEST(Cholesky, OverflowInTheCheapFactorsIsNotIndefiniteness) {
+  SpdProblem p = SpdProblem::test_matrix(poev(Spectrum::Geo, 1e2, 10), 64);
+  for (double& v : p.a) v *= 1e12;  // L ~ 1e6, beyond FP16's 65504
+  Context ctx = Context::host_only();
+  SolveOptions o;
+  o.factorization = Precision::FP16;
+  o.structure = Structure::Auto;
+  o.range_scaling = false;
+  o.block_size = 16;
+  const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+  ASSERT_GE(r.attempts.size(), 2u) << r.summary();
+  EXPECT_EQ(r.attempts[0].stop, StopReason::Overflow) << r.summary();
+  EXPECT_EQ(r.attempts[0].zero_pivot_column, -1);
+  EXPECT_EQ(r.attempts.back().factor, FactorKind::Cholesky) << r.summary();
+  EXPECT_EQ(r.attempts.back().precision, Precision::FP64);
+  expect_as_accurate_as_fp64_cholesky(p, r);
+}
+
 TEST(Cholesky, IndefiniteMatrixDeclaredSpdIsANamedError) {
   TestMatrixSpec heev = poev(Spectrum::Geo, 1e3, 8);
   heev.family = MatrixFamily::Heev;

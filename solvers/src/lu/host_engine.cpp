@@ -241,10 +241,14 @@ class HostEngine final : public HostSpace {
       if (breakdown.column < 0 && factor_storage_ != slfp::Format::Fp32) store_factors_rounded();
     }
     if (breakdown.column >= 0) {
-      // A NaN pivot is an overflow of the factors, not a verdict on A.
-      result.status = std::isnan(breakdown.pivot) ? StopReason::Overflow : StopReason::NotPositiveDefinite;
-      result.zero_pivot_column = breakdown.column;
-      result.breakdown_pivot = breakdown.pivot;
+      // A is finite: a pivot that is NaN or -Inf comes from an overflow of the factors (an entry
+      // beyond the arithmetic's range), not from A.
+      const bool overflow = !std::isfinite(breakdown.pivot);
+      result.status = overflow ? StopReason::Overflow : StopReason::NotPositiveDefinite;
+      if (!overflow) {
+        result.zero_pivot_column = breakdown.column;
+        result.breakdown_pivot = breakdown.pivot;
+      }
     }
     result.largest_diagonal = largest_scaled_diagonal();
     if (p == Precision::Ozaki) result.emulated_bits = ozaki_bits_;

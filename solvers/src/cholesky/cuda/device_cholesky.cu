@@ -15,8 +15,8 @@ namespace mixsolve::solvers_detail::device_cholesky {
 
 namespace {
 
-// Leading dimension of a leaf in shared memory: one more than its rows, so that a warp's lanes
-// walking a row of the column-major block hit distinct banks.
+// Leading dimension of a leaf in shared memory: one more than its rows (a warp's lanes walk down
+// a column, conflict-free either way; the padding keeps columns off a common bank stride).
 constexpr int kLeafLd = int(kLeafColumns) + 1;
 constexpr int kLeafThreads = 512;
 
@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(kLeafThreads) leaf_cholesky_kernel(T* a, std::
                                                                       std::int64_t column0, long long* verdict,
                                                                       double* pivot_out) {
   if (*verdict >= 0) return;
-  extern __shared__ unsigned char leaf_memory[];
+  extern __shared__ __align__(16) unsigned char leaf_memory[];
   T* s = reinterpret_cast<T*>(leaf_memory);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   for (int c = warp; c < m; c += warps)
@@ -186,12 +186,9 @@ void DeviceCholesky::factor(T* a, std::int64_t m, std::int64_t ld, std::int64_t 
   if (stopped_) return;
   if (m <= kLeafColumns) {
     const std::size_t shared = std::size_t(kLeafLd) * kLeafColumns * sizeof(T);
-    static const bool configured = [&] {
-      MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(leaf_cholesky_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               int(shared)));
-      return true;
-    }();
-    (void)configured;
+    // Per call: the attribute belongs to the current device, and a Context may sit on another.
+    MIXSOLVE_CUDA_CHECK(
+        cudaFuncSetAttribute(leaf_cholesky_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
     leaf_cholesky_kernel<T><<<1, kLeafThreads, shared, ctx_.stream()>>>(a, m, ld, column0, verdict_.data(),
                                                                         pivot_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
@@ -244,13 +241,17 @@ void DeviceCholesky::update_lower(T* c, std::int64_t m, const T* a, std::int64_t
   update_lower(c + h + h * ld, m - h, a + h, k, ld);
 }
 
-// c -= a op_b(b) on the update backend, every operand with leading dimension ld; no range check
-// (the engine checks the factors for NaN and Inf).
+// c -= a b^T on the update backend (op_b is T: b is stored n x k), every operand with leading
+// dimension ld, in chunks of at most kMaxUpdateInner of the inner dimension; no range check (the
+// engine checks the factors for NaN and Inf).
 template <class T>
 void DeviceCholesky::gemm(gemm::Op op_b, std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c,
                           std::int64_t ld) {
-  gemm::GemmArgs<T> g{gemm::Op::N, op_b, m, n, k, T(-1), a, ld, b, ld, T(1), c, ld, false};
-  update_->run(ctx_, gemm::to_problem(g), parameters_, gemm::Execution{false});
+  for (std::int64_t p0 = 0; p0 < k; p0 += kMaxUpdateInner) {
+    const std::int64_t kc = std::min(kMaxUpdateInner, k - p0);
+    gemm::GemmArgs<T> g{gemm::Op::N, op_b, m, n, kc, T(-1), a + p0 * ld, ld, b + p0 * ld, ld, T(1), c, ld, false};
+    update_->run(ctx_, gemm::to_problem(g), parameters_, gemm::Execution{false});
+  }
 }
 
 template <class T>

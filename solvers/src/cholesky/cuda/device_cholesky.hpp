@@ -28,6 +28,10 @@ constexpr std::int64_t kLeafColumns = 128;
 // Diagonal blocks of the symmetric update computed as one GEMM: the upper halves computed in
 // vain cost kUpdateLeafRows / (2 m) of an m x m update.
 constexpr std::int64_t kUpdateLeafRows = 1024;
+// The inner dimension of one update product at most: a longer one is cut into chunks, each
+// accumulated into C, so that a backend's workspace (fp16x3's split operands, (m + n) k 4 bytes)
+// stays near (m + n) 4096 x 4 bytes instead of growing with n^2 (the top update's k is n / 2).
+constexpr std::int64_t kMaxUpdateInner = 4096;
 // Leaves the host may run ahead of the GPU: it reads each leaf's verdict that many leaves later,
 // so a Cholesky that breaks down stops soon after, while the GPU's queue never runs dry.
 constexpr std::size_t kVerdictLag = 2;

@@ -429,17 +429,18 @@ class DeviceEngine final : public DeviceSpace {
     kind_ = FactorKind::Cholesky;
     two_sided_ = false;
     mu_ = 1.0;
+    scan_a();                // before prepared_copy_ is dropped: a first scan would set it again
     prepared_copy_ = false;  // the scan's copy is an LU's (row-major, unscaled)
     if (!cholesky_) cholesky_ = std::make_unique<device_cholesky::DeviceCholesky>(ctx_);
+    blocked_->release<float>();  // the LU's panel buffers: not used by a Cholesky
+    blocked_->release<double>();
     if (fp64_factors(p)) {
       factors32_ = DeviceBuffer<float>();
       solve_buffer_ = DeviceBuffer<float>();
-      blocked_->release<float>();
       allocate_factors(factors64_);
       return run_cholesky(factors64_.data(), p, false);
     }
     factors64_ = DeviceBuffer<double>();
-    blocked_->release<double>();
     allocate_factors(factors32_);
     return run_cholesky(factors32_.data(), p, range_scaling);
   }
@@ -464,18 +465,28 @@ class DeviceEngine final : public DeviceSpace {
     if (p == Precision::Ozaki) parameters = {{"bits", ozaki_bits_}};
     const gemm::Backend& update = p == Precision::Ozaki ? ozaki_update_backend() : device_update_backend(p);
     const device_cholesky::Breakdown breakdown = cholesky_->run(f, nf_, nf_, update, parameters);
+    track_peak();
+    if (p == Precision::Ozaki) {
+      // dgemm-auto decides each product; the plan for the largest update (k capped at
+      // kMaxUpdateInner) says whether any was emulated. Its workspace is counted, then given back.
+      const std::int64_t half = nf_ / 2;
+      if (gemm::dgemm_auto_choice(ctx_, half, half, std::min(half, device_cholesky::kMaxUpdateInner), ozaki_bits_)
+              .backend == "ozaki2-int8")
+        result.emulated_bits = ozaki_bits_;
+      ctx_.release_workspace();
+    }
     result.largest_diagonal = largest_scaled_diagonal();
     if (breakdown.column >= 0) {
-      // A NaN pivot is an overflow of the factors, not a verdict on A.
-      result.status = std::isnan(breakdown.pivot) ? StopReason::Overflow : StopReason::NotPositiveDefinite;
-      result.zero_pivot_column = breakdown.column;
-      result.breakdown_pivot = breakdown.pivot;
+      // A is finite: a pivot that is NaN or -Inf comes from an overflow of the factors (an entry
+      // beyond the arithmetic's range), not from A. The border's columns (n and on) cannot break
+      // down but through such an overflow.
+      const bool overflow = !std::isfinite(breakdown.pivot) || breakdown.column >= n_;
+      result.status = overflow ? StopReason::Overflow : StopReason::NotPositiveDefinite;
+      if (!overflow) {
+        result.zero_pivot_column = breakdown.column;
+        result.breakdown_pivot = breakdown.pivot;
+      }
       return result;
-    }
-    if (p == Precision::Ozaki) {  // the plan for the largest update: dgemm-auto decides each product
-      const std::int64_t half = nf_ / 2;
-      if (gemm::dgemm_auto_choice(ctx_, half, half, half, ozaki_bits_).backend == "ozaki2-int8")
-        result.emulated_bits = ozaki_bits_;
     }
     cholesky_->to_lu_form(f, nf_, nf_);
     if (find_nonfinite_in(f, nf_, n_, n_).first >= 0) {
