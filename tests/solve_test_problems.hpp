@@ -2,6 +2,8 @@
 // Test problems shared by the host and GPU solve tests.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -37,6 +39,38 @@ inline std::vector<double> misleading_order_matrix(std::int64_t b, std::uint64_t
       at(b + i, b + j) = dc / 4 + (i % 2 ? 1e-4 : 1e-14) * e[i + j * rest];
     }
   return a;
+}
+
+// max_j ||b_j - A x_j||_inf / (sqrt(n) ||x_j||_inf ||A||_inf 2^-53) for the column-major n x n A
+// and n x k B and X: < 1 is the stop test. The residual is summed in long double, so that the
+// ratio is that of the true residual: at the stop test's level an FP64 residual's own rounding,
+// about sqrt(n) 2^-53 |A||x|, is as large as the test (n = 1024: an x that met the solver's test
+// at ~0.997 of the threshold gave 1.0 with an Eigen FP64 residual, another summation order).
+// Every column_step-th column only, for problems with many right-hand sides; INFINITY where a
+// checked column of X is not finite.
+inline double stop_test_ratio(const std::vector<double>& a, const std::vector<double>& b, const std::vector<double>& x,
+                              std::int64_t n, std::int64_t k, std::int64_t column_step = 1) {
+  double norm_a = 0;
+  std::vector<double> row_sums(static_cast<std::size_t>(n), 0.0);
+  for (std::int64_t c = 0; c < n; ++c)
+    for (std::int64_t i = 0; i < n; ++i) row_sums[std::size_t(i)] += std::fabs(a[std::size_t(i + c * n)]);
+  for (double v : row_sums) norm_a = std::max(norm_a, v);
+  double worst = 0;
+  std::vector<long double> r(static_cast<std::size_t>(n));
+  for (std::int64_t j = 0; j < k; j += column_step) {
+    const double* xj = x.data() + j * n;
+    double norm_x = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      r[std::size_t(i)] = b[std::size_t(i + j * n)];
+      if (!std::isfinite(xj[i])) return INFINITY;
+      norm_x = std::max(norm_x, std::fabs(xj[i]));
+    }
+    for (std::int64_t c = 0; c < n; ++c)
+      for (std::int64_t i = 0; i < n; ++i) r[std::size_t(i)] -= static_cast<long double>(a[std::size_t(i + c * n)]) * xj[c];
+    const double threshold = std::sqrt(double(n)) * norm_x * norm_a * 0x1p-53;
+    for (std::int64_t i = 0; i < n; ++i) worst = std::max(worst, double(std::fabs(r[std::size_t(i)])) / threshold);
+  }
+  return worst;
 }
 
 }  // namespace mixsolve::test_problems

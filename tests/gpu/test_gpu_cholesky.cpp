@@ -19,6 +19,7 @@
 #include "mixsolve/matgen/test_matrices.hpp"
 #include "mixsolve/solvers/solve.hpp"
 #include "reference_solvers.hpp"
+#include "solve_test_problems.hpp"
 
 namespace {
 
@@ -50,30 +51,8 @@ struct DeviceSpdProblem {
     x = dx.to_host();
     return r;
   }
-  // max_j ||b_j - A x_j||_inf / (sqrt(n) ||x_j||_inf ||A||_inf 2^-53), the residual summed in long
-  // double: < 1 is the stop test.
-  double stop_test_ratio() const {
-    double norm_a = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      double s = 0;
-      for (std::int64_t c = 0; c < n; ++c) s += std::fabs(a[i + c * n]);
-      norm_a = std::max(norm_a, s);
-    }
-    double worst = 0;
-    for (std::int64_t j = 0; j < k; ++j) {
-      std::vector<long double> r(b.begin() + j * n, b.begin() + (j + 1) * n);
-      double norm_x = 0;
-      for (std::int64_t i = 0; i < n; ++i) {
-        if (!std::isfinite(x[i + j * n])) return INFINITY;
-        norm_x = std::max(norm_x, std::fabs(x[i + j * n]));
-      }
-      for (std::int64_t c = 0; c < n; ++c)
-        for (std::int64_t i = 0; i < n; ++i) r[i] -= static_cast<long double>(a[i + c * n]) * x[c + j * n];
-      const double threshold = std::sqrt(double(n)) * norm_x * norm_a * 0x1p-53;
-      for (std::int64_t i = 0; i < n; ++i) worst = std::max(worst, double(std::fabs(r[i])) / threshold);
-    }
-    return worst;
-  }
+  // The stop test's ratio (test_problems::stop_test_ratio): < 1 meets it.
+  double stop_test_ratio() const { return test_problems::stop_test_ratio(a, b, x, n, k); }
 };
 
 std::vector<double> test_matrix(MatrixFamily family, Spectrum spectrum, double cond, std::uint64_t seed,

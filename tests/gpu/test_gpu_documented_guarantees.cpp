@@ -26,6 +26,7 @@
 #include "mixsolve/gemm/registry.hpp"
 #include "mixsolve/solvers/least_squares.hpp"
 #include "mixsolve/solvers/solve.hpp"
+#include "solve_test_problems.hpp"
 
 namespace {
 
@@ -48,32 +49,7 @@ void expect_no_pending_error(Context& ctx, const std::string& what) {
   EXPECT_EQ(e, cudaSuccess) << what << ": " << cudaGetErrorString(e);
 }
 
-// max_j ||b_j - A x_j||_inf / (sqrt(n) ||x_j||_inf ||A||_inf 2^-53), the residual in long double
-// (so that its own rounding does not count): below 1 is the LAPACK test a converged solve meets.
-double stop_test_ratio(const std::vector<double>& a, const std::vector<double>& b, const std::vector<double>& x,
-                       std::int64_t n, std::int64_t k) {
-  double norm_a = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    double s = 0;
-    for (std::int64_t j = 0; j < n; ++j) s += std::fabs(a[i + j * n]);
-    norm_a = std::max(norm_a, s);
-  }
-  double worst = 0;
-  for (std::int64_t c = 0; c < k; ++c) {
-    double norm_x = 0, largest_r = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      if (!std::isfinite(x[i + c * n])) return INFINITY;
-      norm_x = std::max(norm_x, std::fabs(x[i + c * n]));
-    }
-    for (std::int64_t i = 0; i < n; ++i) {
-      long double r = b[i + c * n];
-      for (std::int64_t j = 0; j < n; ++j) r -= (long double)a[i + j * n] * x[j + c * n];
-      largest_r = std::max(largest_r, double(std::fabs(r)));
-    }
-    worst = std::max(worst, largest_r / (std::sqrt(double(n)) * norm_x * norm_a * 0x1p-53));
-  }
-  return worst;
-}
+using test_problems::stop_test_ratio;  // below 1: the LAPACK test a converged solve meets
 
 // Writes one double into device memory (the single entry a case poisons or restores).
 void set_entry(double* device, std::int64_t at, double value) {

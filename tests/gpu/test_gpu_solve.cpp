@@ -71,34 +71,9 @@ struct DeviceProblem {
     x = dx.to_host();
     return r;
   }
-  // max_j ||b_j - A x_j||_inf / (sqrt(n) ||x_j||_inf ||A||_inf 2^-53): < 1 is the stop test. The
-  // residual is summed in long double, so that the ratio is that of the true residual: at the stop
-  // test's level an FP64 residual's own rounding, about sqrt(n) 2^-53 |A||x|, is as large as the
-  // test (n = 1024: an x that met the solver's test at ~0.997 of the threshold gave 1.0 with an
-  // Eigen FP64 residual, another summation order).
-  // Every column_step-th column only, for problems with many right-hand sides.
+  // The stop test's ratio (test_problems::stop_test_ratio): < 1 meets it.
   double stop_test_ratio(std::int64_t column_step = 1) const {
-    double norm_a = 0;
-    std::vector<double> row_sums(n, 0.0);
-    for (std::int64_t c = 0; c < n; ++c)
-      for (std::int64_t i = 0; i < n; ++i) row_sums[i] += std::fabs(a[i + c * n]);
-    for (double v : row_sums) norm_a = std::max(norm_a, v);
-    double worst = 0;
-    std::vector<long double> r(n);
-    for (std::int64_t j = 0; j < k; j += column_step) {
-      const double* xj = x.data() + j * n;
-      double norm_x = 0;
-      for (std::int64_t i = 0; i < n; ++i) {
-        r[i] = b[i + j * n];
-        if (!std::isfinite(xj[i])) return INFINITY;
-        norm_x = std::max(norm_x, std::fabs(xj[i]));
-      }
-      for (std::int64_t c = 0; c < n; ++c)
-        for (std::int64_t i = 0; i < n; ++i) r[i] -= static_cast<long double>(a[i + c * n]) * xj[c];
-      const double threshold = std::sqrt(double(n)) * norm_x * norm_a * 0x1p-53;
-      for (std::int64_t i = 0; i < n; ++i) worst = std::max(worst, double(std::fabs(r[i])) / threshold);
-    }
-    return worst;
+    return test_problems::stop_test_ratio(a, b, x, n, k, column_step);
   }
 };
 

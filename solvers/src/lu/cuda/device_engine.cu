@@ -308,7 +308,6 @@ class DeviceEngine final : public DeviceSpace {
                                  const std::vector<int>& order = {}, bool copy_ready = false) {
     FactorResult result;
     if (range_scaling) compute_range_scaling();
-    reset_first_nonfinite();
     bool row_major = row_major_layout();  // until the transpose at the end
     const bool in_order = !order.empty() && row_major;
     DeviceBuffer<int> destination_row;
@@ -320,24 +319,9 @@ class DeviceEngine final : public DeviceSpace {
       track_peak(destination_row.bytes());
     }
     // A's copy in f, unless the scan made it (copy_ready: row-major and finite, prepared_copy_usable).
-    if (!copy_ready) {
-      if (row_major) {
-        const dim3 tiles(unsigned((n_ + 31) / 32), unsigned((n_ + 31) / 32));
-        convert_transposed_kernel<T><<<tiles, dim3(32, 8), 0, stream()>>>(
-            a_.data, a_.ld, f, nf_, n_, row_factor(), column_factor(), mu_, flag_.data(), destination_row.data());
-      } else {
-        convert_kernel<<<stripe_grid(n_, n_), 256, 0, stream()>>>(a_.data, a_.ld, f, nf_, n_, n_, row_factor(),
-                                                                  column_factor(), mu_, flag_.data());
-      }
-      MIXSOLVE_CUDA_CHECK_LAUNCH();
-      if (read_first_nonfinite(n_).first >= 0) {
-        result.status = StopReason::Overflow;  // beyond the factors' range
-        return result;
-      }
-    }
-    if (nf_ > n_) {
-      identity_border_kernel<<<blocks_for(nf_ * (nf_ - n_)), 256, 0, stream()>>>(f, nf_, n_);
-      MIXSOLVE_CUDA_CHECK_LAUNCH();
+    if (!copy_a_into(f, row_major, destination_row.data(), copy_ready)) {
+      result.status = StopReason::Overflow;  // beyond the factors' range
+      return result;
     }
     BlockedLuJob<T> job{f, row_major, &update};
     if constexpr (std::is_same_v<T, double>)
@@ -401,6 +385,32 @@ class DeviceEngine final : public DeviceSpace {
     return result;
   }
 
+  // [A 0; 0 I] into the nf x nf factors f (kFactorAlignment): A converted to T, times mu R .. S
+  // (row_factor, column_factor), row-major where row_major, its rows moved to destination_row
+  // where that is not null; the identity beside it. copy_ready: A's part is there already (the
+  // scan's copy). False where an entry of A fell outside T's range (the border then unwritten).
+  template <class T>
+  bool copy_a_into(T* f, bool row_major, const int* destination_row, bool copy_ready) {
+    if (!copy_ready) {
+      reset_first_nonfinite();
+      if (row_major) {
+        const dim3 tiles(unsigned((n_ + 31) / 32), unsigned((n_ + 31) / 32));
+        convert_transposed_kernel<T><<<tiles, dim3(32, 8), 0, stream()>>>(
+            a_.data, a_.ld, f, nf_, n_, row_factor(), column_factor(), mu_, flag_.data(), destination_row);
+      } else {
+        convert_kernel<<<stripe_grid(n_, n_), 256, 0, stream()>>>(a_.data, a_.ld, f, nf_, n_, n_, row_factor(),
+                                                                  column_factor(), mu_, flag_.data());
+      }
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+      if (read_first_nonfinite(n_).first >= 0) return false;
+    }
+    if (nf_ > n_) {
+      identity_border_kernel<<<blocks_for(nf_ * (nf_ - n_)), 256, 0, stream()>>>(f, nf_, n_);
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+    }
+    return true;
+  }
+
   // The row order and triangular solvers of the factors just made in f (column-major LU form).
   template <class T>
   void prepare_solves(T* f) {
@@ -449,17 +459,10 @@ class DeviceEngine final : public DeviceSpace {
   FactorResult run_cholesky(T* f, Precision p, bool range_scaling) {
     FactorResult result;
     if (range_scaling) compute_symmetric_scaling();
-    reset_first_nonfinite();
-    convert_kernel<<<stripe_grid(n_, n_), 256, 0, stream()>>>(a_.data, a_.ld, f, nf_, n_, n_, row_factor(),
-                                                              column_factor(), mu_, flag_.data());
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-    if (read_first_nonfinite(n_).first >= 0) {
+    // [A 0; 0 I], column-major: its Cholesky is [L 0; 0 I], aligned for the products.
+    if (!copy_a_into(f, false, nullptr, false)) {
       result.status = StopReason::Overflow;  // beyond the factors' range
       return result;
-    }
-    if (nf_ > n_) {  // [A 0; 0 I]: its Cholesky is [L 0; 0 I], aligned for the products
-      identity_border_kernel<<<blocks_for(nf_ * (nf_ - n_)), 256, 0, stream()>>>(f, nf_, n_);
-      MIXSOLVE_CUDA_CHECK_LAUNCH();
     }
     gemm::Parameters parameters;
     if (p == Precision::Ozaki) parameters = {{"bits", ozaki_bits_}};
