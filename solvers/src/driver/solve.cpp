@@ -17,6 +17,7 @@
 #include "engine.hpp"
 #include "precisions.hpp"
 #include "refinement/refinement.hpp"
+#include "driver/square_ladder.hpp"
 
 namespace mixsolve {
 
@@ -80,31 +81,6 @@ constexpr double kNextRungCostFactor = 2.0;
 // within a few cheap steps and GMRES-IR takes over with the same factors (see solve()).
 Refinement resolve_refinement(Refinement r) { return r == Refinement::Auto ? Refinement::Classic : r; }
 
-// One step of the escalation: a kind of factorization in a precision.
-struct Rung {
-  FactorKind kind = FactorKind::Lu;
-  Precision precision = Precision::FP64;
-};
-
-// The factorizations of `kind` to try, in order.
-std::vector<Rung> rung_path(const SolveOptions& o, FactorKind kind, std::int64_t n, std::int64_t engine_auto_min_n) {
-  std::vector<Precision> path;
-  const std::int64_t auto_min_n = o.auto_min_n >= 0 ? o.auto_min_n : engine_auto_min_n;
-  if (o.factorization == Precision::Auto) path = n >= auto_min_n ? o.auto_path : std::vector<Precision>{Precision::FP64};
-  else path = {o.factorization};
-  if (o.fallback && path.back() != Precision::FP64) path.push_back(Precision::FP64);
-  std::vector<Rung> rungs;
-  for (Precision p : path) rungs.push_back({kind, p});
-  return rungs;
-}
-
-// A cheaper Cholesky's pivot that is negative beyond its arithmetic's rounding of the matrix
-// (n u max a_ii, the size of the rounding errors its Schur complements accumulate): A itself is
-// not positive definite, and under Structure::Auto the LU path follows at once instead of an
-// FP64 Cholesky that would break down as well.
-bool clearly_indefinite(const FactorResult& f, std::int64_t n, double unit_roundoff) {
-  return f.breakdown_pivot < -double(n) * unit_roundoff * f.largest_diagonal;
-}
 
 }  // namespace
 
@@ -117,20 +93,13 @@ struct Factorization::State {
   MatrixView<const double> user_a_in_place;
   double norm_a = 0;
   bool badly_scaled = false;  // Engine::badly_scaled: iterates judged componentwise
-  std::vector<Rung> path;
-  std::size_t next = 0;  // index in path of the next factorization to try
-  // Structure::Auto on a symmetric A: where the Cholesky path shows A not positive definite, the
-  // LU path replaces the rest of it (lu_path).
-  bool lu_after_cholesky = false;
-  std::vector<Rung> lu_path;
+  std::unique_ptr<solvers_detail::SquareLadder> ladder;  // the rungs (driver/square_ladder.hpp)
   Precision current = Precision::Auto;
   FactorKind current_kind = FactorKind::Lu;
   Refinement current_refinement = Refinement::Classic;  // the method that converged with the factors
   int current_emulated_bits = 0;                         // Attempt::emulated_bits of the current factors
   double current_factor_seconds = 0;                     // the time the current factors took
   bool factored = false;
-  // An FP64 refinement failed with factors in a reused row order: later FP64 LUs pivot fully.
-  bool reused_order_failed = false;
   // The engine holds factors from a factorization that completed (the last one asked for), and
   // the estimate of ||A^-1||_inf from them (SolveOptions::condition_estimate; < 0: not yet).
   bool factors_complete = false;
@@ -201,7 +170,8 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
   // The engine is told the first factorization before anything reads A (the device engine's copy
   // for it rides on the scan for NaN and Inf): the LU's, unless A is declared SPD.
   if (options.structure != Structure::Spd) {
-    const std::vector<Rung> lu = rung_path(options, FactorKind::Lu, s.engine->n(), auto_min_n);
+    const std::vector<solvers_detail::Rung> lu =
+        solvers_detail::rung_path(options, FactorKind::Lu, s.engine->n(), auto_min_n);
     if (!lu.empty()) s.engine->expect_factorization(lu.front().precision);
   }
   const auto bad = s.engine->find_nonfinite(a);
@@ -217,11 +187,8 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
                             std::to_string(asymmetric.first) + ", " + std::to_string(asymmetric.second) + ") != A(" +
                             std::to_string(asymmetric.second) + ", " + std::to_string(asymmetric.first) + ")");
   }
-  s.path = rung_path(options, kind, s.engine->n(), auto_min_n);
-  if (kind == FactorKind::Cholesky && options.structure == Structure::Auto) {
-    s.lu_after_cholesky = true;
-    s.lu_path = rung_path(options, FactorKind::Lu, s.engine->n(), auto_min_n);
-  }
+  s.ladder = std::make_unique<solvers_detail::SquareLadder>(
+      options, kind, kind == FactorKind::Cholesky && options.structure == Structure::Auto, s.engine->n(), auto_min_n);
   s.norm_a = s.engine->norm_inf();
   s.badly_scaled = s.engine->badly_scaled();
 }
@@ -295,10 +262,11 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
     if (!solvers_detail::fp64_factorization(attempt)) cheaper_tried = true;
   };
   while (true) {
+    solvers_detail::SquareLadder& ladder = *s.ladder;
     if (!s.factored) {
-      if (s.next >= s.path.size()) break;  // every factorization tried
+      if (ladder.exhausted()) break;  // every factorization tried
       Attempt attempt;
-      const Rung rung = s.path[s.next++];
+      const solvers_detail::Rung rung = ladder.take();
       attempt.factor = rung.kind;
       attempt.precision = rung.precision;
       attempt.refinement = resolve_refinement(s.options.refinement);
@@ -309,13 +277,13 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
                            " (n = " + std::to_string(s.engine->n()) + ")");
       const auto t0 = Clock::now();
       attempt.range_scaled = s.options.range_scaling && range_limited(attempt.precision);
-      const bool reuse_order = s.options.reuse_pivot_order && !s.reused_order_failed && !cholesky;
+      const bool reuse_order = s.options.reuse_pivot_order && ladder.order_reuse_allowed() && !cholesky;
       // The probe (SolveOptions::probe_pivot_ratio) judges a cheaper LU where something higher
       // remains; the same bound stops one of FP32 accuracy whose pivots collapse.
       const std::int64_t n = s.engine->n();
       const double unit_roundoff = solvers_detail::unit_roundoff(attempt.precision, s.options.ozaki_bits);
       const double probe_below = s.options.probe_pivot_ratio * unit_roundoff / 0x1p-24;
-      const bool may_probe = attempt.precision != Precision::FP64 && s.next < s.path.size() && probe_below > 0 &&
+      const bool may_probe = attempt.precision != Precision::FP64 && ladder.higher_remains() && probe_below > 0 &&
                              n > s.options.gmres_max_inner && n >= 4 * solvers_detail::kProbeColumns;
       const double collapse_below =
           may_probe && std::isfinite(probe_below) && unit_roundoff <= 0x1p-24 && !cholesky ? probe_below : 0.0;
@@ -334,9 +302,8 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
           throw SingularMatrix("solve: A is singular: zero pivot in column " + std::to_string(f.zero_pivot_column) +
                                    " of the FP64 LU factorization",
                                f.zero_pivot_column);
-        const bool not_spd = f.status == StopReason::NotPositiveDefinite &&
-                             (solvers_detail::fp64_factorization(attempt) || clearly_indefinite(f, n, unit_roundoff));
-        if (not_spd && !s.lu_after_cholesky && solvers_detail::fp64_factorization(attempt))
+        if (ladder.after_breakdown(attempt, f, n, unit_roundoff) ==
+            solvers_detail::SquareLadder::AfterBreakdown::NotPositiveDefinite)
           throw NotPositiveDefinite("solve: A is not positive definite: pivot " + number(f.breakdown_pivot) +
                                         " in column " + std::to_string(f.zero_pivot_column) +
                                         " of the FP64 Cholesky factorization (structure spd)",
@@ -345,11 +312,6 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
         attempt.zero_pivot_column = f.zero_pivot_column;
         attempt.collapsed_at_column = f.collapsed_at_column;
         give_up(attempt);
-        if (not_spd && s.lu_after_cholesky) {  // Structure::Auto: the LU path takes over
-          s.path.resize(s.next);
-          s.path.insert(s.path.end(), s.lu_path.begin(), s.lu_path.end());
-          s.lu_after_cholesky = false;
-        }
         continue;
       }
       // Weak factors end the attempt before any refinement. Screened by the pivot ratio.
@@ -388,7 +350,7 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       s.options.progress("refinement " + to_string(attempt.refinement) + " with " + to_string(attempt.precision) +
                          " factors (" + std::to_string(b.cols) + " right-hand side" + (b.cols > 1 ? "s)" : ")"));
     const auto t1 = Clock::now();
-    const bool higher_rung = s.next < s.path.size() && !solvers_detail::fp64_factorization(attempt);
+    const bool higher_rung = ladder.higher_remains() && !solvers_detail::fp64_factorization(attempt);
     // Under Refinement::Auto a classic refinement that stalls gets GMRES-IR with the same factors
     // before anything is refactored: the LU may be good enough as a preconditioner although its
     // contraction (~ cond * u * growth) is too close to 1 for classic IR (FP32-accurate LUs from
@@ -396,7 +358,7 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
     // on the path: refactoring one rung up then costs about as much as the retry and converges
     // where it does not (H100, n = 16384 and 32768, a path FP16 -> FP32 -> FP64: every FP16 retry
     // from cond 1e4 fails or runs out of budget after 50-81 GMRES iterations, and FP32 converges).
-    const bool cheaper_rung_left = s.next < s.path.size() && s.path[s.next].precision != Precision::FP64;
+    const bool cheaper_rung_left = ladder.cheaper_remains();
     const bool gmres_may_follow = s.options.refinement == Refinement::Auto &&
                                   attempt.refinement == Refinement::Classic &&
                                   !solvers_detail::fp64_factorization(attempt) && !cheaper_rung_left;
@@ -428,13 +390,11 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       continue;
     }
     if (attempt.precision == Precision::FP64 && attempt.pivot_order == PivotOrder::Reused) {
-      // The reused order's growth may be what stopped it: once more with partial pivoting.
-      s.reused_order_failed = true;
-      s.path.insert(s.path.begin() + std::ptrdiff_t(s.next), Rung{FactorKind::Lu, Precision::FP64});
+      ladder.redo_fp64_lu_with_partial_pivoting();
       s.factored = false;
       continue;
     }
-    if (solvers_detail::fp64_factorization(attempt) || s.next >= s.path.size()) break;  // nothing higher to try
+    if (solvers_detail::fp64_factorization(attempt) || ladder.exhausted()) break;  // nothing higher to try
     s.factored = false;  // escalate
     cheaper_tried = true;
   }
