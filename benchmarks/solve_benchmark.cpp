@@ -17,7 +17,9 @@
 //     format (SolveOptions::krylov_basis_format), e.g. "auto@slfp64in32b"; "-store:<format>" before
 //     it reads the FP32-stored factors in that slfp format (SolveOptions::factor_storage), e.g.
 //     "fp16-store:slfp32in24b"; "-spd" sets SolveOptions::structure to Spd (the Cholesky rungs),
-//     "-structure-auto" to Auto, e.g. "auto-spd", "fp16x3-spd".
+//     "-structure-auto" to Auto, e.g. "auto-spd", "fp16x3-spd". A method with '=' is read by
+//     the options table instead (mixsolve/solvers/options.hpp), its fields joined by ';' (',' joins
+//     the methods): "precision=fp16x3;structure=spd;max-iterations=10".
 // --block sets SolveOptions::block_size (the LU panel width; 0: the library's choice).
 // --dgetrf false leaves dgetrf+getrs out of the LAWN-41 tables (its "speedup" column is then nan):
 // for SPD runs at large n, where dpotrf+potrs is the baseline that counts.
@@ -52,6 +54,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -66,6 +69,7 @@
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/matgen/application_matrices.hpp"
 #include "mixsolve/matgen/test_matrices.hpp"
+#include "mixsolve/solvers/options.hpp"
 #include "mixsolve/solvers/solve.hpp"
 #include "solver_tuning_environment.hpp"
 
@@ -295,6 +299,10 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
   // SolveOptions::range_scaling off, "auto-no-reuse" SolveOptions::reuse_pivot_order; "-probe-all"
   // probes every cheap attempt, "-no-probe" none (SolveOptions::probe_pivot_ratio).
   std::string name = precision;
+  if (name.find('=') != std::string::npos) {  // "precision=fp16x3;structure=spd": the options table
+    options = parse_solve_options(std::regex_replace(name, std::regex(";"), ","), options);
+    name.clear();
+  }
   const auto strip_suffix = [&](const std::string& suffix) {
     const bool found = name.size() > suffix.size() &&
                        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -322,8 +330,8 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
     name.resize(bits);
   }
   const std::size_t colon = name.find(':');
-  options.factorization = parse_precision(name.substr(0, colon));
-  if (colon != std::string::npos) {
+  if (!name.empty()) options.factorization = parse_precision(name.substr(0, colon));
+  if (!name.empty() && colon != std::string::npos) {
     options.auto_path.clear();
     std::stringstream list(name.substr(colon + 1));
     for (std::string name; std::getline(list, name, '+');) options.auto_path.push_back(parse_precision(name));

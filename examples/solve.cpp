@@ -2,13 +2,12 @@
 // Solve A X = B with mixsolve and print the report.
 //
 //   solve [--matrix svd_geo] [--n 256] [--cond 1e6] [--seed 1] [--scale 1] [--nrhs 1]
-//         [--mtx FILE.mtx] [--precision auto] [--auto-path fp32] [--structure general|spd|auto]
-//         [--refinement auto] [--stop-test attainable|lapack]
-//         [--condition-estimate never|when-not-converged|always]
-//         [--max-iterations 30]
-//         [--gmres-restart 50] [--gmres-max-inner 200]
-//         [--tolerance-factor 1] [--no-fallback] [--no-range-scaling] [--no-reuse-pivot-order] [--block 0]
-//         [--probe-pivot-ratio 1e-4] [--ozaki-bits 40] [--device host|gpu]
+//         [--mtx FILE.mtx] [--device host|gpu] [solver options]
+//
+// The solver options are SolveOptions' fields by their names in mixsolve/solvers/options.hpp
+// (solve --help lists them): --precision fp16x3 --structure spd --max-iterations 10, or
+// --options "precision=fp16x3,structure=spd"; --no-fallback, --no-range-scaling and
+// --no-reuse-pivot-order set those switches off.
 //
 // On the host (the default device) the cheap precisions' products run through gemm/'s bit-exact
 // models of the tensor cores, slow beyond a few hundred rows; --device gpu for large n.
@@ -19,9 +18,11 @@
 // GPU (generated there for large n) and the GPU engine solves.
 #include <cholmod.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -32,6 +33,7 @@
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/matgen/test_matrices.hpp"
 #include "mixsolve/gemm/registry.hpp"
+#include "mixsolve/solvers/options.hpp"
 #include "mixsolve/solvers/solve.hpp"
 
 using namespace mixsolve;
@@ -89,34 +91,41 @@ std::vector<double> read_matrix_market(const std::string& path, std::int64_t& n)
 
 constexpr const char* kUsage =
     "solve [--matrix svd_geo] [--n 256] [--cond 1e6] [--seed 1] [--scale 1] [--nrhs 1]\n"
-    "      [--mtx FILE.mtx] [--precision auto] [--auto-path fp32] [--structure general|spd|auto]\n"
-    "      [--refinement auto]\n"
-    "      [--stop-test attainable|lapack] [--condition-estimate never|when-not-converged|always]\n"
-    "      [--max-iterations 30] [--gmres-restart 50] [--gmres-max-inner 200] [--tolerance-factor 1]\n"
-    "      [--no-fallback] [--no-range-scaling] [--no-reuse-pivot-order] [--block 0]\n"
-    "      [--probe-pivot-ratio 1e-4] [--ozaki-bits 40] [--device host|gpu]\n";
+    "      [--mtx FILE.mtx] [--device host|gpu] [--allow-slow-generation]\n"
+    "      solver options: --<field> <value> for any field below, or --options \"field=value,...\";\n"
+    "      --auto-path also takes precisions joined by ','; --block is --block-size;\n"
+    "      --no-fallback, --no-range-scaling, --no-reuse-pivot-order set those fields to false.\n";
 
-// Throws InvalidArgument naming an argument that is not an option above, or an option without its
-// value: a mistyped option must not be ignored.
-void check_arguments(int argc, char** argv) {
-  static const char* const with_value[] = {
-      "matrix", "n", "cond", "seed", "scale", "nrhs", "mtx", "precision", "auto-path", "structure", "refinement",
-      "stop-test",
-      "condition-estimate", "max-iterations", "gmres-restart", "gmres-max-inner", "tolerance-factor", "block",
-      "probe-pivot-ratio", "ozaki-bits", "device"};
-  static const char* const flags[] = {"no-fallback", "no-range-scaling", "no-reuse-pivot-order"};
+// The example's own arguments that take a value, and its switches.
+const std::vector<std::string> kOwnWithValue = {"matrix", "n", "cond", "seed", "scale", "nrhs", "mtx", "device"};
+const std::vector<std::string> kSwitches = {"no-fallback", "no-range-scaling", "no-reuse-pivot-order",
+                                            "allow-slow-generation"};
+
+// The solver's options from the command line (mixsolve/solvers/options.hpp: one table of fields).
+// Throws InvalidArgument naming an argument that is neither the example's nor a field, an option
+// without its value, or a value the field does not take: a mistyped option must not be ignored.
+SolveOptions solver_options(int argc, char** argv) {
+  SolveOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    bool known = false;
-    for (const char* name : flags) known = known || arg == std::string("--") + name;
-    for (const char* name : with_value) {
-      if (arg != std::string("--") + name) continue;
-      if (i + 1 >= argc) throw InvalidArgument("solve: " + arg + " needs a value");
-      known = true;
-      ++i;
+    if (arg.rfind("--", 0) != 0) throw InvalidArgument("solve: unknown argument \"" + arg + "\"; usage:\n" + kUsage);
+    const std::string name = arg.substr(2);
+    if (std::find(kSwitches.begin(), kSwitches.end(), name) != kSwitches.end()) {
+      if (name != "allow-slow-generation") set_solve_option(options, name.substr(3), "false");  // "no-..."
+      continue;
     }
-    if (!known) throw InvalidArgument("solve: unknown argument \"" + arg + "\"; usage:\n" + kUsage);
+    const bool own = std::find(kOwnWithValue.begin(), kOwnWithValue.end(), name) != kOwnWithValue.end();
+    bool field = name == "options" || name == "block";
+    for (const SolveOptionField& f : solve_option_fields()) field = field || f.name == name;
+    if (!own && !field) throw InvalidArgument("solve: unknown argument \"" + arg + "\"; usage:\n" + kUsage);
+    if (i + 1 >= argc) throw InvalidArgument("solve: " + arg + " needs a value");
+    std::string value = argv[++i];
+    if (own) continue;
+    if (name == "options") options = parse_solve_options(value, options);
+    else if (name == "auto-path") set_solve_option(options, name, std::regex_replace(value, std::regex(","), "+"));
+    else set_solve_option(options, name == "block" ? "block-size" : name, value);
   }
+  return options;
 }
 
 }  // namespace
@@ -124,31 +133,11 @@ void check_arguments(int argc, char** argv) {
 int main(int argc, char** argv) try {
   if (flag(argc, argv, "help")) {
     std::printf("%s", kUsage);
+    for (const SolveOptionField& f : solve_option_fields())
+      std::printf("  --%-22s %s: %s\n", f.name.c_str(), f.values.c_str(), f.description.c_str());
     return 0;
   }
-  check_arguments(argc, argv);
-  SolveOptions options;
-  options.factorization = parse_precision(option(argc, argv, "precision", "auto"));
-  if (const std::string path = option(argc, argv, "auto-path", ""); !path.empty()) {  // else the library's default
-    options.auto_path.clear();
-    std::stringstream list(path);
-    for (std::string name; std::getline(list, name, ',');) options.auto_path.push_back(parse_precision(name));
-  }
-  options.structure = parse_structure(option(argc, argv, "structure", "general"));
-  options.refinement = parse_refinement(option(argc, argv, "refinement", "auto"));
-  options.stop_test = parse_stop_test(option(argc, argv, "stop-test", "attainable"));
-  options.condition_estimate = parse_condition_estimate(option(argc, argv, "condition-estimate", "when-not-converged"));
-  options.max_iterations = std::stoi(option(argc, argv, "max-iterations", "30"));
-  options.gmres_restart = std::stoi(option(argc, argv, "gmres-restart", std::to_string(options.gmres_restart)));
-  options.gmres_max_inner = std::stoi(option(argc, argv, "gmres-max-inner", std::to_string(options.gmres_max_inner)));
-  options.tolerance_factor = std::stod(option(argc, argv, "tolerance-factor", "1"));
-  options.fallback = !flag(argc, argv, "no-fallback");
-  options.range_scaling = !flag(argc, argv, "no-range-scaling");
-  options.reuse_pivot_order = !flag(argc, argv, "no-reuse-pivot-order");
-  options.probe_pivot_ratio =
-      std::stod(option(argc, argv, "probe-pivot-ratio", std::to_string(options.probe_pivot_ratio)));
-  options.block_size = std::stoi(option(argc, argv, "block", "0"));
-  options.ozaki_bits = std::stoi(option(argc, argv, "ozaki-bits", std::to_string(options.ozaki_bits)));
+  SolveOptions options = solver_options(argc, argv);
   const auto t_start = std::chrono::steady_clock::now();
   options.progress = [&](const std::string& phase) {
     std::printf("[%8.3f s] %s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(),

@@ -17,6 +17,7 @@
 #include "engine.hpp"
 #include "precisions.hpp"
 #include "refinement/refinement.hpp"
+#include "driver/option_checks.hpp"
 #include "driver/square_ladder.hpp"
 
 namespace mixsolve {
@@ -113,47 +114,7 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
   if (a.rows != a.cols)
     throw InvalidArgument(std::string(where) + ": A is " + std::to_string(a.rows) + " x " + std::to_string(a.cols) +
                           ", not square");
-  if (options.max_iterations < 0)
-    throw InvalidArgument(std::string(where) + ": max_iterations (" + std::to_string(options.max_iterations) + ") < 0");
-  if (options.auto_min_n < -1)
-    throw InvalidArgument(std::string(where) + ": auto_min_n (" + std::to_string(options.auto_min_n) +
-                          ") < -1 (-1: the engine's choice)");
-  if (options.gmres_restart < 1)
-    throw InvalidArgument(std::string(where) + ": gmres_restart (" + std::to_string(options.gmres_restart) + ") < 1");
-  if (options.gmres_max_inner < 1)
-    throw InvalidArgument(std::string(where) + ": gmres_max_inner (" + std::to_string(options.gmres_max_inner) +
-                          ") < 1");
-  if (options.block_size < 0)
-    throw InvalidArgument(std::string(where) + ": block_size (" + std::to_string(options.block_size) +
-                          ") < 0 (0: the memory space's choice)");
-  // 0 (never probe), a positive ratio, or INFINITY (probe every attempt that may be probed).
-  if (std::isnan(options.probe_pivot_ratio))
-    throw InvalidArgument(std::string(where) + ": probe_pivot_ratio (" + number(options.probe_pivot_ratio) +
-                          ") is NaN (0: never probe, INFINITY: always)");
-  if (options.probe_pivot_ratio < 0)
-    throw InvalidArgument(std::string(where) + ": probe_pivot_ratio (" + number(options.probe_pivot_ratio) + ") < 0");
-  // FP32 itself, or an SLFP format no wider than FP32.
-  const slfp::Format storage = options.factor_storage;
-  if (storage != slfp::Format::Fp32 && (storage == slfp::Format::Fp64 || slfp::container_bits(storage) > 32))
-    throw InvalidArgument(std::string(where) + ": factor_storage (" + slfp::to_string(options.factor_storage) +
-                          ") is not fp32, slfp32in24b, slfp32in16b, slfp64in32b, slfp64in24b or slfp64in16b");
-  if (!slfp::fp64_based(options.krylov_basis_format))
-    throw InvalidArgument(std::string(where) + ": krylov_basis_format (" + slfp::to_string(options.krylov_basis_format) +
-                          ") is FP32-based; the basis needs an fp64 or slfp64 format");
-  if (options.factorization == Precision::Auto) {
-    if (options.auto_path.empty()) throw InvalidArgument(std::string(where) + ": auto_path is empty");
-    for (std::size_t i = 0; i < options.auto_path.size(); ++i)
-      if (options.auto_path[i] == Precision::Auto)
-        throw InvalidArgument(std::string(where) + ": auto_path[" + std::to_string(i) + "] is auto");
-  }
-  if (options.ozaki_bits < kOzakiMinBits || options.ozaki_bits > kOzakiMaxBits)
-    throw InvalidArgument(std::string(where) + ": ozaki_bits (" + std::to_string(options.ozaki_bits) + ") outside [" +
-                          std::to_string(kOzakiMinBits) + ", " + std::to_string(kOzakiMaxBits) + "]");
-  if (!(options.tolerance_factor > 0))
-    throw InvalidArgument(std::string(where) + ": tolerance_factor (" + std::to_string(options.tolerance_factor) + ") <= 0");
-  if (!std::isfinite(options.tolerance_factor))  // an infinite one would call every iterate converged
-    throw InvalidArgument(std::string(where) + ": tolerance_factor (" + number(options.tolerance_factor) +
-                          ") is not finite");
+  solvers_detail::check_solve_options(where, options);
   State& s = *state_;
   s.ctx = &ctx;
   s.options = options;

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// @file
+/// SolveOptions as text, from one table of its fields: "precision=fp16x3,refinement=gmres" sets
+/// two fields and leaves the rest as they were; to_string gives every field back in that form.
+/// The examples and benchmarks read their solver options through it.
+///
+///   mixsolve::SolveOptions o = mixsolve::parse_solve_options("structure=spd,max-iterations=10");
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "mixsolve/solvers/solve.hpp"
+
+namespace mixsolve {
+
+/// One field of SolveOptions as text (solve.hpp documents each field).
+struct SolveOptionField {
+  /// The name in text: the field's name with '-' for '_' ("max-iterations"; "precision" is
+  /// SolveOptions::factorization).
+  std::string name;
+  /// What it takes: the names it reads ("auto, fp64, ...") or a number's range.
+  std::string values;
+  /// A line on what it sets.
+  std::string description;
+};
+
+/// Every field parse_solve_options reads, in SolveOptions' order (progress, a callback, is not
+/// among them).
+/// @return the table.
+const std::vector<SolveOptionField>& solve_option_fields();
+
+/// Sets one field of `options` from text.
+/// @param options the options to change.
+/// @param name    a field's name (solve_option_fields()).
+/// @param value   its value: a name the field reads, a number, "true" or "false" for a switch, a
+///                list of precisions joined by '+' for auto-path ("fp16+fp32"), "inf" for an
+///                infinite probe-pivot-ratio.
+/// @throws InvalidArgument naming the field and the value where the name is no field's, the value
+///                         is not of the field's kind or lies outside the field's range (the
+///                         ranges Factorization's constructor checks).
+void set_solve_option(SolveOptions& options, const std::string& name, const std::string& value);
+
+/// Reads "name=value,name=value,..." (set_solve_option for each in turn) over `base`.
+/// @param text  the fields to set, separated by ','; empty: none.
+/// @param base  the options the text changes.
+/// @return base with the fields set.
+/// @throws InvalidArgument naming the item for an item without '=', and as set_solve_option.
+SolveOptions parse_solve_options(const std::string& text, SolveOptions base = {});
+
+/// Every field of the table in parse_solve_options' form; parse_solve_options(to_string(o)) gives
+/// back o's fields (progress aside).
+/// @param options the options.
+/// @return "precision=auto,structure=general,...".
+std::string to_string(const SolveOptions& options);
+
+}  // namespace mixsolve

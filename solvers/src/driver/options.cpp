@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// SolveOptions as text (options.hpp): one table of fields, each with its name, what it reads, and
+// how it reads and writes the field; the ranges of the fields (option_checks.hpp).
+#include "mixsolve/solvers/options.hpp"
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "driver/option_checks.hpp"
+#include "mixsolve/core/error.hpp"
+
+namespace mixsolve {
+
+namespace {
+
+// A double for a message or for to_string: the shortest text that reads back as it ("inf" too).
+std::string number(double v) {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  std::ostringstream text;
+  text.precision(17);
+  text << v;
+  for (int digits = 1; digits <= 17; ++digits) {  // the fewest digits that read back exactly
+    std::ostringstream shorter;
+    shorter.precision(digits);
+    shorter << v;
+    if (std::stod(shorter.str()) == v) return shorter.str();
+  }
+  return text.str();
+}
+
+}  // namespace
+
+namespace solvers_detail {
+
+void check_solve_options(const char* where, const SolveOptions& options) {
+  if (options.structure != Structure::General && options.structure != Structure::Spd &&
+      options.structure != Structure::Auto)
+    throw InvalidArgument(std::string(where) + ": structure (" + std::to_string(int(options.structure)) +
+                          ") is not general, spd or auto");
+  if (options.max_iterations < 0)
+    throw InvalidArgument(std::string(where) + ": max_iterations (" + std::to_string(options.max_iterations) + ") < 0");
+  if (options.auto_min_n < -1)
+    throw InvalidArgument(std::string(where) + ": auto_min_n (" + std::to_string(options.auto_min_n) +
+                          ") < -1 (-1: the engine's choice)");
+  if (options.gmres_restart < 1)
+    throw InvalidArgument(std::string(where) + ": gmres_restart (" + std::to_string(options.gmres_restart) + ") < 1");
+  if (options.gmres_max_inner < 1)
+    throw InvalidArgument(std::string(where) + ": gmres_max_inner (" + std::to_string(options.gmres_max_inner) +
+                          ") < 1");
+  if (options.block_size < 0)
+    throw InvalidArgument(std::string(where) + ": block_size (" + std::to_string(options.block_size) +
+                          ") < 0 (0: the memory space's choice)");
+  // 0 (never probe), a positive ratio, or INFINITY (probe every attempt that may be probed).
+  if (std::isnan(options.probe_pivot_ratio))
+    throw InvalidArgument(std::string(where) + ": probe_pivot_ratio (" + number(options.probe_pivot_ratio) +
+                          ") is NaN (0: never probe, INFINITY: always)");
+  if (options.probe_pivot_ratio < 0)
+    throw InvalidArgument(std::string(where) + ": probe_pivot_ratio (" + number(options.probe_pivot_ratio) + ") < 0");
+  // FP32 itself, or an SLFP format no wider than FP32.
+  const slfp::Format storage = options.factor_storage;
+  if (storage != slfp::Format::Fp32 && (storage == slfp::Format::Fp64 || slfp::container_bits(storage) > 32))
+    throw InvalidArgument(std::string(where) + ": factor_storage (" + slfp::to_string(options.factor_storage) +
+                          ") is not fp32, slfp32in24b, slfp32in16b, slfp64in32b, slfp64in24b or slfp64in16b");
+  if (!slfp::fp64_based(options.krylov_basis_format))
+    throw InvalidArgument(std::string(where) + ": krylov_basis_format (" + slfp::to_string(options.krylov_basis_format) +
+                          ") is FP32-based; the basis needs an fp64 or slfp64 format");
+  if (options.factorization == Precision::Auto) {
+    if (options.auto_path.empty()) throw InvalidArgument(std::string(where) + ": auto_path is empty");
+    for (std::size_t i = 0; i < options.auto_path.size(); ++i)
+      if (options.auto_path[i] == Precision::Auto)
+        throw InvalidArgument(std::string(where) + ": auto_path[" + std::to_string(i) + "] is auto");
+  }
+  if (options.ozaki_bits < kOzakiMinBits || options.ozaki_bits > kOzakiMaxBits)
+    throw InvalidArgument(std::string(where) + ": ozaki_bits (" + std::to_string(options.ozaki_bits) + ") outside [" +
+                          std::to_string(kOzakiMinBits) + ", " + std::to_string(kOzakiMaxBits) + "]");
+  if (!(options.tolerance_factor > 0))
+    throw InvalidArgument(std::string(where) + ": tolerance_factor (" + std::to_string(options.tolerance_factor) + ") <= 0");
+  if (!std::isfinite(options.tolerance_factor))  // an infinite one would call every iterate converged
+    throw InvalidArgument(std::string(where) + ": tolerance_factor (" + number(options.tolerance_factor) +
+                          ") is not finite");
+}
+
+}  // namespace solvers_detail
+
+namespace {
+
+// One row of the table: the field's text form and how it reads and writes the field.
+struct Field {
+  SolveOptionField text;
+  std::function<std::string(const SolveOptions&)> get;
+  std::function<void(SolveOptions&, const std::string&)> set;
+};
+
+// The value as the number type of a field; InvalidArgument naming the field for anything else.
+template <class T>
+T read_number(const std::string& name, const std::string& value) {
+  try {
+    std::size_t used = 0;
+    T v;
+    if constexpr (std::is_floating_point_v<T>) {
+      v = (value == "inf" || value == "INFINITY") ? std::numeric_limits<T>::infinity() : T(std::stod(value, &used));
+      if (value == "inf" || value == "INFINITY") used = value.size();
+    } else {
+      const long long wide = std::stoll(value, &used);
+      if (wide < std::numeric_limits<T>::min() || wide > std::numeric_limits<T>::max()) throw std::out_of_range(value);
+      v = T(wide);
+    }
+    if (used != value.size()) throw std::invalid_argument(value);
+    return v;
+  } catch (const std::logic_error&) {
+    throw InvalidArgument("solve options: " + name + " = \"" + value + "\" is not " +
+                          (std::is_floating_point_v<T> ? "a number" : "an integer"));
+  }
+}
+
+bool read_switch(const std::string& name, const std::string& value) {
+  if (value == "true" || value == "1") return true;
+  if (value == "false" || value == "0") return false;
+  throw InvalidArgument("solve options: " + name + " = \"" + value + "\" is not true or false");
+}
+
+const std::vector<Field>& fields() {
+  // The names each enumeration reads come from its own to_string / parse_* (solve.hpp).
+  static const std::vector<Field> table = {
+      {{"precision", "auto, fp64, fp32, tf32, fp16, bf16, halfhalf, tf32tf32, fp16x3, ozaki",
+        "SolveOptions::factorization: one precision, or auto (auto-path)"},
+       [](const SolveOptions& o) { return to_string(o.factorization); },
+       [](SolveOptions& o, const std::string& v) { o.factorization = parse_precision(v); }},
+      {{"structure", "general, spd, auto", "LU, Cholesky (A symmetric), or Cholesky where A is symmetric"},
+       [](const SolveOptions& o) { return to_string(o.structure); },
+       [](SolveOptions& o, const std::string& v) { o.structure = parse_structure(v); }},
+      {{"auto-path", "precisions joined by '+', e.g. fp16+fp32", "the cheap rungs auto tries, in order"},
+       [](const SolveOptions& o) {
+         std::string s;
+         for (Precision p : o.auto_path) s += (s.empty() ? "" : "+") + to_string(p);
+         return s;
+       },
+       [](SolveOptions& o, const std::string& v) {
+         o.auto_path.clear();
+         std::stringstream list(v);
+         for (std::string name; std::getline(list, name, '+');) o.auto_path.push_back(parse_precision(name));
+       }},
+      {{"auto-min-n", "integer >= -1", "auto factors smaller matrices in FP64 at once (-1: the engine's choice)"},
+       [](const SolveOptions& o) { return std::to_string(o.auto_min_n); },
+       [](SolveOptions& o, const std::string& v) { o.auto_min_n = read_number<std::int64_t>("auto-min-n", v); }},
+      {{"refinement", "none, classic, gmres, auto", "the refinement method"},
+       [](const SolveOptions& o) { return to_string(o.refinement); },
+       [](SolveOptions& o, const std::string& v) { o.refinement = parse_refinement(v); }},
+      {{"stop-test", "attainable, lapack", "when refinement ends for a right-hand side"},
+       [](const SolveOptions& o) { return to_string(o.stop_test); },
+       [](SolveOptions& o, const std::string& v) { o.stop_test = parse_stop_test(v); }},
+      {{"tolerance-factor", "number > 0, finite", "scales the LAPACK test"},
+       [](const SolveOptions& o) { return number(o.tolerance_factor); },
+       [](SolveOptions& o, const std::string& v) { o.tolerance_factor = read_number<double>("tolerance-factor", v); }},
+      {{"max-iterations", "integer >= 0", "refinement steps per attempt"},
+       [](const SolveOptions& o) { return std::to_string(o.max_iterations); },
+       [](SolveOptions& o, const std::string& v) { o.max_iterations = read_number<int>("max-iterations", v); }},
+      {{"gmres-restart", "integer >= 1", "GMRES's restart length"},
+       [](const SolveOptions& o) { return std::to_string(o.gmres_restart); },
+       [](SolveOptions& o, const std::string& v) { o.gmres_restart = read_number<int>("gmres-restart", v); }},
+      {{"gmres-max-inner", "integer >= 1", "GMRES iterations per outer step and right-hand side, and its budget"},
+       [](const SolveOptions& o) { return std::to_string(o.gmres_max_inner); },
+       [](SolveOptions& o, const std::string& v) { o.gmres_max_inner = read_number<int>("gmres-max-inner", v); }},
+      {{"krylov-basis-format", "fp64, slfp64in56b .. slfp64in16b", "the format GMRES stores its basis in"},
+       [](const SolveOptions& o) { return std::string(slfp::to_string(o.krylov_basis_format)); },
+       [](SolveOptions& o, const std::string& v) { o.krylov_basis_format = slfp::parse_format(v); }},
+      {{"factor-storage", "fp32, slfp32in24b, slfp32in16b, slfp64in32b, slfp64in24b, slfp64in16b",
+        "the format refinement reads FP32-stored factors in"},
+       [](const SolveOptions& o) { return std::string(slfp::to_string(o.factor_storage)); },
+       [](SolveOptions& o, const std::string& v) { o.factor_storage = slfp::parse_format(v); }},
+      {{"escalate-by-cost", "true, false", "GMRES gives way to the next rung when refactoring is predicted cheaper"},
+       [](const SolveOptions& o) { return std::string(o.escalate_by_cost ? "true" : "false"); },
+       [](SolveOptions& o, const std::string& v) { o.escalate_by_cost = read_switch("escalate-by-cost", v); }},
+      {{"fallback", "true, false", "an FP64 factorization where the cheaper ones fail"},
+       [](const SolveOptions& o) { return std::string(o.fallback ? "true" : "false"); },
+       [](SolveOptions& o, const std::string& v) { o.fallback = read_switch("fallback", v); }},
+      {{"reuse-pivot-order", "true, false", "the FP64 LU follows the cheaper LU's trusted row order"},
+       [](const SolveOptions& o) { return std::string(o.reuse_pivot_order ? "true" : "false"); },
+       [](SolveOptions& o, const std::string& v) { o.reuse_pivot_order = read_switch("reuse-pivot-order", v); }},
+      {{"probe-pivot-ratio", "0, a positive number, or inf", "the probe's screen (0: never probe, inf: always)"},
+       [](const SolveOptions& o) { return number(o.probe_pivot_ratio); },
+       [](SolveOptions& o, const std::string& v) { o.probe_pivot_ratio = read_number<double>("probe-pivot-ratio", v); }},
+      {{"range-scaling", "true, false", "power-of-two scaling of the FP16, BF16 and fp16x3 factorizations"},
+       [](const SolveOptions& o) { return std::string(o.range_scaling ? "true" : "false"); },
+       [](SolveOptions& o, const std::string& v) { o.range_scaling = read_switch("range-scaling", v); }},
+      {{"condition-estimate", "never, when-not-converged, always", "when to estimate cond(A)"},
+       [](const SolveOptions& o) { return to_string(o.condition_estimate); },
+       [](SolveOptions& o, const std::string& v) { o.condition_estimate = parse_condition_estimate(v); }},
+      {{"block-size", "integer >= 0", "the LU's block size (0: the memory space's choice)"},
+       [](const SolveOptions& o) { return std::to_string(o.block_size); },
+       [](SolveOptions& o, const std::string& v) { o.block_size = read_number<int>("block-size", v); }},
+      {{"ozaki-bits", "integer in [16, 53]", "the bits an Ozaki factorization's emulated updates keep"},
+       [](const SolveOptions& o) { return std::to_string(o.ozaki_bits); },
+       [](SolveOptions& o, const std::string& v) { o.ozaki_bits = read_number<int>("ozaki-bits", v); }},
+  };
+  return table;
+}
+
+}  // namespace
+
+const std::vector<SolveOptionField>& solve_option_fields() {
+  static const std::vector<SolveOptionField> text = [] {
+    std::vector<SolveOptionField> out;
+    for (const Field& f : fields()) out.push_back(f.text);
+    return out;
+  }();
+  return text;
+}
+
+void set_solve_option(SolveOptions& options, const std::string& name, const std::string& value) {
+  for (const Field& f : fields()) {
+    if (f.text.name != name) continue;
+    SolveOptions changed = options;
+    try {
+      f.set(changed, value);
+    } catch (const InvalidArgument& e) {  // a name the field does not read: say which field
+      const std::string what = e.what();
+      if (what.rfind("solve options: ", 0) == 0) throw;
+      throw InvalidArgument("solve options: " + name + " = \"" + value + "\": " + what);
+    }
+    solvers_detail::check_solve_options(("solve options: " + name + " = \"" + value + "\"").c_str(), changed);
+    options = changed;
+    return;
+  }
+  std::string names;
+  for (const Field& f : fields()) names += (names.empty() ? "" : ", ") + f.text.name;
+  throw InvalidArgument("solve options: \"" + name + "\" is not a field (" + names + ")");
+}
+
+SolveOptions parse_solve_options(const std::string& text, SolveOptions base) {
+  std::stringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    if (item.empty()) continue;
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      throw InvalidArgument("solve options: \"" + item + "\" is not name=value");
+    set_solve_option(base, item.substr(0, eq), item.substr(eq + 1));
+  }
+  return base;
+}
+
+std::string to_string(const SolveOptions& options) {
+  std::string s;
+  for (const Field& f : fields()) s += (s.empty() ? "" : ",") + f.text.name + "=" + f.get(options);
+  return s;
+}
+
+}  // namespace mixsolve
