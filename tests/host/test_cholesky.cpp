@@ -143,6 +143,33 @@ TEST(Cholesky, EveryPrecisionIsAsAccurateAsTheFp64CholeskyOnSpdMatrices) {
   EXPECT_EQ(cases, 36);
 }
 
+// The default path (fp16x3 Cholesky, refinement, FP64 Cholesky where that fails) on every SPD
+// family of matgen: the LAWN-41 poev spectra from cond 1e2 to 1e10 and the SPD application
+// families at their defaults and with small nuggets.
+TEST(Cholesky, DefaultPathIsAsAccurateAsTheFp64CholeskyOnEverySpdFamily) {
+  int cases = 0;
+  for (Spectrum spectrum : {Spectrum::Arith, Spectrum::Geo, Spectrum::Cluster0, Spectrum::Cluster1, Spectrum::Logrand})
+    for (double cond : {1e2, 1e6, 1e10}) {
+      SpdProblem p = SpdProblem::test_matrix(poev(spectrum, cond, 20 + cases), 90);
+      SCOPED_TRACE(poev(spectrum, cond).name());
+      const SolveReport r = run(p, Precision::Auto);
+      expect_as_accurate_as_fp64_cholesky(p, r);
+      for (const Attempt& a : r.attempts) EXPECT_EQ(a.factor, FactorKind::Cholesky) << r.summary();
+      ++cases;
+    }
+  for (const char* name : {"cov_se", "cov_se length=0.2 nugget=1e-8 seed=4", "cov_matern32", "cov_matern52 nugget=1e-9",
+                           "elasticity", "toeplitz_ar1", "toeplitz_ar1 rho=0.999", "convdiff peclet=0"}) {
+    const ApplicationSpec spec = ApplicationSpec::parse(name);
+    ASSERT_EQ(spec.structure(), MatrixStructure::Spd) << name;
+    SpdProblem p = SpdProblem::application(name, 100);
+    SCOPED_TRACE(spec.name());
+    const SolveReport r = run(p, Precision::Auto);
+    expect_as_accurate_as_fp64_cholesky(p, r);
+    ++cases;
+  }
+  EXPECT_EQ(cases, 23);
+}
+
 TEST(Cholesky, OddOrdersAndLeadingDimensions) {
   int cases = 0;
   for (std::int64_t n : {1, 2, 15, 17, 33, 64}) {
