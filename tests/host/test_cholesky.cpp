@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "cholesky/host_cholesky.hpp"  // the recursion, against dpotf2
 #include "mixsolve/core/random.hpp"
+#include "mixsolve/gemm/registry.hpp"
 #include "mixsolve/matgen/application_matrices.hpp"
 #include "mixsolve/matgen/test_matrices.hpp"
 #include "mixsolve/solvers/solve.hpp"
@@ -170,9 +172,47 @@ TEST(Cholesky, DefaultPathIsAsAccurateAsTheFp64CholeskyOnEverySpdFamily) {
   EXPECT_EQ(cases, 23);
 }
 
+// The recursion of recursive_cholesky.hpp (the device's too) against dpotf2, in FP64: every
+// leaf width from 1 column on, orders on and off its grid, and the column of a breakdown.
+TEST(Cholesky, RecursionFactorsAsTheUnblockedReference) {
+  Context ctx = Context::host_only();
+  const gemm::Backend& fp64 = gemm::find_backend("host-fp64");
+  int cases = 0;
+  for (std::int64_t n : {1, 5, 16, 17, 100, 300})
+    for (std::int64_t leaf : {1, 3, 16, 128}) {
+      SCOPED_TRACE("n " + std::to_string(n) + ", leaf " + std::to_string(leaf));
+      SpdProblem p = SpdProblem::test_matrix(poev(Spectrum::Geo, 1e3, 40), n);
+      std::vector<double> l = p.a;
+      const solvers_detail::CholeskyBreakdown b = solvers_detail::cholesky_factor(l, n, leaf, fp64, {}, ctx);
+      ASSERT_EQ(b.column, -1);
+      const reference::CholeskyFactors<double> ref = reference::cholesky_factor(p.dense_a());
+      double worst = 0, largest = 0;
+      for (std::int64_t j = 0; j < n; ++j)
+        for (std::int64_t i = j; i < n; ++i) {
+          worst = std::max(worst, std::fabs(l[i + j * n] - ref.l(i, j)));
+          largest = std::max(largest, std::fabs(ref.l(i, j)));
+        }
+      EXPECT_LE(worst, 64 * double(n) * 0x1p-53 * 1e3 * largest);  // a forward error of about n u cond(A)
+      ++cases;
+    }
+  EXPECT_EQ(cases, 24);
+  // A breakdown is found in the column dpotf2 finds it, whichever leaf it lies in.
+  TestMatrixSpec heev = poev(Spectrum::Geo, 1e3, 8);
+  heev.family = MatrixFamily::Heev;
+  SpdProblem q = SpdProblem::test_matrix(heev, 200);
+  const reference::CholeskyFactors<double> ref = reference::cholesky_factor(q.dense_a());
+  ASSERT_GE(ref.not_positive, 0);
+  for (std::int64_t leaf : {1, 7, 16, 64}) {
+    std::vector<double> l = q.a;
+    EXPECT_EQ(solvers_detail::cholesky_factor(l, 200, leaf, fp64, {}, ctx).column, ref.not_positive) << "leaf " << leaf;
+  }
+}
+
 TEST(Cholesky, OddOrdersAndLeadingDimensions) {
   int cases = 0;
-  for (std::int64_t n : {1, 2, 15, 17, 33, 64}) {
+  // With block size 16 the recursion's leaves have 16 columns and its symmetric updates split
+  // beyond 128 rows: n = 300 takes every branch of recursive_cholesky.hpp.
+  for (std::int64_t n : {1, 2, 15, 17, 33, 64, 300}) {
     for (std::int64_t extra : {0, 5}) {
       SCOPED_TRACE("n " + std::to_string(n) + ", lda n + " + std::to_string(extra));
       SpdProblem p = SpdProblem::test_matrix(poev(Spectrum::Geo, 1e3, 9), n, 2, n + extra);
@@ -182,7 +222,7 @@ TEST(Cholesky, OddOrdersAndLeadingDimensions) {
       ++cases;
     }
   }
-  EXPECT_EQ(cases, 12);
+  EXPECT_EQ(cases, 14);
 }
 
 // Powers of ten over +-6 decades on both sides of a well-conditioned SPD matrix: D A D stays

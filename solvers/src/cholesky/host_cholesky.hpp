@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Internal: the host engine's Cholesky (lu/host_engine.cpp): a right-looking blocked A = L L^T of
-// the lower triangle whose trailing updates go through a host GEMM backend (the same models of the
-// tensor-core roundings as the host LU), and the rewrite of L as LU factors, so that the engine's
-// triangular solves, probe and condition estimate serve both kinds (engine.hpp).
+// Internal: the host engine's Cholesky (lu/host_engine.cpp): A = L L^T of the lower triangle by the
+// device's recursion (recursive_cholesky.hpp), its products through a host GEMM backend (the same
+// models of the tensor-core roundings as the host LU), and the rewrite of L as LU factors, so that
+// the engine's triangular solves, probe and condition estimate serve both kinds (engine.hpp).
 #pragma once
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cholesky/recursive_cholesky.hpp"
 #include "mixsolve/core/context.hpp"
 #include "mixsolve/gemm/backend.hpp"
 
@@ -22,36 +23,62 @@ struct CholeskyBreakdown {
   double pivot = 0;
 };
 
-// A = L L^T for the n x n column-major a (leading dimension n) in T's arithmetic: L overwrites
-// the lower triangle, the strict upper triangle is neither read nor kept. Blocks of nb columns:
-// each panel unblocked (the diagonal block's columns in turn, then L21 in the same loop), then
-// A22 -= L21 L21^T through `update` in column blocks of nb, each from its diagonal block down,
-// so the products cover the lower triangle and the diagonal blocks' upper halves only. Stops at
-// the first pivot that is not positive (NaN included).
+// A = L L^T for the n x n column-major a (leading dimension n) in T's arithmetic, by the
+// recursion of recursive_cholesky.hpp with leaves of `leaf` columns: L overwrites the lower
+// triangle, the strict upper triangle is scratch. Leaves and the leaves' triangular solves are
+// unblocked, in T; the products go through `update` with `parameters`. Stops at the first pivot
+// that is not positive (NaN included).
 template <class T>
-CholeskyBreakdown cholesky_factor(std::vector<T>& a, std::int64_t n, int nb, const gemm::Backend& update,
+CholeskyBreakdown cholesky_factor(std::vector<T>& a, std::int64_t n, std::int64_t leaf, const gemm::Backend& update,
                                   const gemm::Parameters& parameters, Context& ctx) {
-  auto at = [&](std::int64_t i, std::int64_t j) -> T& { return a[i + j * n]; };
-  for (std::int64_t j0 = 0; j0 < n; j0 += nb) {
-    const std::int64_t jb = std::min<std::int64_t>(nb, n - j0);
-    for (std::int64_t j = j0; j < j0 + jb; ++j) {
-      const T pivot = at(j, j);
-      if (!(pivot > T(0))) return {j, double(pivot)};
-      const T l = std::sqrt(pivot);
-      at(j, j) = l;
-      const T inv = T(1) / l;
-      for (std::int64_t i = j + 1; i < n; ++i) at(i, j) *= inv;
-      for (std::int64_t c = j + 1; c < j0 + jb; ++c)  // the panel's later columns, lower part
-        for (std::int64_t i = c; i < n; ++i) at(i, c) -= at(i, j) * at(c, j);
+  struct Ops {
+    std::int64_t ld;
+    const gemm::Backend& update;
+    const gemm::Parameters& parameters;
+    Context& ctx;
+    CholeskyBreakdown breakdown;
+    bool stopped() const { return breakdown.column >= 0; }
+    // The unblocked right-looking Cholesky of the m x m leaf.
+    bool factor_leaf(T* l, std::int64_t m, std::int64_t column0) {
+      auto at = [&](std::int64_t i, std::int64_t j) -> T& { return l[i + j * ld]; };
+      for (std::int64_t j = 0; j < m; ++j) {
+        const T pivot = at(j, j);
+        if (!(pivot > T(0))) {
+          breakdown = {column0 + j, double(pivot)};
+          return false;
+        }
+        const T root = std::sqrt(pivot), inverse = T(1) / root;
+        at(j, j) = root;
+        for (std::int64_t i = j + 1; i < m; ++i) at(i, j) *= inverse;
+        for (std::int64_t c = j + 1; c < m; ++c)
+          for (std::int64_t i = c; i < m; ++i) at(i, c) -= at(i, j) * at(c, j);
+      }
+      return true;
     }
-    for (std::int64_t c0 = j0 + jb; c0 < n; c0 += nb) {  // A22 -= L21 L21^T, lower column blocks
-      const std::int64_t cb = std::min<std::int64_t>(nb, n - c0);
-      gemm::GemmArgs<T> g{gemm::Op::N, gemm::Op::T, n - c0, cb, jb, T(-1), &at(c0, j0), n,
-                          &at(c0, j0), n, T(1), &at(c0, c0), n};
-      update.run(ctx, gemm::to_problem(g), parameters, gemm::Execution{g.check_range});
+    // b := b l^-T column by column: x_j = b_j / l_jj, then b_c -= x_j l_cj for the later columns.
+    void solve_leaf(const T* l, std::int64_t columns, T* b, std::int64_t rows) {
+      for (std::int64_t j = 0; j < columns; ++j) {
+        const T inverse = T(1) / l[j + j * ld];
+        for (std::int64_t i = 0; i < rows; ++i) b[i + j * ld] *= inverse;
+        for (std::int64_t c = j + 1; c < columns; ++c) {
+          const T l_cj = l[c + j * ld];
+          for (std::int64_t i = 0; i < rows; ++i) b[i + c * ld] -= b[i + j * ld] * l_cj;
+        }
+      }
     }
-  }
-  return {};
+    // c -= a b^T through the update backend, in chunks of the inner dimension (kMaxUpdateInner).
+    void subtract_product(std::int64_t m, std::int64_t nc, std::int64_t k, const T* pa, const T* pb, T* pc) {
+      for (std::int64_t p0 = 0; p0 < k; p0 += kMaxUpdateInner) {
+        const std::int64_t kc = std::min(kMaxUpdateInner, k - p0);
+        gemm::GemmArgs<T> g{gemm::Op::N, gemm::Op::T, m, nc, kc, T(-1), pa + p0 * ld, ld, pb + p0 * ld, ld,
+                            T(1), pc, ld};
+        update.run(ctx, gemm::to_problem(g), parameters, gemm::Execution{g.check_range});
+      }
+    }
+  };
+  Ops ops{n, update, parameters, ctx, {}};
+  RecursiveCholesky<T, Ops>(ops, n, std::max<std::int64_t>(leaf, 1)).factor(a.data(), n);
+  return ops.breakdown;
 }
 
 // Rewrites a Cholesky factor L (cholesky_factor's lower triangle, diagonal d) in place as the LU

@@ -17,10 +17,10 @@ namespace {
 
 // Leading dimension of a leaf in shared memory: one more than its rows (a warp's lanes walk down
 // a column, conflict-free either way; the padding keeps columns off a common bank stride).
-constexpr int kLeafLd = int(kLeafColumns) + 1;
+constexpr int kLeafLd = int(kCholeskyDeviceLeaf) + 1;
 constexpr int kLeafThreads = 512;
 
-// Factors the m x m leaf (m <= kLeafColumns) at a (leading dimension ld), L into its lower
+// Factors the m x m leaf (m <= kCholeskyDeviceLeaf) at a (leading dimension ld), L into its lower
 // triangle, by the unblocked right-looking Cholesky in T's arithmetic in shared memory. A pivot
 // that is not positive records its column (column0 + j) and value in *verdict and *pivot and
 // ends the kernel; a leaf after an earlier breakdown does nothing.
@@ -145,6 +145,45 @@ DeviceCholesky::~DeviceCholesky() {
   cudaFreeHost(pinned_verdicts_);
 }
 
+// The recursion's operations on the device (recursive_cholesky.hpp), on ctx's stream.
+template <class T>
+struct DeviceCholeskyOps {
+  DeviceCholesky& owner;
+  std::int64_t ld;
+  bool stopped() const { return owner.stopped_; }
+  bool factor_leaf(T* a, std::int64_t m, std::int64_t column0) {
+    const std::size_t shared = std::size_t(kLeafLd) * kCholeskyDeviceLeaf * sizeof(T);
+    // Per call: the attribute belongs to the current device, and a Context may sit on another.
+    MIXSOLVE_CUDA_CHECK(
+        cudaFuncSetAttribute(leaf_cholesky_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+    leaf_cholesky_kernel<T><<<1, kLeafThreads, shared, owner.ctx_.stream()>>>(a, m, ld, column0, owner.verdict_.data(),
+                                                                              owner.pivot_.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    owner.watch_verdicts();
+    return true;  // the verdict comes kVerdictLag leaves later (stopped)
+  }
+  // b := b l^-T by cuBLAS trsm (right side, lower, transposed, non-unit).
+  void solve_leaf(const T* l, std::int64_t columns, T* b, std::int64_t rows) {
+    const T one = 1;
+    if constexpr (std::is_same_v<T, float>)
+      MIXSOLVE_CUBLAS_CHECK(cublasStrsm(owner.ctx_.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
+                                        CUBLAS_DIAG_NON_UNIT, int(rows), int(columns), &one, l, int(ld), b, int(ld)));
+    else
+      MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(owner.ctx_.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
+                                        CUBLAS_DIAG_NON_UNIT, int(rows), int(columns), &one, l, int(ld), b, int(ld)));
+  }
+  // c -= a b^T on the update backend in chunks of the inner dimension (kMaxUpdateInner); no range
+  // check (the engine checks the factors for NaN and Inf).
+  void subtract_product(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c) {
+    for (std::int64_t p0 = 0; p0 < k; p0 += kMaxUpdateInner) {
+      const std::int64_t kc = std::min(kMaxUpdateInner, k - p0);
+      gemm::GemmArgs<T> g{gemm::Op::N, gemm::Op::T, m, n, kc, T(-1), a + p0 * ld, ld, b + p0 * ld, ld, T(1), c, ld,
+                          false};
+      owner.update_->run(owner.ctx_, gemm::to_problem(g), owner.parameters_, gemm::Execution{false});
+    }
+  }
+};
+
 template <class T>
 Breakdown DeviceCholesky::run(T* f, std::int64_t n, std::int64_t ld, const gemm::Backend& update,
                               const gemm::Parameters& parameters) {
@@ -155,7 +194,8 @@ Breakdown DeviceCholesky::run(T* f, std::int64_t n, std::int64_t ld, const gemm:
   leaf_count_ = 0;
   MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(verdict_.data(), 0xff, sizeof(long long), ctx_.stream()));  // -1
   MIXSOLVE_CUDA_CHECK(cudaMemsetAsync(pivot_.data(), 0, sizeof(double), ctx_.stream()));
-  if (n > 0) factor(f, n, ld, 0);
+  DeviceCholeskyOps<T> ops{*this, ld};
+  RecursiveCholesky<T, DeviceCholeskyOps<T>>(ops, ld, kCholeskyDeviceLeaf).factor(f, n);
   Breakdown result;
   long long column = -1;
   MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(&column, verdict_.data(), sizeof column, cudaMemcpyDeviceToHost, ctx_.stream()));
@@ -178,79 +218,6 @@ void DeviceCholesky::watch_verdicts() {
     MIXSOLVE_CUDA_CHECK(cudaEventSynchronize(pending_.front().first));
     if (*pending_.front().second >= 0) stopped_ = true;
     pending_.pop_front();
-  }
-}
-
-template <class T>
-void DeviceCholesky::factor(T* a, std::int64_t m, std::int64_t ld, std::int64_t column0) {
-  if (stopped_) return;
-  if (m <= kLeafColumns) {
-    const std::size_t shared = std::size_t(kLeafLd) * kLeafColumns * sizeof(T);
-    // Per call: the attribute belongs to the current device, and a Context may sit on another.
-    MIXSOLVE_CUDA_CHECK(
-        cudaFuncSetAttribute(leaf_cholesky_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
-    leaf_cholesky_kernel<T><<<1, kLeafThreads, shared, ctx_.stream()>>>(a, m, ld, column0, verdict_.data(),
-                                                                        pivot_.data());
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-    watch_verdicts();
-    return;
-  }
-  // A whole number of leaves in the first half keeps every sub-block's columns aligned.
-  const std::int64_t m1 = std::min(m - 1, (m / 2 + kLeafColumns - 1) / kLeafColumns * kLeafColumns), m2 = m - m1;
-  factor(a, m1, ld, column0);
-  if (stopped_) return;
-  T* a21 = a + m1;
-  solve_right(a, m1, a21, m2, ld);
-  update_lower(a21 + m1 * ld, m2, a21, m1, ld);
-  factor(a21 + m1 * ld, m2, ld, column0 + m1);
-}
-
-// b := b l^-T for the rows x columns block b and the columns x columns lower triangle l.
-// l = [l11 0; l21 l22]: x1 = b1 l11^-T, then b2 -= x1 l21^T and x2 = b2 l22^-T.
-template <class T>
-void DeviceCholesky::solve_right(const T* l, std::int64_t columns, T* b, std::int64_t rows, std::int64_t ld) {
-  if (rows == 0) return;
-  if (columns <= kLeafColumns) {
-    const T one = 1;
-    if constexpr (std::is_same_v<T, float>)
-      MIXSOLVE_CUBLAS_CHECK(cublasStrsm(ctx_.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
-                                        CUBLAS_DIAG_NON_UNIT, int(rows), int(columns), &one, l, int(ld), b, int(ld)));
-    else
-      MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx_.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
-                                        CUBLAS_DIAG_NON_UNIT, int(rows), int(columns), &one, l, int(ld), b, int(ld)));
-    return;
-  }
-  const std::int64_t h = (columns / 2 + kLeafColumns - 1) / kLeafColumns * kLeafColumns;
-  solve_right(l, h, b, rows, ld);
-  gemm(gemm::Op::T, rows, columns - h, h, b, l + h, b + h * ld, ld);  // b2 -= x1 l21^T
-  solve_right(l + h + h * ld, columns - h, b + h * ld, rows, ld);
-}
-
-// The lower triangle of the m x m block c -= a a^T for the m x k block a: diagonal blocks of up
-// to kUpdateLeafRows rows as one GEMM each, the blocks below them as GEMMs of their own.
-template <class T>
-void DeviceCholesky::update_lower(T* c, std::int64_t m, const T* a, std::int64_t k, std::int64_t ld) {
-  if (m == 0 || k == 0) return;
-  if (m <= kUpdateLeafRows) {
-    gemm(gemm::Op::T, m, m, k, a, a, c, ld);
-    return;
-  }
-  const std::int64_t h = (m / 2 + kLeafColumns - 1) / kLeafColumns * kLeafColumns;
-  update_lower(c, h, a, k, ld);
-  gemm(gemm::Op::T, m - h, h, k, a + h, a, c + h, ld);  // c21 -= a2 a1^T
-  update_lower(c + h + h * ld, m - h, a + h, k, ld);
-}
-
-// c -= a b^T on the update backend (op_b is T: b is stored n x k), every operand with leading
-// dimension ld, in chunks of at most kMaxUpdateInner of the inner dimension; no range check (the
-// engine checks the factors for NaN and Inf).
-template <class T>
-void DeviceCholesky::gemm(gemm::Op op_b, std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c,
-                          std::int64_t ld) {
-  for (std::int64_t p0 = 0; p0 < k; p0 += kMaxUpdateInner) {
-    const std::int64_t kc = std::min(kMaxUpdateInner, k - p0);
-    gemm::GemmArgs<T> g{gemm::Op::N, op_b, m, n, kc, T(-1), a + p0 * ld, ld, b + p0 * ld, ld, T(1), c, ld, false};
-    update_->run(ctx_, gemm::to_problem(g), parameters_, gemm::Execution{false});
   }
 }
 

@@ -1,13 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Internal: the device engine's Cholesky A = L L^T (lu/cuda/device_engine.cu), recursive so that
-// nearly all of its arithmetic runs as large GEMMs on the precision's update backend:
-//   factor(A) : A11 = L11 L11^T (factor), L21 = A21 L11^-T (solve_right), A22 -= L21 L21^T
-//               (update_lower), factor(A22),
-// with leaves of kLeafColumns columns factored by one thread block in shared memory. The
-// triangular solve L21 = A21 L11^-T recurses the same way down to cuBLAS trsm on kLeafColumns
-// columns, and the symmetric update down to diagonal blocks of kUpdateLeafRows rows, each one
-// GEMM (its upper half computed too: the strict upper triangle is the factors' scratch, written
-// over by the LU form). Only the lower triangle of A is read.
+// Internal: the device engine's Cholesky A = L L^T (lu/cuda/device_engine.cu) by the recursion of
+// cholesky/recursive_cholesky.hpp, which the host engine follows too: leaves of
+// kCholeskyDeviceLeaf columns factored by one thread block in shared memory, the leaves'
+// triangular solves by cuBLAS trsm, the products on the precision's GEMM backend. Also the rewrite
+// into LU form and the symmetry check of A.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -17,21 +13,13 @@
 #include <deque>
 #include <utility>
 
+#include "cholesky/recursive_cholesky.hpp"
 #include "mixsolve/core/context.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/gemm/backend.hpp"
 
 namespace mixsolve::solvers_detail::device_cholesky {
 
-// Columns of a leaf: an FP64 leaf of 128 x 129 values takes 132 KB of shared memory.
-constexpr std::int64_t kLeafColumns = 128;
-// Diagonal blocks of the symmetric update computed as one GEMM: the upper halves computed in
-// vain cost kUpdateLeafRows / (2 m) of an m x m update.
-constexpr std::int64_t kUpdateLeafRows = 1024;
-// The inner dimension of one update product at most: a longer one is cut into chunks, each
-// accumulated into C, so that a backend's workspace (fp16x3's split operands, (m + n) k 4 bytes)
-// stays near (m + n) 4096 x 4 bytes instead of growing with n^2 (the top update's k is n / 2).
-constexpr std::int64_t kMaxUpdateInner = 4096;
 // Leaves the host may run ahead of the GPU: it reads each leaf's verdict that many leaves later,
 // so a Cholesky that breaks down stops soon after, while the GPU's queue never runs dry.
 constexpr std::size_t kVerdictLag = 2;
@@ -73,14 +61,7 @@ class DeviceCholesky {
 
  private:
   template <class T>
-  void factor(T* a, std::int64_t m, std::int64_t ld, std::int64_t column0);
-  template <class T>
-  void solve_right(const T* l, std::int64_t columns, T* b, std::int64_t rows, std::int64_t ld);
-  template <class T>
-  void update_lower(T* c, std::int64_t m, const T* a, std::int64_t k, std::int64_t ld);
-  template <class T>
-  void gemm(gemm::Op op_b, std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c,
-            std::int64_t ld);
+  friend struct DeviceCholeskyOps;  // the recursion's operations (device_cholesky.cu)
   void watch_verdicts();
 
   Context& ctx_;

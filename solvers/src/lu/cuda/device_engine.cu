@@ -473,7 +473,7 @@ class DeviceEngine final : public DeviceSpace {
       // dgemm-auto decides each product; the plan for the largest update (k capped at
       // kMaxUpdateInner) says whether any was emulated. Its workspace is counted, then given back.
       const std::int64_t half = nf_ / 2;
-      if (gemm::dgemm_auto_choice(ctx_, half, half, std::min(half, device_cholesky::kMaxUpdateInner), ozaki_bits_)
+      if (gemm::dgemm_auto_choice(ctx_, half, half, std::min(half, kMaxUpdateInner), ozaki_bits_)
               .backend == "ozaki2-int8")
         result.emulated_bits = ozaki_bits_;
       ctx_.release_workspace();
