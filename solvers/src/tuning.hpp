@@ -11,7 +11,8 @@ namespace mixsolve::solvers_detail {
 
 struct Tuning {
   // The FP64 LU's route: BySize takes the device engine's blocked LU from kFp64EngineMinN rows on
-  // and cuSOLVER's dgetrf below; Engine forces the engine where its panel kernel fits.
+  // and cuSOLVER's dgetrf below; Engine forces the engine where its panel kernel fits. The FP64
+  // Cholesky takes cuSOLVER's dpotrf but under Engine, which runs the engine's recursion.
   enum class Fp64Route { BySize, Engine, Cusolver };
   Fp64Route fp64_route = Fp64Route::BySize;
   // Panel factorization on its own stream ahead of the trailing updates; off: all on one stream.

@@ -20,6 +20,7 @@
 #include "mixsolve/solvers/solve.hpp"
 #include "reference_solvers.hpp"
 #include "solve_test_problems.hpp"
+#include "tuning.hpp"  // solvers_detail::tuning(): the FP64 Cholesky's two routes
 
 namespace {
 
@@ -66,6 +67,15 @@ std::vector<double> test_matrix(MatrixFamily family, Spectrum spectrum, double c
   generate_test_matrix(s, host_view(a.data(), n, n, n));
   return a;
 }
+
+// Sets the FP64 factorizations' route (Tuning::fp64_route) for a scope, and restores it.
+struct FixedFp64Route {
+  solvers_detail::Tuning::Fp64Route saved = solvers_detail::tuning().fp64_route;
+  explicit FixedFp64Route(solvers_detail::Tuning::Fp64Route route) { solvers_detail::tuning().fp64_route = route; }
+  FixedFp64Route(const FixedFp64Route&) = delete;
+  FixedFp64Route& operator=(const FixedFp64Route&) = delete;
+  ~FixedFp64Route() { solvers_detail::tuning().fp64_route = saved; }
+};
 
 SolveOptions spd_options(Precision p, bool fallback = false, Structure structure = Structure::Spd) {
   SolveOptions o;
@@ -118,18 +128,22 @@ TEST(GpuCholesky, OddOrdersAndLeadingDimensions) {
   int cases = 0;
   for (std::int64_t n : {1, 37, 129, 1001, 2111, 4099}) {
     DeviceSpdProblem prob(test_matrix(MatrixFamily::Poev, Spectrum::Arith, 1e4, 70 + n, n), n, 1, n + 3);
-    for (Precision p : {Precision::Fp16x3, Precision::FP32, Precision::FP64}) {
-      SCOPED_TRACE(to_string(p) + ", n " + std::to_string(n));
-      const SolveReport r = prob.solve_on_device(ctx, spd_options(p));
-      EXPECT_TRUE(r.converged) << r.summary();
-      EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
-      ASSERT_FALSE(r.attempts.empty());
-      EXPECT_EQ(r.attempts.front().factor, FactorKind::Cholesky);
-      ++cases;
-    }
+    for (const char* route : {"", "engine"})  // the FP64 Cholesky by cuSOLVER's dpotrf, or the recursion
+      for (Precision p : {Precision::Fp16x3, Precision::FP32, Precision::FP64}) {
+        if (*route && p != Precision::FP64) continue;
+        SCOPED_TRACE(to_string(p) + (*route ? " (engine)" : "") + ", n " + std::to_string(n));
+        const FixedFp64Route scope(*route ? solvers_detail::Tuning::Fp64Route::Engine
+                                          : solvers_detail::tuning().fp64_route);
+        const SolveReport r = prob.solve_on_device(ctx, spd_options(p));
+        EXPECT_TRUE(r.converged) << r.summary();
+        EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
+        ASSERT_FALSE(r.attempts.empty());
+        EXPECT_EQ(r.attempts.front().factor, FactorKind::Cholesky);
+        ++cases;
+      }
     EXPECT_EQ(prob.da.to_host(), prob.padded()) << "A and the gaps between its columns untouched";
   }
-  EXPECT_EQ(cases, 18);
+  EXPECT_EQ(cases, 24);
 }
 
 // Covariance and Toeplitz matrices of applications, with the default precision path.

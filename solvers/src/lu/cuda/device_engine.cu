@@ -467,7 +467,15 @@ class DeviceEngine final : public DeviceSpace {
     gemm::Parameters parameters;
     if (p == Precision::Ozaki) parameters = {{"bits", ozaki_bits_}};
     const gemm::Backend& update = p == Precision::Ozaki ? ozaki_update_backend() : device_update_backend(p);
-    const device_cholesky::Breakdown breakdown = cholesky_->run(f, nf_, nf_, update, parameters);
+    device_cholesky::Breakdown breakdown;
+    if constexpr (std::is_same_v<T, double>) {
+      // The FP64 Cholesky: cuSOLVER's dpotrf (the baseline's own speed, as the fallback must not
+      // be slower than it), or the recursion under Tuning::fp64_route Engine.
+      if (p == Precision::FP64 && tuning().fp64_route != Tuning::Fp64Route::Engine) breakdown = potrf_with_cusolver(f);
+      else breakdown = cholesky_->run(f, nf_, nf_, update, parameters);
+    } else {
+      breakdown = cholesky_->run(f, nf_, nf_, update, parameters);
+    }
     track_peak();
     if (p == Precision::Ozaki) {
       // dgemm-auto decides each product; the plan for the largest update (k capped at
@@ -499,6 +507,25 @@ class DeviceEngine final : public DeviceSpace {
     device_cholesky::identity_pivots(pivots_.data(), n_, stream());
     prepare_solves(f);
     return result;
+  }
+
+  // cusolverDnDpotrf of the leading n x n block of f (lower; the border stays the identity). Its
+  // breakdown's column from info; the pivot's value is not reported (0: not positive).
+  device_cholesky::Breakdown potrf_with_cusolver(double* f) {
+    if (!solver_) {
+      MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&solver_));
+      MIXSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(solver_, stream()));
+    }
+    int lwork = 0;
+    MIXSOLVE_CUSOLVER_CHECK(cusolverDnDpotrf_bufferSize(solver_, CUBLAS_FILL_MODE_LOWER, int(n_), f, int(nf_), &lwork));
+    DeviceBuffer<double> work(ctx_, std::max(lwork, 1));
+    MIXSOLVE_CUSOLVER_CHECK(
+        cusolverDnDpotrf(solver_, CUBLAS_FILL_MODE_LOWER, int(n_), f, int(nf_), work.data(), lwork, info_.data()));
+    track_peak(work.bytes());
+    const int info = read_info();  // > 0: the leading minor of that order is not positive definite
+    device_cholesky::Breakdown b;
+    if (info > 0) b.column = info - 1;
+    return b;
   }
 
   // max a_ii of the matrix a Cholesky factors (mu S A S where scaled): the scale of its pivots.
