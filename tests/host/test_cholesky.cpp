@@ -17,6 +17,7 @@
 #include "mixsolve/gemm/registry.hpp"
 #include "mixsolve/matgen/application_matrices.hpp"
 #include "mixsolve/matgen/test_matrices.hpp"
+#include "mixsolve/solvers/factor_once.hpp"
 #include "mixsolve/solvers/solve.hpp"
 #include "reference_solvers.hpp"
 
@@ -373,6 +374,31 @@ TEST(Cholesky, FactorizationReusesTheCholeskyFactors) {
   EXPECT_EQ(second.attempts[0].factor, FactorKind::Cholesky);
   EXPECT_EQ(second.attempts[0].factorization_seconds, 0) << "the factors were reused";
   EXPECT_EQ(f.precision(), Precision::Fp16x3);
+}
+
+// mixsolve::Cholesky and mixsolve::Lu are Factorization with the structure fixed, whatever the
+// options say: the same attempts and, bit for bit, the same X.
+TEST(Cholesky, FactorOnceClassesFixTheStructure) {
+  SpdProblem p = SpdProblem::test_matrix(poev(Spectrum::Geo, 1e4, 13), 60, 2);
+  Context ctx = Context::host_only();
+  SolveOptions o;
+  o.factorization = Precision::Fp16x3;
+  o.structure = Structure::General;  // overridden by Cholesky
+  Cholesky chol(ctx, p.A(), o);
+  EXPECT_EQ(chol.precision(), Precision::Auto);
+  const SolveReport r = chol.solve(p.B(), p.X());
+  const std::vector<double> x_cholesky = p.x;
+  EXPECT_EQ(chol.precision(), Precision::Fp16x3);
+  for (const Attempt& a : r.attempts) EXPECT_EQ(a.factor, FactorKind::Cholesky);
+  o.structure = Structure::Spd;
+  Factorization f(ctx, p.A(), o);
+  f.solve(p.B(), p.X());
+  EXPECT_EQ(p.x, x_cholesky);
+  o.structure = Structure::Auto;  // overridden by Lu
+  Lu lu(ctx, p.A(), o);
+  const SolveReport l = lu.solve(p.B(), p.X());
+  for (const Attempt& a : l.attempts) EXPECT_EQ(a.factor, FactorKind::Lu);
+  expect_as_accurate_as_fp64_cholesky(p, l);
 }
 
 TEST(Cholesky, StructureNames) {
