@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Internal: the device engine's phase profile (Tuning::profile), shared by the LU (lu/cuda/) and
-// the refinement's device operations (refinement/cuda/).
+// Internal: the device engine's phase profile (Tuning::profile), shared by the LU (lu/cuda/), the
+// Cholesky (cholesky/cuda/) and the refinement's device operations (refinement/cuda/).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -25,7 +25,10 @@ namespace mixsolve::solvers_detail {
 class Profile {
  public:
   enum Phase {
-    Panel, RightSwaps, LeftSwaps, RowBlock, Update, PackL21, DiagonalBlock, PanelInverse, kLuPhases,
+    // the LU's
+    Panel, RightSwaps, LeftSwaps, RowBlock, Update, PackL21, DiagonalBlock, PanelInverse,
+    // the Cholesky's (cholesky/cuda/device_cholesky.cu)
+    CholeskyLeaf, CholeskyLeafSolve, CholeskyProduct, kLuPhases,
     Solve = kLuPhases, Residual, Multiply, kPhases
   };
   Profile() : enabled_(tuning().profile) {
@@ -86,6 +89,15 @@ class Profile {
                    ms_[PanelInverse]);
     for (int p = 0; p < kLuPhases; ++p) ms_[p] = count_[p] = 0;
   }
+  void report_cholesky(double total_seconds) {
+    if (!enabled_) return;
+    write_timeline();
+    collect();
+    std::fprintf(stderr, "Cholesky profile: total %.2f ms; %d leaves %.2f, %d leaf solves %.2f, %d products %.2f ms\n",
+                 1e3 * total_seconds, count_[CholeskyLeaf], ms_[CholeskyLeaf], count_[CholeskyLeafSolve],
+                 ms_[CholeskyLeafSolve], count_[CholeskyProduct], ms_[CholeskyProduct]);
+    for (int p = 0; p < kLuPhases; ++p) ms_[p] = count_[p] = 0;
+  }
 
  private:
   struct Record {
@@ -101,7 +113,8 @@ class Profile {
     if (timeline_path_.empty() || !origin_) return;
     static const char* const names[kPhases] = {"panel",          "right swaps",   "left swaps", "U12",
                                                "update",         "pack L21",      "diagonal block",
-                                               "panel inverse",  "solve",         "residual",   "mat-vec"};
+                                               "panel inverse",  "cholesky leaf", "cholesky leaf solve",
+                                               "cholesky product", "solve",       "residual",   "mat-vec"};
     MIXSOLVE_CUDA_CHECK(cudaDeviceSynchronize());
     static std::atomic<int> factorizations{0};
     const int factorization = factorizations++;

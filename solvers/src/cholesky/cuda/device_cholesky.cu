@@ -134,7 +134,8 @@ std::pair<std::int64_t, std::int64_t> first_asymmetric_pair(const double* a, std
   return {std::int64_t(index % n), std::int64_t(index / n)};
 }
 
-DeviceCholesky::DeviceCholesky(Context& ctx) : ctx_(ctx), verdict_(ctx, 1), pivot_(ctx, 1) {
+DeviceCholesky::DeviceCholesky(Context& ctx, Profile& profile)
+    : ctx_(ctx), profile_(profile), verdict_(ctx, 1), pivot_(ctx, 1) {
   MIXSOLVE_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&pinned_verdicts_), (kVerdictLag + 1) * sizeof(long long),
                                     cudaHostAllocDefault));
   for (cudaEvent_t& e : events_) MIXSOLVE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -144,6 +145,22 @@ DeviceCholesky::~DeviceCholesky() {
   for (cudaEvent_t e : events_) cudaEventDestroy(e);
   cudaFreeHost(pinned_verdicts_);
 }
+
+// A phase of the profile for a scope (its events on `stream`; nothing when profiling is off).
+struct ProfiledPhase {
+  Profile& profile;
+  Profile::Phase phase;
+  cudaStream_t stream;
+  ProfiledPhase(Profile& p, Profile::Phase ph, cudaStream_t s) : profile(p), phase(ph), stream(s) { p.start(ph, s); }
+  ProfiledPhase(const ProfiledPhase&) = delete;
+  ProfiledPhase& operator=(const ProfiledPhase&) = delete;
+  ~ProfiledPhase() {
+    try {
+      profile.stop(phase, stream);
+    } catch (...) {  // a profile never ends the program
+    }
+  }
+};
 
 // The recursion's operations on the device (recursive_cholesky.hpp), on ctx's stream.
 template <class T>
@@ -156,15 +173,18 @@ struct DeviceCholeskyOps {
     // Per call: the attribute belongs to the current device, and a Context may sit on another.
     MIXSOLVE_CUDA_CHECK(
         cudaFuncSetAttribute(leaf_cholesky_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+    owner.profile_.start(Profile::CholeskyLeaf, owner.ctx_.stream());
     leaf_cholesky_kernel<T><<<1, kLeafThreads, shared, owner.ctx_.stream()>>>(a, m, ld, column0, owner.verdict_.data(),
                                                                               owner.pivot_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
+    owner.profile_.stop(Profile::CholeskyLeaf, owner.ctx_.stream());
     owner.watch_verdicts();
     return true;  // the verdict comes kVerdictLag leaves later (stopped)
   }
   // b := b l^-T by cuBLAS trsm (right side, lower, transposed, non-unit).
   void solve_leaf(const T* l, std::int64_t columns, T* b, std::int64_t rows) {
     const T one = 1;
+    const ProfiledPhase phase(owner.profile_, Profile::CholeskyLeafSolve, owner.ctx_.stream());
     if constexpr (std::is_same_v<T, float>)
       MIXSOLVE_CUBLAS_CHECK(cublasStrsm(owner.ctx_.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
                                         CUBLAS_DIAG_NON_UNIT, int(rows), int(columns), &one, l, int(ld), b, int(ld)));
@@ -175,6 +195,7 @@ struct DeviceCholeskyOps {
   // c -= a b^T on the update backend in chunks of the inner dimension (kMaxUpdateInner); no range
   // check (the engine checks the factors for NaN and Inf).
   void subtract_product(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c) {
+    const ProfiledPhase phase(owner.profile_, Profile::CholeskyProduct, owner.ctx_.stream());
     for (std::int64_t p0 = 0; p0 < k; p0 += kMaxUpdateInner) {
       const std::int64_t kc = std::min(kMaxUpdateInner, k - p0);
       gemm::GemmArgs<T> g{gemm::Op::N, gemm::Op::T, m, n, kc, T(-1), a + p0 * ld, ld, b + p0 * ld, ld, T(1), c, ld,

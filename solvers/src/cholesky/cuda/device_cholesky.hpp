@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "cholesky/recursive_cholesky.hpp"
+#include "device_profile.hpp"
 #include "mixsolve/core/context.hpp"
 #include "mixsolve/core/device_buffer.hpp"
 #include "mixsolve/gemm/backend.hpp"
@@ -41,7 +42,9 @@ void identity_pivots(int* pivots, std::int64_t n, cudaStream_t stream);
 
 class DeviceCholesky {
  public:
-  explicit DeviceCholesky(Context& ctx);
+  // profile: the engine's phase profile (Tuning::profile), which gets the leaves, the leaves'
+  // solves and the products.
+  DeviceCholesky(Context& ctx, Profile& profile);
   ~DeviceCholesky();
   DeviceCholesky(const DeviceCholesky&) = delete;
   DeviceCholesky& operator=(const DeviceCholesky&) = delete;
@@ -65,6 +68,7 @@ class DeviceCholesky {
   void watch_verdicts();
 
   Context& ctx_;
+  Profile& profile_;
   const gemm::Backend* update_ = nullptr;
   gemm::Parameters parameters_;
   bool stopped_ = false;

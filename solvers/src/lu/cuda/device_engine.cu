@@ -441,7 +441,7 @@ class DeviceEngine final : public DeviceSpace {
     mu_ = 1.0;
     scan_a();                // before prepared_copy_ is dropped: a first scan would set it again
     prepared_copy_ = false;  // the scan's copy is an LU's (row-major, unscaled)
-    if (!cholesky_) cholesky_ = std::make_unique<device_cholesky::DeviceCholesky>(ctx_);
+    if (!cholesky_) cholesky_ = std::make_unique<device_cholesky::DeviceCholesky>(ctx_, profile_);
     blocked_->release<float>();  // the LU's panel buffers: not used by a Cholesky
     blocked_->release<double>();
     if (fp64_factors(p)) {
@@ -467,6 +467,8 @@ class DeviceEngine final : public DeviceSpace {
     gemm::Parameters parameters;
     if (p == Precision::Ozaki) parameters = {{"bits", ozaki_bits_}};
     const gemm::Backend& update = p == Precision::Ozaki ? ozaki_update_backend() : device_update_backend(p);
+    profile_.begin_factorization(stream(), {{stream(), "main"}});
+    const auto t0 = std::chrono::steady_clock::now();
     device_cholesky::Breakdown breakdown;
     if constexpr (std::is_same_v<T, double>) {
       // The FP64 Cholesky: cuSOLVER's dpotrf (the baseline's own speed, as the fallback must not
@@ -476,6 +478,7 @@ class DeviceEngine final : public DeviceSpace {
     } else {
       breakdown = cholesky_->run(f, nf_, nf_, update, parameters);
     }
+    profile_.report_cholesky(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     track_peak();
     if (p == Precision::Ozaki) {
       // dgemm-auto decides each product; the plan for the largest update (k capped at
