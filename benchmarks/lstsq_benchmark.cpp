@@ -16,7 +16,7 @@
 //                   [--panels tsqr,cusolver] [--block 128] [--conds 1e2,1e6,1e8] [--refinements augmented,gmres,cgls]
 //                   [--irs 32F] [--lstsq yes|no] [--cholesky-parts no] [--cgls-parts no]
 //                   [--fp32-updates auto,cublas-sgemm] [--ls-blocks auto,512] [--vt-c-backends same,cublas-sgemm]
-//                   [--factorizations fp32,fp64]
+//                   [--factorizations fp32,fp64] [--options "max-iterations=10;fallback=false"]
 //                   [--reps 3] [--json out.json]
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
@@ -38,6 +38,7 @@
 #include "mixsolve/gemm/registry.hpp"
 #include "mixsolve/matgen/test_matrices.hpp"
 #include "mixsolve/solvers/least_squares.hpp"
+#include "mixsolve/solvers/options.hpp"
 #include "qr/cuda/device_qr.hpp"
 
 using namespace mixsolve;
@@ -91,6 +92,11 @@ int main(int argc, char** argv) try {
   // updates' V^T C (DeviceQr's vt_c_update; same: the --backends one for both products).
   const std::vector<std::string> vt_c_backends = opt.list("vt-c-backends", "same");
   const std::vector<std::string> refinements = opt.list("refinements", "augmented,gmres");
+  // --options: least-squares options the sweeps below start from (mixsolve/solvers/options.hpp,
+  // ';' between fields), e.g. "max-iterations=10;fallback=false".
+  std::string base_text = opt.get("options", "");
+  std::replace(base_text.begin(), base_text.end(), ';', ',');
+  const LeastSquaresOptions base_options = parse_least_squares_options(base_text);
   // --cholesky-qr yes,no: with and without the Cholesky QR attempt (LeastSquaresOptions::cholesky_qr).
   const std::vector<std::string> cholesky_qr = opt.list("cholesky-qr", "yes");
   for (const std::string& c : cholesky_qr)
@@ -99,8 +105,7 @@ int main(int argc, char** argv) try {
   if (irs.size() == 1 && irs[0] == "none") irs.clear();
   for (const std::string& lowest : irs) bench::irs_precision(lowest);  // names checked before any run
   for (const std::string& r : refinements)
-    if (r != "augmented" && r != "gmres" && r != "cgls")
-      throw InvalidArgument("--refinements: \"" + r + "\" is none of augmented, gmres, cgls");
+    parse_least_squares_refinement(r);  // a name it does not know is an InvalidArgument naming it
   // --conds none: least squares on the uniform A only; --lstsq no: the QR rows alone.
   std::vector<double> conds;
   for (const std::string& text : opt.list("conds", "1e2,1e6,1e8"))
@@ -383,16 +388,14 @@ int main(int argc, char** argv) try {
             for (const std::string& update : fp32_updates)
               for (const std::int64_t ls_block : ls_blocks)
                 for (const std::string& factorization : factorizations) {
-                  LeastSquaresOptions options;
+                  LeastSquaresOptions options = base_options;
                   options.factorization = factorization == "fp64" ? Precision::FP64 : Precision::FP32;
                   const std::size_t slash = update.find('/');
                   const std::string both = update.substr(0, slash);
                   if (both != "auto") options.fp32_update = both;
                   if (slash != std::string::npos) options.fp32_vt_c_update = update.substr(slash + 1);
                   options.block_size = int(ls_block);
-                  options.refinement = refinement == "gmres"  ? LeastSquaresOptions::Refinement::Gmres
-                                       : refinement == "cgls" ? LeastSquaresOptions::Refinement::Cgls
-                                                              : LeastSquaresOptions::Refinement::Augmented;
+                  options.refinement = parse_least_squares_refinement(refinement);
                   options.cholesky_qr = cholesky == "yes";
                   LeastSquaresReport report;
                   const double ours = median_seconds(

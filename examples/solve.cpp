@@ -116,7 +116,7 @@ SolveOptions solver_options(int argc, char** argv) {
     }
     const bool own = std::find(kOwnWithValue.begin(), kOwnWithValue.end(), name) != kOwnWithValue.end();
     bool field = name == "options" || name == "block";
-    for (const SolveOptionField& f : solve_option_fields()) field = field || f.name == name;
+    for (const OptionField& f : solve_option_fields()) field = field || f.name == name;
     if (!own && !field) throw InvalidArgument("solve: unknown argument \"" + arg + "\"; usage:\n" + kUsage);
     if (i + 1 >= argc) throw InvalidArgument("solve: " + arg + " needs a value");
     std::string value = argv[++i];
@@ -133,7 +133,7 @@ SolveOptions solver_options(int argc, char** argv) {
 int main(int argc, char** argv) try {
   if (flag(argc, argv, "help")) {
     std::printf("%s", kUsage);
-    for (const SolveOptionField& f : solve_option_fields())
+    for (const OptionField& f : solve_option_fields())
       std::printf("  --%-22s %s: %s\n", f.name.c_str(), f.values.c_str(), f.description.c_str());
     return 0;
   }

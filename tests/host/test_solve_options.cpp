@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// SolveOptions as text (mixsolve/solvers/options.hpp): every field read and written back, the
-// named errors for unknown fields, malformed values and values out of range.
+// SolveOptions and LeastSquaresOptions as text (mixsolve/solvers/options.hpp): every field read
+// and written back, the named errors for unknown fields, malformed values and values out of range.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 
+#include "mixsolve/solvers/least_squares.hpp"
 #include "mixsolve/solvers/options.hpp"
 #include "mixsolve/solvers/solve.hpp"
 
@@ -51,7 +52,7 @@ TEST(SolveOptionsText, EveryFieldReadsBackWhatToStringWrites) {
   // The defaults read back as the defaults, and every field of the table is in the text.
   expect_same_fields(parse_solve_options(to_string(SolveOptions{})), SolveOptions{});
   const std::string text = to_string(SolveOptions{});
-  for (const SolveOptionField& f : solve_option_fields())
+  for (const OptionField& f : solve_option_fields())
     EXPECT_NE(text.find(f.name + "="), std::string::npos) << f.name;
   EXPECT_EQ(solve_option_fields().size(), 20u);
 }
@@ -117,6 +118,39 @@ TEST(SolveOptionsText, AnEnumeratorOutsideItsEnumerationIsRefusedBySolve) {
           host_view(x.data(), 2, 1, 2), o);
   });
   EXPECT_NE(m.find("structure (7)"), std::string::npos) << m;
+}
+
+TEST(LeastSquaresOptionsText, EveryFieldReadsBackAndErrorsNameTheField) {
+  LeastSquaresOptions o;
+  o.factorization = Precision::FP64;
+  o.max_iterations = 4;
+  o.fallback = false;
+  o.block_size = 64;
+  o.fp32_update = "host-fp32";
+  o.refinement = LeastSquaresOptions::Refinement::AugmentedThenGmres;
+  o.cholesky_qr = false;
+  const LeastSquaresOptions back = parse_least_squares_options(to_string(o));
+  EXPECT_EQ(to_string(back), to_string(o));
+  EXPECT_EQ(back.factorization, Precision::FP64);
+  EXPECT_EQ(back.refinement, LeastSquaresOptions::Refinement::AugmentedThenGmres);
+  EXPECT_EQ(back.fp32_update, "host-fp32");
+  EXPECT_EQ(back.fp32_vt_c_update, "");
+  EXPECT_EQ(to_string(parse_least_squares_options(to_string(LeastSquaresOptions{}))), to_string(LeastSquaresOptions{}));
+  const std::string text = to_string(LeastSquaresOptions{});
+  for (const OptionField& f : least_squares_option_fields()) EXPECT_NE(text.find(f.name + "="), std::string::npos);
+  EXPECT_EQ(least_squares_option_fields().size(), 8u);
+  for (LeastSquaresOptions::Refinement r :
+       {LeastSquaresOptions::Refinement::Augmented, LeastSquaresOptions::Refinement::Gmres,
+        LeastSquaresOptions::Refinement::AugmentedThenGmres, LeastSquaresOptions::Refinement::Cgls})
+    EXPECT_EQ(parse_least_squares_refinement(to_string(r)), r);
+  const auto message = [](const std::string& text) {
+    return message_of([&] { parse_least_squares_options(text); });
+  };
+  EXPECT_NE(message("precision=fp16").find("fp16 is not supported"), std::string::npos) << message("precision=fp16");
+  EXPECT_NE(message("max-iterations=0").find("max_iterations (0) < 1"), std::string::npos);
+  EXPECT_NE(message("refinement=cg").find("refinement = \"cg\""), std::string::npos) << message("refinement=cg");
+  EXPECT_NE(message("fp32-update=cublas-dgemm").find("not an FP32 GEMM backend"), std::string::npos);
+  EXPECT_NE(message("qr=fp32").find("\"qr\" is not a field"), std::string::npos);
 }
 
 }  // namespace

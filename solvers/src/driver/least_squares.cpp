@@ -3,6 +3,8 @@
 // checks of the arguments, and the report. The QR and the refinement: src/qr/.
 #include "mixsolve/solvers/least_squares.hpp"
 
+#include "driver/option_checks.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -429,33 +431,7 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
   // theirs.
   detail::check_no_overlap(where, "X", x, "A", a);
   detail::check_no_overlap(where, "X", x, "B", b);
-  if (options.factorization != Precision::FP32 && options.factorization != Precision::FP64)
-    throw InvalidArgument("least_squares: factorization " + to_string(options.factorization) +
-                          " is not supported (fp32 or fp64)");
-  if (options.max_iterations < 1)
-    throw InvalidArgument("least_squares: max_iterations (" + std::to_string(options.max_iterations) + ") < 1");
-  if (options.block_size < 0)
-    throw InvalidArgument("least_squares: block_size (" + std::to_string(options.block_size) + ") < 0");
-  using LsRefinement = LeastSquaresOptions::Refinement;
-  const LsRefinement method = options.refinement;
-  if (method != LsRefinement::Augmented && method != LsRefinement::Gmres &&
-      method != LsRefinement::AugmentedThenGmres && method != LsRefinement::Cgls)
-    throw InvalidArgument("least_squares: refinement (" + std::to_string(static_cast<int>(method)) +
-                          ") is not Augmented, Gmres, AugmentedThenGmres or Cgls");
-  // The FP32 updates' backends: FP32 GEMMs in A's memory (fp32_vt_c_update applies to device
-  // matrices only).
-  for (const auto& [option, name] : {std::pair<const char*, const std::string&>{"fp32_update", options.fp32_update},
-                                     {"fp32_vt_c_update", options.fp32_vt_c_update}}) {
-    if (name.empty()) continue;
-    const gemm::Backend* backend = nullptr;
-    for (const gemm::Backend* candidate : gemm::all_backends())
-      if (candidate->name() == name) backend = candidate;
-    const bool ignored_here = std::string(option) == "fp32_vt_c_update" && a.memory == Memory::Host;
-    if (!backend || backend->data_type() != gemm::DataType::F32 || (!ignored_here && backend->memory() != a.memory))
-      throw InvalidArgument(std::string("least_squares: ") + option + " \"" + name +
-                            "\" is not an FP32 GEMM backend for " + (a.memory == Memory::Device ? "device" : "host") +
-                            " matrices (gemm registry)");
-  }
+  solvers_detail::check_least_squares_options(where, options, &a.memory);
   const std::unique_ptr<solvers_detail::LsSpace> space = a.memory == Memory::Device
                                                              ? solvers_detail::make_device_ls_space(ctx, a, b, x)
                                                              : std::make_unique<HostLsSpace>(ctx, a, b, x);

@@ -12,6 +12,7 @@
 
 #include "driver/option_checks.hpp"
 #include "mixsolve/core/error.hpp"
+#include "mixsolve/gemm/registry.hpp"
 
 namespace mixsolve {
 
@@ -84,15 +85,49 @@ void check_solve_options(const char* where, const SolveOptions& options) {
                           ") is not finite");
 }
 
+void check_least_squares_options(const char* where, const LeastSquaresOptions& options, const Memory* a_memory) {
+  if (options.factorization != Precision::FP32 && options.factorization != Precision::FP64)
+    throw InvalidArgument(std::string(where) + ": factorization " + to_string(options.factorization) +
+                          " is not supported (fp32 or fp64)");
+  if (options.max_iterations < 1)
+    throw InvalidArgument(std::string(where) + ": max_iterations (" + std::to_string(options.max_iterations) + ") < 1");
+  if (options.block_size < 0)
+    throw InvalidArgument(std::string(where) + ": block_size (" + std::to_string(options.block_size) + ") < 0");
+  using LsRefinement = LeastSquaresOptions::Refinement;
+  const LsRefinement method = options.refinement;
+  if (method != LsRefinement::Augmented && method != LsRefinement::Gmres &&
+      method != LsRefinement::AugmentedThenGmres && method != LsRefinement::Cgls)
+    throw InvalidArgument(std::string(where) + ": refinement (" + std::to_string(static_cast<int>(method)) +
+                          ") is not Augmented, Gmres, AugmentedThenGmres or Cgls");
+  // The FP32 updates' backends: FP32 GEMMs of the registry, in A's memory where it is known
+  // (fp32_vt_c_update applies to device matrices only).
+  for (const auto& [option, name] : {std::pair<const char*, const std::string&>{"fp32_update", options.fp32_update},
+                                     {"fp32_vt_c_update", options.fp32_vt_c_update}}) {
+    if (name.empty()) continue;
+    const gemm::Backend* backend = nullptr;
+    for (const gemm::Backend* candidate : gemm::all_backends())
+      if (candidate->name() == name) backend = candidate;
+    const bool ignored_here = a_memory && std::string(option) == "fp32_vt_c_update" && *a_memory == Memory::Host;
+    if (!backend || backend->data_type() != gemm::DataType::F32 ||
+        (a_memory && !ignored_here && backend->memory() != *a_memory))
+      throw InvalidArgument(std::string(where) + ": " + option + " \"" + name + "\" is not an FP32 GEMM backend" +
+                            (a_memory ? std::string(" for ") + (*a_memory == Memory::Device ? "device" : "host") +
+                                            " matrices"
+                                      : std::string()) +
+                            " (gemm registry)");
+  }
+}
+
 }  // namespace solvers_detail
 
 namespace {
 
-// One row of the table: the field's text form and how it reads and writes the field.
+// One row of a table: the field's text form and how it reads and writes the field of Options.
+template <class Options>
 struct Field {
-  SolveOptionField text;
-  std::function<std::string(const SolveOptions&)> get;
-  std::function<void(SolveOptions&, const std::string&)> set;
+  OptionField text;
+  std::function<std::string(const Options&)> get;
+  std::function<void(Options&, const std::string&)> set;
 };
 
 // The value as the number type of a field; InvalidArgument naming the field for anything else.
@@ -112,7 +147,7 @@ T read_number(const std::string& name, const std::string& value) {
     if (used != value.size()) throw std::invalid_argument(value);
     return v;
   } catch (const std::logic_error&) {
-    throw InvalidArgument("solve options: " + name + " = \"" + value + "\" is not " +
+    throw InvalidArgument("options: " + name + " = \"" + value + "\" is not " +
                           (std::is_floating_point_v<T> ? "a number" : "an integer"));
   }
 }
@@ -120,12 +155,12 @@ T read_number(const std::string& name, const std::string& value) {
 bool read_switch(const std::string& name, const std::string& value) {
   if (value == "true" || value == "1") return true;
   if (value == "false" || value == "0") return false;
-  throw InvalidArgument("solve options: " + name + " = \"" + value + "\" is not true or false");
+  throw InvalidArgument("options: " + name + " = \"" + value + "\" is not true or false");
 }
 
-const std::vector<Field>& fields() {
+const std::vector<Field<SolveOptions>>& solve_fields() {
   // The names each enumeration reads come from its own to_string / parse_* (solve.hpp).
-  static const std::vector<Field> table = {
+  static const std::vector<Field<SolveOptions>> table = {
       {{"precision", "auto, fp64, fp32, tf32, fp16, bf16, halfhalf, tf32tf32, fp16x3, ozaki",
         "SolveOptions::factorization: one precision, or auto (auto-path)"},
        [](const SolveOptions& o) { return to_string(o.factorization); },
@@ -200,53 +235,140 @@ const std::vector<Field>& fields() {
   return table;
 }
 
-}  // namespace
-
-const std::vector<SolveOptionField>& solve_option_fields() {
-  static const std::vector<SolveOptionField> text = [] {
-    std::vector<SolveOptionField> out;
-    for (const Field& f : fields()) out.push_back(f.text);
-    return out;
-  }();
-  return text;
+// The text forms of a table's fields.
+template <class Options>
+std::vector<OptionField> texts_of(const std::vector<Field<Options>>& table) {
+  std::vector<OptionField> out;
+  for (const Field<Options>& f : table) out.push_back(f.text);
+  return out;
 }
 
-void set_solve_option(SolveOptions& options, const std::string& name, const std::string& value) {
-  for (const Field& f : fields()) {
+// Sets one field of `options` (a copy first: a refused value changes nothing), then checks the
+// whole (check(where, options)); `kind` names the options in messages ("solve", "least-squares").
+template <class Options, class Check>
+void set_field(const std::vector<Field<Options>>& table, const char* kind, Options& options, const std::string& name,
+               const std::string& value, Check check) {
+  for (const Field<Options>& f : table) {
     if (f.text.name != name) continue;
-    SolveOptions changed = options;
+    Options changed = options;
+    const std::string where = std::string(kind) + " options: " + name + " = \"" + value + "\"";
     try {
       f.set(changed, value);
-    } catch (const InvalidArgument& e) {  // a name the field does not read: say which field
+    } catch (const InvalidArgument& e) {  // say which options, field and value
       const std::string what = e.what();
-      if (what.rfind("solve options: ", 0) == 0) throw;
-      throw InvalidArgument("solve options: " + name + " = \"" + value + "\": " + what);
+      if (what.rfind("options: ", 0) == 0) throw InvalidArgument(std::string(kind) + " " + what);
+      throw InvalidArgument(where + ": " + what);
     }
-    solvers_detail::check_solve_options(("solve options: " + name + " = \"" + value + "\"").c_str(), changed);
+    check(where.c_str(), changed);
     options = changed;
     return;
   }
   std::string names;
-  for (const Field& f : fields()) names += (names.empty() ? "" : ", ") + f.text.name;
-  throw InvalidArgument("solve options: \"" + name + "\" is not a field (" + names + ")");
+  for (const Field<Options>& f : table) names += (names.empty() ? "" : ", ") + f.text.name;
+  throw InvalidArgument(std::string(kind) + " options: \"" + name + "\" is not a field (" + names + ")");
 }
 
-SolveOptions parse_solve_options(const std::string& text, SolveOptions base) {
+// "name=value,..." over base, each item by set_one.
+template <class Options, class SetOne>
+Options parse_fields(const std::string& text, const char* kind, Options base, SetOne set_one) {
   std::stringstream items(text);
   for (std::string item; std::getline(items, item, ',');) {
     if (item.empty()) continue;
     const std::size_t eq = item.find('=');
     if (eq == std::string::npos)
-      throw InvalidArgument("solve options: \"" + item + "\" is not name=value");
-    set_solve_option(base, item.substr(0, eq), item.substr(eq + 1));
+      throw InvalidArgument(std::string(kind) + " options: \"" + item + "\" is not name=value");
+    set_one(base, item.substr(0, eq), item.substr(eq + 1));
   }
   return base;
 }
 
-std::string to_string(const SolveOptions& options) {
+template <class Options>
+std::string fields_to_string(const std::vector<Field<Options>>& table, const Options& options) {
   std::string s;
-  for (const Field& f : fields()) s += (s.empty() ? "" : ",") + f.text.name + "=" + f.get(options);
+  for (const Field<Options>& f : table) s += (s.empty() ? "" : ",") + f.text.name + "=" + f.get(options);
   return s;
 }
+
+using LsRefinement = LeastSquaresOptions::Refinement;
+constexpr LsRefinement kLsRefinements[] = {LsRefinement::Augmented, LsRefinement::Gmres, LsRefinement::AugmentedThenGmres,
+                                           LsRefinement::Cgls};
+
+const std::vector<Field<LeastSquaresOptions>>& least_squares_fields() {
+  using O = LeastSquaresOptions;
+  static const std::vector<Field<O>> table = {
+      {{"precision", "fp32, fp64", "LeastSquaresOptions::factorization: the QR's precision"},
+       [](const O& o) { return to_string(o.factorization); },
+       [](O& o, const std::string& v) { o.factorization = parse_precision(v); }},
+      {{"max-iterations", "integer >= 1", "refinement steps per attempt"},
+       [](const O& o) { return std::to_string(o.max_iterations); },
+       [](O& o, const std::string& v) { o.max_iterations = read_number<int>("max-iterations", v); }},
+      {{"fallback", "true, false", "FP64 factors where the cheaper ones' refinement does not converge"},
+       [](const O& o) { return std::string(o.fallback ? "true" : "false"); },
+       [](O& o, const std::string& v) { o.fallback = read_switch("fallback", v); }},
+      {{"block-size", "integer >= 0", "Householder reflectors per compact-WY block (0: the memory space's choice)"},
+       [](const O& o) { return std::to_string(o.block_size); },
+       [](O& o, const std::string& v) { o.block_size = read_number<int>("block-size", v); }},
+      {{"fp32-update", "a GEMM backend's name, or empty", "the FP32 QR's trailing updates (empty: the default)"},
+       [](const O& o) { return o.fp32_update; }, [](O& o, const std::string& v) { o.fp32_update = v; }},
+      {{"fp32-vt-c-update", "a GEMM backend's name, or empty", "V^T C of the device QR's updates (empty: the default)"},
+       [](const O& o) { return o.fp32_vt_c_update; }, [](O& o, const std::string& v) { o.fp32_vt_c_update = v; }},
+      {{"refinement", "augmented, gmres, augmented-then-gmres, cgls", "the refinement of the cheaper factors"},
+       [](const O& o) { return to_string(o.refinement); },
+       [](O& o, const std::string& v) { o.refinement = parse_least_squares_refinement(v); }},
+      {{"cholesky-qr", "true, false", "FP64 factors by a Cholesky QR preconditioned with the FP32 R first"},
+       [](const O& o) { return std::string(o.cholesky_qr ? "true" : "false"); },
+       [](O& o, const std::string& v) { o.cholesky_qr = read_switch("cholesky-qr", v); }},
+  };
+  return table;
+}
+
+}  // namespace
+
+const std::vector<OptionField>& solve_option_fields() {
+  static const std::vector<OptionField> text = texts_of(solve_fields());
+  return text;
+}
+
+void set_solve_option(SolveOptions& options, const std::string& name, const std::string& value) {
+  set_field(solve_fields(), "solve", options, name, value, solvers_detail::check_solve_options);
+}
+
+SolveOptions parse_solve_options(const std::string& text, SolveOptions base) {
+  return parse_fields(text, "solve", std::move(base), set_solve_option);
+}
+
+std::string to_string(const SolveOptions& options) { return fields_to_string(solve_fields(), options); }
+
+std::string to_string(LeastSquaresOptions::Refinement r) {
+  switch (r) {
+    case LsRefinement::Augmented: return "augmented";
+    case LsRefinement::Gmres: return "gmres";
+    case LsRefinement::AugmentedThenGmres: return "augmented-then-gmres";
+    case LsRefinement::Cgls: return "cgls";
+  }
+  return "?";
+}
+
+LeastSquaresOptions::Refinement parse_least_squares_refinement(const std::string& text) {
+  for (LsRefinement r : kLsRefinements)
+    if (to_string(r) == text) return r;
+  throw InvalidArgument("least-squares refinement \"" + text + "\" is not one of augmented, gmres, augmented-then-gmres, cgls");
+}
+
+const std::vector<OptionField>& least_squares_option_fields() {
+  static const std::vector<OptionField> text = texts_of(least_squares_fields());
+  return text;
+}
+
+void set_least_squares_option(LeastSquaresOptions& options, const std::string& name, const std::string& value) {
+  set_field(least_squares_fields(), "least-squares", options, name, value,
+            [](const char* where, const LeastSquaresOptions& o) { solvers_detail::check_least_squares_options(where, o); });
+}
+
+LeastSquaresOptions parse_least_squares_options(const std::string& text, LeastSquaresOptions base) {
+  return parse_fields(text, "least-squares", std::move(base), set_least_squares_option);
+}
+
+std::string to_string(const LeastSquaresOptions& options) { return fields_to_string(least_squares_fields(), options); }
 
 }  // namespace mixsolve

@@ -1,23 +1,25 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file
-/// SolveOptions as text, from one table of its fields: "precision=fp16x3,refinement=gmres" sets
-/// two fields and leaves the rest as they were; to_string gives every field back in that form.
-/// The examples and benchmarks read their solver options through it.
+/// SolveOptions and LeastSquaresOptions as text, each from one table of its fields:
+/// "precision=fp16x3,refinement=gmres" sets two fields and leaves the rest as they were; to_string
+/// gives every field back in that form. The examples and benchmarks read solver options through it.
 ///
 ///   mixsolve::SolveOptions o = mixsolve::parse_solve_options("structure=spd,max-iterations=10");
+///   mixsolve::LeastSquaresOptions l = mixsolve::parse_least_squares_options("refinement=gmres");
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "mixsolve/solvers/least_squares.hpp"
 #include "mixsolve/solvers/solve.hpp"
 
 namespace mixsolve {
 
-/// One field of SolveOptions as text (solve.hpp documents each field).
-struct SolveOptionField {
-  /// The name in text: the field's name with '-' for '_' ("max-iterations"; "precision" is
-  /// SolveOptions::factorization).
+/// One field of an options struct as text (solve.hpp and least_squares.hpp document each field).
+struct OptionField {
+  /// The name in text: the field's name with '-' for '_' ("max-iterations"; "precision" is the
+  /// field factorization).
   std::string name;
   /// What it takes: the names it reads ("auto, fp64, ...") or a number's range.
   std::string values;
@@ -28,7 +30,7 @@ struct SolveOptionField {
 /// Every field parse_solve_options reads, in SolveOptions' order (progress, a callback, is not
 /// among them).
 /// @return the table.
-const std::vector<SolveOptionField>& solve_option_fields();
+const std::vector<OptionField>& solve_option_fields();
 
 /// Sets one field of `options` from text.
 /// @param options the options to change.
@@ -53,5 +55,30 @@ SolveOptions parse_solve_options(const std::string& text, SolveOptions base = {}
 /// @param options the options.
 /// @return "precision=auto,structure=general,...".
 std::string to_string(const SolveOptions& options);
+
+/// Every field parse_least_squares_options reads, in LeastSquaresOptions' order.
+/// @return the table.
+const std::vector<OptionField>& least_squares_option_fields();
+
+/// Sets one field of `options` from text, as set_solve_option does for SolveOptions. A backend
+/// name (fp32-update, fp32-vt-c-update) must be an FP32 backend of the gemm registry; whether it
+/// runs in A's memory least_squares() checks.
+/// @throws InvalidArgument naming the field and the value.
+void set_least_squares_option(LeastSquaresOptions& options, const std::string& name, const std::string& value);
+
+/// Reads "name=value,..." over `base`, as parse_solve_options.
+/// @throws InvalidArgument naming the item or the field and the value.
+LeastSquaresOptions parse_least_squares_options(const std::string& text, LeastSquaresOptions base = {});
+
+/// Every field in parse_least_squares_options' form.
+/// @return "precision=fp32,max-iterations=30,...".
+std::string to_string(const LeastSquaresOptions& options);
+
+/// The name of a least-squares refinement, as parse_least_squares_refinement reads it.
+/// @return "augmented", "gmres", "augmented-then-gmres" or "cgls".
+std::string to_string(LeastSquaresOptions::Refinement r);
+/// Reads a least-squares refinement's name.
+/// @throws InvalidArgument for any other text.
+LeastSquaresOptions::Refinement parse_least_squares_refinement(const std::string& text);
 
 }  // namespace mixsolve
