@@ -167,6 +167,7 @@ Refinement parse_refinement(const std::string& text);
 /// The settings of solve() and Factorization; the defaults suit most uses. Factorization's
 /// constructor checks them (InvalidArgument).
 struct SolveOptions {
+  // ---- What most users set ----
   /// The factorization precision. Auto tries the factorizations of auto_path in order (then FP64
   /// when fallback is on), going up one step when refinement stagnates, diverges, is too slow or
   /// reaches max_iterations, when the LU meets a zero pivot, overflows or its pivots collapse, or
@@ -177,18 +178,6 @@ struct SolveOptions {
   /// Auto (Cholesky where A is symmetric, the LU path where it is not or turns out not to be
   /// positive definite). The precisions are those of factorization and auto_path for either kind.
   Structure structure = Structure::General;
-  /// The precisions Auto tries, in order. Default {Fp16x3}: factors as accurate as FP32's at
-  /// about the cost of an FP16 LU, so a second cheap rung (FP32) would repeat an LU of the same
-  /// accuracy at a higher cost (docs/solver.md, "Precisions and the default path"). With FP64
-  /// next, a stalled classic IR gets a GMRES-IR retry on the same factors first. Must not be
-  /// empty or contain Auto (checked where factorization is Auto).
-  std::vector<Precision> auto_path = {Precision::Fp16x3};
-  /// Under Auto, matrices with fewer rows than this are factored in FP64 at once: below it the
-  /// cheap LU and its refinement are no faster than an FP64 solve (docs/solver.md, "The numbers
-  /// behind the defaults"). -1: the engine's choice, 12288 for device
-  /// matrices and 0 for host matrices (the host engine's cheap factorizations are rounding
-  /// models, there to exercise the refinement and escalation logic at small n). Must be >= -1.
-  std::int64_t auto_min_n = -1;
   /// The refinement method (Refinement); Auto: classic IR, then GMRES-IR on the same factors.
   Refinement refinement = Refinement::Auto;
   /// When refinement ends for a right-hand side (StopTest).
@@ -202,6 +191,33 @@ struct SolveOptions {
   /// Refinement steps per attempt: outer iterations (both methods); a GMRES-IR retry on the same
   /// factors (Refinement::Auto) counts its own. Must be >= 0 (0: the first solve only).
   int max_iterations = 30;
+  /// Refactor in FP64 when refinement fails at the requested precision (for Auto: whether FP64 is
+  /// the last step of the escalation). The report says when it happened.
+  bool fallback = true;
+  /// When to estimate cond_inf(A) and bound the forward error (ConditionEstimate;
+  /// SolveReport::condition_estimate).
+  ConditionEstimate condition_estimate = ConditionEstimate::WhenNotConverged;
+  /// Called at the start of each phase ("factorization fp16", "refinement gmres", ...), e.g. to
+  /// print progress during long solves. May be empty. The phase texts are "factorization <p>
+  /// (n = <n>)" (prefixed "fallback: " for an FP64 one after a cheaper one), "probe of the <p>
+  /// factors", "refinement <method> with <p> factors (<k> right-hand side(s))" and "condition
+  /// estimate".
+  std::function<void(const std::string& phase)> progress;
+
+  // ---- Expert options: the rungs, refinement's budgets and formats, the factorizations'
+  // knobs (the measurements behind their defaults: docs/solver.md) ----
+  /// The precisions Auto tries, in order. Default {Fp16x3}: factors as accurate as FP32's at
+  /// about the cost of an FP16 LU, so a second cheap rung (FP32) would repeat an LU of the same
+  /// accuracy at a higher cost (docs/solver.md, "Precisions and the default path"). With FP64
+  /// next, a stalled classic IR gets a GMRES-IR retry on the same factors first. Must not be
+  /// empty or contain Auto (checked where factorization is Auto).
+  std::vector<Precision> auto_path = {Precision::Fp16x3};
+  /// Under Auto, matrices with fewer rows than this are factored in FP64 at once: below it the
+  /// cheap LU and its refinement are no faster than an FP64 solve (docs/solver.md, "The numbers
+  /// behind the defaults"). -1: the engine's choice, 12288 for device
+  /// matrices and 0 for host matrices (the host engine's cheap factorizations are rounding
+  /// models, there to exercise the refinement and escalation logic at small n). Must be >= -1.
+  std::int64_t auto_min_n = -1;
   /// GMRES: restart length and total inner iterations per outer step and right-hand side. The
   /// inner iteration limit is also a budget: at each restart (from 16 iterations on), and in an
   /// attempt's first outer step also every 8 iterations inside a cycle (on the rate of the last
@@ -244,9 +260,6 @@ struct SolveOptions {
   /// already spent does not count (it is spent either way). The rule calibrates itself on the
   /// machine (measured times) but makes the path depend on timing.
   bool escalate_by_cost = true;
-  /// Refactor in FP64 when refinement fails at the requested precision (for Auto: whether FP64 is
-  /// the last step of the escalation). The report says when it happened.
-  bool fallback = true;
   /// An FP64 factorization that follows a cheaper one (the fallback, or auto's last rung) takes
   /// over the cheaper LU's row order: the rows are put in that order first and pivots are then
   /// searched only inside each diagonal block of block_size x block_size (256 x 256 on the GPU by
@@ -293,9 +306,6 @@ struct SolveOptions {
   /// itself. Off: A is rounded as it is, and an overflow escalates. FP64, FP32, TF32, Halfhalf
   /// and Tf32tf32 factorizations are never scaled.
   bool range_scaling = true;
-  /// When to estimate cond_inf(A) and bound the forward error (ConditionEstimate;
-  /// SolveReport::condition_estimate).
-  ConditionEstimate condition_estimate = ConditionEstimate::WhenNotConverged;
   /// LU block size; 0 picks one for the memory space: 256 on the GPU, 32 on the host (the GPU LU
   /// takes at most 256: larger values are reduced to 256). Must be >= 0 (InvalidArgument).
   int block_size = 0;
@@ -305,12 +315,6 @@ struct SolveOptions {
   /// as an LU in a precision of unit roundoff 2^-bits (the probe and the reused-order test take
   /// that one): 40 refines in a few classic steps up to cond ~1e10.
   int ozaki_bits = 40;
-  /// Called at the start of each phase ("factorization fp16", "refinement gmres", ...), e.g. to
-  /// print progress during long solves. May be empty. The phase texts are "factorization <p>
-  /// (n = <n>)" (prefixed "fallback: " for an FP64 one after a cheaper one), "probe of the <p>
-  /// factors", "refinement <method> with <p> factors (<k> right-hand side(s))" and "condition
-  /// estimate".
-  std::function<void(const std::string& phase)> progress;
 };
 
 /// The range of SolveOptions::ozaki_bits.
