@@ -9,7 +9,7 @@
 # summary counts as a failure).
 #
 #   BUILD=build-gpu TOOLS="memcheck initcheck racecheck synccheck" CASES=regex CASE_TIMEOUT=300 \
-#     bash tools/sanitize.sh
+#     JOBS=1 bash tools/sanitize.sh
 # Logs of every run go to $SANITIZE_LOGS (default /tmp/sanitize-logs), and as an archive to
 # $OUT/sanitize-logs.tgz where $OUT is set.
 set -uo pipefail
@@ -130,11 +130,9 @@ for tool in $TOOLS; do
     list=("${race_cases[@]}")
     fuzz_cases=${RACE_FUZZ_CASES:-8}
   fi
-  for entry in "${list[@]}"; do
-    name=${entry%%|*}
-    command=${entry#*|}
-    [[ $name =~ $CASES ]] || continue
-    log="$LOGS/$tool-$name.log"
+  # One case: its log, then "<errors> <failed 0|1>" and its table line in $LOGS/<tool>-<case>.result.
+  run_case() {
+    local name=$1 command=$2 log="$LOGS/$tool-$1.log" start rc tenths summary counts errors leaked status note bad=0
     start=$(date +%s%N)
     # shellcheck disable=SC2086
     MIXSOLVE_FUZZ_CASES=$fuzz_cases timeout "$CASE_TIMEOUT" "$SANITIZER" "${flags[@]}" $command > "$log" 2>&1
@@ -155,12 +153,32 @@ for tool in $TOOLS; do
     note=
     grep -q "Detected overflow of tracked cuda::barrier" "$log" && note=" (barrier table overflow: raise CUDA_BARRIERS)"
     if [ -z "$errors" ]; then
-      status="no summary (rc $rc)"; errors=-; failed=1
+      status="no summary (rc $rc)"; errors=-; bad=1
     elif [ "$errors" != 0 ] || [ -n "$note" ] || { [ "$tool" = memcheck ] && [ "${leaked:-0}" != 0 ]; }; then
-      status="FAILED$note"; failed=1; total_errors=$((total_errors + errors))
+      status="FAILED$note"; bad=1
     fi
     [ "$tool" = memcheck ] && [ -z "$leaked" ] && leaked=0
-    printf '%-10s %-42s %8s %12s %6d.%d %s\n' "$tool" "$name" "$errors" "$leaked" $((tenths / 10)) $((tenths % 10)) "$status"
+    {
+      echo "$errors $bad"
+      printf '%-10s %-42s %8s %12s %6d.%d %s\n' "$tool" "$name" "$errors" "$leaked" $((tenths / 10)) $((tenths % 10)) "$status"
+    } > "$LOGS/$tool-$name.result"
+  }
+  # JOBS cases at a time (default 1): racecheck's slow cases can share the GPU, each sanitizer
+  # process on a CPU core of its own.
+  names=()
+  for entry in "${list[@]}"; do
+    name=${entry%%|*}
+    [[ $name =~ $CASES ]] || continue
+    names+=("$name")
+    run_case "$name" "${entry#*|}" &
+    while [ "$(jobs -rp | wc -l)" -ge "${JOBS:-1}" ]; do wait -n; done
+  done
+  wait
+  for name in "${names[@]}"; do
+    read -r errors bad < "$LOGS/$tool-$name.result"
+    tail -n +2 "$LOGS/$tool-$name.result"
+    [ "$bad" = 1 ] && failed=1
+    [ "$bad" = 1 ] && [ "$errors" != - ] && total_errors=$((total_errors + errors))
   done
 done
 for tool in $TOOLS; do
