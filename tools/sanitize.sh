@@ -163,8 +163,7 @@ for tool in $TOOLS; do
       printf '%-10s %-42s %8s %12s %6d.%d %s\n' "$tool" "$name" "$errors" "$leaked" $((tenths / 10)) $((tenths % 10)) "$status"
     } > "$LOGS/$tool-$name.result"
   }
-  # JOBS cases at a time (default 1): racecheck's slow cases can share the GPU, each sanitizer
-  # process on a CPU core of its own.
+  # JOBS cases at a time (default 1): racecheck's slow cases can share the GPU.
   names=()
   for entry in "${list[@]}"; do
     name=${entry%%|*}

@@ -52,8 +52,10 @@ struct FactorResult {
   StopReason status = StopReason::Converged;
   std::int64_t zero_pivot_column = -1;  // ZeroPivot, NotPositiveDefinite: the pivot's column
   // NotPositiveDefinite: the pivot that was not positive (the Schur complement's diagonal entry,
-  // of mu S A S where range-scaled); a Cholesky's largest_diagonal: max a_ii of that matrix.
+  // of mu S A S where range-scaled), where known (not from cuSOLVER's dpotrf, which names the
+  // column only); a Cholesky's largest_diagonal: max a_ii of that matrix.
   double breakdown_pivot = 0, largest_diagonal = 0;
+  bool breakdown_pivot_known = true;
   PivotOrder pivot_order = PivotOrder::Partial;
   double largest_multiplier = 0;  // max |l_ij| of a reused order (also when it was rejected)
   std::int64_t reused_columns = 0;  // Reused: the leading columns that followed the order
@@ -129,8 +131,9 @@ class Engine : public RefinementSpace {
   virtual double norm_inf() = 0;
   // Position of a NaN or Inf in `m` (same memory space), or {-1, -1}.
   virtual std::pair<std::int64_t, std::int64_t> find_nonfinite(const MatrixView<const double>& m) = 0;
-  // The first pair (i, j), i > j, with A(i, j) != A(j, i), or {-1, -1} for a symmetric A: one
-  // pass over A that stops at the first such pair.
+  // The first pair (i, j), i > j, in column-major order with A(i, j) != A(j, i), or {-1, -1}
+  // for a symmetric A: one pass over A (the host's stops at that pair; the device's reads all of
+  // A, so that the pair it names does not depend on the order its blocks run in).
   virtual std::pair<std::int64_t, std::int64_t> find_asymmetry() = 0;
   // Factorizes A as `request` asks (FactorRequest), replacing earlier factors. A Cholesky
   // A = L L^T reads A's lower triangle and is stored as the LU factors (L D^-1)(D L^T), D =

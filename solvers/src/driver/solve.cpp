@@ -71,7 +71,7 @@ using solvers_detail::seconds_since;
 
 // SolveOptions::escalate_by_cost: the next rung's factorization is estimated at this multiple of
 // the current one's time: on the H100 the device engine's FP64 LU takes 1.55x / 2.25x the fp16x3
-// LU at n = 16384 / 32768 (solve.hpp). With a factor of 1, fp16x3 -> FP64 at n = 32768, cond 1e6
+// LU at n = 16384 / 32768 (docs/solver.md). With a factor of 1, fp16x3 -> FP64 at n = 32768, cond 1e6
 // sends a GMRES with 38 iterations behind it to the FP64 LU (0.53x dgetrf+getrs's speed).
 constexpr double kNextRungCostFactor = 2.0;
 
@@ -265,10 +265,11 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
                                f.zero_pivot_column);
         if (ladder.after_breakdown(attempt, f, n, unit_roundoff) ==
             solvers_detail::SquareLadder::AfterBreakdown::NotPositiveDefinite)
-          throw NotPositiveDefinite("solve: A is not positive definite: pivot " + number(f.breakdown_pivot) +
-                                        " in column " + std::to_string(f.zero_pivot_column) +
-                                        " of the FP64 Cholesky factorization (structure spd)",
-                                    f.zero_pivot_column);
+          throw NotPositiveDefinite(
+              "solve: A is not positive definite: " +
+                  (f.breakdown_pivot_known ? "pivot " + number(f.breakdown_pivot) : std::string("a pivot not positive")) +
+                  " in column " + std::to_string(f.zero_pivot_column) + " of the FP64 Cholesky factorization (structure spd)",
+              f.zero_pivot_column);
         attempt.stop = f.status;
         attempt.zero_pivot_column = f.zero_pivot_column;
         attempt.collapsed_at_column = f.collapsed_at_column;

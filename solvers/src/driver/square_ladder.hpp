@@ -40,7 +40,7 @@ inline std::vector<Rung> rung_path(const SolveOptions& o, FactorKind kind, std::
 // not positive definite, and under Structure::Auto the LU path follows at once instead of an
 // FP64 Cholesky that would break down as well.
 inline bool clearly_indefinite(const FactorResult& f, std::int64_t n, double unit_roundoff) {
-  return f.breakdown_pivot < -double(n) * unit_roundoff * f.largest_diagonal;
+  return f.breakdown_pivot_known && f.breakdown_pivot < -double(n) * unit_roundoff * f.largest_diagonal;
 }
 
 class SquareLadder {

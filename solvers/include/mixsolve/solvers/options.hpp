@@ -60,24 +60,37 @@ std::string to_string(const SolveOptions& options);
 /// @return the table.
 const std::vector<OptionField>& least_squares_option_fields();
 
-/// Sets one field of `options` from text, as set_solve_option does for SolveOptions. A backend
-/// name (fp32-update, fp32-vt-c-update) must be an FP32 backend of the gemm registry; whether it
-/// runs in A's memory least_squares() checks.
-/// @throws InvalidArgument naming the field and the value.
+/// Sets one field of `options` from text, as set_solve_option does for SolveOptions.
+/// @param options the options to change.
+/// @param name    a field's name (least_squares_option_fields()).
+/// @param value   its value: a name the field reads, a number, "true" or "false", a GEMM
+///                backend's name (fp32-update, fp32-vt-c-update: an FP32 backend of the gemm
+///                registry; whether it runs in A's memory least_squares() checks) or "" for the
+///                default.
+/// @throws InvalidArgument naming the field and the value where the name is no field's, the value
+///                         is not of the field's kind or lies outside its range.
 void set_least_squares_option(LeastSquaresOptions& options, const std::string& name, const std::string& value);
 
-/// Reads "name=value,..." over `base`, as parse_solve_options.
-/// @throws InvalidArgument naming the item or the field and the value.
+/// Reads "name=value,name=value,..." (set_least_squares_option for each in turn) over `base`.
+/// @param text the fields to set, separated by ','; empty: none.
+/// @param base the options the text changes.
+/// @return base with the fields set.
+/// @throws InvalidArgument naming the item for an item without '=', and as set_least_squares_option.
 LeastSquaresOptions parse_least_squares_options(const std::string& text, LeastSquaresOptions base = {});
 
-/// Every field in parse_least_squares_options' form.
+/// Every field in parse_least_squares_options' form; parse_least_squares_options(to_string(o))
+/// gives back o.
+/// @param options the options.
 /// @return "precision=fp32,max-iterations=30,...".
 std::string to_string(const LeastSquaresOptions& options);
 
 /// The name of a least-squares refinement, as parse_least_squares_refinement reads it.
+/// @param r a refinement.
 /// @return "augmented", "gmres", "augmented-then-gmres" or "cgls".
 std::string to_string(LeastSquaresOptions::Refinement r);
 /// Reads a least-squares refinement's name.
+/// @param text "augmented", "gmres", "augmented-then-gmres" or "cgls" (exact, lower case).
+/// @return the refinement.
 /// @throws InvalidArgument for any other text.
 LeastSquaresOptions::Refinement parse_least_squares_refinement(const std::string& text);
 

@@ -51,9 +51,12 @@ enum class Structure {
   /// not positive in its arithmetic) escalates like a failed LU; where the FP64 Cholesky breaks
   /// down, solve() throws NotPositiveDefinite.
   Spd,
-  /// A symmetric A (checked exactly, in one pass that stops at the first asymmetric pair) is
-  /// treated as Spd, except that where A turns out not to be positive definite the solve goes on
-  /// with the LU path (SolveOptions::factorization) instead of throwing; any other A as General.
+  /// A symmetric A (checked exactly, in one pass over A) is treated as Spd, except that where A
+  /// turns out not to be positive definite (a cheaper Cholesky's pivot negative beyond its
+  /// arithmetic's rounding, or the FP64 Cholesky's breakdown) the solve goes on with the LU path
+  /// (SolveOptions::factorization) instead of throwing; any other A as General. A cheaper
+  /// Cholesky's breakdown within its rounding goes to the next Cholesky rung, as under Spd (with
+  /// fallback off there may be none: the solve then returns no iterate).
   Auto,
 };
 
@@ -199,7 +202,8 @@ struct SolveOptions {
   ConditionEstimate condition_estimate = ConditionEstimate::WhenNotConverged;
   /// Called at the start of each phase ("factorization fp16", "refinement gmres", ...), e.g. to
   /// print progress during long solves. May be empty. The phase texts are "factorization <p>
-  /// (n = <n>)" (prefixed "fallback: " for an FP64 one after a cheaper one), "probe of the <p>
+  /// (n = <n>)" ("factorization <p> Cholesky (n = <n>)" for a Cholesky; prefixed "fallback: "
+  /// for an FP64 one after a cheaper one), "probe of the <p>
   /// factors", "refinement <method> with <p> factors (<k> right-hand side(s))" and "condition
   /// estimate".
   std::function<void(const std::string& phase)> progress;
@@ -260,8 +264,8 @@ struct SolveOptions {
   /// already spent does not count (it is spent either way). The rule calibrates itself on the
   /// machine (measured times) but makes the path depend on timing.
   bool escalate_by_cost = true;
-  /// An FP64 factorization that follows a cheaper one (the fallback, or auto's last rung) takes
-  /// over the cheaper LU's row order: the rows are put in that order first and pivots are then
+  /// An FP64 LU that follows a cheaper LU (the fallback, or auto's last rung) takes over the
+  /// cheaper LU's row order (Cholesky factorizations have none): the rows are put in that order first and pivots are then
   /// searched only inside each diagonal block of block_size x block_size (256 x 256 on the GPU by
   /// default), so the panels need no search over the column and no interchange beyond the block
   /// (L21 = A21 U11^-1 by a GEMM). Only the leading
@@ -304,10 +308,13 @@ struct SolveOptions {
   /// entries beyond its range or near its underflow (BF16 and fp16x3, whose products scale their
   /// operands by powers of two themselves, keep FP32's exponent range). Refinement works with A
   /// itself. Off: A is rounded as it is, and an overflow escalates. FP64, FP32, TF32, Halfhalf
-  /// and Tf32tf32 factorizations are never scaled.
+  /// and Tf32tf32 factorizations are never scaled. A Cholesky scales symmetrically, mu S A S with
+  /// s_i the power of two that brings sqrt(a_ii) into [1/2, 1), where the spread calls for it.
   bool range_scaling = true;
   /// LU block size; 0 picks one for the memory space: 256 on the GPU, 32 on the host (the GPU LU
-  /// takes at most 256: larger values are reduced to 256). Must be >= 0 (InvalidArgument).
+  /// takes at most 256: larger values are reduced to 256). On the host it is also the width of
+  /// the Cholesky's leaves; the GPU's Cholesky has leaves of its own (128 columns). Must be >= 0
+  /// (InvalidArgument).
   int block_size = 0;
   /// The bits of each operand that the trailing updates of a Precision::Ozaki LU keep (the
   /// emulation's accuracy knob: ozaki2-int8's parameter bits, a grid of 2^-bits of each row's and
@@ -401,7 +408,8 @@ struct Attempt {
   std::int64_t zero_pivot_column = -1;
   /// For StopReason::CollapsedPivots: up to which column the LU ran; -1 otherwise.
   std::int64_t collapsed_at_column = -1;
-  /// The LU factored mu R A S (SolveOptions::range_scaling).
+  /// The factorization was of mu R A S, or for a Cholesky of mu S A S (SolveOptions::
+  /// range_scaling).
   bool range_scaled = false;
   /// How the LU chose its row interchanges (SolveOptions::reuse_pivot_order).
   PivotOrder pivot_order = PivotOrder::Partial;
@@ -520,10 +528,12 @@ struct SolveReport {
 ///                         both and their byte ranges), structure is Spd and A is not
 ///                         symmetric (the message names an asymmetric pair), or an option is
 ///                         out of range
-///                         (auto_path empty or containing Auto, auto_min_n < -1,
-///                         max_iterations < 0, gmres_restart < 1, gmres_max_inner < 1,
-///                         block_size < 0, probe_pivot_ratio NaN or < 0, tolerance_factor <= 0
-///                         or not finite, ozaki_bits outside [kOzakiMinBits, kOzakiMaxBits]).
+///                         (structure not General, Spd or Auto, auto_path empty or containing
+///                         Auto, auto_min_n < -1, max_iterations < 0, gmres_restart < 1,
+///                         gmres_max_inner < 1, block_size < 0, probe_pivot_ratio NaN or < 0,
+///                         tolerance_factor <= 0 or not finite, ozaki_bits outside
+///                         [kOzakiMinBits, kOzakiMaxBits], factor_storage wider than 32 bits,
+///                         krylov_basis_format FP32-based).
 /// @throws SingularMatrix  if the FP64 LU meets a zero pivot.
 /// @throws NotPositiveDefinite if structure is Spd and the FP64 Cholesky meets a pivot that is
 ///                         not positive.
@@ -548,12 +558,13 @@ class Factorization {
   /// @param options the settings (SolveOptions), copied.
   /// @throws InvalidArgument if `a` is malformed, not square or holds NaN or Inf, `a` is on the
   ///                         device and ctx host-only, structure is Spd and A is not symmetric,
-  ///                         or an option is out of range (auto_path
-  ///                         empty or containing Auto where factorization is Auto,
-  ///                         auto_min_n < -1, max_iterations < 0, gmres_restart < 1,
+  ///                         or an option is out of range (structure not General, Spd or
+  ///                         Auto, auto_path empty or containing Auto where factorization is
+  ///                         Auto, auto_min_n < -1, max_iterations < 0, gmres_restart < 1,
   ///                         gmres_max_inner < 1, block_size < 0, probe_pivot_ratio NaN or < 0,
   ///                         tolerance_factor <= 0 or not finite, ozaki_bits outside
-  ///                         [kOzakiMinBits, kOzakiMaxBits]).
+  ///                         [kOzakiMinBits, kOzakiMaxBits], factor_storage wider than 32 bits,
+  ///                         krylov_basis_format FP32-based).
   /// @throws DeviceError     if a CUDA call fails or device memory runs out.
   Factorization(Context& ctx, const MatrixView<const double>& a, const SolveOptions& options = {});
   /// Frees the factors and the engine's memory (device memory goes back to the Context's pool).
@@ -576,8 +587,8 @@ class Factorization {
   ///                         shape differs from B's, B or X is not in A's memory space, or X's
   ///                         storage overlaps B's or a device A's (the message names both).
   /// @throws SingularMatrix  if the FP64 LU meets a zero pivot.
-/// @throws NotPositiveDefinite if structure is Spd and the FP64 Cholesky meets a pivot that is
-///                         not positive.
+  /// @throws NotPositiveDefinite if structure is Spd and the FP64 Cholesky meets a pivot that
+  ///                         is not positive.
   /// @throws DeviceError     if a CUDA, cuBLAS or cuSOLVER call fails, or device memory runs out.
   SolveReport solve(const MatrixView<const double>& b, const MatrixView<double>& x);
   /// The precision of the factors in use (Auto before the first solve).

@@ -25,10 +25,12 @@ namespace mixsolve::solvers_detail::device_cholesky {
 // so a Cholesky that breaks down stops soon after, while the GPU's queue never runs dry.
 constexpr std::size_t kVerdictLag = 2;
 
-// Where a Cholesky stopped (column -1: it did not), and the pivot that was not positive.
+// Where a Cholesky stopped (column -1: it did not), and the pivot that was not positive, where
+// known (cuSOLVER's dpotrf reports the column only).
 struct Breakdown {
   std::int64_t column = -1;
   double pivot = 0;
+  bool pivot_known = true;
 };
 
 // The first pair (i, j), i > j, in column-major order with a(i, j) != a(j, i) for the n x n

@@ -499,6 +499,7 @@ class DeviceEngine final : public DeviceSpace {
       if (!overflow) {
         result.zero_pivot_column = breakdown.column;
         result.breakdown_pivot = breakdown.pivot;
+        result.breakdown_pivot_known = breakdown.pivot_known;
       }
       return result;
     }
@@ -528,6 +529,7 @@ class DeviceEngine final : public DeviceSpace {
     const int info = read_info();  // > 0: the leading minor of that order is not positive definite
     device_cholesky::Breakdown b;
     if (info > 0) b.column = info - 1;
+    b.pivot_known = false;
     return b;
   }
 
