@@ -182,6 +182,22 @@ Problem make_problem(Context& ctx, std::int64_t n, const std::string& family, co
   return p;
 }
 
+// Runs `call` warmup + reps times, each on fresh copies of A and b in a_copy and x (the copies
+// not timed), and keeps the last reps' times in out.seconds.
+template <class Call>
+void time_on_copies(Context& ctx, const Problem& p, DeviceBuffer<double>& a_copy, DeviceBuffer<double>& x, int warmup,
+                    int reps, Outcome& out, Call call) {
+  for (int rep = 0; rep < warmup + reps; ++rep) {
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(a_copy.data(), p.a.data(), a_copy.bytes(), cudaMemcpyDeviceToDevice, ctx.stream()));
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(x.data(), p.b.data(), x.bytes(), cudaMemcpyDeviceToDevice, ctx.stream()));
+    ctx.synchronize();
+    const double t0 = now_seconds();
+    call();
+    ctx.synchronize();
+    if (rep >= warmup) out.seconds.push_back(now_seconds() - t0);
+  }
+}
+
 // cusolverDnDgetrf + getrs on a copy of A (the copy is not timed).
 Outcome run_dgetrf(Context& ctx, cusolverDnHandle_t solver, const Problem& p, int warmup, int reps) {
   const std::int64_t n = p.n;
@@ -194,17 +210,11 @@ Outcome run_dgetrf(Context& ctx, cusolverDnHandle_t solver, const Problem& p, in
   MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf_bufferSize(solver, int(n), int(n), lu.data(), int(n), &lwork));
   DeviceBuffer<double> work(std::max(lwork, 1));
   out.extra_bytes = lu.bytes() + work.bytes() + pivots.bytes();
-  for (int rep = 0; rep < warmup + reps; ++rep) {
-    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(lu.data(), p.a.data(), lu.bytes(), cudaMemcpyDeviceToDevice, ctx.stream()));
-    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(x.data(), p.b.data(), x.bytes(), cudaMemcpyDeviceToDevice, ctx.stream()));
-    ctx.synchronize();
-    const double t0 = now_seconds();
+  time_on_copies(ctx, p, lu, x, warmup, reps, out, [&] {
     MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrf(solver, int(n), int(n), lu.data(), int(n), work.data(), pivots.data(), info.data()));
     MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgetrs(solver, CUBLAS_OP_N, int(n), 1, lu.data(), int(n), pivots.data(), x.data(),
                                              int(n), getrs_info.data()));
-    ctx.synchronize();
-    if (rep >= warmup) out.seconds.push_back(now_seconds() - t0);
-  }
+  });
   const int singular_column = info.to_host(ctx.stream())[0];  // > 0: U(k, k) = 0, k from 1
   if (singular_column > 0) out.path += " (zero pivot " + std::to_string(singular_column) + ")";
   measure_errors(ctx, p, x.data(), out);
@@ -225,18 +235,12 @@ Outcome run_dpotrf(Context& ctx, cusolverDnHandle_t solver, const Problem& p, in
       cusolverDnDpotrf_bufferSize(solver, CUBLAS_FILL_MODE_LOWER, int(n), l.data(), int(n), &lwork));
   DeviceBuffer<double> work(std::max(lwork, 1));
   out.extra_bytes = l.bytes() + work.bytes();
-  for (int rep = 0; rep < warmup + reps; ++rep) {
-    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(l.data(), p.a.data(), l.bytes(), cudaMemcpyDeviceToDevice, ctx.stream()));
-    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(x.data(), p.b.data(), x.bytes(), cudaMemcpyDeviceToDevice, ctx.stream()));
-    ctx.synchronize();
-    const double t0 = now_seconds();
+  time_on_copies(ctx, p, l, x, warmup, reps, out, [&] {
     MIXSOLVE_CUSOLVER_CHECK(cusolverDnDpotrf(solver, CUBLAS_FILL_MODE_LOWER, int(n), l.data(), int(n), work.data(),
                                              lwork, info.data()));
     MIXSOLVE_CUSOLVER_CHECK(cusolverDnDpotrs(solver, CUBLAS_FILL_MODE_LOWER, int(n), 1, l.data(), int(n), x.data(),
                                              int(n), potrs_info.data()));
-    ctx.synchronize();
-    if (rep >= warmup) out.seconds.push_back(now_seconds() - t0);
-  }
+  });
   const int not_positive = info.to_host(ctx.stream())[0];  // > 0: the leading minor of that order
   if (not_positive > 0) {
     out.path += " (not positive definite at " + std::to_string(not_positive) + ")";
