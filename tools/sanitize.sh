@@ -31,10 +31,11 @@ S=$B/examples/solve
 T=$B/tests/mixsolve_gpu_tests
 L=$B/benchmarks/lstsq_benchmark
 # name|command: every factorization precision, odd n, several right-hand sides, the escalation
-# (cheap LU -> FP64) and a solve that does not converge without fallback, then the GPU tests of
-# Factorization reuse, least squares, the GEMM backends, Ozaki and SLFP at small sizes. Sizes stay
-# small: under initcheck cuSOLVER's geqrf (the example's test-matrix generation) took over 9
-# minutes at n = 2000 on an H200, against 1.5 s for the whole example unchecked.
+# (cheap LU -> FP64) and a solve that does not converge without fallback, the Cholesky rungs,
+# then the GPU tests of Factorization reuse, the device Cholesky, least squares, the GEMM
+# backends, Ozaki and SLFP at small sizes. Sizes stay small: under initcheck cuSOLVER's geqrf
+# (the example's test-matrix generation) took over 9 minutes at n = 2000 on an H200, against
+# 1.5 s for the whole example unchecked.
 # name|arguments of the solve example|n|n under racecheck (see below)
 solve_cases=(
   "auto-nrhs3|--nrhs 3|301|131"
@@ -58,6 +59,7 @@ lstsq_args="--backends cublas-sgemm,halfhalf --panels tsqr --conds 1e2,1e9 --ref
 gtest_cases=(
   "gtest-solver-kernels|$T --gtest_filter=GpuDiagonalBlock.*:GpuTriangleInverse.*:GpuTriangularSolver.*"
   "gtest-fuzz-and-guarantees|$T --gtest_filter=GpuFuzz*.*:GpuDocumentedGuarantees*.*"
+  "gtest-cholesky|$T --gtest_filter=GpuCholesky.*"
   "gtest-least-squares|$T --gtest_filter=GpuQr.TsqrPanel*:GpuLeastSquares.DeviceSolverMatchesTheHostSolver"
   "gtest-gemm-backends|$T --gtest_filter=GpuBackends.EveryFp32Backend*:GpuBackends.NanAndInf*:GpuBackends.DgemmMatches*:GpuBackends.Fp16x3*:GpuBackends.Halfhalf*:GpuBackends.Unscaled*"
   "gtest-ozaki|$T --gtest_filter=GpuOzaki*.*:GpuDgemmEmulated.*"
