@@ -21,9 +21,12 @@ constexpr int kLeafLd = int(kCholeskyDeviceLeaf) + 1;
 constexpr int kLeafThreads = 512;
 
 // Factors the m x m leaf (m <= kCholeskyDeviceLeaf) at a (leading dimension ld), L into its lower
-// triangle, by the unblocked right-looking Cholesky in T's arithmetic in shared memory. A pivot
-// that is not positive records its column (column0 + j) and value in *verdict and *pivot and
-// ends the kernel; a leaf after an earlier breakdown does nothing.
+// triangle, in T's arithmetic in shared memory: the right-looking elimination without pivoting,
+// a(i, c) -= a(i, j) (a(c, j) / a(j, j)) for j < c <= i, which leaves column j and the pivot a(j, j)
+// as they are once step j is done, so that each step needs one barrier; then every column scaled,
+// L(i, j) = a(i, j) / sqrt(a(j, j)). A pivot that is not positive records its column
+// (column0 + j) and value in *verdict and *pivot and ends the kernel; a leaf after an earlier
+// breakdown does nothing.
 template <class T>
 __global__ void __launch_bounds__(kLeafThreads) leaf_cholesky_kernel(T* a, std::int64_t m, std::int64_t ld,
                                                                       std::int64_t column0, long long* verdict,
@@ -44,19 +47,16 @@ __global__ void __launch_bounds__(kLeafThreads) leaf_cholesky_kernel(T* a, std::
       }
       return;
     }
-    const T l = sqrt(pivot), inverse = T(1) / l;
-    __syncthreads();  // every thread has read the pivot before it is overwritten
-    for (int i = j + 1 + int(threadIdx.x); i < m; i += blockDim.x) s[i + j * kLeafLd] *= inverse;
-    if (threadIdx.x == 0) s[j + j * kLeafLd] = l;
-    __syncthreads();
     for (int c = j + 1 + warp; c < m; c += warps) {
-      const T l_cj = s[c + j * kLeafLd];
-      for (int i = c + lane; i < m; i += 32) s[i + c * kLeafLd] -= s[i + j * kLeafLd] * l_cj;
+      const T multiplier = s[c + j * kLeafLd] / pivot;
+      for (int i = c + lane; i < m; i += 32) s[i + c * kLeafLd] -= s[i + j * kLeafLd] * multiplier;
     }
-    __syncthreads();
+    __syncthreads();  // column j + 1 is complete before step j + 1 reads it
   }
-  for (int c = warp; c < m; c += warps)
-    for (int i = c + lane; i < m; i += 32) a[i + c * ld] = s[i + c * kLeafLd];
+  for (int c = warp; c < m; c += warps) {
+    const T root = sqrt(s[c + c * kLeafLd]);
+    for (int i = c + lane; i < m; i += 32) a[i + c * ld] = i == c ? root : s[i + c * kLeafLd] / root;
+  }
 }
 
 // The LU form of a Cholesky factor (engine.hpp), in 32 x 32 tiles of the lower triangle: tile
