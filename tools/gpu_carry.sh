@@ -5,7 +5,7 @@
 # tools/device_tests.sh work there), the solve example, the benchmarks named, stripped, and in
 # CARRY/gpu-libs the shared libraries they need that the GPU machine lacks (everything but the C
 # and C++ runtimes and CUDA's own libraries; run with LD_LIBRARY_PATH=CARRY/gpu-libs), and the
-# sanitizer reproducers of tools/sanitizer_repros/ (CARRY/cublas_trsm).
+# sanitizer reproducers of tools/sanitizer_repros/ (CARRY/cublas_trsm, CARRY/cublas_gemm_ex).
 #   tools/gpu_carry.sh build-gpu build-carry [benchmarks/lstsq_benchmark ...]
 # With PACK=DIR (an ignored folder, e.g. build-pack) it also writes DIR/carry.tar.xz, for when
 # the folder and the working tree pass the device tool's 64 MiB: carry DIR instead and unpack it
@@ -40,7 +40,9 @@ done
 # The vendor-only reproducers of tools/sanitize.sh, for the build's first CUDA architecture.
 arch=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=\([0-9a-z]*\).*/\1/p' "$build/CMakeCache.txt")
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-"$nvcc" -std=c++17 -O2 -arch="sm_${arch:-90a}" -o "$carry/cublas_trsm" tools/sanitizer_repros/cublas_trsm.cu -lcublas
+for repro in tools/sanitizer_repros/*.cu; do
+  "$nvcc" -std=c++17 -O2 -arch="sm_${arch:-90a}" -o "$carry/$(basename "$repro" .cu)" "$repro" -lcublas
+done
 du -sh "$carry"
 if [ -n "${PACK:-}" ]; then
   mkdir -p "$PACK"

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +23,16 @@ inline bool gpu_tests_required() {
   const char* value = std::getenv("MIXSOLVE_GPU_TESTS_REQUIRED");
   return value != nullptr && value[0] != '\0' && std::strcmp(value, "0") != 0;
 }
+
+// MIXSOLVE_GPU_TESTS_SMALL set to anything but "" or "0" (tools/sanitize.sh sets it for
+// racecheck, which instruments every shared-memory access and runs 10-100x slower): the tests
+// with the largest problems take smaller ones that still take the same code paths (several
+// blocks, leaves or tiles, sizes off the grids).
+inline bool small_gpu_tests() {
+  const char* value = std::getenv("MIXSOLVE_GPU_TESTS_SMALL");
+  return value != nullptr && value[0] != '\0' && std::strcmp(value, "0") != 0;
+}
+inline std::int64_t full_or_small(std::int64_t full, std::int64_t small) { return small_gpu_tests() ? small : full; }
 
 // Whether `backend` can run in ctx. Where it cannot, the reason is printed, and under
 // MIXSOLVE_GPU_TESTS_REQUIRED the test fails: a loop over backends covers every one it names.

@@ -25,6 +25,8 @@
 namespace {
 
 using namespace mixsolve;
+using mixsolve::testing::full_or_small;
+using mixsolve::testing::small_gpu_tests;
 namespace reference = mixsolve::testing;
 
 // A X = B with A n x n in an lda x n device array whose gaps hold -7 (untouched by the solve).
@@ -85,12 +87,13 @@ SolveOptions spd_options(Precision p, bool fallback = false, Structure structure
   return o;
 }
 
-// n = 1024: eight leaves, three levels of the recursion; every precision meets the stop test
-// without escalating, and the FP64 Cholesky's first solve is as accurate as the host's dpotf2.
+// n = 1024: eight leaves, three levels of the recursion (small: three leaves, two levels); every
+// precision meets the stop test without escalating, and the FP64 Cholesky's first solve is as
+// accurate as the host's dpotf2.
 TEST(GpuCholesky, EveryPrecisionMeetsTheStopTestOnSpdMatrices) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
-  const std::int64_t n = 1024;
+  const std::int64_t n = full_or_small(1024, 300);
   DeviceSpdProblem prob(test_matrix(MatrixFamily::Poev, Spectrum::Geo, 1e3, 61, n), n, 2, n);
   int cases = 0;
   for (Precision p : {Precision::FP64, Precision::FP32, Precision::Halfhalf, Precision::Tf32tf32, Precision::TF32,
@@ -126,7 +129,9 @@ TEST(GpuCholesky, OddOrdersAndLeadingDimensions) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
   int cases = 0;
-  for (std::int64_t n : {1, 37, 129, 1001, 2111, 4099}) {
+  const std::vector<std::int64_t> orders =
+      !small_gpu_tests() ? std::vector<std::int64_t>{1, 37, 129, 1001, 2111, 4099} : std::vector<std::int64_t>{1, 37, 129, 301};
+  for (std::int64_t n : orders) {
     DeviceSpdProblem prob(test_matrix(MatrixFamily::Poev, Spectrum::Arith, 1e4, 70 + n, n), n, 1, n + 3);
     for (const char* route : {"", "engine"})  // the FP64 Cholesky by cuSOLVER's dpotrf, or the recursion
       for (Precision p : {Precision::Fp16x3, Precision::FP32, Precision::FP64}) {
@@ -143,7 +148,7 @@ TEST(GpuCholesky, OddOrdersAndLeadingDimensions) {
       }
     EXPECT_EQ(prob.da.to_host(), prob.padded()) << "A and the gaps between its columns untouched";
   }
-  EXPECT_EQ(cases, 24);
+  EXPECT_EQ(cases, 4 * std::int64_t(orders.size()));
 }
 
 // Covariance and Toeplitz matrices of applications, with the default precision path.
@@ -153,7 +158,7 @@ TEST(GpuCholesky, ApplicationMatricesConvergeOnTheDefaultPath) {
   int cases = 0;
   for (const char* name : {"cov_se length=0.1 nugget=1e-6 seed=2", "cov_matern52 length=0.2 nugget=1e-6 seed=2",
                            "toeplitz_ar1 rho=0.99"}) {
-    const std::int64_t n = 2048;
+    const std::int64_t n = full_or_small(2048, 300);
     std::vector<double> a(n * n);
     generate_application_matrix(ApplicationSpec::parse(name), host_view(a.data(), n, n, n));
     DeviceSpdProblem prob(a, n, 1, n);
@@ -176,7 +181,7 @@ TEST(GpuCholesky, ApplicationMatricesConvergeOnTheDefaultPath) {
 TEST(GpuCholesky, BreakdownEscalatesAndIndefiniteMatricesAreReported) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
-  const std::int64_t n = 1024;
+  const std::int64_t n = full_or_small(1024, 300);
   DeviceSpdProblem ill(test_matrix(MatrixFamily::Poev, Spectrum::Geo, 1e10, 62, n), n, 1, n);
   const SolveReport r = ill.solve_on_device(ctx, spd_options(Precision::FP16, true));
   ASSERT_GE(r.attempts.size(), 2u) << r.summary();

@@ -31,6 +31,7 @@
 namespace {
 
 using namespace mixsolve;
+using mixsolve::testing::full_or_small;
 using namespace mixsolve::documented_guarantees;
 
 template <class T>
@@ -349,7 +350,7 @@ TEST(GpuDocumentedGuarantees, DeviceXOverlappingAOrBIsRefusedAndAdjacentStorageA
 TEST(GpuDocumentedGuarantees, SolvesOnSeparateThreadsWithTheirOwnContextsMatchSerialSolves) {
   MIXSOLVE_REQUIRE_GPU();
   constexpr int kThreads = 4;
-  const std::int64_t n = 640, k = 2;
+  const std::int64_t n = full_or_small(640, 300), k = 2;
   const Precision paths[kThreads] = {Precision::Fp16x3, Precision::FP32, Precision::Auto, Precision::FP16};
   std::vector<DeviceBuffer<double>> da, db;
   for (int t = 0; t < kThreads; ++t) {
