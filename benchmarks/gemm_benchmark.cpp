@@ -39,7 +39,7 @@ int main(int argc, char** argv) try {
   // Square (--sizes) and rectangular (--shapes) problems, uniform(-1,1): TFLOP/s and relative
   // error against cublas-sgemm of this run.
   const std::vector<bench::Shape> shapes = bench::shapes(opt, "sizes", "4096,8192,16384");
-  const InputClass uniform = seed000_input_classes(2026)[0];
+  const InputClass uniform = ootomo_yokota_input_classes(2026)[0];
   std::printf("\nC = A B, uniform(-1,1), median of %d runs; ratios against cublas-sgemm in this run\n", reps);
   std::printf("%-18s %18s %10s %9s %12s %12s\n", "backend", "m x n x k", "TFLOP/s", "x sgemm", "rel. error", "err/sgemm");
   for (const bench::Shape& sh : shapes) {
@@ -65,7 +65,7 @@ int main(int argc, char** argv) try {
 
   // k-sweep: relative error per input class (Ootomo & Yokota 2021, Fig. 8 / Fig. 1).
   std::printf("\nk-sweep, m = n = %lld\n", (long long)sweep_n);
-  const SweepResult sweep = run_k_sweep(ctx, Memory::Device, backends, sweep_n, sweep_k, seed000_input_classes(7), 3);
+  const SweepResult sweep = run_k_sweep(ctx, Memory::Device, backends, sweep_n, sweep_k, ootomo_yokota_input_classes(7), 3);
   std::printf("%s", format_k_sweep(sweep).c_str());
   for (const Evaluation& e : sweep.rows) out["k_sweep"].push_back(bench::to_json(e));
   bench::write_json(opt, out);

@@ -44,7 +44,7 @@ int main(int argc, char** argv) try {
   std::printf("compare_gemm_backends on %s: m = n = %lld, C = A B\n",
               gpu ? device_info().name.c_str() : "the host (no GPU: host backends)", static_cast<long long>(n));
   for (const Backend* b : backends) std::printf("  %-20s %s\n", b->name().c_str(), b->description().c_str());
-  const SweepResult sweep = run_k_sweep(ctx, memory, backends, n, ks, seed000_input_classes(1), reps);
+  const SweepResult sweep = run_k_sweep(ctx, memory, backends, n, ks, ootomo_yokota_input_classes(1), reps);
   std::printf("%s", format_k_sweep(sweep).c_str());
 
   const std::string csv = option(argc, argv, "csv", "");

@@ -217,7 +217,7 @@ set(mixsolve_test_timeouts
   host "Ozaki2Int8.ResiduesByFmaReductionAreExact" 30
   host "Ozaki2Int8.ScalesUseTheCrtMarginAndNoMore" 30
   host "Ozaki2Int8.WideExponentsZerosAndNonFiniteInputs" 30
-  host "OzakiFp32.BetaFollowsSeed004Eq10" 30
+  host "OzakiFp32.BetaFollowsNanaiFujimotoEq10" 30
   host "OzakiFp32.MaxRelativeErrorFallsWithTheNumberOfSplits" 330
   host "OzakiFp32.ProductsCoverTheExpansion" 30
   host "OzakiFp32.SplitsAreOnTheirGridAndHighProductsAreExact" 30
@@ -225,17 +225,17 @@ set(mixsolve_test_timeouts
   host "OzakiSlices.FastModeTradesSlicePairsForAccuracy" 130
   host "OzakiSlices.FusedSplitKeepsTheAccuracy" 100
   host "OzakiSlices.HugeAndTinyVectorsKeepTheirBits" 30
-  host "OzakiSlices.RhoFollowsSeed001" 30
+  host "OzakiSlices.RhoFollowsNiimi" 30
   host "OzakiSlices.WideExponentsZerosAndNonFiniteInputs" 30
   host "Random.ExpRandHasExponentsInRangeAndRandomMantissas" 30
-  host "Random.PhiSpreadsMagnitudesAsSeed004Describes" 30
+  host "Random.PhiSpreadsMagnitudesAsNanaiFujimotoDescribe" 30
   host "Random.UniformStaysInRangeAndDependsOnlyOnSeedAndIndex" 30
   host "ReciprocalCondition.FollowsDgeconForSpecialValues" 30
   host "Registry.HostOnlyContextOffersExactlyTheHostBackends" 30
   host "Registry.ListsEveryBackendOnceAndFindsThemByName" 30
   host "Registry.UnknownNameIsAnErrorListingTheKnownNames" 30
   host "Slfp.BothRoundingsMatchMpfrOnRandomAndEdgeValues" 30
-  host "Slfp.LayoutsAreSeed003Table1" 30
+  host "Slfp.LayoutsAreMukunokiImamuraTable1" 30
   host "Slfp.RoundTripsOfStoredValuesAreExact" 30
   host "Slfp.Slfp32in16EveryStoredValueAndEveryBoundary" 30
   host "Slfp.SpecialValuesArePreserved" 30

@@ -51,7 +51,7 @@ double median_seconds(Context& ctx, Memory memory, int repetitions, const std::f
   return seconds[seconds.size() / 2];
 }
 
-std::vector<InputClass> seed000_input_classes(std::uint64_t seed) {
+std::vector<InputClass> ootomo_yokota_input_classes(std::uint64_t seed) {
   const RandomSpec mid = RandomSpec::exp_rand(-15, 15, seed + 1);
   return {
       {"uniform(-1,1)", RandomSpec::uniform(-1, 1, seed), RandomSpec::uniform(-1, 1, seed + 10)},

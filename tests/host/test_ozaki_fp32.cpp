@@ -22,7 +22,7 @@ using namespace mixsolve::gemm;
 using mixsolve::testing::phi_matrix;
 
 
-TEST(OzakiFp32, BetaFollowsSeed004Eq10) {
+TEST(OzakiFp32, BetaFollowsNanaiFujimotoEq10) {
   EXPECT_EQ(formats::ozaki_fp32_beta(1), 12);     // ceil((24 + 0) / 2)
   EXPECT_EQ(formats::ozaki_fp32_beta(1024), 17);  // ceil((24 + 10) / 2)
   EXPECT_EQ(formats::ozaki_fp32_beta(1025), 18);  // ceil(log2 k) = 11

@@ -18,7 +18,7 @@ using namespace mixsolve;
 using namespace mixsolve::gemm;
 using mixsolve::testing::phi_matrix;
 
-TEST(OzakiSlices, RhoFollowsSeed001) {
+TEST(OzakiSlices, RhoFollowsNiimi) {
   EXPECT_EQ(ozaki_slices_rho(8, 128), 45);  // BF16: ceil(53 - 17 / 2) = 45 = 53 - 8
   EXPECT_EQ(ozaki_slice_bits(8, 128), 8);
   EXPECT_EQ(ozaki_slice_bits(8, 256), 8);   // 2 8 + 8 = 24

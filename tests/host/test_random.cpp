@@ -52,7 +52,7 @@ TEST(Random, UniformStaysInRangeAndDependsOnlyOnSeedAndIndex) {
 // phi(phi) = (u - 1/2) exp(phi rn): phi = 0 gives uniform(-1/2, 1/2); the spread of |x| widens
 // with phi (rn standard normal: about 1 in 370 draws beyond 3 sigma), and the matrix depends
 // only on the seed and the element's index.
-TEST(Random, PhiSpreadsMagnitudesAsSeed004Describes) {
+TEST(Random, PhiSpreadsMagnitudesAsNanaiFujimotoDescribe) {
   const std::int64_t count = 200000;
   std::vector<double> x(count);
   const auto spread = [&](double phi) {

@@ -117,7 +117,7 @@ void expect_rounding_matches_mpfr(const char* name, std::uint64_t seed) {
   }
 }
 
-TEST(Slfp, LayoutsAreSeed003Table1) {
+TEST(Slfp, LayoutsAreMukunokiImamuraTable1) {
   struct Row {
     int container, exponent, mantissa, words;
     double digits;

@@ -29,7 +29,7 @@ struct InputClass {
 /// exp_rand(-45,-35) x exp_rand(-15,15) (Ootomo & Yokota 2021, Fig. 8 and the issue), seeds derived from `seed`.
 /// @param seed base seed; every RandomSpec's seed is derived from it.
 /// @return the four classes, in that order.
-std::vector<InputClass> seed000_input_classes(std::uint64_t seed);
+std::vector<InputClass> ootomo_yokota_input_classes(std::uint64_t seed);
 
 /// The median time of `repetitions` runs of `run`: CUDA events on ctx's stream for device work,
 /// the host's steady clock otherwise. No warm-up: the caller runs once first.
@@ -126,7 +126,7 @@ struct SweepResult {
 /// @param backends    the backends to evaluate, in table order.
 /// @param n           m = n of every problem, > 0.
 /// @param ks          the inner dimensions, each > 0.
-/// @param classes     the input classes (e.g. seed000_input_classes()).
+/// @param classes     the input classes (e.g. ootomo_yokota_input_classes()).
 /// @param repetitions timed runs per evaluation.
 /// @return the baseline's name and one row per class, k and backend.
 /// @throws InvalidArgument if n or a k is not positive.
