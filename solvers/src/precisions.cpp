@@ -19,15 +19,15 @@ namespace mixsolve::solvers_detail {
 // for); its updates on the device are dgemm-auto's, on the host the emulation's bit-exact model.
 const std::vector<PrecisionInfo>& factorization_precisions() {
   static const std::vector<PrecisionInfo> table = {
-      {Precision::FP64, "fp64", 0x1p-53, false, "cublas-dgemm", "host-fp64", true},
-      {Precision::FP32, "fp32", 0x1p-24, false, "cublas-sgemm", "host-fp32", false},
-      {Precision::TF32, "tf32", 0x1p-11, false, "cublas-tf32", "model-tf32-rz", false},
-      {Precision::FP16, "fp16", 0x1p-11, true, "cublas-fp16", "model-fp16-rz", false},
-      {Precision::BF16, "bf16", 0x1p-8, true, "cublas-bf16", "model-bf16-rz", false},
-      {Precision::Halfhalf, "halfhalf", 0x1p-24, false, "halfhalf", "model-halfhalf-rn", false},
-      {Precision::Tf32tf32, "tf32tf32", 0x1p-24, false, "tf32tf32", "model-tf32tf32-rn", false},
-      {Precision::Fp16x3, "fp16x3", 0x1p-24, true, "cublas-fp16x3", "model-fp16x3-rz", false},
-      {Precision::Ozaki, "ozaki", 0x1p-40, false, "dgemm-auto", "host-ozaki2-int8", true},
+      {Precision::FP64, "fp64", 0x1p-53, false, "cublas-dgemm", "host-fp64", true, false},
+      {Precision::FP32, "fp32", 0x1p-24, false, "cublas-sgemm", "host-fp32", false, false},
+      {Precision::TF32, "tf32", 0x1p-11, false, "cublas-tf32", "model-tf32-rz", false, false},
+      {Precision::FP16, "fp16", 0x1p-11, true, "cublas-fp16", "model-fp16-rz", false, false},
+      {Precision::BF16, "bf16", 0x1p-8, true, "cublas-bf16", "model-bf16-rz", false, false},
+      {Precision::Halfhalf, "halfhalf", 0x1p-24, false, "halfhalf", "model-halfhalf-rn", false, false},
+      {Precision::Tf32tf32, "tf32tf32", 0x1p-24, false, "tf32tf32", "model-tf32tf32-rn", false, false},
+      {Precision::Fp16x3, "fp16x3", 0x1p-24, true, "cublas-fp16x3", "model-fp16x3-rz", false, true},
+      {Precision::Ozaki, "ozaki", 0x1p-40, false, "dgemm-auto", "host-ozaki2-int8", true, false},
   };
   return table;
 }

@@ -22,6 +22,10 @@ struct PrecisionInfo {
   const char* device_update;  // gemm backend of the trailing updates on the GPU
   const char* host_update;    // gemm backend that gives the host LU the device's rounding
   bool fp64_factors;          // the factors are stored (and applied) in FP64, else in FP32
+  // Its GEMM sums split terms of FP32-accurate inputs inside the tensor core, whose accumulation
+  // truncates: an error that grows with the inner dimension and dominates the product's. The
+  // Cholesky then cuts its products to the LU's block width (update_inner_chunk).
+  bool truncating_long_products;
 };
 
 // Every factorization precision, in the order parse_precision lists them (not Auto).

@@ -184,7 +184,9 @@ TEST(Cholesky, RecursionFactorsAsTheUnblockedReference) {
       SCOPED_TRACE("n " + std::to_string(n) + ", leaf " + std::to_string(leaf));
       SpdProblem p = SpdProblem::test_matrix(poev(Spectrum::Geo, 1e3, 40), n);
       std::vector<double> l = p.a;
-      const solvers_detail::CholeskyBreakdown b = solvers_detail::cholesky_factor(l, n, leaf, fp64, {}, ctx);
+      // Products cut into chunks of 7 (update_inner_chunk) for half the cases.
+      const std::int64_t chunk = leaf % 2 == 1 ? 7 : solvers_detail::kMaxUpdateInner;
+      const solvers_detail::CholeskyBreakdown b = solvers_detail::cholesky_factor(l, n, leaf, chunk, fp64, {}, ctx);
       ASSERT_EQ(b.column, -1);
       const reference::CholeskyFactors<double> ref = reference::cholesky_factor(p.dense_a());
       double worst = 0, largest = 0;
@@ -205,8 +207,38 @@ TEST(Cholesky, RecursionFactorsAsTheUnblockedReference) {
   ASSERT_GE(ref.not_positive, 0);
   for (std::int64_t leaf : {1, 7, 16, 64}) {
     std::vector<double> l = q.a;
-    EXPECT_EQ(solvers_detail::cholesky_factor(l, 200, leaf, fp64, {}, ctx).column, ref.not_positive) << "leaf " << leaf;
+    EXPECT_EQ(solvers_detail::cholesky_factor(l, 200, leaf, solvers_detail::kMaxUpdateInner, fp64, {}, ctx).column,
+              ref.not_positive)
+        << "leaf " << leaf;
   }
+}
+
+// fp16x3's products sum their split terms in the tensor core with truncation (the host model of
+// cublas-fp16x3), an error that grows with the product's length: the Cholesky cuts its products
+// to the LU's block width, and its factors are then as good a preconditioner as the LU's: the
+// first solve's backward error within 2x of the LU's, and no more classic steps (with products
+// of the recursion's full length it was 7x, and 9 steps against 6, at n = 640, block 32).
+TEST(Cholesky, Fp16x3FactorsAreAsAccurateAsTheLus) {
+  SpdProblem p = SpdProblem::test_matrix(poev(Spectrum::Geo, 1e6, 11), 400);
+  const auto first_solve = [&](Structure structure) {
+    Context ctx = Context::host_only();
+    SolveOptions o;
+    o.factorization = Precision::Fp16x3;
+    o.structure = structure;
+    o.refinement = Refinement::Classic;
+    o.fallback = false;
+    o.block_size = 16;
+    const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+    EXPECT_TRUE(r.converged) << r.summary();
+    EXPECT_EQ(r.attempts.back().factor, structure == Structure::Spd ? FactorKind::Cholesky : FactorKind::Lu);
+    return r;
+  };
+  const SolveReport lu = first_solve(Structure::General), cholesky = first_solve(Structure::Spd);
+  ASSERT_FALSE(lu.backward_error_history.empty());
+  ASSERT_FALSE(cholesky.backward_error_history.empty());
+  EXPECT_LE(cholesky.backward_error_history.front(), 2 * lu.backward_error_history.front())
+      << "LU: " << lu.summary() << "Cholesky: " << cholesky.summary();
+  EXPECT_LE(cholesky.iterations, lu.iterations) << "LU: " << lu.summary() << "Cholesky: " << cholesky.summary();
 }
 
 TEST(Cholesky, OddOrdersAndLeadingDimensions) {

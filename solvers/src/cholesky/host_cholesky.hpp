@@ -26,13 +26,14 @@ struct CholeskyBreakdown {
 // A = L L^T for the n x n column-major a (leading dimension n) in T's arithmetic, by the
 // recursion of recursive_cholesky.hpp with leaves of `leaf` columns: L overwrites the lower
 // triangle, the strict upper triangle is scratch. Leaves and the leaves' triangular solves are
-// unblocked, in T; the products go through `update` with `parameters`. Stops at the first pivot
-// that is not positive (NaN included).
+// unblocked, in T; the products go through `update` with `parameters`, their inner dimension cut
+// into chunks of at most `inner_chunk` (update_inner_chunk). Stops at the first pivot that is not
+// positive (NaN included).
 template <class T>
-CholeskyBreakdown cholesky_factor(std::vector<T>& a, std::int64_t n, std::int64_t leaf, const gemm::Backend& update,
-                                  const gemm::Parameters& parameters, Context& ctx) {
+CholeskyBreakdown cholesky_factor(std::vector<T>& a, std::int64_t n, std::int64_t leaf, std::int64_t inner_chunk,
+                                  const gemm::Backend& update, const gemm::Parameters& parameters, Context& ctx) {
   struct Ops {
-    std::int64_t ld;
+    std::int64_t ld, inner_chunk;
     const gemm::Backend& update;
     const gemm::Parameters& parameters;
     Context& ctx;
@@ -66,17 +67,17 @@ CholeskyBreakdown cholesky_factor(std::vector<T>& a, std::int64_t n, std::int64_
         }
       }
     }
-    // c -= a b^T through the update backend, in chunks of the inner dimension (kMaxUpdateInner).
+    // c -= a b^T through the update backend, in chunks of the inner dimension (inner_chunk).
     void subtract_product(std::int64_t m, std::int64_t nc, std::int64_t k, const T* pa, const T* pb, T* pc) {
-      for (std::int64_t p0 = 0; p0 < k; p0 += kMaxUpdateInner) {
-        const std::int64_t kc = std::min(kMaxUpdateInner, k - p0);
+      for (std::int64_t p0 = 0; p0 < k; p0 += inner_chunk) {
+        const std::int64_t kc = std::min(inner_chunk, k - p0);
         gemm::GemmArgs<T> g{gemm::Op::N, gemm::Op::T, m, nc, kc, T(-1), pa + p0 * ld, ld, pb + p0 * ld, ld,
                             T(1), pc, ld};
         update.run(ctx, gemm::to_problem(g), parameters, gemm::Execution{g.check_range});
       }
     }
   };
-  Ops ops{n, update, parameters, ctx, {}};
+  Ops ops{n, std::max<std::int64_t>(inner_chunk, 1), update, parameters, ctx, {}};
   RecursiveCholesky<T, Ops>(ops, n, std::max<std::int64_t>(leaf, 1)).factor(a.data(), n);
   return ops.breakdown;
 }

@@ -215,6 +215,7 @@ class HostEngine final : public HostSpace {
     const Precision p = request.precision;
     const gemm::Backend& update = host_update_backend(p);
     const gemm::Parameters parameters = update_parameters(p);
+    const std::int64_t chunk = update_inner_chunk(precision_info(p).truncating_long_products, nb_);
     FactorResult result;
     start_factorization(FactorKind::Cholesky, p);
     if (request.range_scaling && !fp64_factors(p)) compute_symmetric_scaling();
@@ -223,7 +224,7 @@ class HostEngine final : public HostSpace {
     CholeskyBreakdown breakdown;
     if (fp64_factors(p)) {
       double_factors_ = a_;
-      breakdown = cholesky_factor(double_factors_, n_, nb_, update, parameters, ctx_);
+      breakdown = cholesky_factor(double_factors_, n_, nb_, chunk, update, parameters, ctx_);
       if (breakdown.column < 0) cholesky_to_lu_form(double_factors_, n_);
       if (breakdown.column < 0 && !all_finite(double_factors_)) result.status = StopReason::Overflow;
     } else {
@@ -235,7 +236,7 @@ class HostEngine final : public HostSpace {
         result.status = StopReason::Overflow;  // beyond FP32's range
         return result;
       }
-      breakdown = cholesky_factor(float_factors_, n_, nb_, update, parameters, ctx_);
+      breakdown = cholesky_factor(float_factors_, n_, nb_, chunk, update, parameters, ctx_);
       if (breakdown.column < 0) cholesky_to_lu_form(float_factors_, n_);
       if (breakdown.column < 0 && !all_finite(float_factors_)) result.status = StopReason::Overflow;
       if (breakdown.column < 0 && factor_storage_ != slfp::Format::Fp32) store_factors_rounded();

@@ -192,12 +192,12 @@ struct DeviceCholeskyOps {
       MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(owner.ctx_.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
                                         CUBLAS_DIAG_NON_UNIT, int(rows), int(columns), &one, l, int(ld), b, int(ld)));
   }
-  // c -= a b^T on the update backend in chunks of the inner dimension (kMaxUpdateInner); no range
+  // c -= a b^T on the update backend in chunks of the inner dimension (inner_chunk_); no range
   // check (the engine checks the factors for NaN and Inf).
   void subtract_product(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c) {
     const ProfiledPhase phase(owner.profile_, Profile::CholeskyProduct, owner.ctx_.stream());
-    for (std::int64_t p0 = 0; p0 < k; p0 += kMaxUpdateInner) {
-      const std::int64_t kc = std::min(kMaxUpdateInner, k - p0);
+    for (std::int64_t p0 = 0; p0 < k; p0 += owner.inner_chunk_) {
+      const std::int64_t kc = std::min(owner.inner_chunk_, k - p0);
       gemm::GemmArgs<T> g{gemm::Op::N, gemm::Op::T, m, n, kc, T(-1), a + p0 * ld, ld, b + p0 * ld, ld, T(1), c, ld,
                           false};
       owner.update_->run(owner.ctx_, gemm::to_problem(g), owner.parameters_, gemm::Execution{false});
@@ -206,9 +206,10 @@ struct DeviceCholeskyOps {
 };
 
 template <class T>
-Breakdown DeviceCholesky::run(T* f, std::int64_t n, std::int64_t ld, const gemm::Backend& update,
-                              const gemm::Parameters& parameters) {
+Breakdown DeviceCholesky::run(T* f, std::int64_t n, std::int64_t ld, std::int64_t inner_chunk,
+                              const gemm::Backend& update, const gemm::Parameters& parameters) {
   update_ = &update;
+  inner_chunk_ = std::max<std::int64_t>(inner_chunk, 1);
   parameters_ = parameters;
   stopped_ = false;
   pending_.clear();
@@ -252,10 +253,10 @@ void DeviceCholesky::to_lu_form(T* f, std::int64_t n, std::int64_t ld) {
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
 
-template Breakdown DeviceCholesky::run<float>(float*, std::int64_t, std::int64_t, const gemm::Backend&,
-                                              const gemm::Parameters&);
-template Breakdown DeviceCholesky::run<double>(double*, std::int64_t, std::int64_t, const gemm::Backend&,
-                                               const gemm::Parameters&);
+template Breakdown DeviceCholesky::run<float>(float*, std::int64_t, std::int64_t, std::int64_t,
+                                              const gemm::Backend&, const gemm::Parameters&);
+template Breakdown DeviceCholesky::run<double>(double*, std::int64_t, std::int64_t, std::int64_t,
+                                               const gemm::Backend&, const gemm::Parameters&);
 template void DeviceCholesky::to_lu_form<float>(float*, std::int64_t, std::int64_t);
 template void DeviceCholesky::to_lu_form<double>(double*, std::int64_t, std::int64_t);
 

@@ -53,10 +53,12 @@ class DeviceCholesky {
 
   // Factors the n x n column-major f (leading dimension ld, 16-byte aligned columns) in place on
   // ctx's stream, L in the lower triangle; the trailing updates on `update` (FP32 data for
-  // T = float, FP64 for double) with `parameters`. Stops at the first pivot that is not positive
-  // (NaN included) and returns where; synchronises once at the end.
+  // T = float, FP64 for double) with `parameters`, their inner dimension cut into chunks of at
+  // most `inner_chunk` (update_inner_chunk). Stops at the first pivot that is not positive (NaN
+  // included) and returns where; synchronises once at the end.
   template <class T>
-  Breakdown run(T* f, std::int64_t n, std::int64_t ld, const gemm::Backend& update, const gemm::Parameters& parameters);
+  Breakdown run(T* f, std::int64_t n, std::int64_t ld, std::int64_t inner_chunk, const gemm::Backend& update,
+                const gemm::Parameters& parameters);
 
   // Rewrites the factor L in f as the LU factors (L D^-1)(D L^T), D = diag(L) (engine.hpp).
   template <class T>
@@ -73,6 +75,7 @@ class DeviceCholesky {
   Profile& profile_;
   const gemm::Backend* update_ = nullptr;
   gemm::Parameters parameters_;
+  std::int64_t inner_chunk_ = kMaxUpdateInner;
   bool stopped_ = false;
   DeviceBuffer<long long> verdict_;  // the first column whose pivot was not positive, or -1
   DeviceBuffer<double> pivot_;       // that pivot

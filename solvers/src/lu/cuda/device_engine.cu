@@ -467,6 +467,7 @@ class DeviceEngine final : public DeviceSpace {
     gemm::Parameters parameters;
     if (p == Precision::Ozaki) parameters = {{"bits", ozaki_bits_}};
     const gemm::Backend& update = p == Precision::Ozaki ? ozaki_update_backend() : device_update_backend(p);
+    const std::int64_t chunk = update_inner_chunk(precision_info(p).truncating_long_products, nb_);
     profile_.begin_factorization(stream(), {{stream(), "main"}});
     const auto t0 = std::chrono::steady_clock::now();
     device_cholesky::Breakdown breakdown;
@@ -474,9 +475,9 @@ class DeviceEngine final : public DeviceSpace {
       // The FP64 Cholesky: cuSOLVER's dpotrf (the baseline's own speed, as the fallback must not
       // be slower than it), or the recursion under Tuning::fp64_route Engine.
       if (p == Precision::FP64 && tuning().fp64_route != Tuning::Fp64Route::Engine) breakdown = potrf_with_cusolver(f);
-      else breakdown = cholesky_->run(f, nf_, nf_, update, parameters);
+      else breakdown = cholesky_->run(f, nf_, nf_, chunk, update, parameters);
     } else {
-      breakdown = cholesky_->run(f, nf_, nf_, update, parameters);
+      breakdown = cholesky_->run(f, nf_, nf_, chunk, update, parameters);
     }
     profile_.report_cholesky(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     track_peak();
