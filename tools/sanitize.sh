@@ -80,13 +80,21 @@ cases_at() {  # field 3 (n) or 4 (racecheck's n) of solve_cases, then least squa
     printf '%s\n' "${gtest_cases[@]}"
     return
   fi
-  # racecheck: one case per shape and backend, and one per test (below), so that JOBS of them
+  # racecheck: one case per least-squares problem, and one per test (below), so that JOBS of them
   # share the GPU; the tests at their small sizes (MIXSOLVE_GPU_TESTS_SMALL, set below). Each
   # group whole at the sizes above ran past 400 s on an H200 (2026-12-02), ten at a time.
-  local shape backend
+  # (Per shape and backend alone, the four cases each ran past 420 s, H200, 2026-12-02: one per
+  # condition number and refinement as well.)
+  local shape backend cond refinement args
   for shape in 601x130 1200x64; do
     for backend in cublas-sgemm halfhalf; do
-      echo "lstsq-$shape-$backend|$L --shapes $shape ${lstsq_args/cublas-sgemm,halfhalf/$backend}"
+      for cond in 1e2 1e9; do
+        for refinement in cgls gmres; do
+          args=${lstsq_args/cublas-sgemm,halfhalf/$backend}
+          args=${args/1e2,1e9/$cond}
+          echo "lstsq-$shape-$backend-$cond-$refinement|$L --shapes $shape ${args/cgls,gmres/$refinement}"
+        done
+      done
     done
   done
   # Under racecheck some of cuBLAS's kernels, uninstrumented, end the process in "The Sanitizer
