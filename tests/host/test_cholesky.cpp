@@ -91,12 +91,14 @@ double forward_error(const Eigen::MatrixXd& x, const reference::MatrixLd& truth)
   return worst;
 }
 
-SolveReport run(SpdProblem& p, Precision precision, Structure structure = Structure::Spd, bool fallback = true) {
+SolveReport run(SpdProblem& p, Precision precision, Structure structure = Structure::Spd, bool fallback = true,
+                Refinement refinement = Refinement::Auto) {
   Context ctx = Context::host_only();
   SolveOptions o;
   o.factorization = precision;
   o.structure = structure;
   o.fallback = fallback;
+  o.refinement = refinement;
   o.block_size = 16;  // several blocks even at small n, so the GEMM backend does real work
   return solve(ctx, p.A(), p.B(), p.X(), o);
 }
@@ -221,14 +223,7 @@ TEST(Cholesky, RecursionFactorsAsTheUnblockedReference) {
 TEST(Cholesky, Fp16x3FactorsAreAsAccurateAsTheLus) {
   SpdProblem p = SpdProblem::test_matrix(poev(Spectrum::Geo, 1e6, 11), 400);
   const auto first_solve = [&](Structure structure) {
-    Context ctx = Context::host_only();
-    SolveOptions o;
-    o.factorization = Precision::Fp16x3;
-    o.structure = structure;
-    o.refinement = Refinement::Classic;
-    o.fallback = false;
-    o.block_size = 16;
-    const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+    const SolveReport r = run(p, Precision::Fp16x3, structure, false, Refinement::Classic);
     EXPECT_TRUE(r.converged) << r.summary();
     EXPECT_EQ(r.attempts.back().factor, structure == Structure::Spd ? FactorKind::Cholesky : FactorKind::Lu);
     return r;
