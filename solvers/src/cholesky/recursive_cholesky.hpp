@@ -4,9 +4,10 @@
 //   factor(A) : A11 = L11 L11^T (factor), L21 = A21 L11^-T (solve_right), A22 -= L21 L21^T
 //               (update_lower), factor(A22),
 // down to leaves of `leaf` columns. The triangular solve L21 = A21 L11^-T recurses the same way
-// down to `leaf` columns, and the symmetric update down to diagonal blocks of 8 `leaf` rows, each
-// one product (its upper half computed too: the strict upper triangle is scratch). Only the
-// lower triangle of A is read; nearly all the arithmetic is in the products.
+// down to `leaf` columns (there the device multiplies by the leaf's inverse, the host substitutes),
+// and the symmetric update down to diagonal blocks of 8 `leaf` rows, each one product (its upper
+// half computed too: the strict upper triangle is scratch). Only the lower triangle of A is read;
+// nearly all the arithmetic is in the products.
 #pragma once
 
 #include <algorithm>

@@ -3,13 +3,13 @@
 // rewrite into LU form.
 #include "cholesky/cuda/device_cholesky.hpp"
 
-#include <cublas_v2.h>
-
 #include <algorithm>
 #include <type_traits>
 
+#include "lu/cuda/lu_kernels.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/gemm/problem.hpp"
+#include "mixsolve/gemm/registry.hpp"
 
 namespace mixsolve::solvers_detail::device_cholesky {
 
@@ -168,6 +168,12 @@ struct DeviceCholeskyOps {
   DeviceCholesky& owner;
   std::int64_t ld;
   bool stopped() const { return owner.stopped_; }
+  T* base() const { return static_cast<T*>(const_cast<void*>(owner.factors_)); }
+  // The leaf's L11^-1, column-major with leading dimension its columns, by the leaf's first column.
+  T* inverse_of(std::int64_t column0) const {
+    return reinterpret_cast<T*>(owner.inverses_.data()) + column0 / kCholeskyDeviceLeaf * kCholeskyDeviceLeaf *
+                                                              kCholeskyDeviceLeaf;
+  }
   bool factor_leaf(T* a, std::int64_t m, std::int64_t column0) {
     const std::size_t shared = std::size_t(kLeafLd) * kCholeskyDeviceLeaf * sizeof(T);
     // Per call: the attribute belongs to the current device, and a Context may sit on another.
@@ -177,20 +183,28 @@ struct DeviceCholeskyOps {
     leaf_cholesky_kernel<T><<<1, kLeafThreads, shared, owner.ctx_.stream()>>>(a, m, ld, column0, owner.verdict_.data(),
                                                                               owner.pivot_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
+    // L11^-1 for solve_leaf: L11 read row-major is the upper triangle L11^T, whose row-major
+    // inverse L11^-T is L11^-1 column-major.
+    invert_upper(a, ld, int(m), inverse_of(column0), owner.ctx_.stream(), true);
     owner.profile_.stop(Profile::CholeskyLeaf, owner.ctx_.stream());
     owner.watch_verdicts();
     return true;  // the verdict comes kVerdictLag leaves later (stopped)
   }
-  // b := b l^-T by cuBLAS trsm (right side, lower, transposed, non-unit).
+  // b := b l^-T = b M^T with M = l^-1 (factor_leaf's inverse of this leaf) as a GEMM in T's
+  // arithmetic (cublas-sgemm, cublas-dgemm) into the scratch, then back into b: cublasStrsm took
+  // ~44 us a call at n = 32768 (H200), 1024 calls, for products that take a fraction of that (the
+  // LU applies its L11^-1 the same way, blocked_lu.cu). l is a leaf's diagonal block.
   void solve_leaf(const T* l, std::int64_t columns, T* b, std::int64_t rows) {
-    const T one = 1;
     const ProfiledPhase phase(owner.profile_, Profile::CholeskyLeafSolve, owner.ctx_.stream());
-    if constexpr (std::is_same_v<T, float>)
-      MIXSOLVE_CUBLAS_CHECK(cublasStrsm(owner.ctx_.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
-                                        CUBLAS_DIAG_NON_UNIT, int(rows), int(columns), &one, l, int(ld), b, int(ld)));
-    else
-      MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(owner.ctx_.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
-                                        CUBLAS_DIAG_NON_UNIT, int(rows), int(columns), &one, l, int(ld), b, int(ld)));
+    static const gemm::Backend& exact = gemm::find_backend(std::is_same_v<T, float> ? "cublas-sgemm" : "cublas-dgemm");
+    const std::int64_t column0 = (l - base()) / ld;
+    T* product = reinterpret_cast<T*>(owner.solve_scratch_.data());
+    exact.run(owner.ctx_, gemm::to_problem(gemm::GemmArgs<T>{gemm::Op::N, gemm::Op::T, rows, columns, columns, T(1), b,
+                                                              ld, inverse_of(column0), columns, T(0), product, rows,
+                                                              false}),
+              {}, gemm::Execution{false});
+    MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(b, ld * sizeof(T), product, rows * sizeof(T), rows * sizeof(T), columns,
+                                          cudaMemcpyDeviceToDevice, owner.ctx_.stream()));
   }
   // c -= a b^T on the update backend in chunks of the inner dimension (inner_chunk_); no range
   // check (the engine checks the factors for NaN and Inf).
@@ -210,6 +224,12 @@ Breakdown DeviceCholesky::run(T* f, std::int64_t n, std::int64_t ld, std::int64_
                               const gemm::Backend& update, const gemm::Parameters& parameters) {
   update_ = &update;
   inner_chunk_ = std::max<std::int64_t>(inner_chunk, 1);
+  factors_ = f;
+  const std::int64_t leaves = (n + kCholeskyDeviceLeaf - 1) / kCholeskyDeviceLeaf;
+  const std::size_t inverse_doubles = (leaves * kCholeskyDeviceLeaf * kCholeskyDeviceLeaf * sizeof(T) + 7) / 8,
+                    scratch_doubles = (n * kCholeskyDeviceLeaf * sizeof(T) + 7) / 8;
+  if (inverses_.size() < inverse_doubles) inverses_ = DeviceBuffer<double>(ctx_, inverse_doubles);
+  if (solve_scratch_.size() < scratch_doubles) solve_scratch_ = DeviceBuffer<double>(ctx_, scratch_doubles);
   parameters_ = parameters;
   stopped_ = false;
   pending_.clear();

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Internal: the device engine's Cholesky A = L L^T (lu/cuda/device_engine.cu) by the recursion of
 // cholesky/recursive_cholesky.hpp, which the host engine follows too: leaves of
-// kCholeskyDeviceLeaf columns factored by one thread block in shared memory, the leaves'
-// triangular solves by cuBLAS trsm, the products on the precision's GEMM backend. Also the rewrite
+// kCholeskyDeviceLeaf columns factored by one thread block in shared memory, each leaf's L11^-1
+// (the LU's triangle inverse, in FP64 arithmetic) so that its triangular solves b L11^-T are
+// GEMMs in T's own arithmetic, the products on the precision's GEMM backend. Also the rewrite
 // into LU form and the symmetry check of A.
 #pragma once
 
@@ -64,7 +65,7 @@ class DeviceCholesky {
   template <class T>
   void to_lu_form(T* f, std::int64_t n, std::int64_t ld);
 
-  std::size_t bytes() const { return verdict_.bytes() + pivot_.bytes(); }
+  std::size_t bytes() const { return verdict_.bytes() + pivot_.bytes() + inverses_.bytes() + solve_scratch_.bytes(); }
 
  private:
   template <class T>
@@ -79,6 +80,10 @@ class DeviceCholesky {
   bool stopped_ = false;
   DeviceBuffer<long long> verdict_;  // the first column whose pivot was not positive, or -1
   DeviceBuffer<double> pivot_;       // that pivot
+  // Each leaf's L11^-1 (kCholeskyDeviceLeaf^2 entries of T a leaf), and the product b L11^-T before
+  // it goes back into b (rows x leaf entries of T): as doubles, room for either type.
+  DeviceBuffer<double> inverses_, solve_scratch_;
+  const void* factors_ = nullptr;  // run()'s f: a leaf's index from its diagonal block's address
   long long* pinned_verdicts_ = nullptr;  // a ring of kVerdictLag + 1 copies of verdict_
   std::deque<std::pair<cudaEvent_t, long long*>> pending_;
   cudaEvent_t events_[kVerdictLag + 1] = {};
