@@ -383,6 +383,28 @@ TEST(Cholesky, NonsymmetricMatrix) {
   }
 }
 
+// A NaN or Inf in A is named as such under every structure, off the diagonal (where it also makes
+// its pair unequal) and on it, before the symmetry is judged.
+TEST(Cholesky, NanOrInfIsNamedUnderEveryStructure) {
+  int cases = 0;
+  for (const Structure structure : {Structure::General, Structure::Spd, Structure::Auto})
+    for (const std::pair<std::int64_t, std::int64_t> at : {std::pair<std::int64_t, std::int64_t>{30, 7}, {12, 12}})
+      for (const double bad : {double(NAN), double(INFINITY)}) {
+        SpdProblem p = SpdProblem::test_matrix(poev(Spectrum::Geo, 1e3, 3), 40);
+        p.a[at.first + at.second * p.lda] = bad;
+        const std::string expected =
+            "A(" + std::to_string(at.first) + ", " + std::to_string(at.second) + ") is NaN or Inf";
+        try {
+          run(p, Precision::Fp16x3, structure);
+          ADD_FAILURE() << "no error, structure " << to_string(structure);
+        } catch (const InvalidArgument& e) {
+          EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+        }
+        ++cases;
+      }
+  EXPECT_EQ(cases, 12);
+}
+
 TEST(Cholesky, FactorizationReusesTheCholeskyFactors) {
   SpdProblem p = SpdProblem::test_matrix(poev(Spectrum::Geo, 1e4, 3), 70, 2);
   Context ctx = Context::host_only();

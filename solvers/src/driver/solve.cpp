@@ -129,8 +129,14 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
   s.engine->set_factor_storage(options.factor_storage);
   const std::int64_t auto_min_n = s.engine->default_auto_min_n();
   // The engine is told the first factorization before anything reads A (the device engine's copy
-  // for it rides on the scan for NaN and Inf): the LU's, unless A is declared SPD.
-  if (options.structure != Structure::Spd) {
+  // for it rides on the scan for NaN and Inf): the LU's where A is General, or Auto and not
+  // symmetric. Under Auto the symmetry check therefore comes first, so that a symmetric A's
+  // Cholesky is not preceded by an LU's copy of A (a NaN makes its pair unequal: the scan then
+  // names it). Under Spd it comes after the scan, which names a NaN or Inf before it is taken for
+  // an asymmetry.
+  std::pair<std::int64_t, std::int64_t> asymmetric{-1, -1};
+  if (options.structure == Structure::Auto) asymmetric = s.engine->find_asymmetry();
+  if (options.structure == Structure::General || (options.structure == Structure::Auto && asymmetric.first >= 0)) {
     const std::vector<solvers_detail::Rung> lu =
         solvers_detail::rung_path(options, FactorKind::Lu, s.engine->n(), auto_min_n);
     if (!lu.empty()) s.engine->expect_factorization(lu.front().precision);
@@ -139,9 +145,9 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
   if (bad.first >= 0)
     throw InvalidArgument(std::string(where) + ": A(" + std::to_string(bad.first) + ", " + std::to_string(bad.second) +
                           ") is NaN or Inf");
+  if (options.structure == Structure::Spd) asymmetric = s.engine->find_asymmetry();
   FactorKind kind = FactorKind::Lu;
   if (options.structure != Structure::General) {
-    const auto asymmetric = s.engine->find_asymmetry();
     if (asymmetric.first < 0) kind = FactorKind::Cholesky;
     else if (options.structure == Structure::Spd)
       throw InvalidArgument(std::string(where) + ": structure is spd but A is not symmetric: A(" +
