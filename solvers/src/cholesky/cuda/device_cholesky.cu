@@ -228,8 +228,8 @@ Breakdown DeviceCholesky::run(T* f, std::int64_t n, std::int64_t ld, std::int64_
   const std::int64_t leaves = (n + kCholeskyDeviceLeaf - 1) / kCholeskyDeviceLeaf;
   const std::size_t inverse_doubles = (leaves * kCholeskyDeviceLeaf * kCholeskyDeviceLeaf * sizeof(T) + 7) / 8,
                     scratch_doubles = (n * kCholeskyDeviceLeaf * sizeof(T) + 7) / 8;
-  if (inverses_.size() < inverse_doubles) inverses_ = DeviceBuffer<double>(ctx_, inverse_doubles);
-  if (solve_scratch_.size() < scratch_doubles) solve_scratch_ = DeviceBuffer<double>(ctx_, scratch_doubles);
+  inverses_ = DeviceBuffer<double>(ctx_, inverse_doubles);
+  solve_scratch_ = DeviceBuffer<double>(ctx_, scratch_doubles);
   parameters_ = parameters;
   stopped_ = false;
   pending_.clear();
@@ -245,6 +245,9 @@ Breakdown DeviceCholesky::run(T* f, std::int64_t n, std::int64_t ld, std::int64_
   MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));
   result.column = column;
   pending_.clear();
+  transient_bytes_ = inverses_.bytes() + solve_scratch_.bytes();
+  inverses_ = DeviceBuffer<double>();  // back to the pool: needed during the factorization only
+  solve_scratch_ = DeviceBuffer<double>();
   return result;
 }
 

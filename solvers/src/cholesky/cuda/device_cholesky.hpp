@@ -65,7 +65,10 @@ class DeviceCholesky {
   template <class T>
   void to_lu_form(T* f, std::int64_t n, std::int64_t ld);
 
-  std::size_t bytes() const { return verdict_.bytes() + pivot_.bytes() + inverses_.bytes() + solve_scratch_.bytes(); }
+  std::size_t bytes() const { return verdict_.bytes() + pivot_.bytes(); }
+  // The buffers the last run() held while it ran and gave back at its end (the leaves' inverses,
+  // the solves' scratch), for the engine's peak.
+  std::size_t transient_bytes() const { return transient_bytes_; }
 
  private:
   template <class T>
@@ -83,6 +86,7 @@ class DeviceCholesky {
   // Each leaf's L11^-1 (kCholeskyDeviceLeaf^2 entries of T a leaf), and the product b L11^-T before
   // it goes back into b (rows x leaf entries of T): as doubles, room for either type.
   DeviceBuffer<double> inverses_, solve_scratch_;
+  std::size_t transient_bytes_ = 0;
   const void* factors_ = nullptr;  // run()'s f: a leaf's index from its diagonal block's address
   long long* pinned_verdicts_ = nullptr;  // a ring of kVerdictLag + 1 copies of verdict_
   std::deque<std::pair<cudaEvent_t, long long*>> pending_;

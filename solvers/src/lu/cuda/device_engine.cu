@@ -470,17 +470,16 @@ class DeviceEngine final : public DeviceSpace {
     const std::int64_t chunk = update_inner_chunk(precision_info(p).truncating_long_products, nb_);
     profile_.begin_factorization(stream(), {{stream(), "main"}});
     const auto t0 = std::chrono::steady_clock::now();
+    // The FP64 Cholesky: cuSOLVER's dpotrf (the baseline's own speed, as the fallback must not be
+    // slower than it), or the recursion under Tuning::fp64_route Engine.
+    const bool by_cusolver = p == Precision::FP64 && tuning().fp64_route != Tuning::Fp64Route::Engine;
     device_cholesky::Breakdown breakdown;
     if constexpr (std::is_same_v<T, double>) {
-      // The FP64 Cholesky: cuSOLVER's dpotrf (the baseline's own speed, as the fallback must not
-      // be slower than it), or the recursion under Tuning::fp64_route Engine.
-      if (p == Precision::FP64 && tuning().fp64_route != Tuning::Fp64Route::Engine) breakdown = potrf_with_cusolver(f);
-      else breakdown = cholesky_->run(f, nf_, nf_, chunk, update, parameters);
-    } else {
-      breakdown = cholesky_->run(f, nf_, nf_, chunk, update, parameters);
+      if (by_cusolver) breakdown = potrf_with_cusolver(f);  // its workspace counted there
     }
+    if (!by_cusolver) breakdown = cholesky_->run(f, nf_, nf_, chunk, update, parameters);
     profile_.report_cholesky(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    track_peak();
+    track_peak(by_cusolver ? 0 : cholesky_->transient_bytes());
     if (p == Precision::Ozaki) {
       // dgemm-auto decides each product; the plan for the largest update (k capped at
       // kMaxUpdateInner) says whether any was emulated. Its workspace is counted, then given back.

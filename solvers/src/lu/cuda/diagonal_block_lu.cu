@@ -297,12 +297,10 @@ void factor_diagonal_block(double* a, std::int64_t lda, int w, int* pivots, std:
     throw InvalidArgument("factor_diagonal_block: w = " + std::to_string(w) + " must be at most kPanelMaxWidth = " +
                           std::to_string(kPanelMaxWidth) + " and lda = " + std::to_string(lda));
   constexpr int kShared = int(sizeof(DiagonalBlockShared));
-  static const bool configured = [] {  // once: the shared memory beyond the default 48 KB
-    MIXSOLVE_CUDA_CHECK(
-        cudaFuncSetAttribute(factor_diagonal_block_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared));
-    return true;
-  }();
-  (void)configured;
+  // The shared memory beyond the default 48 KB, per call: the attribute belongs to the current
+  // device, and a Context may sit on another than the last call's.
+  MIXSOLVE_CUDA_CHECK(
+      cudaFuncSetAttribute(factor_diagonal_block_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared));
   factor_diagonal_block_kernel<<<1, kBlockThreads, kShared, stream>>>(a, lda, w, pivots, row_offset, first_zero_pivot,
                                                                      column_offset, scratch);
   MIXSOLVE_CUDA_CHECK_LAUNCH();

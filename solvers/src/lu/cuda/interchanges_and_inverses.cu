@@ -367,12 +367,10 @@ void invert_triangles(const char* name, const T* a, std::int64_t lda, int w, T* 
   const std::int64_t row_stride = row_major ? lda : 1, column_stride = row_major ? 1 : lda;
   const dim3 grid(unsigned((w + kInverseColumns - 1) / kInverseColumns),
                   (lower_inverse ? 1u : 0u) + (upper_inverse ? 1u : 0u));
-  static const bool configured = [] {  // once per T: the shared memory beyond the default 48 KB
-    MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(invert_triangles_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             kInverseSharedBytes<T>));
-    return true;
-  }();
-  (void)configured;
+  // The shared memory beyond the default 48 KB, per call: the attribute belongs to the current
+  // device, and a Context may sit on another than the last call's.
+  MIXSOLVE_CUDA_CHECK(cudaFuncSetAttribute(invert_triangles_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           kInverseSharedBytes<T>));
   invert_triangles_kernel<T><<<grid, kPanelMaxWidth, kInverseSharedBytes<T>, stream>>>(
       a, row_stride, column_stride, w, lower_inverse, upper_inverse);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
