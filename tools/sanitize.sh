@@ -117,7 +117,7 @@ cases_at() {  # field 3 (n) or 4 (racecheck's n) of solve_cases, then least squa
     done
   done
 }
-race_crashing_tests='^(GpuBackends\.Fp16x3ScalesEachOperand|GpuDocumentedGuarantees\.(ContextWorkspaceOnlyGrows|EveryDeviceGemmBackendKeepsTheContractsRules|SolvesOnSeparateThreads)|GpuCholesky\.(EveryPrecision|OddOrders|ApplicationMatrices|BreakdownEscalates))'
+race_crashing_tests='^(GpuBackends\.Fp16x3ScalesEachOperand|GpuDocumentedGuarantees\.(ContextWorkspaceOnlyGrows|EveryDeviceGemmBackendKeepsTheContractsRules|SolvesOnSeparateThreads)|GpuCholesky\.(EveryPrecision|OddOrders|ApplicationMatrices|BreakdownEscalates|Fp16x3Factors))'
 
 mapfile -t cases < <(cases_at 3)
 mapfile -t race_cases < <(cases_at 4)

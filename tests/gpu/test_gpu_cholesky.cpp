@@ -123,6 +123,32 @@ TEST(GpuCholesky, EveryPrecisionMeetsTheStopTestOnSpdMatrices) {
   EXPECT_EQ(cases, 9);
 }
 
+// fp16x3's products lose accuracy with their length (tensor-core accumulation): the Cholesky cuts
+// them to the LU's block width, and the device leaves solve with their inverses, so its factors
+// should be as good a preconditioner as the LU's: the first solve's backward error within 3x of
+// the LU's on the same matrix, and classic refinement taking at most one step more.
+TEST(GpuCholesky, Fp16x3FactorsAreAsAccurateAsTheLus) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t n = full_or_small(2048, 300);
+  DeviceSpdProblem prob(test_matrix(MatrixFamily::Poev, Spectrum::Geo, 1e6, 65, n), n, 1, n);
+  SolveReport first[2];
+  int i = 0;
+  for (const Structure structure : {Structure::General, Structure::Spd}) {
+    SolveOptions o = spd_options(Precision::Fp16x3, false, structure);
+    o.refinement = Refinement::Classic;
+    first[i] = prob.solve_on_device(ctx, o);
+    EXPECT_TRUE(first[i].converged) << first[i].summary();
+    ASSERT_FALSE(first[i].backward_error_history.empty());
+    ++i;
+  }
+  const SolveReport &lu = first[0], &cholesky = first[1];
+  EXPECT_EQ(cholesky.attempts.back().factor, FactorKind::Cholesky);
+  EXPECT_LE(cholesky.backward_error_history.front(), 3 * lu.backward_error_history.front())
+      << "LU: " << lu.summary() << "Cholesky: " << cholesky.summary();
+  EXPECT_LE(cholesky.iterations, lu.iterations + 1) << "LU: " << lu.summary() << "Cholesky: " << cholesky.summary();
+}
+
 // Orders off every grid (the factors' alignment of 32, the leaves of 128, the symmetric update's
 // blocks of 1024), leading dimensions beyond n; A and the gaps between its columns untouched.
 TEST(GpuCholesky, OddOrdersAndLeadingDimensions) {
