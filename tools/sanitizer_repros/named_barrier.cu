@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // A two-kernel program for racecheck's reports in factor_diagonal_block_kernel
-// (solvers/src/lu/cuda/diagonal_block_lu.cu): there the warps that own rows synchronise among
-// themselves with a named barrier (bar.sync 1, N, N < the block's threads) while the others wait at
-// __syncthreads, and racecheck reports a write of shared memory before a later __syncthreads and a
-// read after it as a race (H200, CUDA 13.0, 2026-12-02). Both kernels here write and read shared
+// (solvers/src/lu/cuda/diagonal_block_lu.cu) while its row-owning warps synchronised among
+// themselves with a named barrier (bar.sync 1, N, N < the block's threads) and the others waited
+// at __syncthreads: racecheck reported a write of shared memory before a later __syncthreads and a
+// read after it as a race (H200, CUDA 13.0, 2026-12-02). Here racecheck reports nothing in either
+// kernel (H200, 2026-12-02), so the pattern alone is not what it misread; the LU kernel now takes
+// __syncthreads in every thread per column and racecheck reports nothing in it (2026-12-03), the
+// cause of the earlier report unexplained. Both kernels here write and read shared
 // memory on either side of one __syncthreads, after rounds of exchanges among the first warps:
 // `named` synchronises those rounds with bar.sync 1, N as the LU kernel does, `control` with
 // __syncthreads. A race reported in `named` alone is racecheck's reading of named barriers.

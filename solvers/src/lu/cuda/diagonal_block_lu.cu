@@ -68,26 +68,27 @@ struct DiagonalBlockShared {
   int moved_count;
 };
 
-// A barrier among the first `threads` threads only (the row owners of step a; the other warps
-// wait at the next __syncthreads).
-__device__ inline void owners_barrier(int threads) { asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory"); }
-
-
-// Step a on the sub-panel [c0, c0 + cw) of logical rows [c0, c0 + rows), by the first
-// 32 ceil(rows / 32) threads (thread t owns the sub-panel's logical row t at the start). On
-// return the factored rows are in s.panel by logical row and in global memory, and s.perm holds
-// the new order (after the caller's __syncthreads).
+// Step a on the sub-panel [c0, c0 + cw) of logical rows [c0, c0 + rows), called by every thread
+// of the block: thread t owns the sub-panel's logical row t at the start, and the warps holding
+// rows (the first ceil(rows / 32)) do the work. The per-column barrier is the block's
+// __syncthreads, reached by every thread at the same place: the warps without rows only pass
+// through it (a barrier among the row warps alone, bar.sync 1 with a thread count, is no faster,
+// and racecheck reported hazards across the later __syncthreads with it). On return the factored
+// rows are in s.panel by logical row and in global memory, and s.perm holds the new order (after
+// the caller's __syncthreads).
 __device__ void factor_sub_panel(DiagonalBlockShared& s, double* __restrict__ a, std::int64_t lda, int c0, int cw,
                                  int rows, int* __restrict__ pivots, std::int64_t row_offset, int* first_zero_pivot,
                                  std::int64_t column_offset) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int owner_threads = (rows + 31) / 32 * 32;
+  const int row_warps = (rows + 31) / 32;
+  const bool row_warp = warp < row_warps;  // uniform over the warp
   const bool owner = tid < rows;
   const int physical = owner ? s.perm[c0 + tid] : 0;
   // The warp's 32 rows through shared memory, a row per load instruction: each thread loading
   // its own row would touch 32 rows per instruction (up to 4x the L2 sector requests), which the
   // DGEMMs running beside the LU make slow (inside the n = 16384 LU: 0.72 against 0.55 ms).
-  {
+  double v[kBlockSub] = {};
+  if (row_warp) {
     double staged[kBlockSub];
 #pragma unroll
     for (int r = 0; r < 32; ++r) {
@@ -96,11 +97,10 @@ __device__ void factor_sub_panel(DiagonalBlockShared& s, double* __restrict__ a,
     }
 #pragma unroll
     for (int r = 0; r < 32; ++r) s.panel[32 * warp + r][lane] = staged[r];
-  }
-  __syncwarp();
-  double v[kBlockSub];
+    __syncwarp();
 #pragma unroll
-  for (int c = 0; c < kBlockSub; ++c) v[c] = s.panel[tid][c];
+    for (int c = 0; c < kBlockSub; ++c) v[c] = s.panel[tid][c];
+  }
   int logical = tid;        // the row's place among the sub-panel's rows
   bool pivotal = !owner;    // already a pivot row (or no row)
 #pragma unroll
@@ -112,18 +112,21 @@ __device__ void factor_sub_panel(DiagonalBlockShared& s, double* __restrict__ a,
     const int my_code = logical << 8 | tid;
     double best = pivotal ? -1.0 : fabs(v[j]);
     int code = pivotal ? INT_MAX : my_code;
-    warp_best(best, code);
-    if (!pivotal && code == my_code) {
+    if (row_warp) {
+      warp_best(best, code);
+      if (!pivotal && code == my_code) {
 #pragma unroll
-      for (int c = j; c < kBlockSub; ++c) s.posted_row[parity][warp][c] = v[c];
+        for (int c = j; c < kBlockSub; ++c) s.posted_row[parity][warp][c] = v[c];
+      }
+      if (lane == 0) {
+        s.posted_value[parity][warp] = best;
+        s.posted_code[parity][warp] = code;
+      }
     }
-    if (lane == 0) {
-      s.posted_value[parity][warp] = best;
-      s.posted_code[parity][warp] = code;
-    }
-    owners_barrier(owner_threads);
-    best = lane < owner_threads / 32 ? s.posted_value[parity][lane] : -1.0;
-    code = lane < owner_threads / 32 ? s.posted_code[parity][lane] : INT_MAX;
+    __syncthreads();
+    if (!row_warp) continue;
+    best = lane < row_warps ? s.posted_value[parity][lane] : -1.0;
+    code = lane < row_warps ? s.posted_code[parity][lane] : INT_MAX;
     warp_best(best, code);
     if (code == INT_MAX) {  // no row left unpivoted: not reachable for j < cw <= rows; keep the order
       if (!pivotal && logical == j) pivotal = true;
@@ -152,6 +155,7 @@ __device__ void factor_sub_panel(DiagonalBlockShared& s, double* __restrict__ a,
       if (best == 0) atomicMin(first_zero_pivot, int(column_offset + c0 + j));
     }
   }
+  if (!row_warp) return;
   if (owner) {
     s.perm[c0 + logical] = physical;  // every owner read its physical row before the first barrier
 #pragma unroll
@@ -232,8 +236,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   __syncthreads();
   for (int c0 = 0; c0 < w; c0 += kBlockSub) {
     const int cw = min(kBlockSub, w - c0), rows = w - c0;
-    if (tid < (rows + 31) / 32 * 32)
-      factor_sub_panel(s, a, lda, c0, cw, rows, pivots, row_offset, first_zero_pivot, column_offset);
+    factor_sub_panel(s, a, lda, c0, cw, rows, pivots, row_offset, first_zero_pivot, column_offset);
     __syncthreads();
     const int right = rows - cw;  // columns right of the sub-panel, and rows below it
     if (right == 0) break;
