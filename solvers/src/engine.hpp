@@ -116,8 +116,8 @@ class RefinementSpace {
 // factorizations, and moving data between host and engine.
 class Engine : public RefinementSpace {
  public:
-  // SolveOptions::auto_min_n's default for this engine.
-  virtual std::int64_t default_auto_min_n() const = 0;
+  // SolveOptions::auto_min_n's default for this engine (cholesky_auto_min_n's for a Cholesky).
+  virtual std::int64_t default_auto_min_n(FactorKind kind) const = 0;
   // SolveOptions::ozaki_bits: the bits a Precision::Ozaki LU's updates keep.
   void set_ozaki_bits(int bits) { ozaki_bits_ = bits; }
   // SolveOptions::factor_storage: the format apply_inverse reads FP32-stored factors in.

@@ -36,6 +36,9 @@ struct Tuning {
   // The Ozaki LU's update backend instead of dgemm-auto (e.g. "ozaki2-int8", for tests at sizes
   // where dgemm-auto takes DGEMM); it gets the parameter bits, and every bulk update is wide.
   std::string ozaki_lu_update;
+  // The Cholesky's longest update product (its inner dimension) for every precision; 0 (or less):
+  // update_inner_chunk's choice (cholesky/recursive_cholesky.hpp).
+  int cholesky_inner_chunk = 0;
   // FP64 panels always take 16-column sub-panels (for measurements).
   bool narrow_panels_only = false;
   // Phase times of each LU and of the solves to stderr; with timeline_path, every phase's start

@@ -33,14 +33,17 @@ const std::vector<Precision>& factorization_precisions() {
   return p;
 }
 
-// The precision path SolveOptions documents: auto_path (FP64 alone below auto_min_n, whose -1 means
-// 12288 for device matrices and 0 for host ones) or the one precision asked for, then FP64 where
-// fallback is on.
-std::vector<Precision> documented_path(const SolveOptions& o, std::int64_t n, bool device_engine) {
-  const std::int64_t auto_min_n = o.auto_min_n >= 0 ? o.auto_min_n : (device_engine ? 12288 : 0);
+// The precision path SolveOptions documents for a factorization of `kind`: auto_path, or
+// cholesky_auto_path for a Cholesky (FP64 alone below auto_min_n or cholesky_auto_min_n, whose -1
+// means 12288, or 65536 for a Cholesky, for device matrices and 0 for host ones), or the one
+// precision asked for, then FP64 where fallback is on.
+std::vector<Precision> documented_path(const SolveOptions& o, std::int64_t n, bool device_engine, FactorKind kind) {
+  const bool cholesky = kind == FactorKind::Cholesky;
+  const std::int64_t asked = cholesky ? o.cholesky_auto_min_n : o.auto_min_n;
+  const std::int64_t auto_min_n = asked >= 0 ? asked : !device_engine ? 0 : cholesky ? 65536 : 12288;
   std::vector<Precision> path;
   if (o.factorization == Precision::Auto)
-    path = n >= auto_min_n ? o.auto_path : std::vector<Precision>{Precision::FP64};
+    path = n >= auto_min_n ? (cholesky ? o.cholesky_auto_path : o.auto_path) : std::vector<Precision>{Precision::FP64};
   else
     path = {o.factorization};
   if (o.fallback && !path.empty() && path.back() != Precision::FP64) path.push_back(Precision::FP64);
@@ -272,9 +275,15 @@ SolveOptions random_solve_options(Rng& rng, bool device_engine, bool invalid, Ex
       const int len = int(rng.range(1, 3));
       for (int i = 0; i < len; ++i) o.auto_path.push_back(rng.pick(ps));
     }
+    if (rng.chance(0.5)) {
+      o.cholesky_auto_path.clear();
+      const int len = int(rng.range(1, 3));
+      for (int i = 0; i < len; ++i) o.cholesky_auto_path.push_back(rng.pick(ps));
+    }
   } else {
     o.factorization = rng.pick(ps);
     if (rng.chance(0.1)) o.auto_path.clear();  // ignored where factorization is not Auto
+    if (rng.chance(0.1)) o.cholesky_auto_path.clear();
   }
   // Mostly general; SPD-declared and auto structures on every family (SolveFamily::Spd most
   // often, make_solve_case).
@@ -283,7 +292,11 @@ SolveOptions random_solve_options(Rng& rng, bool device_engine, bool invalid, Ex
   t << "structure " << to_string(o.structure) << ", ";
   t << "factorization " << to_string(o.factorization) << " path";
   for (Precision p : o.auto_path) t << " " << to_string(p);
+  t << " cholesky path";
+  for (Precision p : o.cholesky_auto_path) t << " " << to_string(p);
   if (device_engine ? rng.chance(0.7) : rng.chance(0.3)) o.auto_min_n = rng.pick<std::int64_t>({0, 0, 1, 8, 40});
+  if (device_engine ? rng.chance(0.7) : rng.chance(0.3))
+    o.cholesky_auto_min_n = rng.pick<std::int64_t>({0, 0, 1, 8, 40});
   o.refinement =
       rng.pick({Refinement::Auto, Refinement::Auto, Refinement::Classic, Refinement::Gmres, Refinement::None});
   o.stop_test = rng.chance(0.7) ? StopTest::Attainable : StopTest::Lapack;
@@ -330,8 +343,13 @@ SolveOptions random_solve_options(Rng& rng, bool device_engine, bool invalid, Ex
         e.must.push_back({Kind::InvalidArgument, {"max_iterations (" + s(o.max_iterations) + ")"}});
         break;
       case 1:
-        o.auto_min_n = -rng.range(2, 100);
-        e.must.push_back({Kind::InvalidArgument, {"auto_min_n (" + s(o.auto_min_n) + ")"}});
+        if (rng.chance(0.5)) {
+          o.auto_min_n = -rng.range(2, 100);
+          e.must.push_back({Kind::InvalidArgument, {"auto_min_n (" + s(o.auto_min_n) + ")"}});
+        } else {
+          o.cholesky_auto_min_n = -rng.range(2, 100);
+          e.must.push_back({Kind::InvalidArgument, {"cholesky_auto_min_n (" + s(o.cholesky_auto_min_n) + ")"}});
+        }
         break;
       case 2:
         o.gmres_restart = -int(rng.range(0, 3));
@@ -345,17 +363,23 @@ SolveOptions random_solve_options(Rng& rng, bool device_engine, bool invalid, Ex
         o.ozaki_bits = rng.pick({kOzakiMinBits - 1, kOzakiMaxBits + 1, 0, -3, 64});
         e.must.push_back({Kind::InvalidArgument, {"ozaki_bits (" + s(o.ozaki_bits) + ")"}});
         break;
-      case 5:
+      case 5: {
         o.factorization = Precision::Auto;
-        o.auto_path.clear();
-        e.must.push_back({Kind::InvalidArgument, {"auto_path"}});
+        const bool cholesky = rng.chance(0.5);
+        if (cholesky && o.auto_path.empty()) o.auto_path = {Precision::Fp16x3};  // checked first
+        (cholesky ? o.cholesky_auto_path : o.auto_path).clear();
+        e.must.push_back({Kind::InvalidArgument, {cholesky ? "cholesky_auto_path is empty" : "auto_path is empty"}});
         break;
+      }
       case 6: {
         o.factorization = Precision::Auto;
-        o.auto_path = {Precision::FP32, Precision::Auto};
-        if (rng.chance(0.5)) std::swap(o.auto_path[0], o.auto_path[1]);
-        const int at = o.auto_path[0] == Precision::Auto ? 0 : 1;
-        e.must.push_back({Kind::InvalidArgument, {"auto_path[" + s(at) + "]"}});
+        const bool cholesky = rng.chance(0.5);
+        if (cholesky && o.auto_path.empty()) o.auto_path = {Precision::Fp16x3};  // checked first
+        std::vector<Precision>& path = cholesky ? o.cholesky_auto_path : o.auto_path;
+        path = {Precision::FP32, Precision::Auto};
+        if (rng.chance(0.5)) std::swap(path[0], path[1]);
+        const int at = path[0] == Precision::Auto ? 0 : 1;
+        e.must.push_back({Kind::InvalidArgument, {(cholesky ? "cholesky_auto_path[" : "auto_path[") + s(at) + "]"}});
         break;
       }
       case 7:
@@ -472,8 +496,10 @@ void check_solve_report(FuzzRun& run, const SolveCase& c, const SolveRhs& r, con
     for (bool v : rep.converged_rhs) run.expect(v, "converged_rhs false for a B with no rows");
     return;
   }
-  const std::vector<Precision> path = documented_path(o, n, device_engine);
-  const auto in_path = [&](Precision p) { return std::find(path.begin(), path.end(), p) != path.end(); };
+  const auto in_path = [&](FactorKind kind, Precision p) {
+    const std::vector<Precision> path = documented_path(o, n, device_engine, kind);
+    return std::find(path.begin(), path.end(), p) != path.end();
+  };
   int iterations = 0;
   bool cheaper_seen = false, fp64_after_cheaper = false, fp64_solved = false, lu_seen = false;
   const bool symmetric = symmetric_image(in, c.a);
@@ -482,7 +508,7 @@ void check_solve_report(FuzzRun& run, const SolveCase& c, const SolveRhs& r, con
     const std::string at =
         "attempt " + std::to_string(i) + " (" + to_string(t.precision) + ", " + to_string(t.stop) + ")";
     iterations += t.iterations;
-    run.expect(in_path(t.precision), at + ": precision not on the documented path");
+    run.expect(in_path(t.factor, t.precision), at + ": precision not on the documented path of its factorization");
     run.expect(t.iterations <= o.max_iterations,
                at + ": " + std::to_string(t.iterations) + " iterations > max_iterations");
     if (o.refinement == Refinement::None) run.expect(t.iterations == 0, at + ": refined under Refinement::None");
@@ -670,7 +696,12 @@ void run_solve_case(FuzzRun& run, Context& ctx, bool device_run, bool factorizat
   // solve that factors; cheaper LUs' zero pivots escalate.
   const bool device_engine = device_run && c.a.label == Memory::Device;
   const bool singular = (c.family == SolveFamily::ZeroColumn || c.family == SolveFamily::ZeroRow) && c.n > 0;
-  const std::vector<Precision> path = documented_path(c.options, c.n, device_engine);
+  // The first factorization's kind: a Cholesky where SPD is declared or assumed of a symmetric A.
+  const FactorKind first_kind =
+      spd_declared || (c.options.structure == Structure::Auto && symmetric)
+          ? FactorKind::Cholesky
+          : FactorKind::Lu;
+  const std::vector<Precision> path = documented_path(c.options, c.n, device_engine, first_kind);
   const bool fp64_path = std::find(path.begin(), path.end(), Precision::FP64) != path.end();
   const Fault singular_fault{Kind::SingularMatrix, {"column"}, c.family == SolveFamily::ZeroColumn ? c.zero : -1};
   bool factoring_seen = false;

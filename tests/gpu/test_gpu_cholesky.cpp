@@ -123,6 +123,29 @@ TEST(GpuCholesky, EveryPrecisionMeetsTheStopTestOnSpdMatrices) {
   EXPECT_EQ(cases, 9);
 }
 
+// Under Auto a device Cholesky below the engine's cholesky_auto_min_n (65536) is the FP64 one at
+// once, and from it on cholesky_auto_path's first precision (here from an order set lower).
+TEST(GpuCholesky, AutoTakesTheFp64CholeskyBelowItsMinimumOrderAndItsPathFromIt) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t n = full_or_small(1024, 300);
+  DeviceSpdProblem prob(test_matrix(MatrixFamily::Poev, Spectrum::Geo, 1e3, 67, n), n, 1, n);
+  SolveOptions o = spd_options(Precision::Auto, true);
+  const SolveReport below = prob.solve_on_device(ctx, o);
+  EXPECT_TRUE(below.converged) << below.summary();
+  ASSERT_EQ(below.attempts.size(), 1u) << below.summary();
+  EXPECT_EQ(below.attempts[0].factor, FactorKind::Cholesky);
+  EXPECT_EQ(below.attempts[0].precision, Precision::FP64) << below.summary();
+  o.cholesky_auto_min_n = n;
+  o.cholesky_auto_path = {Precision::Halfhalf};
+  const SolveReport from = prob.solve_on_device(ctx, o);
+  EXPECT_TRUE(from.converged) << from.summary();
+  EXPECT_LT(prob.stop_test_ratio(), 1.0) << from.summary();
+  ASSERT_FALSE(from.attempts.empty());
+  EXPECT_EQ(from.attempts[0].factor, FactorKind::Cholesky);
+  EXPECT_EQ(from.attempts[0].precision, Precision::Halfhalf) << from.summary();
+}
+
 // fp16x3's products lose accuracy with their length (tensor-core accumulation): the Cholesky cuts
 // them to the LU's block width, and the device leaves solve with their inverses, so its factors
 // should be as good a preconditioner as the LU's: the first solve's backward error within 3x of

@@ -354,6 +354,52 @@ TEST(Cholesky, AutoStructureTakesTheLuPathForSymmetricIndefiniteMatrices) {
   EXPECT_THROW(run(zero, Precision::FP64, Structure::Auto), SingularMatrix);
 }
 
+// Under Auto a Cholesky climbs cholesky_auto_path (FP64 alone below cholesky_auto_min_n), the LU
+// path that follows an indefinite A under Structure::Auto climbs auto_path.
+TEST(Cholesky, AutoTakesTheCholeskysOwnPathAndMinimumOrder) {
+  Context ctx = Context::host_only();
+  SpdProblem p = SpdProblem::test_matrix(poev(Spectrum::Geo, 1e3, 5), 64);
+  SolveOptions o;
+  o.structure = Structure::Spd;
+  o.block_size = 16;
+  EXPECT_EQ(o.cholesky_auto_path, std::vector<Precision>{Precision::Fp16x3});
+  const SolveReport by_default = solve(ctx, p.A(), p.B(), p.X(), o);
+  expect_as_accurate_as_fp64_cholesky(p, by_default);
+  ASSERT_FALSE(by_default.attempts.empty());
+  EXPECT_EQ(by_default.attempts[0].factor, FactorKind::Cholesky);
+  EXPECT_EQ(by_default.attempts[0].precision, Precision::Fp16x3) << by_default.summary();
+
+  o.cholesky_auto_path = {Precision::Tf32tf32};
+  o.auto_path = {Precision::FP16};  // the LU's: not taken by a Cholesky
+  const SolveReport own_path = solve(ctx, p.A(), p.B(), p.X(), o);
+  expect_as_accurate_as_fp64_cholesky(p, own_path);
+  EXPECT_EQ(own_path.attempts.at(0).precision, Precision::Tf32tf32) << own_path.summary();
+
+  o.cholesky_auto_min_n = 65;  // n < cholesky_auto_min_n: the FP64 Cholesky at once
+  o.auto_min_n = 0;
+  const SolveReport small = solve(ctx, p.A(), p.B(), p.X(), o);
+  expect_as_accurate_as_fp64_cholesky(p, small);
+  ASSERT_EQ(small.attempts.size(), 1u) << small.summary();
+  EXPECT_EQ(small.attempts[0].factor, FactorKind::Cholesky);
+  EXPECT_EQ(small.attempts[0].precision, Precision::FP64);
+  o.cholesky_auto_min_n = 64;
+  EXPECT_EQ(solve(ctx, p.A(), p.B(), p.X(), o).attempts.at(0).precision, Precision::Tf32tf32);
+
+  // A symmetric indefinite A under Structure::Auto: the Cholesky's path, then the LU's.
+  TestMatrixSpec heev = poev(Spectrum::Geo, 1e3, 8);
+  heev.family = MatrixFamily::Heev;
+  SpdProblem q = SpdProblem::test_matrix(heev, 64);
+  o.structure = Structure::Auto;
+  o.cholesky_auto_min_n = -1;
+  const SolveReport indefinite = solve(ctx, q.A(), q.B(), q.X(), o);
+  ASSERT_TRUE(indefinite.converged) << indefinite.summary();
+  ASSERT_GE(indefinite.attempts.size(), 2u) << indefinite.summary();
+  EXPECT_EQ(indefinite.attempts[0].factor, FactorKind::Cholesky);
+  EXPECT_EQ(indefinite.attempts[0].precision, Precision::Tf32tf32);
+  EXPECT_EQ(indefinite.attempts[1].factor, FactorKind::Lu);
+  EXPECT_EQ(indefinite.attempts[1].precision, Precision::FP16) << indefinite.summary();
+}
+
 // A nonsymmetric A: a named error where declared SPD; under Auto the LU path, bit for bit the
 // general solve.
 TEST(Cholesky, NonsymmetricMatrix) {

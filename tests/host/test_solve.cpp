@@ -1220,6 +1220,17 @@ TEST(Solve, BadArgumentsNameTheArgumentAndValue) {
   bad_min.auto_min_n = -2;
   expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3), bad_min); },
                "auto_min_n (-2) < -1");
+  SolveOptions bad_cholesky_path;
+  bad_cholesky_path.cholesky_auto_path = {};
+  expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3), bad_cholesky_path); },
+               "cholesky_auto_path is empty");
+  bad_cholesky_path.cholesky_auto_path = {Precision::Auto};
+  expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3), bad_cholesky_path); },
+               "cholesky_auto_path[0] is auto");
+  SolveOptions bad_cholesky_min;
+  bad_cholesky_min.cholesky_auto_min_n = -3;
+  expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3), bad_cholesky_min); },
+               "cholesky_auto_min_n (-3) < -1");
   for (int bits : {15, 54}) {
     SolveOptions bad_bits;
     bad_bits.ozaki_bits = bits;

@@ -23,6 +23,8 @@ TEST(SolveOptionsText, EveryFieldReadsBackWhatToStringWrites) {
   o.structure = Structure::Spd;
   o.auto_path = {Precision::FP16, Precision::FP32, Precision::Ozaki};
   o.auto_min_n = 40;
+  o.cholesky_auto_path = {Precision::Tf32tf32, Precision::FP32};
+  o.cholesky_auto_min_n = 77;
   o.refinement = Refinement::Gmres;
   o.stop_test = StopTest::Lapack;
   o.tolerance_factor = 0.1;  // no short binary form: the text must carry every digit it needs
@@ -45,6 +47,8 @@ TEST(SolveOptionsText, EveryFieldReadsBackWhatToStringWrites) {
   EXPECT_EQ(back.structure, Structure::Spd);
   EXPECT_EQ(back.auto_path, o.auto_path);
   EXPECT_EQ(back.auto_min_n, 40);
+  EXPECT_EQ(back.cholesky_auto_path, o.cholesky_auto_path);
+  EXPECT_EQ(back.cholesky_auto_min_n, 77);
   EXPECT_EQ(back.tolerance_factor, 0.1);
   EXPECT_EQ(back.probe_pivot_ratio, INFINITY);
   EXPECT_FALSE(back.fallback);
@@ -54,7 +58,7 @@ TEST(SolveOptionsText, EveryFieldReadsBackWhatToStringWrites) {
   const std::string text = to_string(SolveOptions{});
   for (const OptionField& f : solve_option_fields())
     EXPECT_NE(text.find(f.name + "="), std::string::npos) << f.name;
-  EXPECT_EQ(solve_option_fields().size(), 20u);
+  EXPECT_EQ(solve_option_fields().size(), 22u);
 }
 
 TEST(SolveOptionsText, SetsOnlyTheFieldsNamedOverTheBase) {

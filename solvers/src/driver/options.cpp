@@ -47,6 +47,9 @@ void check_solve_options(const char* where, const SolveOptions& options) {
   if (options.auto_min_n < -1)
     throw InvalidArgument(std::string(where) + ": auto_min_n (" + std::to_string(options.auto_min_n) +
                           ") < -1 (-1: the engine's choice)");
+  if (options.cholesky_auto_min_n < -1)
+    throw InvalidArgument(std::string(where) + ": cholesky_auto_min_n (" + std::to_string(options.cholesky_auto_min_n) +
+                          ") < -1 (-1: the engine's choice)");
   if (options.gmres_restart < 1)
     throw InvalidArgument(std::string(where) + ": gmres_restart (" + std::to_string(options.gmres_restart) + ") < 1");
   if (options.gmres_max_inner < 1)
@@ -70,10 +73,14 @@ void check_solve_options(const char* where, const SolveOptions& options) {
     throw InvalidArgument(std::string(where) + ": krylov_basis_format (" + slfp::to_string(options.krylov_basis_format) +
                           ") is FP32-based; the basis needs an fp64 or slfp64 format");
   if (options.factorization == Precision::Auto) {
-    if (options.auto_path.empty()) throw InvalidArgument(std::string(where) + ": auto_path is empty");
-    for (std::size_t i = 0; i < options.auto_path.size(); ++i)
-      if (options.auto_path[i] == Precision::Auto)
-        throw InvalidArgument(std::string(where) + ": auto_path[" + std::to_string(i) + "] is auto");
+    const auto check_path = [&](const char* name, const std::vector<Precision>& path) {
+      if (path.empty()) throw InvalidArgument(std::string(where) + ": " + name + " is empty");
+      for (std::size_t i = 0; i < path.size(); ++i)
+        if (path[i] == Precision::Auto)
+          throw InvalidArgument(std::string(where) + ": " + name + "[" + std::to_string(i) + "] is auto");
+    };
+    check_path("auto_path", options.auto_path);
+    check_path("cholesky_auto_path", options.cholesky_auto_path);
   }
   if (options.ozaki_bits < kOzakiMinBits || options.ozaki_bits > kOzakiMaxBits)
     throw InvalidArgument(std::string(where) + ": ozaki_bits (" + std::to_string(options.ozaki_bits) + ") outside [" +
@@ -158,6 +165,20 @@ bool read_switch(const std::string& name, const std::string& value) {
   throw InvalidArgument("options: " + name + " = \"" + value + "\" is not true or false");
 }
 
+// A path of precisions as text, "fp16+fp32", and back.
+std::string join_precisions(const std::vector<Precision>& path) {
+  std::string s;
+  for (Precision p : path) s += (s.empty() ? "" : "+") + to_string(p);
+  return s;
+}
+
+std::vector<Precision> split_precisions(const std::string& text) {
+  std::vector<Precision> path;
+  std::stringstream list(text);
+  for (std::string name; std::getline(list, name, '+');) path.push_back(parse_precision(name));
+  return path;
+}
+
 const std::vector<Field<SolveOptions>>& solve_fields() {
   // The names each enumeration reads come from its own to_string / parse_* (solve.hpp).
   static const std::vector<Field<SolveOptions>> table = {
@@ -187,19 +208,19 @@ const std::vector<Field<SolveOptions>>& solve_fields() {
        [](const SolveOptions& o) { return to_string(o.condition_estimate); },
        [](SolveOptions& o, const std::string& v) { o.condition_estimate = parse_condition_estimate(v); }},
       {{"auto-path", "precisions joined by '+', e.g. fp16+fp32", "the cheap rungs auto tries, in order"},
-       [](const SolveOptions& o) {
-         std::string s;
-         for (Precision p : o.auto_path) s += (s.empty() ? "" : "+") + to_string(p);
-         return s;
-       },
-       [](SolveOptions& o, const std::string& v) {
-         o.auto_path.clear();
-         std::stringstream list(v);
-         for (std::string name; std::getline(list, name, '+');) o.auto_path.push_back(parse_precision(name));
-       }},
+       [](const SolveOptions& o) { return join_precisions(o.auto_path); },
+       [](SolveOptions& o, const std::string& v) { o.auto_path = split_precisions(v); }},
       {{"auto-min-n", "integer >= -1", "auto factors smaller matrices in FP64 at once (-1: the engine's choice)"},
        [](const SolveOptions& o) { return std::to_string(o.auto_min_n); },
        [](SolveOptions& o, const std::string& v) { o.auto_min_n = read_number<std::int64_t>("auto-min-n", v); }},
+      {{"cholesky-auto-path", "precisions joined by '+', e.g. halfhalf", "auto-path for a Cholesky"},
+       [](const SolveOptions& o) { return join_precisions(o.cholesky_auto_path); },
+       [](SolveOptions& o, const std::string& v) { o.cholesky_auto_path = split_precisions(v); }},
+      {{"cholesky-auto-min-n", "integer >= -1", "auto-min-n for a Cholesky (-1: the engine's choice)"},
+       [](const SolveOptions& o) { return std::to_string(o.cholesky_auto_min_n); },
+       [](SolveOptions& o, const std::string& v) {
+         o.cholesky_auto_min_n = read_number<std::int64_t>("cholesky-auto-min-n", v);
+       }},
       {{"gmres-restart", "integer >= 1", "GMRES's restart length"},
        [](const SolveOptions& o) { return std::to_string(o.gmres_restart); },
        [](SolveOptions& o, const std::string& v) { o.gmres_restart = read_number<int>("gmres-restart", v); }},

@@ -127,7 +127,6 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
   }
   s.engine->set_ozaki_bits(options.ozaki_bits);
   s.engine->set_factor_storage(options.factor_storage);
-  const std::int64_t auto_min_n = s.engine->default_auto_min_n();
   // The engine is told the first factorization before anything reads A (the device engine's copy
   // for it rides on the scan for NaN and Inf): the LU's where A is General, or Auto and not
   // symmetric. Under Auto the symmetry check therefore comes first, so that a symmetric A's
@@ -138,7 +137,7 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
   if (options.structure == Structure::Auto) asymmetric = s.engine->find_asymmetry();
   if (options.structure == Structure::General || (options.structure == Structure::Auto && asymmetric.first >= 0)) {
     const std::vector<solvers_detail::Rung> lu =
-        solvers_detail::rung_path(options, FactorKind::Lu, s.engine->n(), auto_min_n);
+        solvers_detail::rung_path(options, FactorKind::Lu, s.engine->n(), *s.engine);
     if (!lu.empty()) s.engine->expect_factorization(lu.front().precision);
   }
   const auto bad = s.engine->find_nonfinite(a);
@@ -155,7 +154,7 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
                             std::to_string(asymmetric.second) + ", " + std::to_string(asymmetric.first) + ")");
   }
   s.ladder = std::make_unique<solvers_detail::SquareLadder>(
-      options, kind, kind == FactorKind::Cholesky && options.structure == Structure::Auto, s.engine->n(), auto_min_n);
+      options, kind, kind == FactorKind::Cholesky && options.structure == Structure::Auto, s.engine->n(), *s.engine);
   s.norm_a = s.engine->norm_inf();
   s.badly_scaled = s.engine->badly_scaled();
 }

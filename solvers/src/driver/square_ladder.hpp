@@ -21,13 +21,16 @@ struct Rung {
   Precision precision = Precision::FP64;
 };
 
-// The factorizations of `kind` SolveOptions asks for, in order: auto_path (FP64 alone below
-// auto_min_n, whose -1 means the engine's default) or the one precision, then FP64 with fallback.
-inline std::vector<Rung> rung_path(const SolveOptions& o, FactorKind kind, std::int64_t n,
-                                   std::int64_t engine_auto_min_n) {
+// The factorizations of `kind` SolveOptions asks for, in order: the kind's auto path (auto_path
+// or cholesky_auto_path; FP64 alone below its auto_min_n, whose -1 means the engine's default
+// for the kind) or the one precision, then FP64 with fallback.
+inline std::vector<Rung> rung_path(const SolveOptions& o, FactorKind kind, std::int64_t n, const Engine& engine) {
+  const bool cholesky = kind == FactorKind::Cholesky;
+  const std::int64_t asked = cholesky ? o.cholesky_auto_min_n : o.auto_min_n;
+  const std::int64_t auto_min_n = asked >= 0 ? asked : engine.default_auto_min_n(kind);
   std::vector<Precision> path;
-  const std::int64_t auto_min_n = o.auto_min_n >= 0 ? o.auto_min_n : engine_auto_min_n;
-  if (o.factorization == Precision::Auto) path = n >= auto_min_n ? o.auto_path : std::vector<Precision>{Precision::FP64};
+  if (o.factorization == Precision::Auto)
+    path = n >= auto_min_n ? (cholesky ? o.cholesky_auto_path : o.auto_path) : std::vector<Precision>{Precision::FP64};
   else path = {o.factorization};
   if (o.fallback && path.back() != Precision::FP64) path.push_back(Precision::FP64);
   std::vector<Rung> rungs;
@@ -47,10 +50,9 @@ class SquareLadder {
  public:
   // The path of `kind`; with lu_after_cholesky (Structure::Auto on a symmetric A) the LU path
   // waits behind the Cholesky rungs.
-  SquareLadder(const SolveOptions& o, FactorKind kind, bool lu_after_cholesky, std::int64_t n,
-               std::int64_t engine_auto_min_n)
-      : path_(rung_path(o, kind, n, engine_auto_min_n)), lu_after_cholesky_(lu_after_cholesky) {
-    if (lu_after_cholesky_) lu_path_ = rung_path(o, FactorKind::Lu, n, engine_auto_min_n);
+  SquareLadder(const SolveOptions& o, FactorKind kind, bool lu_after_cholesky, std::int64_t n, const Engine& engine)
+      : path_(rung_path(o, kind, n, engine)), lu_after_cholesky_(lu_after_cholesky) {
+    if (lu_after_cholesky_) lu_path_ = rung_path(o, FactorKind::Lu, n, engine);
   }
 
   // Every rung tried.

@@ -15,6 +15,7 @@
 #include "engine.hpp"
 #include "lu/lu_rules.hpp"
 #include "refinement/host_space.hpp"
+#include "tuning.hpp"
 #include "mixsolve/core/norms.hpp"
 #include "mixsolve/gemm/registry.hpp"
 
@@ -131,7 +132,7 @@ class HostEngine final : public HostSpace {
     nb_ = block_size > 0 ? block_size : 32;
   }
 
-  std::int64_t default_auto_min_n() const override { return 0; }
+  std::int64_t default_auto_min_n(FactorKind) const override { return 0; }
 
   double norm_inf() override {
     double best = 0;
@@ -215,7 +216,9 @@ class HostEngine final : public HostSpace {
     const Precision p = request.precision;
     const gemm::Backend& update = host_update_backend(p);
     const gemm::Parameters parameters = update_parameters(p);
-    const std::int64_t chunk = update_inner_chunk(precision_info(p).truncating_long_products, nb_);
+    const std::int64_t chunk = tuning().cholesky_inner_chunk > 0
+                                   ? tuning().cholesky_inner_chunk
+                                   : update_inner_chunk(precision_info(p).truncating_long_products, nb_);
     FactorResult result;
     start_factorization(FactorKind::Cholesky, p);
     if (request.range_scaling && !fp64_factors(p)) compute_symmetric_scaling();

@@ -53,6 +53,10 @@ using namespace device_lu;
 // cuSOLVER's between n = 4096 and 6144; docs/history/solver-log.md).
 constexpr std::int64_t kFp64EngineMinN = 6144;
 
+// SolveOptions::cholesky_auto_min_n's default: below it cuSOLVER's dpotrf + dpotrs beat the
+// default path's fp16x3 Cholesky with its refinement (H200, docs/solver.md "The Cholesky's path").
+constexpr std::int64_t kCholeskyAutoMinN = 65536;
+
 // The columns of the Ozaki LU's wide bulk updates (DeviceEngine::ozaki_job), their inner dimension:
 // ozaki2-int8 at 40 bits ran 1.03-1.10x DGEMM at k = 2048 and 1.4-1.5x at k = 4096 (H100,
 // docs/ozaki.md); in the LU at n = 32768, groups of 8192 columns were slower than of 4096.
@@ -88,7 +92,11 @@ class DeviceEngine final : public DeviceSpace {
     if (solver_) cusolverDnDestroy(solver_);
   }
 
-  std::int64_t default_auto_min_n() const override { return 12288; }  // SolveOptions::auto_min_n
+  // SolveOptions::auto_min_n and cholesky_auto_min_n: the orders from which the cheaper
+  // factorizations were measured faster than cuSOLVER's FP64 solve (docs/solver.md).
+  std::int64_t default_auto_min_n(FactorKind kind) const override {
+    return kind == FactorKind::Cholesky ? kCholeskyAutoMinN : 12288;
+  }
 
   void expect_factorization(Precision p) override { expected_precision_ = p; }
   double norm_inf() override { return scan_a().norm_inf; }
@@ -467,7 +475,9 @@ class DeviceEngine final : public DeviceSpace {
     gemm::Parameters parameters;
     if (p == Precision::Ozaki) parameters = {{"bits", ozaki_bits_}};
     const gemm::Backend& update = p == Precision::Ozaki ? ozaki_update_backend() : device_update_backend(p);
-    const std::int64_t chunk = update_inner_chunk(precision_info(p).truncating_long_products, nb_);
+    const std::int64_t chunk = tuning().cholesky_inner_chunk > 0
+                                   ? tuning().cholesky_inner_chunk
+                                   : update_inner_chunk(precision_info(p).truncating_long_products, nb_);
     profile_.begin_factorization(stream(), {{stream(), "main"}});
     const auto t0 = std::chrono::steady_clock::now();
     // The FP64 Cholesky: cuSOLVER's dpotrf (the baseline's own speed, as the fallback must not be
