@@ -83,16 +83,21 @@ cases_at() {  # field 3 (n) or 4 (racecheck's n) of solve_cases, then least squa
   # racecheck: one case per least-squares problem, and one per test (below), so that JOBS of them
   # share the GPU; the tests at their small sizes (MIXSOLVE_GPU_TESTS_SMALL, set below). Each
   # group whole at the sizes above ran past 400 s on an H200 (2026-12-02), ten at a time.
-  # (Per shape and backend alone, the four cases each ran past 420 s, H200, 2026-12-02: one per
-  # condition number and refinement as well.)
-  local shape backend cond refinement args
-  for shape in 601x130 1200x64; do
+  # (Per shape and backend alone, the four cases each ran past 420 s, H200, 2026-12-02; one per
+  # condition number and refinement at 601x130 and 1200x64 as well, past 330 s sixteen at a time,
+  # 2026-12-03.) So under racecheck: smaller shapes (RACE_LSTSQ_SHAPES; a TSQR tree of several
+  # panels still), one factorization per case, and reps 1 (with the benchmark's one warm-up).
+  local shape backend cond refinement factorization args
+  for shape in ${RACE_LSTSQ_SHAPES:-301x65 1000x33}; do
     for backend in cublas-sgemm halfhalf; do
       for cond in 1e2 1e9; do
         for refinement in cgls gmres; do
-          args=${lstsq_args/cublas-sgemm,halfhalf/$backend}
-          args=${args/1e2,1e9/$cond}
-          echo "lstsq-$shape-$backend-$cond-$refinement|$L --shapes $shape ${args/cgls,gmres/$refinement}"
+          for factorization in fp32 fp64; do
+            args=${lstsq_args/cublas-sgemm,halfhalf/$backend}
+            args=${args/1e2,1e9/$cond}
+            args=${args/fp32,fp64/$factorization}
+            echo "lstsq-$shape-$backend-$cond-$refinement-$factorization|$L --shapes $shape ${args/cgls,gmres/$refinement}"
+          done
         done
       done
     done
