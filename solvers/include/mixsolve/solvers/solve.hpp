@@ -223,12 +223,10 @@ struct SolveOptions {
   /// models, there to exercise the refinement and escalation logic at small n). Must be >= -1.
   std::int64_t auto_min_n = -1;
   /// The precisions Auto tries for a Cholesky (structure Spd, or Auto on a symmetric A), in
-  /// order, in place of auto_path. The Cholesky's updates are long products, which halfhalf's
-  /// GEMM accumulates with rounding to nearest, while fp16x3's (cuBLAS's FP16 tensor-core sums)
-  /// truncate and are cut into shorter, slower products; {Halfhalf} is the faster and more
-  /// accurate choice on the GPU (docs/solver.md, "The Cholesky's path"). The LU path that
-  /// follows an indefinite A under Structure::Auto takes auto_path. Must not be empty or contain
-  /// Auto (checked where factorization is Auto).
+  /// order, in place of auto_path; the LU path that follows an indefinite A under
+  /// Structure::Auto takes auto_path. {Halfhalf} is the faster choice on the GPU for large
+  /// matrices (docs/solver.md, "The Cholesky's path", says why it is not yet the default).
+  /// Must not be empty or contain Auto (checked where factorization is Auto).
   std::vector<Precision> cholesky_auto_path = {Precision::Fp16x3};
   /// auto_min_n for a Cholesky: smaller matrices take the FP64 Cholesky at once. -1: the engine's
   /// choice: for device matrices the order from which the cheaper Cholesky and its refinement
