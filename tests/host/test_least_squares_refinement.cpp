@@ -22,7 +22,6 @@ namespace {
 
 using namespace mixsolve;
 using solvers_detail::HouseholderQr;
-using solvers_detail::LsStop;
 using MatrixD = Eigen::MatrixXd;
 using VectorD = Eigen::VectorXd;
 using mixsolve::testing::ordered_norm2;
@@ -107,15 +106,12 @@ TEST(LeastSquaresRefinement, Fp32QrRefinesToFp64AccuracyWithAnyResidual) {
                 double(a32.diagonal().cwiseAbs().minCoeff()), 0,
                 double(a32.diagonal().cwiseAbs().minCoeff() / a32.diagonal().cwiseAbs().maxCoeff())});
         const double xe = x_error(x, ref), re = r_error(r, ref, p.b);
-        const char* stop = result.stop == LsStop::Converged   ? "converged"
-                           : result.stop == LsStop::Stagnated ? "stagnated"
-                           : result.stop == LsStop::Diverged  ? "diverged"
-                                                              : "max iterations";
+        const std::string stop = to_string(result.stop);
         std::printf("%s kappa %.0e rho %.0e: %s after %d, x error %.2e (FP64 QR %.2e), r error %.2e (FP64 QR %.2e)\n",
-                    gmres ? "gmres" : "plain", kappa, rho, stop, result.iterations, xe, fp64.x, re, fp64.r);
+                    gmres ? "gmres" : "plain", kappa, rho, stop.c_str(), result.iterations, xe, fp64.x, re, fp64.r);
         const std::string label =
             std::string(gmres ? "gmres" : "plain") + " kappa " + std::to_string(kappa) + ", rho " + std::to_string(rho);
-        const bool claims = result.stop == LsStop::Converged || result.stop == LsStop::Stagnated;
+        const bool claims = result.stop == LeastSquaresStop::Converged || result.stop == LeastSquaresStop::Stagnated;
         ++cases;
         const bool must_converge = kappa <= 1e4 || (gmres && kappa <= 1e6);
         if (must_converge) EXPECT_TRUE(claims) << label << ": " << stop;
@@ -143,13 +139,13 @@ TEST(LeastSquaresRefinement, Fp64FactorsAndZeroRightHandSide) {
   VectorD x(n), r(m);
   const auto result = solvers_detail::refine_least_squares(host_view<const double>(p.a.data(), m, n, m), p.b.data(), qr,
                                                            1.0, 30, x.data(), r.data());
-  EXPECT_TRUE(result.stop == LsStop::Converged || result.stop == LsStop::Stagnated) << int(result.stop);
+  EXPECT_TRUE(result.stop == LeastSquaresStop::Converged || result.stop == LeastSquaresStop::Stagnated) << int(result.stop);
   const ReferenceSolution ref = reference_of(p);
   EXPECT_LE(x_error(x, ref), 10 * mixsolve::testing::fp64_qr_errors(p.a, p.b, ref).x + 0x1p-50);
   const VectorD zero = VectorD::Zero(m);
   const auto at_zero = solvers_detail::refine_least_squares(host_view<const double>(p.a.data(), m, n, m), zero.data(),
                                                             qr, 1.0, 30, x.data(), r.data());
-  EXPECT_EQ(at_zero.stop, LsStop::Converged);
+  EXPECT_EQ(at_zero.stop, LeastSquaresStop::Converged);
   EXPECT_EQ(at_zero.iterations, 1);
   EXPECT_EQ(x.norm(), 0.0);
   EXPECT_EQ(r.norm(), 0.0);

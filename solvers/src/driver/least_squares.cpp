@@ -25,23 +25,11 @@ namespace mixsolve {
 
 namespace {
 
-using solvers_detail::LsStop;
-
 // Householder reflectors per compact-WY block on the host unless LeastSquaresOptions::block_size
 // says (the device space chooses its own: qr/cuda/device_least_squares.cu).
 constexpr int kHostQrBlock = 32;
 // Below this min |r_jj| / max |r_jj|, FP32 factors leave the rank to the FP64 QR.
 constexpr double kCheapRankRatio = 16 * 0x1p-24;
-
-LeastSquaresStop public_stop(LsStop s) {
-  switch (s) {
-    case LsStop::Converged: return LeastSquaresStop::Converged;
-    case LsStop::Stagnated: return LeastSquaresStop::Stagnated;
-    case LsStop::Diverged: return LeastSquaresStop::Diverged;
-    case LsStop::MaxIterations: return LeastSquaresStop::MaxIterations;
-  }
-  return LeastSquaresStop::Diverged;
-}
 
 // The order in which stops are worse: the attempt reports its worst column's.
 int severity(LeastSquaresStop s) {
@@ -363,7 +351,7 @@ void refine_columns(solvers_detail::LsSpace& space, std::int64_t columns, const 
   result.stop = LeastSquaresStop::Converged;
   for (std::int64_t j = 0; j < columns; ++j) {
     const solvers_detail::LsRefinementResult refined = space.refine(j, options.max_iterations, method, scales);
-    const LeastSquaresStop stop = public_stop(refined.stop);
+    const LeastSquaresStop stop = refined.stop;
     if (severity(stop) > severity(result.stop)) result.stop = stop;
     result.iterations = std::max(result.iterations, refined.iterations);
     result.inner_iterations = std::max(result.inner_iterations, refined.inner_iterations);

@@ -210,11 +210,11 @@ LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iteratio
   // An accepted x must not have a larger residual than the first x (beyond FP64's rounding level,
   // the whole residual of a consistent system, u ||A|| ||x|| >> u ||b|| where kappa is large), an
   // XOnly x one above FP64's rounding level (LsMethod).
-  const auto checked = [&](LsStop stop, double norm_x) {
+  const auto checked = [&](LeastSquaresStop stop, double norm_x) {
     const double residual = steps.residual_norm();
     const double noise = 8 * std::sqrt(double(steps.rows())) * kUnit * (norm_b + norm_a * norm_x);
     const double bound = method == LsMethod::XOnly ? noise : first_residual * (1 + 0x1p-20) + 0x1p-40 * norm_b + noise;
-    return residual <= bound ? stop : LsStop::Diverged;
+    return residual <= bound ? stop : LeastSquaresStop::Diverged;
   };
   if (method == LsMethod::Gmres) steps.reserve(kGmresSteps + 2);
   // alpha: the power of two in (min |r_jj| / 2, min |r_jj|]. min |r_jj| >= sigma_min(A'): an
@@ -240,11 +240,11 @@ LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iteratio
     result.dr_history.push_back(rel_dr);
     const double size = std::max(rel_dx, rel_dr);
     if (!std::isfinite(size)) {
-      result.stop = LsStop::Diverged;
+      result.stop = LeastSquaresStop::Diverged;
       return result;
     }
     if (size <= kUnit) {
-      result.stop = checked(LsStop::Converged, norms.x);
+      result.stop = checked(LeastSquaresStop::Converged, norms.x);
       return result;
     }
     if (step >= 2) {
@@ -262,7 +262,7 @@ LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iteratio
         const double x_rate = rel_dx / previous_dx, r_rate = rel_dr > 0 ? rel_dr / previous_dr : 0.0;
         const double x_noise = kUnit / std::min(1.0, std::max(scales.diagonal_ratio, kUnit));
         if (rate <= 0x1p-8 && size <= 0x1p-26 && rel_dx * x_rate <= x_noise / 16 && rel_dr * r_rate <= kUnit) {
-          result.stop = checked(LsStop::Converged, norms.x);
+          result.stop = checked(LeastSquaresStop::Converged, norms.x);
           return result;
         }
       } else {
@@ -288,7 +288,7 @@ LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iteratio
           converging = (factors == LsFactorKind::SemiNormal && contractions >= 1) ||
                        rel_dx <= 64 * kUnit * (kappa + kappa * kappa * residual);
         }
-        result.stop = converging ? checked(LsStop::Stagnated, norms.x) : LsStop::Diverged;
+        result.stop = converging ? checked(LeastSquaresStop::Stagnated, norms.x) : LeastSquaresStop::Diverged;
         return result;
       }
     }
@@ -296,7 +296,7 @@ LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iteratio
     previous_dx = rel_dx;
     previous_dr = rel_dr;
   }
-  result.stop = LsStop::MaxIterations;
+  result.stop = LeastSquaresStop::MaxIterations;
   return result;
 }
 

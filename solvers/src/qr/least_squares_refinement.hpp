@@ -32,26 +32,16 @@
 #include <vector>
 
 #include "mixsolve/core/matrix.hpp"
+#include "mixsolve/solvers/least_squares.hpp"
 #include "qr/householder_qr.hpp"
 
 namespace mixsolve::solvers_detail {
 
-// How the refinement ended.
-enum class LsStop {
-  Converged,      // ||dx|| <= 2^-53 ||x|| and ||dr|| <= 2^-53 ||b||: nothing left to correct; or,
-                  // contracting by 2^-8 or more per step, the next correction would fall below
-                  // 1/16 of FP64's noise in x (u / diagonal_ratio) and below u in r
-  Stagnated,      // the corrections stopped halving after they had halved twice down to 2^-16
-                  // (or reached 2^-40), or, for the semi-normal fixed point (CGLS, semi-normal
-                  // steps), at FP64's attainable accuracy: x and r are as accurate as FP64
-                  // residuals make them
-  Diverged,       // they stopped before that, or overflowed: the factors are too far from A
-                  // (kappa(A) u_T >~ 1); x and r are not to be trusted
-  MaxIterations,  // neither within the step budget
-};
-
+// How the refinement ends: LeastSquaresStop's Converged, Stagnated, Diverged or MaxIterations
+// (their meaning in least_squares.hpp; Diverged also where the corrections overflowed: x and r are
+// then not to be trusted). The driver adds the stops that come before any refinement.
 struct LsRefinementResult {
-  LsStop stop = LsStop::MaxIterations;
+  LeastSquaresStop stop = LeastSquaresStop::MaxIterations;
   int iterations = 0;
   int inner_iterations = 0;        // CGLS's iterations over all outer steps (LsMethod::Cgls)
   std::vector<double> dx_history;  // ||dx||_2 / ||x||_2 after each step
@@ -157,7 +147,7 @@ struct LsFactorScales {
 // semi-normal equations', carries an error of order u kappa^2).
 enum class LsFactorKind { Cheap, Fp64Qr, SemiNormal };
 
-// The refinement loop and its stop rule (LsStop) over any memory space's steps.
+// The refinement loop and its stop rule (LsRefinementResult::stop) over any memory space's steps.
 LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iterations,
                           LsMethod method = LsMethod::Augmented, const LsFactorScales& scales = {});
 
