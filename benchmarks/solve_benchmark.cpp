@@ -335,10 +335,11 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
   }
   const std::size_t colon = name.find(':');
   if (!name.empty()) options.factorization = parse_precision(name.substr(0, colon));
-  if (!name.empty() && colon != std::string::npos) {
+  if (!name.empty() && colon != std::string::npos) {  // "auto:<path>": the path of either kind
     options.auto_path.clear();
     std::stringstream list(name.substr(colon + 1));
     for (std::string name; std::getline(list, name, '+');) options.auto_path.push_back(parse_precision(name));
+    options.cholesky_auto_path = options.auto_path;
   }
   DeviceBuffer<double> x(n);
   SolveReport report;

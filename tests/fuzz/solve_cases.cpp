@@ -393,7 +393,7 @@ SolveOptions random_solve_options(Rng& rng, bool device_engine, bool invalid, Ex
         break;
     }
   }
-  t << ", min_n " << o.auto_min_n << ", refinement " << to_string(o.refinement) << ", stop " << to_string(o.stop_test)
+  t << ", min_n " << o.auto_min_n << ", cholesky min_n " << o.cholesky_auto_min_n << ", refinement " << to_string(o.refinement) << ", stop " << to_string(o.stop_test)
     << ", tol " << o.tolerance_factor << ", iters " << o.max_iterations << ", restart " << o.gmres_restart << ", inner "
     << o.gmres_max_inner << ", basis " << slfp::to_string(o.krylov_basis_format) << ", storage "
     << slfp::to_string(o.factor_storage) << ", by cost " << o.escalate_by_cost << ", fallback " << o.fallback
@@ -696,13 +696,15 @@ void run_solve_case(FuzzRun& run, Context& ctx, bool device_run, bool factorizat
   // solve that factors; cheaper LUs' zero pivots escalate.
   const bool device_engine = device_run && c.a.label == Memory::Device;
   const bool singular = (c.family == SolveFamily::ZeroColumn || c.family == SolveFamily::ZeroRow) && c.n > 0;
-  // The first factorization's kind: a Cholesky where SPD is declared or assumed of a symmetric A.
-  const FactorKind first_kind =
-      spd_declared || (c.options.structure == Structure::Auto && symmetric)
-          ? FactorKind::Cholesky
-          : FactorKind::Lu;
-  const std::vector<Precision> path = documented_path(c.options, c.n, device_engine, first_kind);
-  const bool fp64_path = std::find(path.begin(), path.end(), Precision::FP64) != path.end();
+  // FP64 on the path of every factorization that may meet the zero column: the Cholesky's where
+  // SPD is declared or assumed of a symmetric A, and under Auto the LU path that may follow it.
+  const bool cholesky_first = spd_declared || (c.options.structure == Structure::Auto && symmetric);
+  const auto fp64_on = [&](FactorKind kind) {
+    const std::vector<Precision> path = documented_path(c.options, c.n, device_engine, kind);
+    return std::find(path.begin(), path.end(), Precision::FP64) != path.end();
+  };
+  const bool fp64_path = cholesky_first ? fp64_on(FactorKind::Cholesky) && (spd_declared || fp64_on(FactorKind::Lu))
+                                        : fp64_on(FactorKind::Lu);
   const Fault singular_fault{Kind::SingularMatrix, {"column"}, c.family == SolveFamily::ZeroColumn ? c.zero : -1};
   bool factoring_seen = false;
   for (SolveRhs& r : c.rhs) {

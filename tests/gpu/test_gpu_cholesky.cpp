@@ -213,7 +213,7 @@ TEST(GpuCholesky, ApplicationMatricesConvergeOnTheDefaultPath) {
     DeviceSpdProblem prob(a, n, 1, n);
     SolveOptions o;
     o.structure = Structure::Spd;
-    o.auto_min_n = 0;  // the cheap rung at this size too
+    o.cholesky_auto_min_n = 0;  // the cheap rung at this size too
     SCOPED_TRACE(name);
     const SolveReport r = prob.solve_on_device(ctx, o);
     EXPECT_TRUE(r.converged) << r.summary();

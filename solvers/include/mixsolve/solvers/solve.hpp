@@ -171,15 +171,16 @@ Refinement parse_refinement(const std::string& text);
 /// constructor checks them (InvalidArgument).
 struct SolveOptions {
   // ---- What most users set ----
-  /// The factorization precision. Auto tries the factorizations of auto_path in order (then FP64
-  /// when fallback is on), going up one step when refinement stagnates, diverges, is too slow or
+  /// The factorization precision. Auto tries the factorizations of auto_path in order
+  /// (cholesky_auto_path for a Cholesky; then FP64 when fallback is on), going up one step when refinement stagnates, diverges, is too slow or
   /// reaches max_iterations, when the LU meets a zero pivot, overflows or its pivots collapse, or
   /// when the probe finds the factors too weak. Another value: that precision (then FP64 when
   /// fallback is on).
   Precision factorization = Precision::Auto;
   /// What may be assumed of A (Structure): General (LU), Spd (Cholesky; A must be symmetric) or
   /// Auto (Cholesky where A is symmetric, the LU path where it is not or turns out not to be
-  /// positive definite). The precisions are those of factorization and auto_path for either kind.
+  /// positive definite). The precisions are factorization's, or under Auto auto_path's for an LU
+  /// and cholesky_auto_path's for a Cholesky.
   Structure structure = Structure::General;
   /// The refinement method (Refinement); Auto: classic IR, then GMRES-IR on the same factors.
   Refinement refinement = Refinement::Auto;
@@ -224,13 +225,12 @@ struct SolveOptions {
   std::int64_t auto_min_n = -1;
   /// The precisions Auto tries for a Cholesky (structure Spd, or Auto on a symmetric A), in
   /// order, in place of auto_path; the LU path that follows an indefinite A under
-  /// Structure::Auto takes auto_path. {Halfhalf} is the faster choice on the GPU for large
-  /// matrices (docs/solver.md, "The Cholesky's path", says why it is not yet the default).
-  /// Must not be empty or contain Auto (checked where factorization is Auto).
+  /// Structure::Auto takes auto_path (the choice of default: docs/solver.md, "The Cholesky's
+  /// path"). Must not be empty or contain Auto (checked where factorization is Auto).
   std::vector<Precision> cholesky_auto_path = {Precision::Fp16x3};
   /// auto_min_n for a Cholesky: smaller matrices take the FP64 Cholesky at once. -1: the engine's
-  /// choice: for device matrices the order from which the cheaper Cholesky and its refinement
-  /// beat cuSOLVER's dpotrf + dpotrs (docs/solver.md), 0 for host matrices. Must be >= -1.
+  /// choice, 65536 for device matrices (below it cuSOLVER's dpotrf + dpotrs is the faster
+  /// solve) and 0 for host matrices. Must be >= -1.
   std::int64_t cholesky_auto_min_n = -1;
   /// GMRES: restart length and total inner iterations per outer step and right-hand side. The
   /// inner iteration limit is also a budget: at each restart (from 16 iterations on), and in an
@@ -538,8 +538,9 @@ struct SolveReport {
 ///                         both and their byte ranges), structure is Spd and A is not
 ///                         symmetric (the message names an asymmetric pair), or an option is
 ///                         out of range
-///                         (structure not General, Spd or Auto, auto_path empty or containing
-///                         Auto, auto_min_n < -1, max_iterations < 0, gmres_restart < 1,
+///                         (structure not General, Spd or Auto, auto_path or cholesky_auto_path
+///                         empty or containing Auto, auto_min_n or cholesky_auto_min_n < -1,
+///                         max_iterations < 0, gmres_restart < 1,
 ///                         gmres_max_inner < 1, block_size < 0, probe_pivot_ratio NaN or < 0,
 ///                         tolerance_factor <= 0 or not finite, ozaki_bits outside
 ///                         [kOzakiMinBits, kOzakiMaxBits], factor_storage wider than 32 bits,
@@ -569,8 +570,9 @@ class Factorization {
   /// @throws InvalidArgument if `a` is malformed, not square or holds NaN or Inf, `a` is on the
   ///                         device and ctx host-only, structure is Spd and A is not symmetric,
   ///                         or an option is out of range (structure not General, Spd or
-  ///                         Auto, auto_path empty or containing Auto where factorization is
-  ///                         Auto, auto_min_n < -1, max_iterations < 0, gmres_restart < 1,
+  ///                         Auto, auto_path or cholesky_auto_path empty or containing Auto
+  ///                         where factorization is Auto, auto_min_n or cholesky_auto_min_n
+  ///                         < -1, max_iterations < 0, gmres_restart < 1,
   ///                         gmres_max_inner < 1, block_size < 0, probe_pivot_ratio NaN or < 0,
   ///                         tolerance_factor <= 0 or not finite, ozaki_bits outside
   ///                         [kOzakiMinBits, kOzakiMaxBits], factor_storage wider than 32 bits,
