@@ -1209,33 +1209,31 @@ TEST(Solve, BadArgumentsNameTheArgumentAndValue) {
   expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3)); },
                "B(2, 1) is NaN or Inf");
   b[5] = 1;
+  // The 3 x 3 system above under options that are out of range.
+  const auto solve_3x3 = [&](const SolveOptions& options) {
+    solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3),
+          host_view(x.data(), 3, 2, 3), options);
+  };
   SolveOptions bad_path;
   bad_path.auto_path = {};
-  expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3), bad_path); },
-               "auto_path is empty");
+  expect_error([&] { solve_3x3(bad_path); }, "auto_path is empty");
   bad_path.auto_path = {Precision::FP32, Precision::Auto};
-  expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3), bad_path); },
-               "auto_path[1] is auto");
+  expect_error([&] { solve_3x3(bad_path); }, "auto_path[1] is auto");
   SolveOptions bad_min;
   bad_min.auto_min_n = -2;
-  expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3), bad_min); },
-               "auto_min_n (-2) < -1");
+  expect_error([&] { solve_3x3(bad_min); }, "auto_min_n (-2) < -1");
   SolveOptions bad_cholesky_path;
   bad_cholesky_path.cholesky_auto_path = {};
-  expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3), bad_cholesky_path); },
-               "cholesky_auto_path is empty");
+  expect_error([&] { solve_3x3(bad_cholesky_path); }, "cholesky_auto_path is empty");
   bad_cholesky_path.cholesky_auto_path = {Precision::Auto};
-  expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3), bad_cholesky_path); },
-               "cholesky_auto_path[0] is auto");
+  expect_error([&] { solve_3x3(bad_cholesky_path); }, "cholesky_auto_path[0] is auto");
   SolveOptions bad_cholesky_min;
   bad_cholesky_min.cholesky_auto_min_n = -3;
-  expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3), bad_cholesky_min); },
-               "cholesky_auto_min_n (-3) < -1");
+  expect_error([&] { solve_3x3(bad_cholesky_min); }, "cholesky_auto_min_n (-3) < -1");
   for (int bits : {15, 54}) {
     SolveOptions bad_bits;
     bad_bits.ozaki_bits = bits;
-    expect_error([&] { solve(ctx, host_view<const double>(a.data(), 3, 3, 3), host_view<const double>(b.data(), 3, 2, 3), host_view(x.data(), 3, 2, 3), bad_bits); },
-                 ("ozaki_bits (" + std::to_string(bits) + ") outside [16, 53]").c_str());
+    expect_error([&] { solve_3x3(bad_bits); }, ("ozaki_bits (" + std::to_string(bits) + ") outside [16, 53]").c_str());
   }
   EXPECT_THROW(parse_precision("fp8"), InvalidArgument);
   EXPECT_EQ(parse_precision("halfhalf"), Precision::Halfhalf);
