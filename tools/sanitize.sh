@@ -57,7 +57,7 @@ solve_cases=(
 )
 lstsq_args="--backends cublas-sgemm,halfhalf --panels tsqr --conds 1e2,1e9 --refinements cgls,gmres --irs none --factorizations fp32,fp64 --reps 1"
 gtest_cases=(
-  "gtest-solver-kernels|$T --gtest_filter=GpuDiagonalBlock.*:GpuTriangleInverse.*:GpuTriangularSolver.*"
+  "gtest-solver-kernels|$T --gtest_filter=GpuDiagonalBlock.*:GpuTriangleInverse.*:GpuTriangularSolver.*:GpuSolve.ResidualsAreWithin*"
   "gtest-fuzz-and-guarantees|$T --gtest_filter=GpuFuzz*.*:GpuDocumentedGuarantees*.*"
   "gtest-cholesky|$T --gtest_filter=GpuCholesky.*"
   "gtest-least-squares|$T --gtest_filter=GpuQr.TsqrPanel*:GpuLeastSquares.DeviceSolverMatchesTheHostSolver"
@@ -87,6 +87,8 @@ cases_at() {  # field 3 (n) or 4 (racecheck's n) of solve_cases, then least squa
   # condition number and refinement at 601x130 and 1200x64 as well, past 330 s sixteen at a time,
   # 2026-12-03.) So under racecheck: smaller shapes (RACE_LSTSQ_SHAPES; a TSQR tree of several
   # panels still), one factorization per case, and reps 1 (with the benchmark's one warm-up).
+  # These take 37-93 s each three at a time (H200, 2026-12-03); they share the GPU's time, so
+  # twelve at once finished none in 170 s: give them JOBS=3 or so and ~90 s per case.
   local shape backend cond refinement factorization args
   for shape in ${RACE_LSTSQ_SHAPES:-301x65 1000x33}; do
     for backend in cublas-sgemm halfhalf; do

@@ -25,6 +25,7 @@
 
 #include "mixsolve/core/hd.hpp"
 #include "mixsolve/gemm/problem.hpp"
+#include "mixsolve/primitives/error_free.hpp"
 
 namespace mixsolve::gemm::detail {
 
@@ -42,24 +43,10 @@ struct CrtTable {
   double inverse_product = 0;                          // 1 / M, rounded
 };
 
-// Products and sums rounded one by one, never fused into an FMA by the compiler: the device and
-// the host (whatever its -ffp-contract and -march) then round alike.
-MIXSOLVE_HD inline double mul_rn(double a, double b) {
-#ifdef __CUDA_ARCH__
-  return __dmul_rn(a, b);
-#else
-  volatile double r = a * b;
-  return r;
-#endif
-}
-MIXSOLVE_HD inline double add_rn(double a, double b) {
-#ifdef __CUDA_ARCH__
-  return __dadd_rn(a, b);
-#else
-  volatile double r = a + b;
-  return r;
-#endif
-}
+// Products and sums rounded one by one, never fused into an FMA: the device and the host round
+// alike.
+using error_free::add_rn;
+using error_free::mul_rn;
 
 // The CRT constants of the first `moduli` of ozaki2_moduli() (host code, ozaki_int8.cpp).
 CrtTable crt_table(int moduli);
@@ -145,12 +132,10 @@ MIXSOLVE_HD inline double crt_value(const CrtTable& table, double (&limbs)[kCrtL
   double hi = ldexp(limbs[kCrtLimbs - 1], 40 * (kCrtLimbs - 1)), lo = 0;
   for (int j = kCrtLimbs - 2; j >= 0; --j) {
     const double term = ldexp(limbs[j], 40 * j);
-    const double s1 = add_rn(hi, term);
-    const double bb = add_rn(s1, -hi);
-    const double error = add_rn(add_rn(hi, -add_rn(s1, -bb)), add_rn(term, -bb));  // TwoSum
+    double s1, error;
+    error_free::two_sum(hi, term, s1, error);
     lo = add_rn(lo, error);
-    hi = add_rn(s1, lo);  // FastTwoSum: |s1| >= |lo|
-    lo = add_rn(lo, -add_rn(hi, -s1));
+    error_free::fast_two_sum(s1, lo, hi, lo);  // |s1| >= |lo|
   }
   return hi;
 }

@@ -75,9 +75,10 @@ class RefinementSpace {
   std::int64_t n() const { return n_; }
 
   // The operator A, in FP64.
-  // r := b - A x.
+  // r := b - A x, each entry summed in `precision` (FP64, or Dot2: primitives/error_free.hpp), in
+  // an order that does not change from call to call.
   virtual void residual(const MatrixView<const double>& x, const MatrixView<const double>& b,
-                        const MatrixView<double>& r) = 0;
+                        const MatrixView<double>& r, ResidualPrecision precision) = 0;
   // y := A x in FP64 for vectors of length n.
   virtual void multiply(const double* x, double* y) = 0;
   // The componentwise backward error of x for b (core/norms.hpp), vectors of length n, with r =

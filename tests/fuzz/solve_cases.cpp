@@ -300,6 +300,7 @@ SolveOptions random_solve_options(Rng& rng, bool device_engine, bool invalid, Ex
   o.refinement =
       rng.pick({Refinement::Auto, Refinement::Auto, Refinement::Classic, Refinement::Gmres, Refinement::None});
   o.stop_test = rng.chance(0.7) ? StopTest::Attainable : StopTest::Lapack;
+  if (rng.chance(0.3)) o.residual_precision = ResidualPrecision::Fp64;
   if (rng.chance(0.25)) o.tolerance_factor = rng.pick({1e-3, 0.5, 4.0, 100.0, 1e6});
   if (rng.chance(0.3)) o.max_iterations = rng.pick({0, 1, 2, 3, 6, 100});
   if (rng.chance(0.25)) o.gmres_restart = rng.pick({1, 2, 3, 7, 20, 200});
@@ -394,6 +395,7 @@ SolveOptions random_solve_options(Rng& rng, bool device_engine, bool invalid, Ex
     }
   }
   t << ", min_n " << o.auto_min_n << ", cholesky min_n " << o.cholesky_auto_min_n << ", refinement " << to_string(o.refinement) << ", stop " << to_string(o.stop_test)
+    << ", residual " << to_string(o.residual_precision)
     << ", tol " << o.tolerance_factor << ", iters " << o.max_iterations << ", restart " << o.gmres_restart << ", inner "
     << o.gmres_max_inner << ", basis " << slfp::to_string(o.krylov_basis_format) << ", storage "
     << slfp::to_string(o.factor_storage) << ", by cost " << o.escalate_by_cost << ", fallback " << o.fallback

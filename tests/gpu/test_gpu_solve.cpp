@@ -22,6 +22,7 @@
 #include "lu/lu_rules.hpp"  // the trusted row order, the collapse watch
 #include "tuning.hpp"       // solvers_detail::tuning(): the variants of the device LU
 #include "mixsolve/solvers/solve.hpp"
+#include "residual_accuracy.hpp"
 #include "solve_test_problems.hpp"
 
 namespace {
@@ -84,6 +85,33 @@ TestMatrixSpec spec_of(MatrixFamily f, Spectrum s, double cond, std::uint64_t se
   t.cond = cond;
   t.seed = seed;
   return t;
+}
+
+// The device engine's residuals within their precision's error bound (tests/residual_accuracy.hpp)
+// on residuals that are all cancellation: an order of several column chunks and a ragged last
+// one, A with ld > n and NaN in its padding, seven right-hand sides (the double-double kernel's
+// passes of four, two and one), A well and badly scaled. The FP64 residual misses the
+// double-double bound there.
+TEST(GpuSolve, ResidualsAreWithinTheErrorBoundOfTheirPrecision) {
+  MIXSOLVE_REQUIRE_GPU();
+  using RP = ResidualPrecision;
+  const std::int64_t n = 1283, ld = n + 5, k = 7;
+  for (bool scaled_rows : {false, true}) {
+    SCOPED_TRACE(scaled_rows ? "scaled rows" : "uniform");
+    const Eigen::MatrixXd a = mixsolve::testing::residual_test_matrix(n, scaled_rows, 21);
+    Eigen::MatrixXd x(n, k);
+    fill_random(host_view(x.data(), n, k, n), RandomSpec::uniform(-1, 1, 22));
+    std::vector<double> padded(std::size_t(ld * n), NAN);
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < n; ++i) padded[std::size_t(i + j * ld)] = a(i, j);
+    Context ctx;
+    DeviceBuffer<double> da(ld * n);
+    da.copy_from_host(padded);
+    auto engine = solvers_detail::make_device_engine(ctx, device_view<const double>(da.data(), n, n, ld), 0);
+    EXPECT_LE(mixsolve::testing::residual_error_ratio(*engine, a, x, RP::DoubleDouble, RP::DoubleDouble), 1.0);
+    EXPECT_LE(mixsolve::testing::residual_error_ratio(*engine, a, x, RP::Fp64, RP::Fp64), 1.0);
+    EXPECT_GT(mixsolve::testing::residual_error_ratio(*engine, a, x, RP::Fp64, RP::DoubleDouble), 10.0);
+  }
 }
 
 TEST(GpuSolve, EveryFactorizationPrecisionMeetsTheStopTest) {
@@ -233,6 +261,7 @@ TEST(GpuSolve, ResidualsOfManyRightHandSidesOnTheEmulatedDgemmMeetTheStopTest) {
   SolveOptions o;
   o.factorization = Precision::FP64;
   o.refinement = Refinement::Classic;
+  o.residual_precision = ResidualPrecision::Fp64;  // one GEMM (double-double: 2048 passes over A)
   const SolveReport r = prob.solve_on_device(ctx, o);
   EXPECT_TRUE(r.converged) << r.summary();
   EXPECT_FALSE(r.fell_back) << r.summary();

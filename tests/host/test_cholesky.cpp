@@ -218,8 +218,9 @@ TEST(Cholesky, RecursionFactorsAsTheUnblockedReference) {
 // fp16x3's products sum their split terms in the tensor core with truncation (the host model of
 // cublas-fp16x3), an error that grows with the product's length: the Cholesky cuts its products
 // to the LU's block width, and its factors are then as good a preconditioner as the LU's: the
-// first solve's backward error within 2x of the LU's, and no more classic steps (with products
-// of the recursion's full length it was 7x, and 9 steps against 6, at n = 640, block 32).
+// first solve's backward error within 2x of the LU's, and no more classic steps to the LAPACK
+// test (with products of the recursion's full length it was 7x, and 9 steps against 6 to the
+// attainable accuracy, at n = 640, block 32).
 TEST(Cholesky, Fp16x3FactorsAreAsAccurateAsTheLus) {
   SpdProblem p = SpdProblem::test_matrix(poev(Spectrum::Geo, 1e6, 11), 400);
   const auto first_solve = [&](Structure structure) {
@@ -233,7 +234,14 @@ TEST(Cholesky, Fp16x3FactorsAreAsAccurateAsTheLus) {
   ASSERT_FALSE(cholesky.backward_error_history.empty());
   EXPECT_LE(cholesky.backward_error_history.front(), 2 * lu.backward_error_history.front())
       << "LU: " << lu.summary() << "Cholesky: " << cholesky.summary();
-  EXPECT_LE(cholesky.iterations, lu.iterations) << "LU: " << lu.summary() << "Cholesky: " << cholesky.summary();
+  // The steps until the LAPACK test is met (the polishing steps after it depend on noise at the
+  // backward error's floor).
+  const auto steps_to_the_lapack_test = [](const SolveReport& r) {
+    return std::count_if(r.backward_error_history.begin(), r.backward_error_history.end(),
+                         [&](double e) { return !(e < r.stop_test_backward_error); });
+  };
+  EXPECT_LE(steps_to_the_lapack_test(cholesky), steps_to_the_lapack_test(lu))
+      << "LU: " << lu.summary() << "Cholesky: " << cholesky.summary();
 }
 
 TEST(Cholesky, OddOrdersAndLeadingDimensions) {

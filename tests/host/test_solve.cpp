@@ -19,6 +19,7 @@
 #include "engine.hpp"  // solvers_detail::probe_factors, make_host_engine
 #include "lu/lu_rules.hpp"  // range scaling, the trusted row order, the collapse watch
 #include "reference_solvers.hpp"
+#include "residual_accuracy.hpp"
 #include "solve_test_problems.hpp"
 
 namespace {
@@ -782,6 +783,25 @@ double forward_error_of(const std::vector<double>& x, const std::vector<long dou
     t = std::max(t, std::fabs(x_star[i]));
   }
   return double(d / t);
+}
+
+// The host engine's residuals (RefinementSpace::residual) within their precision's error bound
+// (tests/residual_accuracy.hpp) on residuals that are all cancellation, A well and badly scaled;
+// the FP64 residual misses the double-double bound there (the check can tell the two apart).
+TEST(Solve, ResidualsAreWithinTheErrorBoundOfTheirPrecision) {
+  using DD = ResidualPrecision;
+  Context ctx = Context::host_only();
+  const std::int64_t n = 203, k = 3;
+  for (bool scaled_rows : {false, true}) {
+    SCOPED_TRACE(scaled_rows ? "scaled rows" : "uniform");
+    const Eigen::MatrixXd a = mixsolve::testing::residual_test_matrix(n, scaled_rows, 11);
+    Eigen::MatrixXd x(n, k);
+    fill_random(host_view(x.data(), n, k, n), RandomSpec::uniform(-1, 1, 12));
+    const auto engine = solvers_detail::make_host_engine(ctx, host_view<const double>(a.data(), n, n, n), 0);
+    EXPECT_LE(mixsolve::testing::residual_error_ratio(*engine, a, x, DD::DoubleDouble, DD::DoubleDouble), 1.0);
+    EXPECT_LE(mixsolve::testing::residual_error_ratio(*engine, a, x, DD::Fp64, DD::Fp64), 1.0);
+    EXPECT_GT(mixsolve::testing::residual_error_ratio(*engine, a, x, DD::Fp64, DD::DoubleDouble), 10.0);
+  }
 }
 
 // StopTest::Attainable (the default) against the FP64 partial-pivoting LU (fp64_lu_solution) on

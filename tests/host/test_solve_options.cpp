@@ -27,6 +27,7 @@ TEST(SolveOptionsText, EveryFieldReadsBackWhatToStringWrites) {
   o.cholesky_auto_min_n = 77;
   o.refinement = Refinement::Gmres;
   o.stop_test = StopTest::Lapack;
+  o.residual_precision = ResidualPrecision::Fp64;
   o.tolerance_factor = 0.1;  // no short binary form: the text must carry every digit it needs
   o.max_iterations = 7;
   o.gmres_restart = 9;
@@ -50,6 +51,7 @@ TEST(SolveOptionsText, EveryFieldReadsBackWhatToStringWrites) {
   EXPECT_EQ(back.cholesky_auto_path, o.cholesky_auto_path);
   EXPECT_EQ(back.cholesky_auto_min_n, 77);
   EXPECT_EQ(back.tolerance_factor, 0.1);
+  EXPECT_EQ(back.residual_precision, ResidualPrecision::Fp64);
   EXPECT_EQ(back.probe_pivot_ratio, INFINITY);
   EXPECT_FALSE(back.fallback);
   EXPECT_EQ(back.ozaki_bits, 44);
@@ -58,7 +60,7 @@ TEST(SolveOptionsText, EveryFieldReadsBackWhatToStringWrites) {
   const std::string text = to_string(SolveOptions{});
   for (const OptionField& f : solve_option_fields())
     EXPECT_NE(text.find(f.name + "="), std::string::npos) << f.name;
-  EXPECT_EQ(solve_option_fields().size(), 22u);
+  EXPECT_EQ(solve_option_fields().size(), 23u);
 }
 
 TEST(SolveOptionsText, SetsOnlyTheFieldsNamedOverTheBase) {

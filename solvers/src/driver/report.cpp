@@ -58,6 +58,20 @@ StopTest parse_stop_test(const std::string& text) {
   throw InvalidArgument("stop test \"" + text + "\" is not one of attainable, lapack");
 }
 
+std::string to_string(ResidualPrecision p) {
+  switch (p) {
+    case ResidualPrecision::Fp64: return "fp64";
+    case ResidualPrecision::DoubleDouble: return "double-double";
+  }
+  return "?";
+}
+
+ResidualPrecision parse_residual_precision(const std::string& text) {
+  for (ResidualPrecision p : {ResidualPrecision::Fp64, ResidualPrecision::DoubleDouble})
+    if (to_string(p) == text) return p;
+  throw InvalidArgument("residual precision \"" + text + "\" is not one of fp64, double-double");
+}
+
 std::string to_string(ConditionEstimate c) {
   switch (c) {
     case ConditionEstimate::Never: return "never";

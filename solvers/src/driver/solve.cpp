@@ -30,7 +30,7 @@ double probe_factors(Engine& e) {
   const MatrixView<double> omega = e.scratch(0, k), zeros = e.scratch(1, k), w = e.scratch(2, k);
   e.fill_random(omega, RandomSpec::uniform(-1.0, 1.0, 0x70726f6265ull));
   for (int j = 0; j < k; ++j) e.zero(&zeros(0, j));
-  e.residual(omega, zeros, w);  // w = -A Omega
+  e.residual(omega, zeros, w, ResidualPrecision::Fp64);  // w = -A Omega
   e.apply_inverse(w);           // w = -(LU)^-1 A Omega
   e.add(omega, w);              // w = -W
   std::vector<double> gram_w(k * k), gram_omega(k * k);

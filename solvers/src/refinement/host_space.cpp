@@ -6,6 +6,7 @@
 
 #include "mixsolve/core/norms.hpp"
 #include "mixsolve/core/random.hpp"
+#include "mixsolve/primitives/error_free.hpp"
 
 namespace mixsolve::solvers_detail {
 
@@ -22,7 +23,19 @@ std::size_t HostSpace::scratch_bytes() const {
 }
 
 void HostSpace::residual(const MatrixView<const double>& x, const MatrixView<const double>& b,
-              const MatrixView<double>& r) {
+                         const MatrixView<double>& r, ResidualPrecision precision) {
+  if (precision == ResidualPrecision::DoubleDouble) {
+    std::vector<error_free::Dot2> sums(static_cast<std::size_t>(n_));
+    for (std::int64_t c = 0; c < x.cols; ++c) {
+      for (std::int64_t i = 0; i < n_; ++i) sums[std::size_t(i)] = {b(i, c), 0.0};
+      for (std::int64_t j = 0; j < n_; ++j) {
+        const double minus_xj = -x(j, c);
+        for (std::int64_t i = 0; i < n_; ++i) sums[std::size_t(i)].add_product(a_[i + j * n_], minus_xj);
+      }
+      for (std::int64_t i = 0; i < n_; ++i) r(i, c) = sums[std::size_t(i)].value();
+    }
+    return;
+  }
   for (std::int64_t c = 0; c < x.cols; ++c) {
     for (std::int64_t i = 0; i < n_; ++i) r(i, c) = b(i, c);
     for (std::int64_t j = 0; j < n_; ++j) {

@@ -22,7 +22,7 @@ class HostSpace : public Engine {
   Memory memory() const override { return Memory::Host; }
   Context& context() override { return ctx_; }
   void residual(const MatrixView<const double>& x, const MatrixView<const double>& b,
-                const MatrixView<double>& r) override;
+                const MatrixView<double>& r, ResidualPrecision precision) override;
   double componentwise_backward_error(const double* x, const double* b, const double* r) override;
   void multiply(const double* x, double* y) override;
   void column_norms_inf(const MatrixView<const double>& m, double* out) override;

@@ -207,7 +207,7 @@ class Refiner {
   // this step (null after the first solve).
   void evaluate(const MatrixView<double>& r, std::vector<double>& berr, std::vector<bool>& done, SolveReport& report,
                 const std::vector<double>* previous) {
-    e_.residual(x_, b_, r);
+    e_.residual(x_, b_, r, o_.residual_precision);
     std::vector<double> rn(k_), xn(k_), bn(k_), componentwise(k_);
     e_.column_norms_inf(r, rn.data());
     e_.column_norms_inf(x_, xn.data());

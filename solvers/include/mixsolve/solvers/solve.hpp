@@ -100,6 +100,21 @@ enum class StopTest {
   Lapack,
 };
 
+/// The arithmetic of refinement's residuals r = b - A x (SolveOptions::residual_precision).
+/// Names (to_string, parse_residual_precision): "fp64", "double-double".
+enum class ResidualPrecision {
+  /// FP64, one pass over A (a GEMV; a GEMM for several right-hand sides). Refinement then reaches
+  /// a forward error of about u cond(A, x), u = 2^-53: that of the FP64 LU or Cholesky, sometimes
+  /// a few times more.
+  Fp64,
+  /// Each entry as accurate as if summed in twice FP64's precision and rounded once (Dot2 of Ogita,
+  /// Rump & Oishi): refinement then reaches a forward error near u wherever it converges, not
+  /// u cond(A, x), as LAPACK's xGERFSX with extra-precise residuals. A pass over A per right-hand
+  /// side (four at a time), at about the memory's pace for one to four; for many right-hand sides
+  /// slower than an FP64 GEMM.
+  DoubleDouble,
+};
+
 /// When the solve estimates cond_inf(A) and bounds the forward error (SolveReport::
 /// condition_estimate): Higham's 1-norm estimator (LAPACK's xGECON) on A^-T with the factors in
 /// use, 2 to 11 solves with them or their transpose, once per factorization. The transposed solves
@@ -137,6 +152,15 @@ std::string to_string(FactorKind k);
 /// @param r a method.
 /// @return "none", "classic", "gmres" or "auto".
 std::string to_string(Refinement r);
+/// The name of a residual precision, as parse_residual_precision() reads it.
+/// @param p a residual precision.
+/// @return "fp64" or "double-double".
+std::string to_string(ResidualPrecision p);
+/// Reads a residual precision's name.
+/// @param text "fp64" or "double-double" (exact, lower case).
+/// @return the residual precision.
+/// @throws InvalidArgument for any other text.
+ResidualPrecision parse_residual_precision(const std::string& text);
 /// The name of a stop test, as parse_stop_test() reads it.
 /// @param t a stop test.
 /// @return "attainable" or "lapack".
@@ -186,6 +210,9 @@ struct SolveOptions {
   Refinement refinement = Refinement::Auto;
   /// When refinement ends for a right-hand side (StopTest).
   StopTest stop_test = StopTest::Attainable;
+  /// The arithmetic of the residuals (ResidualPrecision). DoubleDouble makes the answer as
+  /// accurate as the FP64 solvers' or more, Fp64 the residuals of many right-hand sides cheaper.
+  ResidualPrecision residual_precision = ResidualPrecision::DoubleDouble;
   /// The LAPACK test (StopTest), per right-hand side:
   ///   ||r||_inf < tolerance_factor * sqrt(n) * ||x||_inf * ||A||_inf * eps_64.
   /// The driver asks its computed FP64 residual for 0.95 of that bound, a margin for the residual's

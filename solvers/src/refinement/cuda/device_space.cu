@@ -6,10 +6,12 @@
 #include <algorithm>
 
 #include "column_max.cuh"
+#include "cuda_helpers.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/norms.hpp"
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/gemm/registry.hpp"
+#include "mixsolve/primitives/error_free.hpp"
 
 namespace mixsolve::solvers_detail {
 
@@ -20,6 +22,66 @@ __global__ void column_abs_max_kernel(const double* m, std::int64_t ld, std::int
   if (threadIdx.x == 0) out[blockIdx.x] = r;
 }
 
+// The double-double residual (ResidualPrecision::DoubleDouble) in two kernels. The first sums,
+// for a block of kResidualThreads rows and a chunk of A's columns, Dot2 partial sums of -A x for
+// K right-hand sides (one thread per row: each column's rows are read coalesced, x's chunk from
+// shared memory); the second adds a row's partials to b in chunk order, so the result does not
+// depend on the order the blocks ran in. Dot2 (Ogita, Rump & Oishi 2005, Algorithm 5.3) keeps the
+// rounding errors of every product and sum, so each entry is as accurate as a sum in twice FP64's
+// precision, rounded once: |r_computed - r| <= u |r| + gamma_n^2 (|A| |x| + |b|).
+constexpr int kResidualThreads = 256;
+constexpr int kResidualMaxRhs = 4;      // right-hand sides per pass over A
+constexpr int kResidualChunkMax = 1024;  // columns per block: K x chunk of x in shared memory (32 KiB)
+
+// Columns per chunk: about 64 chunks (blocks enough to fill the GPU from n ~ 8192), at least
+// 256 columns (fewer partials for small n), at most kResidualChunkMax.
+std::int64_t residual_chunk(std::int64_t n) {
+  const std::int64_t per_chunk = (n + 63) / 64;
+  return std::clamp<std::int64_t>((per_chunk + 31) / 32 * 32, 256, kResidualChunkMax);
+}
+
+template <int K>
+__global__ void __launch_bounds__(kResidualThreads)
+    dot2_residual_partials_kernel(const double* a, std::int64_t lda, std::int64_t n, const double* x,
+                                  std::int64_t ldx, std::int64_t chunk, double* partial_sums, double* partial_errors) {
+  extern __shared__ double minus_x[];  // K x chunk, right-hand side by right-hand side
+  const std::int64_t first_column = std::int64_t(blockIdx.y) * chunk;
+  const int columns = int(min(chunk, n - first_column));
+  for (int t = threadIdx.x; t < columns; t += blockDim.x)
+    for (int k = 0; k < K; ++k) minus_x[k * chunk + t] = -x[first_column + t + k * ldx];
+  __syncthreads();
+  const std::int64_t row = std::int64_t(blockIdx.x) * kResidualThreads + threadIdx.x;
+  if (row >= n) return;  // no barrier follows
+  error_free::Dot2 sums[K];
+  const double* entry = a + row + first_column * lda;
+#pragma unroll 8
+  for (int j = 0; j < columns; ++j) {
+    const double v = entry[j * lda];
+#pragma unroll
+    for (int k = 0; k < K; ++k) sums[k].add_product(v, minus_x[k * chunk + j]);
+  }
+  for (int k = 0; k < K; ++k) {
+    const std::int64_t at = (std::int64_t(blockIdx.y) * K + k) * n + row;
+    partial_sums[at] = sums[k].sum;
+    partial_errors[at] = sums[k].errors;
+  }
+}
+
+// r(:, k) = b(:, k) + the partials of its chunks (blockIdx.y = k).
+__global__ void dot2_residual_finish_kernel(const double* b, std::int64_t ldb, std::int64_t n, int rhs, int chunks,
+                                            const double* partial_sums, const double* partial_errors, double* r,
+                                            std::int64_t ldr) {
+  const std::int64_t row = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (row >= n) return;
+  const int k = int(blockIdx.y);
+  error_free::Dot2 total{b[row + k * ldb], 0.0};
+  for (int c = 0; c < chunks; ++c) {
+    const std::int64_t at = (std::int64_t(c) * rhs + k) * n + row;
+    total.add(error_free::Dot2{partial_sums[at], partial_errors[at]});
+  }
+  r[row + k * ldr] = total.value();
+}
+
 }  // namespace
 
 DeviceSpace::DeviceSpace(Context& ctx, const MatrixView<const double>& a) : ctx_(ctx), a_(a) {
@@ -28,14 +90,47 @@ DeviceSpace::DeviceSpace(Context& ctx, const MatrixView<const double>& a) : ctx_
 }
 
 std::size_t DeviceSpace::space_bytes() const {
-  std::size_t bytes = projection_.bytes();
+  std::size_t bytes = projection_.bytes() + residual_partials_.bytes();
   for (const auto& s : scratch_) bytes += s.bytes();
   return bytes;
 }
 
 void DeviceSpace::residual(const MatrixView<const double>& x, const MatrixView<const double>& b,
-                           const MatrixView<double>& r) {
+                           const MatrixView<double>& r, ResidualPrecision precision) {
+  if (n_ == 0 || x.cols == 0) return;
   profile_.start(Profile::Residual, stream());
+  if (precision == ResidualPrecision::DoubleDouble) {
+    const std::int64_t chunk = residual_chunk(n_);
+    const int chunks = int((n_ + chunk - 1) / chunk);
+    const std::size_t partials = std::size_t(chunks) * kResidualMaxRhs * std::size_t(n_);
+    if (residual_partials_.size() < 2 * partials) {
+      residual_partials_ = DeviceBuffer<double>(ctx_, 2 * partials);
+      track_peak();
+    }
+    double *sums = residual_partials_.data(), *errors = sums + partials;
+    const dim3 partial_grid(unsigned((n_ + kResidualThreads - 1) / kResidualThreads), unsigned(chunks));
+    for (std::int64_t c = 0; c < x.cols;) {
+      const int rhs = x.cols - c >= 4 ? 4 : x.cols - c >= 2 ? 2 : 1;
+      const std::size_t shared = std::size_t(rhs * chunk) * sizeof(double);
+      const double* xc = x.data + c * x.ld;
+      if (rhs == 4)
+        dot2_residual_partials_kernel<4><<<partial_grid, kResidualThreads, shared, stream()>>>(a_.data, a_.ld, n_, xc,
+                                                                                              x.ld, chunk, sums, errors);
+      else if (rhs == 2)
+        dot2_residual_partials_kernel<2><<<partial_grid, kResidualThreads, shared, stream()>>>(a_.data, a_.ld, n_, xc,
+                                                                                              x.ld, chunk, sums, errors);
+      else
+        dot2_residual_partials_kernel<1><<<partial_grid, kResidualThreads, shared, stream()>>>(a_.data, a_.ld, n_, xc,
+                                                                                              x.ld, chunk, sums, errors);
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+      dot2_residual_finish_kernel<<<dim3(blocks_for(n_, 1 << 30), unsigned(rhs)), 256, 0, stream()>>>(
+          b.data + c * b.ld, b.ld, n_, rhs, chunks, sums, errors, r.data + c * r.ld, r.ld);
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+      c += rhs;
+    }
+    profile_.stop(Profile::Residual, stream());
+    return;
+  }
   copy(b, r);
   const double minus_one = -1.0, one = 1.0;
   if (x.cols == 1)  // DGEMM with one column is not a GEMV in every cuBLAS

@@ -28,7 +28,7 @@ class DeviceSpace : public Engine {
   Memory memory() const override { return Memory::Device; }
   Context& context() override { return ctx_; }
   void residual(const MatrixView<const double>& x, const MatrixView<const double>& b,
-                const MatrixView<double>& r) override;
+                const MatrixView<double>& r, ResidualPrecision precision) override;
   double componentwise_backward_error(const double* x, const double* b, const double* r) override;
   void multiply(const double* x, double* y) override;
   void column_norms_inf(const MatrixView<const double>& m, double* out) override;
@@ -63,6 +63,7 @@ class DeviceSpace : public Engine {
   DeviceBuffer<double> gram_;                     // gram's k x k result
   DeviceBuffer<double> componentwise_workspace_;  // componentwise_backward_error's
   DeviceBuffer<double> projection_;               // orthogonalize: the projections of the two passes
+  DeviceBuffer<double> residual_partials_;        // the double-double residual's partial sums
   std::vector<DeviceBuffer<double>> scratch_;
 };
 
