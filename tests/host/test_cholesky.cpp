@@ -370,12 +370,12 @@ TEST(Cholesky, AutoTakesTheCholeskysOwnPathAndMinimumOrder) {
   SolveOptions o;
   o.structure = Structure::Spd;
   o.block_size = 16;
-  EXPECT_EQ(o.cholesky_auto_path, std::vector<Precision>{Precision::Fp16x3});
+  EXPECT_EQ(o.cholesky_auto_path, std::vector<Precision>{Precision::Halfhalf});
   const SolveReport by_default = solve(ctx, p.A(), p.B(), p.X(), o);
   expect_as_accurate_as_fp64_cholesky(p, by_default);
   ASSERT_FALSE(by_default.attempts.empty());
   EXPECT_EQ(by_default.attempts[0].factor, FactorKind::Cholesky);
-  EXPECT_EQ(by_default.attempts[0].precision, Precision::Fp16x3) << by_default.summary();
+  EXPECT_EQ(by_default.attempts[0].precision, Precision::Halfhalf) << by_default.summary();
 
   o.cholesky_auto_path = {Precision::Tf32tf32};
   o.auto_path = {Precision::FP16};  // the LU's: not taken by a Cholesky

@@ -102,8 +102,14 @@ class Refiner {
     // correction about cond(A) u ||x||, the size of the LU's own error: refinement in one precision
     // lowers the backward error, not the forward error (Higham, ASNA 2nd ed., sec. 12.2), and a
     // correction that halves by chance buys nothing (watching it, the GPU solves at n = 2100
-    // cond 1e3 and n = 20480 take 3-4 steps instead of 2, with the same errors).
-    watch_correction_ = !fp64_factorization(attempt);
+    // cond 1e3 and n = 20480 take 3-4 steps instead of 2, with the same errors). With
+    // double-double residuals the corrections are the forward error's (refinement in three
+    // precisions, u_r = u^2: Carson & Higham 2018), so they are watched, and a column is done
+    // once the next one, extrapolated, falls to x's rounding (settle_, evaluate), whatever the
+    // factors: the backward error, which then keeps halving below u, would take one to three
+    // steps more (FP64 factors: mostly one step instead of two).
+    settle_ = o_.residual_precision == ResidualPrecision::DoubleDouble;
+    watch_correction_ = !fp64_factorization(attempt) || settle_;
     polishing_steps_.assign(k_, 0);
     normwise_.assign(k_, INFINITY);
     evaluate(r, berr, done, report, nullptr);
@@ -251,6 +257,7 @@ class Refiner {
       // (xGERFSX's ITHRESH), whichever kept it going before. A column once done stays done: its x
       // no longer moves, and its correction was computed but not applied.
       contracting_[j] = false;
+      bool settled = false;
       if (previous && !done[j] && watch_correction_) {
         const double ratio = xn[j] > 0 ? correction_norm_[j] / xn[j] : 0.0;
         // ... and while the next correction, extrapolated from the last two, would still exceed
@@ -259,12 +266,15 @@ class Refiner {
         contracting_[j] = ratio > kSettledCorrection && ratio <= 0.5 * correction_ratio_[j] &&
                           ratio * (ratio / correction_ratio_[j]) > kSettledCorrection &&
                           polishing_steps_[j] < kPolishingSteps;
+        // settle_: the next correction extrapolated from this one and the one before, the first
+        // solve's x counting as the first (of ratio 1): the step after it would not move x.
+        settled = settle_ && ratio * (ratio / std::min(correction_ratio_[j], 1.0)) <= kSettledCorrection;
         correction_ratio_[j] = ratio;
         if (was_ready) ++polishing_steps_[j];
       }
       done[j] = done[j] || (o_.stop_test == StopTest::Lapack
                                 ? converged_[j]
-                                : ready_[j] && (rn[j] == 0 || (at_limit && !contracting_[j])));
+                                : ready_[j] && (rn[j] == 0 || settled || (at_limit && !contracting_[j])));
       candidates[j] = {normwise, berr[j], converged_[j], converged_[j] && proven_[j], rn[j], xn[j]};
       worst = std::max(worst, normwise);
     }
@@ -475,7 +485,8 @@ class Refiner {
   // exceed kSettledCorrection (evaluate).
   std::vector<double> correction_norm_, correction_ratio_;
   std::vector<bool> contracting_;
-  bool watch_correction_ = true;  // the factors are cheaper than FP64 (run())
+  bool watch_correction_ = true;  // the corrections say how far x is from settled (run())
+  bool settle_ = false;           // double-double residuals: a column is done once settled (run())
   std::vector<int> polishing_steps_;  // steps taken since the column was ready
   // The normwise backward errors of the last evaluate: how far a column is from the (normwise)
   // LAPACK test, where berr is componentwise (componentwise_).

@@ -89,8 +89,11 @@ enum class StopTest {
   /// where A is badly scaled: SolveReport::componentwise_backward_error) and, with factors cheaper
   /// than FP64, its correction no longer halves or it or the next one extrapolated from the last
   /// two has fallen to FP64's rounding of x (the forward error can still fall after the backward
-  /// error has reached its floor; at most 4 such steps). dgerfs also stops at a backward error of u =
-  /// 2^-53; a normwise one below u can still fall by orders of magnitude where A is badly scaled.
+  /// error has reached its floor; at most 4 such steps). With double-double residuals
+  /// (ResidualPrecision) it is also done once its next correction, extrapolated from the last two
+  /// (the first solve's x the first), falls to FP64's rounding of x, for FP64 factors too.
+  /// dgerfs also stops at a backward error of u = 2^-53; a normwise one below u can still fall by
+  /// orders of magnitude where A is badly scaled.
   /// The answer is then as accurate as the FP64 LU's; it costs two or three steps beyond Lapack
   /// (each a pass over A and a triangular-solve pair).
   Attainable,
@@ -254,9 +257,9 @@ struct SolveOptions {
   /// order, in place of auto_path; the LU path that follows an indefinite A under
   /// Structure::Auto takes auto_path (the choice of default: docs/solver.md, "The Cholesky's
   /// path"). Must not be empty or contain Auto (checked where factorization is Auto).
-  std::vector<Precision> cholesky_auto_path = {Precision::Fp16x3};
+  std::vector<Precision> cholesky_auto_path = {Precision::Halfhalf};
   /// auto_min_n for a Cholesky: smaller matrices take the FP64 Cholesky at once. -1: the engine's
-  /// choice, 65536 for device matrices (below it cuSOLVER's dpotrf + dpotrs is the faster
+  /// choice, 30720 for device matrices (below it cuSOLVER's dpotrf + dpotrs is the faster
   /// solve) and 0 for host matrices. Must be >= -1.
   std::int64_t cholesky_auto_min_n = -1;
   /// GMRES: restart length and total inner iterations per outer step and right-hand side. The

@@ -54,8 +54,9 @@ using namespace device_lu;
 constexpr std::int64_t kFp64EngineMinN = 6144;
 
 // SolveOptions::cholesky_auto_min_n's default: below it cuSOLVER's dpotrf + dpotrs beat the
-// default path's fp16x3 Cholesky with its refinement (H200, docs/solver.md "The Cholesky's path").
-constexpr std::int64_t kCholeskyAutoMinN = 65536;
+// default path's halfhalf Cholesky with its refinement (H200: between 24576 and 32761 rows;
+// docs/solver.md "The Cholesky's path").
+constexpr std::int64_t kCholeskyAutoMinN = 30720;
 
 // The columns of the Ozaki LU's wide bulk updates (DeviceEngine::ozaki_job), their inner dimension:
 // ozaki2-int8 at 40 bits ran 1.03-1.10x DGEMM at k = 2048 and 1.4-1.5x at k = 4096 (H100,
