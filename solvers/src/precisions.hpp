@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Internal: one row per factorization precision, read by the driver and both engines. Adding a
-// precision is an enumerator in solve.hpp and a row in precisions.cpp.
+// precision is an enumerator in solve_options.hpp and a row in precisions.cpp.
 #pragma once
 
 #include <vector>

@@ -9,7 +9,7 @@
 namespace mixsolve::solvers_detail {
 
 // Throws InvalidArgument, "<where>: <field> (<value>) ...", for the first field of `options`
-// outside its documented range (solve.hpp).
+// outside its documented range (solve_options.hpp).
 void check_solve_options(const char* where, const SolveOptions& options);
 // The same for LeastSquaresOptions (least_squares.hpp); a backend name must be an FP32 backend of
 // the registry, and of A's memory where a_memory is given (least_squares() gives it).

@@ -184,7 +184,7 @@ std::vector<Precision> split_precisions(const std::string& text) {
 }
 
 const std::vector<Field<SolveOptions>>& solve_fields() {
-  // The names each enumeration reads come from its own to_string / parse_* (solve.hpp).
+  // The names each enumeration reads come from its own to_string / parse_* (solve_options.hpp).
   static const std::vector<Field<SolveOptions>> table = {
       {{"precision", "auto, fp64, fp32, tf32, fp16, bf16, halfhalf, tf32tf32, fp16x3, ozaki",
         "SolveOptions::factorization: one precision, or auto (auto-path)"},

@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// @file
+/// The settings of solve() and Factorization (mixsolve/solvers/solve.hpp): the factorization
+/// precisions, the structure of A, the refinement method and stop test, and SolveOptions, with
+/// the names the options table (mixsolve/solvers/options.hpp) reads and writes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "mixsolve/slfp/blas.hpp"
+
+namespace mixsolve {
+
+/// Arithmetic of the LU factorization. All but FP64 and Ozaki store the factors in FP32 and
+/// differ in the GEMM backend of the trailing updates: FP32 (cublas-sgemm), TF32 (cublas-tf32),
+/// FP16 / BF16 (tensor cores, inputs rounded), Halfhalf / Tf32tf32 (the corrected tensor-core
+/// SGEMM of gemm/, about FP32-accurate), Fp16x3 (FP16 hi/lo split, three products in one FP16
+/// tensor-core GEMM of inner dimension 3k on operands scaled by powers of two: cublas-fp16x3; ~22
+/// bits, at close to the cost of an FP16 update because the update is bound by reading and
+/// writing A22). Ozaki: FP64-stored factors whose trailing updates keep SolveOptions::ozaki_bits
+/// bits of each operand (default 40): on the GPU an LU with wide outer blocks (4096 columns) whose
+/// updates run on dgemm-auto (the INT8 emulation ozaki2-int8 where its cost model predicts it
+/// faster than DGEMM, else DGEMM), on the host the model host-ozaki2-int8.
+/// Auto: SolveOptions::auto_path, escalating (SolveOptions::factorization); not a precision of
+/// its own. Names (to_string, parse_precision): "fp64", "fp32", "tf32", "fp16", "bf16",
+/// "halfhalf", "tf32tf32", "fp16x3", "ozaki", "auto".
+enum class Precision { FP64, FP32, TF32, FP16, BF16, Halfhalf, Tf32tf32, Fp16x3, Ozaki, Auto };
+
+/// What solve() may assume of A (SolveOptions::structure). Names (to_string, parse_structure):
+/// "general", "spd", "auto".
+enum class Structure {
+  /// Any square A: LU factorizations with partial pivoting.
+  General,
+  /// A is symmetric positive definite: Cholesky factorizations (A = L L^T of the lower triangle),
+  /// half the LU's arithmetic and no pivoting; refinement works with all of A, so A must be
+  /// symmetric (checked: InvalidArgument). A cheaper Cholesky that breaks down (a pivot that is
+  /// not positive in its arithmetic) escalates like a failed LU; where the FP64 Cholesky breaks
+  /// down, solve() throws NotPositiveDefinite.
+  Spd,
+  /// A symmetric A (checked exactly, in one pass over A) is treated as Spd, except that where A
+  /// turns out not to be positive definite (a cheaper Cholesky's pivot negative beyond its
+  /// arithmetic's rounding, or the FP64 Cholesky's breakdown) the solve goes on with the LU path
+  /// (SolveOptions::factorization) instead of throwing; any other A as General. A cheaper
+  /// Cholesky's breakdown within its rounding goes to the next Cholesky rung, as under Spd (with
+  /// fallback off there may be none: the solve then returns no iterate).
+  Auto,
+};
+
+/// The factorization an attempt used (Attempt::factor). Names (to_string): "LU", "Cholesky".
+enum class FactorKind { Lu, Cholesky };
+
+/// The refinement method of an attempt (SolveOptions::refinement). Names (to_string,
+/// parse_refinement): "none", "classic", "gmres", "auto".
+enum class Refinement {
+  /// One solve with the factors, no refinement.
+  None,
+  /// x += LU \ (b - A x), residuals and updates in FP64.
+  Classic,
+  /// GMRES-IR: the correction from GMRES on A d = r preconditioned by the LU (FP64).
+  Gmres,
+  /// Classic first; when it stalls (stagnates, diverges or reaches max_iterations), or contracts
+  /// so slowly that from its 5th step its rate predicts more than 15 further steps
+  /// (StopReason::TooSlow), Gmres with the same factors (no refactorization). The retry is made
+  /// for factors cheaper than FP64, and only where no other factorization short of FP64 remains
+  /// on the precision path (else that one is tried next).
+  Auto,
+};
+
+/// When refinement ends for a right-hand side. Either way the solve reports it as converged only
+/// where the returned x meets the LAPACK test (SolveReport::converged_rhs).
+/// Names (to_string, parse_stop_test): "attainable", "lapack".
+enum class StopTest {
+  /// Refine to the attainable accuracy, as LAPACK's dgerfs and xGERFSX do: a right-hand side is
+  /// done once it meets the LAPACK test, a step fails to halve its backward error (componentwise
+  /// where A is badly scaled: SolveReport::componentwise_backward_error) and, with factors cheaper
+  /// than FP64, its correction no longer halves or it or the next one extrapolated from the last
+  /// two has fallen to FP64's rounding of x (the forward error can still fall after the backward
+  /// error has reached its floor; at most 4 such steps). With double-double residuals
+  /// (ResidualPrecision) it is also done once its next correction, extrapolated from the last two
+  /// (the first solve's x the first), falls to FP64's rounding of x, for FP64 factors too.
+  /// dgerfs also stops at a backward error of u = 2^-53; a normwise one below u can still fall by
+  /// orders of magnitude where A is badly scaled.
+  /// The answer is then as accurate as the FP64 LU's; it costs two or three steps beyond Lapack
+  /// (each a pass over A and a triangular-solve pair).
+  Attainable,
+  /// LAPACK's dsgesv and cuSOLVER IRS: done once
+  ///   ||r||_inf < tolerance_factor * sqrt(n) * ||x||_inf * ||A||_inf * eps_64,
+  /// a backward error up to sqrt(n) eps, up to ~100x that of an FP64 LU at n ~ 10^4.
+  Lapack,
+};
+
+/// The arithmetic of refinement's residuals r = b - A x (SolveOptions::residual_precision).
+/// Names (to_string, parse_residual_precision): "fp64", "double-double".
+enum class ResidualPrecision {
+  /// FP64, one pass over A (a GEMV; a GEMM for several right-hand sides). Refinement then reaches
+  /// a forward error of about u cond(A, x), u = 2^-53: that of the FP64 LU or Cholesky, sometimes
+  /// a few times more.
+  Fp64,
+  /// Each entry as accurate as if summed in twice FP64's precision and rounded once (Dot2 of Ogita,
+  /// Rump & Oishi): refinement then reaches a forward error near u wherever it converges, not
+  /// u cond(A, x), as LAPACK's xGERFSX with extra-precise residuals. A pass over A per right-hand
+  /// side (four at a time), at about the memory's pace for one to four; for many right-hand sides
+  /// slower than an FP64 GEMM.
+  DoubleDouble,
+};
+
+/// When the solve estimates cond_inf(A) and bounds the forward error (SolveReport::
+/// condition_estimate): Higham's 1-norm estimator (LAPACK's xGECON) on A^-T with the factors in
+/// use, 2 to 11 solves with them or their transpose, once per factorization. The transposed solves
+/// go through cuBLAS trsv, whose one-vector solves are far below the memory's pace: the estimate
+/// costs a tenth or so of a cheap solve (docs/solver.md, "The numbers behind the defaults").
+/// Names (to_string, parse_condition_estimate): "never", "when-not-converged", "always".
+enum class ConditionEstimate {
+  /// Never estimate.
+  Never,
+  /// Only for a solve that did not meet the LAPACK test: why, and how far off x may be.
+  WhenNotConverged,
+  /// After every solve.
+  Always,
+};
+
+/// The name of a precision, as parse_precision() reads it.
+/// @param p a precision.
+/// @return "fp64", "fp32", "tf32", "fp16", "bf16", "halfhalf", "tf32tf32", "fp16x3", "ozaki" or
+///         "auto".
+std::string to_string(Precision p);
+/// The name of a structure, as parse_structure() reads it.
+/// @param s a structure.
+/// @return "general", "spd" or "auto".
+std::string to_string(Structure s);
+/// Reads a structure's name.
+/// @param text "general", "spd" or "auto" (exact, lower case).
+/// @return the structure.
+/// @throws InvalidArgument for any other text.
+Structure parse_structure(const std::string& text);
+/// The name of a factorization kind, for reports.
+/// @param k a kind.
+/// @return "LU" or "Cholesky".
+std::string to_string(FactorKind k);
+/// The name of a refinement method, as parse_refinement() reads it.
+/// @param r a method.
+/// @return "none", "classic", "gmres" or "auto".
+std::string to_string(Refinement r);
+/// The name of a residual precision, as parse_residual_precision() reads it.
+/// @param p a residual precision.
+/// @return "fp64" or "double-double".
+std::string to_string(ResidualPrecision p);
+/// Reads a residual precision's name.
+/// @param text "fp64" or "double-double" (exact, lower case).
+/// @return the residual precision.
+/// @throws InvalidArgument for any other text.
+ResidualPrecision parse_residual_precision(const std::string& text);
+/// The name of a stop test, as parse_stop_test() reads it.
+/// @param t a stop test.
+/// @return "attainable" or "lapack".
+std::string to_string(StopTest t);
+/// Reads a stop test's name.
+/// @param text "attainable" or "lapack" (exact, lower case).
+/// @return the stop test.
+/// @throws InvalidArgument for any other text.
+StopTest parse_stop_test(const std::string& text);
+/// The name of a ConditionEstimate setting, as parse_condition_estimate() reads it.
+/// @param c a setting.
+/// @return "never", "when-not-converged" or "always".
+std::string to_string(ConditionEstimate c);
+/// Reads a ConditionEstimate setting's name.
+/// @param text "never", "when-not-converged" or "always" (exact, lower case).
+/// @return the setting.
+/// @throws InvalidArgument for any other text.
+ConditionEstimate parse_condition_estimate(const std::string& text);
+/// Reads a precision's name.
+/// @param text "fp64", "fp32", "tf32", "fp16", "bf16", "halfhalf", "tf32tf32", "fp16x3",
+///             "ozaki" or "auto" (exact, lower case).
+/// @return the precision.
+/// @throws InvalidArgument for any other text; the message lists the names.
+Precision parse_precision(const std::string& text);
+/// Reads a refinement method's name.
+/// @param text "none", "classic", "gmres" or "auto" (exact, lower case).
+/// @return the method.
+/// @throws InvalidArgument for any other text.
+Refinement parse_refinement(const std::string& text);
+
+/// The settings of solve() and Factorization; the defaults suit most uses. Factorization's
+/// constructor checks them (InvalidArgument).
+struct SolveOptions {
+  // ---- What most users set ----
+  /// The factorization precision. Auto tries the factorizations of auto_path in order
+  /// (cholesky_auto_path for a Cholesky; then FP64 when fallback is on), going up one step when refinement stagnates, diverges, is too slow or
+  /// reaches max_iterations, when the LU meets a zero pivot, overflows or its pivots collapse, or
+  /// when the probe finds the factors too weak. Another value: that precision (then FP64 when
+  /// fallback is on).
+  Precision factorization = Precision::Auto;
+  /// What may be assumed of A (Structure): General (LU), Spd (Cholesky; A must be symmetric) or
+  /// Auto (Cholesky where A is symmetric, the LU path where it is not or turns out not to be
+  /// positive definite). The precisions are factorization's, or under Auto auto_path's for an LU
+  /// and cholesky_auto_path's for a Cholesky.
+  Structure structure = Structure::General;
+  /// The refinement method (Refinement); Auto: classic IR, then GMRES-IR on the same factors.
+  Refinement refinement = Refinement::Auto;
+  /// When refinement ends for a right-hand side (StopTest).
+  StopTest stop_test = StopTest::Attainable;
+  /// The arithmetic of the residuals (ResidualPrecision). DoubleDouble makes the answer as
+  /// accurate as the FP64 solvers' or more, Fp64 the residuals of many right-hand sides cheaper.
+  ResidualPrecision residual_precision = ResidualPrecision::DoubleDouble;
+  /// The LAPACK test (StopTest), per right-hand side:
+  ///   ||r||_inf < tolerance_factor * sqrt(n) * ||x||_inf * ||A||_inf * eps_64.
+  /// The driver asks its computed FP64 residual for 0.95 of that bound, a margin for the residual's
+  /// own rounding, so that the true residual of a converged solution meets the test. Must be > 0
+  /// and finite (InvalidArgument).
+  double tolerance_factor = 1.0;
+  /// Refinement steps per attempt: outer iterations (both methods); a GMRES-IR retry on the same
+  /// factors (Refinement::Auto) counts its own. Must be >= 0 (0: the first solve only).
+  int max_iterations = 30;
+  /// Refactor in FP64 when refinement fails at the requested precision (for Auto: whether FP64 is
+  /// the last step of the escalation). The report says when it happened.
+  bool fallback = true;
+  /// When to estimate cond_inf(A) and bound the forward error (ConditionEstimate;
+  /// SolveReport::condition_estimate).
+  ConditionEstimate condition_estimate = ConditionEstimate::WhenNotConverged;
+  /// Called at the start of each phase ("factorization fp16", "refinement gmres", ...), e.g. to
+  /// print progress during long solves. May be empty. The phase texts are "factorization <p>
+  /// (n = <n>)" ("factorization <p> Cholesky (n = <n>)" for a Cholesky; prefixed "fallback: "
+  /// for an FP64 one after a cheaper one), "probe of the <p>
+  /// factors", "refinement <method> with <p> factors (<k> right-hand side(s))" and "condition
+  /// estimate".
+  std::function<void(const std::string& phase)> progress;
+
+  // ---- Expert options: the rungs, refinement's budgets and formats, the factorizations'
+  // knobs (the measurements behind their defaults: docs/solver.md) ----
+  /// The precisions Auto tries, in order. Default {Fp16x3}: factors as accurate as FP32's at
+  /// about the cost of an FP16 LU, so a second cheap rung (FP32) would repeat an LU of the same
+  /// accuracy at a higher cost (docs/solver.md, "Precisions and the default path"). With FP64
+  /// next, a stalled classic IR gets a GMRES-IR retry on the same factors first. Must not be
+  /// empty or contain Auto (checked where factorization is Auto).
+  std::vector<Precision> auto_path = {Precision::Fp16x3};
+  /// Under Auto, matrices with fewer rows than this are factored in FP64 at once: below it the
+  /// cheap LU and its refinement are no faster than an FP64 solve (docs/solver.md, "The numbers
+  /// behind the defaults"). -1: the engine's choice, 12288 for device
+  /// matrices and 0 for host matrices (the host engine's cheap factorizations are rounding
+  /// models, there to exercise the refinement and escalation logic at small n). Must be >= -1.
+  std::int64_t auto_min_n = -1;
+  /// The precisions Auto tries for a Cholesky (structure Spd, or Auto on a symmetric A), in
+  /// order, in place of auto_path; the LU path that follows an indefinite A under
+  /// Structure::Auto takes auto_path (the choice of default: docs/solver.md, "The Cholesky's
+  /// path"). Must not be empty or contain Auto (checked where factorization is Auto).
+  std::vector<Precision> cholesky_auto_path = {Precision::Halfhalf};
+  /// auto_min_n for a Cholesky: smaller matrices take the FP64 Cholesky at once. -1: the engine's
+  /// choice, 30720 for device matrices (below it cuSOLVER's dpotrf + dpotrs is the faster
+  /// solve) and 0 for host matrices. Must be >= -1.
+  std::int64_t cholesky_auto_min_n = -1;
+  /// GMRES: restart length and total inner iterations per outer step and right-hand side. The
+  /// inner iteration limit is also a budget: at each restart (from 16 iterations on), and in an
+  /// attempt's first outer step also every 8 iterations inside a cycle (on the rate of the last
+  /// 16), an outer step whose convergence rate predicts more than gmres_max_inner iterations ends
+  /// the attempt (StopReason::TooSlow), so a preconditioner too weak for the matrix is dropped
+  /// early. An outer GMRES step that does not halve the backward error also ends it (unless its
+  /// inner solve ran to a relaxed tolerance: that right-hand side's later inner solves then run
+  /// to the full one).
+  ///
+  /// gmres_restart: the restart length (Krylov vectors per cycle), >= 1.
+  int gmres_restart = 50;
+  /// gmres_max_inner: total GMRES iterations per outer step and right-hand side, and the budget
+  /// described above; >= 1 (InvalidArgument).
+  int gmres_max_inner = 200;
+  /// The format GMRES stores its Krylov basis in (slfp/blas.hpp): Fp64, or an SLFP format with
+  /// FP64's exponent range (slfp64in56b .. slfp64in16b; an FP32-based one is an InvalidArgument).
+  /// Each basis vector is rounded (RN) when stored and widened when read; the products stay FP64.
+  /// An inner solve stops at 4x the format's unit roundoff where that lies above its tolerance
+  /// (1e-8), which can cost outer steps; the 24- and 16-bit formats can make GMRES-IR fail
+  /// (docs/slfp.md measures it). The basis is a small share of a dense solve's bytes:
+  /// n x (gmres_restart + 1) values against A's n x n. A stored basis is allocated apart from the
+  /// engine's workspace and is not counted in SolveReport::peak_workspace_bytes.
+  slfp::Format krylov_basis_format = slfp::Format::Fp64;
+  /// The format the refinement's preconditioner reads FP32-stored factors in (every factorization
+  /// below FP64): Fp32 (as the LU leaves them), or a shorter SLFP format, rounded to nearest from
+  /// them after each factorization: slfp32in24b (3 bytes, 16 significant bits), slfp32in16b (2
+  /// bytes, 8 bits), slfp64in32b (4 bytes, 21 bits, FP64's range), slfp64in24b (3 bytes, 13 bits),
+  /// slfp64in16b (2 bytes, 5 bits). The triangular solves of GMRES-IR and of classic IR then read
+  /// fewer bytes per entry; the rounding is part of the preconditioner (the solution's accuracy is
+  /// the refinement's), and a format with fewer bits than the factorization keeps can cost
+  /// iterations (docs/slfp.md measures both). The FP32 factors stay (the condition estimate and
+  /// applications to more than 4 columns read them): the device holds the packed copy besides,
+  /// counted in peak_workspace_bytes. The host engine rounds its FP32 factors in place.
+  slfp::Format factor_storage = slfp::Format::Fp32;
+  /// When a higher rung remains (auto's next precision, or the FP64 fallback), a GMRES attempt
+  /// also ends as TooSlow at those judgements if the predicted time of the rest of the current inner
+  /// solve exceeds twice the time its factorization took: the estimate of what refactoring one
+  /// rung up costs (docs/solver.md, "The numbers behind the defaults"), after which a few steps
+  /// usually converge. The time
+  /// already spent does not count (it is spent either way). The rule calibrates itself on the
+  /// machine (measured times) but makes the path depend on timing.
+  bool escalate_by_cost = true;
+  /// An FP64 LU that follows a cheaper LU (the fallback, or auto's last rung) takes over the
+  /// cheaper LU's row order (Cholesky factorizations have none): the rows are put in that order first and pivots are then
+  /// searched only inside each diagonal block of block_size x block_size (256 x 256 on the GPU by
+  /// default), so the panels need no search over the column and no interchange beyond the block
+  /// (L21 = A21 U11^-1 by a GEMM). Only the leading
+  /// panels whose cheaper pivots stood above that LU's rounding error follow the order; the rest
+  /// pivot partially (Attempt::reused_columns). A multiplier |l_ij| above
+  /// kReusedOrderMaxMultiplier (below), a zero pivot in a diagonal block or a non-finite entry
+  /// rejects the order, on the GPU a few panels after one shows it, and the LU is redone with partial
+  /// pivoting; so is one whose FP64 refinement fails. Attempt::pivot_order says which happened.
+  bool reuse_pivot_order = true;
+  /// Probe of a cheaper factorization where a higher rung remains (auto's next precision, or the
+  /// FP64 fallback), before any refinement. With E = (LU)^-1 A - I (how far the preconditioned
+  /// operator is from I, with A^-1 applied as refinement applies it) and Omega n x 4 random, the
+  /// 4th singular value of E Omega over ||Omega||_2 is a lower bound on E's 4th singular value,
+  /// and for a random Omega about the root mean square of E's singular values beyond its 3
+  /// largest. From kWeakFactorsProbe (below) on, the LU is far off in a large share of
+  /// directions, which GMRES-IR would have to resolve one by one: the attempt ends at once
+  /// (StopReason::WeakFactors) instead of after a refinement that fails. A few outlying
+  /// directions (a handful of tiny singular values) leave the estimate small. Costs a product of
+  /// A with 4 vectors and one 4-vector triangular-solve pair, so it is taken only where the LU's
+  /// pivots hint at trouble: min |u_kk| / max |u_kk|
+  /// (Attempt::pivot_ratio) below probe_pivot_ratio x u / 2^-24 (u: the factorization's unit
+  /// roundoff; 2^-24 for FP32-stored factors of FP32 accuracy, 2^-11 for FP16 and TF32, 2^-8 for
+  /// BF16), and where n exceeds gmres_max_inner (below that, GMRES's budget spans the whole
+  /// space) and is at least 16. 0: never probe; INFINITY: probe every such attempt. (The pivot
+  /// ratios where refinement failed and where it converged: docs/solver.md, "The numbers behind
+  /// the defaults".)
+  /// The same bound stops an LU of FP32 accuracy (u = 2^-24) part way where its pivots collapse:
+  /// once at least 256 of its pivots, and more than half of those so far, lie below
+  /// probe_pivot_ratio times the largest so far (StopReason::CollapsedPivots). Only where the
+  /// probe could run (a higher rung remains, n as
+  /// above); not with INFINITY. Must be 0, positive or INFINITY: NaN or a negative value is an
+  /// InvalidArgument.
+  double probe_pivot_ratio = 1e-4;
+  /// Range scaling of FP16, BF16 and fp16x3 factorizations (Higham, Pranesh & Zounon 2019,
+  /// "Squeezing a matrix into half precision"): they factor mu A, a power of two times A with its
+  /// largest entry in [1/2, 1); where A's rows' or columns' largest entries spread over more than
+  /// 2^12, mu R A S with diagonal R and S (powers of two, so every scaling is exact) that bring
+  /// each row's and column's largest entry into [1/2, 1). A is scaled in FP64 before it is rounded
+  /// to the factors' FP32 storage, so entries beyond FP32's range then factorize, and for FP16
+  /// entries beyond its range or near its underflow (BF16 and fp16x3, whose products scale their
+  /// operands by powers of two themselves, keep FP32's exponent range). Refinement works with A
+  /// itself. Off: A is rounded as it is, and an overflow escalates. FP64, FP32, TF32, Halfhalf
+  /// and Tf32tf32 factorizations are never scaled. A Cholesky scales symmetrically, mu S A S with
+  /// s_i the power of two that brings sqrt(a_ii) into [1/2, 1), where the spread calls for it.
+  bool range_scaling = true;
+  /// LU block size; 0 picks one for the memory space: 256 on the GPU, 32 on the host (the GPU LU
+  /// takes at most 256: larger values are reduced to 256). On the host it is also the width of
+  /// the Cholesky's leaves; the GPU's Cholesky has leaves of its own (128 columns). Must be >= 0
+  /// (InvalidArgument).
+  int block_size = 0;
+  /// The bits of each operand that the trailing updates of a Precision::Ozaki LU keep (the
+  /// emulation's accuracy knob: ozaki2-int8's parameter bits, a grid of 2^-bits of each row's and
+  /// column's 2-norm), in [kOzakiMinBits, kOzakiMaxBits]. The factors are then about as accurate
+  /// as an LU in a precision of unit roundoff 2^-bits (the probe and the reused-order test take
+  /// that one): 40 refines in a few classic steps up to cond ~1e10.
+  int ozaki_bits = 40;
+};
+
+/// The range of SolveOptions::ozaki_bits.
+inline constexpr int kOzakiMinBits = 16, kOzakiMaxBits = 53;
+
+/// SolveOptions::probe_pivot_ratio: the probe's estimate at and above which a cheaper LU is too
+/// far from A to refine; it lies between the estimates measured where refinement failed and where
+/// it converged, with a margin to either side (docs/solver.md, "The numbers behind the
+/// defaults").
+inline constexpr double kWeakFactorsProbe = 4.0;
+
+/// SolveOptions::reuse_pivot_order: an FP64 LU that follows a cheaper LU's row order (pivoting
+/// only inside the diagonal blocks) keeps it while every multiplier |l_ij| stays within this
+/// bound: threshold pivoting with threshold 1e-6, a guard against an order that is plainly wrong
+/// for the FP64 values (partial pivoting keeps |l_ij| <= 1; sparse solvers use thresholds of 0.1
+/// to 0.01). Accuracy is judged by the FP64 refinement's stop test, and an FP64 refinement that
+/// fails with a reused order is redone with partial pivoting. (The multipliers measured with
+/// fp16x3 orders: docs/solver.md, "The numbers behind the defaults".)
+inline constexpr double kReusedOrderMaxMultiplier = 1e6;
+
+}  // namespace mixsolve
