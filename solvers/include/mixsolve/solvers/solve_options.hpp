@@ -57,7 +57,7 @@ enum class FactorKind { Lu, Cholesky };
 enum class Refinement {
   /// One solve with the factors, no refinement.
   None,
-  /// x += LU \ (b - A x), residuals and updates in FP64.
+  /// x += LU \ (b - A x): updates in FP64, residuals in SolveOptions::residual_precision.
   Classic,
   /// GMRES-IR: the correction from GMRES on A d = r preconditioned by the LU (FP64).
   Gmres,
@@ -229,146 +229,77 @@ struct SolveOptions {
   std::function<void(const std::string& phase)> progress;
 
   // ---- Expert options: the rungs, refinement's budgets and formats, the factorizations'
-  // knobs (the measurements behind their defaults: docs/solver.md) ----
-  /// The precisions Auto tries, in order. Default {Fp16x3}: factors as accurate as FP32's at
-  /// about the cost of an FP16 LU, so a second cheap rung (FP32) would repeat an LU of the same
-  /// accuracy at a higher cost (docs/solver.md, "Precisions and the default path"). With FP64
-  /// next, a stalled classic IR gets a GMRES-IR retry on the same factors first. Must not be
-  /// empty or contain Auto (checked where factorization is Auto).
+  // knobs. What each does and the measurements behind the defaults: docs/solver.md ("Options a
+  // user tunes", "The numbers behind the defaults"), docs/robustness.md, docs/slfp.md. ----
+  /// The precisions Auto tries for an LU, in order. Must not be empty or contain Auto (checked
+  /// where factorization is Auto).
   std::vector<Precision> auto_path = {Precision::Fp16x3};
-  /// Under Auto, matrices with fewer rows than this are factored in FP64 at once: below it the
-  /// cheap LU and its refinement are no faster than an FP64 solve (docs/solver.md, "The numbers
-  /// behind the defaults"). -1: the engine's choice, 12288 for device
-  /// matrices and 0 for host matrices (the host engine's cheap factorizations are rounding
-  /// models, there to exercise the refinement and escalation logic at small n). Must be >= -1.
+  /// Under Auto, an LU of fewer rows than this is factored in FP64 at once (the cheap path does
+  /// not pay there). -1: the engine's choice, 12288 for device matrices, 0 for host matrices
+  /// (whose cheap factorizations are rounding models, there to exercise the logic at small n).
+  /// Must be >= -1.
   std::int64_t auto_min_n = -1;
-  /// The precisions Auto tries for a Cholesky (structure Spd, or Auto on a symmetric A), in
-  /// order, in place of auto_path; the LU path that follows an indefinite A under
-  /// Structure::Auto takes auto_path (the choice of default: docs/solver.md, "The Cholesky's
-  /// path"). Must not be empty or contain Auto (checked where factorization is Auto).
+  /// auto_path for a Cholesky (structure Spd, or Auto on a symmetric A); the LU path after an
+  /// indefinite A under Structure::Auto keeps auto_path. Must not be empty or contain Auto.
   std::vector<Precision> cholesky_auto_path = {Precision::Halfhalf};
-  /// auto_min_n for a Cholesky: smaller matrices take the FP64 Cholesky at once. -1: the engine's
-  /// choice, 30720 for device matrices (below it cuSOLVER's dpotrf + dpotrs is the faster
-  /// solve) and 0 for host matrices. Must be >= -1.
+  /// auto_min_n for a Cholesky. -1: the engine's choice, 30720 for device matrices, 0 for host
+  /// matrices. Must be >= -1.
   std::int64_t cholesky_auto_min_n = -1;
-  /// GMRES: restart length and total inner iterations per outer step and right-hand side. The
-  /// inner iteration limit is also a budget: at each restart (from 16 iterations on), and in an
-  /// attempt's first outer step also every 8 iterations inside a cycle (on the rate of the last
-  /// 16), an outer step whose convergence rate predicts more than gmres_max_inner iterations ends
-  /// the attempt (StopReason::TooSlow), so a preconditioner too weak for the matrix is dropped
-  /// early. An outer GMRES step that does not halve the backward error also ends it (unless its
-  /// inner solve ran to a relaxed tolerance: that right-hand side's later inner solves then run
-  /// to the full one).
-  ///
-  /// gmres_restart: the restart length (Krylov vectors per cycle), >= 1.
+  /// GMRES's restart length (Krylov vectors per cycle), >= 1.
   int gmres_restart = 50;
-  /// gmres_max_inner: total GMRES iterations per outer step and right-hand side, and the budget
-  /// described above; >= 1 (InvalidArgument).
+  /// GMRES iterations per outer step and right-hand side, >= 1; also a budget: an outer step
+  /// whose convergence rate predicts more ends the attempt (StopReason::TooSlow).
   int gmres_max_inner = 200;
   /// The format GMRES stores its Krylov basis in (slfp/blas.hpp): Fp64, or an SLFP format with
   /// FP64's exponent range (slfp64in56b .. slfp64in16b; an FP32-based one is an InvalidArgument).
-  /// Each basis vector is rounded (RN) when stored and widened when read; the products stay FP64.
-  /// An inner solve stops at 4x the format's unit roundoff where that lies above its tolerance
-  /// (1e-8), which can cost outer steps; the 24- and 16-bit formats can make GMRES-IR fail
-  /// (docs/slfp.md measures it). The basis is a small share of a dense solve's bytes:
-  /// n x (gmres_restart + 1) values against A's n x n. A stored basis is allocated apart from the
-  /// engine's workspace and is not counted in SolveReport::peak_workspace_bytes.
+  /// Shorter formats read fewer bytes and can cost outer steps. A stored basis is not counted in
+  /// SolveReport::peak_workspace_bytes.
   slfp::Format krylov_basis_format = slfp::Format::Fp64;
-  /// The format the refinement's preconditioner reads FP32-stored factors in (every factorization
-  /// below FP64): Fp32 (as the LU leaves them), or a shorter SLFP format, rounded to nearest from
-  /// them after each factorization: slfp32in24b (3 bytes, 16 significant bits), slfp32in16b (2
-  /// bytes, 8 bits), slfp64in32b (4 bytes, 21 bits, FP64's range), slfp64in24b (3 bytes, 13 bits),
-  /// slfp64in16b (2 bytes, 5 bits). The triangular solves of GMRES-IR and of classic IR then read
-  /// fewer bytes per entry; the rounding is part of the preconditioner (the solution's accuracy is
-  /// the refinement's), and a format with fewer bits than the factorization keeps can cost
-  /// iterations (docs/slfp.md measures both). The FP32 factors stay (the condition estimate and
-  /// applications to more than 4 columns read them): the device holds the packed copy besides,
-  /// counted in peak_workspace_bytes. The host engine rounds its FP32 factors in place.
+  /// The format refinement reads FP32-stored factors in: Fp32, or an SLFP format no wider
+  /// (slfp32in24b, slfp32in16b, slfp64in32b, slfp64in24b, slfp64in16b), rounded from them after
+  /// each factorization; fewer bits can cost iterations. On the device the packed copy is held
+  /// beside the FP32 factors (counted in peak_workspace_bytes).
   slfp::Format factor_storage = slfp::Format::Fp32;
-  /// When a higher rung remains (auto's next precision, or the FP64 fallback), a GMRES attempt
-  /// also ends as TooSlow at those judgements if the predicted time of the rest of the current inner
-  /// solve exceeds twice the time its factorization took: the estimate of what refactoring one
-  /// rung up costs (docs/solver.md, "The numbers behind the defaults"), after which a few steps
-  /// usually converge. The time
-  /// already spent does not count (it is spent either way). The rule calibrates itself on the
-  /// machine (measured times) but makes the path depend on timing.
+  /// With a higher rung left, a GMRES attempt also ends as TooSlow where the rest of its inner
+  /// solve is predicted to take longer than twice its factorization (the cost of refactoring one
+  /// rung up). Makes the precision path depend on timing.
   bool escalate_by_cost = true;
-  /// An FP64 LU that follows a cheaper LU (the fallback, or auto's last rung) takes over the
-  /// cheaper LU's row order (Cholesky factorizations have none): the rows are put in that order first and pivots are then
-  /// searched only inside each diagonal block of block_size x block_size (256 x 256 on the GPU by
-  /// default), so the panels need no search over the column and no interchange beyond the block
-  /// (L21 = A21 U11^-1 by a GEMM). Only the leading
-  /// panels whose cheaper pivots stood above that LU's rounding error follow the order; the rest
-  /// pivot partially (Attempt::reused_columns). A multiplier |l_ij| above
-  /// kReusedOrderMaxMultiplier (below), a zero pivot in a diagonal block or a non-finite entry
-  /// rejects the order, on the GPU a few panels after one shows it, and the LU is redone with partial
-  /// pivoting; so is one whose FP64 refinement fails. Attempt::pivot_order says which happened.
+  /// An FP64 LU after a cheaper LU follows that LU's row order where it can be trusted, pivoting
+  /// only inside each diagonal block; a multiplier above kReusedOrderMaxMultiplier, a zero pivot
+  /// in a block or a failed refinement sends it back to partial pivoting (Attempt::pivot_order,
+  /// Attempt::reused_columns). Cholesky factorizations have no row order.
   bool reuse_pivot_order = true;
-  /// Probe of a cheaper factorization where a higher rung remains (auto's next precision, or the
-  /// FP64 fallback), before any refinement. With E = (LU)^-1 A - I (how far the preconditioned
-  /// operator is from I, with A^-1 applied as refinement applies it) and Omega n x 4 random, the
-  /// 4th singular value of E Omega over ||Omega||_2 is a lower bound on E's 4th singular value,
-  /// and for a random Omega about the root mean square of E's singular values beyond its 3
-  /// largest. From kWeakFactorsProbe (below) on, the LU is far off in a large share of
-  /// directions, which GMRES-IR would have to resolve one by one: the attempt ends at once
-  /// (StopReason::WeakFactors) instead of after a refinement that fails. A few outlying
-  /// directions (a handful of tiny singular values) leave the estimate small. Costs a product of
-  /// A with 4 vectors and one 4-vector triangular-solve pair, so it is taken only where the LU's
-  /// pivots hint at trouble: min |u_kk| / max |u_kk|
-  /// (Attempt::pivot_ratio) below probe_pivot_ratio x u / 2^-24 (u: the factorization's unit
-  /// roundoff; 2^-24 for FP32-stored factors of FP32 accuracy, 2^-11 for FP16 and TF32, 2^-8 for
-  /// BF16), and where n exceeds gmres_max_inner (below that, GMRES's budget spans the whole
-  /// space) and is at least 16. 0: never probe; INFINITY: probe every such attempt. (The pivot
-  /// ratios where refinement failed and where it converged: docs/solver.md, "The numbers behind
-  /// the defaults".)
-  /// The same bound stops an LU of FP32 accuracy (u = 2^-24) part way where its pivots collapse:
-  /// once at least 256 of its pivots, and more than half of those so far, lie below
-  /// probe_pivot_ratio times the largest so far (StopReason::CollapsedPivots). Only where the
-  /// probe could run (a higher rung remains, n as
-  /// above); not with INFINITY. Must be 0, positive or INFINITY: NaN or a negative value is an
-  /// InvalidArgument.
+  /// The screen of the probe and of the collapse watch, for cheaper factors with a higher rung
+  /// left: where min |u_kk| / max |u_kk| lies below probe_pivot_ratio x u / 2^-24 (u: the
+  /// factorization's unit roundoff) and n > gmres_max_inner, the probe estimates how far
+  /// (LU)^-1 A is from I in 4 random directions and ends the attempt as WeakFactors from
+  /// kWeakFactorsProbe on; an LU of FP32 accuracy whose pivots collapse below that ratio (at
+  /// least 256 and most of them) stops part way (CollapsedPivots). 0: never probe; INFINITY:
+  /// probe every such attempt. NaN or a negative value is an InvalidArgument.
   double probe_pivot_ratio = 1e-4;
-  /// Range scaling of FP16, BF16 and fp16x3 factorizations (Higham, Pranesh & Zounon 2019,
-  /// "Squeezing a matrix into half precision"): they factor mu A, a power of two times A with its
-  /// largest entry in [1/2, 1); where A's rows' or columns' largest entries spread over more than
-  /// 2^12, mu R A S with diagonal R and S (powers of two, so every scaling is exact) that bring
-  /// each row's and column's largest entry into [1/2, 1). A is scaled in FP64 before it is rounded
-  /// to the factors' FP32 storage, so entries beyond FP32's range then factorize, and for FP16
-  /// entries beyond its range or near its underflow (BF16 and fp16x3, whose products scale their
-  /// operands by powers of two themselves, keep FP32's exponent range). Refinement works with A
-  /// itself. Off: A is rounded as it is, and an overflow escalates. FP64, FP32, TF32, Halfhalf
-  /// and Tf32tf32 factorizations are never scaled. A Cholesky scales symmetrically, mu S A S with
-  /// s_i the power of two that brings sqrt(a_ii) into [1/2, 1), where the spread calls for it.
+  /// Power-of-two range scaling of FP16, BF16 and fp16x3 factorizations (Higham, Pranesh &
+  /// Zounon 2019): mu A, or mu R A S where A's rows' or columns' largest entries spread over more
+  /// than 2^12 (symmetric, mu S A S, for a Cholesky); exact, and refinement works with A itself.
+  /// Off: A is rounded as it is, and an overflow escalates.
   bool range_scaling = true;
-  /// LU block size; 0 picks one for the memory space: 256 on the GPU, 32 on the host (the GPU LU
-  /// takes at most 256: larger values are reduced to 256). On the host it is also the width of
-  /// the Cholesky's leaves; the GPU's Cholesky has leaves of its own (128 columns). Must be >= 0
-  /// (InvalidArgument).
+  /// LU block size; 0: the memory space's choice (256 on the GPU, which takes at most 256; 32 on
+  /// the host, where it is also the Cholesky's leaf width). Must be >= 0.
   int block_size = 0;
-  /// The bits of each operand that the trailing updates of a Precision::Ozaki LU keep (the
-  /// emulation's accuracy knob: ozaki2-int8's parameter bits, a grid of 2^-bits of each row's and
-  /// column's 2-norm), in [kOzakiMinBits, kOzakiMaxBits]. The factors are then about as accurate
-  /// as an LU in a precision of unit roundoff 2^-bits (the probe and the reused-order test take
-  /// that one): 40 refines in a few classic steps up to cond ~1e10.
+  /// The bits of each operand a Precision::Ozaki LU's trailing updates keep, in [kOzakiMinBits,
+  /// kOzakiMaxBits]: its accuracy knob (factors about as accurate as an LU of unit roundoff
+  /// 2^-bits).
   int ozaki_bits = 40;
 };
 
 /// The range of SolveOptions::ozaki_bits.
 inline constexpr int kOzakiMinBits = 16, kOzakiMaxBits = 53;
 
-/// SolveOptions::probe_pivot_ratio: the probe's estimate at and above which a cheaper LU is too
-/// far from A to refine; it lies between the estimates measured where refinement failed and where
-/// it converged, with a margin to either side (docs/solver.md, "The numbers behind the
-/// defaults").
+/// SolveOptions::probe_pivot_ratio: the probe's estimate from which cheaper factors are too far
+/// from A to refine (docs/solver.md, "The numbers behind the defaults").
 inline constexpr double kWeakFactorsProbe = 4.0;
 
-/// SolveOptions::reuse_pivot_order: an FP64 LU that follows a cheaper LU's row order (pivoting
-/// only inside the diagonal blocks) keeps it while every multiplier |l_ij| stays within this
-/// bound: threshold pivoting with threshold 1e-6, a guard against an order that is plainly wrong
-/// for the FP64 values (partial pivoting keeps |l_ij| <= 1; sparse solvers use thresholds of 0.1
-/// to 0.01). Accuracy is judged by the FP64 refinement's stop test, and an FP64 refinement that
-/// fails with a reused order is redone with partial pivoting. (The multipliers measured with
-/// fp16x3 orders: docs/solver.md, "The numbers behind the defaults".)
+/// SolveOptions::reuse_pivot_order: the largest multiplier |l_ij| a reused row order may produce
+/// (threshold pivoting with threshold 1e-6; docs/robustness.md).
 inline constexpr double kReusedOrderMaxMultiplier = 1e6;
 
 }  // namespace mixsolve
