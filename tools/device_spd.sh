@@ -6,8 +6,8 @@
 #  1. the Cholesky phase profile at n = 32768, poev geo cond 1e6 (MIXSOLVE_LU_PROFILE), of the
 #     halfhalf and fp16x3 Cholesky (SPD_PROFILE_PRECISIONS; auto-spd is dpotrf below 65536 rows);
 #  2. the LAWN-41 SPD table: poev geo and arith, cond 1e2 and 1e6, n on and off the alignment grid
-#     (SPD_SIZES), against dpotrf + dpotrs: both cheap Cholesky rungs, the default path, the LU
-#     path (auto) beside;
+#     and near the default path's cholesky_auto_min_n (SPD_SIZES), against dpotrf + dpotrs: both
+#     cheap Cholesky rungs, the default path, the LU path (auto) beside;
 #  3. SPD_LARGE alone (n = 65536 by default: its A alone takes 32 GiB);
 #  4. the suite's SPD families (SPD_SUITE_SIZES).
 #   BUILD=build-carry SPD_STEPS="1 2 3 4" bash tools/device_spd.sh
@@ -27,7 +27,7 @@ for step in ${SPD_STEPS:-1 2 3 4}; do
       ;;
     2)
       echo "== 2: poev"
-      timeout "${SPD_STEP_TIMEOUT:-300}" "$bench" --family poev --sizes "${SPD_SIZES:-16384,16391,32768,32761}" \
+      timeout "${SPD_STEP_TIMEOUT:-300}" "$bench" --family poev --sizes "${SPD_SIZES:-16384,16391,28672,32768,32761}" \
         --spectra geo,arith --conds 1e2,1e6 --precisions halfhalf-spd,fp16x3-spd,auto-spd,auto --irs "" --dgetrf false \
         --json "$out/poev.json" 2>&1 | tee "$out/poev.txt" | grep -v "^#"
       ;;
