@@ -300,7 +300,7 @@ SolveOptions random_solve_options(Rng& rng, bool device_engine, bool invalid, Ex
   o.refinement =
       rng.pick({Refinement::Auto, Refinement::Auto, Refinement::Classic, Refinement::Gmres, Refinement::None});
   o.stop_test = rng.chance(0.7) ? StopTest::Attainable : StopTest::Lapack;
-  if (rng.chance(0.3)) o.residual_precision = ResidualPrecision::Fp64;
+  if (rng.chance(0.4)) o.residual_precision = rng.pick({ResidualPrecision::Fp64, ResidualPrecision::DoubleDouble});
   if (rng.chance(0.25)) o.tolerance_factor = rng.pick({1e-3, 0.5, 4.0, 100.0, 1e6});
   if (rng.chance(0.3)) o.max_iterations = rng.pick({0, 1, 2, 3, 6, 100});
   if (rng.chance(0.25)) o.gmres_restart = rng.pick({1, 2, 3, 7, 20, 200});

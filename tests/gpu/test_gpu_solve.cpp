@@ -261,7 +261,7 @@ TEST(GpuSolve, ResidualsOfManyRightHandSidesOnTheEmulatedDgemmMeetTheStopTest) {
   SolveOptions o;
   o.factorization = Precision::FP64;
   o.refinement = Refinement::Classic;
-  o.residual_precision = ResidualPrecision::Fp64;  // one GEMM (double-double: 2048 passes over A)
+  o.residual_precision = ResidualPrecision::Fp64;  // as Auto's for so many columns: one GEMM
   const SolveReport r = prob.solve_on_device(ctx, o);
   EXPECT_TRUE(r.converged) << r.summary();
   EXPECT_FALSE(r.fell_back) << r.summary();

@@ -804,6 +804,29 @@ TEST(Solve, ResidualsAreWithinTheErrorBoundOfTheirPrecision) {
   }
 }
 
+// ResidualPrecision::Auto takes double-double residuals for up to kDoubleDoubleResidualMaxColumns
+// right-hand sides and FP64 ones beyond, and the report says which; an explicit choice holds for
+// any number of columns. Every column converges either way.
+TEST(Solve, AutoResidualPrecisionFollowsTheRightHandSidesAndTheReportSaysWhich) {
+  Context ctx = Context::host_only();
+  const std::int64_t many = kDoubleDoubleResidualMaxColumns + 1;
+  for (std::int64_t k : {std::int64_t(1), kDoubleDoubleResidualMaxColumns, many})
+    for (ResidualPrecision asked : {ResidualPrecision::Auto, ResidualPrecision::DoubleDouble, ResidualPrecision::Fp64}) {
+      SCOPED_TRACE(std::to_string(k) + " columns, " + to_string(asked));
+      Problem p(geo(1e6, 8), 64, k);
+      SolveOptions o;
+      o.residual_precision = asked;
+      o.block_size = 16;
+      const SolveReport r = solve(ctx, p.A(), p.B(), p.X(), o);
+      EXPECT_TRUE(r.converged) << r.summary();
+      const ResidualPrecision expected =
+          asked != ResidualPrecision::Auto ? asked
+          : k <= kDoubleDoubleResidualMaxColumns ? ResidualPrecision::DoubleDouble
+                                                 : ResidualPrecision::Fp64;
+      EXPECT_EQ(r.residual_precision, expected) << r.summary();
+    }
+}
+
 // StopTest::Attainable (the default) against the FP64 partial-pivoting LU (fp64_lu_solution) on
 // the same problem, b = A x_true: backward and forward errors (against the stored system's true
 // solution) within 10x of the FP64 LU's (floored at the unit roundoff, where the FP64 LU's error

@@ -42,10 +42,10 @@ void check_solve_options(const char* where, const SolveOptions& options) {
       options.structure != Structure::Auto)
     throw InvalidArgument(std::string(where) + ": structure (" + std::to_string(int(options.structure)) +
                           ") is not general, spd or auto");
-  if (options.residual_precision != ResidualPrecision::Fp64 &&
+  if (options.residual_precision != ResidualPrecision::Auto && options.residual_precision != ResidualPrecision::Fp64 &&
       options.residual_precision != ResidualPrecision::DoubleDouble)
     throw InvalidArgument(std::string(where) + ": residual_precision (" +
-                          std::to_string(int(options.residual_precision)) + ") is not fp64 or double-double");
+                          std::to_string(int(options.residual_precision)) + ") is not auto, fp64 or double-double");
   if (options.max_iterations < 0)
     throw InvalidArgument(std::string(where) + ": max_iterations (" + std::to_string(options.max_iterations) + ") < 0");
   if (options.auto_min_n < -1)
@@ -199,7 +199,7 @@ const std::vector<Field<SolveOptions>>& solve_fields() {
       {{"stop-test", "attainable, lapack", "when refinement ends for a right-hand side"},
        [](const SolveOptions& o) { return to_string(o.stop_test); },
        [](SolveOptions& o, const std::string& v) { o.stop_test = parse_stop_test(v); }},
-      {{"residual-precision", "double-double, fp64", "the arithmetic of refinement's residuals b - A x"},
+      {{"residual-precision", "auto, double-double, fp64", "the arithmetic of refinement's residuals b - A x"},
        [](const SolveOptions& o) { return to_string(o.residual_precision); },
        [](SolveOptions& o, const std::string& v) { o.residual_precision = parse_residual_precision(v); }},
       {{"tolerance-factor", "number > 0, finite", "scales the LAPACK test"},

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The names of solve.hpp's enumerations (to_string and parse_*), and SolveReport::summary.
+// The names of solve_options.hpp's and solve_report.hpp's enumerations (to_string and parse_*),
+// and SolveReport::summary.
 #include <iomanip>
 #include <sstream>
 #include <string>
@@ -60,6 +61,7 @@ StopTest parse_stop_test(const std::string& text) {
 
 std::string to_string(ResidualPrecision p) {
   switch (p) {
+    case ResidualPrecision::Auto: return "auto";
     case ResidualPrecision::Fp64: return "fp64";
     case ResidualPrecision::DoubleDouble: return "double-double";
   }
@@ -67,9 +69,9 @@ std::string to_string(ResidualPrecision p) {
 }
 
 ResidualPrecision parse_residual_precision(const std::string& text) {
-  for (ResidualPrecision p : {ResidualPrecision::Fp64, ResidualPrecision::DoubleDouble})
+  for (ResidualPrecision p : {ResidualPrecision::Auto, ResidualPrecision::Fp64, ResidualPrecision::DoubleDouble})
     if (to_string(p) == text) return p;
-  throw InvalidArgument("residual precision \"" + text + "\" is not one of fp64, double-double");
+  throw InvalidArgument("residual precision \"" + text + "\" is not one of auto, fp64, double-double");
 }
 
 std::string to_string(ConditionEstimate c) {
@@ -134,6 +136,7 @@ std::string SolveReport::summary() const {
   s << (converged ? "converged" : "NOT converged") << " after " << iterations << " refinement iterations, "
     << total_seconds << " s";
   if (fell_back) s << " (fell back to FP64)";
+  if (residual_precision == ResidualPrecision::Fp64) s << ", FP64 residuals";
   s << "\n";
   for (const Attempt& a : attempts) {
     s << "  " << to_string(a.precision) << (a.range_scaled ? " (range-scaled)" : "");

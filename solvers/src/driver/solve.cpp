@@ -210,6 +210,7 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
 
   SolveReport report;
   report.converged_rhs.assign(b.cols, b.rows == 0);
+  report.residual_precision = solvers_detail::residual_precision_for(s.options, b.cols);
   if (b.cols == 0 || b.rows == 0) {
     report.converged = true;
     return report;

@@ -2,7 +2,7 @@
 // Host engine: blocked LU with partial pivoting whose trailing updates go through a host GEMM
 // backend (Eigen, the tensor-core model of gemm/ for FP16 / BF16 / TF32 / halfhalf / tf32tf32
 // rounding, or the INT8 emulation's model for Ozaki), triangular solves in the working precision,
-// FP64 residuals.
+// residuals in double-double or FP64 (HostSpace).
 #include <Eigen/Core>
 
 #include <algorithm>

@@ -108,7 +108,8 @@ class Refiner {
     // once the next one, extrapolated, falls to x's rounding (settle_, evaluate), whatever the
     // factors: the backward error, which then keeps halving below u, would take one to three
     // steps more (FP64 factors: mostly one step instead of two).
-    settle_ = o_.residual_precision == ResidualPrecision::DoubleDouble;
+    residual_precision_ = residual_precision_for(o_, k_);
+    settle_ = residual_precision_ == ResidualPrecision::DoubleDouble;
     watch_correction_ = !fp64_factorization(attempt) || settle_;
     polishing_steps_.assign(k_, 0);
     normwise_.assign(k_, INFINITY);
@@ -213,7 +214,7 @@ class Refiner {
   // this step (null after the first solve).
   void evaluate(const MatrixView<double>& r, std::vector<double>& berr, std::vector<bool>& done, SolveReport& report,
                 const std::vector<double>* previous) {
-    e_.residual(x_, b_, r, o_.residual_precision);
+    e_.residual(x_, b_, r, residual_precision_);
     std::vector<double> rn(k_), xn(k_), bn(k_), componentwise(k_);
     e_.column_norms_inf(r, rn.data());
     e_.column_norms_inf(x_, xn.data());
@@ -266,9 +267,13 @@ class Refiner {
         contracting_[j] = ratio > kSettledCorrection && ratio <= 0.5 * correction_ratio_[j] &&
                           ratio * (ratio / correction_ratio_[j]) > kSettledCorrection &&
                           polishing_steps_[j] < kPolishingSteps;
-        // settle_: the next correction extrapolated from this one and the one before, the first
-        // solve's x counting as the first (of ratio 1): the step after it would not move x.
-        settled = settle_ && ratio * (ratio / std::min(correction_ratio_[j], 1.0)) <= kSettledCorrection;
+        // settle_: the next correction extrapolated from this one and the one before: the step
+        // after it would not move x. After the first step the rate is guessed from the first
+        // solve's error (this correction against x, of ratio 1), which can underestimate it:
+        // kFirstStepRateMargin.
+        const double predicted = correction_ratio_[j] < INFINITY ? ratio * (ratio / correction_ratio_[j])
+                                                                 : kFirstStepRateMargin * ratio * ratio;
+        settled = settle_ && predicted <= kSettledCorrection;
         correction_ratio_[j] = ratio;
         if (was_ready) ++polishing_steps_[j];
       }
@@ -291,6 +296,10 @@ class Refiner {
   static constexpr double kComputedResidualMargin = 0.95;
   // A correction below this fraction of ||x||_inf changes x by about its FP64 rounding.
   static constexpr double kSettledCorrection = 0x1p-51;
+  // How much the first step's rate estimate (its correction over x) may fall short of the true
+  // rate: 3-270x where the next correction still lay above x's rounding (a host model, n = 200,
+  // FP64 LU, cond 1e3-1e10, 252 cases, 2026-12-03), so 1024.
+  static constexpr double kFirstStepRateMargin = 1024;
   // The most steps a converged column takes while its correction contracts (evaluate).
   static constexpr int kPolishingSteps = 4;
   double stop_test_backward_error() const { return lapack_stop_test_backward_error(o_, n_); }
@@ -487,6 +496,7 @@ class Refiner {
   std::vector<bool> contracting_;
   bool watch_correction_ = true;  // the corrections say how far x is from settled (run())
   bool settle_ = false;           // double-double residuals: a column is done once settled (run())
+  ResidualPrecision residual_precision_ = ResidualPrecision::DoubleDouble;  // resolved (run())
   std::vector<int> polishing_steps_;  // steps taken since the column was ready
   // The normwise backward errors of the last evaluate: how far a column is from the (normwise)
   // LAPACK test, where berr is componentwise (componentwise_).

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Internal: iterative refinement of one right-hand-side block with an engine's current factors
-// (classic IR and GMRES-IR, residuals and corrections in FP64), the stop tests, and the best
+// (classic IR and GMRES-IR, corrections in FP64, residuals in SolveOptions::residual_precision),
+// the stop tests, and the best
 // iterate a solve returns. The driver (solve.cpp) runs one refinement per attempt.
 #pragma once
 
@@ -17,6 +18,12 @@ namespace mixsolve::solvers_detail {
 // ||r|| < this ||A|| ||x||. eps = LAPACK's dlamch('E') = 2^-53, as dsgesv.
 inline double lapack_stop_test_backward_error(const SolveOptions& o, std::int64_t n) {
   return o.tolerance_factor * std::sqrt(double(n)) * std::numeric_limits<double>::epsilon() * 0.5;
+}
+
+// SolveOptions::residual_precision for a B of `columns` columns: Auto resolved.
+inline ResidualPrecision residual_precision_for(const SolveOptions& o, std::int64_t columns) {
+  if (o.residual_precision != ResidualPrecision::Auto) return o.residual_precision;
+  return columns <= kDoubleDoubleResidualMaxColumns ? ResidualPrecision::DoubleDouble : ResidualPrecision::Fp64;
 }
 
 // The engine's scratch slot that holds BestIterate's copy (Refiner uses 0-3, the probe 0-2).

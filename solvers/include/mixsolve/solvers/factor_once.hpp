@@ -6,8 +6,8 @@
 ///   mixsolve::SolveReport r = chol.solve(B, X);    // factors on the first solve; later ones reuse them
 ///   mixsolve::Lu lu(ctx, A);                       // any square A: LU rungs
 ///
-/// Each is Factorization with SolveOptions::structure fixed (Spd, General); solve.hpp documents
-/// the options, the report and the errors.
+/// Each is Factorization with SolveOptions::structure fixed (Spd, General); solve_options.hpp,
+/// solve_report.hpp and solve.hpp document the options, the report and the errors.
 #pragma once
 
 #include <utility>

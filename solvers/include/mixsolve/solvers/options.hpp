@@ -16,7 +16,7 @@
 
 namespace mixsolve {
 
-/// One field of an options struct as text (solve.hpp and least_squares.hpp document each field).
+/// One field of an options struct as text (solve_options.hpp and least_squares.hpp document each field).
 struct OptionField {
   /// The name in text: the field's name with '-' for '_' ("max-iterations"; "precision" is the
   /// field factorization).

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file
 /// Solve A X = B (A square, B with one or several right-hand sides) to FP64 accuracy: factorize A
-/// in a cheaper arithmetic, refine in FP64, escalate the precision when refinement fails.
+/// in a cheaper arithmetic, refine with residuals in double-double (or FP64), escalate the
+/// precision when refinement fails.
 ///
 ///   mixsolve::SolveReport r = mixsolve::solve(ctx, A, B, X);          // defaults below
 ///
@@ -51,7 +52,7 @@ namespace mixsolve {
 ///                         empty or containing Auto, auto_min_n or cholesky_auto_min_n < -1,
 ///                         max_iterations < 0, gmres_restart < 1,
 ///                         gmres_max_inner < 1, block_size < 0, probe_pivot_ratio NaN or < 0,
-///                         residual_precision not Fp64 or DoubleDouble,
+///                         residual_precision not Auto, Fp64 or DoubleDouble,
 ///                         tolerance_factor <= 0 or not finite, ozaki_bits outside
 ///                         [kOzakiMinBits, kOzakiMaxBits], factor_storage wider than 32 bits,
 ///                         krylov_basis_format FP32-based).
@@ -84,8 +85,8 @@ class Factorization {
   ///                         where factorization is Auto, auto_min_n or cholesky_auto_min_n
   ///                         < -1, max_iterations < 0, gmres_restart < 1,
   ///                         gmres_max_inner < 1, block_size < 0, probe_pivot_ratio NaN or < 0,
-  ///                         residual_precision not Fp64 or DoubleDouble,
-///                         tolerance_factor <= 0 or not finite, ozaki_bits outside
+  ///                         residual_precision not Auto, Fp64 or DoubleDouble,
+  ///                         tolerance_factor <= 0 or not finite, ozaki_bits outside
   ///                         [kOzakiMinBits, kOzakiMaxBits], factor_storage wider than 32 bits,
   ///                         krylov_basis_format FP32-based).
   /// @throws DeviceError     if a CUDA call fails or device memory runs out.

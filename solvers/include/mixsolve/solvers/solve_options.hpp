@@ -93,8 +93,11 @@ enum class StopTest {
 };
 
 /// The arithmetic of refinement's residuals r = b - A x (SolveOptions::residual_precision).
-/// Names (to_string, parse_residual_precision): "fp64", "double-double".
+/// Names (to_string, parse_residual_precision): "auto", "fp64", "double-double".
 enum class ResidualPrecision {
+  /// DoubleDouble for B of at most kDoubleDoubleResidualMaxColumns columns, Fp64 for more
+  /// (SolveReport::residual_precision says which).
+  Auto,
   /// FP64, one pass over A (a GEMV; a GEMM for several right-hand sides). Refinement then reaches
   /// a forward error of about u cond(A, x), u = 2^-53: that of the FP64 LU or Cholesky, sometimes
   /// a few times more.
@@ -106,6 +109,9 @@ enum class ResidualPrecision {
   /// slower than an FP64 GEMM.
   DoubleDouble,
 };
+
+/// ResidualPrecision::Auto: the most right-hand sides that get double-double residuals.
+inline constexpr std::int64_t kDoubleDoubleResidualMaxColumns = 8;
 
 /// When the solve estimates cond_inf(A) and bounds the forward error (SolveReport::
 /// condition_estimate): Higham's 1-norm estimator (LAPACK's xGECON) on A^-T with the factors in
@@ -146,10 +152,10 @@ std::string to_string(FactorKind k);
 std::string to_string(Refinement r);
 /// The name of a residual precision, as parse_residual_precision() reads it.
 /// @param p a residual precision.
-/// @return "fp64" or "double-double".
+/// @return "auto", "fp64" or "double-double".
 std::string to_string(ResidualPrecision p);
 /// Reads a residual precision's name.
-/// @param text "fp64" or "double-double" (exact, lower case).
+/// @param text "auto", "fp64" or "double-double" (exact, lower case).
 /// @return the residual precision.
 /// @throws InvalidArgument for any other text.
 ResidualPrecision parse_residual_precision(const std::string& text);
@@ -203,11 +209,12 @@ struct SolveOptions {
   /// When refinement ends for a right-hand side (StopTest).
   StopTest stop_test = StopTest::Attainable;
   /// The arithmetic of the residuals (ResidualPrecision). DoubleDouble makes the answer as
-  /// accurate as the FP64 solvers' or more, Fp64 the residuals of many right-hand sides cheaper.
-  ResidualPrecision residual_precision = ResidualPrecision::DoubleDouble;
+  /// accurate as the FP64 solvers' or more, Fp64 the residuals of many right-hand sides cheaper;
+  /// Auto takes DoubleDouble for up to kDoubleDoubleResidualMaxColumns right-hand sides.
+  ResidualPrecision residual_precision = ResidualPrecision::Auto;
   /// The LAPACK test (StopTest), per right-hand side:
   ///   ||r||_inf < tolerance_factor * sqrt(n) * ||x||_inf * ||A||_inf * eps_64.
-  /// The driver asks its computed FP64 residual for 0.95 of that bound, a margin for the residual's
+  /// The driver asks its computed residual for 0.95 of that bound, a margin for the residual's
   /// own rounding, so that the true residual of a converged solution meets the test. Must be > 0
   /// and finite (InvalidArgument).
   double tolerance_factor = 1.0;
@@ -271,11 +278,12 @@ struct SolveOptions {
   bool reuse_pivot_order = true;
   /// The screen of the probe and of the collapse watch, for cheaper factors with a higher rung
   /// left: where min |u_kk| / max |u_kk| lies below probe_pivot_ratio x u / 2^-24 (u: the
-  /// factorization's unit roundoff) and n > gmres_max_inner, the probe estimates how far
+  /// factorization's unit roundoff), n > gmres_max_inner and n >= 16, the probe estimates how far
   /// (LU)^-1 A is from I in 4 random directions and ends the attempt as WeakFactors from
   /// kWeakFactorsProbe on; an LU of FP32 accuracy whose pivots collapse below that ratio (at
   /// least 256 and most of them) stops part way (CollapsedPivots). 0: never probe; INFINITY:
-  /// probe every such attempt. NaN or a negative value is an InvalidArgument.
+  /// probe every such attempt (and no collapse watch). NaN or a negative value is an
+  /// InvalidArgument.
   double probe_pivot_ratio = 1e-4;
   /// Power-of-two range scaling of FP16, BF16 and fp16x3 factorizations (Higham, Pranesh &
   /// Zounon 2019): mu A, or mu R A S where A's rows' or columns' largest entries spread over more

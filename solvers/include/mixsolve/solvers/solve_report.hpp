@@ -133,6 +133,9 @@ struct SolveReport {
   /// About the backward error the LAPACK test asks for: tolerance_factor sqrt(n) 2^-53 (see
   /// backward_error).
   double stop_test_backward_error = 0;
+  /// The arithmetic refinement's residuals were summed in: DoubleDouble or Fp64
+  /// (SolveOptions::residual_precision, Auto resolved for this B's columns).
+  ResidualPrecision residual_precision = ResidualPrecision::DoubleDouble;
   /// Where A's rows' or columns' largest entries spread over more than 2^12 (badly scaled: the
   /// two-sided range scaling's criterion), refinement judges iterates, and picks the returned
   /// one, by the componentwise backward error max_i |b - A x|_i / (|A| |x| + |b|)_i (Oettli and

@@ -54,8 +54,9 @@ using namespace device_lu;
 constexpr std::int64_t kFp64EngineMinN = 6144;
 
 // SolveOptions::cholesky_auto_min_n's default: below it cuSOLVER's dpotrf + dpotrs beat the
-// default path's halfhalf Cholesky with its refinement (H200: between 24576 and 32761 rows;
-// docs/solver.md "The Cholesky's path").
+// default path's halfhalf Cholesky with its refinement; the crossover lies between 24576 and
+// 32761 rows on an H200, and at 32768, where dpotrf is faster, the halfhalf path measured
+// 0.97-0.98x (docs/solver.md "The Cholesky's path").
 constexpr std::int64_t kCholeskyAutoMinN = 30720;
 
 // The columns of the Ozaki LU's wide bulk updates (DeviceEngine::ozaki_job), their inner dimension:

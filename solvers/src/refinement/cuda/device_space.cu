@@ -102,7 +102,8 @@ void DeviceSpace::residual(const MatrixView<const double>& x, const MatrixView<c
   if (precision == ResidualPrecision::DoubleDouble) {
     const std::int64_t chunk = residual_chunk(n_);
     const int chunks = int((n_ + chunk - 1) / chunk);
-    const std::size_t partials = std::size_t(chunks) * kResidualMaxRhs * std::size_t(n_);
+    const std::size_t partials =
+        std::size_t(chunks) * std::size_t(std::min<std::int64_t>(kResidualMaxRhs, x.cols)) * std::size_t(n_);
     if (residual_partials_.size() < 2 * partials) {
       residual_partials_ = DeviceBuffer<double>(ctx_, 2 * partials);
       track_peak();
