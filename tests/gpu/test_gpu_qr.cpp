@@ -271,21 +271,72 @@ TEST(GpuLeastSquares, WideMatricesTakeTheFp16x3UpdatesWhereColumnsAreScaledAlike
 // long double QR) and to the host solver's x; an ill-conditioned A (kappa 1e9) solved by the
 // Cholesky QR preconditioned with the FP32 R, one beyond it (1e12) by the FP64 Householder QR,
 // each on the host's path; a rank-deficient one reported; B, A untouched.
+// A = U diag(sigma) V^T, m x n, with random orthonormal U and V (seeds seed, seed + 1) and
+// singular values sigma_i = kappa^(-i / (n - 1)); U kept for residuals orthogonal to A's range.
+struct SingularValueMatrix {
+  Matrix<double> a, u;
+};
+SingularValueMatrix singular_value_matrix(std::int64_t m, std::int64_t n, double kappa, std::uint64_t seed) {
+  Matrix<double> u(m, n), v(n, n);
+  fill_random(host_view(u.data(), m, n, m), RandomSpec::uniform(-1, 1, seed));
+  fill_random(host_view(v.data(), n, n, n), RandomSpec::uniform(-1, 1, seed + 1));
+  u = u.householderQr().householderQ() * Matrix<double>::Identity(m, n);
+  v = v.householderQr().householderQ() * Matrix<double>::Identity(n, n);
+  Eigen::VectorXd sigma(n);
+  for (std::int64_t i = 0; i < n; ++i) sigma[i] = std::pow(kappa, -double(i) / double(n - 1));
+  return {u * sigma.asDiagonal() * v.transpose(), u};
+}
+
+// LeastSquares on device matrices: a later solve of other right-hand sides refines with the
+// factors that worked (one attempt, factor_seconds 0) and gives least_squares()'s X for them,
+// with cheap factors (kappa 1e3) and with the FP64 ones the path reached (kappa 1e9).
+TEST(GpuLeastSquares, FactorOnceSolvesLaterRightHandSidesWithTheFactorsThatWorked) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t m = full_or_small(1500, 500), n = full_or_small(150, 90);
+  for (const double kappa : {1e3, 1e9}) {
+    SCOPED_TRACE("kappa " + std::to_string(kappa));
+    const Matrix<double> a = singular_value_matrix(m, n, kappa, 71).a;
+    DeviceBuffer<double> da(ctx, m * n);
+    da.copy_from_host(a.data(), m * n);
+    LeastSquares ls(ctx, device_view<const double>(da.data(), m, n, m));
+    for (const std::int64_t k : {2, 3}) {
+      Matrix<double> b(m, k);
+      fill_random(host_view(b.data(), m, k, m), RandomSpec::uniform(-1, 1, 73 + k));
+      DeviceBuffer<double> db(ctx, m * k), dx(ctx, n * k), dx_alone(ctx, n * k);
+      db.copy_from_host(b.data(), m * k);
+      const LeastSquaresReport r = ls.solve(device_view<const double>(db.data(), m, k, m), device_view(dx.data(), n, k, n));
+      const LeastSquaresReport alone = least_squares(ctx, device_view<const double>(da.data(), m, n, m),
+                                                     device_view<const double>(db.data(), m, k, m),
+                                                     device_view(dx_alone.data(), n, k, n));
+      Matrix<double> x(n, k), x_alone(n, k);
+      ctx.synchronize();
+      dx.copy_to_host(x.data(), n * k);
+      dx_alone.copy_to_host(x_alone.data(), n * k);
+      EXPECT_TRUE(r.converged) << r.path();
+      // Within the solution's FP64 accuracy (cuBLAS may order a product's sums differently from
+      // one call to the next).
+      EXPECT_LE((x - x_alone).norm(), 64 * kappa * 0x1p-53 * x_alone.norm()) << r.path() << " against " << alone.path();
+      EXPECT_EQ(ls.precision(), kappa < 1e6 ? Precision::FP32 : Precision::FP64) << r.path();
+      if (k == 3) {
+        ASSERT_EQ(r.attempts.size(), 1u) << r.path();
+        EXPECT_EQ(r.attempts[0].factor_seconds, 0.0);
+      }
+    }
+  }
+}
+
 TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
   const std::int64_t m = full_or_small(2000, 600), n = full_or_small(200, 140), k = 2;
   for (const double kappa : {1e4, 1e9, 1e12}) {
-    Matrix<double> u(m, n), v(n, n), z(m, k), x_true(n, k);
-    fill_random(host_view(u.data(), m, n, m), RandomSpec::uniform(-1, 1, 61));
-    fill_random(host_view(v.data(), n, n, n), RandomSpec::uniform(-1, 1, 62));
+    Matrix<double> z(m, k), x_true(n, k);
     fill_random(host_view(z.data(), m, k, m), RandomSpec::uniform(-1, 1, 63));
     fill_random(host_view(x_true.data(), n, k, n), RandomSpec::uniform(-1, 1, 64));
-    u = u.householderQr().householderQ() * Matrix<double>::Identity(m, n);
-    v = v.householderQr().householderQ() * Matrix<double>::Identity(n, n);
-    Eigen::VectorXd sigma(n);
-    for (std::int64_t i = 0; i < n; ++i) sigma[i] = std::pow(kappa, -double(i) / double(n - 1));
-    const Matrix<double> a = u * sigma.asDiagonal() * v.transpose();
+    const SingularValueMatrix made = singular_value_matrix(m, n, kappa, 61);
+    const Matrix<double>& a = made.a;
+    const Matrix<double>& u = made.u;
     z -= u * (u.transpose() * z);
     const Matrix<double> b = a * x_true + 0.3 * z;
     DeviceBuffer<double> da(ctx, m * n), db(ctx, m * k), dx(ctx, n * k);

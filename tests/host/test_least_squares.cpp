@@ -375,6 +375,69 @@ TEST(LeastSquares, RankDeficiencyIsReportedNotSolved) {
   }
 }
 
+// LeastSquares factors once: its first solve is least_squares() bit for bit; a later solve of
+// other right-hand sides refines with the factors that worked (one attempt, no factorization)
+// and gives least_squares()'s X for them bit for bit (the same factors, the same refinement), for
+// the cheap factors (kappa 1e3) and for the FP64 ones the path reached (kappa 1e9).
+TEST(LeastSquares, FactorOnceSolvesLaterRightHandSidesWithTheFactorsThatWorked) {
+  Context ctx = Context::host_only();
+  const std::int64_t m = 200, n = 50;
+  for (const double kappa : {1e3, 1e9}) {
+    SCOPED_TRACE("kappa " + std::to_string(kappa));
+    const Problem first = make_problem(m, n, 2, kappa, 0.1, 51), second = make_problem(m, n, 3, kappa, 1e-3, 51);
+    ASSERT_EQ(first.a, second.a);  // the same A (the seed), other right-hand sides
+    LeastSquares ls(ctx, host_view<const double>(first.a.data(), m, n, m));
+    EXPECT_EQ(ls.precision(), Precision::Auto);
+    for (const Problem* p : {&first, &second}) {
+      const std::int64_t k = p->b.cols();
+      MatrixD x(n, k), expected;
+      const LeastSquaresReport r = ls.solve(host_view<const double>(p->b.data(), m, k, m), host_view(x.data(), n, k, n));
+      const LeastSquaresReport alone = solve(ctx, *p, expected);
+      EXPECT_TRUE(r.converged) << r.path();
+      EXPECT_EQ(x, expected) << r.path() << " against " << alone.path();
+      EXPECT_EQ(r.residual_norms, alone.residual_norms);
+      EXPECT_EQ(ls.precision(), kappa < 1e6 ? Precision::FP32 : Precision::FP64) << r.path();
+      if (p == &first) {
+        EXPECT_EQ(r.path(), alone.path());
+      } else {
+        ASSERT_EQ(r.attempts.size(), 1u) << r.path();
+        EXPECT_EQ(r.attempts[0].factor_seconds, 0.0);
+        EXPECT_EQ(r.attempts[0].precision, ls.precision());
+        EXPECT_EQ(r.fell_back, kappa > 1e6) << r.path();
+      }
+    }
+  }
+}
+
+// LeastSquares names bad arguments as least_squares() does: A's at construction, B's and X's at
+// solve, which leaves the object usable.
+TEST(LeastSquares, FactorOnceNamesBadArgumentsWhereTheyArrive) {
+  Context ctx = Context::host_only();
+  const std::int64_t m = 40, n = 10;
+  const Problem p = make_problem(m, n, 1, 1e2, 0.1, 61);
+  MatrixD wide(n, m), with_nan = p.a;
+  with_nan(3, 4) = NAN;
+  const auto message = [](const auto& call) {
+    try {
+      call();
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message([&] { LeastSquares(ctx, host_view<const double>(wide.data(), n, m, n)); }).find("fewer rows"),
+            std::string::npos);
+  EXPECT_NE(message([&] { LeastSquares(ctx, host_view<const double>(with_nan.data(), m, n, m)); }).find("A(3, 4)"),
+            std::string::npos);
+  LeastSquares ls(ctx, host_view<const double>(p.a.data(), m, n, m));
+  MatrixD x(n, 1), short_b = p.b.topRows(m - 1);
+  EXPECT_NE(message([&] { ls.solve(host_view<const double>(short_b.data(), m - 1, 1, m - 1), host_view(x.data(), n, 1, n)); })
+                .find("B has 39 rows"),
+            std::string::npos);
+  const LeastSquaresReport r = ls.solve(host_view<const double>(p.b.data(), m, 1, m), host_view(x.data(), n, 1, n));
+  EXPECT_TRUE(r.converged) << r.path();
+}
+
 TEST(LeastSquares, NamesBadArguments) {
   Context ctx = Context::host_only();
   MatrixD a = random_matrix(6, 3, 1), b = random_matrix(6, 1, 2), x(3, 1), wide = random_matrix(3, 6, 3);

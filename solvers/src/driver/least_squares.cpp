@@ -6,6 +6,8 @@
 #include "driver/option_checks.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstddef>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -53,9 +55,12 @@ double scaled_norm(const std::vector<double>& v) {
 // The host's space (qr/least_squares_space.hpp): HouseholderQr on host-fp32 / host-fp64.
 class HostLsSpace final : public solvers_detail::LsSpace {
  public:
-  HostLsSpace(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
-              const MatrixView<double>& x)
-      : ctx_(ctx), a_(a), b_(b), x_(x), r_(a.rows) {}
+  HostLsSpace(Context& ctx, const MatrixView<const double>& a) : ctx_(ctx), a_(a), r_(a.rows) {}
+
+  void bind(const MatrixView<const double>& b, const MatrixView<double>& x) override {
+    b_ = b;
+    x_ = x;
+  }
 
   std::pair<std::int64_t, std::int64_t> find_nonfinite(int which) override {
     const MatrixView<const double>& m = which == 0 ? a_ : b_;
@@ -359,6 +364,30 @@ void refine_columns(solvers_detail::LsSpace& space, std::int64_t columns, const 
   result.refine_seconds = solvers_detail::seconds_since(t0);
 }
 
+// The checks of A, B and X that need no pass over them, in the order least_squares()
+// documents them.
+void check_arguments(const MatrixView<const double>& a, const MatrixView<const double>& b,
+                     const MatrixView<double>& x) {
+  const char* where = "least_squares";
+  detail::check_view(where, "A", a);
+  detail::check_view(where, "B", b);
+  detail::check_view(where, "X", x);
+  if (b.memory != a.memory || x.memory != a.memory)
+    throw InvalidArgument(std::string("least_squares: B and X must be in ") + to_string(a.memory) + " memory, as A");
+  if (a.rows < a.cols)
+    throw InvalidArgument("least_squares: A is " + std::to_string(a.rows) + " x " + std::to_string(a.cols) +
+                          ": fewer rows than columns (underdetermined systems are not supported)");
+  if (b.rows != a.rows)
+    throw InvalidArgument("least_squares: B has " + std::to_string(b.rows) + " rows, A " + std::to_string(a.rows));
+  if (x.rows != a.cols || x.cols != b.cols)
+    throw InvalidArgument("least_squares: X is " + std::to_string(x.rows) + " x " + std::to_string(x.cols) + ", not " +
+                          std::to_string(a.cols) + " x " + std::to_string(b.cols));
+  // A and B are read until the end, while X is written: no byte of X's storage range may lie in
+  // theirs.
+  detail::check_no_overlap(where, "X", x, "A", a);
+  detail::check_no_overlap(where, "X", x, "B", b);
+}
+
 }  // namespace
 
 std::string to_string(LeastSquaresStop s) {
@@ -399,98 +428,152 @@ std::string LeastSquaresReport::path() const {
   return out;
 }
 
-LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
-                                 const MatrixView<double>& x, const LeastSquaresOptions& options) {
-  const char* where = "least_squares";
-  detail::check_view(where, "A", a);
-  detail::check_view(where, "B", b);
-  detail::check_view(where, "X", x);
-  if (b.memory != a.memory || x.memory != a.memory)
-    throw InvalidArgument(std::string("least_squares: B and X must be in ") + to_string(a.memory) + " memory, as A");
-  if (a.rows < a.cols)
-    throw InvalidArgument("least_squares: A is " + std::to_string(a.rows) + " x " + std::to_string(a.cols) +
-                          ": fewer rows than columns (underdetermined systems are not supported)");
-  if (b.rows != a.rows)
-    throw InvalidArgument("least_squares: B has " + std::to_string(b.rows) + " rows, A " + std::to_string(a.rows));
-  if (x.rows != a.cols || x.cols != b.cols)
-    throw InvalidArgument("least_squares: X is " + std::to_string(x.rows) + " x " + std::to_string(x.cols) + ", not " +
-                          std::to_string(a.cols) + " x " + std::to_string(b.cols));
-  // A and B are read until the end, while X is written: no byte of X's storage range may lie in
-  // theirs.
-  detail::check_no_overlap(where, "X", x, "A", a);
-  detail::check_no_overlap(where, "X", x, "B", b);
-  solvers_detail::check_least_squares_options(where, options, &a.memory);
-  const std::unique_ptr<solvers_detail::LsSpace> space = a.memory == Memory::Device
-                                                             ? solvers_detail::make_device_ls_space(ctx, a, b, x)
-                                                             : std::make_unique<HostLsSpace>(ctx, a, b, x);
-  for (const int which : {0, 1}) {
-    const auto bad = space->find_nonfinite(which);
-    if (bad.first >= 0)
-      throw InvalidArgument(std::string("least_squares: ") + (which == 0 ? "A" : "B") + "(" +
-                            std::to_string(bad.first) + ", " + std::to_string(bad.second) + ") is NaN or Inf");
+// The state of a LeastSquares: A's memory space, the path of factors, and the factors held.
+struct LeastSquares::State {
+  Context* ctx = nullptr;
+  MatrixView<const double> a;
+  LeastSquaresOptions options;
+  std::unique_ptr<solvers_detail::LsSpace> space;
+  // The factors to try in order: the cheap QR; where its refinement fails, FP64 factors from
+  // Cholesky QR preconditioned with its R; where that Cholesky breaks down or its refinement
+  // fails, the FP64 Householder QR.
+  std::vector<Factors> path;
+  // The factors hold a_scale A, a_scale = 2^-exponent, a power of two that brings A's largest
+  // entry near 1: FP32's range would not hold every FP64 A (the refinement undoes the scale
+  // exactly).
+  int exponent = 0;
+  // The factors of path[held_rung] whose refinement was accepted (held_attempt), and their scales;
+  // held_rung < 0: none (before the first solve, or after one that none of the path solved).
+  std::ptrdiff_t held_rung = -1;
+  LeastSquaresAttempt held_attempt;
+  FactorScales held_scales;
+};
+
+LeastSquares::LeastSquares(Context& ctx, const MatrixView<const double>& a, const LeastSquaresOptions& options)
+    : state_(std::make_unique<State>()) {
+  // A's checks: those of least_squares() with an empty B and X of A's shape.
+  check_arguments(a, MatrixView<const double>{nullptr, a.rows, 0, std::max<std::int64_t>(a.rows, 1), a.memory},
+                  MatrixView<double>{nullptr, a.cols, 0, std::max<std::int64_t>(a.cols, 1), a.memory});
+  solvers_detail::check_least_squares_options("least_squares", options, &a.memory);
+  State& s = *state_;
+  s.ctx = &ctx;
+  s.a = a;
+  s.options = options;
+  s.space = a.memory == Memory::Device ? solvers_detail::make_device_ls_space(ctx, a)
+                                       : std::make_unique<HostLsSpace>(ctx, a);
+  const auto bad = s.space->find_nonfinite(0);
+  if (bad.first >= 0)
+    throw InvalidArgument("least_squares: A(" + std::to_string(bad.first) + ", " + std::to_string(bad.second) +
+                          ") is NaN or Inf");
+  s.path = {options.factorization == Precision::FP64 ? Factors::Fp64 : Factors::Fp32};
+  if (options.fallback && options.factorization != Precision::FP64) {
+    if (options.cholesky_qr) s.path.push_back(Factors::CholeskyQr);
+    s.path.push_back(Factors::Fp64);
   }
+  const double largest_entry = s.space->largest_abs_a();
+  if (largest_entry > 0) std::frexp(largest_entry, &s.exponent);
+}
+
+LeastSquares::~LeastSquares() = default;
+LeastSquares::LeastSquares(LeastSquares&&) noexcept = default;
+LeastSquares& LeastSquares::operator=(LeastSquares&&) noexcept = default;
+
+Precision LeastSquares::precision() const {
+  return state_->held_rung < 0 ? Precision::Auto : state_->held_attempt.precision;
+}
+
+LeastSquaresReport LeastSquares::solve(const MatrixView<const double>& b, const MatrixView<double>& x) {
+  State& s = *state_;
+  const MatrixView<const double>& a = s.a;
+  check_arguments(a, b, x);
+  solvers_detail::LsSpace& space = *s.space;
+  space.bind(b, x);
+  const auto bad = space.find_nonfinite(1);
+  if (bad.first >= 0)
+    throw InvalidArgument("least_squares: B(" + std::to_string(bad.first) + ", " + std::to_string(bad.second) +
+                          ") is NaN or Inf");
 
   LeastSquaresReport report;
   if (a.cols == 0 || b.cols == 0) {
     report.converged = true;
-  } else {
-    // The factors to try in order: the cheap QR; where its refinement fails, FP64 factors from
-    // Cholesky QR preconditioned with its R; where that Cholesky breaks down or its refinement
-    // fails, the FP64 Householder QR.
-    std::vector<Factors> path = {options.factorization == Precision::FP64 ? Factors::Fp64 : Factors::Fp32};
-    if (options.fallback && options.factorization != Precision::FP64) {
-      if (options.cholesky_qr) path.push_back(Factors::CholeskyQr);
-      path.push_back(Factors::Fp64);
-    }
-    // The factors hold a_scale A, a power of two that brings A's largest entry near 1: FP32's
-    // range would not hold every FP64 A (the refinement undoes the scale exactly).
-    int exponent = 0;
-    const double largest_entry = space->largest_abs_a();
-    if (largest_entry > 0) std::frexp(largest_entry, &exponent);
-    const std::int64_t block = options.block_size;  // 0: the memory space's choice
-    for (std::size_t i = 0; i < path.size(); ++i) {
-      // Cholesky QR needs the FP32 R invertible (a zero |r_jj|: an exactly dependent column).
-      if (path[i] == Factors::CholeskyQr && !(report.attempts.back().diagonal_ratio > 0)) continue;
-      FactorScales scales;
-      report.attempts.push_back(attempt(*space, path[i], exponent, a.rows, a.cols, b.cols, block, options, scales));
-      report.fell_back = i > 0;
-      if (accepted(report.attempts.back().stop)) {
-        report.converged = true;
-        break;
-      }
-      // The FP32 factors' plain steps did not converge. Refining x alone with the same factors
-      // reaches FP64's accuracy where the system is consistent (accepted only there: LsMethod);
-      // then GMRES-LS where asked. Each on every column again (one attempt, one stop).
-      const LeastSquaresStop stop = report.attempts.back().stop;
-      const auto rescue = [&](bool gmres) {  // another refinement with the same factors
-        LeastSquaresAttempt again;
-        again.precision = Precision::FP32;
-        again.gmres = gmres;
-        again.x_only = !gmres;
-        again.diagonal_ratio = report.attempts.back().diagonal_ratio;
-        refine_columns(*space, b.cols, options, scales, again);
-        report.attempts.push_back(again);
-        return accepted(again.stop);
-      };
-      // CGLS takes no rescue: where it fails, the Cholesky QR follows. (The rescue, x alone, serves
-      // the plain steps, which diverge on some consistent systems near kappa u_32 ~ 0.1; CGLS
-      // converged on every consistent system of the tests and of a 1680-problem model.)
-      const bool cheap_factors = path[i] == Factors::Fp32 && stop != LeastSquaresStop::RankUndecided &&
-                                 options.refinement != LeastSquaresOptions::Refinement::Cgls;
-      if (cheap_factors && options.refinement != LeastSquaresOptions::Refinement::Gmres && rescue(false)) {
-        report.converged = true;
-        break;
-      }
-      if (cheap_factors && options.refinement == LeastSquaresOptions::Refinement::AugmentedThenGmres && rescue(true)) {
-        report.converged = true;
-        break;
-      }
-    }
-    // Not refined: no solution (a Cholesky QR attempt is always followed by the FP64 QR).
-    if (report.attempts.back().stop == LeastSquaresStop::RankUndecided) space->fill_x_with_nan();
+    report.residual_norms = space.residual_norms();
+    return report;
   }
-  report.residual_norms = space->residual_norms();
+  const LeastSquaresOptions& options = s.options;
+  const std::int64_t block = options.block_size;  // 0: the memory space's choice
+  // Factors held from an earlier solve: refined again for this B first (no factorization), and
+  // where that fails the path goes on from the next factors.
+  const std::ptrdiff_t reused = s.held_rung;
+  s.held_rung = -1;
+  for (std::size_t i = reused < 0 ? 0 : std::size_t(reused); i < s.path.size(); ++i) {
+    const bool reuse = std::ptrdiff_t(i) == reused;
+    // Cholesky QR needs the FP32 R invertible (a zero |r_jj|: an exactly dependent column).
+    if (!reuse && s.path[i] == Factors::CholeskyQr && !(report.attempts.back().diagonal_ratio > 0)) continue;
+    FactorScales scales;
+    if (reuse) {
+      LeastSquaresAttempt again = s.held_attempt;
+      again.factor_seconds = 0;
+      again.iterations = again.inner_iterations = 0;
+      scales = s.held_scales;
+      refine_columns(space, b.cols, options, scales, again);
+      report.attempts.push_back(again);
+    } else {
+      report.attempts.push_back(attempt(space, s.path[i], s.exponent, a.rows, a.cols, b.cols, block, options, scales));
+    }
+    report.fell_back = i > 0;
+    if (accepted(report.attempts.back().stop)) {
+      s.held_rung = std::ptrdiff_t(i);
+      s.held_attempt = report.attempts.back();
+      s.held_scales = scales;
+      report.converged = true;
+      break;
+    }
+    // The FP32 factors' plain steps did not converge. Refining x alone with the same factors
+    // reaches FP64's accuracy where the system is consistent (accepted only there: LsMethod);
+    // then GMRES-LS where asked. Each on every column again (one attempt, one stop).
+    const LeastSquaresStop stop = report.attempts.back().stop;
+    const auto rescue = [&](bool gmres) {  // another refinement with the same factors
+      LeastSquaresAttempt again;
+      again.precision = Precision::FP32;
+      again.gmres = gmres;
+      again.x_only = !gmres;
+      again.diagonal_ratio = report.attempts.back().diagonal_ratio;
+      refine_columns(space, b.cols, options, scales, again);
+      report.attempts.push_back(again);
+      if (!accepted(again.stop)) return false;
+      s.held_rung = std::ptrdiff_t(i);
+      s.held_attempt = again;
+      s.held_scales = scales;
+      return true;
+    };
+    // CGLS takes no rescue: where it fails, the Cholesky QR follows. (The rescue, x alone, serves
+    // the plain steps, which diverge on some consistent systems near kappa u_32 ~ 0.1; CGLS
+    // converged on every consistent system of the tests and of a 1680-problem model.)
+    const bool cheap_factors = s.path[i] == Factors::Fp32 && stop != LeastSquaresStop::RankUndecided &&
+                               options.refinement != LeastSquaresOptions::Refinement::Cgls;
+    if (cheap_factors && options.refinement != LeastSquaresOptions::Refinement::Gmres && rescue(false)) {
+      report.converged = true;
+      break;
+    }
+    if (cheap_factors && options.refinement == LeastSquaresOptions::Refinement::AugmentedThenGmres && rescue(true)) {
+      report.converged = true;
+      break;
+    }
+  }
+  // Not refined: no solution (a Cholesky QR attempt is always followed by the FP64 QR).
+  if (report.attempts.back().stop == LeastSquaresStop::RankUndecided) space.fill_x_with_nan();
+  report.residual_norms = space.residual_norms();
   return report;
+}
+
+LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
+                                 const MatrixView<double>& x, const LeastSquaresOptions& options) {
+  // The checks that need no pass over A or B first, in the order of the documentation; then A's
+  // scan (LeastSquares' constructor) and B's (its solve).
+  check_arguments(a, b, x);
+  solvers_detail::check_least_squares_options("least_squares", options, &a.memory);
+  LeastSquares factored(ctx, a, options);
+  return factored.solve(b, x);
 }
 
 }  // namespace mixsolve

@@ -20,6 +20,9 @@ namespace mixsolve::solvers_detail {
 class LsSpace {
  public:
   virtual ~LsSpace() = default;
+  // The right-hand sides B (m x k) and the solutions X (n x k) the calls below read and write,
+  // in A's memory, until bound again (LeastSquares::solve).
+  virtual void bind(const MatrixView<const double>& b, const MatrixView<double>& x) = 0;
   // The first (row, column) of A (which = 0) or B (1) holding NaN or Inf, or (-1, -1).
   virtual std::pair<std::int64_t, std::int64_t> find_nonfinite(int which) = 0;
   // max |a_ij| and ||A||_F.
@@ -61,9 +64,8 @@ class LsSpace {
   virtual void fill_x_with_nan() = 0;
 };
 
-// The device's space: A, B, X in device memory (ctx with a GPU); the FP32 factors' trailing
-// updates on cublas-sgemm.
-std::unique_ptr<LsSpace> make_device_ls_space(Context& ctx, const MatrixView<const double>& a,
-                                              const MatrixView<const double>& b, const MatrixView<double>& x);
+// The device's space: A in device memory (ctx with a GPU), B and X there too (bind); the FP32
+// factors' trailing updates on cublas-sgemm.
+std::unique_ptr<LsSpace> make_device_ls_space(Context& ctx, const MatrixView<const double>& a);
 
 }  // namespace mixsolve::solvers_detail

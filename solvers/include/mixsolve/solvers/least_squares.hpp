@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -181,5 +182,47 @@ struct LeastSquaresReport {
 /// @throws DeviceError          if a CUDA, cuBLAS or cuSOLVER call fails.
 LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
                                  const MatrixView<double>& x, const LeastSquaresOptions& options = {});
+
+/// Factor once, solve many least-squares problems with the same A:
+///
+///   mixsolve::LeastSquares ls(ctx, A);                      // checks A; nothing factored yet
+///   mixsolve::LeastSquaresReport r = ls.solve(B, X);        // factors (and escalates) here
+///   r = ls.solve(B2, X2);                                   // refines with the factors that worked
+///
+/// The first solve runs least_squares()'s path; a later one refines its X with the factors
+/// whose refinement was accepted last (an attempt with factor_seconds 0), and where that
+/// refinement fails for the new B goes on along the path from the next factors. After a solve
+/// that no factors solved, the next one starts the path again. A (host or device) is read in
+/// place, never written: it must outlive the object unchanged.
+class LeastSquares {
+ public:
+  /// Checks A and the options and scans A for NaN and Inf; nothing is factored yet.
+  /// @param ctx     the context; it must outlive the object. A device A needs a Context with a GPU.
+  /// @param a       the m x n matrix A, m >= n, host or device memory; read in place.
+  /// @param options the settings (LeastSquaresOptions).
+  /// @throws InvalidArgument as least_squares() for A and the options.
+  /// @throws DeviceError     if a CUDA call fails.
+  LeastSquares(Context& ctx, const MatrixView<const double>& a, const LeastSquaresOptions& options = {});
+  ~LeastSquares();
+  LeastSquares(LeastSquares&&) noexcept;
+  LeastSquares& operator=(LeastSquares&&) noexcept;
+
+  /// Solves min ||B - A X||_F column by column (least_squares()).
+  /// @param b the m x k right-hand sides, in A's memory; read, not modified. No NaN or Inf.
+  /// @param x the n x k solutions, in A's memory, not overlapping A or B; written.
+  /// @return the report of this solve (its attempts only).
+  /// @throws InvalidArgument     as least_squares() for B and X.
+  /// @throws RankDeficientMatrix if A is numerically rank deficient.
+  /// @throws DeviceError         if a CUDA, cuBLAS or cuSOLVER call fails.
+  LeastSquaresReport solve(const MatrixView<const double>& b, const MatrixView<double>& x);
+
+  /// @return the precision of the factors the next solve refines with first (Precision::Auto
+  ///         before the first solve and after one that no factors solved).
+  Precision precision() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace mixsolve

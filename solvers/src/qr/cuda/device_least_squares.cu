@@ -549,9 +549,15 @@ class DeviceLsSpace final : public LsSpace {
   }
 
  public:
-  DeviceLsSpace(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
-                const MatrixView<double>& x)
-      : ctx_(ctx), a_(a), b_(b), x_(x), r_(ctx, std::max<std::int64_t>(a.rows, 1)), scan_(ctx, 2) {}
+  DeviceLsSpace(Context& ctx, const MatrixView<const double>& a)
+      : ctx_(ctx), a_(a), r_(ctx, std::max<std::int64_t>(a.rows, 1)), scan_(ctx, 2) {}
+
+  void bind(const MatrixView<const double>& b, const MatrixView<double>& x) override {
+    if (b.ld > INT_MAX) throw InvalidArgument("least_squares: B's leading dimension (" + std::to_string(b.ld) +
+                                              ") beyond cuBLAS's int");
+    b_ = b;
+    x_ = x;
+  }
 
   // A's scan also gives max |a_ij|, kept for largest_abs_a(): one pass over A for both.
   std::pair<std::int64_t, std::int64_t> find_nonfinite(int which) override {
@@ -848,13 +854,12 @@ class DeviceLsSpace final : public LsSpace {
 
 }  // namespace
 
-std::unique_ptr<LsSpace> make_device_ls_space(Context& ctx, const MatrixView<const double>& a,
-                                              const MatrixView<const double>& b, const MatrixView<double>& x) {
+std::unique_ptr<LsSpace> make_device_ls_space(Context& ctx, const MatrixView<const double>& a) {
   if (!ctx.has_device()) throw InvalidArgument("least_squares: device matrices need a Context with a GPU");
-  if (a.rows > INT_MAX || a.ld > INT_MAX || b.ld > INT_MAX)
+  if (a.rows > INT_MAX || a.ld > INT_MAX)
     throw InvalidArgument("least_squares: m (" + std::to_string(a.rows) +
                           ") or a leading dimension beyond cuBLAS's int");
-  return std::make_unique<DeviceLsSpace>(ctx, a, b, x);
+  return std::make_unique<DeviceLsSpace>(ctx, a);
 }
 
 }  // namespace mixsolve::solvers_detail
