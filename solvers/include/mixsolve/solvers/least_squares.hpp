@@ -193,7 +193,8 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
 /// whose refinement was accepted last (an attempt with factor_seconds 0), and where that
 /// refinement fails for the new B goes on along the path from the next factors. After a solve
 /// that no factors solved, the next one starts the path again. A (host or device) is read in
-/// place, never written: it must outlive the object unchanged.
+/// place, never written: it must outlive the object unchanged. A moved-from LeastSquares may only
+/// be assigned to or destroyed.
 class LeastSquares {
  public:
   /// Checks A and the options and scans A for NaN and Inf; nothing is factored yet.
