@@ -538,6 +538,8 @@ class DeviceLsSpace final : public LsSpace {
  private:
   // scan_kernel over m: the first NaN or Inf (i + j rows, or -1) and max |m_ij| over the finite entries.
   std::int64_t scan(const MatrixView<const double>& m, double& largest) {
+    largest = 0;
+    if (m.empty()) return -1;  // no empty grid (an empty A or B: nothing to read)
     const unsigned long long start[2] = {~0ull, 0};
     scan_.copy_from_host(start, 2, ctx_.stream());
     scan_kernel<<<matrix_grid(m.rows, m.cols), 256, 0, ctx_.stream()>>>(m.data, m.ld, m.rows, m.cols, scan_.data());
