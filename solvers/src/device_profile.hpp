@@ -22,13 +22,19 @@ namespace mixsolve::solvers_detail {
 // (with look-ahead the panel overlaps the others, so they add up to more than the total); the
 // solve phases (triangular solves, residuals, mat-vecs) when the engine ends. Off by default
 // (events cost a little).
+// A product's m x n x k in the timeline (-1: a phase that is not a product).
+struct ProfileShape {
+  long long m = -1, n = -1, k = -1;
+};
+
 class Profile {
  public:
+  using Shape = ProfileShape;
   enum Phase {
     // the LU's
     Panel, RightSwaps, LeftSwaps, RowBlock, Update, PackL21, DiagonalBlock, PanelInverse,
     // the Cholesky's (cholesky/cuda/device_cholesky.cu)
-    CholeskyLeaf, CholeskyLeafSolve, CholeskyProduct, kLuPhases,
+    CholeskyLeaf, CholeskyLeafInverse, CholeskyLeafSolve, CholeskyProduct, kLuPhases,
     Solve = kLuPhases, Residual, Multiply, kPhases
   };
   Profile() : enabled_(tuning().profile) {
@@ -51,17 +57,18 @@ class Profile {
   bool enabled() const { return enabled_; }
   // With Tuning::timeline_path as well, each LU phase's start and end (ms since this call,
   // which marks the factorization's start on `stream`) are appended to the file as CSV lines
-  // "factorization,phase,stream,start_ms,stop_ms", the streams named as given here; factorization
-  // counts the process's factorizations (each solve has its own engine and profile).
+  // "factorization,phase,stream,start_ms,stop_ms,m,n,k", the streams named as given here, m x n x k
+  // a product's shape (start's `shape`; empty for other phases); factorization counts the process's
+  // factorizations (each solve has its own engine and profile).
   void begin_factorization(cudaStream_t stream, std::vector<std::pair<cudaStream_t, std::string>> stream_names) {
     if (!enabled_) return;
     if (!origin_) MIXSOLVE_CUDA_CHECK(cudaEventCreate(&origin_));
     MIXSOLVE_CUDA_CHECK(cudaEventRecord(origin_, stream));
     stream_names_ = std::move(stream_names);
   }
-  void start(Phase phase, cudaStream_t stream) {
+  void start(Phase phase, cudaStream_t stream, Shape shape = {}) {
     if (!enabled_) return;
-    Record r{phase, stream, nullptr, nullptr};
+    Record r{phase, stream, nullptr, nullptr, shape};
     MIXSOLVE_CUDA_CHECK(cudaEventCreate(&r.start));
     MIXSOLVE_CUDA_CHECK(cudaEventCreate(&r.stop));
     MIXSOLVE_CUDA_CHECK(cudaEventRecord(r.start, stream));
@@ -93,8 +100,10 @@ class Profile {
     if (!enabled_) return;
     write_timeline();
     collect();
-    std::fprintf(stderr, "Cholesky profile: total %.2f ms; %d leaves %.2f, %d leaf solves %.2f, %d products %.2f ms\n",
-                 1e3 * total_seconds, count_[CholeskyLeaf], ms_[CholeskyLeaf], count_[CholeskyLeafSolve],
+    std::fprintf(stderr,
+                 "Cholesky profile: total %.2f ms; %d leaves %.2f, their inverses %.2f, %d leaf solves %.2f, %d products "
+                 "%.2f ms\n",
+                 1e3 * total_seconds, count_[CholeskyLeaf], ms_[CholeskyLeaf], ms_[CholeskyLeafInverse], count_[CholeskyLeafSolve],
                  ms_[CholeskyLeafSolve], count_[CholeskyProduct], ms_[CholeskyProduct]);
     for (int p = 0; p < kLuPhases; ++p) ms_[p] = count_[p] = 0;
   }
@@ -104,6 +113,7 @@ class Profile {
     Phase phase;
     cudaStream_t stream;
     cudaEvent_t start, stop;
+    Shape shape;
   };
   static void destroy(Record& r) {
     cudaEventDestroy(r.start);
@@ -113,7 +123,7 @@ class Profile {
     if (timeline_path_.empty() || !origin_) return;
     static const char* const names[kPhases] = {"panel",          "right swaps",   "left swaps", "U12",
                                                "update",         "pack L21",      "diagonal block",
-                                               "panel inverse",  "cholesky leaf", "cholesky leaf solve",
+                                               "panel inverse",  "cholesky leaf", "cholesky leaf inverse", "cholesky leaf solve",
                                                "cholesky product", "solve",       "residual",   "mat-vec"};
     MIXSOLVE_CUDA_CHECK(cudaDeviceSynchronize());
     static std::atomic<int> factorizations{0};
@@ -127,7 +137,11 @@ class Profile {
       float begin = 0, end = 0;
       MIXSOLVE_CUDA_CHECK(cudaEventElapsedTime(&begin, origin_, r.start));
       MIXSOLVE_CUDA_CHECK(cudaEventElapsedTime(&end, origin_, r.stop));
-      std::fprintf(out, "%d,%s,%s,%.4f,%.4f\n", factorization, names[r.phase], stream.c_str(), begin, end);
+      std::fprintf(out, "%d,%s,%s,%.4f,%.4f,", factorization, names[r.phase], stream.c_str(), begin, end);
+      if (r.shape.m >= 0)
+        std::fprintf(out, "%lld,%lld,%lld\n", r.shape.m, r.shape.n, r.shape.k);
+      else
+        std::fprintf(out, ",,\n");
     }
     std::fclose(out);
   }
