@@ -12,6 +12,7 @@
 //   MIXSOLVE_SCAN_COPY=0               the scan of A writes no FP32 copy
 //   MIXSOLVE_LU_ROW_MAJOR=0            column-major FP32 factors
 //   MIXSOLVE_CHOLESKY_CHUNK=k          the Cholesky's update products cut to inner dimension k
+//   MIXSOLVE_CHOLESKY_TENSOR_K=k       the Cholesky's products shorter than k on cuBLAS (1: none)
 //   MIXSOLVE_PANEL_NARROW=1            FP64 panels always in 16-column sub-panels
 //   MIXSOLVE_OZAKI_BLOCK=c             columns of the Ozaki LU's outer blocks
 //   MIXSOLVE_LU_PROFILE=1              LU, Cholesky and solve phase times to stderr
@@ -58,6 +59,7 @@ inline void apply_solver_tuning_environment() {
   flag("MIXSOLVE_SCAN_COPY", t.scan_copy);
   flag("MIXSOLVE_LU_ROW_MAJOR", t.row_major_factors);
   integer("MIXSOLVE_CHOLESKY_CHUNK", t.cholesky_inner_chunk);
+  integer("MIXSOLVE_CHOLESKY_TENSOR_K", t.cholesky_tensor_min_inner);
   flag("MIXSOLVE_PANEL_NARROW", t.narrow_panels_only);
   flag("MIXSOLVE_LU_PROFILE", t.profile);
   t.timeline_path = text("MIXSOLVE_LU_TIMELINE");

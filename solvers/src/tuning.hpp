@@ -39,6 +39,9 @@ struct Tuning {
   // The Cholesky's longest update product (its inner dimension) for every precision; 0 (or less):
   // update_inner_chunk's choice (cholesky/recursive_cholesky.hpp).
   int cholesky_inner_chunk = 0;
+  // The Cholesky's shortest update product on the precision's backend (shorter ones take cuBLAS's
+  // GEMM in the factors' arithmetic); -1: kCholeskyTensorMinInner; 0: every product on the backend.
+  int cholesky_tensor_min_inner = -1;
   // FP64 panels always take 16-column sub-panels (for measurements).
   bool narrow_panels_only = false;
   // Phase times of each LU and of the solves to stderr; with timeline_path, every phase's start

@@ -134,6 +134,53 @@ TEST(GpuBackends, EveryFp32BackendMatchesFp64ReferenceOnAllTransposesAndOddSizes
   EXPECT_EQ(cases, backends.size() * 2 * 2 * shapes.size() * 2);
 }
 
+// Fill::Lower: every backend computes the lower triangle (i >= j) to its bound; one that skips
+// the tiles above the diagonal (skips_upper_fill: the corrected kernels on Hopper) leaves the
+// 128 x 128 tiles wholly above it as they were, also through split-K (k = 5000); a product that
+// is not square is computed whole.
+TEST(GpuBackends, LowerFillComputesTheLowerTriangleAndMaySkipTheTilesAboveIt) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  struct Shape {
+    std::int64_t m, n, k;
+  };
+  const std::vector<Shape> shapes = {{1, 1, 1}, {129, 129, 77}, {1000, 1000, 300}, {1000, 1000, 5000}, {300, 200, 100}};
+  std::uint64_t seed = 7000;
+  int cases = 0, skipped_tiles_checked = 0;
+  for (const Backend* be : device_f32_backends(ctx))
+    for (const Shape& s : shapes) {
+      seed += 2;
+      DeviceProblem p(Op::N, Op::T, s.m, s.n, s.k, 3, RandomSpec::uniform(-1, 1, seed),
+                      RandomSpec::uniform(-1, 1, seed + 1), true);
+      GemmArgs<float> g{Op::N, Op::T, s.m, s.n, s.k, -1.0f, p.da.data(), p.a.ld, p.db.data(), p.b.ld, 1.0f,
+                        p.dc.data(), p.c0.ld, true, Fill::Lower};
+      be->run(ctx, g);
+      ctx.synchronize();
+      HostMatrix<float> c = p.c0;
+      p.dc.copy_to_host(c.data.data(), c.data.size());
+      const auto ref = mixsolve::testing::reference_gemm(Op::N, Op::T, s.m, s.n, s.k, -1.0, p.a, p.b, 1.0, p.c0);
+      const bool square = s.m == s.n;
+      HostMatrix<float> lower = c;  // the entries above the diagonal replaced by the reference's
+      for (std::int64_t j = 0; j < s.n; ++j)
+        for (std::int64_t i = 0; i < std::min(j, s.m); ++i)
+          if (square) lower(i, j) = float(ref.value(i, j));
+      const auto [u_in, u_acc] = unit_roundoffs(be->name());
+      const double bound = mixsolve::testing::inner_product_bound(s.k, u_in, u_acc) + 2 * 0x1p-24;
+      EXPECT_LE(mixsolve::testing::componentwise_error(lower, ref), bound)
+          << be->name() << " m=" << s.m << " n=" << s.n << " k=" << s.k;
+      if (square && be->skips_upper_fill()) {
+        for (std::int64_t j = 0; j < s.n; ++j)
+          for (std::int64_t i = 0; i < j / 128 * 128; ++i) {
+            ASSERT_EQ(c(i, j), p.c0(i, j)) << be->name() << " (" << i << ", " << j << ") above the diagonal tiles";
+            ++skipped_tiles_checked;
+          }
+      }
+      ++cases;
+    }
+  EXPECT_EQ(cases, int(device_f32_backends(ctx).size() * shapes.size()));
+  EXPECT_GT(skipped_tiles_checked, 0) << "halfhalf and tf32tf32 skip the tiles above the diagonal";
+}
+
 // The size limits a backend states through can_implement, which never touches the operands
 // (dummy pointers): cuBLAS's 32-bit sizes, fp16x3's inner dimension 3k, the corrected kernels'
 // 2^30; and run() refuses the same call with NotSupported carrying the same reason.

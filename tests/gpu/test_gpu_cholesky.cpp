@@ -252,6 +252,44 @@ TEST(GpuCholesky, BreakdownEscalatesAndIndefiniteMatricesAreReported) {
   EXPECT_EQ(lu.attempts[1].factor, FactorKind::Lu) << "a clearly indefinite A skips the FP64 Cholesky";
 }
 
+// A breakdown names the first column whose pivot is not positive, wherever it falls in the device's
+// blocks: in a leaf's first, second or last panel, on a leaf's edge, in the last leaf (77 columns,
+// padded to whole panels). A is an SPD matrix whose a_jj is lowered by 1.5 d_j, d_j its pivot in
+// the FP64 Cholesky, so that column j's pivot is -0.5 d_j and the columns before it are untouched;
+// under Structure::Auto the LU path solves it.
+TEST(GpuCholesky, BreakdownNamesTheFirstColumnWhosePivotIsNotPositive) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t n = 333;
+  const std::vector<double> spd = test_matrix(MatrixFamily::Poev, Spectrum::Geo, 1e2, 64, n);
+  const auto l = reference::cholesky_factor(Eigen::Map<const Eigen::MatrixXd>(spd.data(), n, n).eval());
+  ASSERT_LT(l.not_positive, 0);
+  int cases = 0;
+  for (std::int64_t j : {0, 31, 32, 77, 127, 128, 161, 300, 332}) {
+    std::vector<double> a = spd;
+    a[j + j * n] -= 1.5 * l.l(j, j) * l.l(j, j);
+    DeviceSpdProblem prob(a, n, 1, n);
+    for (const char* route : {"", "engine"})  // FP32 leaves, and FP64 ones (the FP64 recursion)
+      for (Precision p : {Precision::FP32, Precision::Halfhalf, Precision::FP64}) {
+        if (*route && p != Precision::FP64) continue;
+        if (!*route && p == Precision::FP64) continue;  // cuSOLVER's dpotrf: not the device's leaves
+        SCOPED_TRACE(to_string(p) + (*route ? " (engine)" : "") + ", column " + std::to_string(j));
+        const FixedFp64Route scope(*route ? solvers_detail::Tuning::Fp64Route::Engine
+                                          : solvers_detail::tuning().fp64_route);
+        const SolveReport r = prob.solve_on_device(ctx, spd_options(p, true, Structure::Auto));
+        ASSERT_FALSE(r.attempts.empty());
+        EXPECT_EQ(r.attempts.front().factor, FactorKind::Cholesky) << r.summary();
+        EXPECT_EQ(r.attempts.front().stop, StopReason::NotPositiveDefinite) << r.summary();
+        EXPECT_EQ(r.attempts.front().zero_pivot_column, j) << r.summary();
+        EXPECT_EQ(r.attempts.back().factor, FactorKind::Lu) << r.summary();
+        EXPECT_TRUE(r.converged) << r.summary();
+        EXPECT_LT(prob.stop_test_ratio(), 1.0) << r.summary();
+        ++cases;
+      }
+  }
+  EXPECT_EQ(cases, 9 * 3);
+}
+
 // A nonsymmetric A: a named error where declared SPD (the message names the pair); under Auto the
 // LU path.
 TEST(GpuCholesky, NonsymmetricMatrixIsANamedErrorUnderSpdAndAnLuUnderAuto) {

@@ -68,7 +68,9 @@ CholeskyBreakdown cholesky_factor(std::vector<T>& a, std::int64_t n, std::int64_
       }
     }
     // c -= a b^T through the update backend, in chunks of the inner dimension (inner_chunk).
-    void subtract_product(std::int64_t m, std::int64_t nc, std::int64_t k, const T* pa, const T* pb, T* pc) {
+    std::int64_t whole_update_rows() const { return 0; }  // the device's blocks (its fallback)
+    void subtract_product(std::int64_t m, std::int64_t nc, std::int64_t k, const T* pa, const T* pb, T* pc,
+                          bool /*lower: the host computes c whole*/ = false) {
       for (std::int64_t p0 = 0; p0 < k; p0 += inner_chunk) {
         const std::int64_t kc = std::min(inner_chunk, k - p0);
         gemm::GemmArgs<T> g{gemm::Op::N, gemm::Op::T, m, nc, kc, T(-1), pa + p0 * ld, ld, pb + p0 * ld, ld,

@@ -6,7 +6,8 @@
 // down to leaves of `leaf` columns. The triangular solve L21 = A21 L11^-T recurses the same way
 // down to `leaf` columns (there the device multiplies by the leaf's inverse, the host substitutes),
 // and the symmetric update down to diagonal blocks of 8 `leaf` rows, each one product (its upper
-// half computed too: the strict upper triangle is scratch). Only the lower triangle of A is read;
+// half computed too: the strict upper triangle is scratch), or whole where the backend skips the
+// tiles above the diagonal (Fill::Lower). Only the lower triangle of A is read;
 // nearly all the arithmetic is in the products.
 #pragma once
 
@@ -40,8 +41,11 @@ inline std::int64_t update_inner_chunk(bool truncating_long_products, std::int64
 //   bool stopped(): an earlier leaf broke down (the recursion ends);
 //   void solve_leaf(const T* l, std::int64_t columns, T* b, std::int64_t rows): b := b l^-T for the
 //     rows x columns b and the lower columns x columns l (columns <= leaf);
-//   void subtract_product(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c):
-//     c -= a b^T, a m x k, b n x k.
+//   void subtract_product(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c,
+//                         bool lower = false):
+//     c -= a b^T, a m x k, b n x k; with `lower` (m == n) only c's lower triangle is needed (the
+//     rest is scratch);
+//   std::int64_t whole_update_rows(): the largest symmetric update taken as one product.
 template <class T, class Ops>
 class RecursiveCholesky {
  public:
@@ -80,12 +84,14 @@ class RecursiveCholesky {
     solve_right(l + h + h * ld_, columns - h, b + h * ld_, rows);
   }
 
-  // The lower triangle of the m x m c -= a a^T (a m x k): diagonal blocks of up to 8 leaves as one
-  // product each, the blocks below them as products of their own.
+  // The lower triangle of the m x m c -= a a^T (a m x k): one product where m <=
+  // ops.whole_update_rows() (a backend that skips the tiles above the diagonal takes it whole),
+  // else diagonal blocks of up to 8 leaves as one product each, the blocks below them as products
+  // of their own.
   void update_lower(T* c, std::int64_t m, const T* a, std::int64_t k) {
     if (m == 0 || k == 0) return;
-    if (m <= 8 * leaf_) {
-      ops_.subtract_product(m, m, k, a, a, c);
+    if (m <= std::max(8 * leaf_, ops_.whole_update_rows())) {
+      ops_.subtract_product(m, m, k, a, a, c, true);
       return;
     }
     const std::int64_t h = half(m);

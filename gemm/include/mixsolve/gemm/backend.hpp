@@ -60,6 +60,8 @@ struct GemmArgs {
   /// 2^78 to overflow. false: no check; an overflow becomes Inf in C (a caller that checks C for
   /// non-finite entries itself, like the LU, skips the synchronisation).
   bool check_range = true;
+  /// The entries of C required (Fill::Lower: on and below the diagonal).
+  Fill fill = Fill::Full;
 };
 
 /// The shape of a GEMM, without its data: what Backend::workspace_bytes() depends on.
@@ -120,6 +122,9 @@ class Backend {
   /// @param shape the call's shape.
   /// @return bytes of Context::workspace() the call uses.
   virtual std::size_t workspace_bytes(const GemmShape& shape) const { return 0; }
+  /// Whether a square product with Fill::Lower skips C's tiles above the diagonal (about half the
+  /// work); false: it computes C whole, as Fill::Lower allows.
+  virtual bool skips_upper_fill() const { return false; }
 
   /// Whether run() would accept `args` in `ctx`: the arguments' validity, the data type, the
   /// Context and the backend's size limits, in the order run() checks them. A query: it launches
@@ -261,7 +266,7 @@ template <class T>
 Problem to_problem(const GemmArgs<T>& args) {
   constexpr Format f = sizeof(T) == 4 ? Format::F32 : Format::F64;
   return {args.m, args.n, args.k, double(args.alpha), double(args.beta), Operand::dense(f, args.op_a, args.a, args.lda),
-          Operand::dense(f, args.op_b, args.b, args.ldb), Output{f, args.c, args.ldc}};
+          Operand::dense(f, args.op_b, args.b, args.ldb), Output{f, args.c, args.ldc, args.fill}};
 }
 
 /// The typed form of a problem whose operands are all dense of T's format.
@@ -272,7 +277,7 @@ template <class T>
 GemmArgs<T> to_args(const Problem& problem, const Execution& execution) {
   return {problem.a.op, problem.b.op, problem.m, problem.n, problem.k, T(problem.alpha),
           static_cast<const T*>(problem.a.data), problem.a.ld, static_cast<const T*>(problem.b.data), problem.b.ld,
-          T(problem.beta), static_cast<T*>(problem.c.data), problem.c.ld, execution.check_range};
+          T(problem.beta), static_cast<T*>(problem.c.data), problem.c.ld, execution.check_range, problem.c.fill};
 }
 
 }  // namespace mixsolve::gemm

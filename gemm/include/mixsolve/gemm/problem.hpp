@@ -103,6 +103,13 @@ struct Operand {
   static Operand prepacked(const PackedB& p) { return {Format::Packed, Op::N, nullptr, 0, p}; }
 };
 
+/// Which entries of C a product must write.
+enum class Fill {
+  Full,   ///< every entry
+  Lower,  ///< those on and below the diagonal (i >= j); the ones above may get any value or none
+          ///< (a symmetric rank-k update's other half). A backend that skips them says so
+          ///< (Backend::skips_upper_fill); the others compute C whole.
+};
 /// The operand the product writes: C, read unless beta == 0.
 struct Output {
   /// The element format.
@@ -111,6 +118,8 @@ struct Output {
   void* data = nullptr;
   /// Leading dimension in elements, >= max(1, m).
   std::int64_t ld = 1;
+  /// The entries required.
+  Fill fill = Fill::Full;
 };
 
 /// C = alpha op(A) op(B) + beta C, column-major; op(A) is m x k, op(B) k x n, C m x n.

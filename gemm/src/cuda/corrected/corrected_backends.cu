@@ -228,7 +228,7 @@ template <Element E, bool Scaled, int MainChain>
 void launch_wgmma(const Context& ctx, const corrected::WgmmaParams& params, int multiprocessors) {
   using Cfg = corrected::WgmmaConfig;
   // Persistent grid: one CTA per multiprocessor (the kernel takes the whole shared memory of one).
-  const std::int64_t items = std::int64_t(params.tiles_m) * params.tiles_n * params.splits;
+  const std::int64_t items = corrected::output_tiles(params.tiles_m, params.tiles_n, params.lower) * params.splits;
   const unsigned grid = unsigned(items < multiprocessors ? items : multiprocessors);
   // The tensor maps cover hi rows followed by lo rows: the workspace must lay them out so.
   if (params.a_lo_offset != std::int64_t(params.tiles_m) * Cfg::kTileM * params.padded_depth_bytes ||
@@ -245,8 +245,9 @@ void launch_wgmma(const Context& ctx, const corrected::WgmmaParams& params, int 
   kernel<<<grid, Cfg::kThreads, Cfg::kSharedBytes, ctx.stream()>>>(map_a, map_b, params);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   if (params.splits > 1)
-    launch_split_k_reduce({params.slabs, params.splits, params.m, params.n, params.c, params.ldc, params.beta},
-                          multiprocessors, ctx.stream());
+    launch_split_k_reduce(
+        {params.slabs, params.splits, params.m, params.n, params.c, params.ldc, params.beta, params.lower != 0},
+        multiprocessors, ctx.stream());
 }
 
 // 3 stages (192 KiB) where the device allows it (sm_90: 227 KiB), else 2 (sm_80: 163 KiB).
@@ -277,6 +278,10 @@ class CorrectedSgemm final : public Backend {
   DataType data_type() const override { return DataType::F32; }
   Memory memory() const override { return Memory::Device; }
   std::string unavailable_reason(const Context& ctx) const override { return detail::require_device(ctx, 80); }
+  // The wgmma path (Hopper, sm_90a) skips the tiles above the diagonal; the mma.sync path (other
+  // GPUs) computes C whole.
+  bool skips_upper_fill() const override { return scheme_.accumulation == Accumulation::CorrectedRoundToNearest &&
+                                                  scheme_.path == corrected::KernelPath::Auto; }
   // The slabs for the most splits any device can get (split_k.hpp bounds the multiprocessors).
   // A skinny product may take either kernel (its op(B) pointer and ldb decide), so it gets the
   // larger of the two workspaces.
@@ -307,8 +312,12 @@ class CorrectedSgemm final : public Backend {
       run_skinny(ctx, a, multiprocessors);
       return;
     }
+    // Fill::Lower on the wgmma path: the tiles on and below the diagonal only.
+    const bool lower = use_wgmma && a.fill == Fill::Lower && a.m == a.n;
+    const std::int64_t tiles =
+        corrected::output_tiles(int(l.rows_a / Tile::kTileM), int(l.rows_b / Tile::kTileN), lower);
     const corrected::SplitK split =
-        use_wgmma ? corrected::corrected_split_k(l.tiles(), l.k_tiles(), multiprocessors) : corrected::SplitK{1, 0};
+        use_wgmma ? corrected::corrected_split_k(tiles, l.k_tiles(), multiprocessors) : corrected::SplitK{1, 0};
     const Workspace w = carve(ctx.workspace(carve(nullptr, l, split.splits).bytes), l, split.splits);
     cudaStream_t stream = ctx.stream();
 
@@ -353,6 +362,7 @@ class CorrectedSgemm final : public Backend {
       params.splits = split.splits;
       params.chunk_slices = split.chunk_slices;
       params.slabs = {w.partials, l.rows_a * l.rows_b, l.rows_a};
+      params.lower = lower ? 1 : 0;
       if (scheme_.element == Element::Fp16 && a.k < kShortChainBelowK)
         launch_wgmma<Element::Fp16, true, 2>(ctx, params, multiprocessors);
       else if (scheme_.element == Element::Fp16)

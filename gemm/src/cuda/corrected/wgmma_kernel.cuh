@@ -86,7 +86,13 @@ struct WgmmaParams {
   int splits;         // k-chunks per tile (split_k.hpp); 1: work items are whole tiles, stored into C
   int chunk_slices;   // slices per k-chunk, a multiple of kSlicesPerPart; k_tiles when splits == 1
   SplitKSlabs slabs;  // splits > 1: [splits][tiles_n * kTileN][tiles_m * kTileM]
+  int lower;          // 1: only the tiles on and below the diagonal (Fill::Lower; tiles_m == tiles_n)
 };
+
+// The output tiles a product computes: all, or with `lower` those with tile.n <= tile.m.
+__host__ __device__ inline std::int64_t output_tiles(int tiles_m, int tiles_n, bool lower) {
+  return lower ? std::int64_t(tiles_m) * (tiles_m + 1) / 2 : std::int64_t(tiles_m) * tiles_n;
+}
 
 namespace wgmma_detail {
 
@@ -255,11 +261,19 @@ struct WorkItem {
   TileCoordinates tile;
   int split, k_begin, k_end;
 };
+// Tile t of the lower triangle in row order: (0,0), (1,0), (1,1), (2,0), ...
+__device__ __forceinline__ TileCoordinates lower_tile(int t) {
+  int m = int((sqrtf(8.0f * float(t) + 1.0f) - 1.0f) * 0.5f);
+  while (m * (m + 1) / 2 > t) --m;  // the float root may land one off either way
+  while ((m + 1) * (m + 2) / 2 <= t) ++m;
+  return {m, t - m * (m + 1) / 2};
+}
 __device__ __forceinline__ WorkItem work_item(const WgmmaParams& p, int item) {
-  const int tiles = p.tiles_m * p.tiles_n;
+  const int tiles = int(output_tiles(p.tiles_m, p.tiles_n, p.lower));
   const int split = item / tiles;
   const int k_begin = split * p.chunk_slices;
-  return {grouped_tile(item - split * tiles, p.tiles_m, p.tiles_n), split, k_begin,
+  const int tile = item - split * tiles;
+  return {p.lower ? lower_tile(tile) : grouped_tile(tile, p.tiles_m, p.tiles_n), split, k_begin,
           min(k_begin + p.chunk_slices, p.k_tiles)};
 }
 
@@ -273,12 +287,14 @@ struct SplitKReduction {
   float* c;
   std::int64_t ldc;
   float beta;
+  bool lower;  // the kernel's tiles above the diagonal were not computed: they stay as they are
 };
 __global__ void split_k_reduce_kernel(SplitKReduction r) {
   const std::int64_t count = r.m * r.n;
   for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < count;
        e += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t j = e / r.m, i = e - j * r.m;
+    if (r.lower && j / WgmmaConfig::kTileN > i / WgmmaConfig::kTileM) continue;
     const float* w = r.slabs.partials + i + j * r.slabs.ldw;
     float sum = w[0];
     for (int s = 1; s < r.splits; ++s) sum += w[s * r.slabs.slab];
@@ -302,7 +318,7 @@ __global__ void __launch_bounds__(WgmmaConfig::kThreads, 1)
   const unsigned full_barriers = shared_base + Cfg::kStages * Cfg::kStageBytes;  // [kStages] x 8 bytes
   const unsigned empty_barriers = full_barriers + Cfg::kStages * 8;
   const int tid = threadIdx.x, warpgroup = tid / 128, lane_in_group = tid % 128;
-  const int items = p.tiles_m * p.tiles_n * p.splits;
+  const int items = int(output_tiles(p.tiles_m, p.tiles_n, p.lower)) * p.splits;
 
   if (tid == 0) {
     for (int s = 0; s < Cfg::kStages; ++s) {

@@ -10,6 +10,7 @@
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/gemm/problem.hpp"
 #include "mixsolve/gemm/registry.hpp"
+#include "tuning.hpp"
 
 namespace mixsolve::solvers_detail::device_cholesky {
 
@@ -19,44 +20,104 @@ namespace {
 // a column, conflict-free either way; the padding keeps columns off a common bank stride).
 constexpr int kLeafLd = int(kCholeskyDeviceLeaf) + 1;
 constexpr int kLeafThreads = 512;
+static_assert(kLeafThreads >= int(kCholeskyDeviceLeaf), "a thread per row of a leaf's L21");
+
+// The largest symmetric update taken as one product (Fill::Lower): its split operands, 2 m
+// inner_chunk x 4 bytes for halfhalf, stay within those of the recursion's largest triangular
+// solve at n = 32768 (16384 x 8192).
+constexpr std::int64_t kWholeUpdateMaxRows = 8192;
+
+// Columns of a leaf's panels: one warp factors a panel's diagonal block in registers.
+constexpr int kLeafPanel = 32;
 
 // Factors the m x m leaf (m <= kCholeskyDeviceLeaf) at a (leading dimension ld), L into its lower
-// triangle, in T's arithmetic in shared memory: the right-looking elimination without pivoting,
-// a(i, c) -= a(i, j) (a(c, j) / a(j, j)) for j < c <= i, which leaves column j and the pivot a(j, j)
-// as they are once step j is done, so that each step needs one barrier; then every column scaled,
-// L(i, j) = a(i, j) / sqrt(a(j, j)). A pivot that is not positive records its column
-// (column0 + j) and value in *verdict and *pivot and ends the kernel; a leaf after an earlier
-// breakdown does nothing.
+// triangle, in T's arithmetic in shared memory, blocked in panels of kLeafPanel columns (the
+// right-looking blocked Cholesky, Golub & Van Loan, Matrix Computations, 4th ed., alg. 4.2.2 in
+// the form of LAPACK's dpotrf): per panel, (1) one warp factors the 32 x 32 diagonal block with
+// its rows in the lanes' registers, a shuffle per entry and no barrier; (2) a thread per row below
+// solves L21 = A21 L11^-T by substitution; (3) the warps update the trailing lower triangle,
+// A22 -= L21 L21^T. Three barriers a panel instead of one a column (the unblocked elimination took
+// ~118 us a leaf at 128 columns on an H200, its 128 barriers in series). The leaf is padded to
+// whole panels with the identity, which leaves L's first m columns as they are. A pivot that is
+// not positive records its column (column0 + j) and value in *verdict and *pivot and ends the
+// kernel; a leaf after an earlier breakdown does nothing.
 template <class T>
 __global__ void __launch_bounds__(kLeafThreads) leaf_cholesky_kernel(T* a, std::int64_t m, std::int64_t ld,
                                                                       std::int64_t column0, long long* verdict,
                                                                       double* pivot_out) {
   if (*verdict >= 0) return;
   extern __shared__ __align__(16) unsigned char leaf_memory[];
+  __shared__ int broken;  // the leaf's column whose pivot was not positive, or -1
   T* s = reinterpret_cast<T*>(leaf_memory);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  for (int c = warp; c < m; c += warps)
-    for (int i = c + lane; i < m; i += 32) s[i + c * kLeafLd] = a[i + c * ld];
+  const int rows = int(m), padded = (rows + kLeafPanel - 1) / kLeafPanel * kLeafPanel;
+  for (int c = warp; c < padded; c += warps)
+    for (int i = c + lane; i < padded; i += 32) s[i + c * kLeafLd] = i < rows && c < rows ? a[i + c * ld] : T(i == c);
+  if (threadIdx.x == 0) broken = -1;
   __syncthreads();
-  for (int j = 0; j < m; ++j) {
-    const T pivot = s[j + j * kLeafLd];
-    if (!(pivot > T(0))) {  // the same value in every thread: all leave together
-      if (threadIdx.x == 0) {
-        *verdict = column0 + j;
-        *pivot_out = double(pivot);
+  for (int p = 0; p < padded; p += kLeafPanel) {
+    if (warp == 0) {  // (1) lane i holds row p + i of the diagonal block, its entries left of the diagonal
+      T row[kLeafPanel];
+#pragma unroll
+      for (int c = 0; c < kLeafPanel; ++c) row[c] = c <= lane ? s[p + lane + (p + c) * kLeafLd] : T(0);
+      bool positive = true;  // the same in every lane: the pivot comes from one lane
+#pragma unroll
+      for (int j = 0; j < kLeafPanel; ++j) {
+        const T pivot = __shfl_sync(0xffffffffu, row[j], j);
+        if (positive && !(pivot > T(0))) {
+          positive = false;
+          if (lane == 0) {
+            broken = p + j;
+            *verdict = column0 + p + j;
+            *pivot_out = double(pivot);
+          }
+        }
+        if (positive) {
+          const T root = sqrt(pivot);
+          row[j] = lane == j ? root : row[j] / root;  // L(p + lane, p + j); 0 above the diagonal
+#pragma unroll
+          for (int c = j + 1; c < kLeafPanel; ++c) {
+            const T l_cj = __shfl_sync(0xffffffffu, row[j], c);
+            if (lane >= c) row[c] -= row[j] * l_cj;
+          }
+        }
       }
-      return;
+#pragma unroll
+      for (int c = 0; c < kLeafPanel; ++c)
+        if (c <= lane) s[p + lane + (p + c) * kLeafLd] = row[c];
     }
-    for (int c = j + 1 + warp; c < m; c += warps) {
-      const T multiplier = s[c + j * kLeafLd] / pivot;
-      for (int i = c + lane; i < m; i += 32) s[i + c * kLeafLd] -= s[i + j * kLeafLd] * multiplier;
+    __syncthreads();
+    if (broken >= 0) return;  // the same in every thread: all leave together
+    const int below = padded - p - kLeafPanel;
+    if (int(threadIdx.x) < below) {  // (2) row r of L21: x = a(r, p..) L11^-T, forward substitution
+      const int r = p + kLeafPanel + int(threadIdx.x);
+      T x[kLeafPanel];
+#pragma unroll
+      for (int j = 0; j < kLeafPanel; ++j) {
+        T v = s[r + (p + j) * kLeafLd];
+#pragma unroll
+        for (int c = 0; c < j; ++c) v -= x[c] * s[p + j + (p + c) * kLeafLd];
+        x[j] = v / s[p + j + (p + j) * kLeafLd];
+        s[r + (p + j) * kLeafLd] = x[j];
+      }
     }
-    __syncthreads();  // column j + 1 is complete before step j + 1 reads it
+    __syncthreads();
+    // (3) a warp per trailing column c, its lanes down the rows: s(i, c) -= L21(i, :) L21(c, :)^T
+    for (int c = p + kLeafPanel + warp; c < padded; c += warps) {
+      T l_c[kLeafPanel];
+#pragma unroll
+      for (int t = 0; t < kLeafPanel; ++t) l_c[t] = s[c + (p + t) * kLeafLd];
+      for (int i = c + lane; i < padded; i += 32) {
+        T sum = s[i + c * kLeafLd];
+#pragma unroll
+        for (int t = 0; t < kLeafPanel; ++t) sum -= s[i + (p + t) * kLeafLd] * l_c[t];
+        s[i + c * kLeafLd] = sum;
+      }
+    }
+    __syncthreads();
   }
-  for (int c = warp; c < m; c += warps) {
-    const T root = sqrt(s[c + c * kLeafLd]);
-    for (int i = c + lane; i < m; i += 32) a[i + c * ld] = i == c ? root : s[i + c * kLeafLd] / root;
-  }
+  for (int c = warp; c < rows; c += warps)
+    for (int i = c + lane; i < rows; i += 32) a[i + c * ld] = s[i + c * kLeafLd];
 }
 
 // The LU form of a Cholesky factor (engine.hpp), in 32 x 32 tiles of the lower triangle: tile
@@ -151,7 +212,10 @@ struct ProfiledPhase {
   Profile& profile;
   Profile::Phase phase;
   cudaStream_t stream;
-  ProfiledPhase(Profile& p, Profile::Phase ph, cudaStream_t s) : profile(p), phase(ph), stream(s) { p.start(ph, s); }
+  ProfiledPhase(Profile& p, Profile::Phase ph, cudaStream_t s, Profile::Shape shape = {})
+      : profile(p), phase(ph), stream(s) {
+    p.start(ph, s, shape);
+  }
   ProfiledPhase(const ProfiledPhase&) = delete;
   ProfiledPhase& operator=(const ProfiledPhase&) = delete;
   ~ProfiledPhase() {
@@ -168,6 +232,14 @@ struct DeviceCholeskyOps {
   DeviceCholesky& owner;
   std::int64_t ld;
   bool stopped() const { return owner.stopped_; }
+  // Symmetric updates of up to kWholeUpdateMaxRows rows as one product where the backend skips the
+  // tiles above the diagonal.
+  std::int64_t whole_update_rows() const { return owner.update_->skips_upper_fill() ? kWholeUpdateMaxRows : 0; }
+  // cuBLAS's GEMM in T's arithmetic.
+  static const gemm::Backend& exact_backend() {
+    static const gemm::Backend& exact = gemm::find_backend(std::is_same_v<T, float> ? "cublas-sgemm" : "cublas-dgemm");
+    return exact;
+  }
   T* base() const { return static_cast<T*>(const_cast<void*>(owner.factors_)); }
   // The leaf's L11^-1, column-major with leading dimension its columns, by the leaf's first column.
   T* inverse_of(std::int64_t column0) const {
@@ -183,10 +255,12 @@ struct DeviceCholeskyOps {
     leaf_cholesky_kernel<T><<<1, kLeafThreads, shared, owner.ctx_.stream()>>>(a, m, ld, column0, owner.verdict_.data(),
                                                                               owner.pivot_.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    // L11^-1 for solve_leaf: L11 read row-major is the upper triangle L11^T, whose row-major
-    // inverse L11^-T is L11^-1 column-major.
-    invert_upper(a, ld, int(m), inverse_of(column0), owner.ctx_.stream(), true);
     owner.profile_.stop(Profile::CholeskyLeaf, owner.ctx_.stream());
+    {  // L11^-1 for solve_leaf: L11 read row-major is the upper triangle L11^T, whose row-major
+       // inverse L11^-T is L11^-1 column-major.
+      const ProfiledPhase phase(owner.profile_, Profile::CholeskyLeafInverse, owner.ctx_.stream());
+      invert_upper(a, ld, int(m), inverse_of(column0), owner.ctx_.stream(), true);
+    }
     owner.watch_verdicts();
     return true;  // the verdict comes kVerdictLag leaves later (stopped)
   }
@@ -195,8 +269,8 @@ struct DeviceCholeskyOps {
   // ~44 us a call at n = 32768 (H200), 1024 calls, for products that take a fraction of that (the
   // LU applies its L11^-1 the same way, blocked_lu.cu). l is a leaf's diagonal block.
   void solve_leaf(const T* l, std::int64_t columns, T* b, std::int64_t rows) {
-    const ProfiledPhase phase(owner.profile_, Profile::CholeskyLeafSolve, owner.ctx_.stream());
-    static const gemm::Backend& exact = gemm::find_backend(std::is_same_v<T, float> ? "cublas-sgemm" : "cublas-dgemm");
+    const ProfiledPhase phase(owner.profile_, Profile::CholeskyLeafSolve, owner.ctx_.stream(), {rows, columns, columns});
+    const gemm::Backend& exact = exact_backend();
     const std::int64_t column0 = (l - base()) / ld;
     T* product = reinterpret_cast<T*>(owner.solve_scratch_.data());
     exact.run(owner.ctx_, gemm::to_problem(gemm::GemmArgs<T>{gemm::Op::N, gemm::Op::T, rows, columns, columns, T(1), b,
@@ -206,14 +280,23 @@ struct DeviceCholeskyOps {
     MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(b, ld * sizeof(T), product, rows * sizeof(T), rows * sizeof(T), columns,
                                           cudaMemcpyDeviceToDevice, owner.ctx_.stream()));
   }
-  // c -= a b^T on the update backend in chunks of the inner dimension (inner_chunk_); no range
+  // c -= a b^T on the update backend in chunks of the inner dimension (inner_chunk_), or, with an
+  // inner dimension below tensor_min_inner_, in T's own arithmetic (cuBLAS SGEMM or DGEMM: a
+  // tensor-core split's packing launches cost more than such a product's arithmetic); no range
   // check (the engine checks the factors for NaN and Inf).
-  void subtract_product(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c) {
-    const ProfiledPhase phase(owner.profile_, Profile::CholeskyProduct, owner.ctx_.stream());
+  void subtract_product(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c,
+                        bool lower = false) {
+    const ProfiledPhase phase(owner.profile_, Profile::CholeskyProduct, owner.ctx_.stream(), {m, n, k});
+    const gemm::Fill fill = lower ? gemm::Fill::Lower : gemm::Fill::Full;
+    if (k < owner.tensor_min_inner_) {
+      gemm::GemmArgs<T> g{gemm::Op::N, gemm::Op::T, m, n, k, T(-1), a, ld, b, ld, T(1), c, ld, false, fill};
+      exact_backend().run(owner.ctx_, gemm::to_problem(g), {}, gemm::Execution{false});
+      return;
+    }
     for (std::int64_t p0 = 0; p0 < k; p0 += owner.inner_chunk_) {
       const std::int64_t kc = std::min(owner.inner_chunk_, k - p0);
       gemm::GemmArgs<T> g{gemm::Op::N, gemm::Op::T, m, n, kc, T(-1), a + p0 * ld, ld, b + p0 * ld, ld, T(1), c, ld,
-                          false};
+                          false, fill};
       owner.update_->run(owner.ctx_, gemm::to_problem(g), owner.parameters_, gemm::Execution{false});
     }
   }
@@ -224,6 +307,8 @@ Breakdown DeviceCholesky::run(T* f, std::int64_t n, std::int64_t ld, std::int64_
                               const gemm::Backend& update, const gemm::Parameters& parameters) {
   update_ = &update;
   inner_chunk_ = std::max<std::int64_t>(inner_chunk, 1);
+  const int min_inner = tuning().cholesky_tensor_min_inner;
+  tensor_min_inner_ = min_inner < 0 ? kCholeskyTensorMinInner : min_inner;
   factors_ = f;
   const std::int64_t leaves = (n + kCholeskyDeviceLeaf - 1) / kCholeskyDeviceLeaf;
   const std::size_t inverse_doubles = (leaves * kCholeskyDeviceLeaf * kCholeskyDeviceLeaf * sizeof(T) + 7) / 8,

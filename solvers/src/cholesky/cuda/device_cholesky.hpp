@@ -26,6 +26,12 @@ namespace mixsolve::solvers_detail::device_cholesky {
 // so a Cholesky that breaks down stops soon after, while the GPU's queue never runs dry.
 constexpr std::size_t kVerdictLag = 2;
 
+// The shortest inner dimension of an update product on the precision's backend; shorter ones take
+// cuBLAS's GEMM in the factors' own arithmetic (Tuning::cholesky_tensor_min_inner overrides it).
+// halfhalf's products cost at least ~41 us each on an H200 (its packing launches), 3-36 TFLOP/s
+// below k = 1024 at the recursion's shapes (docs/solver.md).
+constexpr std::int64_t kCholeskyTensorMinInner = 1024;
+
 // Where a Cholesky stopped (column -1: it did not), and the pivot that was not positive, where
 // known (cuSOLVER's dpotrf reports the column only).
 struct Breakdown {
@@ -55,7 +61,8 @@ class DeviceCholesky {
   // Factors the n x n column-major f (leading dimension ld, 16-byte aligned columns) in place on
   // ctx's stream, L in the lower triangle; the trailing updates on `update` (FP32 data for
   // T = float, FP64 for double) with `parameters`, their inner dimension cut into chunks of at
-  // most `inner_chunk` (update_inner_chunk). Stops at the first pivot that is not positive (NaN
+  // most `inner_chunk` (update_inner_chunk); products shorter than kCholeskyTensorMinInner on
+  // cuBLAS's GEMM in T. Stops at the first pivot that is not positive (NaN
   // included) and returns where; synchronises once at the end.
   template <class T>
   Breakdown run(T* f, std::int64_t n, std::int64_t ld, std::int64_t inner_chunk, const gemm::Backend& update,
@@ -80,6 +87,7 @@ class DeviceCholesky {
   const gemm::Backend* update_ = nullptr;
   gemm::Parameters parameters_;
   std::int64_t inner_chunk_ = kMaxUpdateInner;
+  std::int64_t tensor_min_inner_ = kCholeskyTensorMinInner;
   bool stopped_ = false;
   DeviceBuffer<long long> verdict_;  // the first column whose pivot was not positive, or -1
   DeviceBuffer<double> pivot_;       // that pivot
