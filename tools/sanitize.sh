@@ -62,6 +62,7 @@ gtest_cases=(
   "gtest-cholesky|$T --gtest_filter=GpuCholesky.*"
   "gtest-least-squares|$T --gtest_filter=GpuQr.TsqrPanel*:GpuLeastSquares.DeviceSolverMatchesTheHostSolver:GpuLeastSquares.FactorOnce*"
   "gtest-gemm-backends|$T --gtest_filter=GpuBackends.EveryFp32Backend*:GpuBackends.NanAndInf*:GpuBackends.DgemmMatches*:GpuBackends.Fp16x3*:GpuBackends.Halfhalf*:GpuBackends.Unscaled*"
+  "gtest-gemm-lower-fill|$T --gtest_filter=GpuBackends.LowerFill*"
   "gtest-ozaki|$T --gtest_filter=GpuOzaki*.*:GpuDgemmEmulated.*"
   "gtest-slfp-formats|$T --gtest_filter=GpuSlfp.*:GpuFormats.*"
 )
