@@ -249,7 +249,7 @@ struct SolveOptions {
   /// auto_path for a Cholesky (structure Spd, or Auto on a symmetric A); the LU path after an
   /// indefinite A under Structure::Auto keeps auto_path. Must not be empty or contain Auto.
   std::vector<Precision> cholesky_auto_path = {Precision::Halfhalf};
-  /// auto_min_n for a Cholesky. -1: the engine's choice, 30720 for device matrices, 0 for host
+  /// auto_min_n for a Cholesky. -1: the engine's choice, 24576 for device matrices, 0 for host
   /// matrices. Must be >= -1.
   std::int64_t cholesky_auto_min_n = -1;
   /// GMRES's restart length (Krylov vectors per cycle), >= 1.

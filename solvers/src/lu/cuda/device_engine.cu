@@ -54,10 +54,10 @@ using namespace device_lu;
 constexpr std::int64_t kFp64EngineMinN = 6144;
 
 // SolveOptions::cholesky_auto_min_n's default: below it cuSOLVER's dpotrf + dpotrs beat the
-// default path's halfhalf Cholesky with its refinement; the crossover lies between 24576 and
-// 32761 rows on an H200, and at 32768, where dpotrf is faster, the halfhalf path measured
-// 0.97-0.98x (docs/solver.md "The Cholesky's path").
-constexpr std::int64_t kCholeskyAutoMinN = 30720;
+// default path's halfhalf Cholesky with its refinement; on an H200 the halfhalf path overtakes the
+// FP64 path between 20480 and 24576 rows, the first order measured where it is ahead
+// (docs/solver.md "The Cholesky's path").
+constexpr std::int64_t kCholeskyAutoMinN = 24576;
 
 // The columns of the Ozaki LU's wide bulk updates (DeviceEngine::ozaki_job), their inner dimension:
 // ozaki2-int8 at 40 bits ran 1.03-1.10x DGEMM at k = 2048 and 1.4-1.5x at k = 4096 (H100,
