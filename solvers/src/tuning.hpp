@@ -40,7 +40,9 @@ struct Tuning {
   // update_inner_chunk's choice (cholesky/recursive_cholesky.hpp).
   int cholesky_inner_chunk = 0;
   // The Cholesky's shortest update product on the precision's backend (shorter ones take cuBLAS's
-  // GEMM in the factors' arithmetic); -1: kCholeskyTensorMinInner; 0: every product on the backend.
+  // GEMM in the factors' arithmetic), for every precision; -1: kCholeskyTensorMinInner for the
+  // precisions at least as accurate as the factors' arithmetic, none for the others; 0: every
+  // product on the backend.
   int cholesky_tensor_min_inner = -1;
   // FP64 panels always take 16-column sub-panels (for measurements).
   bool narrow_panels_only = false;

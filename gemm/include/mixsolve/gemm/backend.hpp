@@ -123,8 +123,9 @@ class Backend {
   /// @return bytes of Context::workspace() the call uses.
   virtual std::size_t workspace_bytes(const GemmShape& shape) const { return 0; }
   /// Whether a square product with Fill::Lower skips C's tiles above the diagonal (about half the
-  /// work); false: it computes C whole, as Fill::Lower allows.
-  virtual bool skips_upper_fill() const { return false; }
+  /// work) in `ctx`; false: it computes C whole, as Fill::Lower allows.
+  /// @param ctx the context the backend would run in (its device decides the kernel).
+  virtual bool skips_upper_fill(const Context& /*ctx*/) const { return false; }
 
   /// Whether run() would accept `args` in `ctx`: the arguments' validity, the data type, the
   /// Context and the backend's size limits, in the order run() checks them. A query: it launches

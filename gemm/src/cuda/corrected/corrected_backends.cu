@@ -279,17 +279,22 @@ class CorrectedSgemm final : public Backend {
   Memory memory() const override { return Memory::Device; }
   std::string unavailable_reason(const Context& ctx) const override { return detail::require_device(ctx, 80); }
   // The wgmma path (Hopper, sm_90a) skips the tiles above the diagonal; the mma.sync path (other
-  // GPUs) computes C whole.
-  bool skips_upper_fill() const override { return scheme_.accumulation == Accumulation::CorrectedRoundToNearest &&
-                                                  scheme_.path == corrected::KernelPath::Auto; }
+  // GPUs) and the skinny kernel (tf32tf32, m <= 256, op(B) read in place) compute C whole.
+  bool skips_upper_fill(const Context& ctx) const override {
+    return scheme_.accumulation == Accumulation::CorrectedRoundToNearest &&
+           scheme_.path == corrected::KernelPath::Auto && wgmma_available(ctx.device());
+  }
   // The slabs for the most splits any device can get (split_k.hpp bounds the multiprocessors).
   // A skinny product may take either kernel (its op(B) pointer and ldb decide), so it gets the
   // larger of the two workspaces.
   std::size_t workspace_bytes(const GemmShape& s) const override {
     const PackedLayout l = layout_for(scheme_, s);
+    // A square product may be a Fill::Lower one, whose fewer tiles can take more splits.
+    const std::int64_t tiles = s.m == s.n ? corrected::output_tiles(int(l.rows_a / Tile::kTileM),
+                                                                     int(l.rows_b / Tile::kTileN), true)
+                                          : l.tiles();
     const std::size_t general =
-        carve(nullptr, l,
-              corrected::corrected_split_count(l.tiles(), l.k_tiles(), corrected::kSplitMultiprocessorBound))
+        carve(nullptr, l, corrected::corrected_split_count(tiles, l.k_tiles(), corrected::kSplitMultiprocessorBound))
             .bytes;
     if (!scheme_.skinny_raw_b || s.m > corrected::kSkinnyMaxRows) return general;
     const SkinnyLayout skinny = skinny_layout_for(s);

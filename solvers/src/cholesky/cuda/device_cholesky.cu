@@ -10,7 +10,6 @@
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/gemm/problem.hpp"
 #include "mixsolve/gemm/registry.hpp"
-#include "tuning.hpp"
 
 namespace mixsolve::solvers_detail::device_cholesky {
 
@@ -241,7 +240,9 @@ struct DeviceCholeskyOps {
   bool stopped() const { return owner.stopped_; }
   // Symmetric updates of up to kWholeUpdateMaxRows rows as one product where the backend skips the
   // tiles above the diagonal.
-  std::int64_t whole_update_rows() const { return owner.update_->skips_upper_fill() ? kWholeUpdateMaxRows : 0; }
+  std::int64_t whole_update_rows() const {
+    return owner.update_->skips_upper_fill(owner.ctx_) ? kWholeUpdateMaxRows : 0;
+  }
   // cuBLAS's GEMM in T's arithmetic.
   static const gemm::Backend& exact_backend() {
     static const gemm::Backend& exact = gemm::find_backend(std::is_same_v<T, float> ? "cublas-sgemm" : "cublas-dgemm");
@@ -311,11 +312,11 @@ struct DeviceCholeskyOps {
 
 template <class T>
 Breakdown DeviceCholesky::run(T* f, std::int64_t n, std::int64_t ld, std::int64_t inner_chunk,
-                              const gemm::Backend& update, const gemm::Parameters& parameters) {
+                              const gemm::Backend& update, const gemm::Parameters& parameters,
+                              std::int64_t tensor_min_inner) {
   update_ = &update;
   inner_chunk_ = std::max<std::int64_t>(inner_chunk, 1);
-  const int min_inner = tuning().cholesky_tensor_min_inner;
-  tensor_min_inner_ = min_inner < 0 ? kCholeskyTensorMinInner : min_inner;
+  tensor_min_inner_ = tensor_min_inner;
   factors_ = f;
   const std::int64_t leaves = (n + kCholeskyDeviceLeaf - 1) / kCholeskyDeviceLeaf;
   const std::size_t inverse_doubles = (leaves * kCholeskyDeviceLeaf * kCholeskyDeviceLeaf * sizeof(T) + 7) / 8,
@@ -369,9 +370,9 @@ void DeviceCholesky::to_lu_form(T* f, std::int64_t n, std::int64_t ld) {
 }
 
 template Breakdown DeviceCholesky::run<float>(float*, std::int64_t, std::int64_t, std::int64_t,
-                                              const gemm::Backend&, const gemm::Parameters&);
+                                              const gemm::Backend&, const gemm::Parameters&, std::int64_t);
 template Breakdown DeviceCholesky::run<double>(double*, std::int64_t, std::int64_t, std::int64_t,
-                                               const gemm::Backend&, const gemm::Parameters&);
+                                               const gemm::Backend&, const gemm::Parameters&, std::int64_t);
 template void DeviceCholesky::to_lu_form<float>(float*, std::int64_t, std::int64_t);
 template void DeviceCholesky::to_lu_form<double>(double*, std::int64_t, std::int64_t);
 

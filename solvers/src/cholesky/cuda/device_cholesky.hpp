@@ -26,10 +26,14 @@ namespace mixsolve::solvers_detail::device_cholesky {
 // so a Cholesky that breaks down stops soon after, while the GPU's queue never runs dry.
 constexpr std::size_t kVerdictLag = 2;
 
-// The shortest inner dimension of an update product on the precision's backend; shorter ones take
-// cuBLAS's GEMM in the factors' own arithmetic (Tuning::cholesky_tensor_min_inner overrides it).
-// halfhalf's products cost at least ~41 us each on an H200 (its packing launches), 3-36 TFLOP/s
-// below k = 1024 at the recursion's shapes (docs/solver.md).
+// The shortest inner dimension of an update product on the precision's backend, for precisions
+// whose products are at least as accurate as the factors' own arithmetic (halfhalf, tf32tf32,
+// fp16x3 on FP32 factors; Ozaki on FP64 ones): shorter ones take cuBLAS's GEMM in that arithmetic,
+// which computes them as accurately (Tuning::cholesky_tensor_min_inner overrides it). halfhalf's
+// products cost at least ~41 us each on an H200 (its packing launches), 3-36 TFLOP/s below
+// k = 1024 at the recursion's shapes (docs/solver.md). FP16, BF16 and TF32 keep every product on
+// their backend: SGEMM would make their factors more accurate than the rung says. The host model
+// keeps every product on the precision's model.
 constexpr std::int64_t kCholeskyTensorMinInner = 1024;
 
 // Where a Cholesky stopped (column -1: it did not), and the pivot that was not positive, where
@@ -61,12 +65,12 @@ class DeviceCholesky {
   // Factors the n x n column-major f (leading dimension ld, 16-byte aligned columns) in place on
   // ctx's stream, L in the lower triangle; the trailing updates on `update` (FP32 data for
   // T = float, FP64 for double) with `parameters`, their inner dimension cut into chunks of at
-  // most `inner_chunk` (update_inner_chunk); products shorter than kCholeskyTensorMinInner on
-  // cuBLAS's GEMM in T. Stops at the first pivot that is not positive (NaN
-  // included) and returns where; synchronises once at the end.
+  // most `inner_chunk` (update_inner_chunk); products shorter than `tensor_min_inner` on cuBLAS's
+  // GEMM in T (0: none; kCholeskyTensorMinInner). Stops at the first pivot that is not positive
+  // (NaN included) and returns where; synchronises once at the end.
   template <class T>
   Breakdown run(T* f, std::int64_t n, std::int64_t ld, std::int64_t inner_chunk, const gemm::Backend& update,
-                const gemm::Parameters& parameters);
+                const gemm::Parameters& parameters, std::int64_t tensor_min_inner);
 
   // Rewrites the factor L in f as the LU factors (L D^-1)(D L^T), D = diag(L) (engine.hpp).
   template <class T>

@@ -489,7 +489,12 @@ class DeviceEngine final : public DeviceSpace {
     if constexpr (std::is_same_v<T, double>) {
       if (by_cusolver) breakdown = potrf_with_cusolver(f);  // its workspace counted there
     }
-    if (!by_cusolver) breakdown = cholesky_->run(f, nf_, nf_, chunk, update, parameters);
+    // Short products on cuBLAS only where the rung's products are at least as accurate as T's
+    // arithmetic (device_cholesky.hpp).
+    const bool exact_short_products = fp64_factors(p) || unit_roundoff(p, ozaki_bits_) <= 0x1p-24;
+    std::int64_t tensor_min_inner = exact_short_products ? device_cholesky::kCholeskyTensorMinInner : 0;
+    if (tuning().cholesky_tensor_min_inner >= 0) tensor_min_inner = tuning().cholesky_tensor_min_inner;
+    if (!by_cusolver) breakdown = cholesky_->run(f, nf_, nf_, chunk, update, parameters, tensor_min_inner);
     profile_.report_cholesky(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     track_peak(by_cusolver ? 0 : cholesky_->transient_bytes());
     if (p == Precision::Ozaki) {
