@@ -15,9 +15,12 @@ namespace mixsolve::solvers_detail::device_cholesky {
 
 namespace {
 
-// Leading dimension of a leaf in shared memory: one more than its rows (a warp's lanes walk down
-// a column, conflict-free either way; the padding keeps columns off a common bank stride).
-constexpr int kLeafLd = int(kCholeskyDeviceLeaf) + 1;
+// Leading dimension of a leaf in shared memory: its rows and 4 more, a multiple of 4 so that the
+// trailing update loads 4 rows of a column as one 16-byte word (float4; two for double); a warp's
+// lanes walk down a column elsewhere, conflict-free with any leading dimension.
+constexpr int kLeafLd = int(kCholeskyDeviceLeaf) + 4;
+// The trailing update's tiles: kLeafTile x kLeafTile entries per thread.
+constexpr int kLeafTile = 4;
 constexpr int kLeafThreads = 512;
 static_assert(kLeafThreads >= int(kCholeskyDeviceLeaf), "a thread per row of a leaf's L21");
 
@@ -28,6 +31,16 @@ constexpr std::int64_t kWholeUpdateMaxRows = 8192;
 
 // Columns of a leaf's panels: one warp factors a panel's diagonal block in registers.
 constexpr int kLeafPanel = 32;
+
+// v[0..3] = p[0..3] from shared memory in 16-byte words (p 16-byte aligned).
+__device__ inline void load_four(const float* p, float (&v)[4]) {
+  const float4 w = *reinterpret_cast<const float4*>(p);
+  v[0] = w.x, v[1] = w.y, v[2] = w.z, v[3] = w.w;
+}
+__device__ inline void load_four(const double* p, double (&v)[4]) {
+  const double2 w0 = reinterpret_cast<const double2*>(p)[0], w1 = reinterpret_cast<const double2*>(p)[1];
+  v[0] = w0.x, v[1] = w0.y, v[2] = w1.x, v[3] = w1.y;
+}
 
 // Factors the m x m leaf (m <= kCholeskyDeviceLeaf) at a (leading dimension ld), L into its lower
 // triangle, in T's arithmetic in shared memory, blocked in panels of kLeafPanel columns (the
@@ -46,12 +59,14 @@ __global__ void __launch_bounds__(kLeafThreads) leaf_cholesky_kernel(T* a, std::
                                                                       double* pivot_out) {
   if (*verdict >= 0) return;
   extern __shared__ __align__(16) unsigned char leaf_memory[];
-  __shared__ int broken;  // the leaf's column whose pivot was not positive, or -1
+  __shared__ int broken;                         // the leaf's column whose pivot was not positive, or -1
+  __shared__ T reciprocal_diagonal[kLeafPanel];  // 1 / L(p + j, p + j) of the current panel
   T* s = reinterpret_cast<T*>(leaf_memory);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   const int rows = int(m), padded = (rows + kLeafPanel - 1) / kLeafPanel * kLeafPanel;
   for (int c = warp; c < padded; c += warps)
-    for (int i = c + lane; i < padded; i += 32) s[i + c * kLeafLd] = i < rows && c < rows ? a[i + c * ld] : T(i == c);
+    for (int i = lane; i < padded; i += 32)  // A's lower triangle; 0 above it (the update's scratch there)
+      s[i + c * kLeafLd] = i < c ? T(0) : i < rows && c < rows ? a[i + c * ld] : T(i == c);
   if (threadIdx.x == 0) broken = -1;
   __syncthreads();
   for (int p = 0; p < padded; p += kLeafPanel) {
@@ -72,8 +87,9 @@ __global__ void __launch_bounds__(kLeafThreads) leaf_cholesky_kernel(T* a, std::
           }
         }
         if (positive) {
-          const T root = sqrt(pivot);
-          row[j] = lane == j ? root : row[j] / root;  // L(p + lane, p + j); 0 above the diagonal
+          const T root = sqrt(pivot), reciprocal = T(1) / root;
+          row[j] = lane == j ? root : row[j] * reciprocal;  // L(p + lane, p + j); 0 above the diagonal
+          if (lane == 0) reciprocal_diagonal[j] = reciprocal;
 #pragma unroll
           for (int c = j + 1; c < kLeafPanel; ++c) {
             const T l_cj = __shfl_sync(0xffffffffu, row[j], c);
@@ -96,21 +112,37 @@ __global__ void __launch_bounds__(kLeafThreads) leaf_cholesky_kernel(T* a, std::
         T v = s[r + (p + j) * kLeafLd];
 #pragma unroll
         for (int c = 0; c < j; ++c) v -= x[c] * s[p + j + (p + c) * kLeafLd];
-        x[j] = v / s[p + j + (p + j) * kLeafLd];
+        x[j] = v * reciprocal_diagonal[j];
         s[r + (p + j) * kLeafLd] = x[j];
       }
     }
     __syncthreads();
-    // (3) a warp per trailing column c, its lanes down the rows: s(i, c) -= L21(i, :) L21(c, :)^T
-    for (int c = p + kLeafPanel + warp; c < padded; c += warps) {
-      T l_c[kLeafPanel];
+    // (3) s(i, c) -= L21(i, :) L21(c, :)^T on the trailing lower triangle in kLeafTile x
+    // kLeafTile tiles: warp w takes the tile columns w, w + warps, ..., its lane l the tile l
+    // below the diagonal one; per step t the lane loads its 4 rows of L21's column t as one word
+    // and the tile column's 4 (the same in the warp: a broadcast). A diagonal tile computes its
+    // upper entries too, which are scratch. (One column a warp and a load per product, as before,
+    // made the shared-memory loads bound the update.)
+    const int first = p + kLeafPanel, tiles = (padded - first) / kLeafTile;
+    for (int tile_column = warp; tile_column < tiles; tile_column += warps) {
+      const int tile_row = tile_column + lane;
+      if (tile_row < tiles) {
+        const int i0 = first + kLeafTile * tile_row, c0 = first + kLeafTile * tile_column;
+        T sums[kLeafTile][kLeafTile] = {};
+#pragma unroll 8
+        for (int t = 0; t < kLeafPanel; ++t) {
+          T rows_t[kLeafTile], columns_t[kLeafTile];
+          load_four(s + i0 + (p + t) * kLeafLd, rows_t);
+          load_four(s + c0 + (p + t) * kLeafLd, columns_t);
 #pragma unroll
-      for (int t = 0; t < kLeafPanel; ++t) l_c[t] = s[c + (p + t) * kLeafLd];
-      for (int i = c + lane; i < padded; i += 32) {
-        T sum = s[i + c * kLeafLd];
+          for (int r = 0; r < kLeafTile; ++r)
 #pragma unroll
-        for (int t = 0; t < kLeafPanel; ++t) sum -= s[i + (p + t) * kLeafLd] * l_c[t];
-        s[i + c * kLeafLd] = sum;
+            for (int c = 0; c < kLeafTile; ++c) sums[r][c] += rows_t[r] * columns_t[c];
+        }
+#pragma unroll
+        for (int c = 0; c < kLeafTile; ++c)
+#pragma unroll
+          for (int r = 0; r < kLeafTile; ++r) s[i0 + r + (c0 + c) * kLeafLd] -= sums[r][c];
       }
     }
     __syncthreads();
