@@ -4,11 +4,12 @@
 MIXSOLVE_LU_TIMELINE=file): per phase, the products grouped by shape class with their rate
 (2 m n k flops), and the idle time between phases (launch gaps, host waits).
 
-  python3 tools/cholesky_timeline.py timeline.csv [--factorization N]
+  python3 tools/cholesky_timeline.py timeline.csv[.gz] [--factorization N]
 """
 import argparse
 import collections
 import csv
+import gzip
 
 
 def shape_class(m, n, k):
@@ -24,7 +25,8 @@ def main():
     ap.add_argument("--factorization", type=int, default=None, help="default: the last Cholesky in the file")
     args = ap.parse_args()
     rows = collections.defaultdict(list)
-    with open(args.timeline) as f:
+    opener = gzip.open if args.timeline.endswith(".gz") else open
+    with opener(args.timeline, "rt") as f:
         for rec in csv.reader(f):
             if len(rec) < 5:
                 continue
