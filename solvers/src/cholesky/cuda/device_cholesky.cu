@@ -64,9 +64,28 @@ __global__ void __launch_bounds__(kLeafThreads) leaf_cholesky_kernel(T* a, std::
   T* s = reinterpret_cast<T*>(leaf_memory);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   const int rows = int(m), padded = (rows + kLeafPanel - 1) / kLeafPanel * kLeafPanel;
-  for (int c = warp; c < padded; c += warps)
-    for (int i = lane; i < padded; i += 32)  // A's lower triangle; 0 above it (the update's scratch there)
-      s[i + c * kLeafLd] = i < c ? T(0) : i < rows && c < rows ? a[i + c * ld] : T(i == c);
+  {  // A's lower triangle, 0 above it (the update's scratch there), kStaged loads in flight
+     // before their stores (a load and a store to shared memory in turn wait one memory latency
+     // each: 32 in series per thread)
+    constexpr int kPerThread = int(kCholeskyDeviceLeaf * kCholeskyDeviceLeaf) / kLeafThreads, kStaged = 8;
+    static_assert(kPerThread * kLeafThreads == int(kCholeskyDeviceLeaf * kCholeskyDeviceLeaf) &&
+                      kPerThread % kStaged == 0, "whole leaves");
+    for (int q0 = 0; q0 < kPerThread; q0 += kStaged) {
+      T staged[kStaged];
+#pragma unroll
+      for (int q = 0; q < kStaged; ++q) {  // consecutive threads, consecutive rows of a column
+        const int idx = int(threadIdx.x) + (q0 + q) * kLeafThreads, i = idx % int(kCholeskyDeviceLeaf),
+                  c = idx / int(kCholeskyDeviceLeaf);
+        staged[q] = i >= c && i < rows && c < rows ? a[i + c * ld] : T(0);
+      }
+#pragma unroll
+      for (int q = 0; q < kStaged; ++q) {
+        const int idx = int(threadIdx.x) + (q0 + q) * kLeafThreads, i = idx % int(kCholeskyDeviceLeaf),
+                  c = idx / int(kCholeskyDeviceLeaf);
+        if (i < padded && c < padded) s[i + c * kLeafLd] = i < rows && c < rows ? staged[q] : T(i == c);
+      }
+    }
+  }
   if (threadIdx.x == 0) broken = -1;
   __syncthreads();
   for (int p = 0; p < padded; p += kLeafPanel) {
