@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A = HEAD, B = HEAD + next_rolled_diagonal_block.diff, each packed by tools/gpu_carry.sh (PACK=build-pack-a / -b,
 # CARRY carry-a / carry-b, benchmarks/solve_benchmark): the GpuCholesky tests and profiles of both,
 # the fail path and the default path, nsys of the whole solve, then the GPU suite on B.
