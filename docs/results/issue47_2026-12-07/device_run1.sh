@@ -20,7 +20,7 @@ done
 snap
 for v in a b c; do
   export LD_LIBRARY_PATH=$PWD/carry-$v/gpu-libs
-  echo "== triangular $v"; timeout 100 carry-$v/benchmarks/triangular_benchmark --sizes 16384,32768 --reps ${TRI_REPS:-10} --json $R/tri_$v.json 2>&1 | tee $R/tri_$v.txt
+  echo "== triangular $v"; timeout 100 carry-$v/benchmarks/triangular_benchmark --sizes ${TRI_SIZES:-16384,32768} --reps ${TRI_REPS:-10} --json $R/tri_$v.json 2>&1 | tee $R/tri_$v.txt
   snap
 done
 # The faster of B and C (the 1-vector FP32 pair at the largest n) goes on: solves, then the GPU suite.
