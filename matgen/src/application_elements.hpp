@@ -43,7 +43,7 @@ struct ElementData {
   std::int64_t nx = 1;       // convdiff, elasticity: grid nodes per row
   double center = 0, west = 0, east = 0, south = 0, north = 0;  // convdiff stencil
   double lame_axial = 0, lame_shear = 0, lame_mixed = 0;        // elasticity: lambda + 2 mu, mu, (lambda + mu) / 4
-  std::uint64_t random_seed = 0;  // scaled, graded: the base's entries; rankdef: the perturbation's
+  std::uint64_t random_seed = 0;  // scaled, graded: the base's entries; rankdef: the perturbation's; hpl_mxp: the entries
   double base_shift = 0;          // scaled, graded: 2 sqrt(n)
   double perturbation = 0;        // rankdef
   int nnz_per_row = 0, rank = 0;  // sparse_lowrank
@@ -152,6 +152,20 @@ MIXSOLVE_HD inline double sparse_plus_low_rank(const ElementData& d, std::int64_
   return s + low;
 }
 
+// hpl_mxp: uniform(-1/2, 1/2) entries; the diagonal entry of column j is 1/2 plus the absolute sum of
+// the column's other entries, summed in row order on both sides so that host and device agree
+// exactly. O(n) for a diagonal entry: O(n^2) added to the matrix's O(n^2).
+MIXSOLVE_HD inline double hpl_mxp_entry(const ElementData& d, std::int64_t i, std::int64_t j) {
+  return 0.5 * uniform_pm1(d.random_seed, std::uint64_t(i + j * d.n));
+}
+MIXSOLVE_HD inline double hpl_mxp(const ElementData& d, std::int64_t i, std::int64_t j) {
+  if (i != j) return hpl_mxp_entry(d, i, j);
+  double column_sum = 0.5;
+  for (std::int64_t k = 0; k < d.n; ++k)
+    if (k != j) column_sum += fabs(hpl_mxp_entry(d, k, j));
+  return column_sum;
+}
+
 // Element (i, j); for rankdef only the perturbation, added to the product X Y^T.
 MIXSOLVE_HD inline double application_element(const ElementData& d, std::int64_t i, std::int64_t j) {
   switch (d.family) {
@@ -170,6 +184,7 @@ MIXSOLVE_HD inline double application_element(const ElementData& d, std::int64_t
     case ApplicationFamily::RankDeficient:
       return d.perturbation * uniform_pm1(d.random_seed, std::uint64_t(i + j * d.n));
     case ApplicationFamily::SparseLowRank: return sparse_plus_low_rank(d, i, j);
+    case ApplicationFamily::HplMxp: return hpl_mxp(d, i, j);
   }
   return 0.0;
 }

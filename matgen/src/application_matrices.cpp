@@ -40,6 +40,7 @@ const std::vector<FamilyEntry>& family_table() {
       {ApplicationFamily::Hilbert, "hilbert", {}, false},
       {ApplicationFamily::RankDeficient, "rankdef", {"rank_ratio", "perturbation"}, true},
       {ApplicationFamily::SparseLowRank, "sparse_lowrank", {"nnz_per_row", "rank"}, true},
+      {ApplicationFamily::HplMxp, "hpl_mxp", {}, true},
   };
   return table;
 }
@@ -157,7 +158,8 @@ MatrixStructure ApplicationSpec::structure() const {
     case ApplicationFamily::BadlyScaled:
     case ApplicationFamily::GradedColumns:
     case ApplicationFamily::RankDeficient:
-    case ApplicationFamily::SparseLowRank: return MatrixStructure::Nonsymmetric;
+    case ApplicationFamily::SparseLowRank:
+    case ApplicationFamily::HplMxp: return MatrixStructure::Nonsymmetric;
   }
   return MatrixStructure::Nonsymmetric;
 }
@@ -266,6 +268,7 @@ void ApplicationSpec::validate(const char* where) const {
       if (nnz_per_row < 0) fail("nnz_per_row", std::to_string(nnz_per_row), "must be >= 0");
       if (rank < 0) fail("rank", std::to_string(rank), "must be >= 0");
       break;
+    case ApplicationFamily::HplMxp: break;
   }
 }
 
@@ -409,6 +412,7 @@ PreparedElements prepare_elements(const ApplicationSpec& spec, std::int64_t n, c
       }
       break;
     }
+    case ApplicationFamily::HplMxp: d.random_seed = stream_seed(spec.seed, 11); break;
   }
   for (int k = 0; k < kArrayCount; ++k) d.arrays[k] = arrays[k].empty() ? nullptr : arrays[k].data();
   d.sparse_columns = p.sparse_columns.empty() ? nullptr : p.sparse_columns.data();

@@ -7,6 +7,7 @@
 #include <Eigen/Dense>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -329,6 +330,34 @@ TEST(ApplicationMatrices, SparsePlusLowRankIsDominantSparsePlusRankK) {
   }
 }
 
+TEST(ApplicationMatrices, HplMxpIsStrictlyColumnDominantAndPartialPivotingKeepsItsRows) {
+  for (std::int64_t n : {std::int64_t(1), std::int64_t(2), std::int64_t(97), std::int64_t(250), std::int64_t(301)}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    const Eigen::MatrixXd a = generate(ApplicationSpec::parse("hpl_mxp seed=5"), n);
+    for (std::int64_t j = 0; j < n; ++j) {
+      double diagonal = 0.5;
+      for (std::int64_t i = 0; i < n; ++i) {
+        if (i == j) continue;
+        EXPECT_LT(std::abs(a(i, j)), 0.5);
+        diagonal += std::abs(a(i, j));
+      }
+      // The generator sums in row order from 1/2, this loop too: the same additions.
+      EXPECT_EQ(a(j, j), diagonal) << "column " << j;
+    }
+    // Strict column dominance survives elimination: partial pivoting keeps the diagonal pivots.
+    const Eigen::PartialPivLU<Eigen::MatrixXd> lu(a);
+    for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(lu.permutationP().indices()(i), i) << "row " << i << " moved";
+    if (n >= 97) {
+      const double cond = condition_number(a);
+      EXPECT_GT(cond, 1.0);
+      EXPECT_LT(cond, 1.0 + 8.0 / std::sqrt(double(n))) << "the diagonal ~n/4 dominates the random part ~sqrt(n/3)";
+      std::printf("hpl_mxp n = %lld: cond %.4g\n", static_cast<long long>(n), cond);
+    }
+  }
+  EXPECT_TRUE(generate(ApplicationSpec::parse("hpl_mxp seed=5"), 50) != generate(ApplicationSpec::parse("hpl_mxp seed=6"), 50))
+      << "the seed determines the matrix";
+}
+
 TEST(ApplicationMatrices, GenerationIgnoresTheLeadingDimensionsPadding) {
   const std::int64_t n = 97, ld = 101;
   for (ApplicationFamily family : application_families()) {
@@ -393,7 +422,7 @@ TEST(ApplicationMatrices, BadNamesAndValuesAreInvalidArgumentsNamingTheText) {
                            "hilbert seed=3", "convdiff length=0.1", "convdiff peclet=nan", "elasticity poisson=0.5",
                            "bie_single b=0", "scaled exponent_range=151", "scaled exponent_range=2.5",
                            "graded grading=inf", "rankdef rank_ratio=1", "rankdef perturbation=-1e-9",
-                           "sparse_lowrank rank=-1", "sparse_lowrank nnz_per_row=99999999999"})
+                           "sparse_lowrank rank=-1", "sparse_lowrank nnz_per_row=99999999999", "hpl_mxp rank=2"})
     expect_invalid_naming([&] { ApplicationSpec::parse(text); }, "\"" + std::string(text) + "\"");
   expect_invalid_naming([] { ApplicationSpec::parse("convdiff rho=0.5"); }, "its parameters: peclet");
 
