@@ -5,7 +5,8 @@
 # benchmarks): A = the triangular solver before (HEAD 32756dc), B = the chained solver with every
 # warp polling the last part, C = B with warp 0 polling it and a block barrier. The triangular-
 # solver tests on B and C, triangular_benchmark A, B, C, solve_benchmark at n = 32768 on A and the
-# faster of B and C, then (SUITE=1) the GPU suite on that one.
+# faster of B and C, the hpl_mxp suite row (n = 32768) on A (HPL=1; the A pack of matgen's
+# hpl_mxp commit), then (SUITE=1) the GPU suite on that one.
 # Logs in $OUT/r.tgz.
 set -u
 for v in a b c; do tar xJf build-pack-${v}2/carry.tar.xz; done
@@ -36,6 +37,13 @@ for v in a $w; do
   grep -vE "^#|phase|^  " $R/solve_$v.txt | tail -12
   snap
 done
+if [ -n "${HPL:-}" ]; then
+  export LD_LIBRARY_PATH=$PWD/carry-a/gpu-libs
+  echo "== hpl_mxp a"
+  MIXSOLVE_LU_PROFILE=1 timeout 150 carry-a/benchmarks/solve_benchmark --suite --suite-families hpl_mxp --sizes 32768 --precisions auto,fp16 --irs "" --reps 1 --json $R/hpl_a.json > $R/hpl_a.txt 2>&1
+  grep -vE "^#|phase|^  " $R/hpl_a.txt | tail -8
+  snap
+fi
 if [ -n "${SUITE:-}" ]; then
   echo "== suite $w"
   mkdir -p $R/t
