@@ -34,7 +34,7 @@ for v in a $w; do
   export LD_LIBRARY_PATH=$PWD/carry-$v/gpu-libs
   echo "== solve $v"
   MIXSOLVE_LU_PROFILE=1 timeout 150 carry-$v/benchmarks/solve_benchmark --sizes 32768 --spectra geo --conds ${SOLVE_CONDS:-1e6} --precisions auto --irs "" --reps 1 --json $R/solve_$v.json > $R/solve_$v.txt 2>&1
-  grep -vE "^#|phase|^  " $R/solve_$v.txt | tail -12
+  grep -vE "^#|phase|^  " $R/solve_$v.txt | tail -12; grep "first mixsolve" $R/solve_$v.txt
   snap
 done
 if [ -n "${HPL:-}" ]; then
