@@ -295,6 +295,14 @@ Outcome run_irs(Context& ctx, cusolverDnHandle_t solver, const Problem& p, const
   return out;
 }
 
+// An attempt's factorization rate in TF/s, counting the flops of the textbook factorization
+// (2/3 n^3 for LU, 1/3 n^3 for Cholesky) whatever the arithmetic did: the HPL-MxP convention.
+double factorization_tflops(const Attempt& a, std::int64_t n) {
+  if (!(a.factorization_seconds > 0)) return 0.0;
+  const double flops = (a.factor == FactorKind::Cholesky ? 1.0 / 3.0 : 2.0 / 3.0) * double(n) * double(n) * double(n);
+  return flops / a.factorization_seconds / 1e12;
+}
+
 Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precision, int block_size, int warmup,
                      int reps) {
   const std::int64_t n = p.n;
@@ -378,6 +386,7 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
                             {"inner_iterations", a.inner_iterations}, {"pivot_ratio", a.pivot_ratio},
                             {"probe_estimate", a.probe_estimate}, {"collapsed_at_column", a.collapsed_at_column},
                             {"factorization_seconds", a.factorization_seconds},
+                            {"factorization_tflops", factorization_tflops(a, n)},
                             {"refinement_seconds", a.refinement_seconds}});
     if (!out.path.empty()) out.path += " -> ";
     if (a.factor == FactorKind::Cholesky) out.path += "chol-";
