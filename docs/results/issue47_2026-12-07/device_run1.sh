@@ -6,7 +6,8 @@
 # warp polling the last part, C = B with warp 0 polling it and a block barrier. The triangular-
 # solver tests on B and C, triangular_benchmark A, B, C, solve_benchmark at n = 32768 on A and the
 # faster of B and C, the hpl_mxp suite row (n = 32768) on A (HPL=1; the A pack of matgen's
-# hpl_mxp commit), then (SUITE=1) the GPU suite on that one.
+# hpl_mxp commit), the factorization rates on A (RATE=1), then (SUITE=1) the GPU suite on the
+# faster of B and C.
 # Logs in $OUT/r.tgz.
 set -u
 for v in a b c; do tar xJf build-pack-${v}2/carry.tar.xz; done
@@ -42,6 +43,16 @@ if [ -n "${HPL:-}" ]; then
   echo "== hpl_mxp a"
   MIXSOLVE_LU_PROFILE=1 timeout 150 carry-a/benchmarks/solve_benchmark --suite --suite-families hpl_mxp --sizes 32768 --precisions auto,fp16 --irs "" --reps 1 --json $R/hpl_a.json > $R/hpl_a.txt 2>&1
   grep -vE "^#|phase|^  " $R/hpl_a.txt | tail -8
+  snap
+fi
+if [ -n "${RATE:-}" ]; then  # the factorization-rate table: attempts' factorization_tflops in the JSON
+  export LD_LIBRARY_PATH=$PWD/carry-a/gpu-libs
+  echo "== rate a"
+  timeout 200 carry-a/benchmarks/solve_benchmark --sizes ${RATE_SIZES:-16384,32768} --spectra geo --conds 1e2 --precisions fp16,fp16x3,fp64 --irs "" --reps 1 --json $R/rate_a.json > $R/rate_a.txt 2>&1
+  python3 -c "
+import json
+for r in json.load(open('$R/rate_a.json'))['rows']:
+    for a in r.get('attempts', []): print(r['n'], r['method'], a['precision'], round(a['factorization_seconds'], 4), 's', round(a['factorization_tflops'], 1), 'TF/s')"
   snap
 fi
 if [ -n "${SUITE:-}" ]; then
