@@ -65,6 +65,7 @@ gtest_cases=(
   "gtest-gemm-lower-fill|$T --gtest_filter=GpuBackends.LowerFill*"
   "gtest-ozaki|$T --gtest_filter=GpuOzaki*.*:GpuDgemmEmulated.*"
   "gtest-slfp-formats|$T --gtest_filter=GpuSlfp.*:GpuFormats.*"
+  "gtest-matgen|$T --gtest_filter=GpuApplicationMatrices.*:GpuTestMatrices*.*"
 )
 # racecheck instruments every shared-memory access and runs 10-100x slower than the other tools
 # (no case at the sizes above finished within 22 s on an H200): it takes the same paths at
