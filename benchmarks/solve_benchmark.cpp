@@ -403,6 +403,13 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
       continue;
     }
     out.path += to_string(a.precision);
+    // SolveOptions::fp16_when_near_diagonal put FP16 first: the screen's estimate
+    if (&a == &report.attempts.front() && a.precision == Precision::FP16 && report.near_diagonal_estimate >= 0 &&
+        report.near_diagonal_estimate <= 0.125) {
+      char screen[48];
+      std::snprintf(screen, sizeof screen, "[near-diagonal %.2g]", report.near_diagonal_estimate);
+      out.path += screen;
+    }
     if (a.precision == Precision::Ozaki)  // the bits its emulated updates kept, or "fp64" for none
       out.path += a.emulated_bits > 0 ? std::to_string(a.emulated_bits) : std::string("[fp64]");
     if (a.pivot_order != PivotOrder::Partial) {  // SolveOptions::reuse_pivot_order, with max |l_ij|

@@ -130,6 +130,11 @@ class Engine : public RefinementSpace {
   virtual void expect_factorization(Precision p) {}
   // ||A||_inf of the FP64 matrix.
   virtual double norm_inf() = 0;
+  // y := A^T x in FP64 for vectors of length n (engine memory).
+  virtual void multiply_transpose(const double* x, double* y) = 0;
+  // A's diagonal, and A's column j, into host memory (n values each).
+  virtual void diagonal(double* host) = 0;
+  virtual void column(std::int64_t j, double* host) = 0;
   // Position of a NaN or Inf in `m` (same memory space), or {-1, -1}.
   virtual std::pair<std::int64_t, std::int64_t> find_nonfinite(const MatrixView<const double>& m) = 0;
   // The first pair (i, j), i > j, in column-major order with A(i, j) != A(j, i), or {-1, -1}

@@ -37,7 +37,10 @@ const std::vector<Precision>& factorization_precisions() {
 // cholesky_auto_path for a Cholesky (FP64 alone below auto_min_n or cholesky_auto_min_n, whose -1
 // means 12288, or 65536 for a Cholesky, for device matrices and 0 for host ones), or the one
 // precision asked for, then FP64 where fallback is on.
-std::vector<Precision> documented_path(const SolveOptions& o, std::int64_t n, bool device_engine, FactorKind kind) {
+// near_diagonal: the report's SolveReport::near_diagonal_estimate (SolveOptions::
+// fp16_when_near_diagonal: at most 1/8 puts FP16 before an Auto LU path that starts above it).
+std::vector<Precision> documented_path(const SolveOptions& o, std::int64_t n, bool device_engine, FactorKind kind,
+                                       double near_diagonal) {
   const bool cholesky = kind == FactorKind::Cholesky;
   const std::int64_t asked = cholesky ? o.cholesky_auto_min_n : o.auto_min_n;
   const std::int64_t auto_min_n = asked >= 0 ? asked : !device_engine ? 0 : cholesky ? 65536 : 12288;
@@ -47,6 +50,11 @@ std::vector<Precision> documented_path(const SolveOptions& o, std::int64_t n, bo
   else
     path = {o.factorization};
   if (o.fallback && !path.empty() && path.back() != Precision::FP64) path.push_back(Precision::FP64);
+  const bool above_fp16 = !path.empty() && path.front() != Precision::FP16 && path.front() != Precision::BF16 &&
+                          path.front() != Precision::FP64;
+  if (!cholesky && o.factorization == Precision::Auto && o.fp16_when_near_diagonal && above_fp16 &&
+      near_diagonal >= 0 && near_diagonal <= 0.125)
+    path.insert(path.begin(), Precision::FP16);
   return path;
 }
 
@@ -499,7 +507,7 @@ void check_solve_report(FuzzRun& run, const SolveCase& c, const SolveRhs& r, con
     return;
   }
   const auto in_path = [&](FactorKind kind, Precision p) {
-    const std::vector<Precision> path = documented_path(o, n, device_engine, kind);
+    const std::vector<Precision> path = documented_path(o, n, device_engine, kind, rep.near_diagonal_estimate);
     return std::find(path.begin(), path.end(), p) != path.end();
   };
   int iterations = 0;
@@ -702,7 +710,7 @@ void run_solve_case(FuzzRun& run, Context& ctx, bool device_run, bool factorizat
   // SPD is declared or assumed of a symmetric A, and under Auto the LU path that may follow it.
   const bool cholesky_first = spd_declared || (c.options.structure == Structure::Auto && symmetric);
   const auto fp64_on = [&](FactorKind kind) {
-    const std::vector<Precision> path = documented_path(c.options, c.n, device_engine, kind);
+    const std::vector<Precision> path = documented_path(c.options, c.n, device_engine, kind, -1);  // FP16 first changes no FP64
     return std::find(path.begin(), path.end(), Precision::FP64) != path.end();
   };
   const bool fp64_path = cholesky_first ? fp64_on(FactorKind::Cholesky) && (spd_declared || fp64_on(FactorKind::Lu))

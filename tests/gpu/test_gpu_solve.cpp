@@ -17,7 +17,9 @@
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/gemm/dgemm_auto.hpp"
 #include "mixsolve/gemm/ozaki_int8.hpp"
+#include "mixsolve/matgen/application_matrices.hpp"
 #include "mixsolve/matgen/test_matrices.hpp"
+#include "driver/near_diagonal.hpp"  // solvers_detail::near_diagonal_estimate
 #include "engine.hpp"       // solvers_detail::make_device_engine: the reused order's rejection path
 #include "lu/lu_rules.hpp"  // the trusted row order, the collapse watch
 #include "tuning.hpp"       // solvers_detail::tuning(): the variants of the device LU
@@ -112,6 +114,47 @@ TEST(GpuSolve, ResidualsAreWithinTheErrorBoundOfTheirPrecision) {
     EXPECT_LE(mixsolve::testing::residual_error_ratio(*engine, a, x, RP::Fp64, RP::Fp64), 1.0);
     EXPECT_GT(mixsolve::testing::residual_error_ratio(*engine, a, x, RP::Fp64, RP::DoubleDouble), 10.0);
   }
+}
+
+// The near-diagonal screen (SolveOptions::fp16_when_near_diagonal) on the device engine (A read
+// in place with a padded leading dimension: the diagonal's stride is ld + 1) gives the host
+// engine's estimate; under Auto a device HPL-MxP matrix takes FP16 first and meets the stop test.
+TEST(GpuSolve, NearDiagonalScreenMatchesTheHostAndPutsFp16First) {
+  MIXSOLVE_REQUIRE_GPU();
+  const std::int64_t n = 641, ld = n + 5;
+  std::vector<double> a(std::size_t(n * n));
+  ApplicationSpec spec;
+  spec.family = ApplicationFamily::HplMxp;
+  generate_application_matrix(spec, host_view(a.data(), n, n, n));
+  std::vector<double> padded(std::size_t(ld * n), NAN);
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < n; ++i) padded[std::size_t(i + j * ld)] = a[std::size_t(i + j * n)];
+  Context ctx;
+  DeviceBuffer<double> da(ld * n);
+  da.copy_from_host(padded);
+  Context host = Context::host_only();
+  const auto host_engine = solvers_detail::make_host_engine(host, host_view<const double>(a.data(), n, n, n), 0);
+  const auto device_engine = solvers_detail::make_device_engine(ctx, device_view<const double>(da.data(), n, n, ld), 0);
+  for (const double bound : {double(INFINITY), solvers_detail::kNearDiagonalMax, 1e-3}) {
+    const double on_host = solvers_detail::near_diagonal_estimate(*host_engine, bound);
+    const double on_device = solvers_detail::near_diagonal_estimate(*device_engine, bound);
+    EXPECT_NEAR(on_device, on_host, 1e-10 * on_host) << "bound " << bound;
+  }
+  std::vector<double> b(static_cast<std::size_t>(n), 0.0), x_true(static_cast<std::size_t>(n), 0.0);
+  fill_random(host_view(x_true.data(), n, 1, n), RandomSpec::uniform(-1, 1, 92));
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < n; ++j) b[std::size_t(i)] += a[std::size_t(i + j * n)] * x_true[std::size_t(j)];
+  DeviceBuffer<double> db(n), dx(n);
+  db.copy_from_host(b);
+  SolveOptions o;
+  o.auto_min_n = 0;
+  const SolveReport r = solve(ctx, device_view<const double>(da.data(), n, n, ld), device_view<const double>(db.data(), n, 1, n),
+                              device_view(dx.data(), n, 1, n), o);
+  EXPECT_TRUE(r.converged) << r.summary();
+  ASSERT_FALSE(r.attempts.empty());
+  EXPECT_EQ(r.attempts.front().precision, Precision::FP16) << r.summary();
+  EXPECT_GT(r.near_diagonal_estimate, 0.0);
+  EXPECT_LE(r.near_diagonal_estimate, solvers_detail::kNearDiagonalMax);
 }
 
 TEST(GpuSolve, EveryFactorizationPrecisionMeetsTheStopTest) {

@@ -16,6 +16,7 @@
 #include "mixsolve/matgen/application_matrices.hpp"
 #include "mixsolve/matgen/test_matrices.hpp"
 #include "mixsolve/solvers/solve.hpp"
+#include "driver/near_diagonal.hpp"  // solvers_detail::near_diagonal_estimate
 #include "engine.hpp"  // solvers_detail::probe_factors, make_host_engine
 #include "lu/lu_rules.hpp"  // range scaling, the trusted row order, the collapse watch
 #include "reference_solvers.hpp"
@@ -923,6 +924,117 @@ TEST(Solve, DefaultStopTestIsAsAccurateAsTheFp64LuOnEveryApplicationFamily) {
         EXPECT_EQ(r.attempts.back().pivot_order, PivotOrder::Partial) << r.summary();
     }
   }
+}
+
+// Matrices for the near-diagonal screen (SolveOptions::fp16_when_near_diagonal), n x n
+// column-major: an HPL-MxP matrix (random, dominant diagonal: theta ~ 2.3 / sqrt(n)); a
+// diagonally dominant one whose off-diagonal part is the constant -1/2 (every column's
+// ||B e_j|| ~ 1 / sqrt(n) small, yet theta ~ 1: the power iteration must find its one large
+// singular value); a geo matrix (no dominant diagonal). The tests take n = 640, where the HPL-MxP
+// matrix's theta (~0.09) lies below the screen's bound (1/8).
+std::vector<double> hpl_mxp_matrix(std::int64_t n) {
+  std::vector<double> a(n * n);
+  ApplicationSpec spec;
+  spec.family = ApplicationFamily::HplMxp;
+  generate_application_matrix(spec, host_view(a.data(), n, n, n));
+  return a;
+}
+std::vector<double> constant_off_diagonal_matrix(std::int64_t n) {
+  std::vector<double> a(n * n, -0.5);
+  for (std::int64_t j = 0; j < n; ++j) a[j + j * n] = 0.5 * double(n - 1) + 0.5;
+  return a;
+}
+// ||D^-1 (A - D)||_2 by Eigen's SVD.
+double exact_near_diagonal_norm(const std::vector<double>& a, std::int64_t n) {
+  Eigen::MatrixXd b = Eigen::Map<const Eigen::MatrixXd>(a.data(), n, n);
+  const Eigen::VectorXd d = b.diagonal();
+  b.diagonal().setZero();
+  b = d.cwiseInverse().asDiagonal() * b;
+  const Eigen::MatrixXd gram = b.transpose() * b;
+  return std::sqrt(Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(gram, Eigen::EigenvaluesOnly).eigenvalues().maxCoeff());
+}
+
+// The screen's estimate is a lower bound on theta = ||D^-1 (A - D)||_2; where the matrix is near
+// its diagonal it is within 2x of theta; it stops above the bound it is given once a lower bound
+// passes that (the geo matrix after one column), and a zero diagonal gives infinity.
+TEST(Solve, NearDiagonalScreenIsALowerBoundOnTheScaledOffDiagonalNorm) {
+  const std::int64_t n = 640;
+  Context ctx = Context::host_only();
+  const auto estimate_of = [&](const std::vector<double>& a, double reject_above) {
+    const auto engine = solvers_detail::make_host_engine(ctx, host_view<const double>(a.data(), n, n, n), 0);
+    return solvers_detail::near_diagonal_estimate(*engine, reject_above);
+  };
+  const std::vector<double> hpl = hpl_mxp_matrix(n), constant = constant_off_diagonal_matrix(n);
+  Problem g(geo(1e2, 5), n);
+  for (const auto& [name, a] : {std::pair<const char*, const std::vector<double>&>{"hpl_mxp", hpl},
+                                {"constant", constant}, {"geo", g.a}}) {
+    SCOPED_TRACE(name);
+    const double theta = exact_near_diagonal_norm(a, n);
+    const double full = estimate_of(a, INFINITY);  // no early stop: the whole power iteration
+    EXPECT_LE(full, theta * (1 + 1e-12));
+    EXPECT_GE(full, 0.5 * theta);
+    const double screened = estimate_of(a, solvers_detail::kNearDiagonalMax);
+    EXPECT_LE(screened, theta * (1 + 1e-12));
+    EXPECT_EQ(screened <= solvers_detail::kNearDiagonalMax, theta <= solvers_detail::kNearDiagonalMax)
+        << "theta " << theta << ", estimate " << screened;
+  }
+  EXPECT_LT(exact_near_diagonal_norm(hpl, n), solvers_detail::kNearDiagonalMax);
+  EXPECT_GT(exact_near_diagonal_norm(constant, n), 0.9);
+  std::vector<double> zero_pivot = hpl;
+  zero_pivot[7 + 7 * n] = 0;
+  EXPECT_EQ(estimate_of(zero_pivot, INFINITY), INFINITY);
+}
+
+// Under Auto an LU whose matrix is near its diagonal tries FP16 before fp16x3 and converges there
+// with FP64 accuracy; the report carries the screen's estimate. Where the screen rejects A (a
+// dominant diagonal with a large off-diagonal singular value), with the option off, or where the
+// path starts at FP16 already, the path is the configured one.
+TEST(Solve, AutoTriesFp16FirstWhereTheMatrixIsNearItsDiagonal) {
+  const std::int64_t n = 640;
+  const auto problem_of = [&](const std::vector<double>& a) {
+    Problem p(geo(1e2, 1), n);
+    p.a = a;
+    std::vector<double> x_true(n);
+    fill_random(host_view(x_true.data(), n, 1, n), RandomSpec::uniform(-1, 1, 91));
+    Eigen::Map<Eigen::VectorXd>(p.b.data(), n) =
+        Eigen::Map<const Eigen::MatrixXd>(p.a.data(), n, n) * Eigen::Map<const Eigen::VectorXd>(x_true.data(), n);
+    return p;
+  };
+  Context ctx = Context::host_only();
+  SolveOptions o;
+  o.block_size = 16;
+  Problem hpl = problem_of(hpl_mxp_matrix(n));
+  const SolveReport r = solve(ctx, hpl.A(), hpl.B(), hpl.X(), o);
+  expect_converged_and_accurate(hpl, r);
+  ASSERT_EQ(r.attempts.size(), 1u) << r.summary();
+  EXPECT_EQ(r.attempts[0].precision, Precision::FP16) << r.summary();
+  EXPECT_GT(r.near_diagonal_estimate, 0.0);
+  EXPECT_LE(r.near_diagonal_estimate, solvers_detail::kNearDiagonalMax);
+  EXPECT_NE(r.summary().find("near-diagonal screen"), std::string::npos) << r.summary();
+  const Eigen::MatrixXd lu_x = fp64_lu_solution(hpl, 1);
+  EXPECT_LE(backward_error_of(hpl, hpl.x), 10 * std::max(backward_error_of(hpl, std::vector<double>(lu_x.data(), lu_x.data() + n)), 0x1p-53));
+
+  Problem constant = problem_of(constant_off_diagonal_matrix(n));
+  const SolveReport rejected = solve(ctx, constant.A(), constant.B(), constant.X(), o);
+  expect_converged_and_accurate(constant, rejected);
+  EXPECT_EQ(rejected.attempts.at(0).precision, Precision::Fp16x3) << rejected.summary();
+  EXPECT_GT(rejected.near_diagonal_estimate, solvers_detail::kNearDiagonalMax);
+
+  SolveOptions off = o;
+  off.fp16_when_near_diagonal = false;
+  const SolveReport unscreened = solve(ctx, hpl.A(), hpl.B(), hpl.X(), off);
+  expect_converged_and_accurate(hpl, unscreened);
+  EXPECT_EQ(unscreened.attempts.at(0).precision, Precision::Fp16x3) << unscreened.summary();
+  EXPECT_EQ(unscreened.near_diagonal_estimate, -1.0);
+
+  SolveOptions from_fp16 = o;
+  from_fp16.auto_path = {Precision::FP16, Precision::FP32};
+  const SolveReport configured = solve(ctx, hpl.A(), hpl.B(), hpl.X(), from_fp16);
+  EXPECT_EQ(rungs_of(configured).front(), Precision::FP16) << configured.summary();
+  EXPECT_EQ(configured.near_diagonal_estimate, -1.0) << "a path that starts at FP16 needs no screen";
+  SolveOptions explicit_precision = o;
+  explicit_precision.factorization = Precision::Fp16x3;
+  EXPECT_EQ(solve(ctx, hpl.A(), hpl.B(), hpl.X(), explicit_precision).attempts.at(0).precision, Precision::Fp16x3);
 }
 
 // Several right-hand sides, each with its own best iterate: with FP16 factors of an

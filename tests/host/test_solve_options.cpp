@@ -60,7 +60,7 @@ TEST(SolveOptionsText, EveryFieldReadsBackWhatToStringWrites) {
   const std::string text = to_string(SolveOptions{});
   for (const OptionField& f : solve_option_fields())
     EXPECT_NE(text.find(f.name + "="), std::string::npos) << f.name;
-  EXPECT_EQ(solve_option_fields().size(), 23u);
+  EXPECT_EQ(solve_option_fields().size(), 24u);
 }
 
 TEST(SolveOptionsText, SetsOnlyTheFieldsNamedOverTheBase) {

@@ -138,6 +138,9 @@ std::string SolveReport::summary() const {
   if (fell_back) s << " (fell back to FP64)";
   if (residual_precision == ResidualPrecision::Fp64) s << ", FP64 residuals";
   s << "\n";
+  if (near_diagonal_estimate >= 0)
+    s << "  near-diagonal screen: ||D^-1 (A - D)||_2 ~ " << std::setprecision(3) << near_diagonal_estimate
+      << std::setprecision(6) << "\n";
   for (const Attempt& a : attempts) {
     s << "  " << to_string(a.precision) << (a.range_scaled ? " (range-scaled)" : "");
     if (a.precision == Precision::Ozaki)

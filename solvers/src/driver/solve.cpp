@@ -17,6 +17,7 @@
 #include "engine.hpp"
 #include "precisions.hpp"
 #include "refinement/refinement.hpp"
+#include "driver/near_diagonal.hpp"
 #include "driver/option_checks.hpp"
 #include "driver/square_ladder.hpp"
 
@@ -105,6 +106,7 @@ struct Factorization::State {
   // the estimate of ||A^-1||_inf from them (SolveOptions::condition_estimate; < 0: not yet).
   bool factors_complete = false;
   double inverse_norm_estimate = -1;
+  double near_diagonal_estimate = -1;  // SolveReport::near_diagonal_estimate
 };
 
 Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, const SolveOptions& options)
@@ -155,6 +157,14 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
   }
   s.ladder = std::make_unique<solvers_detail::SquareLadder>(
       options, kind, kind == FactorKind::Cholesky && options.structure == Structure::Auto, s.engine->n(), *s.engine);
+  // SolveOptions::fp16_when_near_diagonal: an LU path that starts above FP16 (not at FP16, BF16
+  // or FP64) gets an FP16 LU first where A is close to its diagonal (driver/near_diagonal.hpp).
+  const Precision first = s.ladder->first_precision();
+  if (kind == FactorKind::Lu && options.factorization == Precision::Auto && options.fp16_when_near_diagonal &&
+      first != Precision::FP16 && first != Precision::BF16 && first != Precision::FP64) {
+    s.near_diagonal_estimate = solvers_detail::near_diagonal_estimate(*s.engine, solvers_detail::kNearDiagonalMax);
+    if (s.near_diagonal_estimate <= solvers_detail::kNearDiagonalMax) s.ladder->put_first(Precision::FP16);
+  }
   s.norm_a = s.engine->norm_inf();
   s.badly_scaled = s.engine->badly_scaled();
 }
@@ -209,6 +219,7 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
     throw InvalidArgument("solve: B(" + std::to_string(bad.first) + ", " + std::to_string(bad.second) + ") is NaN or Inf");
 
   SolveReport report;
+  report.near_diagonal_estimate = s.near_diagonal_estimate;
   report.converged_rhs.assign(b.cols, b.rows == 0);
   report.residual_precision = solvers_detail::residual_precision_for(s.options, b.cols);
   if (b.cols == 0 || b.rows == 0) {

@@ -84,6 +84,15 @@ class SquareLadder {
     return AfterBreakdown::LuPathTakesOver;
   }
 
+  // `precision` goes first, before any rung is taken (fp16_when_near_diagonal), unless the path
+  // starts with it already.
+  void put_first(Precision precision) {
+    if (next_ != 0 || (!path_.empty() && path_.front().precision == precision)) return;
+    path_.insert(path_.begin(), Rung{path_.empty() ? FactorKind::Lu : path_.front().kind, precision});
+  }
+  // The first rung of the path (FP64 where it is empty).
+  Precision first_precision() const { return path_.empty() ? Precision::FP64 : path_.front().precision; }
+
   // The FP64 LU in a reused row order failed its refinement: once more with partial pivoting,
   // next (the order's growth may be what stopped it).
   void redo_fp64_lu_with_partial_pivoting() {

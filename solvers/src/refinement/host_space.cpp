@@ -51,6 +51,20 @@ void HostSpace::multiply(const double* x, double* y) {
     for (std::int64_t i = 0; i < n_; ++i) y[i] += a_[i + j * n_] * x[j];
 }
 
+void HostSpace::multiply_transpose(const double* x, double* y) {
+  for (std::int64_t j = 0; j < n_; ++j) {
+    double s = 0;
+    for (std::int64_t i = 0; i < n_; ++i) s += a_[i + j * n_] * x[i];
+    y[j] = s;
+  }
+}
+
+void HostSpace::diagonal(double* host) {
+  for (std::int64_t i = 0; i < n_; ++i) host[i] = a_[i + i * n_];
+}
+
+void HostSpace::column(std::int64_t j, double* host) { std::copy(a_.data() + j * n_, a_.data() + (j + 1) * n_, host); }
+
 double HostSpace::componentwise_backward_error(const double* x, const double* b, const double* r) {
   return mixsolve::componentwise_backward_error(host_view<const double>(a_.data(), n_, n_, n_), x, b, nullptr,
                                                 nullptr, r);

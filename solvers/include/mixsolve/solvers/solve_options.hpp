@@ -246,6 +246,14 @@ struct SolveOptions {
   /// (whose cheap factorizations are rounding models, there to exercise the logic at small n).
   /// Must be >= -1.
   std::int64_t auto_min_n = -1;
+  /// Under Auto, an LU whose path starts above FP16 (fp16x3 by default) tries an FP16 LU first
+  /// where A is close to its diagonal: where an estimate of ||D^-1 (A - D)||_2, D = diag(A), is
+  /// at most 1/8 (SolveReport::near_diagonal_estimate). There the one-product FP16 LU
+  /// preconditions as well as fp16x3's three products (HPL-MxP's matrices: random entries and a
+  /// dominant diagonal); where its refinement fails anyway, auto_path follows. The screen reads
+  /// five columns' worth of A for most matrices, and up to six FP64 mat-vecs more for those it
+  /// does not rule out (docs/solver.md).
+  bool fp16_when_near_diagonal = true;
   /// auto_path for a Cholesky (structure Spd, or Auto on a symmetric A); the LU path after an
   /// indefinite A under Structure::Auto keeps auto_path. Must not be empty or contain Auto.
   std::vector<Precision> cholesky_auto_path = {Precision::Halfhalf};

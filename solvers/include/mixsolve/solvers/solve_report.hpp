@@ -145,6 +145,11 @@ struct SolveReport {
   /// For some right-hand side the returned x is not the last iterate computed (see
   /// backward_error).
   bool returned_earlier_iterate = false;
+  /// SolveOptions::fp16_when_near_diagonal's estimate of ||D^-1 (A - D)||_2, D = diag(A) (a lower
+  /// bound; a value above 1/8 may be where the screen stopped early, INFINITY for a zero on the
+  /// diagonal), where Factorization's constructor computed it; -1 where it did not. Its time
+  /// counts in the constructor's, not in total_seconds.
+  double near_diagonal_estimate = -1;
   /// SolveOptions::condition_estimate: an estimate of cond_inf(A) = ||A||_inf ||A^-1||_inf from the
   /// factors in use (Higham's estimator, a lower bound up to the factors' accuracy: FP64 factors,
   /// or cheap ones that refinement made converge), and the normwise bound on the returned X's

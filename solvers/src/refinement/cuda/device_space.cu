@@ -176,6 +176,26 @@ void DeviceSpace::multiply(const double* x, double* y) {
   profile_.stop(Profile::Multiply, stream());
 }
 
+void DeviceSpace::multiply_transpose(const double* x, double* y) {
+  profile_.start(Profile::Multiply, stream());
+  const double one = 1.0, zero = 0.0;
+  MIXSOLVE_CUBLAS_CHECK(
+      cublasDgemv(ctx_.cublas(), CUBLAS_OP_T, int(n_), int(n_), &one, a_.data, int(a_.ld), x, 1, &zero, y, 1));
+  profile_.stop(Profile::Multiply, stream());
+}
+
+void DeviceSpace::diagonal(double* host) {
+  if (n_ == 0) return;
+  double* gathered = scratch(0, 1).data;  // the diagonal's stride is ld + 1: gathered first
+  MIXSOLVE_CUBLAS_CHECK(cublasDcopy(ctx_.cublas(), int(n_), a_.data, int(a_.ld + 1), gathered, 1));
+  download(gathered, host);
+}
+
+void DeviceSpace::column(std::int64_t j, double* host) {
+  if (n_ == 0) return;
+  download(a_.data + j * a_.ld, host);
+}
+
 void DeviceSpace::column_norms_inf(const MatrixView<const double>& m, double* out) {
   if (column_max_.size() < std::size_t(m.cols)) column_max_ = DeviceBuffer<double>(ctx_, m.cols);
   column_abs_max_kernel<<<unsigned(m.cols), 256, 0, stream()>>>(m.data, m.ld, m.rows, column_max_.data());

@@ -31,6 +31,9 @@ class DeviceSpace : public Engine {
                 const MatrixView<double>& r, ResidualPrecision precision) override;
   double componentwise_backward_error(const double* x, const double* b, const double* r) override;
   void multiply(const double* x, double* y) override;
+  void multiply_transpose(const double* x, double* y) override;
+  void diagonal(double* host) override;
+  void column(std::int64_t j, double* host) override;
   void column_norms_inf(const MatrixView<const double>& m, double* out) override;
   MatrixView<double> scratch(int slot, std::int64_t cols) override;
   void copy(const MatrixView<const double>& src, const MatrixView<double>& dst) override;
