@@ -168,21 +168,15 @@ double DeviceSpace::componentwise_backward_error(const double* x, const double* 
   return e;
 }
 
-void DeviceSpace::multiply(const double* x, double* y) {
+// y := op(A) x by DGEMV on the user's A (multiply, multiply_transpose).
+void DeviceSpace::gemv(cublasOperation_t op, const double* x, double* y) {
   profile_.start(Profile::Multiply, stream());
   const double one = 1.0, zero = 0.0;
-  MIXSOLVE_CUBLAS_CHECK(
-      cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(n_), int(n_), &one, a_.data, int(a_.ld), x, 1, &zero, y, 1));
+  MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), op, int(n_), int(n_), &one, a_.data, int(a_.ld), x, 1, &zero, y, 1));
   profile_.stop(Profile::Multiply, stream());
 }
-
-void DeviceSpace::multiply_transpose(const double* x, double* y) {
-  profile_.start(Profile::Multiply, stream());
-  const double one = 1.0, zero = 0.0;
-  MIXSOLVE_CUBLAS_CHECK(
-      cublasDgemv(ctx_.cublas(), CUBLAS_OP_T, int(n_), int(n_), &one, a_.data, int(a_.ld), x, 1, &zero, y, 1));
-  profile_.stop(Profile::Multiply, stream());
-}
+void DeviceSpace::multiply(const double* x, double* y) { gemv(CUBLAS_OP_N, x, y); }
+void DeviceSpace::multiply_transpose(const double* x, double* y) { gemv(CUBLAS_OP_T, x, y); }
 
 void DeviceSpace::diagonal(double* host) {
   if (n_ == 0) return;

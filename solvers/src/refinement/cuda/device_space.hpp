@@ -6,6 +6,7 @@
 // and preconditioner (lu/cuda/device_engine.cu).
 #pragma once
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -51,6 +52,7 @@ class DeviceSpace : public Engine {
 
  protected:
   cudaStream_t stream() const { return ctx_.stream(); }
+  void gemv(cublasOperation_t op, const double* x, double* y);
   // Device memory the space holds (scratch blocks and the Gram-Schmidt projections).
   std::size_t space_bytes() const;
   // Records the engine's memory high-water mark (`transient`: a workspace of the current step
