@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Device run 4 of issue 47 (repository root on the device machine; carry build-pack-n1, the pack
-# of 4b5c56f: Auto's FP16-first screen for matrices near their diagonal). GpuSolve tests, the
+# of d386844: Auto's FP16-first screen for matrices near their diagonal). GpuSolve tests, the
 # compute-sanitizer tools on the new GPU test, then solve_benchmark: hpl_mxp at 32768 and 65536
 # (auto with the screen, auto without it, fp16), and geo cond 1e2 / 1e6 at 32768 (auto with and
 # without: what the screen costs where it rejects A). Logs in $OUT/r4.tgz.
@@ -21,7 +21,7 @@ for tool in memcheck initcheck racecheck synccheck; do
   echo "sanitize $tool rc=$? $(grep -E 'ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY' $R/san_$tool.txt | tr '\n' ' ')"
 done
 snap
-off='factorization=auto;fp16-when-near-diagonal=false'
+off='precision=auto;fp16-when-near-diagonal=false'
 timeout 150 $B --suite --suite-families hpl_mxp --sizes 32768 --precisions "auto,$off,fp16" --irs "" --reps 3 --json $R/hpl32768.json > $R/hpl32768.txt 2>&1
 echo "== hpl 32768 rc=$?"; grep -vE "^#|phase|^  " $R/hpl32768.txt | tail -4; snap
 timeout 150 $B --sizes 32768 --spectra geo --conds 1e2,1e6 --precisions "auto,$off" --irs "" --reps 3 --json $R/geo.json > $R/geo.txt 2>&1
