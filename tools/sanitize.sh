@@ -57,7 +57,7 @@ solve_cases=(
 )
 lstsq_args="--backends cublas-sgemm,halfhalf --panels tsqr --conds 1e2,1e9 --refinements cgls,gmres --irs none --factorizations fp32,fp64 --reps 1"
 gtest_cases=(
-  "gtest-solver-kernels|$T --gtest_filter=GpuDiagonalBlock.*:GpuTriangleInverse.*:GpuTriangularSolver.*:GpuSolve.ResidualsAreWithin*"
+  "gtest-solver-kernels|$T --gtest_filter=GpuDiagonalBlock.*:GpuTriangleInverse.*:GpuTriangularSolver.*:GpuSolve.ResidualsAreWithin*:GpuSolve.NearDiagonal*"
   "gtest-fuzz-and-guarantees|$T --gtest_filter=GpuFuzz*.*:GpuDocumentedGuarantees*.*"
   "gtest-cholesky|$T --gtest_filter=GpuCholesky.*"
   "gtest-least-squares|$T --gtest_filter=GpuQr.TsqrPanel*:GpuLeastSquares.DeviceSolverMatchesTheHostSolver:GpuLeastSquares.FactorOnce*"
