@@ -412,11 +412,14 @@ Outcome run_mixsolve(Context& ctx, const Problem& p, const std::string& precisio
     }
     if (a.precision == Precision::Ozaki)  // the bits its emulated updates kept, or "fp64" for none
       out.path += a.emulated_bits > 0 ? std::to_string(a.emulated_bits) : std::string("[fp64]");
-    if (a.pivot_order != PivotOrder::Partial) {  // SolveOptions::reuse_pivot_order, with max |l_ij|
-      char multiplier[32];
-      std::snprintf(multiplier, sizeof multiplier, "%.3g", a.largest_multiplier);
-      out.path += std::string(a.pivot_order == PivotOrder::Reused ? "[order reused, |l| " : "[order rejected, |l| ") +
-                  multiplier + "]";
+    if (a.pivot_order != PivotOrder::Partial) {  // a reused order, or diagonal-block pivoting, with max |l_ij|
+      const char* order = a.pivot_order == PivotOrder::Reused           ? "order reused"
+                          : a.pivot_order == PivotOrder::Rejected       ? "order rejected"
+                          : a.pivot_order == PivotOrder::DiagonalBlocks ? "diagonal blocks"
+                                                                        : "diagonal blocks rejected";
+      char multiplier[64];
+      std::snprintf(multiplier, sizeof multiplier, "[%s, |l| %.3g]", order, a.largest_multiplier);
+      out.path += multiplier;
     }
     if (a.probe_estimate >= 0) {  // SolveOptions::probe_pivot_ratio
       char probe[48];

@@ -8,6 +8,8 @@
 //   MIXSOLVE_LU_GROUP=g                panels per bulk update
 //   MIXSOLVE_PANEL_BLOCKS=b            blocks of the cooperative panel kernel
 //   MIXSOLVE_LU_CHAIN_SMS=m            multiprocessors left to the chain in a reused row order
+//   MIXSOLVE_DIAGONAL_BLOCKS=never|always  which LUs pivot inside their diagonal blocks only
+//                                      (default: the FP16 LU of the near-diagonal screen)
 //   MIXSOLVE_LU_PACKED_L=0             the fp16x3 backend splits L21 itself
 //   MIXSOLVE_SCAN_COPY=0               the scan of A writes no FP32 copy
 //   MIXSOLVE_LU_ROW_MAJOR=0            column-major FP32 factors
@@ -50,6 +52,12 @@ inline void apply_solver_tuning_environment() {
   else if (route == "cusolver") t.fp64_route = Tuning::Fp64Route::Cusolver;
   else if (!route.empty())
     throw InvalidArgument("MIXSOLVE_FP64_LU=\"" + route + "\" is not engine or cusolver");
+  if (const std::string v = text("MIXSOLVE_DIAGONAL_BLOCKS"); v == "never")
+    t.diagonal_block_pivoting = Tuning::DiagonalBlockPivoting::Never;
+  else if (v == "always")
+    t.diagonal_block_pivoting = Tuning::DiagonalBlockPivoting::Always;
+  else if (!v.empty())
+    throw InvalidArgument("MIXSOLVE_DIAGONAL_BLOCKS=\"" + v + "\" is not never or always");
   flag("MIXSOLVE_LU_LOOKAHEAD", t.look_ahead);
   integer("MIXSOLVE_LU_GROUP", t.update_group);
   integer("MIXSOLVE_PANEL_BLOCKS", t.panel_blocks);

@@ -9,8 +9,34 @@
 
 #include "mixsolve/core/matrix.hpp"
 #include "mixsolve/core/random.hpp"
+#include "tuning.hpp"  // solvers_detail::tuning(): the variants of the LU
 
 namespace mixsolve::test_problems {
+
+// Restores the solver's tuning knobs when a test that changes them ends.
+struct ScopedTuning {
+  solvers_detail::Tuning saved = solvers_detail::tuning();
+  ScopedTuning() = default;
+  ScopedTuning(const ScopedTuning&) = delete;
+  ScopedTuning& operator=(const ScopedTuning&) = delete;
+  ~ScopedTuning() { solvers_detail::tuning() = saved; }
+};
+
+// An n x n matrix (column-major, n even) that partial pivoting factors at once and pivoting
+// inside diagonal blocks (FactorRequest::diagonal_blocks) must reject: A = [0 I; I 0] + 1e-8 R,
+// R uniform in [-1, 1]. A is orthogonal up to 1e-8 n (cond ~1), but its leading diagonal block
+// is 1e-8 R's, so L21 = A21 U11^-1 ~ 1e8 (or Inf in FP16).
+inline std::vector<double> exchanged_halves_matrix(std::int64_t n, std::uint64_t seed) {
+  std::vector<double> a(n * n);
+  fill_random(host_view(a.data(), n, n, n), RandomSpec::uniform(-1, 1, seed));
+  for (double& v : a) v *= 1e-8;
+  const std::int64_t half = n / 2;
+  for (std::int64_t i = 0; i < half; ++i) {
+    a[i + (i + half) * n] += 1;
+    a[(i + half) + i * n] += 1;
+  }
+  return a;
+}
 
 // An n x n matrix (column-major, n = 3 b) whose FP16 LU picks a row order that FP64 must reject
 // (SolveOptions::reuse_pivot_order). A = [4 I, C; D, D C / 4 + E] with b x b blocks on top and

@@ -57,7 +57,7 @@ solve_cases=(
 )
 lstsq_args="--backends cublas-sgemm,halfhalf --panels tsqr --conds 1e2,1e9 --refinements cgls,gmres --irs none --factorizations fp32,fp64 --reps 1"
 gtest_cases=(
-  "gtest-solver-kernels|$T --gtest_filter=GpuDiagonalBlock.*:GpuTriangleInverse.*:GpuTriangularSolver.*:GpuSolve.ResidualsAreWithin*:GpuSolve.NearDiagonal*"
+  "gtest-solver-kernels|$T --gtest_filter=GpuDiagonalBlock.*:GpuTriangleInverse.*:GpuTriangularSolver.*:GpuSolve.ResidualsAreWithin*:GpuSolve.NearDiagonal*:GpuSolve.DiagonalBlockPivoting*"
   "gtest-fuzz-and-guarantees|$T --gtest_filter=GpuFuzz*.*:GpuDocumentedGuarantees*.*"
   "gtest-cholesky|$T --gtest_filter=GpuCholesky.*"
   "gtest-least-squares|$T --gtest_filter=GpuQr.TsqrPanel*:GpuLeastSquares.DeviceSolverMatchesTheHostSolver:GpuLeastSquares.FactorOnce*"
@@ -113,6 +113,12 @@ cases_at() {  # field 3 (n) or 4 (racecheck's n) of solve_cases, then least squa
   # 13.0, driver 580, 2026-12-02; the case vendor-repro-cublas_gemm_ex below). The tests that
   # reach them stay out of racecheck's list; their mixsolve kernels run under racecheck in the
   # other cases (the solve cases, among them the Cholesky's, and GpuBackends.EveryFp32Backend*).
+  # The near-diagonal FP16 LU's tests (GpuSolve.NearDiagonal*, GpuSolve.DiagonalBlockPivoting*)
+  # end the same way (the fault surfaces after an L21 product, cublas-fp16 on cuBLASLt); with
+  # CUDA_LAUNCH_BLOCKING=1 racecheck completes there and all of its 11 reports lie in cuBLAS's
+  # nvjet_sm90_hss kernels (H100, 2026-12-07); their own kernel, factor_diagonal_block on FP32
+  # values, runs under racecheck in GpuDiagonalBlock.*. The reproducer has their shapes
+  # (256 x rows x 256), not yet run with them.
   local filter suite test
   for entry in "${gtest_cases[@]}"; do
     name=${entry%%|*}
@@ -126,7 +132,7 @@ cases_at() {  # field 3 (n) or 4 (racecheck's n) of solve_cases, then least squa
     done
   done
 }
-race_crashing_tests='^(GpuBackends\.Fp16x3ScalesEachOperand|GpuDocumentedGuarantees\.(ContextWorkspaceOnlyGrows|EveryDeviceGemmBackendKeepsTheContractsRules|SolvesOnSeparateThreads)|GpuCholesky\.(EveryPrecision|OddOrders|ApplicationMatrices|BreakdownEscalates|Fp16x3Factors))'
+race_crashing_tests='^(GpuBackends\.Fp16x3ScalesEachOperand|GpuSolve\.(NearDiagonal|DiagonalBlockPivoting)|GpuDocumentedGuarantees\.(ContextWorkspaceOnlyGrows|EveryDeviceGemmBackendKeepsTheContractsRules|SolvesOnSeparateThreads)|GpuCholesky\.(EveryPrecision|OddOrders|ApplicationMatrices|BreakdownEscalates|Fp16x3Factors))'
 
 mapfile -t cases < <(cases_at 3)
 mapfile -t race_cases < <(cases_at 4)

@@ -37,12 +37,18 @@ inline double seconds_since(Clock::time_point t0) {
 // collapse_below (FP32-stored LU factors; 0: never): stop with StopReason::CollapsedPivots where
 // the pivots collapse (kCollapseMinPivots). FP64 and Ozaki LUs and every Cholesky run to the end
 // or their first pivot that is not positive.
+// diagonal_blocks (FP32-stored LU factors): A's rows in their own order, pivoting inside the
+// diagonal blocks only, L21 = A21 U11^-1 on the update backend; checked against
+// kReusedOrderMaxMultiplier, else partial pivoting (PivotOrder::DiagonalBlocks / ..Rejected).
+// For a matrix close to its diagonal (SolveOptions::fp16_when_near_diagonal), where partial
+// pivoting would search every column for nothing.
 struct FactorRequest {
   FactorKind kind = FactorKind::Lu;
   Precision precision = Precision::FP64;
   bool range_scaling = false;
   bool reuse_pivot_order = false;
   double collapse_below = 0;
+  bool diagonal_blocks = false;
 };
 
 // What Engine::factor reports.

@@ -25,6 +25,11 @@ struct Tuning {
   // Multiprocessors left to the panel chain while an LU follows a reused row order; 0 (or less):
   // kInOrderChainMultiprocessors.
   int in_order_chain_multiprocessors = 0;
+  // Which LUs pivot inside their diagonal blocks only (FactorRequest::diagonal_blocks): the FP16 LU
+  // that the near-diagonal screen put first (Screened), none (Never: partial pivoting there too),
+  // or every FP32-stored LU (Always, for tests of the check and its fallback).
+  enum class DiagonalBlockPivoting { Screened, Never, Always };
+  DiagonalBlockPivoting diagonal_block_pivoting = DiagonalBlockPivoting::Screened;
   // fp16x3 updates take L21 split and packed by the LU as its rows move; off: the backend splits it.
   bool packed_l21 = true;
   // The scan of A also writes the FP32 copy that an expected cheap LU factors.

@@ -534,9 +534,15 @@ void check_solve_report(FuzzRun& run, const SolveCase& c, const SolveRhs& r, con
       run.expect(t.emulated_bits == 0, at + ": emulated_bits for a non-Ozaki LU");
     else
       run.expect(t.emulated_bits == 0 || t.emulated_bits == o.ozaki_bits, at + ": emulated_bits not ozaki_bits");
-    if (t.pivot_order != PivotOrder::Partial)
+    if (t.pivot_order == PivotOrder::Reused || t.pivot_order == PivotOrder::Rejected)
       run.expect(o.reuse_pivot_order && t.precision == Precision::FP64 && t.factor == FactorKind::Lu,
                  at + ": reused a row order");
+    // Only the FP16 LU that the near-diagonal screen put first pivots inside its diagonal blocks.
+    if (t.pivot_order == PivotOrder::DiagonalBlocks || t.pivot_order == PivotOrder::DiagonalBlocksRejected)
+      run.expect(i == 0 && t.precision == Precision::FP16 && t.factor == FactorKind::Lu &&
+                     o.factorization == Precision::Auto && rep.near_diagonal_estimate >= 0 &&
+                     rep.near_diagonal_estimate <= 0.125,
+                 at + ": pivoting inside the diagonal blocks without the near-diagonal screen");
     run.expect((t.zero_pivot_column >= 0) == (t.stop == StopReason::ZeroPivot || t.stop == StopReason::NotPositiveDefinite),
                at + ": zero_pivot_column");
     // The kind: LU for a general A, Cholesky where declared SPD; under auto Cholesky for a

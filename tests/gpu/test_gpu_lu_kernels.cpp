@@ -175,12 +175,12 @@ TYPED_TEST(GpuPanel, TiesPickTheLowestRowAndAZeroColumnIsReported) {
   }
 }
 
-// factor_diagonal_block (one thread block, FP64, pivots among the block's own rows) on the w x w
-// column-major `a`, stored row-major (column offset 7 for the zero pivot).
-PanelResult<double> factor_block_on_device(const std::vector<double>& a, int w, std::int64_t lda,
-                                           std::int64_t row_offset) {
-  DeviceBuffer<double> scratch(std::size_t(w) * w);
-  return factor_stored(a, w, w, lda, true, [&](double* da, std::int64_t ld, int* pivots, int* first_zero) {
+// factor_diagonal_block (one thread block, FP64 arithmetic, pivots among the block's own rows)
+// on the w x w column-major `a` of T, stored row-major (column offset 7 for the zero pivot).
+template <class T>
+PanelResult<T> factor_block_on_device(const std::vector<T>& a, int w, std::int64_t lda, std::int64_t row_offset) {
+  DeviceBuffer<T> scratch(std::size_t(w) * w);
+  return factor_stored(a, w, w, lda, true, [&](T* da, std::int64_t ld, int* pivots, int* first_zero) {
     mixsolve::solvers_detail::factor_diagonal_block(da, ld, w, pivots, row_offset, first_zero, 7, scratch.data(),
                                                     nullptr);
   });
@@ -206,25 +206,37 @@ std::vector<int> host_partial_pivots(std::vector<double> a, int w, std::int64_t 
   return pivots;
 }
 
-TEST(GpuDiagonalBlock, FactorsToWorkingAccuracyWithThePivotsOfPartialPivoting) {
-  MIXSOLVE_REQUIRE_GPU();
+// FP64 blocks (the FP64 LU in a reused order) and FP32 ones (a cheap LU in A's own order, FP32
+// values rounded once per 32-column sub-panel): P A = L U to the storage's rounding.
+template <class T>
+void expect_block_factors_as_partial_pivoting() {
   std::mt19937_64 rng(43);
   std::normal_distribution<double> normal;
   // Widths below, at and between the 32-column sub-panels, up to the widest block.
   for (const int w : {1, 31, 32, 33, 77, 200, kPanelMaxWidth}) {
     const std::int64_t lda = w + 9, row_offset = 5;
-    std::vector<double> a(lda * w);
-    for (double& v : a) v = normal(rng);
-    const PanelResult<double> r = factor_block_on_device(a, w, lda, row_offset);
+    std::vector<T> a(lda * w);
+    for (T& v : a) v = T(normal(rng));
+    const PanelResult<T> r = factor_block_on_device(a, w, lda, row_offset);
     // The same choices as partial pivoting on the host: a Gaussian matrix's candidates differ by
     // far more than the rounding of the two eliminations' different summation orders.
-    const std::vector<int> expected = host_partial_pivots(a, w, lda);
+    const std::vector<int> expected = host_partial_pivots(std::vector<double>(a.begin(), a.end()), w, lda);
     for (int j = 0; j < w; ++j) ASSERT_EQ(r.pivots[j], row_offset + expected[j]) << "w " << w << " column " << j;
     EXPECT_EQ(r.first_zero, -1);
     const Check c = check_factors(a, r, w, w, lda, row_offset);
     EXPECT_LE(c.residual_ratio, 2.0) << "w " << w;
     EXPECT_LE(c.largest_multiplier, 1.0) << "w " << w;
   }
+}
+
+TEST(GpuDiagonalBlock, FactorsToWorkingAccuracyWithThePivotsOfPartialPivoting) {
+  MIXSOLVE_REQUIRE_GPU();
+  {
+    SCOPED_TRACE("FP64");
+    expect_block_factors_as_partial_pivoting<double>();
+  }
+  SCOPED_TRACE("FP32");
+  expect_block_factors_as_partial_pivoting<float>();
 }
 
 TEST(GpuDiagonalBlock, TiesPickTheLowestRowAndAZeroColumnIsReported) {

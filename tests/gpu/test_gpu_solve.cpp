@@ -30,21 +30,13 @@
 namespace {
 
 using namespace mixsolve;
+using test_problems::ScopedTuning;
 
 // The FP64 LU's route by name, as the tests loop over them: "engine", "cusolver", or by size.
 solvers_detail::Tuning::Fp64Route fp64_route(const std::string& name) {
   using Route = solvers_detail::Tuning::Fp64Route;
   return name == "engine" ? Route::Engine : name == "cusolver" ? Route::Cusolver : Route::BySize;
 }
-
-// Restores the solver's tuning knobs when a test that changes them ends, however it ends.
-struct ScopedTuning {
-  solvers_detail::Tuning saved = solvers_detail::tuning();
-  ScopedTuning() = default;
-  ScopedTuning(const ScopedTuning&) = delete;
-  ScopedTuning& operator=(const ScopedTuning&) = delete;
-  ~ScopedTuning() { solvers_detail::tuning() = saved; }
-};
 
 struct DeviceProblem {
   std::int64_t n, k;
@@ -153,8 +145,47 @@ TEST(GpuSolve, NearDiagonalScreenMatchesTheHostAndPutsFp16First) {
   EXPECT_TRUE(r.converged) << r.summary();
   ASSERT_FALSE(r.attempts.empty());
   EXPECT_EQ(r.attempts.front().precision, Precision::FP16) << r.summary();
+  EXPECT_EQ(r.attempts.front().pivot_order, PivotOrder::DiagonalBlocks) << r.summary();
+  EXPECT_LT(r.attempts.front().largest_multiplier, 1.0) << r.summary();  // column-dominant
   EXPECT_GT(r.near_diagonal_estimate, 0.0);
   EXPECT_LE(r.near_diagonal_estimate, solvers_detail::kNearDiagonalMax);
+}
+
+// The device LU pivoting inside its diagonal blocks (FactorRequest::diagonal_blocks, forced on
+// every cheap LU), n = 1030 (five panels, the last one 32 wide in the aligned factors), FP16 and
+// fp16x3: on test_problems::exchanged_halves_matrix the multipliers fail the check, the LU starts
+// over with partial pivoting and meets the stop test; on a dominant-diagonal matrix the LU keeps
+// A's order (|l| < 1) and meets it.
+TEST(GpuSolve, DiagonalBlockPivotingFallsBackToPartialPivotingWhereItsCheckFails) {
+  MIXSOLVE_REQUIRE_GPU();
+  const ScopedTuning restore_tuning;
+  solvers_detail::tuning().diagonal_block_pivoting = solvers_detail::Tuning::DiagonalBlockPivoting::Always;
+  const std::int64_t n = 1030;
+  Context ctx;
+  DeviceProblem exchanged(96, n, 1), dominant(97, n, 1);
+  exchanged.a = test_problems::exchanged_halves_matrix(n, 95);
+  exchanged.upload(98);
+  ApplicationSpec spec;
+  spec.family = ApplicationFamily::HplMxp;
+  generate_application_matrix(spec, host_view(dominant.a.data(), n, n, n));
+  dominant.upload(99);
+  for (const Precision p : {Precision::FP16, Precision::Fp16x3}) {
+    SCOPED_TRACE(to_string(p));
+    SolveOptions o;
+    o.factorization = p;
+    o.fallback = false;
+    const SolveReport r = exchanged.solve_on_device(ctx, o);
+    EXPECT_TRUE(r.converged) << r.summary();
+    EXPECT_LT(exchanged.stop_test_ratio(), 1.0) << r.summary();
+    ASSERT_EQ(r.attempts.size(), 1u) << r.summary();
+    EXPECT_EQ(r.attempts[0].pivot_order, PivotOrder::DiagonalBlocksRejected) << r.summary();
+    EXPECT_FALSE(r.attempts[0].largest_multiplier <= kReusedOrderMaxMultiplier) << r.summary();
+    const SolveReport in_order = dominant.solve_on_device(ctx, o);
+    EXPECT_TRUE(in_order.converged) << in_order.summary();
+    EXPECT_LT(dominant.stop_test_ratio(), 1.0) << in_order.summary();
+    EXPECT_EQ(in_order.attempts.at(0).pivot_order, PivotOrder::DiagonalBlocks) << in_order.summary();
+    EXPECT_LT(in_order.attempts.at(0).largest_multiplier, 1.0) << in_order.summary();
+  }
 }
 
 TEST(GpuSolve, EveryFactorizationPrecisionMeetsTheStopTest) {

@@ -26,6 +26,7 @@
 namespace {
 
 using namespace mixsolve;
+using test_problems::ScopedTuning;
 
 struct Problem {
   std::int64_t n, k;
@@ -989,17 +990,20 @@ TEST(Solve, NearDiagonalScreenIsALowerBoundOnTheScaledOffDiagonalNorm) {
 // with FP64 accuracy; the report carries the screen's estimate. Where the screen rejects A (a
 // dominant diagonal with a large off-diagonal singular value), with the option off, or where the
 // path starts at FP16 already, the path is the configured one.
+// The n x n problem A x = b with the given A and b = A x for x uniform in [-1, 1].
+Problem problem_with_matrix(const std::vector<double>& a, std::int64_t n) {
+  Problem p(geo(1e2, 1), n);
+  p.a = a;
+  std::vector<double> x_true(n);
+  fill_random(host_view(x_true.data(), n, 1, n), RandomSpec::uniform(-1, 1, 91));
+  Eigen::Map<Eigen::VectorXd>(p.b.data(), n) =
+      Eigen::Map<const Eigen::MatrixXd>(p.a.data(), n, n) * Eigen::Map<const Eigen::VectorXd>(x_true.data(), n);
+  return p;
+}
+
 TEST(Solve, AutoTriesFp16FirstWhereTheMatrixIsNearItsDiagonal) {
   const std::int64_t n = 640;
-  const auto problem_of = [&](const std::vector<double>& a) {
-    Problem p(geo(1e2, 1), n);
-    p.a = a;
-    std::vector<double> x_true(n);
-    fill_random(host_view(x_true.data(), n, 1, n), RandomSpec::uniform(-1, 1, 91));
-    Eigen::Map<Eigen::VectorXd>(p.b.data(), n) =
-        Eigen::Map<const Eigen::MatrixXd>(p.a.data(), n, n) * Eigen::Map<const Eigen::VectorXd>(x_true.data(), n);
-    return p;
-  };
+  const auto problem_of = [&](const std::vector<double>& a) { return problem_with_matrix(a, n); };
   Context ctx = Context::host_only();
   SolveOptions o;
   o.block_size = 16;
@@ -1008,6 +1012,11 @@ TEST(Solve, AutoTriesFp16FirstWhereTheMatrixIsNearItsDiagonal) {
   expect_converged_and_accurate(hpl, r);
   ASSERT_EQ(r.attempts.size(), 1u) << r.summary();
   EXPECT_EQ(r.attempts[0].precision, Precision::FP16) << r.summary();
+  // In A's own order, pivoting inside the diagonal blocks: a column-dominant A keeps |l| < 1.
+  EXPECT_EQ(r.attempts[0].pivot_order, PivotOrder::DiagonalBlocks) << r.summary();
+  EXPECT_GT(r.attempts[0].largest_multiplier, 0.0);
+  EXPECT_LT(r.attempts[0].largest_multiplier, 1.0);
+  EXPECT_NE(r.summary().find("pivoting inside the diagonal blocks"), std::string::npos) << r.summary();
   EXPECT_GT(r.near_diagonal_estimate, 0.0);
   EXPECT_LE(r.near_diagonal_estimate, solvers_detail::kNearDiagonalMax);
   EXPECT_NE(r.summary().find("near-diagonal screen"), std::string::npos) << r.summary();
@@ -1034,7 +1043,50 @@ TEST(Solve, AutoTriesFp16FirstWhereTheMatrixIsNearItsDiagonal) {
   EXPECT_EQ(configured.near_diagonal_estimate, -1.0) << "a path that starts at FP16 needs no screen";
   SolveOptions explicit_precision = o;
   explicit_precision.factorization = Precision::Fp16x3;
-  EXPECT_EQ(solve(ctx, hpl.A(), hpl.B(), hpl.X(), explicit_precision).attempts.at(0).precision, Precision::Fp16x3);
+  const SolveReport chosen = solve(ctx, hpl.A(), hpl.B(), hpl.X(), explicit_precision);
+  EXPECT_EQ(chosen.attempts.at(0).precision, Precision::Fp16x3);
+  EXPECT_EQ(chosen.attempts.at(0).pivot_order, PivotOrder::Partial) << "only the screen's FP16 LU";
+}
+
+// Pivoting inside the diagonal blocks (FactorRequest::diagonal_blocks, here forced on every cheap
+// LU) is checked: on a matrix whose leading block is tiny beside the rows below
+// (test_problems::exchanged_halves_matrix) its multipliers exceed kReusedOrderMaxMultiplier, and
+// the LU starts over with partial pivoting, FP64-accurate, both in the report. Where the check
+// passes the factors need no interchange beyond the blocks: the FP16 LU of a dominant-diagonal
+// matrix converges in A's own order. Tuning never: the screen's FP16 LU pivots partially.
+TEST(Solve, DiagonalBlockPivotingFallsBackToPartialPivotingWhereItsCheckFails) {
+  const ScopedTuning restore_tuning;
+  using DiagonalBlockPivoting = solvers_detail::Tuning::DiagonalBlockPivoting;
+  solvers_detail::tuning().diagonal_block_pivoting = DiagonalBlockPivoting::Always;
+  const std::int64_t n = 98;  // 7 blocks of 16, the last one short
+  Context ctx = Context::host_only();
+  SolveOptions o;
+  o.block_size = 16;
+  o.fallback = false;
+  for (const Precision p : {Precision::FP16, Precision::Fp16x3}) {
+    o.factorization = p;
+    Problem exchanged = problem_with_matrix(test_problems::exchanged_halves_matrix(n, 95), n);
+    const SolveReport r = solve(ctx, exchanged.A(), exchanged.B(), exchanged.X(), o);
+    expect_converged_and_accurate(exchanged, r);
+    ASSERT_EQ(r.attempts.size(), 1u) << r.summary();
+    EXPECT_EQ(r.attempts[0].pivot_order, PivotOrder::DiagonalBlocksRejected) << r.summary();
+    EXPECT_FALSE(r.attempts[0].largest_multiplier <= kReusedOrderMaxMultiplier) << r.summary();
+    EXPECT_NE(r.summary().find("rejected, then partial pivoting"), std::string::npos) << r.summary();
+
+    Problem dominant = problem_with_matrix(hpl_mxp_matrix(n), n);
+    const SolveReport in_order = solve(ctx, dominant.A(), dominant.B(), dominant.X(), o);
+    expect_converged_and_accurate(dominant, in_order);
+    EXPECT_EQ(in_order.attempts.at(0).pivot_order, PivotOrder::DiagonalBlocks) << in_order.summary();
+  }
+  solvers_detail::tuning().diagonal_block_pivoting = DiagonalBlockPivoting::Never;
+  const std::int64_t screened_n = 640;  // where the screen passes hpl_mxp (0.16 at n = 98)
+  Problem hpl = problem_with_matrix(hpl_mxp_matrix(screened_n), screened_n);
+  SolveOptions screened;
+  screened.block_size = 16;
+  const SolveReport partial = solve(ctx, hpl.A(), hpl.B(), hpl.X(), screened);
+  ASSERT_FALSE(partial.attempts.empty());
+  EXPECT_EQ(partial.attempts[0].precision, Precision::FP16) << partial.summary();
+  EXPECT_EQ(partial.attempts[0].pivot_order, PivotOrder::Partial) << partial.summary();
 }
 
 // Several right-hand sides, each with its own best iterate: with FP16 factors of an

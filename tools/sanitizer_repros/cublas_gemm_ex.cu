@@ -98,10 +98,12 @@ int main() {
   cublasHandle_t h;
   check(cublasCreate(&h), "cublasCreate");
   bool ok = true;
-  // Skinny k (the fp16x3 products of three splits, k = 3 x 512), square, and the Cholesky's
-  // off-diagonal update shapes.
-  const Shape shapes[] = {{64, 64, 1536, true}, {64, 64, 1536, false}, {33, 17, 900, true},
-                          {300, 300, 128, true}, {172, 128, 128, true}, {1024, 1024, 512, true}};
+  // Skinny k (the fp16x3 products of three splits, k = 3 x 512), square, the Cholesky's
+  // off-diagonal update shapes, and the near-diagonal FP16 LU's L21 = A21 U11^-1 (row-major, seen
+  // as 256 x rows x 256).
+  const Shape shapes[] = {{64, 64, 1536, true},   {64, 64, 1536, false}, {33, 17, 900, true},
+                          {300, 300, 128, true},  {172, 128, 128, true}, {1024, 1024, 512, true},
+                          {256, 774, 256, false}, {256, 518, 256, false}};
   for (const Shape& s : shapes) {
     ok &= run<__half, float>(h, s, CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F, "fp16 -> fp32");
     ok &= run<__nv_bfloat16, float>(h, s, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F, "bf16 -> fp32");

@@ -111,6 +111,9 @@ std::string to_string(PivotOrder o) {
     case PivotOrder::Partial: return "partial pivoting";
     case PivotOrder::Reused: return "reused row order";
     case PivotOrder::Rejected: return "reused row order rejected, then partial pivoting";
+    case PivotOrder::DiagonalBlocks: return "pivoting inside the diagonal blocks";
+    case PivotOrder::DiagonalBlocksRejected:
+      return "pivoting inside the diagonal blocks rejected, then partial pivoting";
   }
   return "?";
 }

@@ -20,6 +20,7 @@
 #include "driver/near_diagonal.hpp"
 #include "driver/option_checks.hpp"
 #include "driver/square_ladder.hpp"
+#include "tuning.hpp"
 
 namespace mixsolve {
 
@@ -107,6 +108,7 @@ struct Factorization::State {
   bool factors_complete = false;
   double inverse_norm_estimate = -1;
   double near_diagonal_estimate = -1;  // SolveReport::near_diagonal_estimate
+  bool fp16_near_diagonal = false;     // the screen put an FP16 LU first
 };
 
 Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, const SolveOptions& options)
@@ -163,7 +165,10 @@ Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, co
   if (kind == FactorKind::Lu && options.factorization == Precision::Auto && options.fp16_when_near_diagonal &&
       first != Precision::FP16 && first != Precision::BF16 && first != Precision::FP64) {
     s.near_diagonal_estimate = solvers_detail::near_diagonal_estimate(*s.engine, solvers_detail::kNearDiagonalMax);
-    if (s.near_diagonal_estimate <= solvers_detail::kNearDiagonalMax) s.ladder->put_first(Precision::FP16);
+    if (s.near_diagonal_estimate <= solvers_detail::kNearDiagonalMax) {
+      s.ladder->put_first(Precision::FP16);
+      s.fp16_near_diagonal = true;
+    }
   }
   s.norm_a = s.engine->norm_inf();
   s.badly_scaled = s.engine->badly_scaled();
@@ -265,8 +270,17 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
                              n > s.options.gmres_max_inner && n >= 4 * solvers_detail::kProbeColumns;
       const double collapse_below =
           may_probe && std::isfinite(probe_below) && unit_roundoff <= 0x1p-24 && !cholesky ? probe_below : 0.0;
-      const FactorResult f =
-          s.engine->factor({rung.kind, attempt.precision, attempt.range_scaled, reuse_order, collapse_below});
+      // The screen's FP16 LU pivots inside its diagonal blocks only (FactorRequest::diagonal_blocks):
+      // with ||D^-1 (A - D)||_2 <= 1/8 every leading block of D^-1 A is I + E, ||E||_2 <= 1/8,
+      // so the LU in A's own order exists and its Schur complements stay near their diagonals.
+      using DiagonalBlockPivoting = solvers_detail::Tuning::DiagonalBlockPivoting;
+      const DiagonalBlockPivoting blocks_only = solvers_detail::tuning().diagonal_block_pivoting;
+      const bool diagonal_blocks = !cholesky && !solvers_detail::fp64_factors(attempt.precision) &&
+                                   (blocks_only == DiagonalBlockPivoting::Always ||
+                                    (blocks_only == DiagonalBlockPivoting::Screened && s.fp16_near_diagonal &&
+                                     attempt.precision == Precision::FP16));
+      const FactorResult f = s.engine->factor(
+          {rung.kind, attempt.precision, attempt.range_scaled, reuse_order, collapse_below, diagonal_blocks});
       s.engine->synchronize();
       s.factors_complete = f.status == StopReason::Converged;
       s.inverse_norm_estimate = -1;

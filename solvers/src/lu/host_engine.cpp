@@ -26,12 +26,47 @@ namespace {
 // Right-looking blocked LU with partial pivoting of the n x n matrix a (leading dimension n),
 // trailing updates A22 -= L21 U12 through `update` with its `parameters`. Returns the first zero
 // pivot's column or -1.
-// With largest_multiplier (SolveOptions::reuse_pivot_order): in the blocks that start before
-// column in_order_columns pivots are searched only inside the diagonal block (the rows already
-// stand in a chosen order), and *largest_multiplier gets max |l_ij| below those diagonal blocks
-// (NaN if one is NaN); later blocks pivot partially.
+// With largest_multiplier (SolveOptions::reuse_pivot_order, FactorRequest::diagonal_blocks): in
+// the blocks that start before column in_order_columns pivots are searched only inside the
+// diagonal block (the rows already stand in a chosen order), L21 = A21 U11^-1 is one product on
+// `update` with U11^-1 computed in FP64 and stored as T (as the device LU does), and
+// *largest_multiplier gets max |l_ij| below those diagonal blocks (NaN if one is NaN); later
+// blocks pivot partially.
 // With collapsed_at (collapse_below > 0): after each block, whether the pivots so far collapsed
 // (kCollapseMinPivots); if so *collapsed_at gets the block's end and the LU stops there.
+// L21 = A21 U11^-1 for the block [j0, j0 + jb) of the n x n factors a whose diagonal block is
+// factored, U11^-1 computed in FP64 and stored as T, the product on `update`; *largest = max(
+// *largest, max |l_ij|) (NaN if one is NaN).
+template <class T>
+void multipliers_in_order(std::vector<T>& a, std::int64_t n, std::int64_t j0, std::int64_t jb,
+                          const gemm::Backend& update, const gemm::Parameters& parameters, Context& ctx,
+                          double* largest) {
+  auto at = [&](std::int64_t i, std::int64_t j) -> T& { return a[i + j * n]; };
+  std::vector<double> inverse(jb * jb, 0.0);  // column-major U11^-1, by back substitution per column
+  for (std::int64_t c = 0; c < jb; ++c) {
+    inverse[c + c * jb] = 1.0 / double(at(j0 + c, j0 + c));
+    for (std::int64_t i = c - 1; i >= 0; --i) {
+      double sum = 0;
+      for (std::int64_t k = i + 1; k <= c; ++k) sum += double(at(j0 + i, j0 + k)) * inverse[k + c * jb];
+      inverse[i + c * jb] = -sum / double(at(j0 + i, j0 + i));
+    }
+  }
+  const std::vector<T> u11_inverse(inverse.begin(), inverse.end());
+  const std::int64_t rows = n - j0 - jb;
+  std::vector<T> a21(rows * jb);
+  for (std::int64_t j = 0; j < jb; ++j)
+    for (std::int64_t i = 0; i < rows; ++i) a21[i + j * rows] = at(j0 + jb + i, j0 + j);
+  update.run(ctx,
+             gemm::to_problem(gemm::GemmArgs<T>{gemm::Op::N, gemm::Op::N, rows, jb, jb, T(1), a21.data(), rows,
+                                                u11_inverse.data(), jb, T(0), &at(j0 + jb, j0), n}),
+             parameters, gemm::Execution{false});
+  for (std::int64_t j = j0; j < j0 + jb; ++j)
+    for (std::int64_t i = j0 + jb; i < n; ++i) {
+      const double l = std::abs(double(at(i, j)));
+      if (!(l <= *largest)) *largest = l;
+    }
+}
+
 template <class T>
 std::int64_t lu_factor(std::vector<T>& a, std::int64_t n, std::vector<std::int64_t>& pivots, int nb,
                        const gemm::Backend& update, const gemm::Parameters& parameters, Context& ctx,
@@ -44,25 +79,21 @@ std::int64_t lu_factor(std::vector<T>& a, std::int64_t n, std::vector<std::int64
   for (std::int64_t j0 = 0; j0 < n; j0 += nb) {
     const std::int64_t jb = std::min<std::int64_t>(nb, n - j0);
     const bool in_order = largest_multiplier && j0 < in_order_columns;
-    const std::int64_t search_end = in_order ? j0 + jb : n;
+    const std::int64_t panel_end = in_order ? j0 + jb : n;  // the rows searched and factored here
     for (std::int64_t j = j0; j < j0 + jb; ++j) {  // unblocked panel, working precision
       std::int64_t p = j;
-      for (std::int64_t i = j + 1; i < search_end; ++i)
+      for (std::int64_t i = j + 1; i < panel_end; ++i)
         if (std::abs(at(i, j)) > std::abs(at(p, j))) p = i;
       pivots[j] = p;
       if (at(p, j) == T(0)) return j;
       if (p != j)
         for (std::int64_t c = 0; c < n; ++c) std::swap(at(j, c), at(p, c));
       const T inv = T(1) / at(j, j);
-      for (std::int64_t i = j + 1; i < n; ++i) at(i, j) *= inv;
-      if (in_order)
-        for (std::int64_t i = j0 + jb; i < n; ++i) {
-          const double l = std::abs(double(at(i, j)));
-          if (!(l <= *largest_multiplier)) *largest_multiplier = l;
-        }
+      for (std::int64_t i = j + 1; i < panel_end; ++i) at(i, j) *= inv;
       for (std::int64_t c = j + 1; c < j0 + jb; ++c)
-        for (std::int64_t i = j + 1; i < n; ++i) at(i, c) -= at(i, j) * at(j, c);
+        for (std::int64_t i = j + 1; i < panel_end; ++i) at(i, c) -= at(i, j) * at(j, c);
     }
+    if (in_order && j0 + jb < n) multipliers_in_order(a, n, j0, jb, update, parameters, ctx, largest_multiplier);
     if (collapse_below > 0 && collapsed_at) {
       for (std::int64_t j = j0; j < j0 + jb; ++j) watch_pivot(watch, std::abs(double(at(j, j))), collapse_below);
       if (pivots_collapsed(watch.small, j0 + jb)) {
@@ -185,22 +216,35 @@ class HostEngine final : public HostSpace {
       result.zero_pivot_column = lu_factor(double_factors_, n_, pivots_, nb_, update, parameters, ctx_);
       if (result.zero_pivot_column < 0 && !all_finite(double_factors_)) result.status = StopReason::Overflow;
     } else {
-      float_factors_.resize(a_.size());
-      // mu R A S: products of powers of two, exact in FP64 before the one rounding
-      for (std::int64_t j = 0; j < n_; ++j)
-        for (std::int64_t i = 0; i < n_; ++i)
-          float_factors_[i + j * n_] = static_cast<float>(a_[i + j * n_] * mu_ * row_scale(i) * column_scale(j));
+      const auto convert_a = [&] {  // mu R A S: products of powers of two, exact in FP64 before the one rounding
+        float_factors_.resize(a_.size());
+        for (std::int64_t j = 0; j < n_; ++j)
+          for (std::int64_t i = 0; i < n_; ++i)
+            float_factors_[i + j * n_] = static_cast<float>(a_[i + j * n_] * mu_ * row_scale(i) * column_scale(j));
+      };
+      convert_a();
       if (!all_finite(float_factors_)) {
         result.status = StopReason::Overflow;  // beyond FP32's range
         return result;
       }
-      result.zero_pivot_column = lu_factor(float_factors_, n_, pivots_, nb_, update, parameters, ctx_, nullptr, 0,
-                                           collapse_below, &result.collapsed_at_column);
-      if (result.zero_pivot_column < 0 && result.collapsed_at_column >= 0) {
-        result.status = StopReason::CollapsedPivots;
-        return result;
+      bool factored = false;
+      if (request.diagonal_blocks) {  // A's own order, pivoting inside the diagonal blocks
+        double largest = 0;
+        const std::int64_t zero = lu_factor(float_factors_, n_, pivots_, nb_, update, parameters, ctx_, &largest, n_);
+        result.largest_multiplier = largest;
+        factored = zero < 0 && largest <= kReusedOrderMaxMultiplier && all_finite(float_factors_);
+        result.pivot_order = factored ? PivotOrder::DiagonalBlocks : PivotOrder::DiagonalBlocksRejected;
+        if (!factored) convert_a();  // then partial pivoting
       }
-      if (result.zero_pivot_column < 0 && !all_finite(float_factors_)) result.status = StopReason::Overflow;
+      if (!factored) {
+        result.zero_pivot_column = lu_factor(float_factors_, n_, pivots_, nb_, update, parameters, ctx_, nullptr, 0,
+                                             collapse_below, &result.collapsed_at_column);
+        if (result.zero_pivot_column < 0 && result.collapsed_at_column >= 0) {
+          result.status = StopReason::CollapsedPivots;
+          return result;
+        }
+        if (result.zero_pivot_column < 0 && !all_finite(float_factors_)) result.status = StopReason::Overflow;
+      }
       if (factor_storage_ != slfp::Format::Fp32) store_factors_rounded();
     }
     if (result.zero_pivot_column >= 0) result.status = StopReason::ZeroPivot;

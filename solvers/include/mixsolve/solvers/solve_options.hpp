@@ -250,7 +250,10 @@ struct SolveOptions {
   /// where A is close to its diagonal: where an estimate of ||D^-1 (A - D)||_2, D = diag(A), is
   /// at most 1/8 (SolveReport::near_diagonal_estimate). There the one-product FP16 LU
   /// preconditions as well as fp16x3's three products (HPL-MxP's matrices: random entries and a
-  /// dominant diagonal); where its refinement fails anyway, auto_path follows. The screen reads
+  /// dominant diagonal); where its refinement fails anyway, auto_path follows. That LU keeps A's
+  /// row order and pivots only inside its diagonal blocks (Attempt::pivot_order
+  /// PivotOrder::DiagonalBlocks), with multipliers up to kReusedOrderMaxMultiplier, else it starts
+  /// over with partial pivoting (DiagonalBlocksRejected). The screen reads
   /// five columns' worth of A for most matrices, and up to six FP64 mat-vecs more for those it
   /// does not rule out (docs/solver.md).
   bool fp16_when_near_diagonal = true;
@@ -315,7 +318,8 @@ inline constexpr int kOzakiMinBits = 16, kOzakiMaxBits = 53;
 inline constexpr double kWeakFactorsProbe = 4.0;
 
 /// SolveOptions::reuse_pivot_order: the largest multiplier |l_ij| a reused row order may produce
-/// (threshold pivoting with threshold 1e-6; docs/robustness.md).
+/// (threshold pivoting with threshold 1e-6; docs/robustness.md); also the bound of the near-
+/// diagonal FP16 LU's pivoting inside its diagonal blocks (SolveOptions::fp16_when_near_diagonal).
 inline constexpr double kReusedOrderMaxMultiplier = 1e6;
 
 }  // namespace mixsolve

@@ -48,7 +48,8 @@ enum class StopReason {
 /// @return e.g. "converged", "zero pivot", "iteration limit".
 std::string to_string(StopReason s);
 
-/// How a factorization chose its row interchanges (SolveOptions::reuse_pivot_order).
+/// How a factorization chose its row interchanges (SolveOptions::reuse_pivot_order,
+/// SolveOptions::fp16_when_near_diagonal).
 enum class PivotOrder {
   /// Partial pivoting, as LAPACK's getrf.
   Partial,
@@ -56,11 +57,16 @@ enum class PivotOrder {
   Reused,
   /// Reused failed its check and the LU was redone with partial pivoting (both count).
   Rejected,
+  /// A's own row order, pivoting inside each diagonal block only: the FP16 LU that auto tries
+  /// first where A is close to its diagonal (SolveOptions::fp16_when_near_diagonal).
+  DiagonalBlocks,
+  /// DiagonalBlocks failed its check and the LU was redone with partial pivoting (both count).
+  DiagonalBlocksRejected,
 };
 /// A short description of a pivot order, for reports.
 /// @param o a pivot order.
-/// @return "partial pivoting", "reused row order" or "reused row order rejected, then partial
-///         pivoting".
+/// @return e.g. "partial pivoting", "reused row order", "reused row order rejected, then partial
+///         pivoting", "pivoting inside the diagonal blocks".
 std::string to_string(PivotOrder o);
 
 /// One attempt of a solve: a factorization (or the reuse of earlier factors) and its refinement.
@@ -84,7 +90,8 @@ struct Attempt {
   bool range_scaled = false;
   /// How the LU chose its row interchanges (SolveOptions::reuse_pivot_order).
   PivotOrder pivot_order = PivotOrder::Partial;
-  /// max |l_ij| of a reused row order (Reused, Rejected); 0 otherwise.
+  /// max |l_ij| of a reused row order or of diagonal-block pivoting (every order but Partial); 0
+  /// otherwise.
   double largest_multiplier = 0;
   /// Reused: the leading columns that followed the order (SolveOptions::reuse_pivot_order); the
   /// rest pivoted partially, where the cheaper LU's pivots had fallen to its rounding error.

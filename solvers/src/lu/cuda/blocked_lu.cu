@@ -158,6 +158,8 @@ BlockedLuOutcome BlockedLu::run(const BlockedLuJob<T>& job) {
     throw NotSupported("device LU: n = " + std::to_string(n_) +
                        " rows do not fit the cooperative panel kernel's shared memory on this GPU");
   row_major_ = job.row_major;
+  update_ = job.update;
+  update_parameters_ = job.update_parameters;
   in_order_ = job.order_panels > 0 && job.row_major;
   order_panels_ = in_order_ ? job.order_panels : 0;
   collapse_below_ = job.collapse_below;
@@ -256,8 +258,9 @@ void BlockedLu::factor_blocked(const BlockedLuJob<T>& job, BlockedLuOutcome& out
   // packed columns as 4-byte words.
   const std::int64_t packed_panel_bytes = update.packed_b_column_bytes(nb_, nb_);
   constexpr bool kFp32 = std::is_same_v<T, float>;
-  const bool packed = kFp32 && row_major_ && packed_ld > 0 && packed_panel_bytes % 4 == 0 &&
-                      tuning().packed_l21;
+  // Not in a given row order: there |L| <= 1 does not hold.
+  const bool packed =
+      kFp32 && row_major_ && !in_order_ && packed_ld > 0 && packed_panel_bytes % 4 == 0 && tuning().packed_l21;
   if (packed && packed_l21_.size() != std::size_t(kPackedGroupSlots * packed_ld * nf_))
     packed_l21_ = DeviceBuffer<unsigned char>(ctx_, kPackedGroupSlots * packed_ld * nf_);
   std::vector<StreamEvent> slot_read(kPackedGroupSlots);  // the last bulk update that read a slot
@@ -406,8 +409,8 @@ void BlockedLu::factor_blocked(const BlockedLuJob<T>& job, BlockedLuOutcome& out
       outcome.order_rejected_early = true;
       break;
     }
-    if (watch && p >= kOrderVerdictLag && first_column(p - kOrderVerdictLag) < n_ &&
-        collapsed_at(p - kOrderVerdictLag)) {
+    if (watch && p >= kOrderVerdictLag && p - kOrderVerdictLag >= in_order_panels &&
+        first_column(p - kOrderVerdictLag) < n_ && collapsed_at(p - kOrderVerdictLag)) {
       outcome.collapsed_at_column = std::min(first_column(p - kOrderVerdictLag + 1), n_);
       break;
     }
@@ -513,16 +516,13 @@ void BlockedLu::factor_blocked(const BlockedLuJob<T>& job, BlockedLuOutcome& out
 template <class T>
 void BlockedLu::factor_panel(Context& ctx, T* f, std::int64_t j0, std::int64_t jb, const cudaStream_t* side) {
   T* diagonal = f + j0 + j0 * nf_;
-  bool in_order = false;
-  if constexpr (std::is_same_v<T, double>) {
-    in_order = in_order_ && j0 / nb_ < order_panels_;
-    if (in_order) {  // in a given row order (FP64 only) only the diagonal block's rows are searched
-      profile_.start(Profile::DiagonalBlock, ctx.stream());
-      factor_diagonal_block(diagonal, nf_, int(jb), pivots_ + j0, j0, first_zero_pivot_, j0,
-                            block_row_buffers<T>().l21_copy.data(), ctx.stream());
-      profile_.stop(Profile::DiagonalBlock, ctx.stream());
-      factor_panel_in_order(ctx, f, j0, jb);
-    }
+  const bool in_order = in_order_ && j0 / nb_ < order_panels_;
+  if (in_order) {  // in a given row order only the diagonal block's rows are searched
+    profile_.start(Profile::DiagonalBlock, ctx.stream());
+    factor_diagonal_block(diagonal, nf_, int(jb), pivots_ + j0, j0, first_zero_pivot_, j0,
+                          block_row_buffers<T>().l21_copy.data(), ctx.stream());
+    profile_.stop(Profile::DiagonalBlock, ctx.stream());
+    factor_panel_in_order(ctx, f, j0, jb);
   }
   if (!in_order)
     panel_workspace<T>().factor(diagonal, nf_, nf_ - j0, int(jb), pivots_ + j0, j0, first_zero_pivot_,
@@ -553,11 +553,13 @@ std::tuple<int*, int*, int*> BlockedLu::panel_moves(std::int64_t q) {
           move_count_.data() + q};
 }
 
-// The rest of a panel whose rows stand in a given order (SolveOptions::reuse_pivot_order), row-
-// major, after factor_diagonal_block has factored its diagonal block with pivoting among its
-// own rows (factor_panel): L11^-1 and U11^-1 in one launch, L21 = A21 U11^-1 as a GEMM with
-// the latter, and max |L21| into largest_multiplier_ for the check at the end. No search over
-// the column and no interchange beyond the block.
+// The rest of a panel whose rows stand in a given order (SolveOptions::reuse_pivot_order,
+// FactorRequest::diagonal_blocks), row-major, after factor_diagonal_block has factored its
+// diagonal block with pivoting among its own rows (factor_panel): L11^-1 and U11^-1 in one
+// launch, L21 = A21 U11^-1 as one product with the latter on the trailing updates' backend
+// (DGEMM for the FP64 LU; FP16 tensor cores for an FP16 LU, whose updates round L21 to FP16
+// anyway), and max |L21| into largest_multiplier_ for the check at the end. No search over the
+// column and no interchange beyond the block.
 template <class T>
 void BlockedLu::factor_panel_in_order(Context& ctx, T* f, std::int64_t j0, std::int64_t jb) {
   BlockRowBuffers<T>& buffers = block_row_buffers<T>();
@@ -574,8 +576,13 @@ void BlockedLu::factor_panel_in_order(Context& ctx, T* f, std::int64_t j0, std::
                                         below, cudaMemcpyDeviceToDevice, ctx.stream()));
   // Row-major L21 seen column-major is L21^T = U11^-T A21^T; the row-major inverse seen
   // column-major is U11^-T.
-  exact_product(ctx, gemm::Op::N, jb, below, jb, buffers.u11_inverse.data(), jb, buffers.l21_copy.data(), jb, l21,
-                nf_);
+  const gemm::KernelPlacement placement = tuning().look_ahead ? gemm::KernelPlacement::Unclustered  // the chain's
+                                                              : gemm::KernelPlacement::Anywhere;
+  update_->run(
+      ctx,
+      gemm::to_problem(gemm::GemmArgs<T>{gemm::Op::N, gemm::Op::N, jb, below, jb, T(1), buffers.u11_inverse.data(), jb,
+                                         buffers.l21_copy.data(), jb, T(0), l21, nf_}),
+      update_parameters_, gemm::Execution{false, placement});
   abs_max_row_major_kernel<<<unsigned(std::min<std::int64_t>(1024, (below * jb + 255) / 256)), 256, 0,
                              ctx.stream()>>>(l21, nf_, below, int(jb), largest_multiplier_.data());
   MIXSOLVE_CUDA_CHECK_LAUNCH();

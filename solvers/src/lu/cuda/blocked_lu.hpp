@@ -45,7 +45,7 @@ struct BlockedLuJob {
   std::int64_t update_group = 0;
   std::int64_t update_group_min_rows = 0;
   // The leading panels whose rows stand in a given order (pivoting inside their diagonal blocks
-  // only, FP64 and row-major only); 0: partial pivoting throughout.
+  // only, row-major only; FP32 factors: every panel or none); 0: partial pivoting throughout.
   std::int64_t order_panels = 0;
   // Watch for collapsing pivots below this magnitude (FP32 factors; 0: not watched).
   double collapse_below = 0;
@@ -112,6 +112,8 @@ class BlockedLu {
   int* const first_zero_pivot_;
   // The current run's layout and row order (BlockedLuJob).
   bool row_major_ = true, in_order_ = false;
+  const gemm::Backend* update_ = nullptr;  // the run's trailing-update backend and its parameters
+  gemm::Parameters update_parameters_;
   std::int64_t order_panels_ = 0;
   double collapse_below_ = 0;
   // The panels' verdicts: pinned host slots, the running PivotWatch, max |L21| in order (bits).

@@ -134,7 +134,7 @@ class DeviceEngine final : public DeviceSpace {
     }
     kind_ = FactorKind::Lu;
     collapse_below_ = fp64_factors(p) ? 0.0 : request.collapse_below;
-    FactorResult result = factor_unchecked(p, request.range_scaling, order, order_columns);
+    FactorResult result = factor_unchecked(p, request.range_scaling, order, order_columns, request.diagonal_blocks);
     factors_complete_ = result.status == StopReason::Converged;
     return result;
   }
@@ -172,8 +172,9 @@ class DeviceEngine final : public DeviceSpace {
   }
 
   // order_columns: how many leading columns follow `order` (the rest pivot partially).
+  // diagonal_blocks (FP32-stored factors, FactorRequest::diagonal_blocks): A's own order first.
   FactorResult factor_unchecked(Precision p, bool range_scaling, const std::vector<int>& order,
-                                std::int64_t order_columns) {
+                                std::int64_t order_columns, bool diagonal_blocks) {
     triangular32_.reset();  // they refer to the factors being replaced
     triangular64_.reset();
     packed_factors_.reset();
@@ -209,9 +210,20 @@ class DeviceEngine final : public DeviceSpace {
     blocked_->release<double>();
     // The scan's copy (scan_a), once, where it is what the conversion would make (up to mu).
     const bool prepared = std::exchange(prepared_copy_, false) && prepared_copy_usable(p, range_scaling);
-    if (prepared) return factor_blocked_lu(factors32_.data(), device_update_backend(p), false, {}, true);
-    allocate_factors(factors32_);
-    return factor_blocked_lu(factors32_.data(), device_update_backend(p), range_scaling);
+    if (!prepared) allocate_factors(factors32_);
+    const bool scaling = range_scaling && !prepared;  // the scan's copy is factored unscaled
+    const gemm::Backend& update = device_update_backend(p);
+    order_panels_ = 0;
+    if (!diagonal_blocks || !row_major_layout())
+      return factor_blocked_lu(factors32_.data(), update, scaling, {}, prepared);
+    order_panels_ = (nf_ + nb_ - 1) / nb_;  // every panel in A's own order
+    const FactorResult own = factor_blocked_lu(factors32_.data(), update, scaling, {}, prepared, true);
+    order_panels_ = 0;
+    if (own.pivot_order != PivotOrder::DiagonalBlocksRejected) return own;
+    FactorResult again = factor_blocked_lu(factors32_.data(), update, scaling);  // partial pivoting
+    again.pivot_order = PivotOrder::DiagonalBlocksRejected;
+    again.largest_multiplier = own.largest_multiplier;
+    return again;
   }
 
   FactorResult factor_with_cusolver() {
@@ -311,17 +323,20 @@ class DeviceEngine final : public DeviceSpace {
   // when it returns): T = float for the FP32-stored factorizations, double for FP64. f holds the
   // nf x nf matrix [A 0; 0 I] (kFactorAlignment), whose LU is A's with an identity beside it.
   // With a row order (row-major layout only): the LU of A's rows in that order, pivoting inside
-  // the diagonal blocks (factor_panel_in_order); its result is Reused where every check passed,
-  // else Rejected (the caller then factors with partial pivoting).
+  // the diagonal blocks of its first order_panels_ panels (factor_panel_in_order); its result is
+  // Reused where every check passed, else Rejected (the caller then factors with partial
+  // pivoting). own_order: the same in A's own row order (DiagonalBlocks, DiagonalBlocksRejected).
   template <class T>
   FactorResult factor_blocked_lu(T* f, const gemm::Backend& update, bool range_scaling,
-                                 const std::vector<int>& order = {}, bool copy_ready = false) {
+                                 const std::vector<int>& order = {}, bool copy_ready = false, bool own_order = false) {
     FactorResult result;
     if (range_scaling) compute_range_scaling();
     bool row_major = row_major_layout();  // until the transpose at the end
-    const bool in_order = !order.empty() && row_major;
+    const bool in_order = (own_order || !order.empty()) && row_major;
+    const PivotOrder followed = own_order ? PivotOrder::DiagonalBlocks : PivotOrder::Reused;
+    const PivotOrder rejected = own_order ? PivotOrder::DiagonalBlocksRejected : PivotOrder::Rejected;
     DeviceBuffer<int> destination_row;
-    if (in_order) {
+    if (!order.empty() && row_major) {
       std::vector<int> position(n_);
       for (std::int64_t i = 0; i < n_; ++i) position[order[i]] = int(i);
       destination_row = DeviceBuffer<int>(ctx_, n_);
@@ -358,7 +373,7 @@ class DeviceEngine final : public DeviceSpace {
     }
     if (outcome.order_rejected_early) {  // the order failed its check part way (kOrderVerdictLag)
       result.largest_multiplier = blocked_->largest_multiplier();
-      result.pivot_order = PivotOrder::Rejected;
+      result.pivot_order = rejected;
       return result;
     }
     const bool checked = row_major;  // the transpose checks for NaN/Inf on its way
@@ -375,11 +390,11 @@ class DeviceEngine final : public DeviceSpace {
       result.largest_multiplier = blocked_->largest_multiplier();
       const bool finite = read_first_nonfinite(n_).first < 0;
       if (first_zero < n_ || !finite || !(result.largest_multiplier <= kReusedOrderMaxMultiplier)) {
-        result.pivot_order = PivotOrder::Rejected;
+        result.pivot_order = rejected;
         return result;
       }
-      result.pivot_order = PivotOrder::Reused;
-      result.reused_columns = std::min(order_panels_ * nb_, n_);
+      result.pivot_order = followed;
+      if (!own_order) result.reused_columns = std::min(order_panels_ * nb_, n_);
       row_order_ = order;
     }
     if (first_zero < n_) {

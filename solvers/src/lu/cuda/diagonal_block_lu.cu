@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The one-block LU of a diagonal block whose rows stand in a given order (the FP64 LU that follows
-// a cheaper LU's row order).
+// a cheaper LU's row order; the FP16 LU of a matrix close to its diagonal, in A's own order).
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -27,11 +27,13 @@ namespace {
 using primitives::warp_best;
 
 // ---------------------------------------------------------------------------------------------
-// LU with partial pivoting of one w x w row-major FP64 block (w <= kPanelMaxWidth) in a single
-// thread block: the diagonal block of a panel whose rows already stand in a chosen order (the FP64
-// LU that follows a cheaper LU's row order, SolveOptions::reuse_pivot_order), where only the
-// block's own rows are searched. It runs once per panel on the LU's critical path, so it is built
-// for latency. Right-looking in sub-panels of kBlockSub columns:
+// LU with partial pivoting of one w x w row-major block (w <= kPanelMaxWidth) of T = double or
+// float, in FP64 arithmetic, in a single thread block: the diagonal block of a panel whose rows
+// already stand in a chosen order (the FP64 LU that follows a cheaper LU's row order,
+// SolveOptions::reuse_pivot_order; the FP32-stored LU in A's own order, FactorRequest::
+// diagonal_blocks), where only the block's own rows are searched. FP32 values are widened on
+// their way in and rounded once per sub-panel on their way out. It runs once per panel on the
+// LU's critical path, so it is built for latency. Right-looking in sub-panels of kBlockSub columns:
 //   a. factor_sub_panel: a thread per row holds the row's kBlockSub values in registers. Per
 //      column one barrier: each warp finds its candidate (warp_best) and the candidate posts its
 //      row to shared memory before the barrier, so after it every thread reads the warp winners,
@@ -76,8 +78,9 @@ struct DiagonalBlockShared {
 // and racecheck reported hazards across the later __syncthreads with it). On return the factored
 // rows are in s.panel by logical row and in global memory, and s.perm holds the new order (after
 // the caller's __syncthreads).
-__device__ void factor_sub_panel(DiagonalBlockShared& s, double* __restrict__ a, std::int64_t lda, int c0, int cw,
-                                 int rows, int* __restrict__ pivots, std::int64_t row_offset, int* first_zero_pivot,
+template <class T>
+__device__ void factor_sub_panel(DiagonalBlockShared& s, T* __restrict__ a, std::int64_t lda, int c0, int cw, int rows,
+                                 int* __restrict__ pivots, std::int64_t row_offset, int* first_zero_pivot,
                                  std::int64_t column_offset) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int row_warps = (rows + 31) / 32;
@@ -93,7 +96,7 @@ __device__ void factor_sub_panel(DiagonalBlockShared& s, double* __restrict__ a,
 #pragma unroll
     for (int r = 0; r < 32; ++r) {
       const int source = __shfl_sync(0xffffffffu, physical, r);
-      staged[r] = 32 * warp + r < rows && lane < cw ? a[c0 + lane + std::int64_t(source) * lda] : 0.0;
+      staged[r] = 32 * warp + r < rows && lane < cw ? double(a[c0 + lane + std::int64_t(source) * lda]) : 0.0;
     }
 #pragma unroll
     for (int r = 0; r < 32; ++r) s.panel[32 * warp + r][lane] = staged[r];
@@ -166,7 +169,7 @@ __device__ void factor_sub_panel(DiagonalBlockShared& s, double* __restrict__ a,
 #pragma unroll
   for (int r = 0; r < 32; ++r) {
     const int source = __shfl_sync(0xffffffffu, logical, r), target = __shfl_sync(0xffffffffu, physical, r);
-    if (32 * warp + r < rows && lane < cw) a[c0 + lane + std::int64_t(target) * lda] = s.panel[source][lane];
+    if (32 * warp + r < rows && lane < cw) a[c0 + lane + std::int64_t(target) * lda] = T(s.panel[source][lane]);
   }
 }
 
@@ -176,12 +179,13 @@ __device__ void factor_sub_panel(DiagonalBlockShared& s, double* __restrict__ a,
 // Fragments past m2 read stale shared memory; they reach only accumulators that are not stored.
 // m16n8k8 (primitives/mma.cuh) takes the same time as m8n8k4 here: the accumulators' loads from
 // L2 set the pace.
-__device__ void trailing_update(DiagonalBlockShared& s, double* __restrict__ a, std::int64_t lda, int c0, int m2) {
+template <class T>
+__device__ void trailing_update(DiagonalBlockShared& s, T* __restrict__ a, std::int64_t lda, int c0, int m2) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int tiles = (m2 + 31) / 32;
   for (int tile = warp; tile < tiles * tiles; tile += kBlockWarps) {
     const int r0 = tile / tiles * 32, q0 = tile % tiles * 32;
-    double* rows[4];  // the lane's rows r0 + 8 h + g, h = 0 .. 3, at column q0 of A22
+    T* rows[4];  // the lane's rows r0 + 8 h + g, h = 0 .. 3, at column q0 of A22
 #pragma unroll
     for (int h = 0; h < 4; ++h) {
       const int r = r0 + 8 * h + g;
@@ -197,12 +201,12 @@ __device__ void trailing_update(DiagonalBlockShared& s, double* __restrict__ a, 
         for (int jj = 0; jj < 4; ++jj)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            double* row = rows[2 * i + e / 2];
+            T* row = rows[2 * i + e / 2];
             const int q = 8 * jj + 2 * t + e % 2;
             if (row && q0 + q < m2) f(row[q], c[i][jj][e]);
           }
     };
-    for_each_inside([](double& global, double& accumulator) { accumulator = global; });
+    for_each_inside([](T& global, double& accumulator) { accumulator = double(global); });
 #pragma unroll
     for (int k0 = 0; k0 < kBlockSub; k0 += 8) {
       double l[2][4], u[4][2];
@@ -219,18 +223,19 @@ __device__ void trailing_update(DiagonalBlockShared& s, double* __restrict__ a, 
 #pragma unroll
         for (int jj = 0; jj < 4; ++jj) primitives::mma_16x8x8_fp64(c[i][jj], l[i], u[jj]);
     }
-    for_each_inside([](double& global, double& accumulator) { global = accumulator; });
+    for_each_inside([](T& global, double& accumulator) { global = T(accumulator); });
   }
 }
 
+template <class T>
 __global__ void __launch_bounds__(kBlockThreads)
-    factor_diagonal_block_kernel(double* __restrict__ a, std::int64_t lda, int w, int* __restrict__ pivots,
+    factor_diagonal_block_kernel(T* __restrict__ a, std::int64_t lda, int w, int* __restrict__ pivots,
                                  std::int64_t row_offset, int* first_zero_pivot, std::int64_t column_offset,
-                                 double* __restrict__ scratch) {
+                                 T* __restrict__ scratch) {
   extern __shared__ __align__(16) unsigned char shared_raw[];
   DiagonalBlockShared& s = *reinterpret_cast<DiagonalBlockShared*>(shared_raw);
   const int tid = threadIdx.x;
-  const auto at = [&](int row, int column) -> double& { return a[column + std::int64_t(s.perm[row]) * lda]; };
+  const auto at = [&](int row, int column) -> T& { return a[column + std::int64_t(s.perm[row]) * lda]; };
   for (int r = tid; r < w; r += kBlockThreads) s.perm[r] = r;
   if (tid == 0) s.moved_count = 0;
   __syncthreads();
@@ -244,7 +249,7 @@ __global__ void __launch_bounds__(kBlockThreads)
     for (int col = tid; col < right; col += kBlockThreads) {
       double x[kBlockSub];
 #pragma unroll
-      for (int k = 0; k < kBlockSub; ++k) x[k] = at(c0 + k, c0 + kBlockSub + col);
+      for (int k = 0; k < kBlockSub; ++k) x[k] = double(at(c0 + k, c0 + kBlockSub + col));
 #pragma unroll
       for (int k = 1; k < kBlockSub; ++k)
 #pragma unroll
@@ -252,7 +257,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 #pragma unroll
       for (int k = 0; k < kBlockSub; ++k) {
         s.u12[k][col] = x[k];
-        at(c0 + k, c0 + kBlockSub + col) = x[k];
+        at(c0 + k, c0 + kBlockSub + col) = T(x[k]);
       }
     }
     __syncthreads();
@@ -267,7 +272,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int total = s.moved_count * w;
   constexpr int kBatch = 16;  // global loads issued before their stores: each is an L2 round trip
   for (int idx0 = tid; idx0 < total; idx0 += kBatch * kBlockThreads) {
-    double v[kBatch];
+    T v[kBatch];
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
       const int idx = idx0 + b * kBlockThreads;
@@ -279,7 +284,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
   __syncthreads();
   for (int idx0 = tid; idx0 < total; idx0 += kBatch * kBlockThreads) {
-    double v[kBatch];
+    T v[kBatch];
 #pragma unroll
     for (int b = 0; b < kBatch; ++b)
       if (idx0 + b * kBlockThreads < total) v[b] = scratch[idx0 + b * kBlockThreads];
@@ -293,8 +298,9 @@ __global__ void __launch_bounds__(kBlockThreads)
 
 }  // namespace
 
-void factor_diagonal_block(double* a, std::int64_t lda, int w, int* pivots, std::int64_t row_offset,
-                           int* first_zero_pivot, std::int64_t column_offset, double* scratch, cudaStream_t stream) {
+template <class T>
+void factor_diagonal_block(T* a, std::int64_t lda, int w, int* pivots, std::int64_t row_offset, int* first_zero_pivot,
+                           std::int64_t column_offset, T* scratch, cudaStream_t stream) {
   if (w <= 0) return;
   if (w > kPanelMaxWidth || lda < w)
     throw InvalidArgument("factor_diagonal_block: w = " + std::to_string(w) + " must be at most kPanelMaxWidth = " +
@@ -303,10 +309,15 @@ void factor_diagonal_block(double* a, std::int64_t lda, int w, int* pivots, std:
   // The shared memory beyond the default 48 KB, per call: the attribute belongs to the current
   // device, and a Context may sit on another than the last call's.
   MIXSOLVE_CUDA_CHECK(
-      cudaFuncSetAttribute(factor_diagonal_block_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared));
-  factor_diagonal_block_kernel<<<1, kBlockThreads, kShared, stream>>>(a, lda, w, pivots, row_offset, first_zero_pivot,
-                                                                     column_offset, scratch);
+      cudaFuncSetAttribute(factor_diagonal_block_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared));
+  factor_diagonal_block_kernel<T>
+      <<<1, kBlockThreads, kShared, stream>>>(a, lda, w, pivots, row_offset, first_zero_pivot, column_offset, scratch);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
 }
+
+template void factor_diagonal_block<float>(float*, std::int64_t, int, int*, std::int64_t, int*, std::int64_t, float*,
+                                           cudaStream_t);
+template void factor_diagonal_block<double>(double*, std::int64_t, int, int*, std::int64_t, int*, std::int64_t, double*,
+                                            cudaStream_t);
 
 }  // namespace mixsolve::solvers_detail

@@ -52,13 +52,15 @@ class PanelWorkspace {
   DeviceBuffer<T> moved_rows_;
 };
 
-// LU with partial pivoting of the w x w row-major FP64 block `a` (element (i, j) at a[j + i lda],
-// w <= kPanelMaxWidth) among its own rows, in one thread block: P a = L U in place, pivots and
-// first_zero_pivot as PanelWorkspace::factor with m = w. `scratch` holds w x w values. For the
-// diagonal blocks of an FP64 LU whose rows already stand in a chosen order (reuse_pivot_order,
-// which only the FP64 LU takes).
-void factor_diagonal_block(double* a, std::int64_t lda, int w, int* pivots, std::int64_t row_offset,
-                           int* first_zero_pivot, std::int64_t column_offset, double* scratch, cudaStream_t stream);
+// LU with partial pivoting of the w x w row-major block `a` (element (i, j) at a[j + i lda],
+// w <= kPanelMaxWidth; T = double or float, FP64 arithmetic) among its own rows, in one thread
+// block: P a = L U in place, pivots and first_zero_pivot as PanelWorkspace::factor with m = w.
+// `scratch` holds w x w values. For the diagonal blocks of an LU whose rows already stand in a
+// chosen order: an FP64 LU after a cheaper one (reuse_pivot_order), an FP32-stored LU in A's own
+// order (FactorRequest::diagonal_blocks).
+template <class T>
+void factor_diagonal_block(T* a, std::int64_t lda, int w, int* pivots, std::int64_t row_offset, int* first_zero_pivot,
+                           std::int64_t column_offset, T* scratch, cudaStream_t stream);
 
 // The sequential row interchanges pivots[first .. first+count) (count <= kPanelMaxWidth, global
 // rows, LAPACK's ipiv) as moves: row to[i] receives the old row from[i], for i < *moves <= 2 count
