@@ -22,6 +22,20 @@ struct ScopedTuning {
   ~ScopedTuning() { solvers_detail::tuning() = saved; }
 };
 
+// The n x n column-major `a` with the rows of each block of `block` rows (the last one shorter)
+// in reverse order: a column-dominant matrix then needs an interchange in every block column,
+// each inside its diagonal block.
+inline std::vector<double> rows_reversed_within_blocks(const std::vector<double>& a, std::int64_t n,
+                                                       std::int64_t block) {
+  std::vector<double> reversed(a.size());
+  for (std::int64_t i0 = 0; i0 < n; i0 += block) {
+    const std::int64_t rows = std::min(block, n - i0);
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t r = 0; r < rows; ++r) reversed[(i0 + r) + j * n] = a[(i0 + rows - 1 - r) + j * n];
+  }
+  return reversed;
+}
+
 // An n x n matrix (column-major, n even) that partial pivoting factors at once and pivoting
 // inside diagonal blocks (FactorRequest::diagonal_blocks) must reject: A = [0 I; I 0] + 1e-8 R,
 // R uniform in [-1, 1]. A is orthogonal up to 1e-8 n (cond ~1), but its leading diagonal block

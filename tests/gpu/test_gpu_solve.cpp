@@ -154,8 +154,9 @@ TEST(GpuSolve, NearDiagonalScreenMatchesTheHostAndPutsFp16First) {
 // The device LU pivoting inside its diagonal blocks (FactorRequest::diagonal_blocks, forced on
 // every cheap LU), n = 1030 (five panels, the last one 32 wide in the aligned factors), FP16 and
 // fp16x3: on test_problems::exchanged_halves_matrix the multipliers fail the check, the LU starts
-// over with partial pivoting and meets the stop test; on a dominant-diagonal matrix the LU keeps
-// A's order (|l| < 1) and meets it.
+// over with partial pivoting and meets the stop test; on a dominant-diagonal matrix with each
+// block's rows reversed (interchanges in every panel, all inside its diagonal block) the LU keeps
+// A's order (|l| < 1) and meets it in at most one step more than partial pivoting.
 TEST(GpuSolve, DiagonalBlockPivotingFallsBackToPartialPivotingWhereItsCheckFails) {
   MIXSOLVE_REQUIRE_GPU();
   const ScopedTuning restore_tuning;
@@ -168,6 +169,8 @@ TEST(GpuSolve, DiagonalBlockPivotingFallsBackToPartialPivotingWhereItsCheckFails
   ApplicationSpec spec;
   spec.family = ApplicationFamily::HplMxp;
   generate_application_matrix(spec, host_view(dominant.a.data(), n, n, n));
+  // Every 256-row block's rows reversed: each panel's interchanges, all inside its diagonal block.
+  dominant.a = test_problems::rows_reversed_within_blocks(dominant.a, n, 256);
   dominant.upload(99);
   for (const Precision p : {Precision::FP16, Precision::Fp16x3}) {
     SCOPED_TRACE(to_string(p));
@@ -185,6 +188,14 @@ TEST(GpuSolve, DiagonalBlockPivotingFallsBackToPartialPivotingWhereItsCheckFails
     EXPECT_LT(dominant.stop_test_ratio(), 1.0) << in_order.summary();
     EXPECT_EQ(in_order.attempts.at(0).pivot_order, PivotOrder::DiagonalBlocks) << in_order.summary();
     EXPECT_LT(in_order.attempts.at(0).largest_multiplier, 1.0) << in_order.summary();
+    // Nearly as good a preconditioner as partial pivoting's factors: at most one step more (the
+    // host test says why).
+    solvers_detail::tuning().diagonal_block_pivoting = solvers_detail::Tuning::DiagonalBlockPivoting::Never;
+    const SolveReport partial = dominant.solve_on_device(ctx, o);
+    solvers_detail::tuning().diagonal_block_pivoting = solvers_detail::Tuning::DiagonalBlockPivoting::Always;
+    EXPECT_EQ(partial.attempts.at(0).pivot_order, PivotOrder::Partial) << partial.summary();
+    EXPECT_LE(in_order.attempts.at(0).iterations, partial.attempts.at(0).iterations + 1)
+        << in_order.summary() << partial.summary();
   }
 }
 

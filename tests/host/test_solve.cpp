@@ -1052,8 +1052,9 @@ TEST(Solve, AutoTriesFp16FirstWhereTheMatrixIsNearItsDiagonal) {
 // LU) is checked: on a matrix whose leading block is tiny beside the rows below
 // (test_problems::exchanged_halves_matrix) its multipliers exceed kReusedOrderMaxMultiplier, and
 // the LU starts over with partial pivoting, FP64-accurate, both in the report. Where the check
-// passes the factors need no interchange beyond the blocks: the FP16 LU of a dominant-diagonal
-// matrix converges in A's own order. Tuning never: the screen's FP16 LU pivots partially.
+// passes the factors need no interchange beyond the blocks: the LU of a dominant-diagonal matrix
+// whose blocks have their rows reversed converges in A's own order in at most one step more than
+// with partial pivoting. Tuning never: the screen's FP16 LU pivots partially.
 TEST(Solve, DiagonalBlockPivotingFallsBackToPartialPivotingWhereItsCheckFails) {
   const ScopedTuning restore_tuning;
   using DiagonalBlockPivoting = solvers_detail::Tuning::DiagonalBlockPivoting;
@@ -1073,10 +1074,24 @@ TEST(Solve, DiagonalBlockPivotingFallsBackToPartialPivotingWhereItsCheckFails) {
     EXPECT_FALSE(r.attempts[0].largest_multiplier <= kReusedOrderMaxMultiplier) << r.summary();
     EXPECT_NE(r.summary().find("rejected, then partial pivoting"), std::string::npos) << r.summary();
 
-    Problem dominant = problem_with_matrix(hpl_mxp_matrix(n), n);
-    const SolveReport in_order = solve(ctx, dominant.A(), dominant.B(), dominant.X(), o);
-    expect_converged_and_accurate(dominant, in_order);
-    EXPECT_EQ(in_order.attempts.at(0).pivot_order, PivotOrder::DiagonalBlocks) << in_order.summary();
+    // A column-dominant matrix with every block's rows reversed: each block column needs its
+    // interchanges, all inside the diagonal block, and the factors must precondition nearly as
+    // partial pivoting's do: at most one refinement step more (L21 through the FP16 product
+    // carries u_16 |L21| where partial pivoting's FP32 L21 leaves u_16 |L21| |U12| in the Schur
+    // complements: FP16's first backward error here 9.7e-6 against 1.1e-6; wrong multipliers
+    // would cost many steps more).
+    Problem reversed = problem_with_matrix(test_problems::rows_reversed_within_blocks(hpl_mxp_matrix(n), n, 16), n);
+    const SolveReport in_order = solve(ctx, reversed.A(), reversed.B(), reversed.X(), o);
+    expect_converged_and_accurate(reversed, in_order);
+    ASSERT_EQ(in_order.attempts.size(), 1u) << in_order.summary();
+    EXPECT_EQ(in_order.attempts[0].pivot_order, PivotOrder::DiagonalBlocks) << in_order.summary();
+    EXPECT_LT(in_order.attempts[0].largest_multiplier, 1.0) << in_order.summary();
+    solvers_detail::tuning().diagonal_block_pivoting = DiagonalBlockPivoting::Never;
+    const SolveReport partial = solve(ctx, reversed.A(), reversed.B(), reversed.X(), o);
+    solvers_detail::tuning().diagonal_block_pivoting = DiagonalBlockPivoting::Always;
+    EXPECT_EQ(partial.attempts.at(0).pivot_order, PivotOrder::Partial) << partial.summary();
+    EXPECT_LE(in_order.attempts[0].iterations, partial.attempts.at(0).iterations + 1)
+        << in_order.summary() << partial.summary();
   }
   solvers_detail::tuning().diagonal_block_pivoting = DiagonalBlockPivoting::Never;
   const std::int64_t screened_n = 640;  // where the screen passes hpl_mxp (0.16 at n = 98)

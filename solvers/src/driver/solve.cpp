@@ -108,7 +108,7 @@ struct Factorization::State {
   bool factors_complete = false;
   double inverse_norm_estimate = -1;
   double near_diagonal_estimate = -1;  // SolveReport::near_diagonal_estimate
-  bool fp16_near_diagonal = false;     // the screen put an FP16 LU first
+  bool fp16_near_diagonal = false;     // the screen put an FP16 LU first, not yet taken
 };
 
 Factorization::Factorization(Context& ctx, const MatrixView<const double>& a, const SolveOptions& options)
@@ -275,10 +275,11 @@ SolveReport Factorization::solve(const MatrixView<const double>& b, const Matrix
       // so the LU in A's own order exists and its Schur complements stay near their diagonals.
       using DiagonalBlockPivoting = solvers_detail::Tuning::DiagonalBlockPivoting;
       const DiagonalBlockPivoting blocks_only = solvers_detail::tuning().diagonal_block_pivoting;
+      const bool screened = !cholesky && s.fp16_near_diagonal && attempt.precision == Precision::FP16;
+      if (screened) s.fp16_near_diagonal = false;  // the FP16 LU put first only, not one later on the path
       const bool diagonal_blocks = !cholesky && !solvers_detail::fp64_factors(attempt.precision) &&
                                    (blocks_only == DiagonalBlockPivoting::Always ||
-                                    (blocks_only == DiagonalBlockPivoting::Screened && s.fp16_near_diagonal &&
-                                     attempt.precision == Precision::FP16));
+                                    (blocks_only == DiagonalBlockPivoting::Screened && screened));
       const FactorResult f = s.engine->factor(
           {rung.kind, attempt.precision, attempt.range_scaled, reuse_order, collapse_below, diagonal_blocks});
       s.engine->synchronize();

@@ -63,7 +63,7 @@ void multipliers_in_order(std::vector<T>& a, std::int64_t n, std::int64_t j0, st
   for (std::int64_t j = j0; j < j0 + jb; ++j)
     for (std::int64_t i = j0 + jb; i < n; ++i) {
       const double l = std::abs(double(at(i, j)));
-      if (!(l <= *largest)) *largest = l;
+      if (std::isnan(l) || l > *largest) *largest = l;  // a NaN stays
     }
 }
 

@@ -36,11 +36,11 @@ __global__ void abs_max_row_major_kernel(const T* a, std::int64_t lda, std::int6
   for (std::int64_t idx = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; idx < rows * cols;
        idx += std::int64_t(gridDim.x) * blockDim.x) {
     const double x = fabs(double(a[idx % cols + (idx / cols) * lda]));
-    if (!(x <= v)) v = x;
+    if (isnan(x) || x > v) v = x;  // a NaN stays: nothing compares above it
   }
   for (int o = 16; o > 0; o /= 2) {
     const double other = __shfl_down_sync(0xffffffffu, v, o);
-    if (!(other <= v)) v = other;
+    if (isnan(other) || other > v) v = other;
   }
   if ((threadIdx.x & 31) == 0 && v != 0) atomicMax(largest, static_cast<unsigned long long>(__double_as_longlong(v)));
 }
