@@ -10,6 +10,7 @@
 //   MIXSOLVE_LU_CHAIN_SMS=m            multiprocessors left to the chain in a reused row order
 //   MIXSOLVE_DIAGONAL_BLOCKS=never|always  which LUs pivot inside their diagonal blocks only
 //                                      (default: the FP16 LU of the near-diagonal screen)
+//   MIXSOLVE_L21_FP16X3=1              such LUs' L21 = A21 U11^-1 on fp16x3
 //   MIXSOLVE_LU_PACKED_L=0             the fp16x3 backend splits L21 itself
 //   MIXSOLVE_SCAN_COPY=0               the scan of A writes no FP32 copy
 //   MIXSOLVE_LU_ROW_MAJOR=0            column-major FP32 factors
@@ -58,6 +59,7 @@ inline void apply_solver_tuning_environment() {
     t.diagonal_block_pivoting = Tuning::DiagonalBlockPivoting::Always;
   else if (!v.empty())
     throw InvalidArgument("MIXSOLVE_DIAGONAL_BLOCKS=\"" + v + "\" is not never or always");
+  flag("MIXSOLVE_L21_FP16X3", t.fp32_accurate_l21);
   flag("MIXSOLVE_LU_LOOKAHEAD", t.look_ahead);
   integer("MIXSOLVE_LU_GROUP", t.update_group);
   integer("MIXSOLVE_PANEL_BLOCKS", t.panel_blocks);

@@ -30,6 +30,10 @@ struct Tuning {
   // or every FP32-stored LU (Always, for tests of the check and its fallback).
   enum class DiagonalBlockPivoting { Screened, Never, Always };
   DiagonalBlockPivoting diagonal_block_pivoting = DiagonalBlockPivoting::Screened;
+  // Such an FP32-stored LU computes L21 = A21 U11^-1 on the fp16x3 backend (FP32-accurate, three
+  // FP16 products) instead of its update backend (one FP16 product for the FP16 LU), keeping its
+  // factors as accurate as partial pivoting's (docs/solver.md); off until measured on the GPU.
+  bool fp32_accurate_l21 = false;
   // fp16x3 updates take L21 split and packed by the LU as its rows move; off: the backend splits it.
   bool packed_l21 = true;
   // The scan of A also writes the FP32 copy that an expected cheap LU factors.

@@ -196,6 +196,14 @@ TEST(GpuSolve, DiagonalBlockPivotingFallsBackToPartialPivotingWhereItsCheckFails
     EXPECT_EQ(partial.attempts.at(0).pivot_order, PivotOrder::Partial) << partial.summary();
     EXPECT_LE(in_order.attempts.at(0).iterations, partial.attempts.at(0).iterations + 1)
         << in_order.summary() << partial.summary();
+    solvers_detail::tuning().fp32_accurate_l21 = true;  // L21 on fp16x3: no step more
+    const SolveReport accurate = dominant.solve_on_device(ctx, o);
+    solvers_detail::tuning().fp32_accurate_l21 = false;
+    EXPECT_TRUE(accurate.converged) << accurate.summary();
+    EXPECT_LT(dominant.stop_test_ratio(), 1.0) << accurate.summary();
+    EXPECT_EQ(accurate.attempts.at(0).pivot_order, PivotOrder::DiagonalBlocks) << accurate.summary();
+    EXPECT_LE(accurate.attempts.at(0).iterations, partial.attempts.at(0).iterations)
+        << accurate.summary() << partial.summary();
   }
 }
 

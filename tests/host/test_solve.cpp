@@ -1092,6 +1092,15 @@ TEST(Solve, DiagonalBlockPivotingFallsBackToPartialPivotingWhereItsCheckFails) {
     EXPECT_EQ(partial.attempts.at(0).pivot_order, PivotOrder::Partial) << partial.summary();
     EXPECT_LE(in_order.attempts[0].iterations, partial.attempts.at(0).iterations + 1)
         << in_order.summary() << partial.summary();
+    // With L21 on fp16x3 (Tuning::fp32_accurate_l21) the factors precondition as partial
+    // pivoting's: no step more.
+    solvers_detail::tuning().fp32_accurate_l21 = true;
+    const SolveReport accurate = solve(ctx, reversed.A(), reversed.B(), reversed.X(), o);
+    solvers_detail::tuning().fp32_accurate_l21 = false;
+    expect_converged_and_accurate(reversed, accurate);
+    EXPECT_EQ(accurate.attempts.at(0).pivot_order, PivotOrder::DiagonalBlocks) << accurate.summary();
+    EXPECT_LE(accurate.attempts.at(0).iterations, partial.attempts.at(0).iterations)
+        << accurate.summary() << partial.summary();
   }
   solvers_detail::tuning().diagonal_block_pivoting = DiagonalBlockPivoting::Never;
   const std::int64_t screened_n = 640;  // where the screen passes hpl_mxp (0.16 at n = 98)

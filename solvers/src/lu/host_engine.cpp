@@ -93,7 +93,11 @@ std::int64_t lu_factor(std::vector<T>& a, std::int64_t n, std::vector<std::int64
       for (std::int64_t c = j + 1; c < j0 + jb; ++c)
         for (std::int64_t i = j + 1; i < panel_end; ++i) at(i, c) -= at(i, j) * at(j, c);
     }
-    if (in_order && j0 + jb < n) multipliers_in_order(a, n, j0, jb, update, parameters, ctx, largest_multiplier);
+    if (in_order && j0 + jb < n) {
+      const bool accurate = std::is_same_v<T, float> && tuning().fp32_accurate_l21;  // Tuning::fp32_accurate_l21
+      multipliers_in_order(a, n, j0, jb, accurate ? host_update_backend(Precision::Fp16x3) : update,
+                           accurate ? gemm::Parameters{} : parameters, ctx, largest_multiplier);
+    }
     if (collapse_below > 0 && collapsed_at) {
       for (std::int64_t j = j0; j < j0 + jb; ++j) watch_pivot(watch, std::abs(double(at(j, j))), collapse_below);
       if (pivots_collapsed(watch.small, j0 + jb)) {

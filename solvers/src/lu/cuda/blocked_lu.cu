@@ -557,8 +557,8 @@ std::tuple<int*, int*, int*> BlockedLu::panel_moves(std::int64_t q) {
 // FactorRequest::diagonal_blocks), row-major, after factor_diagonal_block has factored its
 // diagonal block with pivoting among its own rows (factor_panel): L11^-1 and U11^-1 in one
 // launch, L21 = A21 U11^-1 as one product with the latter on the trailing updates' backend
-// (DGEMM for the FP64 LU; FP16 tensor cores for an FP16 LU, whose updates round L21 to FP16
-// anyway), and max |L21| into largest_multiplier_ for the check at the end. No search over the
+// (DGEMM for the FP64 LU; FP16 tensor cores for an FP16 LU; fp16x3 for FP32 factors under
+// Tuning::fp32_accurate_l21), and max |L21| into largest_multiplier_ for the check at the end. No search over the
 // column and no interchange beyond the block.
 template <class T>
 void BlockedLu::factor_panel_in_order(Context& ctx, T* f, std::int64_t j0, std::int64_t jb) {
@@ -578,11 +578,13 @@ void BlockedLu::factor_panel_in_order(Context& ctx, T* f, std::int64_t j0, std::
   // column-major is U11^-T.
   const gemm::KernelPlacement placement = tuning().look_ahead ? gemm::KernelPlacement::Unclustered  // the chain's
                                                               : gemm::KernelPlacement::Anywhere;
-  update_->run(
+  const bool accurate = std::is_same_v<T, float> && tuning().fp32_accurate_l21;  // Tuning::fp32_accurate_l21
+  const gemm::Backend& l21_backend = accurate ? device_update_backend(Precision::Fp16x3) : *update_;
+  l21_backend.run(
       ctx,
       gemm::to_problem(gemm::GemmArgs<T>{gemm::Op::N, gemm::Op::N, jb, below, jb, T(1), buffers.u11_inverse.data(), jb,
                                          buffers.l21_copy.data(), jb, T(0), l21, nf_}),
-      update_parameters_, gemm::Execution{false, placement});
+      accurate ? gemm::Parameters{} : update_parameters_, gemm::Execution{false, placement});
   abs_max_row_major_kernel<<<unsigned(std::min<std::int64_t>(1024, (below * jb + 255) / 256)), 256, 0,
                              ctx.stream()>>>(l21, nf_, below, int(jb), largest_multiplier_.data());
   MIXSOLVE_CUDA_CHECK_LAUNCH();
