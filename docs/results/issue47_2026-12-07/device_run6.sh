@@ -7,13 +7,8 @@
 # FP16 backend (default) against fp16x3 (MIXSOLVE_L21_FP16X3=1): time and refinement steps. The
 # full GPU suite (tools/device_tests.sh, ~430 s) goes in a second call. Logs in $OUT/r6.tgz.
 set -u
-tar xJf build-pack-n4/carry.tar.xz
-export LD_LIBRARY_PATH=$PWD/carry-a/gpu-libs
-B=carry-a/benchmarks/solve_benchmark T=carry-a/tests/mixsolve_gpu_tests
-R=/tmp/r6; mkdir -p $R
-snap() { tar czf $OUT/r6.tgz -C /tmp r6; }
-show() { grep -vE "^#|phase|^  " "$1" | tail -"$2"; }
-nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader | tee $R/gpu.txt
+PACK=build-pack-n4 NAME=r6
+source docs/results/issue47_2026-12-07/device_run_common.sh
 MIXSOLVE_GPU_TESTS_REQUIRED=1 timeout 120 $T --gtest_filter='GpuSolve.DiagonalBlock*:GpuSolve.NearDiagonal*:GpuDiagonalBlock.*' > $R/tests.txt 2>&1
 echo "tests rc=$?"; grep -E "^\[  (PASSED|FAILED)|FAILED|Failure" $R/tests.txt | head; snap
 timeout 150 compute-sanitizer --tool racecheck carry-a/cublas_gemm_ex > $R/repro_racecheck.txt 2>&1
