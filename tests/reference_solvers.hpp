@@ -681,6 +681,135 @@ inline Fp64QrErrors fp64_qr_errors(const Eigen::MatrixXd& a, const Eigen::Matrix
   return e;
 }
 
+// ---- the singular value decomposition and the minimum-norm solution ----
+
+// A = U diag(sigma) V^T (A m x n, m >= n; U m x n with orthonormal columns, V n x n orthogonal,
+// sigma non-increasing) by one-sided Jacobi (Hestenes 1958; Demmel & Veselic, "Jacobi's method
+// is more accurate than QR", SIAM J. Matrix Anal. Appl. 13(4), 1992): cyclic sweeps of rotations
+// that make each pair of columns orthogonal, until every pair is orthogonal to T's precision.
+// Unblocked, in a fixed order: the same bits on every machine.
+template <class T>
+struct SvdFactors {
+  RefMatrix<T> u, v;
+  std::vector<T> sigma;
+};
+template <class T>
+SvdFactors<T> jacobi_svd(const RefMatrix<T>& a) {
+  MIXSOLVE_NO_FP_CONTRACT
+  const std::int64_t m = a.rows(), n = a.cols();
+  RefMatrix<T> u = a, v = RefMatrix<T>::Identity(n, n);
+  const T eps = std::numeric_limits<T>::epsilon();
+  for (int sweep = 0; sweep < 60; ++sweep) {
+    bool rotated = false;
+    for (std::int64_t p = 0; p + 1 < n; ++p)
+      for (std::int64_t q = p + 1; q < n; ++q) {
+        T alpha = 0, beta = 0, gamma = 0;
+        for (std::int64_t i = 0; i < m; ++i) {
+          alpha += u(i, p) * u(i, p);
+          beta += u(i, q) * u(i, q);
+          gamma += u(i, p) * u(i, q);
+        }
+        if (!(std::fabs(gamma) > eps * std::sqrt(alpha * beta))) continue;
+        rotated = true;
+        const T zeta = (beta - alpha) / (2 * gamma);
+        const T t = (zeta >= 0 ? T(1) : T(-1)) / (std::fabs(zeta) + std::sqrt(1 + zeta * zeta));
+        const T c = 1 / std::sqrt(1 + t * t), s = c * t;
+        for (std::int64_t i = 0; i < m; ++i) {
+          const T up = u(i, p), uq = u(i, q);
+          u(i, p) = c * up - s * uq;
+          u(i, q) = s * up + c * uq;
+        }
+        for (std::int64_t i = 0; i < n; ++i) {
+          const T vp = v(i, p), vq = v(i, q);
+          v(i, p) = c * vp - s * vq;
+          v(i, q) = s * vp + c * vq;
+        }
+      }
+    if (!rotated) break;
+  }
+  std::vector<T> norms(static_cast<std::size_t>(n));
+  for (std::int64_t j = 0; j < n; ++j) norms[std::size_t(j)] = ordered_norm2(&u(0, j), m);
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  for (std::int64_t j = 0; j < n; ++j) order[std::size_t(j)] = j;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::int64_t x, std::int64_t y) { return norms[std::size_t(x)] > norms[std::size_t(y)]; });
+  SvdFactors<T> f{RefMatrix<T>(m, n), RefMatrix<T>(n, n), std::vector<T>(static_cast<std::size_t>(n))};
+  for (std::int64_t j = 0; j < n; ++j) {
+    const std::int64_t from = order[std::size_t(j)];
+    const T sigma = norms[std::size_t(from)];
+    f.sigma[std::size_t(j)] = sigma;
+    f.u.col(j) = sigma > 0 ? RefMatrix<T>(u.col(from) / sigma) : RefMatrix<T>(u.col(from));
+    f.v.col(j) = v.col(from);
+  }
+  return f;
+}
+
+// The minimum-norm solution of min ||B - A X|| with A truncated to its leading `rank` singular
+// triplets: X = V_k diag(1 / sigma_k) U_k^T B, in T.
+template <class T>
+RefMatrix<T> svd_minimum_norm(const SvdFactors<T>& f, const RefMatrix<T>& b, std::int64_t rank) {
+  MIXSOLVE_NO_FP_CONTRACT
+  const std::int64_t m = f.u.rows(), n = f.v.rows();
+  RefMatrix<T> x = RefMatrix<T>::Zero(n, b.cols());
+  for (std::int64_t c = 0; c < b.cols(); ++c)
+    for (std::int64_t j = 0; j < rank; ++j) {
+      T coefficient = 0;
+      for (std::int64_t i = 0; i < m; ++i) coefficient += f.u(i, j) * b(i, c);
+      coefficient /= f.sigma[std::size_t(j)];
+      for (std::int64_t i = 0; i < n; ++i) x(i, c) += coefficient * f.v(i, j);
+    }
+  return x;
+}
+
+// The truncated-SVD minimum-norm solution of the stored FP64 problem in long double (the
+// reference), and the same computed in FP64 on `orders` row orders of the problem (the
+// comparator "an FP64 SVD-based solve"): its error against the reference, the median over the
+// orders, max over the columns, for x (relative to ||x_ref||) and for the residual (relative to
+// ||b||).
+struct MinimumNormReference {
+  MatrixLd x, r;  // the reference solution and its residual B - A X
+  std::vector<long double> sigma;
+  double fp64_svd_x = 0, fp64_svd_r = 0;
+};
+inline MinimumNormReference minimum_norm_reference(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b,
+                                                   std::int64_t rank, int orders = 5) {
+  const std::int64_t m = a.rows(), n = a.cols(), k = b.cols();
+  MinimumNormReference ref;
+  const SvdFactors<long double> f = jacobi_svd<long double>(a.cast<long double>());
+  ref.sigma = f.sigma;
+  ref.x = svd_minimum_norm(f, MatrixLd(b.cast<long double>()), rank);
+  ref.r = b.cast<long double>() - ordered_product(MatrixLd(a.cast<long double>()), ref.x);
+  std::vector<std::vector<double>> x_errors(static_cast<std::size_t>(k)), r_errors(static_cast<std::size_t>(k));
+  for (int q = 0; q < orders; ++q) {
+    const std::vector<std::int64_t> order = row_order(m, q);
+    Eigen::MatrixXd pa(m, n), pb(m, k);
+    for (std::int64_t i = 0; i < m; ++i) {
+      pa.row(i) = a.row(order[std::size_t(i)]);
+      pb.row(i) = b.row(order[std::size_t(i)]);
+    }
+    const Eigen::MatrixXd x = svd_minimum_norm(jacobi_svd<double>(pa), pb, rank);
+    const Eigen::MatrixXd r = b - ordered_product(a, x);
+    for (std::int64_t c = 0; c < k; ++c) {
+      x_errors[std::size_t(c)].push_back(relative_error(x.data() + c * n, ref.x.data() + c * n, n));
+      long double d = 0;
+      for (std::int64_t i = 0; i < m; ++i) {
+        const long double e = r(i, c) - ref.r(i, c);
+        d += e * e;
+      }
+      r_errors[std::size_t(c)].push_back(double(std::sqrt(d)) / ordered_norm2(b.data() + c * m, m));
+    }
+  }
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  for (std::int64_t c = 0; c < k; ++c) {
+    ref.fp64_svd_x = std::max(ref.fp64_svd_x, median(x_errors[std::size_t(c)]));
+    ref.fp64_svd_r = std::max(ref.fp64_svd_r, median(r_errors[std::size_t(c)]));
+  }
+  return ref;
+}
+
 }  // namespace mixsolve::testing
 
 #if !defined(__clang__) && defined(__GNUC__)

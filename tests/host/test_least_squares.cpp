@@ -356,18 +356,21 @@ TEST(LeastSquares, OneSmallSingularValueAsAccurateAsTheFp64Qr) {
       }
 }
 
-// Two equal columns: the FP32 R leaves the rank undecided, the FP64 QR finds A v = 0 for R's
-// estimate of the smallest singular vector and throws, naming the column.
-TEST(LeastSquares, RankDeficiencyIsReportedNotSolved) {
+// Two equal columns under RankDeficiency::FullRank: the FP32 R leaves the rank undecided, the
+// FP64 QR finds A v = 0 for R's estimate of the smallest singular vector and throws, naming the
+// column. (The default, MinimumNorm: test_least_squares_rank_deficient.cpp.)
+TEST(LeastSquares, RankDeficiencyIsReportedNotSolvedUnderFullRank) {
   Context ctx = Context::host_only();
   const std::int64_t m = 60, n = 8;
   MatrixD a = random_matrix(m, n, 41);
   a.col(5) = a.col(2);
   const MatrixD b = random_matrix(m, 1, 42);
   MatrixD x(n, 1);
+  LeastSquaresOptions options;
+  options.rank_deficient = LeastSquaresOptions::RankDeficiency::FullRank;
   try {
     least_squares(ctx, host_view<const double>(a.data(), m, n, m), host_view<const double>(b.data(), m, 1, m),
-                  host_view(x.data(), n, 1, n));
+                  host_view(x.data(), n, 1, n), options);
     ADD_FAILURE() << "a rank-deficient A was solved";
   } catch (const RankDeficientMatrix& e) {
     EXPECT_EQ(e.column(), 5);

@@ -135,16 +135,22 @@ TEST(LeastSquaresOptionsText, EveryFieldReadsBackAndErrorsNameTheField) {
   o.fp32_update = "host-fp32";
   o.refinement = LeastSquaresOptions::Refinement::AugmentedThenGmres;
   o.cholesky_qr = false;
+  o.rank_deficient = LeastSquaresOptions::RankDeficiency::FullRank;
+  o.rcond = 1e-9;
   const LeastSquaresOptions back = parse_least_squares_options(to_string(o));
   EXPECT_EQ(to_string(back), to_string(o));
   EXPECT_EQ(back.factorization, Precision::FP64);
   EXPECT_EQ(back.refinement, LeastSquaresOptions::Refinement::AugmentedThenGmres);
   EXPECT_EQ(back.fp32_update, "host-fp32");
   EXPECT_EQ(back.fp32_vt_c_update, "");
+  EXPECT_EQ(back.rank_deficient, LeastSquaresOptions::RankDeficiency::FullRank);
+  EXPECT_EQ(back.rcond, 1e-9);
   EXPECT_EQ(to_string(parse_least_squares_options(to_string(LeastSquaresOptions{}))), to_string(LeastSquaresOptions{}));
   const std::string text = to_string(LeastSquaresOptions{});
   for (const OptionField& f : least_squares_option_fields()) EXPECT_NE(text.find(f.name + "="), std::string::npos);
-  EXPECT_EQ(least_squares_option_fields().size(), 8u);
+  EXPECT_EQ(least_squares_option_fields().size(), 10u);
+  for (auto r : {LeastSquaresOptions::RankDeficiency::MinimumNorm, LeastSquaresOptions::RankDeficiency::FullRank})
+    EXPECT_EQ(parse_rank_deficiency(to_string(r)), r);
   for (LeastSquaresOptions::Refinement r :
        {LeastSquaresOptions::Refinement::Augmented, LeastSquaresOptions::Refinement::Gmres,
         LeastSquaresOptions::Refinement::AugmentedThenGmres, LeastSquaresOptions::Refinement::Cgls})
@@ -157,6 +163,9 @@ TEST(LeastSquaresOptionsText, EveryFieldReadsBackAndErrorsNameTheField) {
   EXPECT_NE(message("refinement=cg").find("refinement = \"cg\""), std::string::npos) << message("refinement=cg");
   EXPECT_NE(message("fp32-update=cublas-dgemm").find("not an FP32 GEMM backend"), std::string::npos);
   EXPECT_NE(message("qr=fp32").find("\"qr\" is not a field"), std::string::npos);
+  EXPECT_NE(message("rcond=1").find("rcond (1) must be below 1"), std::string::npos) << message("rcond=1");
+  EXPECT_NE(message("rank-deficient=svd").find("rank-deficient = \"svd\""), std::string::npos)
+      << message("rank-deficient=svd");
 }
 
 }  // namespace

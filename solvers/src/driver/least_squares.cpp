@@ -21,6 +21,7 @@
 #include "qr/householder_qr.hpp"
 #include "qr/least_squares_refinement.hpp"
 #include "qr/least_squares_space.hpp"
+#include "qr/minimum_norm.hpp"
 #include "scaled_norm.hpp"
 
 namespace mixsolve {
@@ -42,6 +43,7 @@ int severity(LeastSquaresStop s) {
     case LeastSquaresStop::Diverged: return 3;
     case LeastSquaresStop::RankUndecided: return 4;
     case LeastSquaresStop::CholeskyBreakdown: return 4;
+    case LeastSquaresStop::RankDeficient: return 4;
   }
   return 4;
 }
@@ -138,6 +140,12 @@ class HostLsSpace final : public solvers_detail::LsSpace {
   void fill_x_with_nan() override {
     for (std::int64_t j = 0; j < x_.cols; ++j)
       for (std::int64_t i = 0; i < x_.rows; ++i) x_(i, j) = NAN;
+  }
+  std::vector<double> factors_r() override;
+  std::unique_ptr<solvers_detail::TallColumns> tall_columns() override;
+  void write_x(const MatrixView<const double>& x) override {
+    for (std::int64_t j = 0; j < x_.cols; ++j)
+      for (std::int64_t i = 0; i < x_.rows; ++i) x_(i, j) = x(i, j);
   }
 
  private:
@@ -267,6 +275,79 @@ std::vector<double> HostLsSpace::smallest_singular_vector(std::int64_t start) {
   return v;
 }
 
+std::vector<double> HostLsSpace::factors_r() {
+  const std::int64_t m = a_.rows, n = a_.cols;
+  std::vector<double> r(n * n, 0.0);
+  const auto fill = [&](auto at) {
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i <= j; ++i) r[i + j * n] = double(at(i, j)) / a_scale_;
+  };
+  if (!r64_.empty())
+    fill([&](std::int64_t i, std::int64_t j) { return r64_[i + j * n]; });
+  else if (qr32_)
+    fill([&](std::int64_t i, std::int64_t j) { return factors32_[i + j * m]; });
+  else if (qr64_)
+    fill([&](std::int64_t i, std::int64_t j) { return factors64_[i + j * m]; });
+  else
+    r.clear();
+  return r;
+}
+
+// The rank-revealing attempt's tall work on the host: A_S and A_N gathered into FP64 copies.
+class HostTallColumns final : public solvers_detail::TallColumns {
+ public:
+  HostTallColumns(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b)
+      : ctx_(ctx), a_(a), b_(b) {}
+  void choose(const std::vector<std::int64_t>& order, std::int64_t kept) override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    kept_ = kept;
+    kept_columns_.assign(m * kept, 0.0);
+    dropped_columns_.assign(m * (n - kept), 0.0);
+    for (std::int64_t c = 0; c < n; ++c) {
+      double* to = c < kept ? &kept_columns_[c * m] : &dropped_columns_[(c - kept) * m];
+      for (std::int64_t i = 0; i < m; ++i) to[i] = a_(i, order[c]);
+    }
+  }
+  solvers_detail::LsRefinementResult refine(Target target, std::int64_t j, const MatrixView<const double>& r,
+                                            const solvers_detail::LsFactorScales& scales, int max_iterations,
+                                            bool start_from_y, double* y) override {
+    const std::int64_t m = a_.rows;
+    const double* t = target == Target::RightHandSide ? &b_(0, j) : &dropped_columns_[j * m];
+    return solvers_detail::refine_semi_normal(kept(), t, r, 1.0, max_iterations, y, scales,
+                                              solvers_detail::LsFactorKind::Cheap, solvers_detail::LsMethod::Cgls,
+                                              start_from_y);
+  }
+  std::vector<double> remainder_r(const MatrixView<const double>& w) override {
+    const std::int64_t m = a_.rows, nd = a_.cols - kept_;
+    std::vector<double> c(dropped_columns_);  // C = A_N - A_S W
+    for (std::int64_t q = 0; q < nd; ++q)
+      for (std::int64_t l = 0; l < kept_; ++l) {
+        const double f = w(l, q);
+        if (f == 0) continue;
+        for (std::int64_t i = 0; i < m; ++i) c[i + q * m] -= kept_columns_[i + l * m] * f;
+      }
+    const solvers_detail::HouseholderQr<double> qr(ctx_, host_view(c.data(), m, nd, m), kHostQrBlock,
+                                                   gemm::find_backend("host-fp64"));
+    std::vector<double> r(nd * nd, 0.0);
+    for (std::int64_t q = 0; q < nd; ++q)
+      for (std::int64_t i = 0; i <= q; ++i) r[i + q * nd] = c[i + q * m];
+    return r;
+  }
+
+ private:
+  MatrixView<const double> kept() const {
+    return host_view<const double>(kept_columns_.data(), a_.rows, kept_, std::max<std::int64_t>(a_.rows, 1));
+  }
+  Context& ctx_;
+  MatrixView<const double> a_, b_;
+  std::int64_t kept_ = 0;
+  std::vector<double> kept_columns_, dropped_columns_;  // m x kept and m x (n - kept), column major
+};
+
+std::unique_ptr<solvers_detail::TallColumns> HostLsSpace::tall_columns() {
+  return std::make_unique<HostTallColumns>(ctx_, a_, b_);
+}
+
 using FactorScales = solvers_detail::LsFactorScales;
 
 void refine_columns(solvers_detail::LsSpace& space, std::int64_t columns, const LeastSquaresOptions& options,
@@ -274,17 +355,20 @@ void refine_columns(solvers_detail::LsSpace& space, std::int64_t columns, const 
 
 // The factors of one attempt.
 enum class Factors {
-  Fp32,        // Householder QR of a_scale A rounded to FP32
-  CholeskyQr,  // FP64 R by Cholesky QR preconditioned with the FP32 attempt's R (LsSpace)
-  Fp64,        // Householder QR in FP64
+  Fp32,           // Householder QR of a_scale A rounded to FP32
+  CholeskyQr,     // FP64 R by Cholesky QR preconditioned with the FP32 attempt's R (LsSpace)
+  Fp64,           // Householder QR in FP64
+  RankRevealing,  // the held factors' R with column pivoting, then FP64 (qr/minimum_norm.hpp)
 };
 
 // One attempt: the factors of a_scale A (a_scale = 2^-exponent), then each column refined in
 // FP64; in either memory space, by the method options.refinement names for FP32 factors (FP64
 // factors: the plain or the semi-normal steps); scales := those of the factors.
+// rank_revealing_follows: a rank-deficient A found by FP64 factors ends the attempt
+// (RankDeficient) for the rank-revealing attempt after it, else throws RankDeficientMatrix.
 LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int exponent, std::int64_t m,
                             std::int64_t n, std::int64_t columns, std::int64_t block,
-                            const LeastSquaresOptions& options, FactorScales& scales) {
+                            const LeastSquaresOptions& options, bool rank_revealing_follows, FactorScales& scales) {
   LeastSquaresAttempt result;
   const bool fp64 = factors != Factors::Fp32;
   result.precision = fp64 ? Precision::FP64 : Precision::FP32;
@@ -331,6 +415,10 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int
   if (fp64 && !(result.diagonal_ratio > 0x1p-10)) {
     const double bound = space.norm_a_times(space.smallest_singular_vector(smallest_column));
     const double tolerance = double(std::max(m, n)) * 0x1p-53 * space.norm_a_frobenius();
+    if (!(bound > tolerance) && rank_revealing_follows) {
+      result.stop = LeastSquaresStop::RankDeficient;
+      return result;
+    }
     if (!(bound > tolerance)) {
       char text[200];
       std::snprintf(text, sizeof text,
@@ -364,6 +452,43 @@ void refine_columns(solvers_detail::LsSpace& space, std::int64_t columns, const 
   result.refine_seconds = solvers_detail::seconds_since(t0);
 }
 
+// The rank-revealing attempt: the minimum-norm solutions from the held factors' R (FP32 factors
+// made first where none are held), their rank and estimates into the report.
+LeastSquaresAttempt rank_revealing_attempt(Context& ctx, solvers_detail::LsSpace& space, int exponent, std::int64_t m,
+                                           std::int64_t n, std::int64_t columns, std::int64_t block,
+                                           const LeastSquaresOptions& options, LeastSquaresReport& report) {
+  LeastSquaresAttempt result;
+  result.precision = Precision::FP64;
+  result.rank_revealing = true;
+  result.cgls = true;
+  std::vector<double> r = space.factors_r();
+  if (r.empty()) {
+    space.factor(false, std::ldexp(1.0, -exponent), block, options.fp32_update, options.fp32_vt_c_update);
+    r = space.factors_r();
+  }
+  const std::unique_ptr<solvers_detail::TallColumns> tall = space.tall_columns();
+  if (!tall) throw std::logic_error("least_squares: no rank-revealing attempt in this memory space");
+  const double rcond = options.rcond < 0 ? double(std::max(m, n)) * 0x1p-53 : options.rcond;
+  std::vector<double> x(std::size_t(n * columns));
+  const solvers_detail::MinimumNormResult found = solvers_detail::minimum_norm_solution(
+      ctx, *tall, host_view<const double>(r.data(), n, n, std::max<std::int64_t>(n, 1)), rcond, options.max_iterations,
+      host_view(x.data(), n, columns, std::max<std::int64_t>(n, 1)));
+  space.write_x(host_view<const double>(x.data(), n, columns, std::max<std::int64_t>(n, 1)));
+  result.stop = found.stop;
+  result.iterations = found.iterations;
+  result.inner_iterations = found.inner_iterations;
+  result.rank = found.rank;
+  result.diagonal_ratio = found.sigma_max > 0 ? found.sigma_kept / found.sigma_max : 0;
+  result.factor_seconds = found.factor_seconds;
+  result.refine_seconds = found.refine_seconds;
+  report.rank = found.rank;
+  report.sigma_max_estimate = found.sigma_max;
+  report.rank_threshold = rcond * found.sigma_max;
+  report.sigma_kept_estimate = found.sigma_kept;
+  report.sigma_dropped_estimate = found.sigma_dropped;
+  return result;
+}
+
 // The checks of A, B and X that need no pass over them, in the order least_squares()
 // documents them.
 void check_arguments(const MatrixView<const double>& a, const MatrixView<const double>& b,
@@ -390,6 +515,12 @@ void check_arguments(const MatrixView<const double>& a, const MatrixView<const d
 
 }  // namespace
 
+namespace solvers_detail {
+void LsSpace::write_x(const MatrixView<const double>&) {
+  throw std::logic_error("least_squares: this memory space has no rank-revealing attempt");
+}
+}  // namespace solvers_detail
+
 std::string to_string(LeastSquaresStop s) {
   switch (s) {
     case LeastSquaresStop::Converged: return "converged";
@@ -398,6 +529,7 @@ std::string to_string(LeastSquaresStop s) {
     case LeastSquaresStop::MaxIterations: return "max iterations";
     case LeastSquaresStop::RankUndecided: return "rank undecided";
     case LeastSquaresStop::CholeskyBreakdown: return "cholesky breakdown";
+    case LeastSquaresStop::RankDeficient: return "rank deficient";
   }
   return "unknown";
 }
@@ -407,6 +539,13 @@ std::string LeastSquaresReport::path() const {
   for (std::size_t i = 0; i < attempts.size(); ++i) {
     const LeastSquaresAttempt& t = attempts[i];
     if (i) out += " -> ";
+    if (t.rank_revealing) {
+      out += "rrqr[rank " + std::to_string(t.rank) + "]";
+      out += accepted(t.stop)
+                 ? "/cgls(" + std::to_string(t.iterations) + ", " + std::to_string(t.inner_iterations) + " inner)"
+                 : "[" + to_string(t.stop) + " after " + std::to_string(t.iterations) + "]";
+      continue;
+    }
     out += to_string(t.precision) + (t.cholesky_qr ? "-cholqr" : "");
     if (accepted(t.stop))
       out += (t.gmres         ? "/gmres("
@@ -416,7 +555,8 @@ std::string LeastSquaresReport::path() const {
                               : "/augmented(") +
              std::to_string(t.iterations) +
              (t.cgls ? ", " + std::to_string(t.inner_iterations) + " inner)" : std::string(")"));
-    else if (t.stop == LeastSquaresStop::RankUndecided || t.stop == LeastSquaresStop::CholeskyBreakdown)
+    else if (t.stop == LeastSquaresStop::RankUndecided || t.stop == LeastSquaresStop::CholeskyBreakdown ||
+             t.stop == LeastSquaresStop::RankDeficient)
       out += "[" + to_string(t.stop) + "]";  // decided before any refinement
     else
       out += std::string(t.gmres    ? " gmres"
@@ -436,8 +576,11 @@ struct LeastSquares::State {
   std::unique_ptr<solvers_detail::LsSpace> space;
   // The factors to try in order: the cheap QR; where its refinement fails, FP64 factors from
   // Cholesky QR preconditioned with its R; where that Cholesky breaks down or its refinement
-  // fails, the FP64 Householder QR.
+  // fails, the FP64 Householder QR, or under RankDeficiency::MinimumNorm (host matrices) the
+  // rank-revealing attempt, which also follows the FP64 QR (without cholesky_qr, or where
+  // factorization is FP64) where that finds A rank deficient or its refinement fails.
   std::vector<Factors> path;
+  bool minimum_norm = false;  // the path ends in the rank-revealing attempt
   // The factors hold a_scale A, a_scale = 2^-exponent, a power of two that brings A's largest
   // entry near 1: FP32's range would not hold every FP64 A (the refinement undoes the scale
   // exactly).
@@ -465,11 +608,17 @@ LeastSquares::LeastSquares(Context& ctx, const MatrixView<const double>& a, cons
   if (bad.first >= 0)
     throw InvalidArgument("least_squares: A(" + std::to_string(bad.first) + ", " + std::to_string(bad.second) +
                           ") is NaN or Inf");
+  s.minimum_norm = options.rank_deficient == LeastSquaresOptions::RankDeficiency::MinimumNorm &&
+                   a.memory == Memory::Host && (options.fallback || options.factorization == Precision::FP64);
   s.path = {options.factorization == Precision::FP64 ? Factors::Fp64 : Factors::Fp32};
   if (options.fallback && options.factorization != Precision::FP64) {
+    // Under MinimumNorm the Cholesky QR's breakdown (or failure) leads to the rank-revealing
+    // attempt at once: it serves an ill-conditioned A as it serves a rank-deficient one, at the
+    // cost of a QR of the columns it cannot decide in FP32, not of all of A.
     if (options.cholesky_qr) s.path.push_back(Factors::CholeskyQr);
-    s.path.push_back(Factors::Fp64);
+    if (!s.minimum_norm || !options.cholesky_qr) s.path.push_back(Factors::Fp64);
   }
+  if (s.minimum_norm) s.path.push_back(Factors::RankRevealing);
   const double largest_entry = s.space->largest_abs_a();
   if (largest_entry > 0) std::frexp(largest_entry, &s.exponent);
 }
@@ -494,6 +643,7 @@ LeastSquaresReport LeastSquares::solve(const MatrixView<const double>& b, const 
                           ") is NaN or Inf");
 
   LeastSquaresReport report;
+  report.rank = a.cols;
   if (a.cols == 0 || b.cols == 0) {
     report.converged = true;
     report.residual_norms = space.residual_norms();
@@ -506,7 +656,8 @@ LeastSquaresReport LeastSquares::solve(const MatrixView<const double>& b, const 
   const std::ptrdiff_t reused = s.held_rung;
   s.held_rung = -1;
   for (std::size_t i = reused < 0 ? 0 : std::size_t(reused); i < s.path.size(); ++i) {
-    const bool reuse = std::ptrdiff_t(i) == reused;
+    // The rank-revealing attempt holds no factors of its own: it runs again from the held ones.
+    const bool reuse = std::ptrdiff_t(i) == reused && s.path[i] != Factors::RankRevealing;
     // Cholesky QR needs the FP32 R invertible (a zero |r_jj|: an exactly dependent column).
     if (!reuse && s.path[i] == Factors::CholeskyQr && !(report.attempts.back().diagonal_ratio > 0)) continue;
     FactorScales scales;
@@ -517,10 +668,14 @@ LeastSquaresReport LeastSquares::solve(const MatrixView<const double>& b, const 
       scales = s.held_scales;
       refine_columns(space, b.cols, options, scales, again);
       report.attempts.push_back(again);
+    } else if (s.path[i] == Factors::RankRevealing) {
+      report.attempts.push_back(
+          rank_revealing_attempt(*s.ctx, space, s.exponent, a.rows, a.cols, b.cols, block, options, report));
     } else {
-      report.attempts.push_back(attempt(space, s.path[i], s.exponent, a.rows, a.cols, b.cols, block, options, scales));
+      report.attempts.push_back(
+          attempt(space, s.path[i], s.exponent, a.rows, a.cols, b.cols, block, options, s.minimum_norm, scales));
     }
-    report.fell_back = i > 0;
+    report.fell_back = i > 0 && s.path.front() == Factors::Fp32;
     if (accepted(report.attempts.back().stop)) {
       s.held_rung = std::ptrdiff_t(i);
       s.held_attempt = report.attempts.back();

@@ -110,6 +110,14 @@ void check_least_squares_options(const char* where, const LeastSquaresOptions& o
       method != LsRefinement::AugmentedThenGmres && method != LsRefinement::Cgls)
     throw InvalidArgument(std::string(where) + ": refinement (" + std::to_string(static_cast<int>(method)) +
                           ") is not Augmented, Gmres, AugmentedThenGmres or Cgls");
+  using Rank = LeastSquaresOptions::RankDeficiency;
+  if (options.rank_deficient != Rank::MinimumNorm && options.rank_deficient != Rank::FullRank)
+    throw InvalidArgument(std::string(where) + ": rank_deficient (" +
+                          std::to_string(static_cast<int>(options.rank_deficient)) +
+                          ") is not MinimumNorm or FullRank");
+  if (!(options.rcond < 1))
+    throw InvalidArgument(std::string(where) + ": rcond (" + number(options.rcond) +
+                          ") must be below 1 (negative: the default)");
   // The FP32 updates' backends: FP32 GEMMs of the registry, in A's memory where it is known
   // (fp32_vt_c_update applies to device matrices only).
   for (const auto& [option, name] : {std::pair<const char*, const std::string&>{"fp32_update", options.fp32_update},
@@ -340,15 +348,23 @@ const std::vector<Field<LeastSquaresOptions>>& least_squares_fields() {
        [](const O& o) { return std::to_string(o.block_size); },
        [](O& o, const std::string& v) { o.block_size = read_number<int>("block-size", v); }},
       {{"fp32-update", "a GEMM backend's name, or empty", "the FP32 QR's trailing updates (empty: the default)"},
-       [](const O& o) { return o.fp32_update; }, [](O& o, const std::string& v) { o.fp32_update = v; }},
+       [](const O& o) { return o.fp32_update; },
+       [](O& o, const std::string& v) { o.fp32_update = v; }},
       {{"fp32-vt-c-update", "a GEMM backend's name, or empty", "V^T C of the device QR's updates (empty: the default)"},
-       [](const O& o) { return o.fp32_vt_c_update; }, [](O& o, const std::string& v) { o.fp32_vt_c_update = v; }},
+       [](const O& o) { return o.fp32_vt_c_update; },
+       [](O& o, const std::string& v) { o.fp32_vt_c_update = v; }},
       {{"refinement", "augmented, gmres, augmented-then-gmres, cgls", "the refinement of the cheaper factors"},
        [](const O& o) { return to_string(o.refinement); },
        [](O& o, const std::string& v) { o.refinement = parse_least_squares_refinement(v); }},
       {{"cholesky-qr", "true, false", "FP64 factors by a Cholesky QR preconditioned with the FP32 R first"},
        [](const O& o) { return std::string(o.cholesky_qr ? "true" : "false"); },
        [](O& o, const std::string& v) { o.cholesky_qr = read_switch("cholesky-qr", v); }},
+      {{"rank-deficient", "minimum-norm, full-rank", "a rank-deficient A: its minimum-norm solution, or an error"},
+       [](const O& o) { return to_string(o.rank_deficient); },
+       [](O& o, const std::string& v) { o.rank_deficient = parse_rank_deficiency(v); }},
+      {{"rcond", "a number below 1 (negative: max(m, n) 2^-53)", "the rank threshold relative to sigma_max(A)"},
+       [](const O& o) { return number(o.rcond); },
+       [](O& o, const std::string& v) { o.rcond = read_number<double>("rcond", v); }},
   };
   return table;
 }
@@ -384,6 +400,16 @@ LeastSquaresOptions::Refinement parse_least_squares_refinement(const std::string
   for (LsRefinement r : kLsRefinements)
     if (to_string(r) == text) return r;
   throw InvalidArgument("least-squares refinement \"" + text + "\" is not one of augmented, gmres, augmented-then-gmres, cgls");
+}
+
+std::string to_string(LeastSquaresOptions::RankDeficiency r) {
+  return r == LeastSquaresOptions::RankDeficiency::FullRank ? "full-rank" : "minimum-norm";
+}
+
+LeastSquaresOptions::RankDeficiency parse_rank_deficiency(const std::string& text) {
+  for (auto r : {LeastSquaresOptions::RankDeficiency::MinimumNorm, LeastSquaresOptions::RankDeficiency::FullRank})
+    if (to_string(r) == text) return r;
+  throw InvalidArgument("least-squares rank-deficient \"" + text + "\" is not one of minimum-norm, full-rank");
 }
 
 const std::vector<OptionField>& least_squares_option_fields() {

@@ -14,6 +14,7 @@
 #include "mixsolve/core/context.hpp"
 #include "mixsolve/core/matrix.hpp"
 #include "qr/least_squares_refinement.hpp"
+#include "qr/minimum_norm.hpp"
 
 namespace mixsolve::solvers_detail {
 
@@ -62,6 +63,16 @@ class LsSpace {
   virtual std::vector<double> residual_norms() = 0;
   // X := NaN.
   virtual void fill_x_with_nan() = 0;
+
+  // The rank-revealing attempt (qr/minimum_norm.hpp). R (n x n, upper triangular, FP64, host,
+  // column major) of A at its own scale from the factors held (FP32, Cholesky QR or FP64
+  // Householder); empty where none are held.
+  virtual std::vector<double> factors_r() { return {}; }
+  // The attempt's tall work on A and the bound B; nullptr where this space has none (the
+  // device's, which keeps RankDeficiency::FullRank's path).
+  virtual std::unique_ptr<TallColumns> tall_columns() { return nullptr; }
+  // X := x (n x k, host, column major).
+  virtual void write_x(const MatrixView<const double>& x);
 };
 
 // The device's space: A in device memory (ctx with a GPU), B and X there too (bind); the FP32

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file
-/// Least squares min ||b - A x||_2 to FP64 accuracy for full-rank A (m x n, m >= n), also where
-/// the residual is not zero: a Householder QR of A in a cheaper precision, refined in FP64 by
-/// CGLS right-preconditioned with its R (Bjorck, Numerical Methods for Least Squares Problems,
-/// section 7.4; outer steps on FP64 residuals b - A x), with FP64 factors where that refinement
-/// does not converge: a Cholesky QR preconditioned by the cheap R, else an FP64 Householder QR.
+/// Least squares min ||b - A x||_2 to FP64 accuracy (A m x n, m >= n), also where the residual
+/// is not zero, and the minimum-norm solution where A is numerically rank deficient: a Householder QR of A in a cheaper
+/// precision, refined in FP64 by CGLS right-preconditioned with its R (Bjorck, Numerical Methods for Least Squares
+/// Problems, section 7.4; outer steps on FP64 residuals b - A x), with FP64 factors where that refinement does not
+/// converge: a Cholesky QR preconditioned by the cheap R, else an FP64 Householder QR.
 ///
 /// The FP32 QR refines to the FP64 QR's accuracy, in x and in the residual r, while
 /// kappa(A) u_32 < 1; beyond, its refinement is detected to diverge within a few steps and FP64
@@ -13,7 +13,9 @@
 /// alone as their rescue) and GMRES-LS (Carson, Higham & Pranesh 2020) are the alternatives
 /// (LeastSquaresOptions::refinement). Where the FP32 R's diagonal spans more than 1 / (16 u_32)
 /// (about kappa > 1e6) FP64 factors decide at once: FP32 factors cannot tell such an A from a
-/// rank-deficient one, whose least-squares solution is not unique (RankDeficientMatrix). The
+/// rank-deficient one, whose least-squares solution is not unique. For a rank-deficient A the
+/// rank-revealing attempt returns the minimum-norm solution with the numerical rank, or, under
+/// LeastSquaresOptions::RankDeficiency::FullRank, least_squares() throws RankDeficientMatrix. The
 /// report says which factors produced X and how each refinement ended.
 ///
 /// A, B and X in host or device memory (all three in the same space; device matrices need a
@@ -78,6 +80,19 @@ struct LeastSquaresOptions {
   /// fraction of an FP64 QR's; its x is as accurate as the FP64 QR's up to kappa ~ 1e10
   /// (docs/least_squares.md).
   bool cholesky_qr = true;
+  /// What a numerically rank-deficient A gets (one whose column-pivoted QR has |r_jj| at or
+  /// below rcond sigma_max(A) for some j). MinimumNorm: the minimum-norm least-squares solution of
+  /// A with the part of those columns that the pivoted QR drops (R22) left out, and the numerical
+  /// rank in the report, as LAPACK's gelsy: a rank-revealing attempt after the cheaper ones
+  /// (docs/least_squares.md), for host matrices; device matrices are treated as FullRank.
+  /// FullRank: least-squares solutions of full-rank A only; a rank-deficient A throws
+  /// RankDeficientMatrix (its least-squares solution is not unique). Another value (a cast
+  /// integer) is an InvalidArgument.
+  enum class RankDeficiency { MinimumNorm, FullRank };
+  RankDeficiency rank_deficient = RankDeficiency::MinimumNorm;
+  /// The rank threshold relative to sigma_max(A): |r_jj| <= rcond sigma_max(A) counts as zero.
+  /// In [0, 1); negative: max(m, n) 2^-53 (NumPy's lstsq default). NaN or >= 1: InvalidArgument.
+  double rcond = -1;
 };
 
 /// How the refinement of one attempt ended (the worst over the right-hand sides).
@@ -102,11 +117,14 @@ enum class LeastSquaresStop {
   /// definite, or the diagonal of its Cholesky factor R_2 spanning more than 2^10): the FP32 R is
   /// too far from A's.
   CholeskyBreakdown,
+  /// Not refined: the FP64 factors show A numerically rank deficient (a unit v with ||A v|| <=
+  /// max(m, n) 2^-53 ||A||_F); the rank-revealing attempt follows (RankDeficiency::MinimumNorm).
+  RankDeficient,
 };
 
 /// @param s a stop reason.
-/// @return "converged", "stagnated", "diverged", "max iterations", "rank undecided" or "cholesky
-/// breakdown".
+/// @return "converged", "stagnated", "diverged", "max iterations", "rank undecided", "cholesky
+/// breakdown" or "rank deficient".
 std::string to_string(LeastSquaresStop s);
 
 /// One QR and its refinement.
@@ -126,6 +144,12 @@ struct LeastSquaresAttempt {
   /// LeastSquaresOptions::cholesky_qr), refined by the semi-normal steps
   /// x += (R^T R)^-1 A^T (b - A x) (no Q).
   bool cholesky_qr = false;
+  /// The rank-revealing attempt (LeastSquaresOptions::RankDeficiency::MinimumNorm; precision
+  /// FP64): the held factors' R with column pivoting, the columns it cannot tell from dependent
+  /// ones factored again in FP64, every solve refined by CGLS (LeastSquaresReport::rank).
+  bool rank_revealing = false;
+  /// With rank_revealing: the numerical rank it found.
+  std::int64_t rank = 0;
   /// The GEMM backend of the Householder QR's trailing updates, e.g. "cublas-sgemm",
   /// "cublas-fp16x3 (V^T C: tf32tf32)", "host-fp32"; empty for the Cholesky QR.
   std::string update_backend;
@@ -146,16 +170,26 @@ struct LeastSquaresReport {
   /// The last attempt's refinement converged or stagnated for every right-hand side: X holds
   /// FP64-accurate least-squares solutions.
   bool converged = false;
-  /// A cheaper attempt failed and the FP64 QR produced X.
+  /// A cheaper attempt failed and FP64 factors (a Cholesky or Householder QR, or the rank-revealing
+  /// attempt) produced X.
   bool fell_back = false;
   /// Every attempt, in order.
   std::vector<LeastSquaresAttempt> attempts;
   /// ||b_j - A x_j||_2 for each column of X, in FP64.
   std::vector<double> residual_norms;
+  /// The numerical rank: n where X holds least-squares solutions of a full-rank A (and where
+  /// nothing was solved), else the rank-revealing attempt's.
+  std::int64_t rank = 0;
+  /// Where the rank-revealing attempt ran (else 0): its estimate of sigma_max(A) (from below),
+  /// the threshold rcond sigma_max it applied, and |r_jj| of its pivoted QR for the last column
+  /// kept and the first dropped (0 where none): estimates of sigma_rank(A) and sigma_rank+1(A),
+  /// as a pivoted QR's diagonal tracks the singular values.
+  double sigma_max_estimate = 0, rank_threshold = 0, sigma_kept_estimate = 0, sigma_dropped_estimate = 0;
   /// The path in one line, e.g. "fp32/augmented(6)", "fp32/cgls(2, 9 inner)",
   /// "fp32[diverged after 2] -> fp32/x-only(4)",
-  /// "fp32[rank undecided] -> fp64-cholqr/semi-normal(3)" or "fp32[rank undecided] ->
-  /// fp64-cholqr[cholesky breakdown] -> fp64/augmented(2)".
+  /// "fp32[rank undecided] -> fp64-cholqr/semi-normal(3)", "fp32[rank undecided] ->
+  /// fp64-cholqr[cholesky breakdown] -> fp64/augmented(2)" or "fp32[rank undecided] ->
+  /// fp64-cholqr[cholesky breakdown] -> rrqr(rank 63 of 64)/cgls(3, 12 inner)".
   std::string path() const;
 };
 
@@ -177,8 +211,10 @@ struct LeastSquaresReport {
 ///                              their byte ranges), factorization is not FP32 or FP64,
 ///                              max_iterations < 1, block_size < 0, refinement not one of
 ///                              LeastSquaresOptions::Refinement's values, or fp32_update
-///                              (fp32_vt_c_update) names no FP32 GEMM backend for A's memory.
-/// @throws RankDeficientMatrix  if A is numerically rank deficient (RankDeficientMatrix).
+///                              (fp32_vt_c_update) names no FP32 GEMM backend for A's memory,
+///                              rank_deficient is not a RankDeficiency, or rcond is NaN or >= 1.
+/// @throws RankDeficientMatrix  if A is numerically rank deficient and options.rank_deficient is
+///                              FullRank, or A is in device memory.
 /// @throws DeviceError          if a CUDA, cuBLAS or cuSOLVER call fails.
 LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
                                  const MatrixView<double>& x, const LeastSquaresOptions& options = {});
@@ -213,7 +249,7 @@ class LeastSquares {
   /// @param x the n x k solutions, in A's memory, not overlapping A or B; written.
   /// @return the report of this solve (its attempts only).
   /// @throws InvalidArgument     as least_squares() for B and X.
-  /// @throws RankDeficientMatrix if A is numerically rank deficient.
+  /// @throws RankDeficientMatrix as least_squares().
   /// @throws DeviceError         if a CUDA, cuBLAS or cuSOLVER call fails.
   LeastSquaresReport solve(const MatrixView<const double>& b, const MatrixView<double>& x);
 

@@ -94,4 +94,14 @@ std::string to_string(LeastSquaresOptions::Refinement r);
 /// @throws InvalidArgument for any other text.
 LeastSquaresOptions::Refinement parse_least_squares_refinement(const std::string& text);
 
+/// The name of a rank-deficiency rule, as parse_rank_deficiency reads it.
+/// @param r a rule.
+/// @return "minimum-norm" or "full-rank".
+std::string to_string(LeastSquaresOptions::RankDeficiency r);
+/// Reads a rank-deficiency rule's name.
+/// @param text "minimum-norm" or "full-rank" (exact, lower case).
+/// @return the rule.
+/// @throws InvalidArgument for any other text.
+LeastSquaresOptions::RankDeficiency parse_rank_deficiency(const std::string& text);
+
 }  // namespace mixsolve

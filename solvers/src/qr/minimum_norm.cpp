@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "qr/minimum_norm.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "engine.hpp"  // Clock, seconds_since
+#include "mixsolve/gemm/registry.hpp"
+#include "qr/column_pivoted_qr.hpp"
+#include "qr/householder_qr.hpp"
+#include "scaled_norm.hpp"
+
+namespace mixsolve::solvers_detail {
+
+namespace {
+
+// Stage 1 keeps a column only where |r_jj| of the cheap R exceeds this fraction of sigma_max:
+// there FP32 factors' rounding (u_32 ||A||) cannot have made it, and A_S1's condition number
+// stays near 2^12, so that the FP32-accurate R preconditions CGLS on A_S1 well.
+constexpr double kCheapRankFloor = 0x1p-12;
+
+// A dense column-major matrix on the host.
+struct Dense {
+  std::int64_t rows = 0, cols = 0;
+  std::vector<double> v;
+  Dense(std::int64_t r, std::int64_t c) : rows(r), cols(c), v(std::size_t(r * c), 0.0) {}
+  double& operator()(std::int64_t i, std::int64_t j) { return v[std::size_t(i + j * rows)]; }
+  double operator()(std::int64_t i, std::int64_t j) const { return v[std::size_t(i + j * rows)]; }
+  MatrixView<const double> view() const {
+    return host_view<const double>(v.data(), rows, cols, std::max<std::int64_t>(rows, 1));
+  }
+  MatrixView<double> view() { return host_view<double>(v.data(), rows, cols, std::max<std::int64_t>(rows, 1)); }
+};
+
+// y := R^-1 y for an upper triangular R (k x k).
+void solve_upper(const Dense& r, double* y) {
+  for (std::int64_t i = r.rows - 1; i >= 0; --i) {
+    double sum = y[i];
+    for (std::int64_t l = i + 1; l < r.rows; ++l) sum -= r(i, l) * y[l];
+    y[i] = sum / r(i, i);
+  }
+}
+
+LsFactorScales scales_of(const Dense& r) {
+  double largest = 0, smallest = INFINITY;
+  for (std::int64_t j = 0; j < r.rows; ++j) {
+    largest = std::max(largest, std::fabs(r(j, j)));
+    smallest = std::min(smallest, std::fabs(r(j, j)));
+  }
+  return {smallest, largest, largest > 0 ? smallest / largest : 0};
+}
+
+int severity(LeastSquaresStop s) {
+  switch (s) {
+    case LeastSquaresStop::Converged: return 0;
+    case LeastSquaresStop::Stagnated: return 1;
+    case LeastSquaresStop::MaxIterations: return 2;
+    default: return 3;
+  }
+}
+
+void note(MinimumNormResult& out, const LsRefinementResult& refined) {
+  if (severity(refined.stop) > severity(out.stop)) out.stop = refined.stop;
+  out.iterations = std::max(out.iterations, refined.iterations);
+  out.inner_iterations = std::max(out.inner_iterations, refined.inner_iterations);
+}
+
+}  // namespace
+
+double largest_singular_value(const MatrixView<const double>& r, int steps) {
+  const std::int64_t n = r.cols;
+  double largest_column = 0;
+  for (std::int64_t j = 0; j < n; ++j) largest_column = std::max(largest_column, scaled_norm2(&r(0, j), j + 1));
+  if (!(largest_column > 0)) return largest_column;
+  // v: a fixed start with every component nonzero; w = R v, v = R^T w / ||R^T w||.
+  std::vector<double> v(n), w(n);
+  for (std::int64_t j = 0; j < n; ++j) v[j] = 1.0 + 0.5 * std::sin(double(j + 1));
+  double estimate = 0;
+  for (int step = 0; step < steps; ++step) {
+    const double norm_v = scaled_norm2(v.data(), n);
+    for (double& e : v) e /= norm_v;
+    for (std::int64_t i = 0; i < n; ++i) {
+      double sum = 0;
+      for (std::int64_t j = i; j < n; ++j) sum += r(i, j) * v[j];
+      w[i] = sum;
+    }
+    estimate = std::max(estimate, scaled_norm2(w.data(), n));  // ||R v|| <= sigma_max for a unit v
+    for (std::int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (std::int64_t i = 0; i <= j; ++i) sum += r(i, j) * w[i];
+      v[j] = sum;
+    }
+  }
+  return std::max(estimate, largest_column);
+}
+
+MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const MatrixView<const double>& r,
+                                        double rcond, int max_iterations, const MatrixView<double>& x) {
+  const std::int64_t n = r.cols, columns = x.cols;
+  MinimumNormResult out;
+  const auto start = Clock::now();
+  const auto refine = [&](TallColumns::Target target, std::int64_t j, const Dense& rs, const LsFactorScales& scales,
+                          bool start_from_y, double* y) {
+    const auto t0 = Clock::now();
+    note(out, tall.refine(target, j, rs.view(), scales, max_iterations, start_from_y, y));
+    out.refine_seconds += seconds_since(t0);
+  };
+  const auto finish = [&]() -> MinimumNormResult& {
+    out.factor_seconds = seconds_since(start) - out.refine_seconds;
+    return out;
+  };
+  for (std::int64_t j = 0; j < columns; ++j)
+    for (std::int64_t i = 0; i < n; ++i) x(i, j) = 0;
+  out.sigma_max = n > 0 ? largest_singular_value(r) : 0;
+  if (!(out.sigma_max > 0)) return finish();  // A = 0: rank 0, x = 0
+  const double tau = rcond * out.sigma_max;
+
+  // Stage 1: the cheap R with column pivoting.
+  Dense r1(n, n);
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i <= j; ++i) r1(i, j) = r(i, j);
+  const ColumnPivotedQr p1(r1.view());
+  const double cheap_tau = std::max(tau, kCheapRankFloor * out.sigma_max);
+  std::int64_t k1 = 0;
+  while (k1 < n && p1.diagonal(k1) > cheap_tau) ++k1;
+  out.cheap_rank = k1;
+  const std::int64_t nd = n - k1;
+  Dense rs1(k1, k1), w(k1, nd);
+  for (std::int64_t j = 0; j < k1; ++j)
+    for (std::int64_t i = 0; i <= j; ++i) rs1(i, j) = p1.r(i, j);
+  std::vector<std::int64_t> order = p1.pivots();
+  tall.choose(order, k1);
+  // W = A_S1^+ A_N1, from R_1's own R11^-1 R12 (FP32-accurate) refined in FP64.
+  if (k1 > 0) {
+    const LsFactorScales scales = scales_of(rs1);
+    for (std::int64_t c = 0; c < nd; ++c) {
+      for (std::int64_t i = 0; i < k1; ++i) w(i, c) = p1.r(i, k1 + c);
+      solve_upper(rs1, &w(0, c));
+      refine(TallColumns::Target::DroppedColumn, c, rs1, scales, true, &w(0, c));
+    }
+  }
+
+  // Stage 2: the remainder C = A_N1 - A_S1 W in FP64, with column pivoting.
+  std::int64_t k2 = 0;
+  Dense rs(k1, k1), wt(k1, nd);  // R_S and W = A_S^+ A_N for the final S and N
+  rs = rs1;
+  wt = w;
+  if (nd > 0) {
+    const std::vector<double> rc_values = tall.remainder_r(w.view());
+    Dense rc(nd, nd);
+    rc.v = rc_values;
+    const ColumnPivotedQr p2(rc.view());
+    while (k2 < nd && p2.diagonal(k2) > tau) ++k2;
+    const std::vector<std::int64_t>& q = p2.pivots();
+    for (std::int64_t i = 0; i < nd; ++i) order[k1 + i] = p1.pivots()[k1 + q[i]];
+    const std::int64_t k = k1 + k2, rest = n - k;
+    // R_S = [R11, R11 W_sel; 0, R_2,11], W_sel = W's columns that joined S.
+    rs = Dense(k, k);
+    for (std::int64_t j = 0; j < k1; ++j)
+      for (std::int64_t i = 0; i <= j; ++i) rs(i, j) = rs1(i, j);
+    for (std::int64_t c = 0; c < k2; ++c) {
+      for (std::int64_t i = 0; i < k1; ++i) {
+        double sum = 0;
+        for (std::int64_t l = i; l < k1; ++l) sum += rs1(i, l) * w(l, q[c]);
+        rs(i, k1 + c) = sum;
+      }
+      for (std::int64_t i = 0; i <= c; ++i) rs(k1 + i, k1 + c) = p2.r(i, c);
+    }
+    // W for S: C_rest = C_sel Z + (dropped), Z = R_2,11^-1 R_2,12, so A_rest = A_S1 (W_rest -
+    // W_sel Z) + A_sel Z up to the dropped part.
+    Dense r211(k2, k2);
+    for (std::int64_t j = 0; j < k2; ++j)
+      for (std::int64_t i = 0; i <= j; ++i) r211(i, j) = p2.r(i, j);
+    wt = Dense(k, rest);
+    for (std::int64_t c = 0; c < rest; ++c) {
+      std::vector<double> z(k2);
+      for (std::int64_t i = 0; i < k2; ++i) z[i] = p2.r(i, k2 + c);
+      solve_upper(r211, z.data());
+      for (std::int64_t i = 0; i < k1; ++i) {
+        double sum = w(i, q[k2 + c]);
+        for (std::int64_t l = 0; l < k2; ++l) sum -= w(i, q[l]) * z[l];
+        wt(i, c) = sum;
+      }
+      for (std::int64_t i = 0; i < k2; ++i) wt(k1 + i, c) = z[i];
+    }
+    tall.choose(order, k);
+    if (k2 > 0) {
+      const LsFactorScales scales = scales_of(rs);
+      for (std::int64_t c = 0; c < rest; ++c)
+        refine(TallColumns::Target::DroppedColumn, c, rs, scales, true, &wt(0, c));
+    }
+    out.sigma_dropped = k2 < nd ? p2.diagonal(k2) : 0;
+    out.sigma_kept = k2 > 0 ? p2.diagonal(k2 - 1) : k1 > 0 ? p1.diagonal(k1 - 1) : 0;
+  } else {
+    out.sigma_kept = p1.diagonal(n - 1);
+  }
+  const std::int64_t k = k1 + k2, rest = n - k;
+  out.rank = k;
+  if (k == 0) return finish();  // every column below tau: x = 0
+
+  // The basic solutions z = A_S^+ b, then the minimum-norm x: x_N = argmin ||[W; I] y - [z; 0]||,
+  // x_S = z - W x_N.
+  const LsFactorScales scales = scales_of(rs);
+  Dense z(k, columns);
+  for (std::int64_t j = 0; j < columns; ++j) refine(TallColumns::Target::RightHandSide, j, rs, scales, false, &z(0, j));
+  Dense y(n, columns);  // [z; 0], then Q_M^T [z; 0]
+  for (std::int64_t j = 0; j < columns; ++j)
+    for (std::int64_t i = 0; i < k; ++i) y(i, j) = z(i, j);
+  if (rest > 0) {
+    Dense mw(n, rest);
+    for (std::int64_t c = 0; c < rest; ++c) {
+      for (std::int64_t i = 0; i < k; ++i) mw(i, c) = wt(i, c);
+      mw(k + c, c) = 1;
+    }
+    const HouseholderQr<double> qr(ctx, mw.view(), 32, gemm::find_backend("host-fp64"));
+    qr.apply_qt(y.view());
+    qr.solve_r(y.view());  // rows 0 .. rest-1 of y: x_N
+  }
+  for (std::int64_t j = 0; j < columns; ++j) {
+    for (std::int64_t i = 0; i < k; ++i) {
+      double sum = z(i, j);
+      for (std::int64_t c = 0; c < rest; ++c) sum -= wt(i, c) * y(c, j);
+      x(order[i], j) = sum;
+    }
+    for (std::int64_t c = 0; c < rest; ++c) x(order[k + c], j) = y(c, j);
+  }
+  return finish();
+}
+
+}  // namespace mixsolve::solvers_detail
