@@ -652,18 +652,28 @@ inline Eigen::MatrixXd householder_least_squares_in_row_order(const Eigen::Matri
 struct Fp64QrErrors {
   double x = 0, r = 0;
 };
-inline Fp64QrErrors fp64_qr_errors(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b, const ReferenceSolution& ref,
-                                   int orders = 5) {
+// The same for any FP64 comparator: solve(pa, pb) gives its X on the rows of (A, B) taken in an
+// order; the errors against the reference solution ref_x and residual ref_r, the median over the
+// orders, max over the columns.
+template <class Solve>
+Fp64QrErrors comparator_errors(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b, const MatrixLd& ref_x,
+                               const MatrixLd& ref_r, Solve solve, int orders) {
   const std::int64_t m = a.rows(), n = a.cols(), k = b.cols();
   std::vector<std::vector<double>> x_errors(static_cast<std::size_t>(k)), r_errors(static_cast<std::size_t>(k));
   for (int q = 0; q < orders; ++q) {
-    const Eigen::MatrixXd x = householder_least_squares_in_row_order(a, b, row_order(m, q));
+    const std::vector<std::int64_t> order = row_order(m, q);
+    Eigen::MatrixXd pa(m, n), pb(m, k);
+    for (std::int64_t i = 0; i < m; ++i) {
+      pa.row(i) = a.row(order[std::size_t(i)]);
+      pb.row(i) = b.row(order[std::size_t(i)]);
+    }
+    const Eigen::MatrixXd x = solve(pa, pb);
     const Eigen::MatrixXd r = b - ordered_product(a, x);
     for (std::int64_t c = 0; c < k; ++c) {
-      x_errors[std::size_t(c)].push_back(relative_error(x.data() + c * n, ref.x.data() + c * n, n));
+      x_errors[std::size_t(c)].push_back(relative_error(x.data() + c * n, ref_x.data() + c * n, n));
       long double d = 0;
       for (std::int64_t i = 0; i < m; ++i) {
-        const long double e = r(i, c) - ref.r(i, c);
+        const long double e = r(i, c) - ref_r(i, c);
         d += e * e;
       }
       r_errors[std::size_t(c)].push_back(double(std::sqrt(d)) / ordered_norm2(b.data() + c * m, m));
@@ -679,6 +689,12 @@ inline Fp64QrErrors fp64_qr_errors(const Eigen::MatrixXd& a, const Eigen::Matrix
     e.r = std::max(e.r, median(r_errors[std::size_t(c)]));
   }
   return e;
+}
+inline Fp64QrErrors fp64_qr_errors(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b, const ReferenceSolution& ref,
+                                   int orders = 5) {
+  return comparator_errors(
+      a, b, ref.x, ref.r,
+      [](const Eigen::MatrixXd& pa, const Eigen::MatrixXd& pb) { return householder_least_squares(pa, pb); }, orders);
 }
 
 // ---- the singular value decomposition and the minimum-norm solution ----
@@ -773,40 +789,19 @@ struct MinimumNormReference {
 };
 inline MinimumNormReference minimum_norm_reference(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b,
                                                    std::int64_t rank, int orders = 5) {
-  const std::int64_t m = a.rows(), n = a.cols(), k = b.cols();
   MinimumNormReference ref;
   const SvdFactors<long double> f = jacobi_svd<long double>(a.cast<long double>());
   ref.sigma = f.sigma;
   ref.x = svd_minimum_norm(f, MatrixLd(b.cast<long double>()), rank);
   ref.r = b.cast<long double>() - ordered_product(MatrixLd(a.cast<long double>()), ref.x);
-  std::vector<std::vector<double>> x_errors(static_cast<std::size_t>(k)), r_errors(static_cast<std::size_t>(k));
-  for (int q = 0; q < orders; ++q) {
-    const std::vector<std::int64_t> order = row_order(m, q);
-    Eigen::MatrixXd pa(m, n), pb(m, k);
-    for (std::int64_t i = 0; i < m; ++i) {
-      pa.row(i) = a.row(order[std::size_t(i)]);
-      pb.row(i) = b.row(order[std::size_t(i)]);
-    }
-    const Eigen::MatrixXd x = svd_minimum_norm(jacobi_svd<double>(pa), pb, rank);
-    const Eigen::MatrixXd r = b - ordered_product(a, x);
-    for (std::int64_t c = 0; c < k; ++c) {
-      x_errors[std::size_t(c)].push_back(relative_error(x.data() + c * n, ref.x.data() + c * n, n));
-      long double d = 0;
-      for (std::int64_t i = 0; i < m; ++i) {
-        const long double e = r(i, c) - ref.r(i, c);
-        d += e * e;
-      }
-      r_errors[std::size_t(c)].push_back(double(std::sqrt(d)) / ordered_norm2(b.data() + c * m, m));
-    }
-  }
-  const auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
-  for (std::int64_t c = 0; c < k; ++c) {
-    ref.fp64_svd_x = std::max(ref.fp64_svd_x, median(x_errors[std::size_t(c)]));
-    ref.fp64_svd_r = std::max(ref.fp64_svd_r, median(r_errors[std::size_t(c)]));
-  }
+  const Fp64QrErrors e = comparator_errors(
+      a, b, ref.x, ref.r,
+      [rank](const Eigen::MatrixXd& pa, const Eigen::MatrixXd& pb) {
+        return Eigen::MatrixXd(svd_minimum_norm(jacobi_svd<double>(pa), pb, rank));
+      },
+      orders);
+  ref.fp64_svd_x = e.x;
+  ref.fp64_svd_r = e.r;
   return ref;
 }
 
