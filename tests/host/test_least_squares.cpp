@@ -428,7 +428,10 @@ TEST(LeastSquares, FactorOnceNamesBadArgumentsWhereTheyArrive) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message([&] { LeastSquares(ctx, host_view<const double>(wide.data(), n, m, n)); }).find("fewer rows"),
+  LeastSquaresOptions full_rank;  // (underdetermined A under MinimumNorm: test_least_squares_rank_deficient.cpp)
+  full_rank.rank_deficient = LeastSquaresOptions::RankDeficiency::FullRank;
+  EXPECT_NE(message([&] { LeastSquares(ctx, host_view<const double>(wide.data(), n, m, n), full_rank); })
+                .find("fewer rows"),
             std::string::npos);
   EXPECT_NE(message([&] { LeastSquares(ctx, host_view<const double>(with_nan.data(), m, n, m)); }).find("A(3, 4)"),
             std::string::npos);
@@ -456,7 +459,9 @@ TEST(LeastSquares, NamesBadArguments) {
     }
   };
   MatrixD x6(6, 1);
-  expect_message(wide, b, x6, {}, "fewer rows than columns");
+  LeastSquaresOptions full_rank;
+  full_rank.rank_deficient = LeastSquaresOptions::RankDeficiency::FullRank;
+  expect_message(wide, b, x6, full_rank, "fewer rows than columns");
   MatrixD b5 = random_matrix(5, 1, 4);
   expect_message(a, b5, x, {}, "B has 5 rows, A 6");
   MatrixD x2(2, 1);

@@ -343,4 +343,41 @@ TEST(LeastSquaresRankDeficient, ChebyshevRegressionWithoutAGap) {
   EXPECT_LE(std::abs(s.report.rank - above), near) << s.report.path();
 }
 
+// Underdetermined A (m < n): the minimum-norm solution, of full row rank (well and ill
+// conditioned: consistent, so x solves A x = b to FP64's accuracy) and of lower rank (inconsistent),
+// against the truncated SVD; and the same as the transposed problem's view of it would give:
+// x in the row space of A.
+TEST(LeastSquaresRankDeficient, UnderdeterminedSystemsGetTheMinimumNormSolution) {
+  Context ctx = Context::host_only();
+  const std::int64_t m = 40, n = 110;
+  const struct {
+    const char* name;
+    std::vector<double> sigma;
+    std::int64_t rank;
+  } cases[] = {{"full row rank, kappa 1e2", gap_spectrum(m, 1e2, 0), m},
+               {"full row rank, kappa 1e8", gap_spectrum(m, 1e8, 0), m},
+               {"rank 25", gap_spectrum(25, 1e3, m - 25), 25}};
+  for (const auto& c : cases) {
+    const MatrixD a = with_singular_values(n, c.sigma, 101).transpose();  // m x n
+    const MatrixD b = random_matrix(m, 2, 105);  // (seed 102 drew V: b would lie in A's range)
+    const Solved s = solve(ctx, a, b);
+    const mixsolve::testing::SvdFactors<long double> f = mixsolve::testing::jacobi_svd<long double>(
+        a.transpose().cast<long double>());  // A^T = U S V^T: A = V S U^T
+    mixsolve::testing::SvdFactors<long double> g{f.v, f.u, f.sigma};  // A's factors: U_A = V, V_A = U
+    const mixsolve::testing::MatrixLd x_ref = mixsolve::testing::svd_minimum_norm(g, MatrixLd_of(b), c.rank);
+    double error = 0;
+    for (std::int64_t j = 0; j < b.cols(); ++j)
+      error = std::max(error, mixsolve::testing::relative_error(s.x.col(j).data(), x_ref.col(j).data(), n));
+    const double kappa = double(f.sigma[0] / f.sigma[std::size_t(c.rank - 1)]);
+    std::printf("%s: %s, x error %.2e, ||b - A x|| / ||b|| %.2e\n", c.name, s.report.path().c_str(), error,
+                (b - a * s.x).norm() / b.norm());
+    EXPECT_TRUE(s.report.converged) << c.name << ": " << s.report.path();
+    EXPECT_EQ(s.report.rank, c.rank) << c.name << ": " << s.report.path();
+    EXPECT_EQ(s.report.path().rfind("rrqr[rank ", 0), 0u) << s.report.path();
+    EXPECT_LE(error, 16 * double(n) * 0x1p-53 * kappa) << c.name << ": " << s.report.path();
+    if (c.rank == m)  // consistent: A x = b to FP64's rounding
+      EXPECT_LE((b - a * s.x).norm(), 16 * double(n) * 0x1p-53 * (b.norm() + a.norm() * s.x.norm())) << c.name;
+  }
+}
+
 }  // namespace

@@ -18,6 +18,7 @@
 
 #include "engine.hpp"  // Clock, seconds_since
 #include "mixsolve/gemm/registry.hpp"
+#include "qr/column_pivoted_qr.hpp"
 #include "qr/householder_qr.hpp"
 #include "qr/least_squares_refinement.hpp"
 #include "qr/least_squares_space.hpp"
@@ -277,6 +278,16 @@ std::vector<double> HostLsSpace::smallest_singular_vector(std::int64_t start) {
 
 std::vector<double> HostLsSpace::factors_r() {
   const std::int64_t m = a_.rows, n = a_.cols;
+  if (m < n) {  // no factors for a wide A: R of an FP64 pivoted QR, its columns in A's order (m x n)
+    std::vector<double> copy(std::size_t(m * n));
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < m; ++i) copy[std::size_t(i + j * m)] = a_(i, j);
+    const solvers_detail::ColumnPivotedQr qr(host_view(copy.data(), m, n, std::max<std::int64_t>(m, 1)));
+    std::vector<double> r(std::size_t(m * n), 0.0);
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < m; ++i) r[std::size_t(i + qr.pivots()[j] * m)] = qr.r(i, j);
+    return r;
+  }
   std::vector<double> r(n * n, 0.0);
   const auto fill = [&](auto at) {
     for (std::int64_t j = 0; j < n; ++j)
@@ -317,7 +328,7 @@ class HostTallColumns final : public solvers_detail::TallColumns {
                                               solvers_detail::LsFactorKind::Cheap, solvers_detail::LsMethod::Cgls,
                                               start_from_y);
   }
-  std::vector<double> remainder_r(const MatrixView<const double>& w) override {
+  PivotedR remainder_qr(const MatrixView<const double>& w) override {
     const std::int64_t m = a_.rows, nd = a_.cols - kept_;
     std::vector<double> c(dropped_columns_);  // C = A_N - A_S W
     for (std::int64_t q = 0; q < nd; ++q)
@@ -326,12 +337,14 @@ class HostTallColumns final : public solvers_detail::TallColumns {
         if (f == 0) continue;
         for (std::int64_t i = 0; i < m; ++i) c[i + q * m] -= kept_columns_[i + l * m] * f;
       }
-    const solvers_detail::HouseholderQr<double> qr(ctx_, host_view(c.data(), m, nd, m), kHostQrBlock,
-                                                   gemm::find_backend("host-fp64"));
-    std::vector<double> r(nd * nd, 0.0);
+    const solvers_detail::ColumnPivotedQr qr(host_view(c.data(), m, nd, std::max<std::int64_t>(m, 1)));
+    PivotedR out;
+    out.rows = qr.steps();
+    out.pivots = qr.pivots();
+    out.r.assign(std::size_t(out.rows * nd), 0.0);
     for (std::int64_t q = 0; q < nd; ++q)
-      for (std::int64_t i = 0; i <= q; ++i) r[i + q * nd] = c[i + q * m];
-    return r;
+      for (std::int64_t i = 0; i < out.rows; ++i) out.r[std::size_t(i + q * out.rows)] = qr.r(i, q);
+    return out;
   }
 
  private:
@@ -461,8 +474,8 @@ LeastSquaresAttempt rank_revealing_attempt(Context& ctx, solvers_detail::LsSpace
   result.precision = Precision::FP64;
   result.rank_revealing = true;
   result.cgls = true;
-  std::vector<double> r = space.factors_r();
-  if (r.empty()) {
+  std::vector<double> r = space.factors_r();  // p x n, p = min(m, n)
+  if (r.empty() && m >= n && n > 0) {
     space.factor(false, std::ldexp(1.0, -exponent), block, options.fp32_update, options.fp32_vt_c_update);
     r = space.factors_r();
   }
@@ -471,7 +484,8 @@ LeastSquaresAttempt rank_revealing_attempt(Context& ctx, solvers_detail::LsSpace
   const double rcond = options.rcond < 0 ? double(std::max(m, n)) * 0x1p-53 : options.rcond;
   std::vector<double> x(std::size_t(n * columns));
   const solvers_detail::MinimumNormResult found = solvers_detail::minimum_norm_solution(
-      ctx, *tall, host_view<const double>(r.data(), n, n, std::max<std::int64_t>(n, 1)), rcond, options.max_iterations,
+      ctx, *tall, host_view<const double>(r.data(), std::min(m, n), n, std::max<std::int64_t>(std::min(m, n), 1)), rcond,
+      options.max_iterations,
       host_view(x.data(), n, columns, std::max<std::int64_t>(n, 1)));
   space.write_x(host_view<const double>(x.data(), n, columns, std::max<std::int64_t>(n, 1)));
   result.stop = found.stop;
@@ -491,17 +505,24 @@ LeastSquaresAttempt rank_revealing_attempt(Context& ctx, solvers_detail::LsSpace
 
 // The checks of A, B and X that need no pass over them, in the order least_squares()
 // documents them.
+// Underdetermined A (m < n): solved by the rank-revealing attempt, on host matrices under
+// RankDeficiency::MinimumNorm only.
+bool solves_underdetermined(const MatrixView<const double>& a, const LeastSquaresOptions& options) {
+  return a.memory == Memory::Host && options.rank_deficient == LeastSquaresOptions::RankDeficiency::MinimumNorm;
+}
+
 void check_arguments(const MatrixView<const double>& a, const MatrixView<const double>& b,
-                     const MatrixView<double>& x) {
+                     const MatrixView<double>& x, const LeastSquaresOptions& options) {
   const char* where = "least_squares";
   detail::check_view(where, "A", a);
   detail::check_view(where, "B", b);
   detail::check_view(where, "X", x);
   if (b.memory != a.memory || x.memory != a.memory)
     throw InvalidArgument(std::string("least_squares: B and X must be in ") + to_string(a.memory) + " memory, as A");
-  if (a.rows < a.cols)
+  if (a.rows < a.cols && !solves_underdetermined(a, options))
     throw InvalidArgument("least_squares: A is " + std::to_string(a.rows) + " x " + std::to_string(a.cols) +
-                          ": fewer rows than columns (underdetermined systems are not supported)");
+                          ": fewer rows than columns (underdetermined systems are solved for host matrices under "
+                          "rank_deficient = MinimumNorm only)");
   if (b.rows != a.rows)
     throw InvalidArgument("least_squares: B has " + std::to_string(b.rows) + " rows, A " + std::to_string(a.rows));
   if (x.rows != a.cols || x.cols != b.cols)
@@ -596,7 +617,7 @@ LeastSquares::LeastSquares(Context& ctx, const MatrixView<const double>& a, cons
     : state_(std::make_unique<State>()) {
   // A's checks: those of least_squares() with an empty B and X of A's shape.
   check_arguments(a, MatrixView<const double>{nullptr, a.rows, 0, std::max<std::int64_t>(a.rows, 1), a.memory},
-                  MatrixView<double>{nullptr, a.cols, 0, std::max<std::int64_t>(a.cols, 1), a.memory});
+                  MatrixView<double>{nullptr, a.cols, 0, std::max<std::int64_t>(a.cols, 1), a.memory}, options);
   solvers_detail::check_least_squares_options("least_squares", options, &a.memory);
   State& s = *state_;
   s.ctx = &ctx;
@@ -619,6 +640,10 @@ LeastSquares::LeastSquares(Context& ctx, const MatrixView<const double>& a, cons
     if (!s.minimum_norm || !options.cholesky_qr) s.path.push_back(Factors::Fp64);
   }
   if (s.minimum_norm) s.path.push_back(Factors::RankRevealing);
+  if (a.rows < a.cols) {  // underdetermined: no QR of a wide A; the attempt starts from its own R
+    s.path = {Factors::RankRevealing};
+    s.minimum_norm = true;
+  }
   const double largest_entry = s.space->largest_abs_a();
   if (largest_entry > 0) std::frexp(largest_entry, &s.exponent);
 }
@@ -634,7 +659,7 @@ Precision LeastSquares::precision() const {
 LeastSquaresReport LeastSquares::solve(const MatrixView<const double>& b, const MatrixView<double>& x) {
   State& s = *state_;
   const MatrixView<const double>& a = s.a;
-  check_arguments(a, b, x);
+  check_arguments(a, b, x, s.options);
   solvers_detail::LsSpace& space = *s.space;
   space.bind(b, x);
   const auto bad = space.find_nonfinite(1);
@@ -725,7 +750,7 @@ LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a
                                  const MatrixView<double>& x, const LeastSquaresOptions& options) {
   // The checks that need no pass over A or B first, in the order of the documentation; then A's
   // scan (LeastSquares' constructor) and B's (its solve).
-  check_arguments(a, b, x);
+  check_arguments(a, b, x, options);
   solvers_detail::check_least_squares_options("least_squares", options, &a.memory);
   LeastSquares factored(ctx, a, options);
   return factored.solve(b, x);

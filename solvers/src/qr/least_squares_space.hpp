@@ -66,7 +66,8 @@ class LsSpace {
 
   // The rank-revealing attempt (qr/minimum_norm.hpp). R (n x n, upper triangular, FP64, host,
   // column major) of A at its own scale from the factors held (FP32, Cholesky QR or FP64
-  // Householder); empty where none are held.
+  // Householder); empty where none are held. For m < n: an m x n R with R^T R = A^T A (a
+  // pivoted QR's R, its columns in A's order).
   virtual std::vector<double> factors_r() { return {}; }
   // The attempt's tall work on A and the bound B; nullptr where this space has none (the
   // device's, which keeps RankDeficiency::FullRank's path).

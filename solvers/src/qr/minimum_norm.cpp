@@ -70,26 +70,24 @@ void note(MinimumNormResult& out, const LsRefinementResult& refined) {
 }  // namespace
 
 double largest_singular_value(const MatrixView<const double>& r, int steps) {
-  const std::int64_t n = r.cols;
+  const std::int64_t p = r.rows, n = r.cols;
   double largest_column = 0;
-  for (std::int64_t j = 0; j < n; ++j) largest_column = std::max(largest_column, scaled_norm2(&r(0, j), j + 1));
+  for (std::int64_t j = 0; j < n; ++j) largest_column = std::max(largest_column, scaled_norm2(&r(0, j), p));
   if (!(largest_column > 0)) return largest_column;
   // v: a fixed start with every component nonzero; w = R v, v = R^T w / ||R^T w||.
-  std::vector<double> v(n), w(n);
+  std::vector<double> v(n), w(p);
   for (std::int64_t j = 0; j < n; ++j) v[j] = 1.0 + 0.5 * std::sin(double(j + 1));
   double estimate = 0;
   for (int step = 0; step < steps; ++step) {
     const double norm_v = scaled_norm2(v.data(), n);
     for (double& e : v) e /= norm_v;
-    for (std::int64_t i = 0; i < n; ++i) {
-      double sum = 0;
-      for (std::int64_t j = i; j < n; ++j) sum += r(i, j) * v[j];
-      w[i] = sum;
-    }
-    estimate = std::max(estimate, scaled_norm2(w.data(), n));  // ||R v|| <= sigma_max for a unit v
+    std::fill(w.begin(), w.end(), 0.0);
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < p; ++i) w[i] += r(i, j) * v[j];
+    estimate = std::max(estimate, scaled_norm2(w.data(), p));  // ||R v|| <= sigma_max for a unit v
     for (std::int64_t j = 0; j < n; ++j) {
       double sum = 0;
-      for (std::int64_t i = 0; i <= j; ++i) sum += r(i, j) * w[i];
+      for (std::int64_t i = 0; i < p; ++i) sum += r(i, j) * w[i];
       v[j] = sum;
     }
   }
@@ -98,7 +96,7 @@ double largest_singular_value(const MatrixView<const double>& r, int steps) {
 
 MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const MatrixView<const double>& r,
                                         double rcond, int max_iterations, const MatrixView<double>& x) {
-  const std::int64_t n = r.cols, columns = x.cols;
+  const std::int64_t p = r.rows, n = r.cols, columns = x.cols;
   MinimumNormResult out;
   const auto start = Clock::now();
   const auto refine = [&](TallColumns::Target target, std::int64_t j, const Dense& rs, const LsFactorScales& scales,
@@ -113,18 +111,18 @@ MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const M
   };
   for (std::int64_t j = 0; j < columns; ++j)
     for (std::int64_t i = 0; i < n; ++i) x(i, j) = 0;
-  out.sigma_max = n > 0 ? largest_singular_value(r) : 0;
+  out.sigma_max = n > 0 && p > 0 ? largest_singular_value(r) : 0;
   if (!(out.sigma_max > 0)) return finish();  // A = 0: rank 0, x = 0
   const double tau = rcond * out.sigma_max;
 
-  // Stage 1: the cheap R with column pivoting.
-  Dense r1(n, n);
+  // Stage 1: column pivoting on R.
+  Dense r1(p, n);
   for (std::int64_t j = 0; j < n; ++j)
-    for (std::int64_t i = 0; i <= j; ++i) r1(i, j) = r(i, j);
+    for (std::int64_t i = 0; i < p; ++i) r1(i, j) = r(i, j);
   const ColumnPivotedQr p1(r1.view());
   const double cheap_tau = std::max(tau, kCheapRankFloor * out.sigma_max);
   std::int64_t k1 = 0;
-  while (k1 < n && p1.diagonal(k1) > cheap_tau) ++k1;
+  while (k1 < p1.steps() && p1.diagonal(k1) > cheap_tau) ++k1;
   out.cheap_rank = k1;
   const std::int64_t nd = n - k1;
   Dense rs1(k1, k1), w(k1, nd);
@@ -132,7 +130,7 @@ MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const M
     for (std::int64_t i = 0; i <= j; ++i) rs1(i, j) = p1.r(i, j);
   std::vector<std::int64_t> order = p1.pivots();
   tall.choose(order, k1);
-  // W = A_S1^+ A_N1, from R_1's own R11^-1 R12 (FP32-accurate) refined in FP64.
+  // W = A_S1^+ A_N1, from R_1's own R11^-1 R12 refined in FP64.
   if (k1 > 0) {
     const LsFactorScales scales = scales_of(rs1);
     for (std::int64_t c = 0; c < nd; ++c) {
@@ -144,55 +142,51 @@ MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const M
 
   // Stage 2: the remainder C = A_N1 - A_S1 W in FP64, with column pivoting.
   std::int64_t k2 = 0;
-  Dense rs(k1, k1), wt(k1, nd);  // R_S and W = A_S^+ A_N for the final S and N
-  rs = rs1;
-  wt = w;
+  Dense rs = rs1, wt = w;  // R_S and W = A_S^+ A_N for the final S and N
   if (nd > 0) {
-    const std::vector<double> rc_values = tall.remainder_r(w.view());
-    Dense rc(nd, nd);
-    rc.v = rc_values;
-    const ColumnPivotedQr p2(rc.view());
-    while (k2 < nd && p2.diagonal(k2) > tau) ++k2;
-    const std::vector<std::int64_t>& q = p2.pivots();
+    const TallColumns::PivotedR c = tall.remainder_qr(w.view());
+    const auto rc = [&](std::int64_t i, std::int64_t j) { return c.r[std::size_t(i + j * c.rows)]; };
+    while (k2 < c.rows && std::fabs(rc(k2, k2)) > tau) ++k2;
+    const std::vector<std::int64_t>& q = c.pivots;
     for (std::int64_t i = 0; i < nd; ++i) order[k1 + i] = p1.pivots()[k1 + q[i]];
     const std::int64_t k = k1 + k2, rest = n - k;
     // R_S = [R11, R11 W_sel; 0, R_2,11], W_sel = W's columns that joined S.
     rs = Dense(k, k);
     for (std::int64_t j = 0; j < k1; ++j)
       for (std::int64_t i = 0; i <= j; ++i) rs(i, j) = rs1(i, j);
-    for (std::int64_t c = 0; c < k2; ++c) {
+    for (std::int64_t col = 0; col < k2; ++col) {
       for (std::int64_t i = 0; i < k1; ++i) {
         double sum = 0;
-        for (std::int64_t l = i; l < k1; ++l) sum += rs1(i, l) * w(l, q[c]);
-        rs(i, k1 + c) = sum;
+        for (std::int64_t l = i; l < k1; ++l) sum += rs1(i, l) * w(l, q[col]);
+        rs(i, k1 + col) = sum;
       }
-      for (std::int64_t i = 0; i <= c; ++i) rs(k1 + i, k1 + c) = p2.r(i, c);
+      for (std::int64_t i = 0; i <= col; ++i) rs(k1 + i, k1 + col) = rc(i, col);
     }
     // W for S: C_rest = C_sel Z + (dropped), Z = R_2,11^-1 R_2,12, so A_rest = A_S1 (W_rest -
     // W_sel Z) + A_sel Z up to the dropped part.
     Dense r211(k2, k2);
     for (std::int64_t j = 0; j < k2; ++j)
-      for (std::int64_t i = 0; i <= j; ++i) r211(i, j) = p2.r(i, j);
+      for (std::int64_t i = 0; i <= j; ++i) r211(i, j) = rc(i, j);
     wt = Dense(k, rest);
-    for (std::int64_t c = 0; c < rest; ++c) {
-      std::vector<double> z(k2);
-      for (std::int64_t i = 0; i < k2; ++i) z[i] = p2.r(i, k2 + c);
+    std::vector<double> z(k2);
+    for (std::int64_t col = 0; col < rest; ++col) {
+      for (std::int64_t i = 0; i < k2; ++i) z[i] = rc(i, k2 + col);
       solve_upper(r211, z.data());
       for (std::int64_t i = 0; i < k1; ++i) {
-        double sum = w(i, q[k2 + c]);
+        double sum = w(i, q[k2 + col]);
         for (std::int64_t l = 0; l < k2; ++l) sum -= w(i, q[l]) * z[l];
-        wt(i, c) = sum;
+        wt(i, col) = sum;
       }
-      for (std::int64_t i = 0; i < k2; ++i) wt(k1 + i, c) = z[i];
+      for (std::int64_t i = 0; i < k2; ++i) wt(k1 + i, col) = z[i];
     }
     tall.choose(order, k);
     if (k2 > 0) {
       const LsFactorScales scales = scales_of(rs);
-      for (std::int64_t c = 0; c < rest; ++c)
-        refine(TallColumns::Target::DroppedColumn, c, rs, scales, true, &wt(0, c));
+      for (std::int64_t col = 0; col < rest; ++col)
+        refine(TallColumns::Target::DroppedColumn, col, rs, scales, true, &wt(0, col));
     }
-    out.sigma_dropped = k2 < nd ? p2.diagonal(k2) : 0;
-    out.sigma_kept = k2 > 0 ? p2.diagonal(k2 - 1) : k1 > 0 ? p1.diagonal(k1 - 1) : 0;
+    out.sigma_dropped = k2 < c.rows ? std::fabs(rc(k2, k2)) : 0;
+    out.sigma_kept = k2 > 0 ? std::fabs(rc(k2 - 1, k2 - 1)) : k1 > 0 ? p1.diagonal(k1 - 1) : 0;
   } else {
     out.sigma_kept = p1.diagonal(n - 1);
   }
@@ -200,32 +194,50 @@ MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const M
   out.rank = k;
   if (k == 0) return finish();  // every column below tau: x = 0
 
-  // The basic solutions z = A_S^+ b, then the minimum-norm x: x_N = argmin ||[W; I] y - [z; 0]||,
-  // x_S = z - W x_N.
+  // The basic solutions z = A_S^+ b, then the minimum-norm solution x' (in S, N order) of
+  // [I W] x' = z.
   const LsFactorScales scales = scales_of(rs);
   Dense z(k, columns);
-  for (std::int64_t j = 0; j < columns; ++j) refine(TallColumns::Target::RightHandSide, j, rs, scales, false, &z(0, j));
-  Dense y(n, columns);  // [z; 0], then Q_M^T [z; 0]
   for (std::int64_t j = 0; j < columns; ++j)
-    for (std::int64_t i = 0; i < k; ++i) y(i, j) = z(i, j);
-  if (rest > 0) {
+    refine(TallColumns::Target::RightHandSide, j, rs, scales, false, &z(0, j));
+  Dense y(n, columns);
+  const gemm::Backend& fp64 = gemm::find_backend("host-fp64");
+  if (rest == 0) {
+    y = z;
+  } else if (k <= rest) {  // x' = Q R^-T z for [I; W^T] = Q R (n x k)
+    Dense mt(n, k);
+    for (std::int64_t col = 0; col < k; ++col) {
+      mt(col, col) = 1;
+      for (std::int64_t j = 0; j < rest; ++j) mt(k + j, col) = wt(col, j);
+    }
+    const HouseholderQr<double> qr(ctx, mt.view(), 32, fp64);
+    for (std::int64_t j = 0; j < columns; ++j)
+      for (std::int64_t i = 0; i < k; ++i) y(i, j) = z(i, j);
+    qr.solve_rt(y.view());
+    qr.apply_q(y.view());
+  } else {  // x_N = argmin ||[W; I] x_N - [z; 0]||, x_S = z - W x_N
     Dense mw(n, rest);
-    for (std::int64_t c = 0; c < rest; ++c) {
-      for (std::int64_t i = 0; i < k; ++i) mw(i, c) = wt(i, c);
-      mw(k + c, c) = 1;
+    for (std::int64_t col = 0; col < rest; ++col) {
+      for (std::int64_t i = 0; i < k; ++i) mw(i, col) = wt(i, col);
+      mw(k + col, col) = 1;
     }
-    const HouseholderQr<double> qr(ctx, mw.view(), 32, gemm::find_backend("host-fp64"));
-    qr.apply_qt(y.view());
-    qr.solve_r(y.view());  // rows 0 .. rest-1 of y: x_N
-  }
-  for (std::int64_t j = 0; j < columns; ++j) {
-    for (std::int64_t i = 0; i < k; ++i) {
-      double sum = z(i, j);
-      for (std::int64_t c = 0; c < rest; ++c) sum -= wt(i, c) * y(c, j);
-      x(order[i], j) = sum;
+    const HouseholderQr<double> qr(ctx, mw.view(), 32, fp64);
+    Dense t(n, columns);
+    for (std::int64_t j = 0; j < columns; ++j)
+      for (std::int64_t i = 0; i < k; ++i) t(i, j) = z(i, j);
+    qr.apply_qt(t.view());
+    qr.solve_r(t.view());  // rows 0 .. rest-1: x_N
+    for (std::int64_t j = 0; j < columns; ++j) {
+      for (std::int64_t i = 0; i < k; ++i) {
+        double sum = z(i, j);
+        for (std::int64_t col = 0; col < rest; ++col) sum -= wt(i, col) * t(col, j);
+        y(i, j) = sum;
+      }
+      for (std::int64_t col = 0; col < rest; ++col) y(k + col, j) = t(col, j);
     }
-    for (std::int64_t c = 0; c < rest; ++c) x(order[k + c], j) = y(c, j);
   }
+  for (std::int64_t j = 0; j < columns; ++j)
+    for (std::int64_t i = 0; i < n; ++i) x(order[i], j) = y(i, j);
   return finish();
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Internal: the minimum-norm least-squares solution for a numerically rank-deficient A (m x n,
-// m >= n), from the R of a cheap unpivoted QR of A, refined to FP64 accuracy; least_squares()'s
+// Internal: the minimum-norm least-squares solution for a numerically rank-deficient or an
+// underdetermined A (m x n), from an R of A (a cheap unpivoted QR's where m >= n), refined to FP64
+// accuracy; least_squares()'s
 // rank-revealing attempt (driver/least_squares.cpp, docs/least_squares.md "Rank-deficient A").
 //
 // The numerical rank is the column-pivoted QR's (as LAPACK's gelsy and MATLAB's backslash take
@@ -18,8 +19,10 @@
 //     preconditions A_S as the FP32 R alone could not where A_S is ill conditioned.
 //
 // With S (k columns) and the rest N: W = A_S^+ A_N (refined again), z = A_S^+ b (refined), and
-// the minimum-norm x of min ||A_S (x_S + W x_N) - b|| is x_N = argmin ||[W; I] y - [z; 0]||
-// (an FP64 QR of that n x (n - k) matrix), x_S = z - W x_N.
+// the minimum-norm x of min ||A_S (x_S + W x_N) - b|| is the minimum-norm solution of
+// [I W] x' = z: x' = [I; W^T] t with (I + W W^T) t = z, from an FP64 QR of the n x k matrix
+// [I; W^T], or where n - k < k the same as x_N = argmin ||[W; I] y - [z; 0]|| (an FP64 QR of
+// that n x (n - k) matrix), x_S = z - W x_N.
 #pragma once
 
 #include <cstdint>
@@ -48,9 +51,14 @@ class TallColumns {
   // one), from y as given where start_from_y, else from the semi-normal equations' solution.
   virtual LsRefinementResult refine(Target target, std::int64_t j, const MatrixView<const double>& r,
                                     const LsFactorScales& scales, int max_iterations, bool start_from_y, double* y) = 0;
-  // The R (n - kept square, upper triangular, column major, host) of an FP64 QR of
-  // C = A_N - A_S W, W kept x (n - kept) on the host.
-  virtual std::vector<double> remainder_r(const MatrixView<const double>& w) = 0;
+  // An FP64 QR with column pivoting of C = A_N - A_S W (W kept x (n - kept) on the host):
+  // C P = Q R, R min(m, n - kept) x (n - kept), upper trapezoidal, column major, on the host.
+  struct PivotedR {
+    std::int64_t rows = 0;
+    std::vector<double> r;
+    std::vector<std::int64_t> pivots;  // column j of C P is column pivots[j] of C
+  };
+  virtual PivotedR remainder_qr(const MatrixView<const double>& w) = 0;
 };
 
 // What the rank-revealing attempt found.
@@ -66,14 +74,16 @@ struct MinimumNormResult {
   double refine_seconds = 0;                            // the refinements of W and of the solutions
 };
 
-// The minimum-norm least-squares solutions X (n x columns, host, column major) of A X ~ B, with A's
-// columns through `tall` and `r` (n x n, upper triangular, FP64, host) an R of A from any QR (FP32,
-// Cholesky or FP64; A's own scale). rcond: the threshold relative to sigma_max(A), in [0, 1).
+// The minimum-norm least-squares solutions X (n x columns, host, column major) of A X ~ B (A
+// m x n, any shape), with A's columns through `tall` and `r` (p x n, FP64, host) a matrix with
+// r^T r = A^T A up to the rounding of the QR it comes from: an R of A from any QR (FP32, Cholesky
+// or FP64; A's own scale), or for m < n the R of a pivoted QR with its columns put back in A's
+// order. rcond: the threshold relative to sigma_max(A), in [0, 1).
 MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const MatrixView<const double>& r,
                                         double rcond, int max_iterations, const MatrixView<double>& x);
 
-// sigma_max of an upper triangular R (n x n, host), estimated from below by the power iteration
-// on R^T R (a fixed start, `steps` steps), at least the largest column norm.
+// sigma_max of R (p x n, host), estimated from below by the power iteration on R^T R (a fixed
+// start, `steps` steps), at least the largest column norm.
 double largest_singular_value(const MatrixView<const double>& r, int steps = 12);
 
 }  // namespace mixsolve::solvers_detail

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file
-/// Least squares min ||b - A x||_2 to FP64 accuracy (A m x n, m >= n), also where the residual
-/// is not zero, and the minimum-norm solution where A is numerically rank deficient: a Householder QR of A in a cheaper
+/// Least squares min ||b - A x||_2 to FP64 accuracy (A m x n), also where the residual is not
+/// zero, and the minimum-norm solution where A is numerically rank deficient or underdetermined
+/// (m < n): a Householder QR of A in a cheaper
 /// precision, refined in FP64 by CGLS right-preconditioned with its R (Bjorck, Numerical Methods for Least Squares
 /// Problems, section 7.4; outer steps on FP64 residuals b - A x), with FP64 factors where that refinement does not
 /// converge: a Cholesky QR preconditioned by the cheap R, else an FP64 Householder QR.
@@ -195,7 +196,9 @@ struct LeastSquaresReport {
 
 /// Solves min ||B - A X||_F column by column to FP64 accuracy (see the file description).
 /// @param ctx     the context (a host-only Context is enough for host matrices).
-/// @param a       the m x n matrix A, m >= n, host or device memory; read, not modified. No NaN
+/// @param a       the m x n matrix A, host or device memory (m < n: host memory, and
+///                rank_deficient MinimumNorm: the rank-revealing attempt alone, whatever
+///                factorization and fallback say); read, not modified. No NaN
 ///                or Inf.
 /// @param b       the m x k right-hand sides, in A's memory; read, not modified. No NaN or Inf.
 /// @param x       the n x k solutions, in A's memory, not overlapping A or B (no byte of its
@@ -205,7 +208,8 @@ struct LeastSquaresReport {
 /// @return the report; check LeastSquaresReport::converged. With n = 0 or k = 0 there is nothing
 ///         to solve: converged, no attempts, residual_norms ||b_j||_2 (X, empty, untouched).
 /// @throws InvalidArgument      if a view is malformed, B or X not in A's memory, device
-///                              matrices with a host-only ctx, m < n, B has not m
+///                              matrices with a host-only ctx, m < n for a device A or under
+///                              FullRank, B has not m
 ///                              rows, X not n rows or not B's columns, A or B holds NaN or Inf,
 ///                              X's storage overlaps A's or B's (the message names both and
 ///                              their byte ranges), factorization is not FP32 or FP64,
@@ -235,7 +239,8 @@ class LeastSquares {
  public:
   /// Checks A and the options and scans A for NaN and Inf; nothing is factored yet.
   /// @param ctx     the context; it must outlive the object. A device A needs a Context with a GPU.
-  /// @param a       the m x n matrix A, m >= n, host or device memory; read in place.
+  /// @param a       the m x n matrix A, host or device memory (m < n: as least_squares());
+  ///                read in place.
   /// @param options the settings (LeastSquaresOptions).
   /// @throws InvalidArgument as least_squares() for A and the options.
   /// @throws DeviceError     if a CUDA call fails.
