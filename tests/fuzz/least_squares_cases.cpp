@@ -59,7 +59,7 @@ struct LsCase {
       << options.max_iterations << ", fallback " << options.fallback << ", block " << options.block_size
       << ", update \"" << options.fp32_update << "\", vt_c \"" << options.fp32_vt_c_update << "\", refinement "
       << int(options.refinement) << ", cholesky_qr " << options.cholesky_qr << ", rank_deficient "
-      << int(options.rank_deficient) << ", rcond " << options.rcond << "}";
+      << int(options.rank_deficient) << ", rcond " << options.rcond << ", ridge " << options.ridge << "}";
     return t.str();
   }
 };
@@ -112,6 +112,7 @@ LsCase make_ls_case(Rng& rng, bool device_run, Layout& layout) {
   o.cholesky_qr = rng.chance(0.8);
   if (rng.chance(0.2)) o.rank_deficient = LeastSquaresOptions::RankDeficiency::FullRank;
   if (rng.chance(0.2)) o.rcond = rng.pick({-1.0, 0.0, 1e-12, 1e-6});
+  if (rng.chance(0.1)) o.ridge = rng.pick({1e-10, 1e-3, 1.0});
   const bool device_a = device_run && c.a.label == Memory::Device;
   if (rng.chance(0.15))
     o.fp32_update =
@@ -123,7 +124,7 @@ LsCase make_ls_case(Rng& rng, bool device_run, Layout& layout) {
   std::vector<Fault>& must = c.expected.must;
   if (rng.chance(0.08)) {
     const auto s = [](auto v) { return std::to_string(v); };
-    switch (int(rng.range(0, 7))) {
+    switch (int(rng.range(0, 8))) {
       case 0:
         o.factorization =
             rng.pick({Precision::FP16, Precision::TF32, Precision::Fp16x3, Precision::Auto, Precision::Ozaki});
@@ -154,6 +155,10 @@ LsCase make_ls_case(Rng& rng, bool device_run, Layout& layout) {
         o.rcond = rng.pick({1.0, 3.0, double(NAN), double(INFINITY)});
         must.push_back({Kind::InvalidArgument, {"rcond"}});
         break;
+      case 7:
+        o.ridge = rng.pick({-1.0, -1e-300, double(NAN), double(INFINITY)});
+        must.push_back({Kind::InvalidArgument, {"ridge"}});
+        break;
       default:
         o.rank_deficient = static_cast<LeastSquaresOptions::RankDeficiency>(rng.pick({2, 9, -1}));
         must.push_back({Kind::InvalidArgument, {"rank_deficient"}});
@@ -169,7 +174,8 @@ LsCase make_ls_case(Rng& rng, bool device_run, Layout& layout) {
   }
   if (c.b.label != c.a.label || c.x.label != c.a.label) must.push_back({Kind::InvalidArgument, {"memory"}});
   // Underdetermined: solved for host matrices under MinimumNorm (the rank-revealing attempt).
-  const bool wide_solved = c.a.label == Memory::Host && o.rank_deficient == LeastSquaresOptions::RankDeficiency::MinimumNorm;
+  const bool wide_solved = o.ridge > 0 || (c.a.label == Memory::Host &&
+                                           o.rank_deficient == LeastSquaresOptions::RankDeficiency::MinimumNorm);
   if (c.a.rows < c.a.cols && c.a.rows >= 0 && !wide_solved) must.push_back({Kind::InvalidArgument, {"A", "rows"}});
   if (c.b.rows != c.a.rows && c.b.rows >= 0) must.push_back({Kind::InvalidArgument, {"B", std::to_string(c.b.rows)}});
   if (c.x.rows != c.a.cols || c.x.cols != c.b.cols) must.push_back({Kind::InvalidArgument, {"X"}});
@@ -282,10 +288,13 @@ void check_ls_report(FuzzRun& run, const LsCase& c, const LeastSquaresReport& re
     // "Accuracy and Stability of Numerical Algorithms", Thm. 20.3) solves a problem within
     // gamma_{mn} of this one, so ||A^T r|| <= c (m + n) u ||A|| (||A|| ||x|| + ||r|| + ||b||) with
     // the rounding errors' random-sign growth (Higham & Mary 2019) in place of the worst case mn.
+    // With ridge the condition is A^T r = lambda x (the stacked problem's normal equations).
+    const long double lambda = o.ridge;
     long double atr = 0;
     for (std::int64_t l = 0; l < n; ++l) {
       long double s = 0;
       for (std::int64_t i = 0; i < m; ++i) s += (long double)in.at(c.a.offset + i + l * c.a.ld) * r[std::size_t(i)];
+      s -= lambda * out.at(c.x.offset + l + j * c.x.ld);
       atr += s * s;
     }
     atr = std::sqrt(atr);
@@ -293,10 +302,24 @@ void check_ls_report(FuzzRun& run, const LsCase& c, const LeastSquaresReport& re
     // part, at most ||R22|| ||r|| <= (n - rank) tau ||r|| (a pivoted QR: |r_ij| <= |r_ii| there).
     const bool minimum_norm = rep.attempts.back().rank_revealing;
     const long double dropped = minimum_norm ? 2.0L * (n - rep.rank) * rep.rank_threshold * norm_r : 0.0L;
-    const long double bound = 16.0L * (m + n) * kU64 * norm_a * (norm_a * norm_x + norm_r + norm_b) + dropped;
+    // The stacked problem's ||[A; sqrt(lambda) I]||_F and residual [b - A x; -sqrt(lambda) x].
+    const long double stacked_a = std::sqrt(norm_a * norm_a + lambda * n);
+    const long double stacked_r = std::sqrt(norm_r * norm_r + lambda * norm_x * norm_x);
+    long double bound = 16.0L * (m + n) * kU64 * stacked_a * (stacked_a * norm_x + stacked_r + norm_b) + dropped;
+    // A refinement accepted as Stagnated promises FP64's attainable accuracy in x,
+    // 64 u (kappa + kappa^2 ||r|| / (||A|| ||x||)) ||x|| (least_squares.hpp), not a backward stable
+    // x: A^T r = A^T A dx is then up to 64 u kappa ||A|| (||A|| ||x|| + kappa ||r||), kappa
+    // estimated by 1 / the attempt's diagonal ratio.
+    const LeastSquaresAttempt& last = rep.attempts.back();
+    if (last.stop == LeastSquaresStop::Stagnated && last.diagonal_ratio > 0) {
+      const long double kappa = 1.0L / last.diagonal_ratio;
+      bound = std::max(bound, 64.0L * kU64 * kappa * stacked_a * (stacked_a * norm_x + kappa * stacked_r));
+    }
     if (bound > 0) run.observe("||A^T r||", double(atr / bound));
     run.expect(atr <= bound, "column " + std::to_string(j) + " reported converged, but ||A^T r|| " + text(atr) + " > " +
-                                 text(bound) + " (not a least-squares solution)");
+                                 text(bound) + " (not a least-squares solution): " + rep.path() + ", " +
+                                 to_string(rep.attempts.back().stop) + ", diagonal ratio " +
+                                 text(rep.attempts.back().diagonal_ratio));
   }
 }
 
@@ -369,7 +392,8 @@ void run_ls_case(FuzzRun& run, Context& ctx, bool device_run, std::int64_t index
   const bool reaches_fp64 = c.options.fallback || c.options.factorization == Precision::FP64;
   const bool minimum_norm =
       c.options.rank_deficient == LeastSquaresOptions::RankDeficiency::MinimumNorm && c.a.label == Memory::Host;
-  if (c.expected.must.empty() && c.n > 0 && c.k > 0 && !minimum_norm) {
+  // (Ridge regression's stacked matrix has full rank: nothing to refuse.)
+  if (c.expected.must.empty() && c.n > 0 && c.k > 0 && !minimum_norm && !(c.options.ridge > 0)) {
     if (deficient && reaches_fp64) c.expected.must.push_back({Kind::RankDeficientMatrix, {"rank deficient"}});
     if (c.family == LsFamily::NearlyDependent)
       c.expected.may.push_back({Kind::RankDeficientMatrix, {"rank deficient"}});

@@ -5,7 +5,7 @@
 // (the comparator: "an FP64 SVD-based solve", the median over row orders), on exactly and
 // numerically rank-deficient problems with a gap in the spectrum, the dummy-variable trap,
 // duplicated and zero columns, the rank threshold, a zero A and a zero B; and the rank-revealing
-// attempt on full-rank A beyond the Cholesky QR's reach.
+// attempt on full-rank A beyond the Cholesky QR's reach; ridge regression.
 #include "mixsolve/solvers/least_squares.hpp"
 
 #include <gtest/gtest.h>
@@ -377,6 +377,50 @@ TEST(LeastSquaresRankDeficient, UnderdeterminedSystemsGetTheMinimumNormSolution)
     EXPECT_LE(error, 16 * double(n) * 0x1p-53 * kappa) << c.name << ": " << s.report.path();
     if (c.rank == m)  // consistent: A x = b to FP64's rounding
       EXPECT_LE((b - a * s.x).norm(), 16 * double(n) * 0x1p-53 * (b.norm() + a.norm() * s.x.norm())) << c.name;
+  }
+}
+
+// Ridge regression: min ||b - A x||^2 + lambda ||x||^2 as the least-squares problem of
+// [A; sqrt(lambda) I] and [b; 0], against that stacked problem's long double reference (with the
+// solver's fl(sqrt(lambda))) and the FP64 QR's error on it; on a full-rank, a rank-deficient and a
+// wide A. residual_norms are ||b - A x||.
+TEST(LeastSquaresRankDeficient, RidgeRegressionSolvesTheStackedProblem) {
+  Context ctx = Context::host_only();
+  const MatrixD tall = with_singular_values(150, gap_spectrum(30, 1e6, 0), 111);
+  const MatrixD deficient = with_singular_values(150, gap_spectrum(20, 1e3, 10), 112);
+  const MatrixD wide = with_singular_values(60, gap_spectrum(25, 1e2, 0), 113).transpose();  // 25 x 60
+  for (const MatrixD* a : {&tall, &deficient, &wide})
+    for (double lambda : {1e-8, 1e-2}) {
+      const std::int64_t m = a->rows(), n = a->cols();
+      const MatrixD b = random_matrix(m, 2, 114);
+      LeastSquaresOptions options;
+      options.ridge = lambda;
+      const Solved s = solve(ctx, *a, b, options);
+      MatrixD stacked = MatrixD::Zero(m + n, n), b_stacked = MatrixD::Zero(m + n, 2);
+      stacked.topRows(m) = *a;
+      for (std::int64_t j = 0; j < n; ++j) stacked(m + j, j) = std::sqrt(lambda);
+      b_stacked.topRows(m) = b;
+      const mixsolve::testing::ReferenceSolution ref = mixsolve::testing::reference_least_squares(stacked, b_stacked);
+      ASSERT_TRUE(ref.converged);
+      const double fp64_qr = mixsolve::testing::fp64_qr_errors(stacked, b_stacked, ref).x;
+      double error = 0;
+      for (std::int64_t j = 0; j < 2; ++j)
+        error = std::max(error, mixsolve::testing::relative_error(s.x.col(j).data(), ref.x.col(j).data(), n));
+      const std::string what =
+          std::to_string(m) + " x " + std::to_string(n) + ", lambda " + std::to_string(lambda) + ": " + s.report.path();
+      std::printf("%s: x error %.2e (FP64 QR %.2e)\n", what.c_str(), error, fp64_qr);
+      EXPECT_TRUE(s.report.converged) << what;
+      EXPECT_EQ(s.report.rank, n) << what;
+      EXPECT_LE(error, 10 * fp64_qr + 0x1p-50) << what;
+      for (std::int64_t j = 0; j < 2; ++j)
+        EXPECT_NEAR(s.report.residual_norms[std::size_t(j)], (b.col(j) - *a * s.x.col(j)).norm(),
+                    1e-12 * (b.col(j).norm() + a->norm() * s.x.col(j).norm()))
+            << what;
+    }
+  LeastSquaresOptions bad;
+  for (double lambda : {-1.0, double(INFINITY), double(NAN)}) {
+    bad.ridge = lambda;
+    EXPECT_THROW(solve(ctx, tall, random_matrix(150, 1, 115), bad), InvalidArgument) << lambda;
   }
 }
 

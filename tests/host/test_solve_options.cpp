@@ -137,6 +137,7 @@ TEST(LeastSquaresOptionsText, EveryFieldReadsBackAndErrorsNameTheField) {
   o.cholesky_qr = false;
   o.rank_deficient = LeastSquaresOptions::RankDeficiency::FullRank;
   o.rcond = 1e-9;
+  o.ridge = 0.25;
   const LeastSquaresOptions back = parse_least_squares_options(to_string(o));
   EXPECT_EQ(to_string(back), to_string(o));
   EXPECT_EQ(back.factorization, Precision::FP64);
@@ -145,10 +146,11 @@ TEST(LeastSquaresOptionsText, EveryFieldReadsBackAndErrorsNameTheField) {
   EXPECT_EQ(back.fp32_vt_c_update, "");
   EXPECT_EQ(back.rank_deficient, LeastSquaresOptions::RankDeficiency::FullRank);
   EXPECT_EQ(back.rcond, 1e-9);
+  EXPECT_EQ(back.ridge, 0.25);
   EXPECT_EQ(to_string(parse_least_squares_options(to_string(LeastSquaresOptions{}))), to_string(LeastSquaresOptions{}));
   const std::string text = to_string(LeastSquaresOptions{});
   for (const OptionField& f : least_squares_option_fields()) EXPECT_NE(text.find(f.name + "="), std::string::npos);
-  EXPECT_EQ(least_squares_option_fields().size(), 10u);
+  EXPECT_EQ(least_squares_option_fields().size(), 11u);
   for (auto r : {LeastSquaresOptions::RankDeficiency::MinimumNorm, LeastSquaresOptions::RankDeficiency::FullRank})
     EXPECT_EQ(parse_rank_deficiency(to_string(r)), r);
   for (LeastSquaresOptions::Refinement r :
@@ -164,6 +166,7 @@ TEST(LeastSquaresOptionsText, EveryFieldReadsBackAndErrorsNameTheField) {
   EXPECT_NE(message("fp32-update=cublas-dgemm").find("not an FP32 GEMM backend"), std::string::npos);
   EXPECT_NE(message("qr=fp32").find("\"qr\" is not a field"), std::string::npos);
   EXPECT_NE(message("rcond=1").find("rcond (1) must be below 1"), std::string::npos) << message("rcond=1");
+  EXPECT_NE(message("ridge=-1").find("ridge (-1) must be finite and >= 0"), std::string::npos) << message("ridge=-1");
   EXPECT_NE(message("rank-deficient=svd").find("rank-deficient = \"svd\""), std::string::npos)
       << message("rank-deficient=svd");
 }

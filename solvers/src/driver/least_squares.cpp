@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "driver/ridge_stack.hpp"
 #include "engine.hpp"  // Clock, seconds_since
 #include "mixsolve/gemm/registry.hpp"
 #include "qr/column_pivoted_qr.hpp"
@@ -507,8 +508,10 @@ LeastSquaresAttempt rank_revealing_attempt(Context& ctx, solvers_detail::LsSpace
 // documents them.
 // Underdetermined A (m < n): solved by the rank-revealing attempt, on host matrices under
 // RankDeficiency::MinimumNorm only.
+// (With ridge the stacked problem is tall whatever A's shape.)
 bool solves_underdetermined(const MatrixView<const double>& a, const LeastSquaresOptions& options) {
-  return a.memory == Memory::Host && options.rank_deficient == LeastSquaresOptions::RankDeficiency::MinimumNorm;
+  return options.ridge > 0 ||
+         (a.memory == Memory::Host && options.rank_deficient == LeastSquaresOptions::RankDeficiency::MinimumNorm);
 }
 
 void check_arguments(const MatrixView<const double>& a, const MatrixView<const double>& b,
@@ -594,7 +597,11 @@ struct LeastSquares::State {
   Context* ctx = nullptr;
   MatrixView<const double> a;
   LeastSquaresOptions options;
-  std::unique_ptr<solvers_detail::LsSpace> space;
+  // With ridge: the stacked problem (driver/ridge_stack.hpp) is what the path solves, in `space`;
+  // `plain` (A itself) gives the residual norms ||b - A x||.
+  std::unique_ptr<solvers_detail::RidgeStack> ridge;
+  std::unique_ptr<solvers_detail::LsSpace> space, plain;
+  MatrixView<const double> solved;  // the matrix of the path: A, or [A; sqrt(ridge) I]
   // The factors to try in order: the cheap QR; where its refinement fails, FP64 factors from
   // Cholesky QR preconditioned with its R; where that Cholesky breaks down or its refinement
   // fails, the FP64 Householder QR, or under RankDeficiency::MinimumNorm (host matrices) the
@@ -623,14 +630,26 @@ LeastSquares::LeastSquares(Context& ctx, const MatrixView<const double>& a, cons
   s.ctx = &ctx;
   s.a = a;
   s.options = options;
-  s.space = a.memory == Memory::Device ? solvers_detail::make_device_ls_space(ctx, a)
-                                       : std::make_unique<HostLsSpace>(ctx, a);
-  const auto bad = s.space->find_nonfinite(0);
+  const auto make_space = [&](const MatrixView<const double>& m) -> std::unique_ptr<solvers_detail::LsSpace> {
+    if (m.memory == Memory::Device) return solvers_detail::make_device_ls_space(ctx, m);
+    return std::make_unique<HostLsSpace>(ctx, m);
+  };
+  s.plain = make_space(a);
+  const auto bad = s.plain->find_nonfinite(0);
   if (bad.first >= 0)
     throw InvalidArgument("least_squares: A(" + std::to_string(bad.first) + ", " + std::to_string(bad.second) +
                           ") is NaN or Inf");
+  s.solved = a;
+  if (options.ridge > 0) {
+    s.ridge = std::make_unique<solvers_detail::RidgeStack>(ctx, a, options.ridge);
+    s.solved = s.ridge->a();
+    s.space = make_space(s.solved);
+  } else {
+    s.space = std::move(s.plain);
+  }
+  const MatrixView<const double>& solved = s.solved;
   s.minimum_norm = options.rank_deficient == LeastSquaresOptions::RankDeficiency::MinimumNorm &&
-                   a.memory == Memory::Host && (options.fallback || options.factorization == Precision::FP64);
+                   solved.memory == Memory::Host && (options.fallback || options.factorization == Precision::FP64);
   s.path = {options.factorization == Precision::FP64 ? Factors::Fp64 : Factors::Fp32};
   if (options.fallback && options.factorization != Precision::FP64) {
     // Under MinimumNorm the Cholesky QR's breakdown (or failure) leads to the rank-revealing
@@ -640,7 +659,7 @@ LeastSquares::LeastSquares(Context& ctx, const MatrixView<const double>& a, cons
     if (!s.minimum_norm || !options.cholesky_qr) s.path.push_back(Factors::Fp64);
   }
   if (s.minimum_norm) s.path.push_back(Factors::RankRevealing);
-  if (a.rows < a.cols) {  // underdetermined: no QR of a wide A; the attempt starts from its own R
+  if (solved.rows < solved.cols) {  // underdetermined: no QR of a wide A; the attempt starts from its own R
     s.path = {Factors::RankRevealing};
     s.minimum_norm = true;
   }
@@ -658,20 +677,22 @@ Precision LeastSquares::precision() const {
 
 LeastSquaresReport LeastSquares::solve(const MatrixView<const double>& b, const MatrixView<double>& x) {
   State& s = *state_;
-  const MatrixView<const double>& a = s.a;
-  check_arguments(a, b, x, s.options);
+  check_arguments(s.a, b, x, s.options);
   solvers_detail::LsSpace& space = *s.space;
-  space.bind(b, x);
-  const auto bad = space.find_nonfinite(1);
+  solvers_detail::LsSpace& plain = s.ridge ? *s.plain : space;  // the residual norms' A
+  plain.bind(b, x);
+  const auto bad = plain.find_nonfinite(1);
   if (bad.first >= 0)
     throw InvalidArgument("least_squares: B(" + std::to_string(bad.first) + ", " + std::to_string(bad.second) +
                           ") is NaN or Inf");
+  if (s.ridge) space.bind(s.ridge->b(b), x);
+  const MatrixView<const double>& a = s.solved;  // from here on: the path's matrix
 
   LeastSquaresReport report;
   report.rank = a.cols;
   if (a.cols == 0 || b.cols == 0) {
     report.converged = true;
-    report.residual_norms = space.residual_norms();
+    report.residual_norms = plain.residual_norms();
     return report;
   }
   const LeastSquaresOptions& options = s.options;
@@ -742,7 +763,7 @@ LeastSquaresReport LeastSquares::solve(const MatrixView<const double>& b, const 
   }
   // Not refined: no solution (a Cholesky QR attempt is always followed by the FP64 QR).
   if (report.attempts.back().stop == LeastSquaresStop::RankUndecided) space.fill_x_with_nan();
-  report.residual_norms = space.residual_norms();
+  report.residual_norms = plain.residual_norms();
   return report;
 }
 

@@ -115,6 +115,8 @@ void check_least_squares_options(const char* where, const LeastSquaresOptions& o
     throw InvalidArgument(std::string(where) + ": rank_deficient (" +
                           std::to_string(static_cast<int>(options.rank_deficient)) +
                           ") is not MinimumNorm or FullRank");
+  if (!(options.ridge >= 0) || std::isinf(options.ridge))
+    throw InvalidArgument(std::string(where) + ": ridge (" + number(options.ridge) + ") must be finite and >= 0");
   if (!(options.rcond < 1))
     throw InvalidArgument(std::string(where) + ": rcond (" + number(options.rcond) +
                           ") must be below 1 (negative: the default)");
@@ -365,6 +367,9 @@ const std::vector<Field<LeastSquaresOptions>>& least_squares_fields() {
       {{"rcond", "a number below 1 (negative: max(m, n) 2^-53)", "the rank threshold relative to sigma_max(A)"},
        [](const O& o) { return number(o.rcond); },
        [](O& o, const std::string& v) { o.rcond = read_number<double>("rcond", v); }},
+      {{"ridge", "a number >= 0", "ridge regression's lambda: min ||b - A x||^2 + lambda ||x||^2 (0: none)"},
+       [](const O& o) { return number(o.ridge); },
+       [](O& o, const std::string& v) { o.ridge = read_number<double>("ridge", v); }},
   };
   return table;
 }

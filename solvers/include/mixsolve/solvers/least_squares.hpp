@@ -94,6 +94,13 @@ struct LeastSquaresOptions {
   /// The rank threshold relative to sigma_max(A): |r_jj| <= rcond sigma_max(A) counts as zero.
   /// In [0, 1); negative: max(m, n) 2^-53 (NumPy's lstsq default). NaN or >= 1: InvalidArgument.
   double rcond = -1;
+  /// Ridge regression (Tikhonov): min ||b - A x||^2 + ridge ||x||^2 where ridge > 0, solved as the
+  /// least-squares problem of [A; sqrt(ridge) I] and [b; 0] with the same factors and refinement
+  /// (full rank whatever A's rank and shape, so also for m < n; the problem solved has
+  /// fl(sqrt(ridge))^2, within two roundings of ridge). It costs a copy of A with n more rows in
+  /// A's memory. residual_norms stay ||b - A x||. Must be finite and >= 0 (InvalidArgument);
+  /// 0: plain least squares.
+  double ridge = 0;
 };
 
 /// How the refinement of one attempt ended (the worst over the right-hand sides).
@@ -209,14 +216,15 @@ struct LeastSquaresReport {
 ///         to solve: converged, no attempts, residual_norms ||b_j||_2 (X, empty, untouched).
 /// @throws InvalidArgument      if a view is malformed, B or X not in A's memory, device
 ///                              matrices with a host-only ctx, m < n for a device A or under
-///                              FullRank, B has not m
+///                              FullRank (without ridge), B has not m
 ///                              rows, X not n rows or not B's columns, A or B holds NaN or Inf,
 ///                              X's storage overlaps A's or B's (the message names both and
 ///                              their byte ranges), factorization is not FP32 or FP64,
 ///                              max_iterations < 1, block_size < 0, refinement not one of
 ///                              LeastSquaresOptions::Refinement's values, or fp32_update
 ///                              (fp32_vt_c_update) names no FP32 GEMM backend for A's memory,
-///                              rank_deficient is not a RankDeficiency, or rcond is NaN or >= 1.
+///                              rank_deficient is not a RankDeficiency, rcond is NaN or >= 1, or
+///                              ridge is negative or not finite.
 /// @throws RankDeficientMatrix  if A is numerically rank deficient and options.rank_deficient is
 ///                              FullRank, or A is in device memory.
 /// @throws DeviceError          if a CUDA, cuBLAS or cuSOLVER call fails.
