@@ -352,9 +352,13 @@ TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
     db.copy_to_host(b_after.data(), m * k);
     EXPECT_EQ(a_after, a);
     EXPECT_EQ(b_after, b);
+    // The host under FullRank: the device's path (its rank-revealing attempt is not built; the
+    // host's default would end kappa 1e12 there after the Cholesky QR's breakdown).
+    LeastSquaresOptions host_options;
+    host_options.rank_deficient = LeastSquaresOptions::RankDeficiency::FullRank;
     const LeastSquaresReport host =
         least_squares(ctx, host_view<const double>(a.data(), m, n, m), host_view<const double>(b.data(), m, k, m),
-                      host_view(x_host.data(), n, k, n));
+                      host_view(x_host.data(), n, k, n), host_options);
     std::printf("kappa %.0e: device %s, host %s\n", kappa, device.path().c_str(), host.path().c_str());
     EXPECT_TRUE(device.converged) << device.path();
     ASSERT_EQ(device.attempts.size(), host.attempts.size()) << device.path() << " / " << host.path();
@@ -437,6 +441,51 @@ TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
   EXPECT_THROW(least_squares(ctx, device_view<const double>(da.data(), 300, 10, 300),
                              device_view<const double>(db.data(), 300, 1, 300), device_view(dx.data(), 10, 1, 10)),
                RankDeficientMatrix);
+}
+
+// Ridge regression on device matrices (LeastSquaresOptions::ridge: the stacked problem
+// [A; sqrt(lambda) I] built by copies in device memory): the host's solution, for a tall and a
+// wide A (the stacked problem is tall for either), inputs untouched.
+TEST(GpuLeastSquares, RidgeRegressionMatchesTheHost) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  for (const bool wide : {false, true}) {
+    const std::int64_t rows = full_or_small(900, 400), cols = full_or_small(150, 90);
+    const Matrix<double> made = singular_value_matrix(rows, cols, 1e6, 81).a;
+    const Matrix<double> a = wide ? Matrix<double>(made.transpose()) : made;
+    const std::int64_t m = a.rows(), n = a.cols(), k = 2;
+    Matrix<double> b(m, k);
+    fill_random(host_view(b.data(), m, k, m), RandomSpec::uniform(-1, 1, 82));
+    LeastSquaresOptions options;
+    options.ridge = 1e-6;
+    DeviceBuffer<double> da(ctx, m * n), db(ctx, m * k), dx(ctx, n * k);
+    da.copy_from_host(a.data(), m * n);
+    db.copy_from_host(b.data(), m * k);
+    const LeastSquaresReport device =
+        least_squares(ctx, device_view<const double>(da.data(), m, n, m), device_view<const double>(db.data(), m, k, m),
+                      device_view(dx.data(), n, k, n), options);
+    Matrix<double> x(n, k), x_host(n, k), a_after(m, n), b_after(m, k);
+    ctx.synchronize();
+    dx.copy_to_host(x.data(), n * k);
+    da.copy_to_host(a_after.data(), m * n);
+    db.copy_to_host(b_after.data(), m * k);
+    EXPECT_EQ(a_after, a);
+    EXPECT_EQ(b_after, b);
+    const LeastSquaresReport host =
+        least_squares(ctx, host_view<const double>(a.data(), m, n, m), host_view<const double>(b.data(), m, k, m),
+                      host_view(x_host.data(), n, k, n), options);
+    std::printf("%s: device %s, host %s\n", wide ? "wide" : "tall", device.path().c_str(), host.path().c_str());
+    EXPECT_TRUE(device.converged) << device.path();
+    EXPECT_TRUE(host.converged) << host.path();
+    // Both at the stacked problem's FP64 accuracy: kappa([A; sqrt(lambda) I]) <= 1 / sqrt(lambda)
+    // = 1e3, its square bounding the residual's share.
+    const double tolerance = 64 * 1e6 * 0x1p-53;
+    for (std::int64_t j = 0; j < k; ++j) {
+      EXPECT_LE((x.col(j) - x_host.col(j)).norm(), tolerance * x_host.col(j).norm()) << (wide ? "wide" : "tall");
+      EXPECT_NEAR(device.residual_norms[std::size_t(j)], (b.col(j) - a * x.col(j)).norm(),
+                  1e-12 * (b.col(j).norm() + a.norm() * x.col(j).norm()));
+    }
+  }
 }
 
 }  // namespace
