@@ -228,7 +228,7 @@ void check_ls_report(FuzzRun& run, const LsCase& c, const LeastSquaresReport& re
     if (t.cholesky_qr)
       run.expect(o.cholesky_qr && t.precision == Precision::FP64 && t.update_backend.empty(), at + ": cholesky_qr");
     if (t.rank_revealing)
-      run.expect(o.rank_deficient == LeastSquaresOptions::RankDeficiency::MinimumNorm && c.a.label == Memory::Host &&
+      run.expect(o.rank_deficient == LeastSquaresOptions::RankDeficiency::MinimumNorm &&
                      t.precision == Precision::FP64 && t.rank >= 0 && t.rank <= n && i + 1 == rep.attempts.size(),
                  at + ": rank_revealing");
     if (t.cgls && !t.rank_revealing)
@@ -385,13 +385,12 @@ void run_ls_case(FuzzRun& run, Context& ctx, bool device_run, std::int64_t index
   alias_faults(c.a, c.b, c.x, layout.arena_of(c.a) == layout.arena_of(c.x),
                layout.arena_of(c.b) == layout.arena_of(c.x), true, c.expected);
   // Exactly dependent columns: FP64 factors refuse the problem (RankDeficientMatrix) under
-  // RankDeficiency::FullRank and for device matrices, and otherwise the rank-revealing attempt
+  // RankDeficiency::FullRank, and otherwise the rank-revealing attempt
   // solves it (rank < n); FP32 ones alone leave it undecided (converged false, X NaN). Nearly
   // dependent ones may be refused where exactly dependent ones are.
   const bool deficient = c.family == LsFamily::ZeroColumn || c.family == LsFamily::DuplicateColumn;
   const bool reaches_fp64 = c.options.fallback || c.options.factorization == Precision::FP64;
-  const bool minimum_norm =
-      c.options.rank_deficient == LeastSquaresOptions::RankDeficiency::MinimumNorm && c.a.label == Memory::Host;
+  const bool minimum_norm = c.options.rank_deficient == LeastSquaresOptions::RankDeficiency::MinimumNorm;
   // (Ridge regression's stacked matrix has full rank: nothing to refuse.)
   if (c.expected.must.empty() && c.n > 0 && c.k > 0 && !minimum_norm && !(c.options.ridge > 0)) {
     if (deficient && reaches_fp64) c.expected.must.push_back({Kind::RankDeficientMatrix, {"rank deficient"}});

@@ -326,6 +326,32 @@ TEST(GpuLeastSquares, FactorOnceSolvesLaterRightHandSidesWithTheFactorsThatWorke
   }
 }
 
+// least_squares() on device copies of A and B: the report and X on the host, A and B checked
+// untouched.
+struct DeviceSolved {
+  LeastSquaresReport report;
+  Matrix<double> x;
+};
+DeviceSolved solve_on_device(Context& ctx, const Matrix<double>& a, const Matrix<double>& b,
+                             const LeastSquaresOptions& options = {}) {
+  const std::int64_t m = a.rows(), n = a.cols(), k = b.cols();
+  DeviceBuffer<double> da(ctx, m * n), db(ctx, m * k), dx(ctx, n * k);
+  da.copy_from_host(a.data(), m * n);
+  db.copy_from_host(b.data(), m * k);
+  DeviceSolved out{
+      least_squares(ctx, device_view<const double>(da.data(), m, n, m), device_view<const double>(db.data(), m, k, m),
+                    device_view(dx.data(), n, k, n), options),
+      Matrix<double>(n, k)};
+  Matrix<double> a_after(m, n), b_after(m, k);
+  ctx.synchronize();
+  dx.copy_to_host(out.x.data(), n * k);
+  da.copy_to_host(a_after.data(), m * n);
+  db.copy_to_host(b_after.data(), m * k);
+  EXPECT_EQ(a_after, a);
+  EXPECT_EQ(b_after, b);
+  return out;
+}
+
 TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
   MIXSOLVE_REQUIRE_GPU();
   Context ctx;
@@ -339,26 +365,12 @@ TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
     const Matrix<double>& u = made.u;
     z -= u * (u.transpose() * z);
     const Matrix<double> b = a * x_true + 0.3 * z;
-    DeviceBuffer<double> da(ctx, m * n), db(ctx, m * k), dx(ctx, n * k);
-    da.copy_from_host(a.data(), m * n);
-    db.copy_from_host(b.data(), m * k);
-    const LeastSquaresReport device =
-        least_squares(ctx, device_view<const double>(da.data(), m, n, m), device_view<const double>(db.data(), m, k, m),
-                      device_view(dx.data(), n, k, n));
-    Matrix<double> x(n, k), x_host(n, k), a_after(m, n), b_after(m, k);
-    ctx.synchronize();
-    dx.copy_to_host(x.data(), n * k);
-    da.copy_to_host(a_after.data(), m * n);
-    db.copy_to_host(b_after.data(), m * k);
-    EXPECT_EQ(a_after, a);
-    EXPECT_EQ(b_after, b);
-    // The host under FullRank: the device's path (its rank-revealing attempt is not built; the
-    // host's default would end kappa 1e12 there after the Cholesky QR's breakdown).
-    LeastSquaresOptions host_options;
-    host_options.rank_deficient = LeastSquaresOptions::RankDeficiency::FullRank;
+    const DeviceSolved solved = solve_on_device(ctx, a, b);
+    const LeastSquaresReport& device = solved.report;
+    Matrix<double> x = solved.x, x_host(n, k);
     const LeastSquaresReport host =
         least_squares(ctx, host_view<const double>(a.data(), m, n, m), host_view<const double>(b.data(), m, k, m),
-                      host_view(x_host.data(), n, k, n), host_options);
+                      host_view(x_host.data(), n, k, n));
     std::printf("kappa %.0e: device %s, host %s\n", kappa, device.path().c_str(), host.path().c_str());
     EXPECT_TRUE(device.converged) << device.path();
     ASSERT_EQ(device.attempts.size(), host.attempts.size()) << device.path() << " / " << host.path();
@@ -390,14 +402,12 @@ TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
       const bool gmres = refinement == LeastSquaresOptions::Refinement::Gmres;
       LeastSquaresOptions options;
       options.refinement = refinement;
-      const LeastSquaresReport on_device =
-          least_squares(ctx, device_view<const double>(da.data(), m, n, m),
-                        device_view<const double>(db.data(), m, k, m), device_view(dx.data(), n, k, n), options);
+      const DeviceSolved again = solve_on_device(ctx, a, b, options);
+      const LeastSquaresReport& on_device = again.report;
+      x = again.x;
       const LeastSquaresReport on_host =
           least_squares(ctx, host_view<const double>(a.data(), m, n, m), host_view<const double>(b.data(), m, k, m),
                         host_view(x_host.data(), n, k, n), options);
-      ctx.synchronize();
-      dx.copy_to_host(x.data(), n * k);
       std::printf("kappa %.0e, %s: device %s, host %s\n", kappa, gmres ? "GMRES-LS" : "plain steps",
                   on_device.path().c_str(), on_host.path().c_str());
       EXPECT_EQ(on_device.path().rfind(gmres ? "fp32/gmres(" : "fp32/augmented(", 0), 0u) << on_device.path();
@@ -438,9 +448,31 @@ TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
     EXPECT_TRUE(scaled.converged) << scaled.path();
     EXPECT_LE((x2_scaled * std::ldexp(1.0, 40) - x2).norm() / x2.norm(), 1e-13) << scaled.path();
   }
-  EXPECT_THROW(least_squares(ctx, device_view<const double>(da.data(), 300, 10, 300),
-                             device_view<const double>(db.data(), 300, 1, 300), device_view(dx.data(), 10, 1, 10)),
-               RankDeficientMatrix);
+  // Rank deficient: under FullRank the FP64 QR reports it; by default the rank-revealing attempt
+  // gives the host's minimum-norm solution.
+  LeastSquaresOptions full_rank;
+  full_rank.rank_deficient = LeastSquaresOptions::RankDeficiency::FullRank;
+  EXPECT_THROW(
+      least_squares(ctx, device_view<const double>(da.data(), 300, 10, 300),
+                    device_view<const double>(db.data(), 300, 1, 300), device_view(dx.data(), 10, 1, 10), full_rank),
+      RankDeficientMatrix);
+  const LeastSquaresReport on_device =
+      least_squares(ctx, device_view<const double>(da.data(), 300, 10, 300),
+                    device_view<const double>(db.data(), 300, 1, 300), device_view(dx.data(), 10, 1, 10));
+  const LeastSquaresReport on_host =
+      least_squares(ctx, host_view<const double>(a.data(), 300, 10, 300),
+                    host_view<const double>(b.data(), 300, 1, 300), host_view(x.data(), 10, 1, 10));
+  Matrix<double> x_device(10, 1);
+  ctx.synchronize();
+  dx.copy_to_host(x_device.data(), 10);
+  std::printf("two equal columns: device %s, host %s\n", on_device.path().c_str(), on_host.path().c_str());
+  EXPECT_TRUE(on_device.converged) << on_device.path();
+  EXPECT_EQ(on_device.rank, 9) << on_device.path();
+  EXPECT_EQ(on_device.path(), on_host.path());
+  // Both within FP64's attainable accuracy 64 u (kappa + kappa^2 ||r|| / (||A|| ||x||)) of the
+  // solution (kappa of the kept columns from the host's estimates; ||r|| / (||A|| ||x||) <= 1 here).
+  const double kappa = on_host.sigma_max_estimate / on_host.sigma_kept_estimate;
+  EXPECT_LE((x_device - x).norm(), 128 * 0x1p-53 * (kappa + kappa * kappa) * x.norm()) << on_device.path();
 }
 
 // Ridge regression on device matrices (LeastSquaresOptions::ridge: the stacked problem
@@ -458,19 +490,10 @@ TEST(GpuLeastSquares, RidgeRegressionMatchesTheHost) {
     fill_random(host_view(b.data(), m, k, m), RandomSpec::uniform(-1, 1, 82));
     LeastSquaresOptions options;
     options.ridge = 1e-6;
-    DeviceBuffer<double> da(ctx, m * n), db(ctx, m * k), dx(ctx, n * k);
-    da.copy_from_host(a.data(), m * n);
-    db.copy_from_host(b.data(), m * k);
-    const LeastSquaresReport device =
-        least_squares(ctx, device_view<const double>(da.data(), m, n, m), device_view<const double>(db.data(), m, k, m),
-                      device_view(dx.data(), n, k, n), options);
-    Matrix<double> x(n, k), x_host(n, k), a_after(m, n), b_after(m, k);
-    ctx.synchronize();
-    dx.copy_to_host(x.data(), n * k);
-    da.copy_to_host(a_after.data(), m * n);
-    db.copy_to_host(b_after.data(), m * k);
-    EXPECT_EQ(a_after, a);
-    EXPECT_EQ(b_after, b);
+    const DeviceSolved solved = solve_on_device(ctx, a, b, options);
+    const LeastSquaresReport& device = solved.report;
+    const Matrix<double>& x = solved.x;
+    Matrix<double> x_host(n, k);
     const LeastSquaresReport host =
         least_squares(ctx, host_view<const double>(a.data(), m, n, m), host_view<const double>(b.data(), m, k, m),
                       host_view(x_host.data(), n, k, n), options);

@@ -320,11 +320,18 @@ class HostTallColumns final : public solvers_detail::TallColumns {
       for (std::int64_t i = 0; i < m; ++i) to[i] = a_(i, order[c]);
     }
   }
-  solvers_detail::LsRefinementResult refine(Target target, std::int64_t j, const MatrixView<const double>& r,
-                                            const solvers_detail::LsFactorScales& scales, int max_iterations,
-                                            bool start_from_y, double* y) override {
+  void precondition(const MatrixView<const double>& r) override {
+    r_.assign(std::size_t(r.rows * r.cols), 0.0);
+    for (std::int64_t j = 0; j < r.cols; ++j)
+      for (std::int64_t i = 0; i < r.rows; ++i) r_[std::size_t(i + j * r.rows)] = r(i, j);
+    r_rows_ = r.rows;
+  }
+  solvers_detail::LsRefinementResult refine(Target target, std::int64_t j, const solvers_detail::LsFactorScales& scales,
+                                            int max_iterations, bool start_from_y, double* y) override {
     const std::int64_t m = a_.rows;
     const double* t = target == Target::RightHandSide ? &b_(0, j) : &dropped_columns_[j * m];
+    const MatrixView<const double> r =
+        host_view<const double>(r_.data(), r_rows_, r_rows_, std::max<std::int64_t>(r_rows_, 1));
     return solvers_detail::refine_semi_normal(kept(), t, r, 1.0, max_iterations, y, scales,
                                               solvers_detail::LsFactorKind::Cheap, solvers_detail::LsMethod::Cgls,
                                               start_from_y);
@@ -338,14 +345,7 @@ class HostTallColumns final : public solvers_detail::TallColumns {
         if (f == 0) continue;
         for (std::int64_t i = 0; i < m; ++i) c[i + q * m] -= kept_columns_[i + l * m] * f;
       }
-    const solvers_detail::ColumnPivotedQr qr(host_view(c.data(), m, nd, std::max<std::int64_t>(m, 1)));
-    PivotedR out;
-    out.rows = qr.steps();
-    out.pivots = qr.pivots();
-    out.r.assign(std::size_t(out.rows * nd), 0.0);
-    for (std::int64_t q = 0; q < nd; ++q)
-      for (std::int64_t i = 0; i < out.rows; ++i) out.r[std::size_t(i + q * out.rows)] = qr.r(i, q);
-    return out;
+    return solvers_detail::pivoted_r(host_view(c.data(), m, nd, std::max<std::int64_t>(m, 1)));
   }
 
  private:
@@ -356,6 +356,8 @@ class HostTallColumns final : public solvers_detail::TallColumns {
   MatrixView<const double> a_, b_;
   std::int64_t kept_ = 0;
   std::vector<double> kept_columns_, dropped_columns_;  // m x kept and m x (n - kept), column major
+  std::vector<double> r_;                               // the preconditioner, r_rows_ square
+  std::int64_t r_rows_ = 0;
 };
 
 std::unique_ptr<solvers_detail::TallColumns> HostLsSpace::tall_columns() {
@@ -481,7 +483,6 @@ LeastSquaresAttempt rank_revealing_attempt(Context& ctx, solvers_detail::LsSpace
     r = space.factors_r();
   }
   const std::unique_ptr<solvers_detail::TallColumns> tall = space.tall_columns();
-  if (!tall) throw std::logic_error("least_squares: no rank-revealing attempt in this memory space");
   const double rcond = options.rcond < 0 ? double(std::max(m, n)) * 0x1p-53 : options.rcond;
   std::vector<double> x(std::size_t(n * columns));
   const solvers_detail::MinimumNormResult found = solvers_detail::minimum_norm_solution(
@@ -538,12 +539,6 @@ void check_arguments(const MatrixView<const double>& a, const MatrixView<const d
 }
 
 }  // namespace
-
-namespace solvers_detail {
-void LsSpace::write_x(const MatrixView<const double>&) {
-  throw std::logic_error("least_squares: this memory space has no rank-revealing attempt");
-}
-}  // namespace solvers_detail
 
 std::string to_string(LeastSquaresStop s) {
   switch (s) {
@@ -649,7 +644,7 @@ LeastSquares::LeastSquares(Context& ctx, const MatrixView<const double>& a, cons
   }
   const MatrixView<const double>& solved = s.solved;
   s.minimum_norm = options.rank_deficient == LeastSquaresOptions::RankDeficiency::MinimumNorm &&
-                   solved.memory == Memory::Host && (options.fallback || options.factorization == Precision::FP64);
+                   (options.fallback || options.factorization == Precision::FP64);
   s.path = {options.factorization == Precision::FP64 ? Factors::Fp64 : Factors::Fp32};
   if (options.fallback && options.factorization != Precision::FP64) {
     // Under MinimumNorm the Cholesky QR's breakdown (or failure) leads to the rank-revealing

@@ -68,12 +68,11 @@ class LsSpace {
   // column major) of A at its own scale from the factors held (FP32, Cholesky QR or FP64
   // Householder); empty where none are held. For m < n: an m x n R with R^T R = A^T A (a
   // pivoted QR's R, its columns in A's order).
-  virtual std::vector<double> factors_r() { return {}; }
-  // The attempt's tall work on A and the bound B; nullptr where this space has none (the
-  // device's, which keeps RankDeficiency::FullRank's path).
-  virtual std::unique_ptr<TallColumns> tall_columns() { return nullptr; }
+  virtual std::vector<double> factors_r() = 0;
+  // The attempt's tall work on A and the bound B (both spaces have it).
+  virtual std::unique_ptr<TallColumns> tall_columns() = 0;
   // X := x (n x k, host, column major).
-  virtual void write_x(const MatrixView<const double>& x);
+  virtual void write_x(const MatrixView<const double>& x) = 0;
 };
 
 // The device's space: A in device memory (ctx with a GPU), B and X there too (bind); the FP32

@@ -69,6 +69,17 @@ void note(MinimumNormResult& out, const LsRefinementResult& refined) {
 
 }  // namespace
 
+TallColumns::PivotedR pivoted_r(const MatrixView<double>& c) {
+  const ColumnPivotedQr qr(c);
+  TallColumns::PivotedR out;
+  out.rows = qr.steps();
+  out.pivots = qr.pivots();
+  out.r.assign(std::size_t(out.rows * c.cols), 0.0);
+  for (std::int64_t q = 0; q < c.cols; ++q)
+    for (std::int64_t i = 0; i < out.rows; ++i) out.r[std::size_t(i + q * out.rows)] = qr.r(i, q);
+  return out;
+}
+
 double largest_singular_value(const MatrixView<const double>& r, int steps) {
   const std::int64_t p = r.rows, n = r.cols;
   double largest_column = 0;
@@ -99,10 +110,10 @@ MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const M
   const std::int64_t p = r.rows, n = r.cols, columns = x.cols;
   MinimumNormResult out;
   const auto start = Clock::now();
-  const auto refine = [&](TallColumns::Target target, std::int64_t j, const Dense& rs, const LsFactorScales& scales,
-                          bool start_from_y, double* y) {
+  const auto refine = [&](TallColumns::Target target, std::int64_t j, const LsFactorScales& scales, bool start_from_y,
+                          double* y) {
     const auto t0 = Clock::now();
-    note(out, tall.refine(target, j, rs.view(), scales, max_iterations, start_from_y, y));
+    note(out, tall.refine(target, j, scales, max_iterations, start_from_y, y));
     out.refine_seconds += seconds_since(t0);
   };
   const auto finish = [&]() -> MinimumNormResult& {
@@ -131,12 +142,13 @@ MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const M
   std::vector<std::int64_t> order = p1.pivots();
   tall.choose(order, k1);
   // W = A_S1^+ A_N1, from R_1's own R11^-1 R12 refined in FP64.
-  if (k1 > 0) {
+  if (k1 > 0 && nd > 0) {
     const LsFactorScales scales = scales_of(rs1);
+    tall.precondition(rs1.view());
     for (std::int64_t c = 0; c < nd; ++c) {
       for (std::int64_t i = 0; i < k1; ++i) w(i, c) = p1.r(i, k1 + c);
       solve_upper(rs1, &w(0, c));
-      refine(TallColumns::Target::DroppedColumn, c, rs1, scales, true, &w(0, c));
+      refine(TallColumns::Target::DroppedColumn, c, scales, true, &w(0, c));
     }
   }
 
@@ -180,10 +192,11 @@ MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const M
       for (std::int64_t i = 0; i < k2; ++i) wt(k1 + i, col) = z[i];
     }
     tall.choose(order, k);
-    if (k2 > 0) {
+    if (k2 > 0 && rest > 0) {
       const LsFactorScales scales = scales_of(rs);
+      tall.precondition(rs.view());
       for (std::int64_t col = 0; col < rest; ++col)
-        refine(TallColumns::Target::DroppedColumn, col, rs, scales, true, &wt(0, col));
+        refine(TallColumns::Target::DroppedColumn, col, scales, true, &wt(0, col));
     }
     out.sigma_dropped = k2 < c.rows ? std::fabs(rc(k2, k2)) : 0;
     out.sigma_kept = k2 > 0 ? std::fabs(rc(k2 - 1, k2 - 1)) : k1 > 0 ? p1.diagonal(k1 - 1) : 0;
@@ -197,9 +210,9 @@ MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const M
   // The basic solutions z = A_S^+ b, then the minimum-norm solution x' (in S, N order) of
   // [I W] x' = z.
   const LsFactorScales scales = scales_of(rs);
+  tall.precondition(rs.view());
   Dense z(k, columns);
-  for (std::int64_t j = 0; j < columns; ++j)
-    refine(TallColumns::Target::RightHandSide, j, rs, scales, false, &z(0, j));
+  for (std::int64_t j = 0; j < columns; ++j) refine(TallColumns::Target::RightHandSide, j, scales, false, &z(0, j));
   Dense y(n, columns);
   const gemm::Backend& fp64 = gemm::find_backend("host-fp64");
   if (rest == 0) {

@@ -46,11 +46,14 @@ class TallColumns {
   virtual void choose(const std::vector<std::int64_t>& order, std::int64_t kept) = 0;
   // What a refinement solves for: A_S y ~ column j of B, or ~ column j of A_N.
   enum class Target { RightHandSide, DroppedColumn };
+  // The preconditioner of the refinements until the next call: r (kept x kept, upper
+  // triangular, FP64, host: an R of A_S or close to one), copied.
+  virtual void precondition(const MatrixView<const double>& r) = 0;
   // Refines y (host, `kept` values) towards the least-squares solution of A_S y ~ the target by
-  // CGLS preconditioned with r (kept x kept, upper triangular, FP64, host: an R of A_S or close to
-  // one), from y as given where start_from_y, else from the semi-normal equations' solution.
-  virtual LsRefinementResult refine(Target target, std::int64_t j, const MatrixView<const double>& r,
-                                    const LsFactorScales& scales, int max_iterations, bool start_from_y, double* y) = 0;
+  // CGLS preconditioned with that R, from y as given where start_from_y, else from the
+  // semi-normal equations' solution.
+  virtual LsRefinementResult refine(Target target, std::int64_t j, const LsFactorScales& scales, int max_iterations,
+                                    bool start_from_y, double* y) = 0;
   // An FP64 QR with column pivoting of C = A_N - A_S W (W kept x (n - kept) on the host):
   // C P = Q R, R min(m, n - kept) x (n - kept), upper trapezoidal, column major, on the host.
   struct PivotedR {
@@ -60,6 +63,10 @@ class TallColumns {
   };
   virtual PivotedR remainder_qr(const MatrixView<const double>& w) = 0;
 };
+
+// The pivoted R of `c` (host, any shape; overwritten by its QR with column pivoting): the step both
+// spaces' remainder_qr end with, on C itself or on the R of its unpivoted QR.
+TallColumns::PivotedR pivoted_r(const MatrixView<double>& c);
 
 // What the rank-revealing attempt found.
 struct MinimumNormResult {

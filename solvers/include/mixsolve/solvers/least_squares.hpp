@@ -85,7 +85,7 @@ struct LeastSquaresOptions {
   /// below rcond sigma_max(A) for some j). MinimumNorm: the minimum-norm least-squares solution of
   /// A with the part of those columns that the pivoted QR drops (R22) left out, and the numerical
   /// rank in the report, as LAPACK's gelsy: a rank-revealing attempt after the cheaper ones
-  /// (docs/least_squares.md), for host matrices; device matrices are treated as FullRank.
+  /// (docs/least_squares.md), for host and device matrices (m < n: host matrices only).
   /// FullRank: least-squares solutions of full-rank A only; a rank-deficient A throws
   /// RankDeficientMatrix (its least-squares solution is not unique). Another value (a cast
   /// integer) is an InvalidArgument.
@@ -226,7 +226,7 @@ struct LeastSquaresReport {
 ///                              rank_deficient is not a RankDeficiency, rcond is NaN or >= 1, or
 ///                              ridge is negative or not finite.
 /// @throws RankDeficientMatrix  if A is numerically rank deficient and options.rank_deficient is
-///                              FullRank, or A is in device memory.
+///                              FullRank.
 /// @throws DeviceError          if a CUDA, cuBLAS or cuSOLVER call fails.
 LeastSquaresReport least_squares(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b,
                                  const MatrixView<double>& x, const LeastSquaresOptions& options = {});

@@ -534,6 +534,97 @@ class DeviceSemiNormalSteps final : public LsSteps {
   int cg_exponent_ = 0;
 };
 
+// The rank-revealing attempt's tall work on the device (qr/minimum_norm.hpp): A_S and A_N
+// gathered into FP64 copies column by column, CGLS preconditioned with the host's R through
+// NormalEquationsSolver, the remainder C = A_N - A_S W by DGEMM and its QR by DeviceQr (TSQR
+// panels), that R pivoted on the host.
+class DeviceTallColumns final : public TallColumns {
+ public:
+  DeviceTallColumns(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b)
+      : ctx_(ctx), a_(a), b_(b) {}
+
+  void choose(const std::vector<std::int64_t>& order, std::int64_t kept) override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    normal_.reset();  // a preconditioner belongs to the columns it was given for
+    kept_ = kept;
+    kept_columns_ = DeviceBuffer<double>(ctx_, m * kept);
+    dropped_columns_ = DeviceBuffer<double>(ctx_, m * (n - kept));
+    for (std::int64_t c = 0; c < n; ++c) {
+      double* to = c < kept ? kept_columns_.data() + c * m : dropped_columns_.data() + (c - kept) * m;
+      MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(to, a_.data + order[std::size_t(c)] * a_.ld, sizeof(double) * m,
+                                          cudaMemcpyDeviceToDevice, ctx_.stream()));
+    }
+  }
+  void precondition(const MatrixView<const double>& r) override {
+    const std::int64_t k = r.rows;
+    std::vector<double> packed(std::size_t(k * k), 0.0);
+    for (std::int64_t j = 0; j < k; ++j)
+      for (std::int64_t i = 0; i <= j; ++i) packed[std::size_t(i + j * k)] = r(i, j);
+    r_ = DeviceBuffer<double>(ctx_, k * k);
+    r_.copy_from_host(packed, ctx_.stream());
+    normal_ = std::make_unique<NormalEquationsSolver>(ctx_, r_.data(), k, k);
+  }
+  LsRefinementResult refine(Target target, std::int64_t j, const LsFactorScales& scales, int max_iterations,
+                            bool start_from_y, double* y) override {
+    if (!normal_) throw std::logic_error("least_squares: a rank-revealing refinement without its preconditioner");
+    const std::int64_t m = a_.rows, k = kept_;
+    DeviceBuffer<double> x(ctx_, k);
+    x.copy_from_host(y, k, ctx_.stream());
+    const double* t = target == Target::RightHandSide ? b_.data + j * b_.ld : dropped_columns_.data() + j * m;
+    DeviceSemiNormalSteps steps(ctx_, device_view<const double>(kept_columns_.data(), m, k, m), t, *normal_, 1.0,
+                                x.data(), start_from_y);
+    const LsRefinementResult out =
+        solvers_detail::refine(steps, LsFactorKind::Cheap, max_iterations, LsMethod::Cgls, scales);
+    x.copy_to_host(y, k, ctx_.stream());
+    return out;
+  }
+  PivotedR remainder_qr(const MatrixView<const double>& w) override {
+    const std::int64_t m = a_.rows, nd = a_.cols - kept_, k = kept_;
+    cudaStream_t stream = ctx_.stream();
+    DeviceBuffer<double> c(ctx_, m * nd);
+    MIXSOLVE_CUDA_CHECK(
+        cudaMemcpyAsync(c.data(), dropped_columns_.data(), sizeof(double) * m * nd, cudaMemcpyDeviceToDevice, stream));
+    if (k > 0) {  // C -= A_S W
+      std::vector<double> packed(std::size_t(k * nd));
+      for (std::int64_t q = 0; q < nd; ++q)
+        for (std::int64_t i = 0; i < k; ++i) packed[std::size_t(i + q * k)] = w(i, q);
+      DeviceBuffer<double> wd(ctx_, k * nd);
+      wd.copy_from_host(packed, stream);
+      const double minus_one = -1, one = 1;
+      MIXSOLVE_CUBLAS_CHECK(cublasDgemm(ctx_.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, int(m), int(nd), int(k), &minus_one,
+                                        kept_columns_.data(), int(m), wd.data(), int(k), &one, c.data(), int(m)));
+    }
+    // C's R: an FP64 QR on the device where C is tall, then column pivoting on the host of that R
+    // (the pivots of C itself: they depend only on C's columns' inner products).
+    std::vector<double> r;
+    std::int64_t rows = 0;
+    if (m >= nd) {
+      DeviceQr<double> qr(ctx_, device_view(c.data(), m, nd, m), nd >= 1024 ? 256 : 128,
+                          gemm::find_backend("cublas-dgemm"), QrPanel::Tsqr);
+      rows = nd;
+      r.assign(std::size_t(nd * nd), 0.0);
+      MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(r.data(), sizeof(double) * nd, c.data(), sizeof(double) * m,
+                                            sizeof(double) * nd, nd, cudaMemcpyDeviceToHost, stream));
+      MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+      for (std::int64_t q = 0; q < nd; ++q)
+        for (std::int64_t i = q + 1; i < nd; ++i) r[std::size_t(i + q * nd)] = 0;  // the reflectors
+    } else {
+      rows = m;
+      r.resize(std::size_t(m * nd));
+      c.copy_to_host(r.data(), std::size_t(m * nd), stream);
+    }
+    return pivoted_r(host_view(r.data(), rows, nd, std::max<std::int64_t>(rows, 1)));
+  }
+
+ private:
+  Context& ctx_;
+  MatrixView<const double> a_, b_;
+  std::int64_t kept_ = 0;
+  DeviceBuffer<double> kept_columns_, dropped_columns_;  // m x kept and m x (n - kept)
+  DeviceBuffer<double> r_;                               // the preconditioner's R, kept x kept
+  std::unique_ptr<NormalEquationsSolver> normal_;
+};
+
 class DeviceLsSpace final : public LsSpace {
  private:
   // scan_kernel over m: the first NaN or Inf (i + j rows, or -1) and max |m_ij| over the finite entries.
@@ -825,6 +916,40 @@ class DeviceLsSpace final : public LsSpace {
       out.push_back(nrm2(ctx_.cublas(), b_.rows, r_.data()));
     }
     return out;
+  }
+
+  std::vector<double> factors_r() override {
+    const std::int64_t m = a_.rows, n = a_.cols;
+    if (m < n || n == 0) return {};
+    std::vector<double> r(std::size_t(n * n), 0.0);
+    cudaStream_t stream = ctx_.stream();
+    if (r64_.size() > 0) {  // the Cholesky QR's R, n x n
+      r64_.copy_to_host(r.data(), std::size_t(n * n), stream);
+    } else if (qr32_) {
+      DeviceBuffer<double> r32(ctx_, n * n);
+      upper_triangle_kernel<<<matrix_grid(n, n), 256, 0, stream>>>(factors32_.data(), ld32_, n, r32.data());
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+      r32.copy_to_host(r.data(), std::size_t(n * n), stream);
+    } else if (qr64_) {  // the top n rows of the factored matrix, reflectors below the diagonal
+      MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(r.data(), sizeof(double) * n, factors64_.data(), sizeof(double) * m,
+                                            sizeof(double) * n, n, cudaMemcpyDeviceToHost, stream));
+      MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    } else {
+      return {};
+    }
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < n; ++i) {
+        double& e = r[std::size_t(i + j * n)];
+        e = i <= j ? e / a_scale_ : 0.0;  // R of A at its own scale
+      }
+    return r;
+  }
+  std::unique_ptr<TallColumns> tall_columns() override { return std::make_unique<DeviceTallColumns>(ctx_, a_, b_); }
+  void write_x(const MatrixView<const double>& x) override {
+    if (x_.empty()) return;
+    MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(x_.data, sizeof(double) * x_.ld, x.data, sizeof(double) * x.ld,
+                                          sizeof(double) * x_.rows, x_.cols, cudaMemcpyHostToDevice, ctx_.stream()));
+    MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));
   }
 
   void fill_x_with_nan() override {
