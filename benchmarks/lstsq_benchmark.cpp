@@ -17,7 +17,15 @@
 //                   [--irs 32F] [--lstsq yes|no] [--cholesky-parts no] [--cgls-parts no]
 //                   [--fp32-updates auto,cublas-sgemm] [--ls-blocks auto,512] [--vt-c-backends same,cublas-sgemm]
 //                   [--factorizations fp32,fp64] [--options "max-iterations=10;fallback=false"]
-//                   [--reps 3] [--json out.json]
+//                   [--rank-deficient duplicate,dummy,chebyshev] [--reps 3] [--json out.json]
+//
+// --rank-deficient: least squares on rank-deficient A of each shape (duplicate: svd_geo cond 1e2
+// with its last column a copy of its first; dummy: an intercept, one-hot columns of n / 2 groups
+// that sum to it, and uniform columns; chebyshev: T_0 .. T_{n-1} at m uniform random points, far
+// more degrees than the points resolve, no gap in the spectrum), against cuSOLVER's SVD-based
+// minimum-norm solve (cusolverDnDgesvd, x = V S_k^+ U_k^T b, k = #{sigma_i > max(m, n) u sigma_1})
+// and the FP64 QR solve, least_squares() (defaults: the minimum-norm solution) compared with the
+// SVD's x and residual.
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <nvtx3/nvToolsExt.h>
@@ -131,6 +139,10 @@ int main(int argc, char** argv) try {
     ls_blocks.push_back(text == "auto" ? 0 : std::stoll(text));
     if (ls_blocks.back() < 0) throw InvalidArgument("--ls-blocks: \"" + text + "\" is neither auto nor a block size");
   }
+  const std::vector<std::string> rank_deficient = opt.list("rank-deficient", "none");
+  for (const std::string& f : rank_deficient)
+    if (f != "none" && f != "duplicate" && f != "dummy" && f != "chebyshev")
+      throw InvalidArgument("--rank-deficient: \"" + f + "\" is none of duplicate, dummy, chebyshev");
   const int reps = std::stoi(opt.get("reps", "3"));
   Context ctx;
   nlohmann::json out = mixsolve::bench::device_json();
@@ -426,6 +438,131 @@ int main(int argc, char** argv) try {
       }
     };
     if (lstsq) lstsq_rows(a, "uniform");
+    // Rank-deficient A: cuSOLVER's SVD-based minimum-norm solve, the FP64 QR solve and
+    // least_squares(), on one inconsistent uniform b.
+    for (const std::string& family : rank_deficient) {
+      if (family == "none") continue;
+      DeviceBuffer<double> deficient(ctx, m * n);
+      if (family == "duplicate") {
+        TestMatrixSpec spec = TestMatrixSpec::parse("svd_geo");
+        spec.seed = 12;
+        generate_test_matrix_on_device(spec, device_view(deficient.data(), m, n, m), ctx.stream());
+        if (n > 1)
+          MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(deficient.data() + (n - 1) * m, deficient.data(), sizeof(double) * m,
+                                              cudaMemcpyDeviceToDevice, ctx.stream()));
+      } else {
+        std::vector<double> host(static_cast<std::size_t>(m * n)), draws(static_cast<std::size_t>(m));
+        fill_random(host_view(draws.data(), m, 1, m), RandomSpec::uniform(-1, 1, 13));
+        if (family == "dummy") {
+          const std::int64_t groups = std::max<std::int64_t>(1, (n - 1) / 2);
+          fill_random(host_view(host.data(), m, n, m), RandomSpec::uniform(-1, 1, 14));
+          for (std::int64_t i = 0; i < m; ++i) {
+            host[std::size_t(i)] = 1;  // the intercept
+            const std::int64_t g = std::min(groups - 1, std::int64_t((draws[std::size_t(i)] + 1) / 2 * double(groups)));
+            for (std::int64_t q = 0; q < groups && 1 + q < n; ++q) host[std::size_t(i + (1 + q) * m)] = q == g ? 1 : 0;
+          }
+        } else {  // chebyshev
+          for (std::int64_t i = 0; i < m; ++i) {
+            const double t = draws[std::size_t(i)];
+            host[std::size_t(i)] = 1;
+            if (n > 1) host[std::size_t(i + m)] = t;
+            for (std::int64_t j = 2; j < n; ++j)
+              host[std::size_t(i + j * m)] =
+                  2 * t * host[std::size_t(i + (j - 1) * m)] - host[std::size_t(i + (j - 2) * m)];
+          }
+        }
+        deficient.copy_from_host(host.data(), host.size(), ctx.stream());
+      }
+      fill_random(device_view(b.data(), m, 1, m), RandomSpec::uniform(-1, 1, 15), ctx.stream());
+      const std::string name = "rank-deficient " + family;
+      // cuSOLVER's SVD-based minimum-norm solve (timed whole: the SVD and V S_k^+ U_k^T b).
+      DeviceBuffer<double> u(ctx, m * n), vt(ctx, n * n), sigma(ctx, n), t(ctx, n), x_svd(ctx, n);
+      int lwork_svd = 0;
+      MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgesvd_bufferSize(solver, int(m), int(n), &lwork_svd));
+      DeviceBuffer<double> work_svd(ctx, std::max(lwork_svd, 1)), rwork(ctx, std::max<std::int64_t>(n, 1));
+      std::int64_t svd_rank = 0;
+      const auto copy_a = [&] {
+        MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(work64.data(), deficient.data(), sizeof(double) * m * n,
+                                            cudaMemcpyDeviceToDevice, ctx.stream()));
+      };
+      const double svd_seconds = median_seconds(ctx, reps, copy_a, [&] {
+        signed char job = 'S';
+        MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgesvd(solver, job, job, int(m), int(n), work64.data(), int(m), sigma.data(),
+                                                 u.data(), int(m), vt.data(), int(n), work_svd.data(), lwork_svd,
+                                                 rwork.data(), info.data()));
+        MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx.cublas(), CUBLAS_OP_T, int(m), int(n), &one, u.data(), int(m), b.data(),
+                                          1, &zero, t.data(), 1));
+        std::vector<double> s_host(static_cast<std::size_t>(n)), t_host(static_cast<std::size_t>(n));
+        sigma.copy_to_host(s_host.data(), std::size_t(n), ctx.stream());
+        t.copy_to_host(t_host.data(), std::size_t(n), ctx.stream());
+        const double cut = double(std::max(m, n)) * 0x1p-53 * s_host[0];
+        svd_rank = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+          const bool kept = s_host[std::size_t(i)] > cut;
+          svd_rank += kept;
+          t_host[std::size_t(i)] = kept ? t_host[std::size_t(i)] / s_host[std::size_t(i)] : 0.0;
+        }
+        t.copy_from_host(t_host.data(), std::size_t(n), ctx.stream());
+        MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx.cublas(), CUBLAS_OP_T, int(n), int(n), &one, vt.data(), int(n), t.data(),
+                                          1, &zero, x_svd.data(), 1));
+      });
+      row(name + ": cusolverDnDgesvd + V S_k^+ U_k^T b (rank " + std::to_string(svd_rank) + ")", svd_seconds,
+          svd_seconds);
+      std::vector<double> x_reference(static_cast<std::size_t>(n));
+      x_svd.copy_to_host(x_reference.data(), std::size_t(n), ctx.stream());
+      const double residual_svd = residual_norm(deficient, x_svd.data());
+      // x and ||b - A x|| of a device y against the SVD's, printed and in the JSON row.
+      const auto against_svd = [&](const double* y, const std::string& extra) {
+        std::vector<double> y_host(static_cast<std::size_t>(n));
+        MIXSOLVE_CUDA_CHECK(
+            cudaMemcpyAsync(y_host.data(), y, sizeof(double) * n, cudaMemcpyDeviceToHost, ctx.stream()));
+        const double residual = residual_norm(deficient, y);
+        double difference = 0, norm = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+          difference += (y_host[std::size_t(i)] - x_reference[std::size_t(i)]) *
+                        (y_host[std::size_t(i)] - x_reference[std::size_t(i)]);
+          norm += x_reference[std::size_t(i)] * x_reference[std::size_t(i)];
+        }
+        std::printf("%-34s %18s ||x - x_svd|| / ||x_svd|| = %.2e, ||r|| %.10e (the SVD's %.10e)%s\n", "", dims,
+                    std::sqrt(difference / norm), residual, residual_svd, extra.c_str());
+        out["rows"].back()["x_difference_to_svd"] = std::sqrt(difference / norm);
+        out["rows"].back()["residual_norm"] = residual;
+        out["rows"].back()["residual_norm_svd"] = residual_svd;
+      };
+      // The FP64 QR solve (not a minimum-norm solution where A is rank deficient).
+      const auto copies = [&] {
+        copy_a();
+        MIXSOLVE_CUDA_CHECK(
+            cudaMemcpyAsync(c.data(), b.data(), sizeof(double) * m, cudaMemcpyDeviceToDevice, ctx.stream()));
+      };
+      const double qr_seconds = median_seconds(ctx, reps, copies, [&] {
+        MIXSOLVE_CUSOLVER_CHECK(
+            cusolverDnDgeqrf(solver, int(m), int(n), work64.data(), int(m), tau.data(), lw.data(), lwork, info.data()));
+        MIXSOLVE_CUSOLVER_CHECK(cusolverDnDormqr(solver, CUBLAS_SIDE_LEFT, CUBLAS_OP_T, int(m), 1, int(n),
+                                                 work64.data(), int(m), tau.data(), c.data(), int(m), lw.data(),
+                                                 int(lw.size()), info.data()));
+        MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                                          CUBLAS_DIAG_NON_UNIT, int(n), 1, &one, work64.data(), int(m), c.data(),
+                                          int(m)));
+      });
+      row(name + ": dgeqrf + dormqr + dtrsm", qr_seconds, svd_seconds);
+      against_svd(c.data(), "");
+      LeastSquaresReport report;
+      const double ours = median_seconds(
+          ctx, reps, [] {},
+          [&] {
+            nvtxRangePushA((name + " mixsolve").c_str());
+            report = least_squares(ctx, device_view<const double>(deficient.data(), m, n, m),
+                                   device_view<const double>(b.data(), m, 1, m), device_view(x.data(), n, 1, n),
+                                   base_options);
+            nvtxRangePop();
+          });
+      row(name + ": mixsolve " + report.path(), ours, svd_seconds);
+      out["rows"].back()["rank"] = report.rank;
+      out["rows"].back()["converged"] = report.converged;
+      against_svd(x.data(), "; rank " + std::to_string(report.rank) + ", ratio to the FP64 QR solve " +
+                                std::to_string(qr_seconds / ours));
+    }
     for (const double cond : lstsq ? conds : std::vector<double>{}) {
       DeviceBuffer<double> svd(ctx, m * n);
       TestMatrixSpec spec = TestMatrixSpec::parse("svd_geo");
