@@ -699,6 +699,7 @@ class DeviceLsSpace final : public LsSpace {
                              const std::string& fp32_vt_c_update) override {
     a_scale_ = a_scale;
     r64_ = DeviceBuffer<double>();
+    cheap_r_ = DeviceBuffer<double>();
     normal32_.reset();
     normal64_.reset();
     qr32_.reset();
@@ -816,7 +817,10 @@ class DeviceLsSpace final : public LsSpace {
                                              work_size, info.data()));
     int status = 0;
     info.copy_to_host(&status, 1, stream);
-    if (status != 0) return out;  // not numerically positive definite
+    if (status != 0) {  // not numerically positive definite: the FP32 R stays for the rank-revealing attempt
+      cheap_r_ = std::move(r32);
+      return out;
+    }
     // R := R_2 R_32.
     DeviceBuffer<double> r(ctx_, n * n);
     MIXSOLVE_CUBLAS_CHECK(cublasDtrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
@@ -828,7 +832,10 @@ class DeviceLsSpace final : public LsSpace {
     diagonals.copy_to_host(d.data(), 2 * n, stream);
     double largest2 = 0, smallest2 = INFINITY;
     for (std::int64_t j = 0; j < n; ++j) {
-      if (!(d[j] > 0) || !std::isfinite(d[j])) return out;
+      if (!(d[j] > 0) || !std::isfinite(d[j])) {
+        cheap_r_ = std::move(r32);
+        return out;
+      }
       largest2 = std::max(largest2, d[n + j]);
       smallest2 = std::min(smallest2, d[n + j]);
     }
@@ -930,6 +937,8 @@ class DeviceLsSpace final : public LsSpace {
       upper_triangle_kernel<<<matrix_grid(n, n), 256, 0, stream>>>(factors32_.data(), ld32_, n, r32.data());
       MIXSOLVE_CUDA_CHECK_LAUNCH();
       r32.copy_to_host(r.data(), std::size_t(n * n), stream);
+    } else if (cheap_r_.size() > 0) {  // the FP32 R the failed Cholesky QR started from
+      cheap_r_.copy_to_host(r.data(), std::size_t(n * n), stream);
     } else if (qr64_) {  // the top n rows of the factored matrix, reflectors below the diagonal
       MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(r.data(), sizeof(double) * n, factors64_.data(), sizeof(double) * m,
                                             sizeof(double) * n, n, cudaMemcpyDeviceToHost, stream));
@@ -975,6 +984,9 @@ class DeviceLsSpace final : public LsSpace {
   // factors' R (for CGLS).
   DeviceBuffer<double> r64_;
   std::unique_ptr<NormalEquationsSolver> normal64_, normal32_;
+  // The FP32 R in FP64 (n x n), kept where the Cholesky QR failed after the FP32 factors went: the
+  // rank-revealing attempt's start (factors_r), saving it an FP32 QR.
+  DeviceBuffer<double> cheap_r_;
   std::string update_;  // the Householder factors' update backend(s)
   double a_scale_ = 1;
 };
