@@ -468,7 +468,10 @@ TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
   std::printf("two equal columns: device %s, host %s\n", on_device.path().c_str(), on_host.path().c_str());
   EXPECT_TRUE(on_device.converged) << on_device.path();
   EXPECT_EQ(on_device.rank, 9) << on_device.path();
-  EXPECT_EQ(on_device.path(), on_host.path());
+  // The same path up to the refinement's iteration counts (the device's FP32 R rounds otherwise).
+  const auto attempts_of = [](const std::string& path) { return path.substr(0, path.find("/cgls(")); };
+  EXPECT_EQ(attempts_of(on_device.path()), attempts_of(on_host.path()));
+  EXPECT_EQ(on_device.rank, on_host.rank);
   // Both within FP64's attainable accuracy 64 u (kappa + kappa^2 ||r|| / (||A|| ||x||)) of the
   // solution (kappa of the kept columns from the host's estimates; ||r|| / (||A|| ||x||) <= 1 here).
   const double kappa = on_host.sigma_max_estimate / on_host.sigma_kept_estimate;

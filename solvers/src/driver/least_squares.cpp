@@ -345,7 +345,14 @@ class HostTallColumns final : public solvers_detail::TallColumns {
         if (f == 0) continue;
         for (std::int64_t i = 0; i < m; ++i) c[i + q * m] -= kept_columns_[i + l * m] * f;
       }
-    return solvers_detail::pivoted_r(host_view(c.data(), m, nd, std::max<std::int64_t>(m, 1)));
+    if (m < nd) return solvers_detail::pivoted_r(host_view(c.data(), m, nd, std::max<std::int64_t>(m, 1)));
+    // Tall C: its blocked QR first, then the pivots from its R (they depend only on C^T C).
+    const solvers_detail::HouseholderQr<double> qr(ctx_, host_view(c.data(), m, nd, m), kHostQrBlock,
+                                                   gemm::find_backend("host-fp64"));
+    std::vector<double> r(std::size_t(nd * nd), 0.0);
+    for (std::int64_t q = 0; q < nd; ++q)
+      for (std::int64_t i = 0; i <= q; ++i) r[std::size_t(i + q * nd)] = c[std::size_t(i + q * m)];
+    return solvers_detail::pivoted_r(host_view(r.data(), nd, nd, std::max<std::int64_t>(nd, 1)));
   }
 
  private:
@@ -599,7 +606,7 @@ struct LeastSquares::State {
   MatrixView<const double> solved;  // the matrix of the path: A, or [A; sqrt(ridge) I]
   // The factors to try in order: the cheap QR; where its refinement fails, FP64 factors from
   // Cholesky QR preconditioned with its R; where that Cholesky breaks down or its refinement
-  // fails, the FP64 Householder QR, or under RankDeficiency::MinimumNorm (host matrices) the
+  // fails, the FP64 Householder QR, or under RankDeficiency::MinimumNorm the
   // rank-revealing attempt, which also follows the FP64 QR (without cholesky_qr, or where
   // factorization is FP64) where that finds A rank deficient or its refinement fails.
   std::vector<Factors> path;
@@ -756,7 +763,8 @@ LeastSquaresReport LeastSquares::solve(const MatrixView<const double>& b, const 
       break;
     }
   }
-  // Not refined: no solution (a Cholesky QR attempt is always followed by the FP64 QR).
+  // Not refined: no solution (a Cholesky QR attempt is always followed by another: the FP64 QR or
+  // the rank-revealing attempt).
   if (report.attempts.back().stop == LeastSquaresStop::RankUndecided) space.fill_x_with_nan();
   report.residual_norms = plain.residual_norms();
   return report;

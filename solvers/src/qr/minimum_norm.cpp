@@ -91,6 +91,7 @@ double largest_singular_value(const MatrixView<const double>& r, int steps) {
   double estimate = 0;
   for (int step = 0; step < steps; ++step) {
     const double norm_v = scaled_norm2(v.data(), n);
+    if (!(norm_v > 0)) break;  // R^T R v = 0: v in R's null space
     for (double& e : v) e /= norm_v;
     std::fill(w.begin(), w.end(), 0.0);
     for (std::int64_t j = 0; j < n; ++j)
@@ -158,7 +159,8 @@ MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const M
   if (nd > 0) {
     const TallColumns::PivotedR c = tall.remainder_qr(w.view());
     const auto rc = [&](std::int64_t i, std::int64_t j) { return c.r[std::size_t(i + j * c.rows)]; };
-    while (k2 < c.rows && std::fabs(rc(k2, k2)) > tau) ++k2;
+    // At most min(m, n) = p columns in S: beyond, C's |r_jj| can only be rounding.
+    while (k2 < c.rows && k1 + k2 < p && std::fabs(rc(k2, k2)) > tau) ++k2;
     const std::vector<std::int64_t>& q = c.pivots;
     for (std::int64_t i = 0; i < nd; ++i) order[k1 + i] = p1.pivots()[k1 + q[i]];
     const std::int64_t k = k1 + k2, rest = n - k;

@@ -85,7 +85,9 @@ struct LeastSquaresOptions {
   /// below rcond sigma_max(A) for some j). MinimumNorm: the minimum-norm least-squares solution of
   /// A with the part of those columns that the pivoted QR drops (R22) left out, and the numerical
   /// rank in the report, as LAPACK's gelsy: a rank-revealing attempt after the cheaper ones
-  /// (docs/least_squares.md), for host and device matrices (m < n: host matrices only).
+  /// (docs/least_squares.md), for host and device matrices (m < n: host matrices only). It needs
+  /// FP64 work: with fallback off and FP32 factorization a tall A the FP32 factors cannot decide
+  /// ends "rank undecided" (X NaN), as under FullRank.
   /// FullRank: least-squares solutions of full-rank A only; a rank-deficient A throws
   /// RankDeficientMatrix (its least-squares solution is not unique). Another value (a cast
   /// integer) is an InvalidArgument.
@@ -93,6 +95,8 @@ struct LeastSquaresOptions {
   RankDeficiency rank_deficient = RankDeficiency::MinimumNorm;
   /// The rank threshold relative to sigma_max(A): |r_jj| <= rcond sigma_max(A) counts as zero.
   /// In [0, 1); negative: max(m, n) 2^-53 (NumPy's lstsq default). NaN or >= 1: InvalidArgument.
+  /// 0 drops only exactly zero remainders: an exactly rank-deficient A then keeps columns whose
+  /// remainder is FP64 rounding, and its refinement is likely to fail.
   double rcond = -1;
   /// Ridge regression (Tikhonov): min ||b - A x||^2 + ridge ||x||^2 where ridge > 0, solved as the
   /// least-squares problem of [A; sqrt(ridge) I] and [b; 0] with the same factors and refinement
@@ -197,7 +201,7 @@ struct LeastSquaresReport {
   /// "fp32[diverged after 2] -> fp32/x-only(4)",
   /// "fp32[rank undecided] -> fp64-cholqr/semi-normal(3)", "fp32[rank undecided] ->
   /// fp64-cholqr[cholesky breakdown] -> fp64/augmented(2)" or "fp32[rank undecided] ->
-  /// fp64-cholqr[cholesky breakdown] -> rrqr(rank 63 of 64)/cgls(3, 12 inner)".
+  /// fp64-cholqr[cholesky breakdown] -> rrqr[rank 63]/cgls(3, 12 inner)".
   std::string path() const;
 };
 
