@@ -322,6 +322,17 @@ int main(int argc, char** argv) try {
       ctx.synchronize();
       return norm;
     };
+    // cuSOLVER's FP64 QR solve of work64 x = c in place (x in c's first n rows).
+    const auto fp64_qr_solve = [&] {
+      MIXSOLVE_CUSOLVER_CHECK(
+          cusolverDnDgeqrf(solver, int(m), int(n), work64.data(), int(m), tau.data(), lw.data(), lwork, info.data()));
+      MIXSOLVE_CUSOLVER_CHECK(cusolverDnDormqr(solver, CUBLAS_SIDE_LEFT, CUBLAS_OP_T, int(m), 1, int(n), work64.data(),
+                                               int(m), tau.data(), c.data(), int(m), lw.data(), int(lw.size()),
+                                               info.data()));
+      MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                                        CUBLAS_DIAG_NON_UNIT, int(n), 1, &one, work64.data(), int(m), c.data(),
+                                        int(m)));
+    };
     const auto lstsq_rows = [&](const DeviceBuffer<double>& matrix, const std::string& label) {
       for (const bool consistent : {false, true}) {
         if (consistent) {
@@ -338,16 +349,7 @@ int main(int argc, char** argv) try {
           MIXSOLVE_CUDA_CHECK(
               cudaMemcpyAsync(c.data(), b.data(), sizeof(double) * m, cudaMemcpyDeviceToDevice, ctx.stream()));
         };
-        const double fp64_lstsq = median_seconds(ctx, reps, copies, [&] {
-          MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf(solver, int(m), int(n), work64.data(), int(m), tau.data(), lw.data(),
-                                                   lwork, info.data()));
-          MIXSOLVE_CUSOLVER_CHECK(cusolverDnDormqr(solver, CUBLAS_SIDE_LEFT, CUBLAS_OP_T, int(m), 1, int(n),
-                                                   work64.data(), int(m), tau.data(), c.data(), int(m), lw.data(),
-                                                   int(lw.size()), info.data()));
-          MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                                            CUBLAS_DIAG_NON_UNIT, int(n), 1, &one, work64.data(), int(m), c.data(),
-                                            int(m)));
-        });
+        const double fp64_lstsq = median_seconds(ctx, reps, copies, fp64_qr_solve);
         row(name + ": dgeqrf + dormqr + dtrsm", fp64_lstsq, fp64_lstsq);
         // The FP64 QR's x and residual norm, the references of the rows below.
         std::vector<double> x_fp64(n);
@@ -535,16 +537,7 @@ int main(int argc, char** argv) try {
         MIXSOLVE_CUDA_CHECK(
             cudaMemcpyAsync(c.data(), b.data(), sizeof(double) * m, cudaMemcpyDeviceToDevice, ctx.stream()));
       };
-      const double qr_seconds = median_seconds(ctx, reps, copies, [&] {
-        MIXSOLVE_CUSOLVER_CHECK(
-            cusolverDnDgeqrf(solver, int(m), int(n), work64.data(), int(m), tau.data(), lw.data(), lwork, info.data()));
-        MIXSOLVE_CUSOLVER_CHECK(cusolverDnDormqr(solver, CUBLAS_SIDE_LEFT, CUBLAS_OP_T, int(m), 1, int(n),
-                                                 work64.data(), int(m), tau.data(), c.data(), int(m), lw.data(),
-                                                 int(lw.size()), info.data()));
-        MIXSOLVE_CUBLAS_CHECK(cublasDtrsm(ctx.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                                          CUBLAS_DIAG_NON_UNIT, int(n), 1, &one, work64.data(), int(m), c.data(),
-                                          int(m)));
-      });
+      const double qr_seconds = median_seconds(ctx, reps, copies, fp64_qr_solve);
       row(name + ": dgeqrf + dormqr + dtrsm", qr_seconds, svd_seconds);
       against_svd(c.data(), "");
       LeastSquaresReport report;
