@@ -90,7 +90,7 @@ Errors errors_against(const mixsolve::testing::MinimumNormReference& ref, const 
   return e;
 }
 
-// The issue's accuracy rule: x and the residual within 10x of an FP64 SVD-based solve's error
+// The accuracy rule: x and the residual within 10x of an FP64 SVD-based solve's error
 // against the reference, with two floors. 4 n u kappa_rank (kappa_rank = sigma_1 / sigma_rank):
 // the FP64 SVD's error is a draw whose lower tail can fall far below what FP64 factors attain.
 // And the distance between the two truncations: the solver drops the pivoted QR's R22 (gelsy's
@@ -259,7 +259,7 @@ TEST(LeastSquaresRankDeficient, IllConditionedFullRankKeepsEveryColumn) {
       EXPECT_TRUE(s.report.converged) << s.report.path();
       EXPECT_EQ(s.report.rank, n) << s.report.path();
       EXPECT_LE(error, 10 * fp64_qr + 0x1p-50) << s.report.path();
-      // Issue 48's rule for the FP64 path: the residual norm within a relative 1e-10 of the FP64
+      // The FP64 path's residual rule: the residual norm within a relative 1e-10 of the FP64
       // QR's (or below), both residuals b - A x exact (compensated sums, reference_solvers.hpp).
       const mixsolve::testing::SplitMatrix split(a);
       const auto exact_residual_norm = [&](const MatrixD& y) {
