@@ -16,6 +16,8 @@
 #include "mixsolve/core/random.hpp"
 #include "mixsolve/gemm/registry.hpp"
 #include "qr/cuda/device_qr.hpp"
+#include "qr/cuda/pivoted_cholesky.hpp"
+#include "qr/minimum_norm.hpp"
 #include "qr/householder_qr.hpp"
 #include "mixsolve/solvers/least_squares.hpp"
 
@@ -218,6 +220,68 @@ TEST(GpuQr, TsqrPanelIsHouseholderQrOnEveryTreeShape) {
                InvalidArgument);
   EXPECT_THROW(tsqr.factor(buffer.data(), 100, 20, 21, buffer.data(), 100, buffer.data(), 33, buffer.data()),
                InvalidArgument);
+}
+
+// The device's pivoting by a Cholesky factorization of R^T R (qr/cuda/pivoted_cholesky.hpp)
+// against the host's FP64 QR with column pivoting on the same matrix: the same rank at a
+// threshold inside a gap of the spectrum, the same pivots and |r_jj| (no near ties in random
+// data; the Gram matrix's rounding moves r_jj by about n u kappa^2 relative), and the leading
+// rows [R11 R12] reproducing P^T R^T R P's leading rows. Shapes: panel multiples, odd sizes,
+// wide (rank = p), a zero matrix (rank 0).
+TEST(GpuQr, GramPivotingChoosesTheColumnsOfColumnPivotedQr) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  struct Shape {
+    std::int64_t p, n, rank;  // rank: the numerical rank planted (min(p, n): none planted)
+  };
+  for (const Shape shape : {Shape{300, 200, 150}, Shape{64, 64, 40}, Shape{97, 97, 97}, Shape{20, 37, 20},
+                            Shape{1100, 1030, 700}, Shape{50, 40, 0}}) {
+    const std::int64_t p = shape.p, n = shape.n, k = shape.rank;
+    // R = U diag(sigma) V^T + 1e-9 E, U and V with orthonormal columns, sigma graded from 1 to
+    // 0.1 over k values: rank k up to a perturbation far below the threshold (2^-12 sigma_max).
+    Matrix<double> u0(p, p), v0(n, n), e(p, n);
+    fill_random(host_view(u0.data(), p, p, p), RandomSpec::uniform(-1, 1, 7 + p));
+    fill_random(host_view(v0.data(), n, n, n), RandomSpec::uniform(-1, 1, 8 + n));
+    fill_random(host_view(e.data(), p, n, p), RandomSpec::uniform(-1, 1, 9 + k));
+    const Matrix<double> uq = Eigen::HouseholderQR<Matrix<double>>(u0).householderQ();
+    const Matrix<double> vq = Eigen::HouseholderQR<Matrix<double>>(v0).householderQ();
+    Matrix<double> r = k > 0 ? Matrix<double>(1e-9 * e) : Matrix<double>::Zero(p, n);  // k = 0: R = 0
+    for (std::int64_t l = 0; l < k; ++l)
+      r += std::pow(10.0, -double(l) / double(k)) * uq.col(l) * vq.col(l).transpose();
+    SCOPED_TRACE(::testing::Message() << p << " x " << n << ", rank " << k);
+    const double threshold = 0x1p-12;
+    const solvers_detail::LeadingPivots host =
+        solvers_detail::leading_pivots_on_host(host_view<const double>(r.data(), p, n, p), threshold);
+    DeviceBuffer<double> rd(ctx, std::size_t(p * n));
+    rd.copy_from_host(r.data(), std::size_t(p * n), ctx.stream());
+    const solvers_detail::LeadingPivots device =
+        solvers_detail::pivot_by_gram_cholesky(ctx, rd.data(), p, n, p, threshold);
+    EXPECT_EQ(host.rank, k);
+    ASSERT_EQ(device.rank, host.rank);
+    EXPECT_NEAR(device.sigma_max, host.sigma_max, 1e-3 * host.sigma_max);
+    if (k == 0) continue;
+    const Matrix<double> gram = r.transpose() * r;
+    double worst_diagonal = 0, worst_gram = 0;
+    for (std::int64_t j = 0; j < k; ++j) {
+      ASSERT_EQ(device.pivots[std::size_t(j)], host.pivots[std::size_t(j)]) << "step " << j;
+      const double rd_jj = std::fabs(device.r[std::size_t(j + j * k)]),
+                   rh_jj = std::fabs(host.r[std::size_t(j + j * k)]);
+      worst_diagonal = std::max(worst_diagonal, std::fabs(rd_jj - rh_jj) / rh_jj);
+    }
+    // (R P)^T (R P)'s rows 0 .. k-1 against [R11 R12]^T [R11 R12]'s, relative to sigma_max^2.
+    for (std::int64_t i = 0; i < k; ++i)
+      for (std::int64_t j = i; j < n; ++j) {
+        double sum = 0;
+        for (std::int64_t l = 0; l <= std::min(i, k - 1); ++l)
+          sum += device.r[std::size_t(l + i * k)] * device.r[std::size_t(l + j * k)];
+        const double exact = gram(device.pivots[std::size_t(i)], device.pivots[std::size_t(j)]);
+        worst_gram = std::max(worst_gram, std::fabs(sum - exact) / (host.sigma_max * host.sigma_max));
+      }
+    const double u = std::numeric_limits<double>::epsilon() / 2;
+    // kappa(R11) <= 2^12: |r_jj| of the Gram factorization within n u 2^24 relative.
+    EXPECT_LE(worst_diagonal, double(n) * u * 0x1p24);
+    EXPECT_LE(worst_gram, 8 * double(n) * u);
+  }
 }
 
 // least_squares() on a wide device matrix (n >= 1024): the FP32 QR's updates on cublas-fp16x3

@@ -40,4 +40,13 @@ class ColumnPivotedQr {
   std::vector<std::int64_t> pivots_;
 };
 
+// The leading part of a column pivoting R P = Q [R11 R12; 0 R22] that stopped after `rank` steps,
+// where the next |r_jj| fell to a threshold relative to sigma_max(R).
+struct LeadingPivots {
+  std::int64_t rank = 0;             // k: the steps taken (every |r_jj| above the threshold)
+  std::vector<std::int64_t> pivots;  // n: column j of R P is column pivots[j] of R
+  std::vector<double> r;             // k x n, column major: [R11 R12]
+  double sigma_max = 0;              // the estimate of sigma_max(R) the threshold was relative to
+};
+
 }  // namespace mixsolve::solvers_detail

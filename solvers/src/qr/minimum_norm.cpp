@@ -106,6 +106,32 @@ double largest_singular_value(const MatrixView<const double>& r, int steps) {
   return std::max(estimate, largest_column);
 }
 
+LeadingPivots leading_pivots_on_host(const MatrixView<const double>& r, double relative_threshold) {
+  const std::int64_t p = r.rows, n = r.cols;
+  LeadingPivots out;
+  out.sigma_max = n > 0 && p > 0 ? largest_singular_value(r) : 0;
+  if (!(out.sigma_max > 0)) {  // r = 0: rank 0
+    out.pivots.resize(std::size_t(n));
+    for (std::int64_t j = 0; j < n; ++j) out.pivots[std::size_t(j)] = j;
+    return out;
+  }
+  Dense copy(p, n);
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < p; ++i) copy(i, j) = r(i, j);
+  const ColumnPivotedQr qr(copy.view());
+  const double threshold = relative_threshold * out.sigma_max;
+  while (out.rank < qr.steps() && qr.diagonal(out.rank) > threshold) ++out.rank;
+  out.pivots = qr.pivots();
+  out.r.assign(std::size_t(out.rank * n), 0.0);
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < out.rank; ++i) out.r[std::size_t(i + j * out.rank)] = qr.r(i, j);
+  return out;
+}
+
+LeadingPivots TallColumns::leading_pivots(const MatrixView<const double>& r, double relative_threshold) {
+  return leading_pivots_on_host(r, relative_threshold);
+}
+
 MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const MatrixView<const double>& r,
                                         double rcond, int max_iterations, const MatrixView<double>& x) {
   const std::int64_t p = r.rows, n = r.cols, columns = x.cols;
@@ -123,31 +149,26 @@ MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const M
   };
   for (std::int64_t j = 0; j < columns; ++j)
     for (std::int64_t i = 0; i < n; ++i) x(i, j) = 0;
-  out.sigma_max = n > 0 && p > 0 ? largest_singular_value(r) : 0;
+  // Stage 1: column pivoting on R.
+  const LeadingPivots p1 = tall.leading_pivots(r, std::max(rcond, kCheapRankFloor));
+  out.sigma_max = p1.sigma_max;
   if (!(out.sigma_max > 0)) return finish();  // A = 0: rank 0, x = 0
   const double tau = rcond * out.sigma_max;
-
-  // Stage 1: column pivoting on R.
-  Dense r1(p, n);
-  for (std::int64_t j = 0; j < n; ++j)
-    for (std::int64_t i = 0; i < p; ++i) r1(i, j) = r(i, j);
-  const ColumnPivotedQr p1(r1.view());
-  const double cheap_tau = std::max(tau, kCheapRankFloor * out.sigma_max);
-  std::int64_t k1 = 0;
-  while (k1 < p1.steps() && p1.diagonal(k1) > cheap_tau) ++k1;
+  const std::int64_t k1 = p1.rank;
+  const auto r1 = [&](std::int64_t i, std::int64_t j) { return p1.r[std::size_t(i + j * k1)]; };
   out.cheap_rank = k1;
   const std::int64_t nd = n - k1;
   Dense rs1(k1, k1), w(k1, nd);
   for (std::int64_t j = 0; j < k1; ++j)
-    for (std::int64_t i = 0; i <= j; ++i) rs1(i, j) = p1.r(i, j);
-  std::vector<std::int64_t> order = p1.pivots();
+    for (std::int64_t i = 0; i <= j; ++i) rs1(i, j) = r1(i, j);
+  std::vector<std::int64_t> order = p1.pivots;
   tall.choose(order, k1);
   // W = A_S1^+ A_N1, from R_1's own R11^-1 R12 refined in FP64.
   if (k1 > 0 && nd > 0) {
     const LsFactorScales scales = scales_of(rs1);
     tall.precondition(rs1.view());
     for (std::int64_t c = 0; c < nd; ++c) {
-      for (std::int64_t i = 0; i < k1; ++i) w(i, c) = p1.r(i, k1 + c);
+      for (std::int64_t i = 0; i < k1; ++i) w(i, c) = r1(i, k1 + c);
       solve_upper(rs1, &w(0, c));
       refine(TallColumns::Target::DroppedColumn, c, scales, true, &w(0, c));
     }
@@ -162,7 +183,7 @@ MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const M
     // At most min(m, n) = p columns in S: beyond, C's |r_jj| can only be rounding.
     while (k2 < c.rows && k1 + k2 < p && std::fabs(rc(k2, k2)) > tau) ++k2;
     const std::vector<std::int64_t>& q = c.pivots;
-    for (std::int64_t i = 0; i < nd; ++i) order[k1 + i] = p1.pivots()[k1 + q[i]];
+    for (std::int64_t i = 0; i < nd; ++i) order[k1 + i] = p1.pivots[k1 + q[i]];
     const std::int64_t k = k1 + k2, rest = n - k;
     // R_S = [R11, R11 W_sel; 0, R_2,11], W_sel = W's columns that joined S.
     rs = Dense(k, k);
@@ -201,9 +222,9 @@ MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const M
         refine(TallColumns::Target::DroppedColumn, col, scales, true, &wt(0, col));
     }
     out.sigma_dropped = k2 < c.rows ? std::fabs(rc(k2, k2)) : 0;
-    out.sigma_kept = k2 > 0 ? std::fabs(rc(k2 - 1, k2 - 1)) : k1 > 0 ? p1.diagonal(k1 - 1) : 0;
+    out.sigma_kept = k2 > 0 ? std::fabs(rc(k2 - 1, k2 - 1)) : k1 > 0 ? std::fabs(r1(k1 - 1, k1 - 1)) : 0;
   } else {
-    out.sigma_kept = p1.diagonal(n - 1);
+    out.sigma_kept = std::fabs(r1(n - 1, n - 1));
   }
   const std::int64_t k = k1 + k2, rest = n - k;
   out.rank = k;

@@ -32,6 +32,7 @@
 #include "mixsolve/core/context.hpp"
 #include "mixsolve/core/matrix.hpp"
 #include "mixsolve/solvers/least_squares.hpp"
+#include "qr/column_pivoted_qr.hpp"
 #include "qr/least_squares_refinement.hpp"
 
 namespace mixsolve::solvers_detail {
@@ -62,7 +63,14 @@ class TallColumns {
     std::vector<std::int64_t> pivots;  // column j of C P is column pivots[j] of C
   };
   virtual PivotedR remainder_qr(const MatrixView<const double>& w) = 0;
+  // Stage 1's column pivoting of r (p x n, host; see minimum_norm_solution): its leading
+  // columns while |r_jj| > relative_threshold sigma_max(r). By default an FP64 QR with column
+  // pivoting on the host (leading_pivots_on_host); a space may pivot where A lives.
+  virtual LeadingPivots leading_pivots(const MatrixView<const double>& r, double relative_threshold);
 };
+
+// Stage 1's pivoting on the host: sigma_max by largest_singular_value, then ColumnPivotedQr.
+LeadingPivots leading_pivots_on_host(const MatrixView<const double>& r, double relative_threshold);
 
 // The pivoted R of `c` (host, any shape; overwritten by its QR with column pivoting): the step both
 // spaces' remainder_qr end with, on C itself or on the R of its unpivoted QR.

@@ -22,6 +22,7 @@
 #include "mixsolve/core/internal/launch.hpp"
 #include "mixsolve/gemm/registry.hpp"
 #include "qr/cuda/device_qr.hpp"
+#include "qr/cuda/pivoted_cholesky.hpp"
 #include "qr/least_squares_space.hpp"
 #include "triangular/triangular_solver.hpp"
 
@@ -614,6 +615,16 @@ class DeviceTallColumns final : public TallColumns {
       c.copy_to_host(r.data(), std::size_t(m * nd), stream);
     }
     return pivoted_r(host_view(r.data(), rows, nd, std::max<std::int64_t>(rows, 1)));
+  }
+  // Stage 1 on the device: the pivoted Cholesky factorization of R^T R (qr/cuda/pivoted_cholesky.hpp)
+  // in place of the host's O(n^3) QR with column pivoting, which is as accurate as stage 1 needs.
+  LeadingPivots leading_pivots(const MatrixView<const double>& r, double relative_threshold) override {
+    const std::int64_t p = r.rows, n = r.cols;
+    DeviceBuffer<double> copy(ctx_, std::size_t(p * n));
+    if (p > 0 && n > 0)
+      MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(copy.data(), sizeof(double) * p, r.data, sizeof(double) * r.ld,
+                                            sizeof(double) * p, n, cudaMemcpyHostToDevice, ctx_.stream()));
+    return pivot_by_gram_cholesky(ctx_, copy.data(), p, n, std::max<std::int64_t>(p, 1), relative_threshold);
   }
 
  private:
