@@ -540,6 +540,42 @@ TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
   // solution (kappa of the kept columns from the host's estimates; ||r|| / (||A|| ||x||) <= 1 here).
   const double kappa = on_host.sigma_max_estimate / on_host.sigma_kept_estimate;
   EXPECT_LE((x_device - x).norm(), 128 * 0x1p-53 * (kappa + kappa * kappa) * x.norm()) << on_device.path();
+
+  // The dummy-variable trap with 30 groups of about 10 rows (an intercept, every group's indicator
+  // and 30 continuous columns, 300 x 61): FP32 factors may put the dependent column's |r_jj| above
+  // their undecided level; the minimum-norm solution either way, x orthogonal to the null vector
+  // z = e_0 - sum of the indicators' e_q.
+  const std::int64_t groups = 30, n3 = 1 + 2 * groups;
+  Matrix<double> a3(300, n3), draws(300, groups + 1), b3(300, 1), x3(n3, 1), x3_device(n3, 1), z(n3, 1);
+  fill_random(host_view(draws.data(), 300, groups + 1, 300), RandomSpec::uniform(-1, 1, 31));
+  fill_random(host_view(b3.data(), 300, 1, 300), RandomSpec::uniform(-1, 1, 34));
+  a3.setZero();
+  for (std::int64_t i = 0; i < 300; ++i) {
+    a3(i, 0) = 1;
+    a3(i, 1 + std::int64_t(std::floor((draws(i, groups) + 1) / 2 * double(groups))) % groups) = 1;
+    for (std::int64_t q = 0; q < groups; ++q) a3(i, 1 + groups + q) = draws(i, q);
+  }
+  z.setZero();
+  z(0) = 1;
+  for (std::int64_t q = 0; q < groups; ++q) z(1 + q) = -1;
+  DeviceBuffer<double> da3(ctx, 300 * n3), db3(ctx, 300), dx3(ctx, n3);
+  da3.copy_from_host(a3.data(), std::size_t(300 * n3));
+  db3.copy_from_host(b3.data(), 300);
+  const LeastSquaresReport trap_device =
+      least_squares(ctx, device_view<const double>(da3.data(), 300, n3, 300),
+                    device_view<const double>(db3.data(), 300, 1, 300), device_view(dx3.data(), n3, 1, n3));
+  const LeastSquaresReport trap_host =
+      least_squares(ctx, host_view<const double>(a3.data(), 300, n3, 300),
+                    host_view<const double>(b3.data(), 300, 1, 300), host_view(x3.data(), n3, 1, n3));
+  ctx.synchronize();
+  dx3.copy_to_host(x3_device.data(), std::size_t(n3));
+  std::printf("dummy-variable trap, 30 groups: device %s, host %s\n", trap_device.path().c_str(),
+              trap_host.path().c_str());
+  EXPECT_TRUE(trap_device.converged) << trap_device.path();
+  EXPECT_EQ(trap_device.rank, n3 - 1) << trap_device.path();
+  EXPECT_EQ(trap_host.rank, n3 - 1) << trap_host.path();
+  EXPECT_LE(std::fabs(z.col(0).dot(x3_device.col(0))), 1e-12 * z.norm() * x3_device.norm()) << trap_device.path();
+  EXPECT_LE((x3_device - x3).norm(), 1e-12 * x3.norm()) << trap_device.path();
 }
 
 // Ridge regression on device matrices (LeastSquaresOptions::ridge: the stacked problem

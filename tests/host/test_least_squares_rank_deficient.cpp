@@ -151,18 +151,24 @@ TEST(LeastSquaresRankDeficient, MinimumNormSolutionMatchesTheTruncatedSvd) {
 
 // Structured rank deficiency as regression designs have it: an intercept with a full set of
 // one-hot group columns (the dummy-variable trap: the groups sum to the intercept), a column
-// duplicated, a zero column; from FP32 factors and from FP64 ones.
+// duplicated, a zero column; from FP32 factors and from FP64 ones. With 30 groups of 10 rows the
+// FP32 R's |r_jj| of the dependent column is FP32 rounding of the intercept's, above 16 u_32 of
+// its largest |r_jj|: the FP64 test of that column must find the dependence.
 TEST(LeastSquaresRankDeficient, DependentColumnsOfRegressionDesigns) {
   Context ctx = Context::host_only();
-  const std::int64_t m = 300, groups = 6, continuous = 5, n = 1 + groups + continuous;
-  MatrixD design(m, n);
-  const MatrixD draws = random_matrix(m, continuous + 1, 31);
-  for (std::int64_t i = 0; i < m; ++i) {
-    design(i, 0) = 1;
-    const std::int64_t g = std::int64_t(std::floor((draws(i, continuous) + 1) / 2 * double(groups))) % groups;
-    for (std::int64_t q = 0; q < groups; ++q) design(i, 1 + q) = q == g ? 1 : 0;
-    for (std::int64_t q = 0; q < continuous; ++q) design(i, 1 + groups + q) = draws(i, q);
-  }
+  const std::int64_t m = 300;
+  const auto dummy_design = [&](std::int64_t groups, std::int64_t continuous) {
+    MatrixD design(m, 1 + groups + continuous);
+    const MatrixD draws = random_matrix(m, continuous + 1, 31);
+    for (std::int64_t i = 0; i < m; ++i) {
+      design(i, 0) = 1;
+      const std::int64_t g = std::int64_t(std::floor((draws(i, continuous) + 1) / 2 * double(groups))) % groups;
+      for (std::int64_t q = 0; q < groups; ++q) design(i, 1 + q) = q == g ? 1 : 0;
+      for (std::int64_t q = 0; q < continuous; ++q) design(i, 1 + groups + q) = draws(i, q);
+    }
+    return design;
+  };
+  const MatrixD design = dummy_design(6, 5), many_groups = dummy_design(30, 30);
   MatrixD duplicated = random_matrix(m, 9, 32);
   duplicated.col(6) = duplicated.col(2);
   MatrixD zero_column = random_matrix(m, 9, 33);
@@ -171,8 +177,10 @@ TEST(LeastSquaresRankDeficient, DependentColumnsOfRegressionDesigns) {
     const char* name;
     MatrixD a;
     std::int64_t rank;
-  } cases[] = {
-      {"dummy-variable trap", design, n - 1}, {"duplicated column", duplicated, 8}, {"zero column", zero_column, 8}};
+  } cases[] = {{"dummy-variable trap", design, 11},
+               {"dummy-variable trap, 30 groups", many_groups, 60},
+               {"duplicated column", duplicated, 8},
+               {"zero column", zero_column, 8}};
   for (const auto& c : cases)
     for (Precision precision : {Precision::FP32, Precision::FP64}) {
       const MatrixD b = random_matrix(m, 1, 34);
@@ -189,6 +197,8 @@ TEST(LeastSquaresRankDeficient, DependentColumnsOfRegressionDesigns) {
       expect_as_accurate_as_an_fp64_svd(ref, e, b, c.a.cols(), c.rank, what);
       if (precision == Precision::FP64)
         EXPECT_EQ(s.report.path().rfind("fp64[rank deficient] -> rrqr[rank ", 0), 0u) << what;
+      if (precision == Precision::FP32 && c.a.cols() == 61)
+        EXPECT_EQ(s.report.path().rfind("fp32[rank deficient] -> rrqr[rank 60]", 0), 0u) << what;
     }
 }
 

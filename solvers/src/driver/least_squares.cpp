@@ -336,6 +336,14 @@ class HostTallColumns final : public solvers_detail::TallColumns {
                                               solvers_detail::LsFactorKind::Cheap, solvers_detail::LsMethod::Cgls,
                                               start_from_y);
   }
+  double residual_norm(Target target, std::int64_t j, const double* y) override {
+    const std::int64_t m = a_.rows;
+    const double* t = target == Target::RightHandSide ? &b_(0, j) : &dropped_columns_[j * m];
+    std::vector<double> f(t, t + m);
+    for (std::int64_t l = 0; l < kept_; ++l)
+      for (std::int64_t i = 0; i < m; ++i) f[std::size_t(i)] -= kept_columns_[i + l * m] * y[l];
+    return solvers_detail::scaled_norm2(f.data(), m);
+  }
   PivotedR remainder_qr(const MatrixView<const double>& w) override {
     const std::int64_t m = a_.rows, nd = a_.cols - kept_;
     std::vector<double> c(dropped_columns_);  // C = A_N - A_S W
@@ -387,6 +395,38 @@ enum class Factors {
 // One attempt: the factors of a_scale A (a_scale = 2^-exponent), then each column refined in
 // FP64; in either memory space, by the method options.refinement names for FP32 factors (FP64
 // factors: the plain or the semi-normal steps); scales := those of the factors.
+// ||A v|| for a unit v that shows how far column j of A is from the span of columns 0 .. j-1, in
+// FP64: v = [-y; 1; 0] / ||[-y; 1]|| with y = argmin ||A_0:j y - a_j|| by CGLS preconditioned with
+// the held factors' leading block R(0:j, 0:j) (an R of A_0:j: the factors are an unpivoted QR's),
+// from R(0:j, 0:j)^-1 R(0:j, j). For m < n, where no R of A's columns is held, infinity.
+double dependence_bound(solvers_detail::LsSpace& space, std::int64_t m, std::int64_t n, std::int64_t j,
+                        int max_iterations) {
+  if (m < n) return INFINITY;
+  const std::vector<double> r = space.factors_r();
+  if (r.size() != std::size_t(n * n)) return INFINITY;
+  std::unique_ptr<solvers_detail::TallColumns> tall = space.tall_columns();
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  for (std::int64_t c = 0; c < n; ++c) order[std::size_t(c)] = c;
+  tall->choose(order, j);
+  std::vector<double> y(static_cast<std::size_t>(j));
+  if (j > 0) {
+    const MatrixView<const double> r11 = host_view<const double>(r.data(), j, j, n);
+    double smallest = INFINITY, largest = 0;
+    for (std::int64_t i = j - 1; i >= 0; --i) {
+      double sum = r[std::size_t(i + j * n)];
+      for (std::int64_t l = i + 1; l < j; ++l) sum -= r11(i, l) * y[std::size_t(l)];
+      y[std::size_t(i)] = sum / r11(i, i);
+      smallest = std::min(smallest, std::fabs(r11(i, i)));
+      largest = std::max(largest, std::fabs(r11(i, i)));
+    }
+    tall->precondition(r11);
+    tall->refine(solvers_detail::TallColumns::Target::DroppedColumn, 0, {smallest, largest, smallest / largest},
+                 max_iterations, true, y.data());
+  }
+  const double distance = tall->residual_norm(solvers_detail::TallColumns::Target::DroppedColumn, 0, y.data());
+  return distance / std::hypot(1.0, scaled_norm(y));
+}
+
 // rank_revealing_follows: a rank-deficient A found by FP64 factors ends the attempt
 // (RankDeficient) for the rank-revealing attempt after it, else throws RankDeficientMatrix.
 LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int exponent, std::int64_t m,
@@ -434,9 +474,12 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int
   }
   // Numerically rank deficient (sigma_min(A) <= max(m, n) 2^-53 ||A||_F): the least-squares
   // solution is not unique, and a refinement would settle on one of them. Checked where R's
-  // diagonal spans more than 2^10.
-  if (fp64 && !(result.diagonal_ratio > 0x1p-10)) {
-    const double bound = space.norm_a_times(space.smallest_singular_vector(smallest_column));
+  // diagonal spans more than 2^10: FP64 factors by inverse iteration; FP32 factors on the column
+  // of smallest |r_jj|, which may be an exactly dependent one whose |r_jj| is FP32 rounding above
+  // the undecided level (an intercept beside every group's indicator column).
+  if (!(result.diagonal_ratio > 0x1p-10)) {
+    const double bound = fp64 ? space.norm_a_times(space.smallest_singular_vector(smallest_column))
+                              : dependence_bound(space, m, n, smallest_column, options.max_iterations);
     const double tolerance = double(std::max(m, n)) * 0x1p-53 * space.norm_a_frobenius();
     if (!(bound > tolerance) && rank_revealing_follows) {
       result.stop = LeastSquaresStop::RankDeficient;
@@ -708,6 +751,10 @@ LeastSquaresReport LeastSquares::solve(const MatrixView<const double>& b, const 
     const bool reuse = std::ptrdiff_t(i) == reused && s.path[i] != Factors::RankRevealing;
     // Cholesky QR needs the FP32 R invertible (a zero |r_jj|: an exactly dependent column).
     if (!reuse && s.path[i] == Factors::CholeskyQr && !(report.attempts.back().diagonal_ratio > 0)) continue;
+    // A rank deficiency found goes straight to the rank-revealing attempt.
+    if (!reuse && s.path[i] != Factors::RankRevealing && !report.attempts.empty() &&
+        report.attempts.back().stop == LeastSquaresStop::RankDeficient)
+      continue;
     FactorScales scales;
     if (reuse) {
       LeastSquaresAttempt again = s.held_attempt;
@@ -753,6 +800,7 @@ LeastSquaresReport LeastSquares::solve(const MatrixView<const double>& b, const 
     // the plain steps, which diverge on some consistent systems near kappa u_32 ~ 0.1; CGLS
     // converged on every consistent system of the tests and of a 1680-problem model.)
     const bool cheap_factors = s.path[i] == Factors::Fp32 && stop != LeastSquaresStop::RankUndecided &&
+                               stop != LeastSquaresStop::RankDeficient &&
                                options.refinement != LeastSquaresOptions::Refinement::Cgls;
     if (cheap_factors && options.refinement != LeastSquaresOptions::Refinement::Gmres && rescue(false)) {
       report.converged = true;

@@ -55,6 +55,8 @@ class TallColumns {
   // semi-normal equations' solution.
   virtual LsRefinementResult refine(Target target, std::int64_t j, const LsFactorScales& scales, int max_iterations,
                                     bool start_from_y, double* y) = 0;
+  // ||target - A_S y||_2 in FP64 for y (host, `kept` values).
+  virtual double residual_norm(Target target, std::int64_t j, const double* y) = 0;
   // An FP64 QR with column pivoting of C = A_N - A_S W (W kept x (n - kept) on the host):
   // C P = Q R, R min(m, n - kept) x (n - kept), upper trapezoidal, column major, on the host.
   struct PivotedR {

@@ -579,6 +579,20 @@ class DeviceTallColumns final : public TallColumns {
     x.copy_to_host(y, k, ctx_.stream());
     return out;
   }
+  double residual_norm(Target target, std::int64_t j, const double* y) override {
+    const std::int64_t m = a_.rows, k = kept_;
+    cudaStream_t stream = ctx_.stream();
+    DeviceBuffer<double> f(ctx_, m), yd(ctx_, k);
+    const double* t = target == Target::RightHandSide ? b_.data + j * b_.ld : dropped_columns_.data() + j * m;
+    MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(f.data(), t, sizeof(double) * m, cudaMemcpyDeviceToDevice, stream));
+    if (k > 0) {
+      yd.copy_from_host(y, k, stream);
+      const double minus_one = -1, one = 1;
+      MIXSOLVE_CUBLAS_CHECK(cublasDgemv(ctx_.cublas(), CUBLAS_OP_N, int(m), int(k), &minus_one, kept_columns_.data(),
+                                        int(m), yd.data(), 1, &one, f.data(), 1));
+    }
+    return nrm2(ctx_.cublas(), m, f.data());
+  }
   PivotedR remainder_qr(const MatrixView<const double>& w) override {
     const std::int64_t m = a_.rows, nd = a_.cols - kept_, k = kept_;
     cudaStream_t stream = ctx_.stream();
