@@ -572,6 +572,12 @@ TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
   std::printf("dummy-variable trap, 30 groups: device %s, host %s\n", trap_device.path().c_str(),
               trap_host.path().c_str());
   EXPECT_TRUE(trap_device.converged) << trap_device.path();
+  EXPECT_TRUE(trap_host.converged) << trap_host.path();
+  // The FP32 attempt itself must not settle on a solution (its FP64 dependence test, or its
+  // undecided rank, hands over).
+  EXPECT_TRUE(trap_device.path().rfind("fp32[rank deficient]", 0) == 0 ||
+              trap_device.path().rfind("fp32[rank undecided]", 0) == 0)
+      << trap_device.path();
   EXPECT_EQ(trap_device.rank, n3 - 1) << trap_device.path();
   EXPECT_EQ(trap_host.rank, n3 - 1) << trap_host.path();
   EXPECT_LE(std::fabs(z.col(0).dot(x3_device.col(0))), 1e-12 * z.norm() * x3_device.norm()) << trap_device.path();

@@ -200,6 +200,18 @@ TEST(LeastSquaresRankDeficient, DependentColumnsOfRegressionDesigns) {
       if (precision == Precision::FP32 && c.a.cols() == 61)
         EXPECT_EQ(s.report.path().rfind("fp32[rank deficient] -> rrqr[rank 60]", 0), 0u) << what;
     }
+  // Without FP64 work to follow (fallback off, FP32 factorization) MinimumNorm has no solution to
+  // give: "rank undecided", X NaN, nothing thrown; FullRank throws RankDeficientMatrix.
+  const MatrixD b = random_matrix(m, 1, 34);
+  LeastSquaresOptions fp32_only;
+  fp32_only.factorization = Precision::FP32;
+  fp32_only.fallback = false;
+  const Solved undecided = solve(ctx, many_groups, b, fp32_only);
+  EXPECT_FALSE(undecided.report.converged) << undecided.report.path();
+  EXPECT_EQ(undecided.report.path(), "fp32[rank undecided]");
+  EXPECT_TRUE(undecided.x.array().isNaN().all()) << undecided.report.path();
+  fp32_only.rank_deficient = LeastSquaresOptions::RankDeficiency::FullRank;
+  EXPECT_THROW(solve(ctx, many_groups, b, fp32_only), RankDeficientMatrix);
 }
 
 // rcond sets the rank: singular values 1 .. 1e-3 (20), then 1e-8 .. 1e-9 (10), then zeros (6).

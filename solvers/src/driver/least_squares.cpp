@@ -311,8 +311,9 @@ class HostTallColumns final : public solvers_detail::TallColumns {
   HostTallColumns(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b)
       : ctx_(ctx), a_(a), b_(b) {}
   void choose(const std::vector<std::int64_t>& order, std::int64_t kept) override {
-    const std::int64_t m = a_.rows, n = a_.cols;
+    const std::int64_t m = a_.rows, n = std::int64_t(order.size());
     kept_ = kept;
+    chosen_ = n;
     kept_columns_.assign(m * kept, 0.0);
     dropped_columns_.assign(m * (n - kept), 0.0);
     for (std::int64_t c = 0; c < n; ++c) {
@@ -345,7 +346,7 @@ class HostTallColumns final : public solvers_detail::TallColumns {
     return solvers_detail::scaled_norm2(f.data(), m);
   }
   PivotedR remainder_qr(const MatrixView<const double>& w) override {
-    const std::int64_t m = a_.rows, nd = a_.cols - kept_;
+    const std::int64_t m = a_.rows, nd = chosen_ - kept_;
     std::vector<double> c(dropped_columns_);  // C = A_N - A_S W
     for (std::int64_t q = 0; q < nd; ++q)
       for (std::int64_t l = 0; l < kept_; ++l) {
@@ -369,7 +370,7 @@ class HostTallColumns final : public solvers_detail::TallColumns {
   }
   Context& ctx_;
   MatrixView<const double> a_, b_;
-  std::int64_t kept_ = 0;
+  std::int64_t kept_ = 0, chosen_ = 0;                  // columns in A_S; in A_S and A_N
   std::vector<double> kept_columns_, dropped_columns_;  // m x kept and m x (n - kept), column major
   std::vector<double> r_;                               // the preconditioner, r_rows_ square
   std::int64_t r_rows_ = 0;
@@ -405,8 +406,8 @@ double dependence_bound(solvers_detail::LsSpace& space, std::int64_t m, std::int
   const std::vector<double> r = space.factors_r();
   if (r.size() != std::size_t(n * n)) return INFINITY;
   std::unique_ptr<solvers_detail::TallColumns> tall = space.tall_columns();
-  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
-  for (std::int64_t c = 0; c < n; ++c) order[std::size_t(c)] = c;
+  std::vector<std::int64_t> order(static_cast<std::size_t>(j + 1));  // A_S = columns 0 .. j-1, A_N = a_j
+  for (std::int64_t c = 0; c <= j; ++c) order[std::size_t(c)] = c;
   tall->choose(order, j);
   std::vector<double> y(static_cast<std::size_t>(j));
   if (j > 0) {
@@ -478,11 +479,19 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int
   // of smallest |r_jj|, which may be an exactly dependent one whose |r_jj| is FP32 rounding above
   // the undecided level (an intercept beside every group's indicator column).
   if (!(result.diagonal_ratio > 0x1p-10)) {
-    const double bound = fp64 ? space.norm_a_times(space.smallest_singular_vector(smallest_column))
-                              : dependence_bound(space, m, n, smallest_column, options.max_iterations);
+    double bound = fp64 ? space.norm_a_times(space.smallest_singular_vector(smallest_column))
+                        : dependence_bound(space, m, n, smallest_column, options.max_iterations);
+    if (std::isnan(bound)) bound = INFINITY;  // no estimate: the refinement decides
+    result.factor_seconds = solvers_detail::seconds_since(t0);
     const double tolerance = double(std::max(m, n)) * 0x1p-53 * space.norm_a_frobenius();
     if (!(bound > tolerance) && rank_revealing_follows) {
       result.stop = LeastSquaresStop::RankDeficient;
+      return result;
+    }
+    // MinimumNorm without FP64 work to follow (fallback off, FP32 factorization): no solution,
+    // as where the FP32 factors cannot decide the rank.
+    if (!(bound > tolerance) && !fp64 && options.rank_deficient == LeastSquaresOptions::RankDeficiency::MinimumNorm) {
+      result.stop = LeastSquaresStop::RankUndecided;
       return result;
     }
     if (!(bound > tolerance)) {

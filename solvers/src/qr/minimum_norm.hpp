@@ -42,8 +42,8 @@ namespace mixsolve::solvers_detail {
 class TallColumns {
  public:
   virtual ~TallColumns() = default;
-  // The columns of A in `order` (a permutation of 0 .. n-1): the first `kept` are A_S, the others
-  // A_N, until chosen again.
+  // The columns of A in `order` (distinct indices; a permutation of 0 .. n-1 where all of A is
+  // meant): the first `kept` are A_S, the others A_N, until chosen again.
   virtual void choose(const std::vector<std::int64_t>& order, std::int64_t kept) = 0;
   // What a refinement solves for: A_S y ~ column j of B, or ~ column j of A_N.
   enum class Target { RightHandSide, DroppedColumn };

@@ -129,8 +129,10 @@ enum class LeastSquaresStop {
   /// definite, or the diagonal of its Cholesky factor R_2 spanning more than 2^10): the FP32 R is
   /// too far from A's.
   CholeskyBreakdown,
-  /// Not refined: the FP64 factors show A numerically rank deficient (a unit v with ||A v|| <=
-  /// max(m, n) 2^-53 ||A||_F); the rank-revealing attempt follows (RankDeficiency::MinimumNorm).
+  /// Not refined: the factors show A numerically rank deficient (a unit v with ||A v|| <=
+  /// max(m, n) 2^-53 ||A||_F, computed in FP64; for FP32 factors from the column of smallest
+  /// |r_jj| and the columns before it); the rank-revealing attempt follows
+  /// (RankDeficiency::MinimumNorm).
   RankDeficient,
 };
 

@@ -545,9 +545,10 @@ class DeviceTallColumns final : public TallColumns {
       : ctx_(ctx), a_(a), b_(b) {}
 
   void choose(const std::vector<std::int64_t>& order, std::int64_t kept) override {
-    const std::int64_t m = a_.rows, n = a_.cols;
+    const std::int64_t m = a_.rows, n = std::int64_t(order.size());
     normal_.reset();  // a preconditioner belongs to the columns it was given for
     kept_ = kept;
+    chosen_ = n;
     kept_columns_ = DeviceBuffer<double>(ctx_, m * kept);
     dropped_columns_ = DeviceBuffer<double>(ctx_, m * (n - kept));
     for (std::int64_t c = 0; c < n; ++c) {
@@ -594,7 +595,7 @@ class DeviceTallColumns final : public TallColumns {
     return nrm2(ctx_.cublas(), m, f.data());
   }
   PivotedR remainder_qr(const MatrixView<const double>& w) override {
-    const std::int64_t m = a_.rows, nd = a_.cols - kept_, k = kept_;
+    const std::int64_t m = a_.rows, nd = chosen_ - kept_, k = kept_;
     cudaStream_t stream = ctx_.stream();
     DeviceBuffer<double> c(ctx_, m * nd);
     MIXSOLVE_CUDA_CHECK(
@@ -644,7 +645,7 @@ class DeviceTallColumns final : public TallColumns {
  private:
   Context& ctx_;
   MatrixView<const double> a_, b_;
-  std::int64_t kept_ = 0;
+  std::int64_t kept_ = 0, chosen_ = 0;                   // columns in A_S; in A_S and A_N
   DeviceBuffer<double> kept_columns_, dropped_columns_;  // m x kept and m x (n - kept)
   DeviceBuffer<double> r_;                               // the preconditioner's R, kept x kept
   std::unique_ptr<NormalEquationsSolver> normal_;

@@ -52,8 +52,9 @@ __device__ Candidate block_argmax(Candidate c, Candidate* scratch) {
 // work[i]: the squares of L(i, s .. j-1), so that g(i,i) - work[i] is the current Schur diagonal.
 // status[0] becomes 1 and status[1] the rank at the first step whose largest diagonal entry is
 // at most tol_sq; the kernel does nothing once status[0] is set.
-__global__ void pivot_panel_kernel(double* g, double* l, double* work, std::int64_t* perm, int* status,
-                                   std::int64_t n, std::int64_t s, std::int64_t steps, double tol_sq) {
+__global__ void __launch_bounds__(kPanelThreads)
+    pivot_panel_kernel(double* g, double* l, double* work, std::int64_t* perm, int* status, std::int64_t n,
+                       std::int64_t s, std::int64_t steps, double tol_sq) {
   __shared__ Candidate scratch[33];
   if (status[0] != 0) return;
   const std::int64_t end = s + kPivotPanel < steps ? s + kPivotPanel : steps;
@@ -65,7 +66,8 @@ __global__ void pivot_panel_kernel(double* g, double* l, double* work, std::int6
       if (better(c, mine)) mine = c;
     }
     const Candidate pivot = block_argmax(mine, scratch);
-    // The comparison fails for NaN too: a Schur diagonal that is not a number ends the steps.
+    // A NaN diagonal entry is never chosen (better() is false for it); only NaN left ends the
+    // steps, through -INFINITY.
     if (!(pivot.value > tol_sq)) {
       if (t == 0) {
         status[0] = 1;
