@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Issue 48's device runs (repository root on the device machine; carry the pack of the commit to
+# test as PACK, made by
+#   PACK=build-pack-nN bash tools/gpu_carry.sh build-gpu carry-a benchmarks/lstsq_benchmark; rm -rf carry-a).
+# RUN=1 (ran 2026-12-07, code eef4e72, PACK=build-pack-n7, REPS=1: run1_h100/): the GPU tests of
+#   the least-squares changes (GpuLeastSquares.*, GpuFuzz.LeastSquares, GpuQr.*,
+#   GpuDocumentedGuarantees.*), then lstsq_benchmark --rank-deficient at 65536 x 2048; the
+#   sanitizers followed in a second call (tools/sanitize.sh CASES=gtest-least-squares).
+# RUN=2 (planned, PACK=build-pack-n8 of 0de82c0 or later): the least-squares GPU tests with the
+#   FP32 attempt's FP64 dependence test on the device, the benchmark again (with the attempts'
+#   times), then memcheck and initcheck on the device-vs-host test.
+# Logs in $OUT/r$RUN.tgz.
+set -u
+RUN=${RUN:-2}
+PACK=${PACK:?PACK=build-pack-nN}
+tar xJf "$PACK/carry.tar.xz"
+export LD_LIBRARY_PATH=$PWD/carry-a/gpu-libs
+T=carry-a/tests/mixsolve_gpu_tests B=carry-a/benchmarks/lstsq_benchmark
+R=/tmp/r$RUN; mkdir -p $R
+snap() { tar czf "$OUT/r$RUN.tgz" -C /tmp "r$RUN"; }
+nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader | tee $R/gpu.txt
+if [ "$RUN" = 1 ]; then
+  filter='GpuLeastSquares.*:GpuFuzz.LeastSquares:GpuQr.*:GpuDocumentedGuarantees.*' test_limit=200 bench_limit=300
+else
+  filter='GpuLeastSquares.*:GpuFuzz.LeastSquares:GpuQr.Gram*' test_limit=120 bench_limit=150
+fi
+MIXSOLVE_GPU_TESTS_REQUIRED=1 timeout $test_limit $T --gtest_filter="$filter" > $R/tests.txt 2>&1
+echo "tests rc=$?"; grep -E "^\[  (PASSED|FAILED)|Failure|trap|two equal|device .* host" $R/tests.txt | head -30; snap
+timeout $bench_limit $B --shapes ${SHAPES:-65536x2048} --rank-deficient duplicate,dummy,chebyshev --conds none --irs none \
+  --refinements cgls --panels tsqr --backends cublas-sgemm --reps ${REPS:-1} --json $R/lstsq.json > $R/lstsq.txt 2>&1
+echo "lstsq rc=$?"; grep -E "rank-deficient|ratio to the FP64|x_svd" $R/lstsq.txt | cut -c1-400; snap
+if [ "$RUN" != 1 ]; then
+  for tool in memcheck initcheck; do
+    timeout 60 compute-sanitizer --tool $tool $([ $tool = memcheck ] && echo --leak-check full) --error-exitcode 1 \
+      $T --gtest_filter='GpuLeastSquares.DeviceSolverMatchesTheHostSolver:GpuQr.Gram*' > $R/$tool.txt 2>&1
+    echo "$tool rc=$?"; grep -E "ERROR SUMMARY|LEAK SUMMARY|PASSED|FAILED" $R/$tool.txt | head -3
+  done
+  snap
+fi
