@@ -26,6 +26,8 @@
 // minimum-norm solve (cusolverDnDgesvd, x = V S_k^+ U_k^T b, k = #{sigma_i > max(m, n) u sigma_1})
 // and the FP64 QR solve, least_squares() (defaults: the minimum-norm solution) compared with the
 // SVD's x and residual.
+// MIXSOLVE_LU_PROFILE=1 (solver_tuning_environment.hpp): the rank-revealing attempt's stage times
+// to stderr.
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <nvtx3/nvToolsExt.h>
@@ -38,6 +40,7 @@
 
 #include "bench_common.hpp"
 #include "cusolver_irs.hpp"
+#include "solver_tuning_environment.hpp"
 #include "mixsolve/core/cuda_check.hpp"
 #include "mixsolve/core/cusolver_check.hpp"
 #include "mixsolve/core/device_buffer.hpp"
@@ -96,6 +99,7 @@ std::string attempt_times(const LeastSquaresReport& report) {
 
 int main(int argc, char** argv) try {
   const mixsolve::bench::Options opt(argc, argv);
+  mixsolve::bench::apply_solver_tuning_environment();
   if (!gpu_available()) {
     std::printf("lstsq_benchmark: no CUDA GPU present; nothing to measure\n");
     return 0;

@@ -18,7 +18,8 @@
 //   MIXSOLVE_CHOLESKY_TENSOR_K=k       the Cholesky's products shorter than k on cuBLAS (1: none)
 //   MIXSOLVE_PANEL_NARROW=1            FP64 panels always in 16-column sub-panels
 //   MIXSOLVE_OZAKI_BLOCK=c             columns of the Ozaki LU's outer blocks
-//   MIXSOLVE_LU_PROFILE=1              LU, Cholesky and solve phase times to stderr
+//   MIXSOLVE_LU_PROFILE=1              LU, Cholesky and solve phase times (and the least-squares
+//                                      rank-revealing attempt's stages) to stderr
 //   MIXSOLVE_LU_TIMELINE=file          with the profile: every phase per stream, CSV
 //   MIXSOLVE_GMRES_TRACE=1             each GMRES budget judgement to stderr
 #pragma once

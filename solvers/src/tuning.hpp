@@ -55,8 +55,8 @@ struct Tuning {
   int cholesky_tensor_min_inner = -1;
   // FP64 panels always take 16-column sub-panels (for measurements).
   bool narrow_panels_only = false;
-  // Phase times of each LU and of the solves to stderr; with timeline_path, every phase's start
-  // and end per stream appended to that CSV file.
+  // Phase times of each LU, of the solves and of the rank-revealing least squares' stages to
+  // stderr; with timeline_path, every phase's start and end per stream appended to that CSV file.
   bool profile = false;
   std::string timeline_path;
   // Each GMRES budget judgement to stderr.

@@ -584,6 +584,60 @@ TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
   EXPECT_LE((x3_device - x3).norm(), 1e-12 * x3.norm()) << trap_device.path();
 }
 
+// Many dependent columns and several right-hand sides (the block refinements of the
+// rank-revealing attempt: W for every dropped column at once, the solutions of all of B): 40
+// independent columns and 16 combinations of them, interleaved, a zero right-hand side among
+// three. The device finds the host's rank and minimum-norm solutions, x orthogonal to A's null
+// space, and x = 0 for b = 0.
+TEST(GpuLeastSquares, ManyDependentColumnsAndRightHandSidesMatchTheHost) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t m = 500, kept = 40, dependent = 16, n = kept + dependent, k = 3;
+  const Matrix<double> basis = singular_value_matrix(m, kept, 1e3, 91).a;
+  Matrix<double> mix(kept, dependent), a(m, n), b(m, k), x(n, k), x_device(n, k), null(n, dependent);
+  fill_random(host_view(mix.data(), kept, dependent, kept), RandomSpec::uniform(-1, 1, 92));
+  fill_random(host_view(b.data(), m, k, m), RandomSpec::uniform(-1, 1, 93));
+  b.col(1).setZero();
+  // Column 3 q + 3 of A is dependent (q < 16), the others are the basis in order.
+  std::vector<std::int64_t> place_of_basis, place_of_dependent;
+  for (std::int64_t j = 0; j < n; ++j)
+    (j % 3 == 2 && std::int64_t(place_of_dependent.size()) < dependent ? place_of_dependent : place_of_basis)
+        .push_back(j);
+  ASSERT_EQ(std::int64_t(place_of_basis.size()), kept);
+  const Matrix<double> combinations = basis * mix;
+  null.setZero();
+  for (std::int64_t q = 0; q < kept; ++q) a.col(place_of_basis[std::size_t(q)]) = basis.col(q);
+  for (std::int64_t q = 0; q < dependent; ++q) {
+    a.col(place_of_dependent[std::size_t(q)]) = combinations.col(q);
+    // A null vector: the combination minus its recipe.
+    null(place_of_dependent[std::size_t(q)], q) = 1;
+    for (std::int64_t l = 0; l < kept; ++l) null(place_of_basis[std::size_t(l)], q) = -mix(l, q);
+  }
+  DeviceBuffer<double> da(ctx, std::size_t(m * n)), db(ctx, std::size_t(m * k)), dx(ctx, std::size_t(n * k));
+  da.copy_from_host(a.data(), std::size_t(m * n));
+  db.copy_from_host(b.data(), std::size_t(m * k));
+  const LeastSquaresReport on_device =
+      least_squares(ctx, device_view<const double>(da.data(), m, n, m), device_view<const double>(db.data(), m, k, m),
+                    device_view(dx.data(), n, k, n));
+  const LeastSquaresReport on_host =
+      least_squares(ctx, host_view<const double>(a.data(), m, n, m), host_view<const double>(b.data(), m, k, m),
+                    host_view(x.data(), n, k, n));
+  ctx.synchronize();
+  dx.copy_to_host(x_device.data(), std::size_t(n * k));
+  std::printf("%lld dependent columns, %lld right-hand sides: device %s, host %s\n", static_cast<long long>(dependent),
+              static_cast<long long>(k), on_device.path().c_str(), on_host.path().c_str());
+  EXPECT_TRUE(on_device.converged) << on_device.path();
+  EXPECT_TRUE(on_host.converged) << on_host.path();
+  EXPECT_EQ(on_device.rank, kept) << on_device.path();
+  EXPECT_EQ(on_host.rank, kept) << on_host.path();
+  for (std::int64_t j = 0; j < k; ++j) {
+    const std::string label = on_device.path() + ", column " + std::to_string(j);
+    EXPECT_LE((null.transpose() * x_device.col(j)).norm(), 1e-12 * null.norm() * x_device.col(j).norm()) << label;
+    EXPECT_LE((x_device.col(j) - x.col(j)).norm(), 1e-12 * x.col(j).norm()) << label;
+  }
+  EXPECT_EQ(x_device.col(1).norm(), 0.0) << on_device.path();
+}
+
 // Ridge regression on device matrices (LeastSquaresOptions::ridge: the stacked problem
 // [A; sqrt(lambda) I] built by copies in device memory): the host's solution, for a tall and a
 // wide A (the stacked problem is tall for either), inputs untouched.

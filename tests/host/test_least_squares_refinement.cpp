@@ -152,3 +152,56 @@ TEST(LeastSquaresRefinement, Fp64FactorsAndZeroRightHandSide) {
 }
 
 }  // namespace
+
+// The block refinement (refine_block: all right-hand sides at once, as the rank-revealing attempt
+// refines its columns) gives every column the steps, the stop and the bits of refining it alone
+// by CGLS on the semi-normal equations, whatever its scale: a consistent and an inconsistent b,
+// the latter scaled by 2^400 and by 2^-400, and a zero b (y = 0 at once); the inconsistent
+// column's y is as accurate as the FP64 QR's solution.
+TEST(LeastSquaresRefinement, BlockRefinementTakesEachColumnsOwnSteps) {
+  Context ctx = Context::host_only();
+  const std::int64_t m = 300, n = 40;
+  const Problem consistent = make_problem(m, n, 1e4, 0.0, 71), inconsistent = make_problem(m, n, 1e4, 1e-1, 71);
+  const ReferenceSolution ref = reference_of(inconsistent);
+  const mixsolve::testing::Fp64QrErrors fp64 = mixsolve::testing::fp64_qr_errors(inconsistent.a, inconsistent.b, ref);
+  ASSERT_EQ(consistent.a, inconsistent.a);  // the same A (seed), two right-hand sides
+  MatrixD t(m, 5);
+  t.col(0) = consistent.b;
+  t.col(1) = inconsistent.b;
+  t.col(2) = std::ldexp(1.0, 400) * inconsistent.b;
+  t.col(3) = std::ldexp(1.0, -400) * inconsistent.b;
+  t.col(4).setZero();
+  // R from an FP32 QR of A.
+  Eigen::MatrixXf a32 = inconsistent.a.cast<float>();
+  const HouseholderQr<float> qr(ctx, host_view(a32.data(), m, n, m), 16, gemm::find_backend("host-fp32"));
+  const MatrixD r = a32.topRows(n).cast<double>().triangularView<Eigen::Upper>();
+  const double smallest = r.diagonal().cwiseAbs().minCoeff(), largest = r.diagonal().cwiseAbs().maxCoeff();
+  const solvers_detail::LsFactorScales scales{smallest, largest, smallest / largest};
+  const auto a = host_view<const double>(inconsistent.a.data(), m, n, m);
+  const auto rv = host_view<const double>(r.data(), n, n, n);
+  MatrixD block(n, 5);
+  const std::vector<solvers_detail::LsRefinementResult> together = solvers_detail::refine_semi_normal_block(
+      a, host_view<const double>(t.data(), m, 5, m), rv, 30, host_view(block.data(), n, 5, n), scales, false);
+  ASSERT_EQ(together.size(), 5u);
+  for (std::int64_t j = 0; j < 5; ++j) {
+    VectorD alone(n);
+    const solvers_detail::LsRefinementResult single =
+        solvers_detail::refine_semi_normal(a, &t(0, j), rv, 1.0, 30, alone.data(), scales,
+                                           solvers_detail::LsFactorKind::Cheap, solvers_detail::LsMethod::Cgls);
+    const std::string label = "column " + std::to_string(j);
+    EXPECT_EQ(together[std::size_t(j)].stop, single.stop) << label;
+    EXPECT_EQ(together[std::size_t(j)].iterations, single.iterations) << label;
+    EXPECT_EQ(together[std::size_t(j)].inner_iterations, single.inner_iterations) << label;
+    EXPECT_EQ(VectorD(block.col(j)), alone) << label;
+    EXPECT_EQ(single.stop == LeastSquaresStop::Converged || single.stop == LeastSquaresStop::Stagnated, true)
+        << label << ": " << to_string(single.stop);
+  }
+  EXPECT_EQ(block.col(4), VectorD::Zero(n));
+  const double error = x_error(block.col(1), ref);
+  std::printf("block refinement: x error %.2e (FP64 QR %.2e), %d steps, %d inner\n", error, fp64.x,
+              together[1].iterations, together[1].inner_iterations);
+  EXPECT_LE(error, 10 * fp64.x + 0x1p-50);
+  // The scales are exact powers of two: the same iterates, scaled.
+  EXPECT_EQ(VectorD(std::ldexp(1.0, -400) * block.col(2)), VectorD(block.col(1)));
+  EXPECT_EQ(VectorD(std::ldexp(1.0, 400) * block.col(3)), VectorD(block.col(1)));
+}

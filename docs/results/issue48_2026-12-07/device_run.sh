@@ -27,9 +27,9 @@ else
 fi
 MIXSOLVE_GPU_TESTS_REQUIRED=1 timeout $test_limit $T --gtest_filter="$filter" > $R/tests.txt 2>&1
 echo "tests rc=$?"; grep -E "^\[  (PASSED|FAILED)|Failure|trap|two equal|device .* host" $R/tests.txt | head -30; snap
-timeout $bench_limit $B --shapes ${SHAPES:-65536x2048} --rank-deficient duplicate,dummy,chebyshev --conds none --irs none \
+MIXSOLVE_LU_PROFILE=${PROFILE:-0} timeout $bench_limit $B --shapes ${SHAPES:-65536x2048} --rank-deficient duplicate,dummy,chebyshev --conds none --irs none \
   --refinements cgls --panels tsqr --backends cublas-sgemm --reps ${REPS:-1} --json $R/lstsq.json > $R/lstsq.txt 2>&1
-echo "lstsq rc=$?"; grep -E "rank-deficient|ratio to the FP64|x_svd" $R/lstsq.txt | cut -c1-400; snap
+echo "lstsq rc=$?"; grep -E "rank-deficient|ratio to the FP64|x_svd|profile" $R/lstsq.txt | cut -c1-400; snap
 if [ "$RUN" != 1 ]; then
   for tool in memcheck initcheck; do
     timeout 60 compute-sanitizer --tool $tool $([ $tool = memcheck ] && echo --leak-check full) --error-exitcode 1 \

@@ -327,15 +327,19 @@ class HostTallColumns final : public solvers_detail::TallColumns {
       for (std::int64_t i = 0; i < r.rows; ++i) r_[std::size_t(i + j * r.rows)] = r(i, j);
     r_rows_ = r.rows;
   }
-  solvers_detail::LsRefinementResult refine(Target target, std::int64_t j, const solvers_detail::LsFactorScales& scales,
-                                            int max_iterations, bool start_from_y, double* y) override {
+  std::vector<solvers_detail::LsRefinementResult> refine(Target target, std::int64_t first, std::int64_t count,
+                                                         const solvers_detail::LsFactorScales& scales,
+                                                         int max_iterations, bool start_from_y, double* y) override {
     const std::int64_t m = a_.rows;
-    const double* t = target == Target::RightHandSide ? &b_(0, j) : &dropped_columns_[j * m];
+    const MatrixView<const double> t =
+        target == Target::RightHandSide
+            ? host_view<const double>(&b_(0, first), m, count, b_.ld)
+            : host_view<const double>(&dropped_columns_[first * m], m, count, std::max<std::int64_t>(m, 1));
     const MatrixView<const double> r =
         host_view<const double>(r_.data(), r_rows_, r_rows_, std::max<std::int64_t>(r_rows_, 1));
-    return solvers_detail::refine_semi_normal(kept(), t, r, 1.0, max_iterations, y, scales,
-                                              solvers_detail::LsFactorKind::Cheap, solvers_detail::LsMethod::Cgls,
-                                              start_from_y);
+    return solvers_detail::refine_semi_normal_block(kept(), t, r, max_iterations,
+                                                    host_view(y, kept_, count, std::max<std::int64_t>(kept_, 1)),
+                                                    scales, start_from_y);
   }
   double residual_norm(Target target, std::int64_t j, const double* y) override {
     const std::int64_t m = a_.rows;
@@ -421,7 +425,7 @@ double dependence_bound(solvers_detail::LsSpace& space, std::int64_t m, std::int
       largest = std::max(largest, std::fabs(r11(i, i)));
     }
     tall->precondition(r11);
-    tall->refine(solvers_detail::TallColumns::Target::DroppedColumn, 0, {smallest, largest, smallest / largest},
+    tall->refine(solvers_detail::TallColumns::Target::DroppedColumn, 0, 1, {smallest, largest, smallest / largest},
                  max_iterations, true, y.data());
   }
   const double distance = tall->residual_norm(solvers_detail::TallColumns::Target::DroppedColumn, 0, y.data());

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
@@ -165,91 +168,112 @@ LsSteps::Norms gmres_step(LsSteps& s, double alpha, double sigma) {
 constexpr int kCgSteps = 100;
 constexpr double kCgTolerance = 0x1p-26;
 
-// One outer step of LsMethod::Cgls: CGLS on the correction problem until ||s|| falls to
-// kCgTolerance of its start or fails to halve. ||s|| (the preconditioned normal-equation residual)
-// measures how far d is from the correction problem's solution in R's metric, which is what the
-// outer step needs; near FP64's noise it no longer falls, and iterating on would only add noise
-// (iterating while it fell at all wasted most of the iterations on well-conditioned systems:
-// docs/least_squares.md). d is kept where ||s|| was smallest. A step that kept no iterate (a
-// breakdown in the first one) reports NaN, read as diverged: its zero d would read as converged.
-// A slow CG gives small corrections far from the solution, so refine() accepts CGLS's x only at
-// the semi-normal steps' noise level, never after halvings alone. Adds its iterations to `inner`.
-LsSteps::Norms cgls_step(LsSteps& s, int& inner) {
-  double gamma = s.cg_begin();  // ||s||^2
-  if (!std::isfinite(gamma)) return {NAN, NAN, NAN};
-  const double start = gamma;
-  double smallest = INFINITY;
-  bool kept = false;
-  for (int k = 0; k < kCgSteps && gamma > kCgTolerance * kCgTolerance * start; ++k) {
-    const double qq = s.cg_product();
-    if (!(qq > 0) || !std::isfinite(qq)) break;
-    const double next = s.cg_update(gamma / qq);
-    ++inner;
-    if (!std::isfinite(next)) break;
-    if (next < smallest) {
-      smallest = next;
-      s.cg_keep();
-      kept = true;
-    }
-    if (!(next <= gamma / 4)) break;
-    s.cg_direction(next / gamma);
-    gamma = next;
+// One outer step of LsMethod::Cgls for one right-hand side: CGLS on the correction problem until
+// ||s|| falls to kCgTolerance of its start or fails to halve. ||s|| (the preconditioned
+// normal-equation residual) measures how far d is from the correction problem's solution in R's
+// metric, which is what the outer step needs; near FP64's noise it no longer falls, and iterating
+// on would only add noise (iterating while it fell at all wasted most of the iterations on
+// well-conditioned systems: docs/least_squares.md). d is kept where ||s|| was smallest. A step
+// that kept no iterate (a breakdown in the first one) reports NaN, read as diverged: its zero d
+// would read as converged. A slow CG gives small corrections far from the solution, so the
+// refinement accepts CGLS's x only at the semi-normal steps' noise level, never after halvings
+// alone. The steps' calls stay with the caller (cgls_step, the block refinement's loop).
+class CgColumn {
+ public:
+  // gamma: ||s||^2 of the first iterate (cg_begin).
+  explicit CgColumn(double gamma) : gamma_(gamma), start_(gamma), broken_(!std::isfinite(gamma)) {}
+  // Whether iteration `k` (from 0) is to run.
+  bool iterates(int k) const {
+    return !broken_ && !done_ && k < kCgSteps && gamma_ > kCgTolerance * kCgTolerance * start_;
   }
-  if (start > 0 && !kept) return {NAN, NAN, NAN};
+  // The step length for ||q||^2 = qq (cg_product), or 0 where CGLS stops there.
+  double alpha(double qq) {
+    if (!(qq > 0) || !std::isfinite(qq)) {
+      done_ = true;
+      return 0;
+    }
+    return gamma_ / qq;
+  }
+  // After the update with that step: `next` the new ||s||^2 (cg_update). keep: whether this d is
+  // the best so far (cg_keep); returns beta for cg_direction, or 0 where CGLS stops.
+  double after_update(double next, bool& keep) {
+    keep = false;
+    if (!std::isfinite(next)) {
+      done_ = true;
+      return 0;
+    }
+    if (next < smallest_) {
+      smallest_ = next;
+      keep = kept_ = true;
+    }
+    if (!(next <= gamma_ / 4)) {
+      done_ = true;
+      return 0;
+    }
+    const double beta = next / gamma_;
+    gamma_ = next;
+    return beta;
+  }
+  // No iterate to take (cg_finish is not to be called): the step's norms are NaN.
+  bool failed() const { return broken_ || (start_ > 0 && !kept_); }
+
+ private:
+  double gamma_, start_, smallest_ = INFINITY;
+  bool broken_, done_ = false, kept_ = false;
+};
+
+constexpr LsSteps::Norms kFailedStep = {NAN, NAN, NAN};
+
+// One outer step of LsMethod::Cgls (CgColumn). Adds its iterations to `inner`.
+LsSteps::Norms cgls_step(LsSteps& s, int& inner) {
+  CgColumn cg(s.cg_begin());
+  for (int k = 0; cg.iterates(k); ++k) {
+    const double alpha = cg.alpha(s.cg_product());
+    if (alpha == 0) break;
+    bool keep = false;
+    const double beta = cg.after_update(s.cg_update(alpha), keep);
+    ++inner;
+    if (keep) s.cg_keep();
+    if (beta == 0) break;
+    s.cg_direction(beta);
+  }
+  if (cg.failed()) return kFailedStep;
   return s.cg_finish();
 }
 
-}  // namespace
+// refine()'s stop rule for one right-hand side, step by step.
+class RefinementJudge {
+ public:
+  RefinementJudge(LsFactorKind factors, LsMethod method, const LsFactorScales& scales, const LsSteps::Start& first,
+                  std::int64_t rows)
+      : factors_(factors), method_(method), scales_(scales), first_(first), rows_(rows) {}
 
-LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iterations, LsMethod method,
-                          const LsFactorScales& scales) {
-  const double smallest_r = scales.smallest_r, norm_a = scales.norm_a;
-  constexpr double kUnit = 0x1p-53;
-  const LsSteps::Start first = steps.start();
-  const double norm_b = first.b, first_residual = first.r;
-  // An accepted x must not have a larger residual than the first x (beyond FP64's rounding level,
-  // the whole residual of a consistent system, u ||A|| ||x|| >> u ||b|| where kappa is large), an
-  // XOnly x one above FP64's rounding level (LsMethod).
-  const auto checked = [&](LeastSquaresStop stop, double norm_x) {
-    const double residual = steps.residual_norm();
-    const double noise = 8 * std::sqrt(double(steps.rows())) * kUnit * (norm_b + norm_a * norm_x);
-    const double bound = method == LsMethod::XOnly ? noise : first_residual * (1 + 0x1p-20) + 0x1p-40 * norm_b + noise;
-    return residual <= bound ? stop : LeastSquaresStop::Diverged;
-  };
-  if (method == LsMethod::Gmres) steps.reserve(kGmresSteps + 2);
-  // alpha: the power of two in (min |r_jj| / 2, min |r_jj|]. min |r_jj| >= sigma_min(A'): an
-  // estimate from above of the sigma_min / sqrt(2) Carson, Higham & Pranesh take.
-  const double alpha = smallest_r > 0 && std::isfinite(smallest_r)
-                           ? std::ldexp(1.0, std::clamp(std::ilogb(smallest_r), -1000, 1000))
-                           : 1;
-  // GMRES-LS's residual scale (gmres_step): a power of two near 1 / ||b||.
-  const double residual_scale =
-      norm_b > 0 && std::isfinite(norm_b) ? std::ldexp(1.0, std::clamp(-std::ilogb(norm_b), -1000, 1000)) : 1;
-  LsRefinementResult result;
-  double previous = INFINITY, previous_dx = INFINITY, previous_dr = INFINITY;
-  int contractions = 0;  // corrections at most half the one before
-  for (int step = 1; step <= max_iterations; ++step) {
-    const LsSteps::Norms norms = method == LsMethod::Gmres   ? gmres_step(steps, alpha, residual_scale)
-                                 : method == LsMethod::XOnly ? steps.x_step()
-                                 : method == LsMethod::Cgls  ? cgls_step(steps, result.inner_iterations)
-                                                             : steps.step();
+  // After one more step with `norms` (its number result.iterations + 1): the stop, or nothing to
+  // go on. residual_norm() gives ||b - A x|| of the current x where the rule needs it.
+  std::optional<LeastSquaresStop> after_step(const LsSteps::Norms& norms, const std::function<double()>& residual_norm,
+                                             LsRefinementResult& result) {
+    constexpr double kUnit = 0x1p-53;
+    const double norm_b = first_.b, norm_a = scales_.norm_a;
+    // An accepted x must not have a larger residual than the first x (beyond FP64's rounding
+    // level, the whole residual of a consistent system, u ||A|| ||x|| >> u ||b|| where kappa is
+    // large), an XOnly x one above FP64's rounding level (LsMethod).
+    const auto checked = [&](LeastSquaresStop stop, double norm_x) {
+      const double residual = residual_norm();
+      const double noise = 8 * std::sqrt(double(rows_)) * kUnit * (norm_b + norm_a * norm_x);
+      const double bound = method_ == LsMethod::XOnly ? noise : first_.r * (1 + 0x1p-20) + 0x1p-40 * norm_b + noise;
+      return residual <= bound ? stop : LeastSquaresStop::Diverged;
+    };
     // dr relative to ||b||, not ||r||: r may be (close to) zero, for a consistent system.
     const double rel_dx = norms.x > 0 ? norms.dx / norms.x : norms.dx, rel_dr = norm_b > 0 ? norms.dr / norm_b : 0.0;
-    result.iterations = step;
+    const int step = ++result.iterations;
     result.dx_history.push_back(rel_dx);
     result.dr_history.push_back(rel_dr);
     const double size = std::max(rel_dx, rel_dr);
-    if (!std::isfinite(size)) {
-      result.stop = LeastSquaresStop::Diverged;
-      return result;
-    }
-    if (size <= kUnit) {
-      result.stop = checked(LeastSquaresStop::Converged, norms.x);
-      return result;
-    }
+    if (!std::isfinite(size)) return LeastSquaresStop::Diverged;
+    if (size <= kUnit) return checked(LeastSquaresStop::Converged, norms.x);
     if (step >= 2) {
-      if (size <= 0.5 * previous) {
-        ++contractions;
+      if (size <= 0.5 * previous_) {
+        ++contractions_;
         // Converging fast (each correction at most 2^-8 of the one before, this one already below
         // 2^-26): where at that rate the next correction of x would fall below 1/16 of FP64's
         // noise in it, u / diagonal_ratio <= u kappa(A) (what the rounding of b - A x alone makes
@@ -258,13 +282,11 @@ LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iteratio
         // of 360 problems, 300 x 60 and 1000 x 100, one small singular value or geometric ones,
         // kappa 1 .. 3e5, the prediction without it accepted an x 8x the FP64 QR's error where
         // the full iteration's was 0.4x; with it, no x less accurate than the full iteration's.)
-        const double rate = size / previous;
-        const double x_rate = rel_dx / previous_dx, r_rate = rel_dr > 0 ? rel_dr / previous_dr : 0.0;
-        const double x_noise = kUnit / std::min(1.0, std::max(scales.diagonal_ratio, kUnit));
-        if (rate <= 0x1p-8 && size <= 0x1p-26 && rel_dx * x_rate <= x_noise / 16 && rel_dr * r_rate <= kUnit) {
-          result.stop = checked(LeastSquaresStop::Converged, norms.x);
-          return result;
-        }
+        const double rate = size / previous_;
+        const double x_rate = rel_dx / previous_dx_, r_rate = rel_dr > 0 ? rel_dr / previous_dr_ : 0.0;
+        const double x_noise = kUnit / std::min(1.0, std::max(scales_.diagonal_ratio, kUnit));
+        if (rate <= 0x1p-8 && size <= 0x1p-26 && rel_dx * x_rate <= x_noise / 16 && rel_dr * r_rate <= kUnit)
+          return checked(LeastSquaresStop::Converged, norms.x);
       } else {
         // No more progress. Where the corrections contracted at least twice down to 2^-16, or
         // came down to 2^-40, the iteration converged and x and r are as accurate as FP64
@@ -280,24 +302,123 @@ LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iteratio
         // not after halvings alone (each outer step solves the correction problem, so the noise
         // comes in one or two of them, while a CG cut short by a weak preconditioner, kappa u_32 ~ 1,
         // gives corrections that halve far from the solution).
-        const bool halvings = contractions >= 2 && size <= 0x1p-16 && method != LsMethod::Cgls;
-        bool converging = factors == LsFactorKind::Fp64Qr || halvings || size <= 0x1p-40;
-        if ((factors == LsFactorKind::SemiNormal || method == LsMethod::Cgls) && !converging) {
-          const double kappa = 1 / std::max(scales.diagonal_ratio, kUnit);
-          const double residual = norm_a > 0 && norms.x > 0 ? steps.residual_norm() / (norm_a * norms.x) : 0.0;
-          converging = (factors == LsFactorKind::SemiNormal && contractions >= 1) ||
+        const bool halvings = contractions_ >= 2 && size <= 0x1p-16 && method_ != LsMethod::Cgls;
+        bool converging = factors_ == LsFactorKind::Fp64Qr || halvings || size <= 0x1p-40;
+        if ((factors_ == LsFactorKind::SemiNormal || method_ == LsMethod::Cgls) && !converging) {
+          const double kappa = 1 / std::max(scales_.diagonal_ratio, kUnit);
+          const double residual = norm_a > 0 && norms.x > 0 ? residual_norm() / (norm_a * norms.x) : 0.0;
+          converging = (factors_ == LsFactorKind::SemiNormal && contractions_ >= 1) ||
                        rel_dx <= 64 * kUnit * (kappa + kappa * kappa * residual);
         }
-        result.stop = converging ? checked(LeastSquaresStop::Stagnated, norms.x) : LeastSquaresStop::Diverged;
-        return result;
+        return converging ? checked(LeastSquaresStop::Stagnated, norms.x) : LeastSquaresStop::Diverged;
       }
     }
-    previous = size;
-    previous_dx = rel_dx;
-    previous_dr = rel_dr;
+    previous_ = size;
+    previous_dx_ = rel_dx;
+    previous_dr_ = rel_dr;
+    return std::nullopt;
+  }
+
+ private:
+  LsFactorKind factors_;
+  LsMethod method_;
+  LsFactorScales scales_;
+  LsSteps::Start first_;
+  std::int64_t rows_;
+  double previous_ = INFINITY, previous_dx_ = INFINITY, previous_dr_ = INFINITY;
+  int contractions_ = 0;  // corrections at most half the one before
+};
+
+}  // namespace
+
+LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iterations, LsMethod method,
+                          const LsFactorScales& scales) {
+  const double smallest_r = scales.smallest_r;
+  const LsSteps::Start first = steps.start();
+  RefinementJudge judge(factors, method, scales, first, steps.rows());
+  if (method == LsMethod::Gmres) steps.reserve(kGmresSteps + 2);
+  // alpha: the power of two in (min |r_jj| / 2, min |r_jj|]. min |r_jj| >= sigma_min(A'): an
+  // estimate from above of the sigma_min / sqrt(2) Carson, Higham & Pranesh take.
+  const double alpha = smallest_r > 0 && std::isfinite(smallest_r)
+                           ? std::ldexp(1.0, std::clamp(std::ilogb(smallest_r), -1000, 1000))
+                           : 1;
+  // GMRES-LS's residual scale (gmres_step): a power of two near 1 / ||b||.
+  const double residual_scale =
+      first.b > 0 && std::isfinite(first.b) ? std::ldexp(1.0, std::clamp(-std::ilogb(first.b), -1000, 1000)) : 1;
+  LsRefinementResult result;
+  const std::function<double()> residual_norm = [&] { return steps.residual_norm(); };
+  for (int step = 1; step <= max_iterations; ++step) {
+    const LsSteps::Norms norms = method == LsMethod::Gmres   ? gmres_step(steps, alpha, residual_scale)
+                                 : method == LsMethod::XOnly ? steps.x_step()
+                                 : method == LsMethod::Cgls  ? cgls_step(steps, result.inner_iterations)
+                                                             : steps.step();
+    if (const std::optional<LeastSquaresStop> stop = judge.after_step(norms, residual_norm, result)) {
+      result.stop = *stop;
+      return result;
+    }
   }
   result.stop = LeastSquaresStop::MaxIterations;
   return result;
+}
+
+std::vector<LsRefinementResult> refine_block(LsBlockSteps& steps, int max_iterations, const LsFactorScales& scales) {
+  const std::size_t columns = static_cast<std::size_t>(steps.columns());
+  const std::vector<LsSteps::Start> first = steps.start();
+  std::vector<RefinementJudge> judges;
+  for (std::size_t j = 0; j < columns; ++j)
+    judges.emplace_back(LsFactorKind::Cheap, LsMethod::Cgls, scales, first[j], steps.rows());
+  std::vector<LsRefinementResult> results(columns);
+  std::vector<char> refining(columns, 1);  // no stop yet
+  for (int step = 1; step <= max_iterations; ++step) {
+    // One outer step for every column still refining: cgls_step column by column, the products
+    // of all columns at once.
+    const std::vector<double> gammas = steps.cg_begin(refining);
+    std::vector<CgColumn> cg;
+    for (std::size_t j = 0; j < columns; ++j) cg.emplace_back(refining[j] ? gammas[j] : 0.0);
+    std::vector<double> alphas(columns), betas(columns);
+    std::vector<char> iterating(columns), keep(columns);
+    for (int k = 0;; ++k) {
+      bool any = false;
+      for (std::size_t j = 0; j < columns; ++j) {
+        iterating[j] = refining[j] && cg[j].iterates(k);
+        any = any || iterating[j];
+      }
+      if (!any) break;
+      const std::vector<double> qq = steps.cg_product(iterating);
+      for (std::size_t j = 0; j < columns; ++j) alphas[j] = iterating[j] ? cg[j].alpha(qq[j]) : 0.0;
+      const std::vector<double> next = steps.cg_update(alphas);
+      for (std::size_t j = 0; j < columns; ++j) {
+        bool kept = false;
+        betas[j] = alphas[j] != 0 ? cg[j].after_update(next[j], kept) : 0.0;
+        keep[j] = kept;
+        if (alphas[j] != 0) ++results[j].inner_iterations;
+      }
+      steps.cg_keep(keep);
+      steps.cg_direction(betas);
+    }
+    std::vector<char> finishing(columns);
+    for (std::size_t j = 0; j < columns; ++j) finishing[j] = refining[j] && !cg[j].failed();
+    const std::vector<LsSteps::Norms> norms = steps.cg_finish(finishing);
+    std::vector<double> residuals;  // ||t_j - A y_j|| of this step's Y, once a judge asks
+    bool any = false;
+    for (std::size_t j = 0; j < columns; ++j) {
+      if (!refining[j]) continue;
+      const std::function<double()> residual_norm = [&, j] {
+        if (residuals.empty()) residuals = steps.residual_norms();
+        return residuals[j];
+      };
+      if (const std::optional<LeastSquaresStop> stop =
+              judges[j].after_step(finishing[j] ? norms[j] : kFailedStep, residual_norm, results[j])) {
+        results[j].stop = *stop;
+        refining[j] = 0;
+      }
+      any = any || refining[j];
+    }
+    if (!any) return results;
+  }
+  for (std::size_t j = 0; j < columns; ++j)
+    if (refining[j]) results[j].stop = LeastSquaresStop::MaxIterations;
+  return results;
 }
 
 namespace {
@@ -563,6 +684,61 @@ class HostSemiNormalSteps final : public LsSteps {
 
 }  // namespace
 
+// A block refinement's steps as one LsSteps per column (the host's: its products are column by
+// column anyway), the same arithmetic as refining each column alone.
+class ColumnByColumnSteps final : public LsBlockSteps {
+ public:
+  explicit ColumnByColumnSteps(std::vector<std::unique_ptr<LsSteps>> steps) : steps_(std::move(steps)) {}
+  std::int64_t rows() const override { return steps_.empty() ? 0 : steps_.front()->rows(); }
+  std::int64_t columns() const override { return std::int64_t(steps_.size()); }
+  std::vector<LsSteps::Start> start() override {
+    std::vector<LsSteps::Start> out;
+    for (auto& s : steps_) out.push_back(s->start());
+    return out;
+  }
+  std::vector<double> residual_norms() override {
+    std::vector<double> out;
+    for (auto& s : steps_) out.push_back(s->residual_norm());
+    return out;
+  }
+  std::vector<double> cg_begin(const std::vector<char>& selected) override {
+    return each(selected, [](LsSteps& s) { return s.cg_begin(); });
+  }
+  std::vector<double> cg_product(const std::vector<char>& selected) override {
+    return each(selected, [](LsSteps& s) { return s.cg_product(); });
+  }
+  std::vector<double> cg_update(const std::vector<double>& alpha) override {
+    std::vector<double> out(steps_.size(), 0.0);
+    for (std::size_t j = 0; j < steps_.size(); ++j)
+      if (alpha[j] != 0) out[j] = steps_[j]->cg_update(alpha[j]);
+    return out;
+  }
+  void cg_direction(const std::vector<double>& beta) override {
+    for (std::size_t j = 0; j < steps_.size(); ++j)
+      if (beta[j] != 0) steps_[j]->cg_direction(beta[j]);
+  }
+  void cg_keep(const std::vector<char>& selected) override {
+    for (std::size_t j = 0; j < steps_.size(); ++j)
+      if (selected[j]) steps_[j]->cg_keep();
+  }
+  std::vector<LsSteps::Norms> cg_finish(const std::vector<char>& selected) override {
+    std::vector<LsSteps::Norms> out(steps_.size(), kFailedStep);
+    for (std::size_t j = 0; j < steps_.size(); ++j)
+      if (selected[j]) out[j] = steps_[j]->cg_finish();
+    return out;
+  }
+
+ private:
+  template <class F>
+  std::vector<double> each(const std::vector<char>& selected, F f) {
+    std::vector<double> out(steps_.size(), 0.0);
+    for (std::size_t j = 0; j < steps_.size(); ++j)
+      if (selected[j]) out[j] = f(*steps_[j]);
+    return out;
+  }
+  std::vector<std::unique_ptr<LsSteps>> steps_;
+};
+
 LsRefinementResult refine_semi_normal(const MatrixView<const double>& a, const double* b,
                                       const MatrixView<const double>& r, double a_scale, int max_iterations, double* x,
                                       const LsFactorScales& scales, LsFactorKind factors, LsMethod method,
@@ -571,6 +747,18 @@ LsRefinementResult refine_semi_normal(const MatrixView<const double>& a, const d
     throw std::logic_error("refine_semi_normal: the semi-normal steps are plain or CGLS");
   HostSemiNormalSteps steps(a, b, r, a_scale, x, start_from_x);
   return refine(steps, factors, max_iterations, method, scales);
+}
+
+std::vector<LsRefinementResult> refine_semi_normal_block(const MatrixView<const double>& a,
+                                                         const MatrixView<const double>& t,
+                                                         const MatrixView<const double>& r, int max_iterations,
+                                                         const MatrixView<double>& y, const LsFactorScales& scales,
+                                                         bool start_from_y) {
+  std::vector<std::unique_ptr<LsSteps>> columns;
+  for (std::int64_t j = 0; j < t.cols; ++j)
+    columns.push_back(std::make_unique<HostSemiNormalSteps>(a, &t(0, j), r, 1.0, &y(0, j), start_from_y));
+  ColumnByColumnSteps steps(std::move(columns));
+  return refine_block(steps, max_iterations, scales);
 }
 
 template <class T>

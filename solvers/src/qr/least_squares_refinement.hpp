@@ -151,6 +151,42 @@ enum class LsFactorKind { Cheap, Fp64Qr, SemiNormal };
 LsRefinementResult refine(LsSteps& steps, LsFactorKind factors, int max_iterations,
                           LsMethod method = LsMethod::Augmented, const LsFactorScales& scales = {});
 
+// Several right-hand sides t_j of one A refined together: CGLS on the semi-normal equations
+// (LsMethod::Cgls of the semi-normal steps, refine_semi_normal), each column with its own
+// scalars, iterations and stop, the products of all columns as one matrix product (one pass over
+// A for them all, where column by column each iteration reads A twice per column). A is used as
+// given (no a_scale); R (k x k, FP64, an R of A or close to one) preconditions. Each call acts on
+// the columns a mask selects (nonzero), the others untouched.
+class LsBlockSteps {
+ public:
+  virtual ~LsBlockSteps() = default;
+  virtual std::int64_t rows() const = 0;     // m
+  virtual std::int64_t columns() const = 0;  // the right-hand sides
+  // Y := the semi-normal solutions (R^T R)^-1 A^T T where not started from a given Y; F := T - A Y
+  // in FP64. Each column's ||t_j|| and ||t_j - A y_j||.
+  virtual std::vector<LsSteps::Start> start() = 0;
+  // ||t_j - A y_j||_2 in FP64 for the current Y, every column.
+  virtual std::vector<double> residual_norms() = 0;
+  // LsSteps::cg_begin for each selected column (its own scale 2^-e_j of f_j); returns gamma_j
+  // (0 for the others).
+  virtual std::vector<double> cg_begin(const std::vector<char>& selected) = 0;
+  // q_j := A p_j for the selected columns; returns ||q_j||^2.
+  virtual std::vector<double> cg_product(const std::vector<char>& selected) = 0;
+  // LsSteps::cg_update for the columns with alpha_j != 0; returns their new gamma_j.
+  virtual std::vector<double> cg_update(const std::vector<double>& alpha) = 0;
+  // p_j := z_j + beta_j p_j for the columns with beta_j != 0.
+  virtual void cg_direction(const std::vector<double>& beta) = 0;
+  // The kept d_j := d_j for the selected columns.
+  virtual void cg_keep(const std::vector<char>& selected) = 0;
+  // LsSteps::cg_finish for the selected columns (y_j += kept d_j 2^e_j, f_j := t_j - A y_j); their
+  // norms (NaN for the others).
+  virtual std::vector<LsSteps::Norms> cg_finish(const std::vector<char>& selected) = 0;
+};
+
+// The block refinement: for each column the iterations and the stop refine(steps, Cheap,
+// max_iterations, LsMethod::Cgls, scales) gives that column's own steps (the same rules).
+std::vector<LsRefinementResult> refine_block(LsBlockSteps& steps, int max_iterations, const LsFactorScales& scales);
+
 // x (n) and r (m): the least-squares solution of A x ~ b and its residual, from `qr` (a QR of
 // a_scale A rounded to T, in precision T; a_scale a power of two that brings A into T's range),
 // refined in FP64 for at most max_iterations steps. A is read in FP64 (host memory). The first x
@@ -177,6 +213,15 @@ LsRefinementResult refine_semi_normal(const MatrixView<const double>& a, const d
                                       const LsFactorScales& scales = {},
                                       LsFactorKind factors = LsFactorKind::SemiNormal,
                                       LsMethod method = LsMethod::Augmented, bool start_from_x = false);
+
+// refine_semi_normal with LsMethod::Cgls (factors Cheap, a_scale 1) for every column of T
+// (m x c, host) at once: Y (k x c, host) the least-squares solutions of A Y ~ T, refine_block's
+// results, from Y as given where start_from_y.
+std::vector<LsRefinementResult> refine_semi_normal_block(const MatrixView<const double>& a,
+                                                         const MatrixView<const double>& t,
+                                                         const MatrixView<const double>& r, int max_iterations,
+                                                         const MatrixView<double>& y, const LsFactorScales& scales,
+                                                         bool start_from_y);
 
 // x (n) := the factors' solution a_scale R^-1 (Q^T b)(1:n) of `qr` (a QR of a_scale A in T), b
 // scaled by a power of two into T's range first.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <vector>
 
 #include "engine.hpp"  // Clock, seconds_since
@@ -11,6 +12,7 @@
 #include "qr/column_pivoted_qr.hpp"
 #include "qr/householder_qr.hpp"
 #include "scaled_norm.hpp"
+#include "tuning.hpp"
 
 namespace mixsolve::solvers_detail {
 
@@ -66,6 +68,18 @@ void note(MinimumNormResult& out, const LsRefinementResult& refined) {
   out.iterations = std::max(out.iterations, refined.iterations);
   out.inner_iterations = std::max(out.inner_iterations, refined.inner_iterations);
 }
+
+// The stages' times for the profile (tuning().profile: one line to stderr per solve).
+struct StageTimes {
+  Clock::time_point last = Clock::now();
+  double pivots = 0, first_w = 0, remainder = 0, second_w = 0, solutions = 0, minimum_norm = 0;
+  // Adds the time since the last call to `stage`.
+  void lap(double& stage) {
+    const auto now = Clock::now();
+    stage += std::chrono::duration<double>(now - last).count();
+    last = now;
+  }
+};
 
 }  // namespace
 
@@ -137,14 +151,28 @@ MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const M
   const std::int64_t p = r.rows, n = r.cols, columns = x.cols;
   MinimumNormResult out;
   const auto start = Clock::now();
-  const auto refine = [&](TallColumns::Target target, std::int64_t j, const LsFactorScales& scales, bool start_from_y,
-                          double* y) {
+  // Columns first .. first + count - 1 of the target, into Y (kept x count).
+  const auto refine = [&](TallColumns::Target target, std::int64_t first, std::int64_t count,
+                          const LsFactorScales& scales, bool start_from_y, double* y) {
     const auto t0 = Clock::now();
-    note(out, tall.refine(target, j, scales, max_iterations, start_from_y, y));
+    for (const LsRefinementResult& refined : tall.refine(target, first, count, scales, max_iterations, start_from_y, y))
+      note(out, refined);
     out.refine_seconds += seconds_since(t0);
   };
+  StageTimes stages;
   const auto finish = [&]() -> MinimumNormResult& {
     out.factor_seconds = seconds_since(start) - out.refine_seconds;
+    if (tuning().profile) {
+      stages.lap(stages.minimum_norm);
+      std::fprintf(stderr,
+                   "rank-revealing profile: n %lld, rank %lld (stage 1 %lld), %lld right-hand sides: stage 1 "
+                   "pivots %.2f ms, W %.2f ms, remainder QR %.2f ms, W again %.2f ms, solutions %.2f ms, "
+                   "minimum-norm %.2f ms; most iterations %d (%d inner)\n",
+                   static_cast<long long>(n), static_cast<long long>(out.rank), static_cast<long long>(out.cheap_rank),
+                   static_cast<long long>(columns), 1e3 * stages.pivots, 1e3 * stages.first_w, 1e3 * stages.remainder,
+                   1e3 * stages.second_w, 1e3 * stages.solutions, 1e3 * stages.minimum_norm, out.iterations,
+                   out.inner_iterations);
+    }
     return out;
   };
   for (std::int64_t j = 0; j < columns; ++j)
@@ -152,6 +180,7 @@ MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const M
   // Stage 1: column pivoting on R.
   const LeadingPivots p1 = tall.leading_pivots(r, std::max(rcond, kCheapRankFloor));
   out.sigma_max = p1.sigma_max;
+  stages.lap(stages.pivots);
   if (!(out.sigma_max > 0)) return finish();  // A = 0: rank 0, x = 0
   const double tau = rcond * out.sigma_max;
   const std::int64_t k1 = p1.rank;
@@ -170,15 +199,17 @@ MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const M
     for (std::int64_t c = 0; c < nd; ++c) {
       for (std::int64_t i = 0; i < k1; ++i) w(i, c) = r1(i, k1 + c);
       solve_upper(rs1, &w(0, c));
-      refine(TallColumns::Target::DroppedColumn, c, scales, true, &w(0, c));
     }
+    refine(TallColumns::Target::DroppedColumn, 0, nd, scales, true, w.v.data());
   }
+  stages.lap(stages.first_w);
 
   // Stage 2: the remainder C = A_N1 - A_S1 W in FP64, with column pivoting.
   std::int64_t k2 = 0;
   Dense rs = rs1, wt = w;  // R_S and W = A_S^+ A_N for the final S and N
   if (nd > 0) {
     const TallColumns::PivotedR c = tall.remainder_qr(w.view());
+    stages.lap(stages.remainder);
     const auto rc = [&](std::int64_t i, std::int64_t j) { return c.r[std::size_t(i + j * c.rows)]; };
     // At most min(m, n) = p columns in S: beyond, C's |r_jj| can only be rounding.
     while (k2 < c.rows && k1 + k2 < p && std::fabs(rc(k2, k2)) > tau) ++k2;
@@ -218,9 +249,9 @@ MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const M
     if (k2 > 0 && rest > 0) {
       const LsFactorScales scales = scales_of(rs);
       tall.precondition(rs.view());
-      for (std::int64_t col = 0; col < rest; ++col)
-        refine(TallColumns::Target::DroppedColumn, col, scales, true, &wt(0, col));
+      refine(TallColumns::Target::DroppedColumn, 0, rest, scales, true, wt.v.data());
     }
+    stages.lap(stages.second_w);
     out.sigma_dropped = k2 < c.rows ? std::fabs(rc(k2, k2)) : 0;
     out.sigma_kept = k2 > 0 ? std::fabs(rc(k2 - 1, k2 - 1)) : k1 > 0 ? std::fabs(r1(k1 - 1, k1 - 1)) : 0;
   } else {
@@ -235,7 +266,8 @@ MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const M
   const LsFactorScales scales = scales_of(rs);
   tall.precondition(rs.view());
   Dense z(k, columns);
-  for (std::int64_t j = 0; j < columns; ++j) refine(TallColumns::Target::RightHandSide, j, scales, false, &z(0, j));
+  refine(TallColumns::Target::RightHandSide, 0, columns, scales, false, z.v.data());
+  stages.lap(stages.solutions);
   Dense y(n, columns);
   const gemm::Backend& fp64 = gemm::find_backend("host-fp64");
   if (rest == 0) {

@@ -50,11 +50,13 @@ class TallColumns {
   // The preconditioner of the refinements until the next call: r (kept x kept, upper
   // triangular, FP64, host: an R of A_S or close to one), copied.
   virtual void precondition(const MatrixView<const double>& r) = 0;
-  // Refines y (host, `kept` values) towards the least-squares solution of A_S y ~ the target by
-  // CGLS preconditioned with that R, from y as given where start_from_y, else from the
-  // semi-normal equations' solution.
-  virtual LsRefinementResult refine(Target target, std::int64_t j, const LsFactorScales& scales, int max_iterations,
-                                    bool start_from_y, double* y) = 0;
+  // Refines Y (host, kept x count, column major, leading dimension kept) towards the
+  // least-squares solutions of A_S y_c ~ target column first + c by CGLS preconditioned with that
+  // R, all columns at once (refine_block: the rules of refining each alone), from Y as given where
+  // start_from_y, else from the semi-normal equations' solutions. One result per column.
+  virtual std::vector<LsRefinementResult> refine(Target target, std::int64_t first, std::int64_t count,
+                                                 const LsFactorScales& scales, int max_iterations, bool start_from_y,
+                                                 double* y) = 0;
   // ||target - A_S y||_2 in FP64 for y (host, `kept` values).
   virtual double residual_norm(Target target, std::int64_t j, const double* y) = 0;
   // An FP64 QR with column pivoting of C = A_N - A_S W (W kept x (n - kept) on the host):

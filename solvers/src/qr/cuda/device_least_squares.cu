@@ -21,7 +21,9 @@
 #include "mixsolve/core/error.hpp"
 #include "mixsolve/core/internal/launch.hpp"
 #include "mixsolve/gemm/registry.hpp"
+#include "qr/cuda/block_semi_normal_steps.hpp"
 #include "qr/cuda/device_qr.hpp"
+#include "qr/cuda/normal_equations_solver.hpp"
 #include "qr/cuda/pivoted_cholesky.hpp"
 #include "qr/least_squares_space.hpp"
 #include "triangular/triangular_solver.hpp"
@@ -127,17 +129,6 @@ __global__ void subtract_from_kernel(const double* a, std::int64_t count, double
 // dimension ld), in FP64, zeros below.
 __global__ void upper_triangle_kernel(const float* f, std::int64_t ld, std::int64_t n, double* r) {
   FOR_EACH_ENTRY(n, n) { r[i + j * n] = i <= j ? double(f[i + j * ld]) : 0.0; }
-}
-
-// lu (n x n, leading dimension n) := L below the diagonal and U on and above it, L = R^T D^-1 and
-// U = D R in FP64 for the upper triangle R of r (leading dimension ld, FP32 or FP64) and
-// D = diag(R): U^-1 L^-1 = (R^T R)^-1.
-template <class T>
-__global__ void normal_equations_factors_kernel(const T* r, std::int64_t ld, std::int64_t n, double* lu) {
-  FOR_EACH_ENTRY(n, n) {
-    lu[i + j * n] =
-        i > j ? double(r[j + i * ld]) / double(r[j + j * ld]) : double(r[i + i * ld]) * double(r[i + j * ld]);
-  }
 }
 
 // d[j] := |a_jj| and d[n + j] := |b_jj| (both n x n, leading dimension n).
@@ -373,30 +364,6 @@ class DeviceLsSteps final : public LsSteps {
   DeviceBuffer<double> slots_, correction_, coefficients_;  // GMRES-LS's augmented vectors
 };
 
-// v := (R^T R)^-1 v for an FP64 R (n x n, upper triangular) as one bandwidth-bound solve
-// (triangular/triangular_solver.hpp) on an n x n array holding L = R^T D^-1 and U = D R
-// (D = diag(R)): its pair of triangles reads n^2 values in one chain of hand-overs, where cuBLAS's
-// DTRSV with R and with R^T runs a chain of small dependent steps twice (docs/least_squares.md).
-// L and U carry FP64 rounding of R^T's and R's entries: a preconditioner as exact as the
-// triangular solves.
-class NormalEquationsSolver {
- public:
-  // R: the upper triangle of r (n x n of leading dimension ld; the FP32 factors' or an FP64 R).
-  template <class T>
-  NormalEquationsSolver(Context& ctx, const T* r, std::int64_t ld, std::int64_t n) : ctx_(ctx), n_(n), lu_(ctx, n * n) {
-    normal_equations_factors_kernel<<<matrix_grid(n, n), 256, 0, ctx.stream()>>>(r, ld, n, lu_.data());
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-    solver_ = std::make_unique<TriangularSolver<double>>(lu_.data(), n, n, ctx.stream());
-  }
-  void solve(double* v) { solver_->solve(v, n_, 1, ctx_.stream()); }
-
- private:
-  Context& ctx_;
-  std::int64_t n_;
-  DeviceBuffer<double> lu_;
-  std::unique_ptr<TriangularSolver<double>> solver_;
-};
-
 // The semi-normal steps on the device (refine_semi_normal in least_squares_refinement.hpp): R of
 // A' = a_scale A alone, through `normal` ((R^T R)^-1); f_ = b - A x of the current x.
 class DeviceSemiNormalSteps final : public LsSteps {
@@ -540,6 +507,9 @@ class DeviceSemiNormalSteps final : public LsSteps {
 // NormalEquationsSolver, the remainder C = A_N - A_S W by DGEMM and its QR by DeviceQr (TSQR
 // panels), that R pivoted on the host.
 class DeviceTallColumns final : public TallColumns {
+  // The block refinements take at most this many columns at once (a few 1 GiB work arrays).
+  static constexpr std::int64_t kBlockValues = std::int64_t(1) << 27;
+
  public:
   DeviceTallColumns(Context& ctx, const MatrixView<const double>& a, const MatrixView<const double>& b)
       : ctx_(ctx), a_(a), b_(b) {}
@@ -566,18 +536,28 @@ class DeviceTallColumns final : public TallColumns {
     r_.copy_from_host(packed, ctx_.stream());
     normal_ = std::make_unique<NormalEquationsSolver>(ctx_, r_.data(), k, k);
   }
-  LsRefinementResult refine(Target target, std::int64_t j, const LsFactorScales& scales, int max_iterations,
-                            bool start_from_y, double* y) override {
+  std::vector<LsRefinementResult> refine(Target target, std::int64_t first, std::int64_t count,
+                                         const LsFactorScales& scales, int max_iterations, bool start_from_y,
+                                         double* y) override {
     if (!normal_) throw std::logic_error("least_squares: a rank-revealing refinement without its preconditioner");
     const std::int64_t m = a_.rows, k = kept_;
-    DeviceBuffer<double> x(ctx_, k);
-    x.copy_from_host(y, k, ctx_.stream());
-    const double* t = target == Target::RightHandSide ? b_.data + j * b_.ld : dropped_columns_.data() + j * m;
-    DeviceSemiNormalSteps steps(ctx_, device_view<const double>(kept_columns_.data(), m, k, m), t, *normal_, 1.0,
-                                x.data(), start_from_y);
-    const LsRefinementResult out =
-        solvers_detail::refine(steps, LsFactorKind::Cheap, max_iterations, LsMethod::Cgls, scales);
-    x.copy_to_host(y, k, ctx_.stream());
+    std::vector<LsRefinementResult> out;
+    if (count == 0) return out;
+    // At most kBlockValues values in each of the steps' m x c work arrays.
+    const std::int64_t block = std::clamp<std::int64_t>(kBlockValues / std::max<std::int64_t>(m, 1), 1, 256);
+    for (std::int64_t c0 = 0; c0 < count; c0 += block) {
+      const std::int64_t c = std::min(block, count - c0);
+      DeviceBuffer<double> yd(ctx_, std::size_t(k * c));
+      yd.copy_from_host(y + c0 * k, std::size_t(k * c), ctx_.stream());
+      const MatrixView<const double> t =
+          target == Target::RightHandSide
+              ? device_view<const double>(b_.data + (first + c0) * b_.ld, m, c, b_.ld)
+              : device_view<const double>(dropped_columns_.data() + (first + c0) * m, m, c, m);
+      DeviceBlockSemiNormalSteps steps(ctx_, device_view<const double>(kept_columns_.data(), m, k, m), t, *normal_,
+                                       device_view(yd.data(), k, c, k), start_from_y);
+      for (LsRefinementResult& refined : refine_block(steps, max_iterations, scales)) out.push_back(std::move(refined));
+      yd.copy_to_host(y + c0 * k, std::size_t(k * c), ctx_.stream());
+    }
     return out;
   }
   double residual_norm(Target target, std::int64_t j, const double* y) override {
