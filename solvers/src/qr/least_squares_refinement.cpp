@@ -188,11 +188,12 @@ class CgColumn {
   }
   // The step length for ||q||^2 = qq (cg_product), or 0 where CGLS stops there.
   double alpha(double qq) {
-    if (!(qq > 0) || !std::isfinite(qq)) {
+    const double alpha = gamma_ / qq;
+    if (!(qq > 0) || !std::isfinite(qq) || alpha == 0) {  // alpha 0: gamma / qq underflowed
       done_ = true;
       return 0;
     }
-    return gamma_ / qq;
+    return alpha;
   }
   // After the update with that step: `next` the new ||s||^2 (cg_update). keep: whether this d is
   // the best so far (cg_keep); returns beta for cg_direction, or 0 where CGLS stops.
@@ -754,11 +755,18 @@ std::vector<LsRefinementResult> refine_semi_normal_block(const MatrixView<const 
                                                          const MatrixView<const double>& r, int max_iterations,
                                                          const MatrixView<double>& y, const LsFactorScales& scales,
                                                          bool start_from_y) {
-  std::vector<std::unique_ptr<LsSteps>> columns;
-  for (std::int64_t j = 0; j < t.cols; ++j)
-    columns.push_back(std::make_unique<HostSemiNormalSteps>(a, &t(0, j), r, 1.0, &y(0, j), start_from_y));
-  ColumnByColumnSteps steps(std::move(columns));
-  return refine_block(steps, max_iterations, scales);
+  // Columns in groups (the results do not depend on the grouping), so that their steps' work
+  // vectors (4 m values a column) stay within 2^24 values.
+  const std::int64_t group = std::max<std::int64_t>(1, (std::int64_t(1) << 22) / std::max<std::int64_t>(a.rows, 1));
+  std::vector<LsRefinementResult> out;
+  for (std::int64_t j0 = 0; j0 < t.cols; j0 += group) {
+    std::vector<std::unique_ptr<LsSteps>> columns;
+    for (std::int64_t j = j0; j < std::min(t.cols, j0 + group); ++j)
+      columns.push_back(std::make_unique<HostSemiNormalSteps>(a, &t(0, j), r, 1.0, &y(0, j), start_from_y));
+    ColumnByColumnSteps steps(std::move(columns));
+    for (LsRefinementResult& result : refine_block(steps, max_iterations, scales)) out.push_back(std::move(result));
+  }
+  return out;
 }
 
 template <class T>

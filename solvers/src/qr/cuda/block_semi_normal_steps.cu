@@ -166,7 +166,9 @@ DeviceBlockSemiNormalSteps::DeviceBlockSemiNormalSteps(Context& ctx, const Matri
       selected_(ctx, t.cols),
       exponents_d_(ctx, t.cols),
       exponents_(std::size_t(t.cols), 0) {
-  if (a.cols < 1 || t.cols < 1) throw std::logic_error("DeviceBlockSemiNormalSteps: A and T need a column each");
+  // Column j of the kernels' grids is blockIdx.x or blockIdx.y (at most 65535).
+  if (a.cols < 1 || t.cols < 1 || t.cols > 65535)
+    throw std::logic_error("DeviceBlockSemiNormalSteps: A needs a column, T 1 .. 65535 of them");
 }
 
 std::vector<LsSteps::Start> DeviceBlockSemiNormalSteps::start() {
@@ -225,7 +227,7 @@ std::vector<double> DeviceBlockSemiNormalSteps::cg_begin(const std::vector<char>
   // again before their next cg_begin).
   transposed_product(s_.data(), g_.data());
   MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(z_.data(), g_.data(), g_.bytes(), cudaMemcpyDeviceToDevice, stream));
-  normal_.solve(z_.data(), k, int(c));
+  normal_.solve(z_.data(), k, int(c), &selected);
   MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(p_.data(), z_.data(), z_.bytes(), cudaMemcpyDeviceToDevice, stream));
   d_.set_zero(stream);
   kept_.set_zero(stream);
@@ -262,9 +264,9 @@ std::vector<double> DeviceBlockSemiNormalSteps::cg_update(const std::vector<doub
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   transposed_product(s_.data(), g_.data());
   MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(z_.data(), g_.data(), g_.bytes(), cudaMemcpyDeviceToDevice, stream));
-  normal_.solve(z_.data(), k, int(c));
   std::vector<char> updated(static_cast<std::size_t>(c));
   for (std::int64_t j = 0; j < c; ++j) updated[std::size_t(j)] = alpha[std::size_t(j)] != 0;
+  normal_.solve(z_.data(), k, int(c), &updated);
   upload(updated);
   column_dots_kernel<<<unsigned(c), kThreads, 0, stream>>>(g_.data(), k, z_.data(), k, k, selected_.data(),
                                                            values_.data());

@@ -34,8 +34,14 @@ NormalEquationsSolver::NormalEquationsSolver(Context& ctx, const T* r, std::int6
   solver_ = std::make_unique<TriangularSolver<double>>(lu_.data(), n, n, ctx.stream());
 }
 
-void NormalEquationsSolver::solve(double* v, std::int64_t ld, int columns) {
-  solver_->solve(v, ld, columns, ctx_.stream());
+void NormalEquationsSolver::solve(double* v, std::int64_t ld, int columns, const std::vector<char>* selected) {
+  // The triangular solver takes up to kTriangularSolveMaxColumns columns a call.
+  for (int c0 = 0; c0 < columns; c0 += kTriangularSolveMaxColumns) {
+    const int count = std::min(kTriangularSolveMaxColumns, columns - c0);
+    if (selected && std::none_of(selected->begin() + c0, selected->begin() + c0 + count, [](char s) { return s != 0; }))
+      continue;
+    solver_->solve(v + std::int64_t(c0) * ld, ld, count, ctx_.stream());
+  }
 }
 
 template NormalEquationsSolver::NormalEquationsSolver(Context&, const float*, std::int64_t, std::int64_t);

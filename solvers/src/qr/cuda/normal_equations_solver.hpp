@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "mixsolve/core/context.hpp"
 #include "mixsolve/core/device_buffer.hpp"
@@ -25,8 +26,10 @@ class NormalEquationsSolver {
   NormalEquationsSolver(Context& ctx, const T* r, std::int64_t ld, std::int64_t n);
   // v (n, device memory) := (R^T R)^-1 v.
   void solve(double* v) { solve(v, n_, 1); }
-  // The columns of V (n x columns, leading dimension ld, device memory) := (R^T R)^-1 V.
-  void solve(double* v, std::int64_t ld, int columns);
+  // The columns of V (n x columns, leading dimension ld, device memory) := (R^T R)^-1 V; with
+  // `selected` (one flag per column) at least the selected ones (the solver's groups of columns
+  // without one are skipped).
+  void solve(double* v, std::int64_t ld, int columns, const std::vector<char>* selected = nullptr);
 
  private:
   Context& ctx_;
