@@ -16,7 +16,7 @@
 //                   [--panels tsqr,cusolver] [--block 128] [--conds 1e2,1e6,1e8] [--refinements augmented,gmres,cgls]
 //                   [--irs 32F] [--lstsq yes|no] [--cholesky-parts no] [--cgls-parts no]
 //                   [--fp32-updates auto,cublas-sgemm] [--ls-blocks auto,512] [--vt-c-backends same,cublas-sgemm]
-//                   [--factorizations fp32,fp64] [--options "max-iterations=10;fallback=false"]
+//                   [--factorizations auto,fp32,fp64] [--options "max-iterations=10;fallback=false"]
 //                   [--rank-deficient duplicate,dummy,chebyshev] [--reps 3] [--json out.json]
 //
 // --rank-deficient: least squares on rank-deficient A of each shape (duplicate: svd_geo cond 1e2
@@ -150,10 +150,12 @@ int main(int argc, char** argv) try {
   // QR's trailing updates (LeastSquaresOptions::fp32_update; auto: the solver's choice); after a
   // slash, the one for V^T C alone (fp32_vt_c_update).
   const std::vector<std::string> fp32_updates = opt.list("fp32-updates", "auto");
-  // --factorizations fp32,fp64: least squares with each LeastSquaresOptions::factorization.
-  const std::vector<std::string> factorizations = opt.list("factorizations", "fp32");
+  // --factorizations auto,fp32,fp64: least squares with each LeastSquaresOptions::factorization
+  // (auto, the default: the FP64 QR solve alone below auto_min_work, else FP32).
+  const std::vector<std::string> factorizations = opt.list("factorizations", "auto");
   for (const std::string& f : factorizations)
-    if (f != "fp32" && f != "fp64") throw InvalidArgument("--factorizations: \"" + f + "\" is neither fp32 nor fp64");
+    if (f != "auto" && f != "fp32" && f != "fp64")
+      throw InvalidArgument("--factorizations: \"" + f + "\" is none of auto, fp32, fp64");
   // --ls-blocks auto,512: least squares with each LeastSquaresOptions::block_size (auto: the
   // solver's choice).
   std::vector<std::int64_t> ls_blocks;
@@ -425,7 +427,9 @@ int main(int argc, char** argv) try {
               for (const std::int64_t ls_block : ls_blocks)
                 for (const std::string& factorization : factorizations) {
                   LeastSquaresOptions options = base_options;
-                  options.factorization = factorization == "fp64" ? Precision::FP64 : Precision::FP32;
+                  options.factorization = factorization == "fp64"   ? Precision::FP64
+                                          : factorization == "fp32" ? Precision::FP32
+                                                                    : Precision::Auto;
                   const std::size_t slash = update.find('/');
                   const std::string both = update.substr(0, slash);
                   if (both != "auto") options.fp32_update = both;

@@ -64,6 +64,17 @@ struct LsCase {
   }
 };
 
+// The first attempt's precision the options ask for; Auto: LeastSquaresOptions::auto_min_work's
+// rule on the solved matrix (with ridge the stacked one, m + n rows).
+Precision first_precision(const LeastSquaresOptions& o, std::int64_t m, std::int64_t n, Memory memory) {
+  if (o.factorization != Precision::Auto) return o.factorization;
+  const std::int64_t min_work = o.auto_min_work >= 0       ? o.auto_min_work
+                                : memory == Memory::Device ? std::int64_t(1) << 32
+                                                           : 0;
+  const double rows = o.ridge > 0 ? double(m + n) : double(m);
+  return rows * double(n) * double(n) < double(min_work) ? Precision::FP64 : Precision::FP32;
+}
+
 LsCase make_ls_case(Rng& rng, bool device_run, Layout& layout) {
   LsCase c;
   c.n = pick_order(rng, 80);
@@ -102,7 +113,10 @@ LsCase make_ls_case(Rng& rng, bool device_run, Layout& layout) {
   }
   // Options: valid ones, and now and then one out of its documented range.
   LeastSquaresOptions& o = c.options;
-  o.factorization = rng.chance(0.7) ? Precision::FP32 : Precision::FP64;
+  o.factorization = rng.pick({Precision::FP32, Precision::FP32, Precision::FP64, Precision::Auto});
+  // Auto's crossover around the problem's m n^2 (the host's default, 0, takes the FP32 path).
+  if (o.factorization == Precision::Auto && rng.chance(0.5))
+    o.auto_min_work = rng.pick<std::int64_t>({0, 1000, 100000, std::int64_t(1) << 32});
   if (rng.chance(0.25)) o.max_iterations = rng.pick({1, 2, 5, 10, 100});
   o.fallback = rng.chance(0.75);
   if (rng.chance(0.3)) o.block_size = rng.pick({1, 2, 3, 8, 17, 64});
@@ -126,9 +140,14 @@ LsCase make_ls_case(Rng& rng, bool device_run, Layout& layout) {
     const auto s = [](auto v) { return std::to_string(v); };
     switch (int(rng.range(0, 8))) {
       case 0:
-        o.factorization =
-            rng.pick({Precision::FP16, Precision::TF32, Precision::Fp16x3, Precision::Auto, Precision::Ozaki});
-        must.push_back({Kind::InvalidArgument, {"factorization"}});
+        if (rng.chance(0.8)) {
+          o.factorization = rng.pick({Precision::FP16, Precision::TF32, Precision::Fp16x3, Precision::Ozaki});
+          must.push_back({Kind::InvalidArgument, {"factorization"}});
+        } else {
+          o.factorization = Precision::Auto;
+          o.auto_min_work = -int(rng.range(2, 5));
+          must.push_back({Kind::InvalidArgument, {"auto_min_work (" + s(o.auto_min_work) + ") < -1"}});
+        }
         break;
       case 1:
         o.max_iterations = -int(rng.range(0, 3));
@@ -220,10 +239,16 @@ void check_ls_report(FuzzRun& run, const LsCase& c, const LeastSquaresReport& re
     const std::string at =
         "attempt " + std::to_string(i) + " (" + to_string(t.precision) + ", " + to_string(t.stop) + ")";
     run.expect(t.precision == Precision::FP32 || t.precision == Precision::FP64, at + ": precision");
-    if (o.factorization == Precision::FP64)
-      run.expect(t.precision == Precision::FP64, at + ": FP32 factors where FP64 asked");
+    const Precision first = first_precision(o, m, n, c.a.label);
+    if (first == Precision::FP64) run.expect(t.precision == Precision::FP64, at + ": FP32 factors where FP64 asked");
     // (An underdetermined A takes the rank-revealing attempt, FP64, whatever the options say.)
-    if (!o.fallback && m >= n) run.expect(t.precision == o.factorization, at + ": another precision without fallback");
+    if (!o.fallback && m >= n) run.expect(t.precision == first, at + ": another precision without fallback");
+    if (t.unrefined)
+      run.expect(i == 0 && o.factorization == Precision::Auto && first == Precision::FP64 && t.iterations == 0 &&
+                     (t.stop == LeastSquaresStop::Converged || t.stop == LeastSquaresStop::RankDeficient),
+                 at + ": unrefined");
+    else if (i == 0 && m >= n && o.factorization == Precision::Auto && first == Precision::FP64)
+      run.expect(false, at + ": Auto below auto_min_work did not take the unrefined FP64 QR solve");
     run.expect(t.iterations <= o.max_iterations, at + ": more steps than max_iterations");
     if (t.cholesky_qr)
       run.expect(o.cholesky_qr && t.precision == Precision::FP64 && t.update_backend.empty(), at + ": cholesky_qr");
@@ -389,7 +414,7 @@ void run_ls_case(FuzzRun& run, Context& ctx, bool device_run, std::int64_t index
   // solves it (rank < n); FP32 ones alone leave it undecided (converged false, X NaN). Nearly
   // dependent ones may be refused where exactly dependent ones are.
   const bool deficient = c.family == LsFamily::ZeroColumn || c.family == LsFamily::DuplicateColumn;
-  const bool reaches_fp64 = c.options.fallback || c.options.factorization == Precision::FP64;
+  const bool reaches_fp64 = c.options.fallback || first_precision(c.options, c.m, c.n, c.a.label) == Precision::FP64;
   const bool minimum_norm = c.options.rank_deficient == LeastSquaresOptions::RankDeficiency::MinimumNorm;
   // (Ridge regression's stacked matrix has full rank: nothing to refuse.)
   if (c.expected.must.empty() && c.n > 0 && c.k > 0 && !minimum_norm && !(c.options.ridge > 0)) {

@@ -284,6 +284,15 @@ TEST(GpuQr, GramPivotingChoosesTheColumnsOfColumnPivotedQr) {
   }
 }
 
+// The options of the mixed-precision path: these tests are about the FP32 QR and its refinement,
+// which Auto (the default) leaves to the unrefined FP64 QR solve on device problems this small
+// (LeastSquaresOptions::auto_min_work).
+LeastSquaresOptions fp32_path() {
+  LeastSquaresOptions options;
+  options.factorization = Precision::FP32;
+  return options;
+}
+
 // least_squares() on a wide device matrix (n >= 1024): the FP32 QR's updates on cublas-fp16x3
 // (V^T C on tf32tf32) where A's columns are scaled alike, on cublas-sgemm where one column is
 // 2^-13 of the others; either way x agrees with the FP64 QR's (Eigen's, on the host) to FP64's
@@ -313,7 +322,7 @@ TEST(GpuLeastSquares, WideMatricesTakeTheFp16x3UpdatesWhereColumnsAreScaledAlike
       db.copy_from_host(b.data(), m);
       const LeastSquaresReport r =
           least_squares(ctx, device_view<const double>(da.data(), m, n, m),
-                        device_view<const double>(db.data(), m, 1, m), device_view(dx.data(), n, 1, n));
+                        device_view<const double>(db.data(), m, 1, m), device_view(dx.data(), n, 1, n), fp32_path());
       Matrix<double> x(n, 1);
       ctx.synchronize();
       dx.copy_to_host(x.data(), n);
@@ -363,7 +372,7 @@ TEST(GpuLeastSquares, FactorOnceSolvesLaterRightHandSidesWithTheFactorsThatWorke
     const Matrix<double> a = singular_value_matrix(m, n, kappa, 71).a;
     DeviceBuffer<double> da(ctx, m * n);
     da.copy_from_host(a.data(), m * n);
-    LeastSquares ls(ctx, device_view<const double>(da.data(), m, n, m));
+    LeastSquares ls(ctx, device_view<const double>(da.data(), m, n, m), fp32_path());
     for (const std::int64_t k : {2, 3}) {
       Matrix<double> b(m, k);
       fill_random(host_view(b.data(), m, k, m), RandomSpec::uniform(-1, 1, 73 + k));
@@ -372,7 +381,7 @@ TEST(GpuLeastSquares, FactorOnceSolvesLaterRightHandSidesWithTheFactorsThatWorke
       const LeastSquaresReport r = ls.solve(device_view<const double>(db.data(), m, k, m), device_view(dx.data(), n, k, n));
       const LeastSquaresReport alone = least_squares(ctx, device_view<const double>(da.data(), m, n, m),
                                                      device_view<const double>(db.data(), m, k, m),
-                                                     device_view(dx_alone.data(), n, k, n));
+                                                     device_view(dx_alone.data(), n, k, n), fp32_path());
       Matrix<double> x(n, k), x_alone(n, k);
       ctx.synchronize();
       dx.copy_to_host(x.data(), n * k);
@@ -397,7 +406,7 @@ struct DeviceSolved {
   Matrix<double> x;
 };
 DeviceSolved solve_on_device(Context& ctx, const Matrix<double>& a, const Matrix<double>& b,
-                             const LeastSquaresOptions& options = {}) {
+                             const LeastSquaresOptions& options = fp32_path()) {
   const std::int64_t m = a.rows(), n = a.cols(), k = b.cols();
   DeviceBuffer<double> da(ctx, m * n), db(ctx, m * k), dx(ctx, n * k);
   da.copy_from_host(a.data(), m * n);
@@ -464,7 +473,7 @@ TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
     // on the host, the plain steps on the same path.
     for (const auto refinement : {LeastSquaresOptions::Refinement::Gmres, LeastSquaresOptions::Refinement::Augmented}) {
       const bool gmres = refinement == LeastSquaresOptions::Refinement::Gmres;
-      LeastSquaresOptions options;
+      LeastSquaresOptions options = fp32_path();
       options.refinement = refinement;
       const DeviceSolved again = solve_on_device(ctx, a, b, options);
       const LeastSquaresReport& on_device = again.report;
@@ -503,9 +512,9 @@ TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
     DeviceBuffer<double> da2(ctx, 3000), db2(ctx, 300), dx2(ctx, 10);
     da2.copy_from_host(a2s.data(), 3000);
     db2.copy_from_host(b2s.data(), 300);
-    const LeastSquaresReport scaled =
-        least_squares(ctx, device_view<const double>(da2.data(), 300, 10, 300),
-                      device_view<const double>(db2.data(), 300, 1, 300), device_view(dx2.data(), 10, 1, 10));
+    const LeastSquaresReport scaled = least_squares(ctx, device_view<const double>(da2.data(), 300, 10, 300),
+                                                    device_view<const double>(db2.data(), 300, 1, 300),
+                                                    device_view(dx2.data(), 10, 1, 10), fp32_path());
     ctx.synchronize();
     dx2.copy_to_host(x2_scaled.data(), 10);
     x2 = a2.householderQr().solve(b2);
@@ -514,7 +523,7 @@ TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
   }
   // Rank deficient: under FullRank the FP64 QR reports it; by default the rank-revealing attempt
   // gives the host's minimum-norm solution.
-  LeastSquaresOptions full_rank;
+  LeastSquaresOptions full_rank = fp32_path();
   full_rank.rank_deficient = LeastSquaresOptions::RankDeficiency::FullRank;
   EXPECT_THROW(
       least_squares(ctx, device_view<const double>(da.data(), 300, 10, 300),
@@ -522,7 +531,7 @@ TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
       RankDeficientMatrix);
   const LeastSquaresReport on_device =
       least_squares(ctx, device_view<const double>(da.data(), 300, 10, 300),
-                    device_view<const double>(db.data(), 300, 1, 300), device_view(dx.data(), 10, 1, 10));
+                    device_view<const double>(db.data(), 300, 1, 300), device_view(dx.data(), 10, 1, 10), fp32_path());
   const LeastSquaresReport on_host =
       least_squares(ctx, host_view<const double>(a.data(), 300, 10, 300),
                     host_view<const double>(b.data(), 300, 1, 300), host_view(x.data(), 10, 1, 10));
@@ -561,9 +570,9 @@ TEST(GpuLeastSquares, DeviceSolverMatchesTheHostSolver) {
   DeviceBuffer<double> da3(ctx, 300 * n3), db3(ctx, 300), dx3(ctx, n3);
   da3.copy_from_host(a3.data(), std::size_t(300 * n3));
   db3.copy_from_host(b3.data(), 300);
-  const LeastSquaresReport trap_device =
-      least_squares(ctx, device_view<const double>(da3.data(), 300, n3, 300),
-                    device_view<const double>(db3.data(), 300, 1, 300), device_view(dx3.data(), n3, 1, n3));
+  const LeastSquaresReport trap_device = least_squares(ctx, device_view<const double>(da3.data(), 300, n3, 300),
+                                                       device_view<const double>(db3.data(), 300, 1, 300),
+                                                       device_view(dx3.data(), n3, 1, n3), fp32_path());
   const LeastSquaresReport trap_host =
       least_squares(ctx, host_view<const double>(a3.data(), 300, n3, 300),
                     host_view<const double>(b3.data(), 300, 1, 300), host_view(x3.data(), n3, 1, n3));
@@ -638,6 +647,70 @@ TEST(GpuLeastSquares, ManyDependentColumnsAndRightHandSidesMatchTheHost) {
   EXPECT_EQ(x_device.col(1).norm(), 0.0) << on_device.path();
 }
 
+// Auto (the default) on device problems below auto_min_work: one FP64 QR solve by cuSOLVER,
+// unrefined ("fp64/unrefined"), at the FP64 QR's accuracy, a zero right-hand side giving x = 0;
+// a later solve reuses the factors; auto_min_work 0 takes the FP32 path instead; a duplicated
+// column is found by the FP64 factors and goes to the rank-revealing attempt.
+TEST(GpuLeastSquares, SmallProblemsTakeTheUnrefinedFp64QrSolve) {
+  MIXSOLVE_REQUIRE_GPU();
+  Context ctx;
+  const std::int64_t m = 700, n = 60, k = 3;
+  const double kappa = 1e6;
+  const SingularValueMatrix made = singular_value_matrix(m, n, kappa, 95);
+  const Matrix<double>& a = made.a;
+  Matrix<double> b(m, k);
+  fill_random(host_view(b.data(), m, k, m), RandomSpec::uniform(-1, 1, 96));
+  b.col(2).setZero();
+  const Matrix<double> x64 = a.householderQr().solve(b);
+  DeviceBuffer<double> da(ctx, std::size_t(m * n)), db(ctx, std::size_t(m * k)), dx(ctx, std::size_t(n * k));
+  da.copy_from_host(a.data(), std::size_t(m * n));
+  db.copy_from_host(b.data(), std::size_t(m * k));
+  LeastSquares ls(ctx, device_view<const double>(da.data(), m, n, m));
+  Matrix<double> x(n, k);
+  for (int solve = 0; solve < 2; ++solve) {
+    const LeastSquaresReport r =
+        ls.solve(device_view<const double>(db.data(), m, k, m), device_view(dx.data(), n, k, n));
+    ctx.synchronize();
+    dx.copy_to_host(x.data(), std::size_t(n * k));
+    std::printf("%lld x %lld, kappa %.0e, solve %d: %s\n", static_cast<long long>(m), static_cast<long long>(n), kappa,
+                solve, r.path().c_str());
+    EXPECT_TRUE(r.converged) << r.path();
+    EXPECT_EQ(r.path(), "fp64/unrefined");
+    ASSERT_EQ(r.attempts.size(), 1u);
+    EXPECT_TRUE(r.attempts[0].unrefined);
+    EXPECT_EQ(r.attempts[0].update_backend, "cusolver-dgeqrf");
+    if (solve == 1) EXPECT_EQ(r.attempts[0].factor_seconds, 0.0);
+    for (std::int64_t j = 0; j < 2; ++j) {
+      const double residual = (b.col(j) - a * x64.col(j)).norm() / (a.norm() * x64.col(j).norm());
+      const double bound = 64 * 0x1p-53 * (kappa + kappa * kappa * residual);
+      EXPECT_LE((x.col(j) - x64.col(j)).norm(), bound * x64.col(j).norm()) << "column " << j;
+      EXPECT_NEAR(r.residual_norms[std::size_t(j)], (b.col(j) - a * x.col(j)).norm(),
+                  1e-12 * (b.col(j).norm() + a.norm() * x.col(j).norm()));
+    }
+    EXPECT_EQ(x.col(2).norm(), 0.0);
+  }
+  EXPECT_EQ(ls.precision(), Precision::FP64);
+  // auto_min_work 0: the mixed-precision path at any size.
+  LeastSquaresOptions always_cheap;
+  always_cheap.auto_min_work = 0;
+  const LeastSquaresReport cheap =
+      least_squares(ctx, device_view<const double>(da.data(), m, n, m), device_view<const double>(db.data(), m, k, m),
+                    device_view(dx.data(), n, k, n), always_cheap);
+  EXPECT_EQ(cheap.path().rfind("fp32", 0), 0u) << cheap.path();
+  // A duplicated column: rank n - 1 from the rank-revealing attempt after the FP64 factors.
+  Matrix<double> deficient = a;
+  deficient.col(n - 1) = deficient.col(3);
+  da.copy_from_host(deficient.data(), std::size_t(m * n));
+  const LeastSquaresReport found =
+      least_squares(ctx, device_view<const double>(da.data(), m, n, m), device_view<const double>(db.data(), m, k, m),
+                    device_view(dx.data(), n, k, n));
+  std::printf("a duplicated column: %s\n", found.path().c_str());
+  EXPECT_TRUE(found.converged) << found.path();
+  EXPECT_EQ(found.rank, n - 1) << found.path();
+  EXPECT_EQ(found.path().rfind("fp64[rank deficient] -> rrqr[rank " + std::to_string(n - 1) + "]", 0), 0u)
+      << found.path();
+}
+
 // Ridge regression on device matrices (LeastSquaresOptions::ridge: the stacked problem
 // [A; sqrt(lambda) I] built by copies in device memory): the host's solution, for a tall and a
 // wide A (the stacked problem is tall for either), inputs untouched.
@@ -651,7 +724,7 @@ TEST(GpuLeastSquares, RidgeRegressionMatchesTheHost) {
     const std::int64_t m = a.rows(), n = a.cols(), k = 2;
     Matrix<double> b(m, k);
     fill_random(host_view(b.data(), m, k, m), RandomSpec::uniform(-1, 1, 82));
-    LeastSquaresOptions options;
+    LeastSquaresOptions options = fp32_path();
     options.ridge = 1e-6;
     const DeviceSolved solved = solve_on_device(ctx, a, b, options);
     const LeastSquaresReport& device = solved.report;

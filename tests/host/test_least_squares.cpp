@@ -120,6 +120,38 @@ TEST(LeastSquares, Fp32QrRefinesToFp64AccuracyForSeveralRightHandSides) {
   EXPECT_EQ(p.b, b0);
 }
 
+// factorization Auto (the default): host matrices take the FP32 path at any size (auto_min_work
+// -1 means 0 here); below an auto_min_work set, the FP64 QR solve alone, unrefined
+// ("fp64/unrefined"), as accurate as the FP64 QR, also for a later solve with the same factors.
+TEST(LeastSquares, AutoTakesTheUnrefinedFp64QrBelowAutoMinWork) {
+  Context ctx = Context::host_only();
+  const std::int64_t m = 200, n = 30, k = 2;
+  const Problem p = make_problem(m, n, k, 1e6, 1e-2, 23);
+  MatrixD x;
+  const LeastSquaresReport cheap = solve(ctx, p, x);
+  EXPECT_EQ(cheap.path().rfind("fp32/", 0), 0u) << cheap.path();
+  LeastSquaresOptions options;
+  options.auto_min_work = m * n * n + 1;
+  LeastSquares ls(ctx, host_view<const double>(p.a.data(), m, n, m), options);
+  x.resize(n, k);
+  for (int solve = 0; solve < 2; ++solve) {
+    const LeastSquaresReport r = ls.solve(host_view<const double>(p.b.data(), m, k, m), host_view(x.data(), n, k, n));
+    EXPECT_TRUE(r.converged) << r.path();
+    EXPECT_EQ(r.path(), "fp64/unrefined");
+    ASSERT_EQ(r.attempts.size(), 1u);
+    EXPECT_TRUE(r.attempts[0].unrefined);
+    EXPECT_EQ(r.attempts[0].iterations, 0);
+    if (solve == 1) EXPECT_EQ(r.attempts[0].factor_seconds, 0.0);
+    const Errors e = forward_errors(p, x);
+    std::printf("auto below auto_min_work, solve %d: %s, x error %.2e (FP64 QR %.2e)\n", solve, r.path().c_str(),
+                e.solver, e.fp64_qr);
+    EXPECT_LE(e.solver, 10 * e.fp64_qr + 0x1p-50) << r.path();
+  }
+  // At the threshold itself: the FP32 path.
+  options.auto_min_work = m * n * n;
+  EXPECT_EQ(solve(ctx, p, x, options).path().rfind("fp32/", 0), 0u);
+}
+
 // Each refinement choice: GMRES-LS alone reports fp32/gmres(k) and reaches the FP64 QR's accuracy
 // on kappa 1e5 with a large residual, as the plain steps do; the plain steps alone never try
 // GMRES-LS (kappa 1e7: from the FP32 attempt, after x alone, to FP64 factors).

@@ -150,7 +150,7 @@ TEST(LeastSquaresOptionsText, EveryFieldReadsBackAndErrorsNameTheField) {
   EXPECT_EQ(to_string(parse_least_squares_options(to_string(LeastSquaresOptions{}))), to_string(LeastSquaresOptions{}));
   const std::string text = to_string(LeastSquaresOptions{});
   for (const OptionField& f : least_squares_option_fields()) EXPECT_NE(text.find(f.name + "="), std::string::npos);
-  EXPECT_EQ(least_squares_option_fields().size(), 11u);
+  EXPECT_EQ(least_squares_option_fields().size(), 12u);
   for (auto r : {LeastSquaresOptions::RankDeficiency::MinimumNorm, LeastSquaresOptions::RankDeficiency::FullRank})
     EXPECT_EQ(parse_rank_deficiency(to_string(r)), r);
   for (LeastSquaresOptions::Refinement r :
@@ -162,6 +162,8 @@ TEST(LeastSquaresOptionsText, EveryFieldReadsBackAndErrorsNameTheField) {
   };
   EXPECT_NE(message("precision=fp16").find("fp16 is not supported"), std::string::npos) << message("precision=fp16");
   EXPECT_NE(message("max-iterations=0").find("max_iterations (0) < 1"), std::string::npos);
+  EXPECT_NE(message("auto-min-work=-2").find("auto_min_work (-2) < -1"), std::string::npos)
+      << message("auto-min-work=-2");
   EXPECT_NE(message("refinement=cg").find("refinement = \"cg\""), std::string::npos) << message("refinement=cg");
   EXPECT_NE(message("fp32-update=cublas-dgemm").find("not an FP32 GEMM backend"), std::string::npos);
   EXPECT_NE(message("qr=fp32").find("\"qr\" is not a field"), std::string::npos);

@@ -10,6 +10,10 @@
 # RUN=2 (planned, PACK=build-pack-n8 of 0de82c0 or later): the least-squares GPU tests with the
 #   FP32 attempt's FP64 dependence test on the device, the benchmark again (with the attempts'
 #   times), then memcheck and initcheck on the device-vs-host test.
+# RUN=3 (planned): the shapes of items 2 and 4: lstsq_benchmark on the uniform A and svd_geo cond
+#   1e6 at 65536 x 4096 and at small shapes (1000 x 100 .. 16384 x 1024), Auto and FP32
+#   factorization, 3 repetitions; no tests.
+# PROFILE=1: the rank-revealing attempt's stage times in lstsq.txt (MIXSOLVE_LU_PROFILE).
 # Logs in $OUT/r$RUN.tgz.
 set -u
 RUN=${RUN:-2}
@@ -20,6 +24,15 @@ T=carry-a/tests/mixsolve_gpu_tests B=carry-a/benchmarks/lstsq_benchmark
 R=/tmp/r$RUN; mkdir -p $R
 snap() { tar czf "$OUT/r$RUN.tgz" -C /tmp "r$RUN"; }
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader | tee $R/gpu.txt
+if [ "$RUN" = 3 ]; then
+  timeout ${FULL_LIMIT:-280} $B --shapes 65536x4096 --conds 1e6 --irs none --refinements cgls --panels tsqr --backends cublas-sgemm \
+    --reps ${REPS:-3} --json $R/full_rank.json > $R/full_rank.txt 2>&1
+  echo "full rank rc=$?"; grep -E "lstsq" $R/full_rank.txt | cut -c1-220; snap
+  timeout ${SMALL_LIMIT:-280} $B --shapes 1000x100,2000x500,4097x1000,8192x512,16384x1024 --conds 1e6 --irs none --refinements cgls \
+    --panels tsqr --backends cublas-sgemm --factorizations auto,fp32 --reps ${REPS:-3} --json $R/small.json > $R/small.txt 2>&1
+  echo "small rc=$?"; grep -E "lstsq" $R/small.txt | cut -c1-220; snap
+  exit 0
+fi
 if [ "$RUN" = 1 ]; then
   filter='GpuLeastSquares.*:GpuFuzz.LeastSquares:GpuQr.*:GpuDocumentedGuarantees.*' test_limit=200 bench_limit=300
 else

@@ -35,6 +35,9 @@ namespace {
 constexpr int kHostQrBlock = 32;
 // Below this min |r_jj| / max |r_jj|, FP32 factors leave the rank to the FP64 QR.
 constexpr double kCheapRankRatio = 16 * 0x1p-24;
+// LeastSquaresOptions::auto_min_work's default for device matrices (docs/least_squares.md, "Small
+// problems").
+constexpr std::int64_t kDeviceAutoMinWork = std::int64_t(1) << 32;
 
 // The order in which stops are worse: the attempt reports its worst column's.
 int severity(LeastSquaresStop s) {
@@ -81,7 +84,8 @@ class HostLsSpace final : public solvers_detail::LsSpace {
   }
   double norm_a_frobenius() override { return solvers_detail::scaled_norm2(a_.data, a_.rows, a_.cols, a_.ld); }
   std::vector<double> factor(bool fp64, double a_scale, std::int64_t block, const std::string& fp32_update,
-                             const std::string& /*fp32_vt_c_update: one backend for both products here*/) override {
+                             const std::string& /*fp32_vt_c_update: one backend for both products here*/,
+                             bool /*unrefined: the same FP64 QR here*/) override {
     a_scale_ = a_scale;
     r64_.clear();
     r32_in_fp64_.clear();
@@ -125,6 +129,11 @@ class HostLsSpace final : public solvers_detail::LsSpace {
                                                         r_.data(), method, scales)
                  : solvers_detail::refine_least_squares(a_, &b_(0, j), *qr32_, a_scale_, max_iterations, &x_(0, j),
                                                         r_.data(), method, scales);
+  }
+  void solve_unrefined() override {
+    if (!qr64_) throw std::logic_error("least_squares: an unrefined solve without FP64 factors");
+    for (std::int64_t j = 0; j < b_.cols; ++j)
+      solvers_detail::factors_solution(a_, &b_(0, j), *qr64_, a_scale_, &x_(0, j));
   }
   std::vector<double> residual_norms() override {
     std::vector<double> out;
@@ -388,12 +397,14 @@ using FactorScales = solvers_detail::LsFactorScales;
 
 void refine_columns(solvers_detail::LsSpace& space, std::int64_t columns, const LeastSquaresOptions& options,
                     const FactorScales& scales, LeastSquaresAttempt& result);
+void solve_unrefined(solvers_detail::LsSpace& space, LeastSquaresAttempt& result);
 
 // The factors of one attempt.
 enum class Factors {
   Fp32,           // Householder QR of a_scale A rounded to FP32
   CholeskyQr,     // FP64 R by Cholesky QR preconditioned with the FP32 attempt's R (LsSpace)
   Fp64,           // Householder QR in FP64
+  Fp64Unrefined,  // Householder QR in FP64 (on the device cuSOLVER's), its solution not refined
   RankRevealing,  // the held factors' R with column pivoting, then FP64 (qr/minimum_norm.hpp)
 };
 
@@ -443,6 +454,7 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int
   result.gmres = !fp64 && options.refinement == LeastSquaresOptions::Refinement::Gmres;
   result.cgls = !fp64 && options.refinement == LeastSquaresOptions::Refinement::Cgls;
   result.cholesky_qr = factors == Factors::CholeskyQr;
+  result.unrefined = factors == Factors::Fp64Unrefined;
   const auto t0 = solvers_detail::Clock::now();
   std::vector<double> diagonal;
   if (factors == Factors::CholeskyQr) {
@@ -458,7 +470,8 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int
     }
     diagonal = std::move(c.diagonal);
   } else {
-    diagonal = space.factor(fp64, std::ldexp(1.0, -exponent), block, options.fp32_update, options.fp32_vt_c_update);
+    diagonal = space.factor(fp64, std::ldexp(1.0, -exponent), block, options.fp32_update, options.fp32_vt_c_update,
+                            factors == Factors::Fp64Unrefined);
     result.update_backend = space.update_backend();
   }
   double largest = 0, smallest = INFINITY;
@@ -507,8 +520,22 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int
       throw RankDeficientMatrix(text, smallest_column);
     }
   }
+  if (factors == Factors::Fp64Unrefined) {
+    solve_unrefined(space, result);
+    return result;
+  }
   refine_columns(space, columns, options, scales, result);
   return result;
+}
+
+// X := the FP64 factors' own solutions (Factors::Fp64Unrefined): the FP64 QR solve, accepted as it
+// is (stop Converged, no steps).
+void solve_unrefined(solvers_detail::LsSpace& space, LeastSquaresAttempt& result) {
+  const auto t0 = solvers_detail::Clock::now();
+  space.solve_unrefined();
+  result.stop = LeastSquaresStop::Converged;
+  result.iterations = result.inner_iterations = 0;
+  result.refine_seconds = solvers_detail::seconds_since(t0);
 }
 
 // Each column of X refined with the current factors by the attempt's method; its stop and
@@ -629,7 +656,9 @@ std::string LeastSquaresReport::path() const {
       continue;
     }
     out += to_string(t.precision) + (t.cholesky_qr ? "-cholqr" : "");
-    if (accepted(t.stop))
+    if (t.unrefined && accepted(t.stop))
+      out += "/unrefined";
+    else if (accepted(t.stop))
       out += (t.gmres         ? "/gmres("
               : t.x_only      ? "/x-only("
               : t.cgls        ? "/cgls("
@@ -706,10 +735,16 @@ LeastSquares::LeastSquares(Context& ctx, const MatrixView<const double>& a, cons
     s.space = std::move(s.plain);
   }
   const MatrixView<const double>& solved = s.solved;
-  s.minimum_norm = options.rank_deficient == LeastSquaresOptions::RankDeficiency::MinimumNorm &&
-                   (options.fallback || options.factorization == Precision::FP64);
-  s.path = {options.factorization == Precision::FP64 ? Factors::Fp64 : Factors::Fp32};
-  if (options.fallback && options.factorization != Precision::FP64) {
+  // Auto: below auto_min_work the FP64 QR solve alone (the cheap path's fixed costs do not pay).
+  const std::int64_t min_work =
+      options.auto_min_work >= 0 ? options.auto_min_work : (a.memory == Memory::Device ? kDeviceAutoMinWork : 0);
+  const bool unrefined = options.factorization == Precision::Auto &&
+                         double(solved.rows) * double(solved.cols) * double(solved.cols) < double(min_work);
+  const bool fp64 = options.factorization == Precision::FP64 || unrefined;
+  s.minimum_norm =
+      options.rank_deficient == LeastSquaresOptions::RankDeficiency::MinimumNorm && (options.fallback || fp64);
+  s.path = {unrefined ? Factors::Fp64Unrefined : fp64 ? Factors::Fp64 : Factors::Fp32};
+  if (options.fallback && !fp64) {
     // Under MinimumNorm the Cholesky QR's breakdown (or failure) leads to the rank-revealing
     // attempt at once: it serves an ill-conditioned A as it serves a rank-deficient one, at the
     // cost of a QR of the columns it cannot decide in FP32, not of all of A.
@@ -774,7 +809,10 @@ LeastSquaresReport LeastSquares::solve(const MatrixView<const double>& b, const 
       again.factor_seconds = 0;
       again.iterations = again.inner_iterations = 0;
       scales = s.held_scales;
-      refine_columns(space, b.cols, options, scales, again);
+      if (again.unrefined)
+        solve_unrefined(space, again);
+      else
+        refine_columns(space, b.cols, options, scales, again);
       report.attempts.push_back(again);
     } else if (s.path[i] == Factors::RankRevealing) {
       report.attempts.push_back(

@@ -97,9 +97,12 @@ void check_solve_options(const char* where, const SolveOptions& options) {
 }
 
 void check_least_squares_options(const char* where, const LeastSquaresOptions& options, const Memory* a_memory) {
-  if (options.factorization != Precision::FP32 && options.factorization != Precision::FP64)
+  if (options.factorization != Precision::FP32 && options.factorization != Precision::FP64 &&
+      options.factorization != Precision::Auto)
     throw InvalidArgument(std::string(where) + ": factorization " + to_string(options.factorization) +
-                          " is not supported (fp32 or fp64)");
+                          " is not supported (fp32, fp64 or auto)");
+  if (options.auto_min_work < -1)
+    throw InvalidArgument(std::string(where) + ": auto_min_work (" + std::to_string(options.auto_min_work) + ") < -1");
   if (options.max_iterations < 1)
     throw InvalidArgument(std::string(where) + ": max_iterations (" + std::to_string(options.max_iterations) + ") < 1");
   if (options.block_size < 0)
@@ -337,9 +340,12 @@ constexpr LsRefinement kLsRefinements[] = {LsRefinement::Augmented, LsRefinement
 const std::vector<Field<LeastSquaresOptions>>& least_squares_fields() {
   using O = LeastSquaresOptions;
   static const std::vector<Field<O>> table = {
-      {{"precision", "fp32, fp64", "LeastSquaresOptions::factorization: the QR's precision"},
+      {{"precision", "fp32, fp64, auto", "LeastSquaresOptions::factorization: the QR's precision"},
        [](const O& o) { return to_string(o.factorization); },
        [](O& o, const std::string& v) { o.factorization = parse_precision(v); }},
+      {{"auto-min-work", "integer >= -1", "under auto, m n^2 below which the FP64 QR solve alone runs (-1: default)"},
+       [](const O& o) { return std::to_string(o.auto_min_work); },
+       [](O& o, const std::string& v) { o.auto_min_work = read_number<std::int64_t>("auto-min-work", v); }},
       {{"max-iterations", "integer >= 1", "refinement steps per attempt"},
        [](const O& o) { return std::to_string(o.max_iterations); },
        [](O& o, const std::string& v) { o.max_iterations = read_number<int>("max-iterations", v); }},

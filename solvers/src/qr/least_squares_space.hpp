@@ -32,9 +32,10 @@ class LsSpace {
   // Factors a_scale A rounded to FP32 (fp64 false) or FP64 with `block` columns per block and
   // the FP32 trailing updates on the GEMM backend `fp32_update`, their V^T C on `fp32_vt_c_update`
   // where the space has a choice for it (0 and "": the space's choice), replacing any factors
-  // held; returns |r_jj| for j = 0 .. n-1.
+  // held; returns |r_jj| for j = 0 .. n-1. unrefined (with fp64): FP64 factors for
+  // solve_unrefined, not refine (on the device cuSOLVER's geqrf; on the host the FP64 QR).
   virtual std::vector<double> factor(bool fp64, double a_scale, std::int64_t block, const std::string& fp32_update,
-                                     const std::string& fp32_vt_c_update) = 0;
+                                     const std::string& fp32_vt_c_update, bool unrefined = false) = 0;
   // The GEMM backend(s) of the current Householder factors' trailing updates, for the report.
   virtual std::string update_backend() const = 0;
   // FP64 factors from the current FP32 ones, by Cholesky QR preconditioned with their R:
@@ -59,6 +60,9 @@ class LsSpace {
   // whose R gives `scales`.
   virtual LsRefinementResult refine(std::int64_t j, int max_iterations, LsMethod method,
                                     const LsFactorScales& scales) = 0;
+  // X := the FP64 factors' solutions a_scale R^-1 (Q^T B)(1:n), not refined (factors from
+  // factor(true, ..., unrefined true)).
+  virtual void solve_unrefined() = 0;
   // ||b_j - A x_j||_2 for every column, in FP64.
   virtual std::vector<double> residual_norms() = 0;
   // X := NaN.

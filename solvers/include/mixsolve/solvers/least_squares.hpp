@@ -39,8 +39,16 @@ namespace mixsolve {
 
 /// The settings of least_squares().
 struct LeastSquaresOptions {
-  /// The QR's precision: FP32 (refined to FP64 accuracy where kappa(A) u_32 < 1) or FP64.
-  Precision factorization = Precision::FP32;
+  /// The QR's precision: FP32 (refined to FP64 accuracy where kappa(A) u_32 < 1), FP64, or Auto:
+  /// FP32 where the problem is large enough for the cheap QR to pay (auto_min_work), else one
+  /// FP64 Householder QR whose solution is taken as it is, not refined (the FP64 QR solve a user
+  /// would call: on the device cuSOLVER's geqrf, ormqr and a triangular solve; path
+  /// "fp64/unrefined").
+  Precision factorization = Precision::Auto;
+  /// Under Auto, an A (m x n; with ridge the stacked matrix) with m n^2 below this takes the FP64
+  /// QR solve. -1: the memory space's choice, 2^32 for device matrices, 0 for host matrices (whose
+  /// FP32 path is the device's model, there to exercise it at small sizes). Must be >= -1.
+  std::int64_t auto_min_work = -1;
   /// Refinement steps per attempt, >= 1 (InvalidArgument).
   int max_iterations = 30;
   /// Factor again in FP64 where the cheaper factors' refinement does not converge. Without, such
@@ -154,6 +162,9 @@ struct LeastSquaresAttempt {
   bool x_only = false;
   /// The cheap factors' R alone, each correction by CGLS (LeastSquaresOptions::Refinement::Cgls).
   bool cgls = false;
+  /// The FP64 Householder QR's own solution, not refined (factorization Auto below
+  /// auto_min_work): stop Converged with no steps (or RankDeficient, decided before solving).
+  bool unrefined = false;
   /// FP64 factors by Cholesky QR preconditioned with the FP32 attempt's R (precision FP64;
   /// LeastSquaresOptions::cholesky_qr), refined by the semi-normal steps
   /// x += (R^T R)^-1 A^T (b - A x) (no Q).
@@ -225,7 +236,8 @@ struct LeastSquaresReport {
 ///                              FullRank (without ridge), B has not m
 ///                              rows, X not n rows or not B's columns, A or B holds NaN or Inf,
 ///                              X's storage overlaps A's or B's (the message names both and
-///                              their byte ranges), factorization is not FP32 or FP64,
+///                              their byte ranges), factorization is not FP32, FP64 or Auto,
+///                              auto_min_work < -1,
 ///                              max_iterations < 1, block_size < 0, refinement not one of
 ///                              LeastSquaresOptions::Refinement's values, or fp32_update
 ///                              (fp32_vt_c_update) names no FP32 GEMM backend for A's memory,

@@ -22,6 +22,7 @@
 #include "mixsolve/core/internal/launch.hpp"
 #include "mixsolve/gemm/registry.hpp"
 #include "qr/cuda/block_semi_normal_steps.hpp"
+#include "qr/cuda/cusolver_qr_solve.hpp"
 #include "qr/cuda/device_qr.hpp"
 #include "qr/cuda/normal_equations_solver.hpp"
 #include "qr/cuda/pivoted_cholesky.hpp"
@@ -702,7 +703,7 @@ class DeviceLsSpace final : public LsSpace {
   }
 
   std::vector<double> factor(bool fp64, double a_scale, std::int64_t block, const std::string& fp32_update,
-                             const std::string& fp32_vt_c_update) override {
+                             const std::string& fp32_vt_c_update, bool unrefined) override {
     a_scale_ = a_scale;
     r64_ = DeviceBuffer<double>();
     cheap_r_ = DeviceBuffer<double>();
@@ -710,9 +711,19 @@ class DeviceLsSpace final : public LsSpace {
     normal64_.reset();
     qr32_.reset();
     qr64_.reset();
+    qr_unrefined_.reset();
     factors32_ = DeviceBuffer<float>();  // the other precision's factors go
     factors64_ = DeviceBuffer<double>();
     const std::int64_t m = a_.rows, n = a_.cols;
+    if (fp64 && unrefined) {  // cuSOLVER's geqrf, for solve_unrefined
+      factors64_ = DeviceBuffer<double>(ctx_, m * n);
+      scaled_copy_kernel<<<matrix_grid(m, n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, n, a_scale, factors64_.data(),
+                                                                       m);
+      MIXSOLVE_CUDA_CHECK_LAUNCH();
+      update_ = "cusolver-dgeqrf";
+      qr_unrefined_ = std::make_unique<CusolverQrSolve>(ctx_, device_view(factors64_.data(), m, n, m));
+      return qr_unrefined_->diagonal();
+    }
     if (fp64) {
       // Wider blocks where the trailing updates dominate (docs/least_squares.md).
       if (block == 0) block = n >= 1024 ? 256 : 128;
@@ -855,7 +866,8 @@ class DeviceLsSpace final : public LsSpace {
 
   std::vector<double> smallest_singular_vector(std::int64_t start) override {
     const std::int64_t n = a_.cols;
-    if (!qr64_ && r64_.size() == 0) throw InvalidArgument("smallest_singular_vector: needs FP64 factors");
+    if (!qr64_ && !qr_unrefined_ && r64_.size() == 0)
+      throw InvalidArgument("smallest_singular_vector: needs FP64 factors");
     std::vector<double> e(n, 0.0);
     e[start] = 1;
     DeviceBuffer<double> v(ctx_, n);
@@ -871,6 +883,10 @@ class DeviceLsSpace final : public LsSpace {
     const auto solve = [&](bool transposed) {  // v := R^-1 v or R^-T v
       if (qr64_) {
         transposed ? qr64_->solve_rt(view) : qr64_->solve_r(view);
+        return;
+      }
+      if (qr_unrefined_) {
+        qr_unrefined_->solve_r(v.data(), transposed);
         return;
       }
       MIXSOLVE_CUBLAS_CHECK(cublasDtrsv(ctx_.cublas(), CUBLAS_FILL_MODE_UPPER, transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
@@ -896,6 +912,7 @@ class DeviceLsSpace final : public LsSpace {
 
   LsRefinementResult refine(std::int64_t j, int max_iterations, LsMethod method,
                             const LsFactorScales& scales) override {
+    if (qr_unrefined_) throw std::logic_error("least_squares: factors for an unrefined solve are not refined");
     const double* b = b_.data + j * b_.ld;
     double* x = x_.data + j * x_.ld;
     if (method == LsMethod::Cgls) {  // the FP32 R alone, in FP64
@@ -922,6 +939,19 @@ class DeviceLsSpace final : public LsSpace {
     return solvers_detail::refine(steps, LsFactorKind::Cheap, max_iterations, method, scales);
   }
 
+  void solve_unrefined() override {
+    if (!qr_unrefined_) throw std::logic_error("least_squares: an unrefined solve without its factors");
+    const std::int64_t m = a_.rows, n = a_.cols, k = b_.cols;
+    if (k == 0) return;
+    // X := a_scale R^-1 (Q^T B)(1:n) (the factors hold a_scale A).
+    DeviceBuffer<double> c(ctx_, m * k);
+    MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(c.data(), sizeof(double) * m, b_.data, sizeof(double) * b_.ld,
+                                          sizeof(double) * m, k, cudaMemcpyDeviceToDevice, ctx_.stream()));
+    qr_unrefined_->solve(device_view(c.data(), m, k, m));
+    scaled_copy_kernel<<<matrix_grid(n, k), 256, 0, ctx_.stream()>>>(c.data(), m, n, k, a_scale_, x_.data, x_.ld);
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+  }
+
   std::vector<double> residual_norms() override {
     std::vector<double> out;
     for (std::int64_t j = 0; j < b_.cols; ++j) {
@@ -945,7 +975,7 @@ class DeviceLsSpace final : public LsSpace {
       r32.copy_to_host(r.data(), std::size_t(n * n), stream);
     } else if (cheap_r_.size() > 0) {  // the FP32 R the failed Cholesky QR started from
       cheap_r_.copy_to_host(r.data(), std::size_t(n * n), stream);
-    } else if (qr64_) {  // the top n rows of the factored matrix, reflectors below the diagonal
+    } else if (qr64_ || qr_unrefined_) {  // the top n rows of the factored matrix, reflectors below the diagonal
       MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(r.data(), sizeof(double) * n, factors64_.data(), sizeof(double) * m,
                                             sizeof(double) * n, n, cudaMemcpyDeviceToHost, stream));
       MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -986,6 +1016,7 @@ class DeviceLsSpace final : public LsSpace {
   DeviceBuffer<double> factors64_;
   std::unique_ptr<DeviceQr<float>> qr32_;
   std::unique_ptr<DeviceQr<double>> qr64_;
+  std::unique_ptr<CusolverQrSolve> qr_unrefined_;  // FP64 factors for solve_unrefined, in factors64_
   // n x n: the Cholesky QR's R, where it holds the factors; and (R^T R)^-1 of it and of the FP32
   // factors' R (for CGLS).
   DeviceBuffer<double> r64_;
