@@ -36,7 +36,7 @@ fi
 if [ "$RUN" = 1 ]; then
   filter='GpuLeastSquares.*:GpuFuzz.LeastSquares:GpuQr.*:GpuDocumentedGuarantees.*' test_limit=200 bench_limit=300
 else
-  filter='GpuLeastSquares.*:GpuFuzz.LeastSquares:GpuQr.Gram*' test_limit=120 bench_limit=150
+  filter='GpuLeastSquares.*:GpuFuzz.LeastSquares:GpuQr.Gram*:GpuDocumentedGuarantees.*' test_limit=150 bench_limit=150
 fi
 MIXSOLVE_GPU_TESTS_REQUIRED=1 timeout $test_limit $T --gtest_filter="$filter" > $R/tests.txt 2>&1
 echo "tests rc=$?"; grep -E "^\[  (PASSED|FAILED)|Failure|trap|two equal|device .* host" $R/tests.txt | head -30; snap
@@ -46,7 +46,7 @@ echo "lstsq rc=$?"; grep -E "rank-deficient|ratio to the FP64|x_svd|profile" $R/
 if [ "$RUN" != 1 ]; then
   for tool in memcheck initcheck; do
     timeout 60 compute-sanitizer --tool $tool $([ $tool = memcheck ] && echo --leak-check full) --error-exitcode 1 \
-      $T --gtest_filter='GpuLeastSquares.DeviceSolverMatchesTheHostSolver:GpuLeastSquares.ManyDependent*:GpuQr.Gram*' > $R/$tool.txt 2>&1
+      $T --gtest_filter='GpuLeastSquares.DeviceSolverMatchesTheHostSolver:GpuLeastSquares.ManyDependent*:GpuLeastSquares.SmallProblems*:GpuQr.Gram*' > $R/$tool.txt 2>&1
     echo "$tool rc=$?"; grep -E "ERROR SUMMARY|LEAK SUMMARY|PASSED|FAILED" $R/$tool.txt | head -3
   done
   snap
