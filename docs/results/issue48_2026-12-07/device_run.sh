@@ -45,7 +45,7 @@ MIXSOLVE_LU_PROFILE=${PROFILE:-0} timeout $bench_limit $B --shapes ${SHAPES:-655
 echo "lstsq rc=$?"; grep -E "rank-deficient|ratio to the FP64|x_svd|profile" $R/lstsq.txt | cut -c1-400; snap
 if [ "$RUN" != 1 ]; then
   for tool in memcheck initcheck; do
-    timeout 60 compute-sanitizer --tool $tool $([ $tool = memcheck ] && echo --leak-check full) --error-exitcode 1 \
+    timeout ${SANITIZER_LIMIT:-60} compute-sanitizer --tool $tool $([ $tool = memcheck ] && echo --leak-check full) --error-exitcode 1 \
       $T --gtest_filter='GpuLeastSquares.DeviceSolverMatchesTheHostSolver:GpuLeastSquares.ManyDependent*:GpuLeastSquares.SmallProblems*:GpuQr.Gram*' > $R/$tool.txt 2>&1
     echo "$tool rc=$?"; grep -E "ERROR SUMMARY|LEAK SUMMARY|PASSED|FAILED" $R/$tool.txt | head -3
   done
