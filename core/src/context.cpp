@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "mixsolve/core/cuda_check.hpp"
+#include "mixsolve/core/cusolver_check.hpp"
 #include "mixsolve/core/gpu.hpp"
 
 namespace mixsolve {
@@ -43,6 +44,7 @@ Context& Context::operator=(Context&& other) noexcept {
     device_ = std::exchange(other.device_, -1);
     stream_ = std::exchange(other.stream_, nullptr);
     cublas_ = std::exchange(other.cublas_, nullptr);
+    cusolver_ = std::exchange(other.cusolver_, nullptr);
     workspace_ = std::exchange(other.workspace_, nullptr);
     workspace_bytes_ = std::exchange(other.workspace_bytes_, 0);
     multiprocessor_limit_ = std::exchange(other.multiprocessor_limit_, 0);
@@ -60,6 +62,8 @@ void Context::release() noexcept {
   cudaStreamSynchronize(stream_);
   if (pool_) cudaMemPoolDestroy(pool_);  // released once its last block is given back
   pool_ = nullptr;
+  if (cusolver_) cusolverDnDestroy(cusolver_);
+  cusolver_ = nullptr;
   if (cublas_) cublasDestroy(cublas_);
   if (stream_) cudaStreamDestroy(stream_);
   workspace_ = nullptr;
@@ -75,6 +79,21 @@ cudaStream_t Context::stream() const {
 cublasHandle_t Context::cublas() const {
   if (!has_device_) throw NotSupported("Context::cublas: this is a host-only context");
   return cublas_;
+}
+
+cusolverDnHandle_t Context::cusolver() const {
+  if (!has_device_) throw NotSupported("Context::cusolver: this is a host-only context");
+  if (!cusolver_) {
+    cusolverDnHandle_t handle = nullptr;
+    MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&handle));
+    const cusolverStatus_t st = cusolverDnSetStream(handle, stream_);
+    if (st != CUSOLVER_STATUS_SUCCESS) {
+      cusolverDnDestroy(handle);
+      MIXSOLVE_CUSOLVER_CHECK(st);
+    }
+    cusolver_ = handle;
+  }
+  return cusolver_;
 }
 
 void* Context::workspace(std::size_t bytes) {

@@ -46,7 +46,7 @@ echo "lstsq rc=$?"; grep -E "rank-deficient|ratio to the FP64|x_svd|profile" $R/
 if [ "$RUN" != 1 ]; then
   for tool in memcheck initcheck; do
     timeout ${SANITIZER_LIMIT:-60} compute-sanitizer --tool $tool $([ $tool = memcheck ] && echo --leak-check full) --error-exitcode 1 \
-      $T --gtest_filter='GpuLeastSquares.DeviceSolverMatchesTheHostSolver:GpuLeastSquares.ManyDependent*:GpuLeastSquares.SmallProblems*:GpuQr.Gram*' > $R/$tool.txt 2>&1
+      $T --gtest_filter="${SANITIZER_FILTER:-GpuLeastSquares.DeviceSolverMatchesTheHostSolver:GpuLeastSquares.ManyDependent*:GpuLeastSquares.SmallProblems*:GpuQr.Gram*}" > $R/$tool.txt 2>&1
     echo "$tool rc=$?"; grep -E "ERROR SUMMARY|LEAK SUMMARY|PASSED|FAILED" $R/$tool.txt | head -3
   done
   snap

@@ -193,9 +193,11 @@ MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const M
   std::vector<std::int64_t> order = p1.pivots;
   tall.choose(order, k1);
   // W = A_S1^+ A_N1, from R_1's own R11^-1 R12 refined in FP64.
+  bool preconditioned = false;  // the tall side's preconditioner is R of the current A_S
   if (k1 > 0 && nd > 0) {
     const LsFactorScales scales = scales_of(rs1);
     tall.precondition(rs1.view());
+    preconditioned = true;
     for (std::int64_t c = 0; c < nd; ++c) {
       for (std::int64_t i = 0; i < k1; ++i) w(i, c) = r1(i, k1 + c);
       solve_upper(rs1, &w(0, c));
@@ -245,10 +247,16 @@ MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const M
       }
       for (std::int64_t i = 0; i < k2; ++i) wt(k1 + i, col) = z[i];
     }
-    tall.choose(order, k);
+    // With no column joining S (k2 = 0), A_S and its preconditioner stay; W is no longer needed
+    // by the tall side (the solutions target B).
+    if (k2 > 0) {
+      tall.choose(order, k);
+      preconditioned = false;
+    }
     if (k2 > 0 && rest > 0) {
       const LsFactorScales scales = scales_of(rs);
       tall.precondition(rs.view());
+      preconditioned = true;
       refine(TallColumns::Target::DroppedColumn, 0, rest, scales, true, wt.v.data());
     }
     stages.lap(stages.second_w);
@@ -264,7 +272,7 @@ MinimumNormResult minimum_norm_solution(Context& ctx, TallColumns& tall, const M
   // The basic solutions z = A_S^+ b, then the minimum-norm solution x' (in S, N order) of
   // [I W] x' = z.
   const LsFactorScales scales = scales_of(rs);
-  tall.precondition(rs.view());
+  if (!preconditioned) tall.precondition(rs.view());
   Dense z(k, columns);
   refine(TallColumns::Target::RightHandSide, 0, columns, scales, false, z.v.data());
   stages.lap(stages.solutions);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cublas_v2.h>
+#include <cusolverDn.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -62,6 +63,11 @@ class Context {
   /// The context's cuBLAS handle, bound to stream().
   /// @throws NotSupported on a host-only context.
   cublasHandle_t cublas() const;
+  /// The context's cuSOLVER dense handle, bound to stream(), created on the first call (its
+  /// creation costs about a millisecond, as much as a small factorization).
+  /// @throws NotSupported on a host-only context.
+  /// @throws DeviceError  if cuSOLVER cannot create it.
+  cusolverDnHandle_t cusolver() const;
 
   /// Device workspace of at least `bytes` bytes, ordered on stream(). It grows (stream-ordered
   /// free + allocation) only when a larger size is asked for, so hot paths allocate nothing after
@@ -137,6 +143,7 @@ class Context {
   int device_ = -1;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  mutable cusolverDnHandle_t cusolver_ = nullptr;  // created by cusolver()
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;
   int multiprocessor_limit_ = 0;

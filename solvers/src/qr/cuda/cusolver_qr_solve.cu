@@ -23,10 +23,7 @@ __global__ void absolute_diagonal_kernel(const double* a, std::int64_t ld, std::
 
 CusolverQrSolve::CusolverQrSolve(Context& ctx, const MatrixView<double>& a)
     : ctx_(ctx), a_(a), tau_(ctx, std::max<std::int64_t>(a.cols, 1)), info_(ctx, 1) {
-  cusolverDnHandle_t h = nullptr;
-  MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&h));
-  solver_.reset(h);
-  MIXSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(h, ctx.stream()));
+  cusolverDnHandle_t h = ctx.cusolver();
   const int m = int(a.rows), n = int(a.cols), ld = int(a.ld);
   int geqrf = 0, ormqr = 0;
   MIXSOLVE_CUSOLVER_CHECK(cusolverDnDgeqrf_bufferSize(h, m, n, a.data, ld, &geqrf));
@@ -51,7 +48,7 @@ std::vector<double> CusolverQrSolve::diagonal() const {
 
 void CusolverQrSolve::solve(const MatrixView<double>& c) {
   const int m = int(a_.rows), n = int(a_.cols), ld = int(a_.ld);
-  cusolverDnHandle_t h = solver_.get();
+  cusolverDnHandle_t h = ctx_.cusolver();
   // Column by column: ormqr's workspace was sized for one (it grows with the columns).
   for (std::int64_t j = 0; j < c.cols; ++j)
     MIXSOLVE_CUSOLVER_CHECK(cusolverDnDormqr(h, CUBLAS_SIDE_LEFT, CUBLAS_OP_T, m, 1, n, a_.data, ld, tau_.data(),

@@ -7,8 +7,6 @@
 #include <cusolverDn.h>
 
 #include <cstdint>
-#include <memory>
-#include <type_traits>
 #include <vector>
 
 #include "mixsolve/core/context.hpp"
@@ -31,12 +29,8 @@ class CusolverQrSolve {
   void solve_r(double* x, bool transposed);
 
  private:
-  struct DestroySolver {
-    void operator()(cusolverDnHandle_t h) const { cusolverDnDestroy(h); }
-  };
-  Context& ctx_;
+  Context& ctx_;  // its cuSOLVER handle (Context::cusolver)
   MatrixView<double> a_;
-  std::unique_ptr<std::remove_pointer_t<cusolverDnHandle_t>, DestroySolver> solver_;
   DeviceBuffer<double> tau_, work_;
   DeviceBuffer<int> info_;
 };

@@ -145,6 +145,17 @@ __global__ void fill_nan_kernel(double* x, std::int64_t ld, std::int64_t rows, s
   FOR_EACH_ENTRY(rows, cols) { x[i + j * ld] = NAN; }
 }
 
+// Column c of A's columns `order` (n of them) into kept (c < kept) or dropped (the rest), both
+// with leading dimension rows.
+__global__ void gather_columns_kernel(const double* a, std::int64_t ld, std::int64_t rows, const std::int64_t* order,
+                                      std::int64_t n, std::int64_t kept, double* kept_columns,
+                                      double* dropped_columns) {
+  FOR_EACH_ENTRY(rows, n) {
+    double* to = j < kept ? kept_columns + j * rows : dropped_columns + (j - kept) * rows;
+    to[i] = a[i + order[j] * ld];
+  }
+}
+
 #undef FOR_EACH_ENTRY
 
 double nrm2(cublasHandle_t h, std::int64_t n, const float* x) {
@@ -522,11 +533,13 @@ class DeviceTallColumns final : public TallColumns {
     chosen_ = n;
     kept_columns_ = DeviceBuffer<double>(ctx_, m * kept);
     dropped_columns_ = DeviceBuffer<double>(ctx_, m * (n - kept));
-    for (std::int64_t c = 0; c < n; ++c) {
-      double* to = c < kept ? kept_columns_.data() + c * m : dropped_columns_.data() + (c - kept) * m;
-      MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(to, a_.data + order[std::size_t(c)] * a_.ld, sizeof(double) * m,
-                                          cudaMemcpyDeviceToDevice, ctx_.stream()));
-    }
+    if (n == 0 || m == 0) return;
+    // One gather kernel (a copy per column cost a launch each: thousands of them).
+    DeviceBuffer<std::int64_t> columns(ctx_, std::size_t(n));
+    columns.copy_from_host(order, ctx_.stream());
+    gather_columns_kernel<<<matrix_grid(m, n), 256, 0, ctx_.stream()>>>(a_.data, a_.ld, m, columns.data(), n, kept,
+                                                                        kept_columns_.data(), dropped_columns_.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
   }
   void precondition(const MatrixView<const double>& r) override {
     const std::int64_t k = r.rows;
@@ -820,11 +833,7 @@ class DeviceLsSpace final : public LsSpace {
                                           int(m), &zero, gram.data(), int(n)));
     }
     // R_2 := chol(Y^T Y) (upper) in place of the Gram matrix.
-    cusolverDnHandle_t solver = nullptr;
-    MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&solver));
-    std::unique_ptr<std::remove_pointer_t<cusolverDnHandle_t>, cusolverStatus_t (*)(cusolverDnHandle_t)> owner(
-        solver, cusolverDnDestroy);
-    MIXSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(solver, stream));
+    cusolverDnHandle_t solver = ctx_.cusolver();
     int work_size = 0;
     MIXSOLVE_CUSOLVER_CHECK(
         cusolverDnDpotrf_bufferSize(solver, CUBLAS_FILL_MODE_UPPER, int(n), gram.data(), int(n), &work_size));
@@ -892,6 +901,31 @@ class DeviceLsSpace final : public LsSpace {
       MIXSOLVE_CUBLAS_CHECK(cublasDtrsv(ctx_.cublas(), CUBLAS_FILL_MODE_UPPER, transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
                                         CUBLAS_DIAG_NON_UNIT, int(n), r64_.data(), int(n), v.data(), 1));
     };
+    // R's entries where the factors keep them: the Cholesky QR's n x n R, or the factored matrix's
+    // upper triangle (Householder, geqrf form).
+    const double* r = r64_.size() > 0 ? r64_.data() : factors64_.data();
+    const std::int64_t ld = r64_.size() > 0 ? n : a_.rows;
+    double pivot = 0;
+    MIXSOLVE_CUDA_CHECK(
+        cudaMemcpyAsync(&pivot, r + start + start * ld, sizeof pivot, cudaMemcpyDeviceToHost, ctx_.stream()));
+    MIXSOLVE_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));
+    if (pivot == 0) {
+      // r_start,start = 0 (an exactly dependent column; the first such: start is the first column
+      // of smallest |r_jj|): v = [-R11^-1 r_12; 1; 0] with R11 = R(0:start, 0:start) nonsingular,
+      // so that R v = 0 exactly (the iteration below would divide by that zero, as the host's
+      // skips).
+      if (start > 0) {
+        MIXSOLVE_CUDA_CHECK(
+            cudaMemcpyAsync(v.data(), r + start * ld, sizeof(double) * start, cudaMemcpyDeviceToDevice, ctx_.stream()));
+        const double minus_one = -1;
+        MIXSOLVE_CUBLAS_CHECK(cublasDscal(ctx_.cublas(), int(start), &minus_one, v.data(), 1));
+        MIXSOLVE_CUBLAS_CHECK(cublasDtrsv(ctx_.cublas(), CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
+                                          int(start), r, int(ld), v.data(), 1));
+      }
+      normalize();
+      v.copy_to_host(e.data(), n, ctx_.stream());
+      return e;
+    }
     solve(false);
     normalize();
     solve(true);

@@ -49,20 +49,25 @@ __device__ Candidate block_argmax(Candidate c, Candidate* scratch) {
 
 // Steps s .. min(s + kPivotPanel, steps) - 1 of the pivoted Cholesky factorization of g (n x n,
 // full symmetric storage, rows and columns >= s the Schur complement after the earlier panels).
-// work[i]: the squares of L(i, s .. j-1), so that g(i,i) - work[i] is the current Schur diagonal.
-// status[0] becomes 1 and status[1] the rank at the first step whose largest diagonal entry is
-// at most tol_sq; the kernel does nothing once status[0] is set.
+// d[i] (i >= s): the current Schur diagonal, g(i,i) less the squares of L(i, s .. j-1), contiguous
+// for the pivot search. status[0] becomes 1 and status[1] the rank at the first step whose largest
+// diagonal entry is at most tol_sq; the kernel does nothing once status[0] is set. Each step is a
+// chain of dependent global memory round trips, so the L column's sum over the panel's earlier
+// columns loads them eight at a time (row j's entries from shared memory).
 __global__ void __launch_bounds__(kPanelThreads)
-    pivot_panel_kernel(double* g, double* l, double* work, std::int64_t* perm, int* status, std::int64_t n,
-                       std::int64_t s, std::int64_t steps, double tol_sq) {
+    pivot_panel_kernel(double* g, double* l, double* d, std::int64_t* perm, int* status, std::int64_t n, std::int64_t s,
+                       std::int64_t steps, double tol_sq) {
   __shared__ Candidate scratch[33];
+  __shared__ double row_j[kPivotPanel];  // L(j, s .. j-1)
   if (status[0] != 0) return;
   const std::int64_t end = s + kPivotPanel < steps ? s + kPivotPanel : steps;
   const int t = threadIdx.x, threads = blockDim.x;
+  for (std::int64_t i = s + t; i < n; i += threads) d[i] = g[i + i * n];
+  __syncthreads();
   for (std::int64_t j = s; j < end; ++j) {
     Candidate mine{-INFINITY, -1};
     for (std::int64_t i = j + t; i < n; i += threads) {
-      const Candidate c{g[i + i * n] - work[i], i};
+      const Candidate c{d[i], i};
       if (better(c, mine)) mine = c;
     }
     const Candidate pivot = block_argmax(mine, scratch);
@@ -94,28 +99,45 @@ __global__ void __launch_bounds__(kPanelThreads)
         l[p + c * n] = v;
       }
       if (t == 0) {
-        const double w = work[j];
-        work[j] = work[p];
-        work[p] = w;
+        const double w = d[j];
+        d[j] = d[p];
+        d[p] = w;
         const std::int64_t q = perm[j];
         perm[j] = perm[p];
         perm[p] = q;
       }
       __syncthreads();
     }
+    const int count = int(j - s);  // the panel's columns before j
+    if (t < count) row_j[t] = l[j + (s + t) * n];
+    __syncthreads();
     // Column j of L from G's column and the panel's earlier columns (the earlier panels are in
     // g already).
     const double l_jj = sqrt(pivot.value);
     for (std::int64_t i = j + 1 + t; i < n; i += threads) {
       double sum = g[i + j * n];
-      for (std::int64_t c = s; c < j; ++c) sum -= l[i + c * n] * l[j + c * n];
+      for (int c0 = 0; c0 < count; c0 += 8) {
+        double part = 0;
+#pragma unroll
+        for (int c = 0; c < 8; ++c)
+          if (c0 + c < count) part += l[i + (s + c0 + c) * n] * row_j[c0 + c];
+        sum -= part;
+      }
       const double l_ij = sum / l_jj;
       l[i + j * n] = l_ij;
-      work[i] += l_ij * l_ij;
+      d[i] -= l_ij * l_ij;
     }
     if (t == 0) l[j + j * n] = l_jj;
     __syncthreads();
   }
+}
+
+// r (rank x n, column major) := the leading rows of R = L^T: r_ij = L(j, i) for j >= i, else 0.
+__global__ void leading_rows_kernel(const double* l, std::int64_t n, std::int64_t rank, double* r) {
+  for (std::int64_t j = blockIdx.y; j < n; j += gridDim.y)
+    for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < rank;
+         i += std::int64_t(gridDim.x) * blockDim.x)
+      r[i + j * rank] = j >= i ? l[j + i * n] : 0.0;
 }
 
 // y = g v for the power iteration, with the Rayleigh quotient's pieces: out[0] = v . g v.
@@ -142,7 +164,7 @@ LeadingPivots pivot_by_gram_cholesky(Context& ctx, const double* r, std::int64_t
   if (n == 0 || p == 0) return out;
   cudaStream_t stream = ctx.stream();
   cublasHandle_t handle = ctx.cublas();
-  DeviceBuffer<double> g(ctx, std::size_t(n * n)), l(ctx, std::size_t(n * n)), work(ctx, std::size_t(n));
+  DeviceBuffer<double> g(ctx, std::size_t(n * n)), l(ctx, std::size_t(n * n)), diagonal(ctx, std::size_t(n));
   const double one = 1, zero = 0, minus_one = -1;
   MIXSOLVE_CUBLAS_CHECK(cublasDgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, int(n), int(n), int(p), &one, r, int(ld), r,
                                     int(ld), &zero, g.data(), int(n)));
@@ -180,9 +202,8 @@ LeadingPivots pivot_by_gram_cholesky(Context& ctx, const double* r, std::int64_t
   const std::int64_t steps = std::min(p, n);
   std::int64_t rank = steps;
   for (std::int64_t s = 0; s < steps; s += kPivotPanel) {
-    work.set_zero(stream);
-    pivot_panel_kernel<<<1, kPanelThreads, 0, stream>>>(g.data(), l.data(), work.data(), perm.data(), status_d.data(), n,
-                                                        s, steps, threshold * threshold);
+    pivot_panel_kernel<<<1, kPanelThreads, 0, stream>>>(g.data(), l.data(), diagonal.data(), perm.data(),
+                                                        status_d.data(), n, s, steps, threshold * threshold);
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     status_d.copy_to_host(status.data(), 2, stream);
     if (status[0] != 0) {
@@ -198,12 +219,17 @@ LeadingPivots pivot_by_gram_cholesky(Context& ctx, const double* r, std::int64_t
   }
   out.rank = rank;
   perm.copy_to_host(out.pivots.data(), std::size_t(n), stream);
-  // R's leading rows: r_ij = L(j, i) for j >= i.
-  std::vector<double> columns(std::size_t(n * rank));
-  if (rank > 0) l.copy_to_host(columns.data(), columns.size(), stream);
+  // R's leading rows, formed on the device (the host's strided transposition cost more than the
+  // copy).
   out.r.assign(std::size_t(rank * n), 0.0);
-  for (std::int64_t i = 0; i < rank; ++i)
-    for (std::int64_t j = i; j < n; ++j) out.r[std::size_t(i + j * rank)] = columns[std::size_t(j + i * n)];
+  if (rank > 0) {
+    DeviceBuffer<double> rows(ctx, std::size_t(rank * n));
+    const dim3 grid(unsigned(std::min<std::int64_t>((rank + 255) / 256, 64)),
+                    unsigned(std::min<std::int64_t>(n, 4096)));
+    leading_rows_kernel<<<grid, 256, 0, stream>>>(l.data(), n, rank, rows.data());
+    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    rows.copy_to_host(out.r.data(), out.r.size(), stream);
+  }
   return out;
 }
 
