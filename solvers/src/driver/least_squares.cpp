@@ -60,6 +60,35 @@ double scaled_norm(const std::vector<double>& v) {
 }
 
 // The host's space (qr/least_squares_space.hpp): HouseholderQr on host-fp32 / host-fp64.
+// LsSpace::column_distance through the space's own factors_r and tall columns (the host's; the
+// device keeps R and A where they are instead).
+double column_distance_through_tall_columns(solvers_detail::LsSpace& space, std::int64_t n, std::int64_t j,
+                                            int max_iterations) {
+  const std::vector<double> r = space.factors_r();
+  if (r.size() != std::size_t(n * n)) return NAN;
+  std::unique_ptr<solvers_detail::TallColumns> tall = space.tall_columns();
+  std::vector<std::int64_t> order(static_cast<std::size_t>(j + 1));  // A_S = columns 0 .. j-1, A_N = a_j
+  for (std::int64_t c = 0; c <= j; ++c) order[std::size_t(c)] = c;
+  tall->choose(order, j);
+  std::vector<double> y(static_cast<std::size_t>(j));
+  if (j > 0) {  // from R(0:j, 0:j)^-1 R(0:j, j)
+    const MatrixView<const double> r11 = host_view<const double>(r.data(), j, j, n);
+    double smallest = INFINITY, largest = 0;
+    for (std::int64_t i = j - 1; i >= 0; --i) {
+      double sum = r[std::size_t(i + j * n)];
+      for (std::int64_t l = i + 1; l < j; ++l) sum -= r11(i, l) * y[std::size_t(l)];
+      y[std::size_t(i)] = sum / r11(i, i);
+      smallest = std::min(smallest, std::fabs(r11(i, i)));
+      largest = std::max(largest, std::fabs(r11(i, i)));
+    }
+    tall->precondition(r11);
+    tall->refine(solvers_detail::TallColumns::Target::DroppedColumn, 0, 1, {smallest, largest, smallest / largest},
+                 max_iterations, true, y.data());
+  }
+  const double distance = tall->residual_norm(solvers_detail::TallColumns::Target::DroppedColumn, 0, y.data());
+  return distance / std::hypot(1.0, solvers_detail::scaled_norm2(y.data(), std::int64_t(y.size())));
+}
+
 class HostLsSpace final : public solvers_detail::LsSpace {
  public:
   HostLsSpace(Context& ctx, const MatrixView<const double>& a) : ctx_(ctx), a_(a), r_(a.rows) {}
@@ -97,6 +126,9 @@ class HostLsSpace final : public solvers_detail::LsSpace {
   std::string update_backend() const override { return update_; }
   CholeskyQrFactors factor_cholesky_qr() override;
   std::vector<double> smallest_singular_vector(std::int64_t start) override;
+  double column_distance(std::int64_t j, int max_iterations) override {
+    return column_distance_through_tall_columns(*this, a_.cols, j, max_iterations);
+  }
   double norm_a_times(const std::vector<double>& v) override {
     std::vector<double> y(a_.rows, 0.0);
     for (std::int64_t j = 0; j < a_.cols; ++j)
@@ -411,38 +443,6 @@ enum class Factors {
 // One attempt: the factors of a_scale A (a_scale = 2^-exponent), then each column refined in
 // FP64; in either memory space, by the method options.refinement names for FP32 factors (FP64
 // factors: the plain or the semi-normal steps); scales := those of the factors.
-// ||A v|| for a unit v that shows how far column j of A is from the span of columns 0 .. j-1, in
-// FP64: v = [-y; 1; 0] / ||[-y; 1]|| with y = argmin ||A_0:j y - a_j|| by CGLS preconditioned with
-// the held factors' leading block R(0:j, 0:j) (an R of A_0:j: the factors are an unpivoted QR's),
-// from R(0:j, 0:j)^-1 R(0:j, j). For m < n, where no R of A's columns is held, infinity.
-double dependence_bound(solvers_detail::LsSpace& space, std::int64_t m, std::int64_t n, std::int64_t j,
-                        int max_iterations) {
-  if (m < n) return INFINITY;
-  const std::vector<double> r = space.factors_r();
-  if (r.size() != std::size_t(n * n)) return INFINITY;
-  std::unique_ptr<solvers_detail::TallColumns> tall = space.tall_columns();
-  std::vector<std::int64_t> order(static_cast<std::size_t>(j + 1));  // A_S = columns 0 .. j-1, A_N = a_j
-  for (std::int64_t c = 0; c <= j; ++c) order[std::size_t(c)] = c;
-  tall->choose(order, j);
-  std::vector<double> y(static_cast<std::size_t>(j));
-  if (j > 0) {
-    const MatrixView<const double> r11 = host_view<const double>(r.data(), j, j, n);
-    double smallest = INFINITY, largest = 0;
-    for (std::int64_t i = j - 1; i >= 0; --i) {
-      double sum = r[std::size_t(i + j * n)];
-      for (std::int64_t l = i + 1; l < j; ++l) sum -= r11(i, l) * y[std::size_t(l)];
-      y[std::size_t(i)] = sum / r11(i, i);
-      smallest = std::min(smallest, std::fabs(r11(i, i)));
-      largest = std::max(largest, std::fabs(r11(i, i)));
-    }
-    tall->precondition(r11);
-    tall->refine(solvers_detail::TallColumns::Target::DroppedColumn, 0, 1, {smallest, largest, smallest / largest},
-                 max_iterations, true, y.data());
-  }
-  const double distance = tall->residual_norm(solvers_detail::TallColumns::Target::DroppedColumn, 0, y.data());
-  return distance / std::hypot(1.0, scaled_norm(y));
-}
-
 // rank_revealing_follows: a rank-deficient A found by FP64 factors ends the attempt
 // (RankDeficient) for the rank-revealing attempt after it, else throws RankDeficientMatrix.
 LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int exponent, std::int64_t m,
@@ -496,8 +496,9 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int
   // of smallest |r_jj|, which may be an exactly dependent one whose |r_jj| is FP32 rounding above
   // the undecided level (an intercept beside every group's indicator column).
   if (!(result.diagonal_ratio > 0x1p-10)) {
-    double bound = fp64 ? space.norm_a_times(space.smallest_singular_vector(smallest_column))
-                        : dependence_bound(space, m, n, smallest_column, options.max_iterations);
+    double bound = fp64    ? space.norm_a_times(space.smallest_singular_vector(smallest_column))
+                   : m < n ? INFINITY
+                           : space.column_distance(smallest_column, options.max_iterations);
     if (std::isnan(bound)) bound = INFINITY;  // no estimate: the refinement decides
     result.factor_seconds = solvers_detail::seconds_since(t0);
     const double tolerance = double(std::max(m, n)) * 0x1p-53 * space.norm_a_frobenius();

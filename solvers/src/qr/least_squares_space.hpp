@@ -56,6 +56,11 @@ class LsSpace {
   virtual std::vector<double> smallest_singular_vector(std::int64_t start) = 0;
   // ||A v||_2 for a host vector v of length n, in FP64.
   virtual double norm_a_times(const std::vector<double>& v) = 0;
+  // With FP32 factors held (m >= n): ||A v|| for the unit v = [-y; 1; 0] / ||[-y; 1]||, y =
+  // argmin ||A_0:j y - a_j|| in FP64 by CGLS preconditioned with the factors' leading block
+  // R(0:j, 0:j) (an R of A_0:j: the factors are an unpivoted QR's): how far column j is from the
+  // span of columns 0 .. j-1. NaN where no estimate is had.
+  virtual double column_distance(std::int64_t j, int max_iterations) = 0;
   // Refines column j of X (and its residual) against column j of B with the current factors,
   // whose R gives `scales`.
   virtual LsRefinementResult refine(std::int64_t j, int max_iterations, LsMethod method,
