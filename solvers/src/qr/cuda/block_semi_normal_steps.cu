@@ -177,14 +177,7 @@ std::vector<LsSteps::Start> DeviceBlockSemiNormalSteps::start() {
   const std::vector<char> all(std::size_t(c), 1);
   upload(all);
   if (!start_from_y_) {  // Y := (R^T R)^-1 A^T (T 2^-e) 2^e, column by column scaled
-    column_max_abs_kernel<<<unsigned(c), kThreads, 0, stream>>>(t_.data, t_.ld, m, selected_.data(), values_.data());
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
-    const std::vector<double> largest = fetch(values_);
-    for (std::int64_t j = 0; j < c; ++j) exponents_[std::size_t(j)] = rhs_scale_exponent(largest[std::size_t(j)]);
-    upload_exponents();
-    column_scale_kernel<<<columns_grid(m, c), kThreads, 0, stream>>>(t_.data, t_.ld, m, selected_.data(),
-                                                                     exponents_d_.data(), s_.data(), m);
-    MIXSOLVE_CUDA_CHECK_LAUNCH();
+    scale_into_s(t_.data, t_.ld, all);
     transposed_product(s_.data(), z_.data());
     normal_.solve(z_.data(), k, int(c));
     // Y := Z 2^e: Y's columns start at 0, then take Z scaled.
@@ -211,33 +204,46 @@ std::vector<double> DeviceBlockSemiNormalSteps::residual_norms() {
 }
 
 std::vector<double> DeviceBlockSemiNormalSteps::cg_begin(const std::vector<char>& selected) {
-  const std::int64_t m = a_.rows, k = a_.cols, c = t_.cols;
+  const std::int64_t c = t_.cols;
+  cudaStream_t stream = ctx_.stream();
+  scale_into_s(f_.data(), a_.rows, selected);
+  // p := z, d := 0, kept := 0 (all columns: the others are not read again before their next
+  // cg_begin).
+  std::vector<double> gamma = normal_solve(selected);
+  MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(p_.data(), z_.data(), z_.bytes(), cudaMemcpyDeviceToDevice, stream));
+  d_.set_zero(stream);
+  kept_.set_zero(stream);
+  for (std::int64_t j = 0; j < c; ++j)
+    if (!selected[std::size_t(j)]) gamma[std::size_t(j)] = 0;
+  return gamma;
+}
+
+void DeviceBlockSemiNormalSteps::scale_into_s(const double* v, std::int64_t ld, const std::vector<char>& selected) {
+  const std::int64_t m = a_.rows, c = t_.cols;
   cudaStream_t stream = ctx_.stream();
   upload(selected);
-  column_max_abs_kernel<<<unsigned(c), kThreads, 0, stream>>>(f_.data(), m, m, selected_.data(), values_.data());
+  column_max_abs_kernel<<<unsigned(c), kThreads, 0, stream>>>(v, ld, m, selected_.data(), values_.data());
   MIXSOLVE_CUDA_CHECK_LAUNCH();
   const std::vector<double> largest = fetch(values_);
   for (std::int64_t j = 0; j < c; ++j)
     if (selected[std::size_t(j)]) exponents_[std::size_t(j)] = rhs_scale_exponent(largest[std::size_t(j)]);
   upload_exponents();
-  column_scale_kernel<<<columns_grid(m, c), kThreads, 0, stream>>>(f_.data(), m, m, selected_.data(),
-                                                                   exponents_d_.data(), s_.data(), m);
+  column_scale_kernel<<<columns_grid(m, c), kThreads, 0, stream>>>(v, ld, m, selected_.data(), exponents_d_.data(),
+                                                                   s_.data(), m);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
-  // g := A^T s, z := (R^T R)^-1 g, p := z, d := 0, kept := 0 (all columns: the others are not read
-  // again before their next cg_begin).
+}
+
+std::vector<double> DeviceBlockSemiNormalSteps::normal_solve(const std::vector<char>& selected) {
+  const std::int64_t k = a_.cols, c = t_.cols;
+  cudaStream_t stream = ctx_.stream();
   transposed_product(s_.data(), g_.data());
   MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(z_.data(), g_.data(), g_.bytes(), cudaMemcpyDeviceToDevice, stream));
   normal_.solve(z_.data(), k, int(c), &selected);
-  MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(p_.data(), z_.data(), z_.bytes(), cudaMemcpyDeviceToDevice, stream));
-  d_.set_zero(stream);
-  kept_.set_zero(stream);
+  upload(selected);
   column_dots_kernel<<<unsigned(c), kThreads, 0, stream>>>(g_.data(), k, z_.data(), k, k, selected_.data(),
                                                            values_.data());
   MIXSOLVE_CUDA_CHECK_LAUNCH();
-  std::vector<double> gamma = fetch(values_);
-  for (std::int64_t j = 0; j < c; ++j)
-    if (!selected[std::size_t(j)]) gamma[std::size_t(j)] = 0;
-  return gamma;
+  return fetch(values_);
 }
 
 std::vector<double> DeviceBlockSemiNormalSteps::cg_product(const std::vector<char>& selected) {
@@ -262,16 +268,9 @@ std::vector<double> DeviceBlockSemiNormalSteps::cg_update(const std::vector<doub
   column_axpy_kernel<<<columns_grid(m, c), kThreads, 0, stream>>>(coefficients_.data(), -1.0, q_.data(), m, m,
                                                                   s_.data(), m);
   MIXSOLVE_CUDA_CHECK_LAUNCH();
-  transposed_product(s_.data(), g_.data());
-  MIXSOLVE_CUDA_CHECK(cudaMemcpyAsync(z_.data(), g_.data(), g_.bytes(), cudaMemcpyDeviceToDevice, stream));
   std::vector<char> updated(static_cast<std::size_t>(c));
   for (std::int64_t j = 0; j < c; ++j) updated[std::size_t(j)] = alpha[std::size_t(j)] != 0;
-  normal_.solve(z_.data(), k, int(c), &updated);
-  upload(updated);
-  column_dots_kernel<<<unsigned(c), kThreads, 0, stream>>>(g_.data(), k, z_.data(), k, k, selected_.data(),
-                                                           values_.data());
-  MIXSOLVE_CUDA_CHECK_LAUNCH();
-  return fetch(values_);
+  return normal_solve(updated);
 }
 
 void DeviceBlockSemiNormalSteps::cg_direction(const std::vector<double>& beta) {

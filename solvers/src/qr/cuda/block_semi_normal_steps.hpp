@@ -35,9 +35,15 @@ class DeviceBlockSemiNormalSteps final : public LsBlockSteps {
   std::vector<LsSteps::Norms> cg_finish(const std::vector<char>& selected) override;
 
  private:
-  // out (k x c, leading dimension k) := A^T v (v m x c); then g := out where `keep_g`.
+  // out (k x c, leading dimension k) := A^T v (v m x c).
   void transposed_product(const double* v, double* out);
-  // f_ := T - A Y.
+  // For the selected columns of v (m x c, leading dimension ld): e_j from max_i |v_ij|
+  // (rhs_scale_exponent) and s_j := v_j 2^-e_j.
+  void scale_into_s(const double* v, std::int64_t ld, const std::vector<char>& selected);
+  // g := A^T s, z := (R^T R)^-1 g for (at least) the selected columns; returns g_j^T z_j for
+  // those (CGLS's ||s||^2).
+  std::vector<double> normal_solve(const std::vector<char>& selected);
+  // f := T - A Y.
   void residual(double* f);
   // The per-column values of a kernel's output (c values), to the host.
   std::vector<double> fetch(const DeviceBuffer<double>& values);
