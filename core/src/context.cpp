@@ -84,6 +84,7 @@ cublasHandle_t Context::cublas() const {
 cusolverDnHandle_t Context::cusolver() const {
   if (!has_device_) throw NotSupported("Context::cusolver: this is a host-only context");
   if (!cusolver_) {
+    MIXSOLVE_CUDA_CHECK(cudaSetDevice(device_));  // cuSOLVER creates its handle on the current device
     cusolverDnHandle_t handle = nullptr;
     MIXSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&handle));
     const cusolverStatus_t st = cusolverDnSetStream(handle, stream_);

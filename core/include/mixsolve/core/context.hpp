@@ -64,7 +64,8 @@ class Context {
   /// @throws NotSupported on a host-only context.
   cublasHandle_t cublas() const;
   /// The context's cuSOLVER dense handle, bound to stream(), created on the first call (its
-  /// creation costs about a millisecond, as much as a small factorization).
+  /// creation costs about a millisecond, as much as a small factorization). Like the rest of a
+  /// Context, not for concurrent use from several threads.
   /// @throws NotSupported on a host-only context.
   /// @throws DeviceError  if cuSOLVER cannot create it.
   cusolverDnHandle_t cusolver() const;

@@ -126,10 +126,10 @@ __global__ void subtract_from_kernel(const double* a, std::int64_t count, double
     b[i] = a[i] - b[i];
 }
 
-// r (n x n, leading dimension n) := the upper triangle of the first n rows of f (leading
-// dimension ld), in FP64, zeros below.
-__global__ void upper_triangle_kernel(const float* f, std::int64_t ld, std::int64_t n, double* r) {
-  FOR_EACH_ENTRY(n, n) { r[i + j * n] = i <= j ? double(f[i + j * ld]) : 0.0; }
+// r (n x n, leading dimension n) := scale times the upper triangle of the first n rows of f
+// (leading dimension ld), in FP64, zeros below.
+__global__ void upper_triangle_kernel(const float* f, std::int64_t ld, std::int64_t n, double scale, double* r) {
+  FOR_EACH_ENTRY(n, n) { r[i + j * n] = i <= j ? scale * double(f[i + j * ld]) : 0.0; }
 }
 
 // d[j] := |a_jj| and d[n + j] := |b_jj| (both n x n, leading dimension n).
@@ -808,7 +808,7 @@ class DeviceLsSpace final : public LsSpace {
     cublasHandle_t h = ctx_.cublas();
     const double one = 1, zero = 0;
     DeviceBuffer<double> r32(ctx_, n * n), gram(ctx_, n * n);
-    upper_triangle_kernel<<<matrix_grid(n, n), 256, 0, stream>>>(factors32_.data(), ld32_, n, r32.data());
+    upper_triangle_kernel<<<matrix_grid(n, n), 256, 0, stream>>>(factors32_.data(), ld32_, n, 1.0, r32.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
     // The FP32 factors go before Y comes (4 m n bytes of the peak): whatever follows, this R or the
     // FP64 Householder QR, has no use for them.
@@ -945,10 +945,10 @@ class DeviceLsSpace final : public LsSpace {
     cublasHandle_t h = ctx_.cublas();
     if (k == 0) return nrm2(h, m, a_.data);  // v = e_0
     DeviceBuffer<double> r(ctx_, std::size_t(ldr * ldr)), y(ctx_, std::size_t(k));
-    upper_triangle_kernel<<<matrix_grid(ldr, ldr), 256, 0, stream>>>(factors32_.data(), ld32_, ldr, r.data());
+    // R of A itself: the factors hold a_scale A (a_scale a power of two: the division is exact).
+    upper_triangle_kernel<<<matrix_grid(ldr, ldr), 256, 0, stream>>>(factors32_.data(), ld32_, ldr, 1 / a_scale_,
+                                                                     r.data());
     MIXSOLVE_CUDA_CHECK_LAUNCH();
-    const double unscale = 1 / a_scale_;  // a power of two: exact
-    MIXSOLVE_CUBLAS_CHECK(cublasDscal(h, int(ldr * ldr), &unscale, r.data(), 1));
     // y = R11^-1 R(0:j, j), the FP32 factors' own solution.
     MIXSOLVE_CUDA_CHECK(
         cudaMemcpyAsync(y.data(), r.data() + k * ldr, sizeof(double) * k, cudaMemcpyDeviceToDevice, stream));
@@ -1044,7 +1044,7 @@ class DeviceLsSpace final : public LsSpace {
       r64_.copy_to_host(r.data(), std::size_t(n * n), stream);
     } else if (qr32_) {
       DeviceBuffer<double> r32(ctx_, n * n);
-      upper_triangle_kernel<<<matrix_grid(n, n), 256, 0, stream>>>(factors32_.data(), ld32_, n, r32.data());
+      upper_triangle_kernel<<<matrix_grid(n, n), 256, 0, stream>>>(factors32_.data(), ld32_, n, 1.0, r32.data());
       MIXSOLVE_CUDA_CHECK_LAUNCH();
       r32.copy_to_host(r.data(), std::size_t(n * n), stream);
     } else if (cheap_r_.size() > 0) {  // the FP32 R the failed Cholesky QR started from
