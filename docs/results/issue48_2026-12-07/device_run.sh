@@ -7,10 +7,11 @@
 #   the least-squares changes (GpuLeastSquares.*, GpuFuzz.LeastSquares, GpuQr.*,
 #   GpuDocumentedGuarantees.*), then lstsq_benchmark --rank-deficient at 65536 x 2048; the
 #   sanitizers followed in a second call (tools/sanitize.sh CASES=gtest-least-squares).
-# RUN=2 (planned, PACK=build-pack-n8 of 0de82c0 or later): the least-squares GPU tests with the
-#   FP32 attempt's FP64 dependence test on the device, the benchmark again (with the attempts'
-#   times), then memcheck and initcheck on the device-vs-host test.
-# RUN=3 (planned): the shapes of items 2 and 4: lstsq_benchmark on the uniform A and svd_geo cond
+# RUN=2 (ran 2026-12-08 00:24, code 49d5fbd, PACK=build-pack-n10, PROFILE=1, SANITIZER_LIMIT=70:
+#   docs/results/issue48_2026-12-08/run2_h100/): the least-squares GPU tests, the benchmark again
+#   (with the attempts' and stages' times), then memcheck and initcheck on the tests of
+#   SANITIZER_FILTER. Next: the same at HEAD (initcheck with SANITIZER_LIMIT=120 or fewer tests).
+# RUN=3 (ran with RUN=2 above, REPS=1: run2_h100/run3/; next: at HEAD, REPS=3): the shapes of items 2 and 4: lstsq_benchmark on the uniform A and svd_geo cond
 #   1e6 at 65536 x 4096 and at small shapes (1000 x 100 .. 16384 x 1024), Auto and FP32
 #   factorization, 3 repetitions; no tests.
 # PROFILE=1: the rank-revealing attempt's stage times in lstsq.txt (MIXSOLVE_LU_PROFILE).
