@@ -543,11 +543,11 @@ class DeviceTallColumns final : public TallColumns {
   }
   void precondition(const MatrixView<const double>& r) override {
     const std::int64_t k = r.rows;
-    std::vector<double> packed(std::size_t(k * k), 0.0);
-    for (std::int64_t j = 0; j < k; ++j)
-      for (std::int64_t i = 0; i <= j; ++i) packed[std::size_t(i + j * k)] = r(i, j);
     r_ = DeviceBuffer<double>(ctx_, k * k);
-    r_.copy_from_host(packed, ctx_.stream());
+    // The solver reads R's upper triangle only: a k x k r goes up as it is, no host copy.
+    if (k > 0)
+      MIXSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(r_.data(), sizeof(double) * k, r.data, sizeof(double) * r.ld,
+                                            sizeof(double) * k, k, cudaMemcpyHostToDevice, ctx_.stream()));
     normal_ = std::make_unique<NormalEquationsSolver>(ctx_, r_.data(), k, k);
   }
   std::vector<LsRefinementResult> refine(Target target, std::int64_t first, std::int64_t count,
