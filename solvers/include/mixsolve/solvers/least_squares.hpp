@@ -210,7 +210,7 @@ struct LeastSquaresReport {
   /// kept and the first dropped (0 where none): estimates of sigma_rank(A) and sigma_rank+1(A),
   /// as a pivoted QR's diagonal tracks the singular values.
   double sigma_max_estimate = 0, rank_threshold = 0, sigma_kept_estimate = 0, sigma_dropped_estimate = 0;
-  /// The path in one line, e.g. "fp32/augmented(6)", "fp32/cgls(2, 9 inner)",
+  /// The path in one line, e.g. "fp32/augmented(6)", "fp32/cgls(2, 9 inner)", "fp64/unrefined",
   /// "fp32[diverged after 2] -> fp32/x-only(4)",
   /// "fp32[rank undecided] -> fp64-cholqr/semi-normal(3)", "fp32[rank undecided] ->
   /// fp64-cholqr[cholesky breakdown] -> fp64/augmented(2)" or "fp32[rank undecided] ->
