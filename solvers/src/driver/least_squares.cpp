@@ -35,6 +35,9 @@ namespace {
 constexpr int kHostQrBlock = 32;
 // Below this min |r_jj| / max |r_jj|, FP32 factors leave the rank to the FP64 QR.
 constexpr double kCheapRankRatio = 16 * 0x1p-24;
+// Above this ratio of the FP32 factors' smallest |r_jj| to that column's distance from the others
+// in FP64 (LsSpace::column_distance), FP32 factors leave the solve to FP64 ones.
+constexpr double kCheapPreconditionerLimit = 0x1p8;
 // LeastSquaresOptions::auto_min_work's default for device matrices (docs/least_squares.md, "Small
 // problems").
 constexpr std::int64_t kDeviceAutoMinWork = std::int64_t(1) << 32;
@@ -440,14 +443,21 @@ enum class Factors {
   RankRevealing,  // the held factors' R with column pivoting, then FP64 (qr/minimum_norm.hpp)
 };
 
+// What an attempt does where its factors find A numerically rank deficient.
+enum class RankCheck {
+  Throw,       // throws RankDeficientMatrix (full-rank semantics)
+  EndAttempt,  // ends it (stop RankDeficient): the rank-revealing attempt follows
+  Decided,     // no check: the rank-revealing attempt before it found every column independent
+};
+
 // One attempt: the factors of a_scale A (a_scale = 2^-exponent), then each column refined in
 // FP64; in either memory space, by the method options.refinement names for FP32 factors (FP64
 // factors: the plain or the semi-normal steps); scales := those of the factors.
-// rank_revealing_follows: a rank-deficient A found by FP64 factors ends the attempt
-// (RankDeficient) for the rank-revealing attempt after it, else throws RankDeficientMatrix.
+// rank_check: what a rank-deficient A found by the factors does (RankCheck).
 LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int exponent, std::int64_t m,
                             std::int64_t n, std::int64_t columns, std::int64_t block,
-                            const LeastSquaresOptions& options, bool rank_revealing_follows, FactorScales& scales) {
+                            const LeastSquaresOptions& options, RankCheck rank_check, FactorScales& scales) {
+  const bool rank_revealing_follows = rank_check == RankCheck::EndAttempt;
   LeastSquaresAttempt result;
   const bool fp64 = factors != Factors::Fp32;
   result.precision = fp64 ? Precision::FP64 : Precision::FP32;
@@ -495,7 +505,7 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int
   // diagonal spans more than 2^10: FP64 factors by inverse iteration; FP32 factors on the column
   // of smallest |r_jj|, which may be an exactly dependent one whose |r_jj| is FP32 rounding above
   // the undecided level (an intercept beside every group's indicator column).
-  if (!(result.diagonal_ratio > 0x1p-10)) {
+  if (!(result.diagonal_ratio > 0x1p-10) && rank_check != RankCheck::Decided) {
     double bound = fp64    ? space.norm_a_times(space.smallest_singular_vector(smallest_column))
                    : m < n ? INFINITY
                            : space.column_distance(smallest_column, options.max_iterations);
@@ -519,6 +529,17 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int
                     "2^-53 ||A||_F = %.3g); smallest |r_jj| at column %lld",
                     bound, tolerance, static_cast<long long>(smallest_column));
       throw RankDeficientMatrix(text, smallest_column);
+    }
+    // FP32 rounding keeps every |r_jj| above about u_32 ||A||, so past kappa ~ 1e7 the smallest one
+    // overstates the column's FP64 distance from the others: by that factor at least, A R^-1 is
+    // ill conditioned, and CGLS with this R contracts slowly, or stops on corrections that look
+    // converged while x is wrong in the direction of A's smallest singular vector (host models
+    // of 137 x 41 .. 1000 x 100 with one small singular value: wrong x accepted above about 3e4,
+    // an x 16 times the FP64 QR's error at 9e2, most attempts past 1e2 diverged). FP64 factors
+    // decide.
+    if (!fp64 && std::ldexp(smallest, exponent) > kCheapPreconditionerLimit * bound) {
+      result.stop = LeastSquaresStop::RankUndecided;
+      return result;
     }
   }
   if (factors == Factors::Fp64Unrefined) {
@@ -694,7 +715,9 @@ struct LeastSquares::State {
   // Cholesky QR preconditioned with its R; where that Cholesky breaks down or its refinement
   // fails, the FP64 Householder QR, or under RankDeficiency::MinimumNorm the
   // rank-revealing attempt, which also follows the FP64 QR (without cholesky_qr, or where
-  // factorization is FP64) where that finds A rank deficient or its refinement fails.
+  // factorization is FP64) where that finds A rank deficient or its refinement fails; after the
+  // rank-revealing attempt the FP64 QR where it is not already on the path (run where that attempt
+  // keeps every column of a tall A and fails).
   std::vector<Factors> path;
   bool minimum_norm = false;  // the path ends in the rank-revealing attempt
   // The factors hold a_scale A, a_scale = 2^-exponent, a power of two that brings A's largest
@@ -753,6 +776,11 @@ LeastSquares::LeastSquares(Context& ctx, const MatrixView<const double>& a, cons
     if (!s.minimum_norm || !options.cholesky_qr) s.path.push_back(Factors::Fp64);
   }
   if (s.minimum_norm) s.path.push_back(Factors::RankRevealing);
+  // Where the rank-revealing attempt keeps every column of a tall A and its refinement fails
+  // (kappa near the rank threshold, where its R preconditions CGLS too weakly), the FP64 QR and
+  // its refinement follow: that solution is never worse than the FP64 QR solve's.
+  if (s.minimum_norm && std::find(s.path.begin(), s.path.end(), Factors::Fp64) == s.path.end())
+    s.path.push_back(Factors::Fp64);
   if (solved.rows < solved.cols) {  // underdetermined: no QR of a wide A; the attempt starts from its own R
     s.path = {Factors::RankRevealing};
     s.minimum_norm = true;
@@ -804,6 +832,11 @@ LeastSquaresReport LeastSquares::solve(const MatrixView<const double>& b, const 
     if (!reuse && s.path[i] != Factors::RankRevealing && !report.attempts.empty() &&
         report.attempts.back().stop == LeastSquaresStop::RankDeficient)
       continue;
+    // After the rank-revealing attempt only where it kept every column (full rank).
+    if (!reuse && i > 0 && s.path[i - 1] == Factors::RankRevealing && report.rank < a.cols) continue;
+    const RankCheck rank_check = i > 0 && s.path[i - 1] == Factors::RankRevealing ? RankCheck::Decided
+                                 : s.minimum_norm                                 ? RankCheck::EndAttempt
+                                                                                  : RankCheck::Throw;
     FactorScales scales;
     if (reuse) {
       LeastSquaresAttempt again = s.held_attempt;
@@ -820,7 +853,7 @@ LeastSquaresReport LeastSquares::solve(const MatrixView<const double>& b, const 
           rank_revealing_attempt(*s.ctx, space, s.exponent, a.rows, a.cols, b.cols, block, options, report));
     } else {
       report.attempts.push_back(
-          attempt(space, s.path[i], s.exponent, a.rows, a.cols, b.cols, block, options, s.minimum_norm, scales));
+          attempt(space, s.path[i], s.exponent, a.rows, a.cols, b.cols, block, options, rank_check, scales));
     }
     report.fell_back = i > 0 && s.path.front() == Factors::Fp32;
     if (accepted(report.attempts.back().stop)) {

@@ -56,12 +56,38 @@ namespace {
 // NaN where any v_i is not finite, so that the refinement sees it.
 double norm2(const double* v, std::int64_t count) { return scaled_norm2(v, count); }
 
-// f := b - A x (r null) or b - r - A x in FP64 (each entry one FP64 sum of products).
+// A sum of values and products as accurate as in twice FP64's precision, rounded once (Ogita,
+// Rump & Oishi, "Accurate sum and dot product", SIAM J. Sci. Comput. 26(6), 2005, Algorithm
+// Dot2: each product's error by FMA, each sum's by TwoSum, the errors summed apart). Needs
+// -ffp-contract=off on this file: a fused s = sum + v would break TwoSum.
+class CompensatedSum {
+ public:
+  explicit CompensatedSum(double start = 0) : sum_(start) {}
+  void add(double v) {  // sum + v = s + (the error term), exactly
+    const double s = sum_ + v, bv = s - sum_;
+    error_ += (sum_ - (s - bv)) + (v - bv);
+    sum_ = s;
+  }
+  void add_product(double a, double b) {
+    const double p = a * b;
+    error_ += std::fma(a, b, -p);  // a b = p + that, exactly
+    add(p);
+  }
+  double value() const { return sum_ + error_; }
+
+ private:
+  double sum_, error_ = 0;
+};
+
+// f := b - A x (r null) or b - r - A x, each entry a compensated sum: the refinement's fixed
+// point is then not set by FP64 rounding of u |A| |x| (a consistent system's whole residual where
+// kappa is large).
 void subtract_product(const MatrixView<const double>& a, const double* b, const double* r, const double* x, double* f) {
   for (std::int64_t i = 0; i < a.rows; ++i) {
-    double sum = r ? b[i] - r[i] : b[i];
-    for (std::int64_t j = 0; j < a.cols; ++j) sum -= a(i, j) * x[j];
-    f[i] = sum;
+    CompensatedSum sum(b[i]);
+    if (r) sum.add(-r[i]);
+    for (std::int64_t j = 0; j < a.cols; ++j) sum.add_product(-a(i, j), x[j]);
+    f[i] = sum.value();
   }
 }
 
@@ -581,6 +607,8 @@ class HostSemiNormalSteps final : public LsSteps {
     cg_exponent_ = rhs_scale_exponent(largest_abs(f_.data(), m));
     for (std::int64_t i = 0; i < m; ++i) scaled_[i] = std::ldexp(f_[i], -cg_exponent_);
     const double gamma = normal_solve();
+    cg_g0_ = g_;
+    cg_w_.assign(m, 0.0);
     cg_p_ = z_;
     cg_d_.assign(n, 0.0);
     cg_kept_.assign(n, 0.0);
@@ -594,10 +622,19 @@ class HostSemiNormalSteps final : public LsSteps {
     }
     return dot(cg_q_, cg_q_);
   }
+  // g_ = A'^T (r - w), w = A' d (the sum of alpha q): g_0 - A'^T w, g_0 = A'^T r compensated at
+  // the start, not A'^T of the updated r - w, whose FP64 rounding (of u ||r||) A'^T would carry
+  // into g_ as u ||A|| ||r||: an inconsistent system's whole residual r* would set its noise. w
+  // lies in A's range, and its rounding is of the correction's size.
   double cg_update(double alpha) override {
     for (std::int64_t j = 0; j < a_.cols; ++j) cg_d_[j] += alpha * cg_p_[j];
-    for (std::int64_t i = 0; i < a_.rows; ++i) scaled_[i] -= alpha * cg_q_[i];
-    return normal_solve();
+    for (std::int64_t i = 0; i < a_.rows; ++i) cg_w_[i] += alpha * cg_q_[i];
+    for (std::int64_t j = 0; j < a_.cols; ++j) {
+      CompensatedSum sum(cg_g0_[j]);
+      for (std::int64_t i = 0; i < a_.rows; ++i) sum.add_product(-a_scale_ * a_(i, j), cg_w_[i]);
+      g_[j] = sum.value();
+    }
+    return precondition_g();
   }
   void cg_direction(double beta) override {
     for (std::int64_t j = 0; j < a_.cols; ++j) cg_p_[j] = z_[j] + beta * cg_p_[j];
@@ -631,14 +668,19 @@ class HostSemiNormalSteps final : public LsSteps {
     f_.swap(next_f_);
     return {norm2(x_, n), norm2(z_.data(), n), dr};
   }
-  // g_ := A'^T scaled_, z_ := (R^T R)^-1 g_ (two substitutions); returns g_^T z_ (= ||R^-T g_||^2,
-  // CGLS's ||s||^2).
+  // g_ := A'^T scaled_ (compensated sums: A'^T r* = 0 for the least-squares residual r*, which
+  // FP64 sums would give as u ||A|| ||r*||, amplified by R^-T), then precondition_g(); returns
+  // g_^T z_ (= ||R^-T g_||^2, CGLS's ||s||^2).
   double normal_solve() {
     for (std::int64_t j = 0; j < a_.cols; ++j) {
-      double sum = 0;
-      for (std::int64_t i = 0; i < a_.rows; ++i) sum += (a_scale_ * a_(i, j)) * scaled_[i];
-      g_[j] = sum;
+      CompensatedSum sum;
+      for (std::int64_t i = 0; i < a_.rows; ++i) sum.add_product(a_scale_ * a_(i, j), scaled_[i]);
+      g_[j] = sum.value();
     }
+    return precondition_g();
+  }
+  // z_ := (R^T R)^-1 g_ (two substitutions); returns g_^T z_.
+  double precondition_g() {
     z_ = g_;
     solve_rt(z_.data());
     solve_r(z_.data());
@@ -679,7 +721,7 @@ class HostSemiNormalSteps final : public LsSteps {
   std::vector<double> f_, next_f_, scaled_, z_;
   // CGLS in x's variables (the normal equations preconditioned by (R^T R)^-1): scaled_ holds its
   // r (in units of 2^cg_exponent_), g_ A'^T r, z_ (R^T R)^-1 A'^T r, cg_p_ the direction.
-  std::vector<double> g_, cg_p_, cg_q_, cg_d_, cg_kept_;
+  std::vector<double> g_, cg_p_, cg_q_, cg_d_, cg_kept_, cg_g0_, cg_w_;
   int cg_exponent_ = 0;
 };
 

@@ -131,7 +131,9 @@ enum class LeastSquaresStop {
   /// Neither within LeastSquaresOptions::max_iterations.
   MaxIterations,
   /// Not refined: the FP32 R's diagonal spans more than 1 / (16 u_32) (about kappa(A) > 1e6), where
-  /// FP32 factors cannot tell an ill-conditioned A from a rank-deficient one.
+  /// FP32 factors cannot tell an ill-conditioned A from a rank-deficient one; or its smallest
+  /// |r_jj| is more than 2^8 times that column's distance from the columns before it in FP64
+  /// (an A far more ill conditioned than the FP32 R shows, which it cannot precondition).
   RankUndecided,
   /// Not refined: the Cholesky QR of A R_32^-1 broke down (its Gram matrix not numerically positive
   /// definite, or the diagonal of its Cholesky factor R_2 spanning more than 2^10): the FP32 R is
@@ -213,8 +215,10 @@ struct LeastSquaresReport {
   /// The path in one line, e.g. "fp32/augmented(6)", "fp32/cgls(2, 9 inner)", "fp64/unrefined",
   /// "fp32[diverged after 2] -> fp32/x-only(4)",
   /// "fp32[rank undecided] -> fp64-cholqr/semi-normal(3)", "fp32[rank undecided] ->
-  /// fp64-cholqr[cholesky breakdown] -> fp64/augmented(2)" or "fp32[rank undecided] ->
-  /// fp64-cholqr[cholesky breakdown] -> rrqr[rank 63]/cgls(3, 12 inner)".
+  /// fp64-cholqr[cholesky breakdown] -> fp64/augmented(2)", "fp32[rank undecided] ->
+  /// fp64-cholqr[cholesky breakdown] -> rrqr[rank 63]/cgls(3, 12 inner)" or, where the
+  /// rank-revealing attempt keeps every column but its refinement fails, "... -> rrqr[rank 30]
+  /// [diverged after 3] -> fp64/augmented(4)".
   std::string path() const;
 };
 
