@@ -253,8 +253,8 @@ void check_ls_report(FuzzRun& run, const LsCase& c, const LeastSquaresReport& re
     if (t.cholesky_qr)
       run.expect(o.cholesky_qr && t.precision == Precision::FP64 && t.update_backend.empty(), at + ": cholesky_qr");
     // The rank-revealing attempt ends the path, unless it kept every column of a tall A and its
-    // refinement failed: then the FP64 QR follows, last.
-    const bool fp64_follows = i + 2 == rep.attempts.size() && t.rank == n && m >= n &&
+    // refinement failed: then the FP64 QR follows, last (tall: the stacked [A; sqrt(ridge) I] is).
+    const bool fp64_follows = i + 2 == rep.attempts.size() && t.rank == n && (o.ridge > 0 ? m + n : m) >= n &&
                               t.stop != LeastSquaresStop::Converged && t.stop != LeastSquaresStop::Stagnated &&
                               rep.attempts.back().precision == Precision::FP64 && !rep.attempts.back().rank_revealing;
     if (t.rank_revealing)

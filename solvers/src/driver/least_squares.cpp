@@ -35,8 +35,9 @@ namespace {
 constexpr int kHostQrBlock = 32;
 // Below this min |r_jj| / max |r_jj|, FP32 factors leave the rank to the FP64 QR.
 constexpr double kCheapRankRatio = 16 * 0x1p-24;
-// Above this ratio of the FP32 factors' smallest |r_jj| to that column's distance from the others
-// in FP64 (LsSpace::column_distance), FP32 factors leave the solve to FP64 ones.
+// Above this ratio of the FP32 factors' smallest |r_jj| to ||A v|| for the unit v of that column's
+// FP64 distance from the columns before it (LsSpace::column_distance), FP32 factors leave the
+// solve to FP64 ones.
 constexpr double kCheapPreconditionerLimit = 0x1p8;
 // LeastSquaresOptions::auto_min_work's default for device matrices (docs/least_squares.md, "Small
 // problems").
@@ -778,9 +779,10 @@ LeastSquares::LeastSquares(Context& ctx, const MatrixView<const double>& a, cons
   if (s.minimum_norm) s.path.push_back(Factors::RankRevealing);
   // Where the rank-revealing attempt keeps every column of a tall A and its refinement fails
   // (kappa near the rank threshold, where its R preconditions CGLS too weakly), the FP64 QR and
-  // its refinement follow: that solution is never worse than the FP64 QR solve's.
-  if (s.minimum_norm && std::find(s.path.begin(), s.path.end(), Factors::Fp64) == s.path.end())
-    s.path.push_back(Factors::Fp64);
+  // its refinement follow (with fallback): that solution is never worse than the FP64 QR
+  // solve's. Also after an FP64 QR earlier on the path, which ends at its own rank check
+  // (max(m, n) u ||A||_F, which rcond sigma_max can contradict near the threshold) unrefined.
+  if (s.minimum_norm && options.fallback) s.path.push_back(Factors::Fp64);
   if (solved.rows < solved.cols) {  // underdetermined: no QR of a wide A; the attempt starts from its own R
     s.path = {Factors::RankRevealing};
     s.minimum_norm = true;
@@ -832,8 +834,14 @@ LeastSquaresReport LeastSquares::solve(const MatrixView<const double>& b, const 
     if (!reuse && s.path[i] != Factors::RankRevealing && !report.attempts.empty() &&
         report.attempts.back().stop == LeastSquaresStop::RankDeficient)
       continue;
-    // After the rank-revealing attempt only where it kept every column (full rank).
-    if (!reuse && i > 0 && s.path[i - 1] == Factors::RankRevealing && report.rank < a.cols) continue;
+    // After the rank-revealing attempt only where it kept every column (full rank), and not
+    // where FP64 QR factors were refined already (their refinement failed before it).
+    if (!reuse && i > 0 && s.path[i - 1] == Factors::RankRevealing &&
+        (report.rank < a.cols || std::any_of(report.attempts.begin(), report.attempts.end(), [](const auto& t) {
+           return t.precision == Precision::FP64 && !t.cholesky_qr && !t.rank_revealing && !t.unrefined &&
+                  t.stop != LeastSquaresStop::RankDeficient;
+         })))
+      continue;
     const RankCheck rank_check = i > 0 && s.path[i - 1] == Factors::RankRevealing ? RankCheck::Decided
                                  : s.minimum_norm                                 ? RankCheck::EndAttempt
                                                                                   : RankCheck::Throw;

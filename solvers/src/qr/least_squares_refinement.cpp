@@ -59,7 +59,11 @@ double norm2(const double* v, std::int64_t count) { return scaled_norm2(v, count
 // A sum of values and products as accurate as in twice FP64's precision, rounded once (Ogita,
 // Rump & Oishi, "Accurate sum and dot product", SIAM J. Sci. Comput. 26(6), 2005, Algorithm
 // Dot2: each product's error by FMA, each sum's by TwoSum, the errors summed apart). Needs
-// -ffp-contract=off on this file: a fused s = sum + v would break TwoSum.
+// -ffp-contract=off on this file (solvers/CMakeLists.txt): a fused s = sum + v would break
+// TwoSum, as would value-unsafe optimizations.
+#ifdef __FAST_MATH__
+#error "least_squares_refinement.cpp: compensated sums need IEEE arithmetic (no -ffast-math)"
+#endif
 class CompensatedSum {
  public:
   explicit CompensatedSum(double start = 0) : sum_(start) {}
@@ -70,12 +74,32 @@ class CompensatedSum {
   }
   void add_product(double a, double b) {
     const double p = a * b;
-    error_ += std::fma(a, b, -p);  // a b = p + that, exactly
+    error_ += product_error(a, b, p);
     add(p);
   }
   double value() const { return sum_ + error_; }
 
  private:
+  // a b - p exactly for p = fl(a b): by FMA where the target has it, else by Dekker's product of
+  // Veltkamp's halves (Ogita, Rump & Oishi, Algorithm 3.2; a library call to std::fma would cost
+  // more than the 17 operations).
+  static double product_error(double a, double b, double p) {
+#if defined(__FMA__) || defined(__aarch64__)
+    return std::fma(a, b, -p);
+#else
+    if (!(std::fabs(a) < 0x1p995 && std::fabs(b) < 0x1p995)) return std::fma(a, b, -p);  // the split would overflow
+    const auto split = [](double v, double& high, double& low) {
+      const double c = 134217729.0 * v;  // 2^27 + 1
+      high = c - (c - v);
+      low = v - high;
+    };
+    double a1, a2, b1, b2;
+    split(a, a1, a2);
+    split(b, b1, b2);
+    return a2 * b2 - (((p - a1 * b1) - a2 * b1) - a1 * b2);
+#endif
+  }
+
   double sum_, error_ = 0;
 };
 
@@ -719,8 +743,9 @@ class HostSemiNormalSteps final : public LsSteps {
   double a_scale_;
   double* x_;
   std::vector<double> f_, next_f_, scaled_, z_;
-  // CGLS in x's variables (the normal equations preconditioned by (R^T R)^-1): scaled_ holds its
-  // r (in units of 2^cg_exponent_), g_ A'^T r, z_ (R^T R)^-1 A'^T r, cg_p_ the direction.
+  // CGLS in x's variables (the normal equations preconditioned by (R^T R)^-1): scaled_ holds the
+  // outer step's r (in units of 2^cg_exponent_), cg_w_ A' d (CG's residual is scaled_ - cg_w_),
+  // cg_g0_ A'^T scaled_, g_ A'^T (scaled_ - cg_w_), z_ (R^T R)^-1 g_, cg_p_ the direction.
   std::vector<double> g_, cg_p_, cg_q_, cg_d_, cg_kept_, cg_g0_, cg_w_;
   int cg_exponent_ = 0;
 };

@@ -53,7 +53,8 @@ struct LeastSquaresOptions {
   int max_iterations = 30;
   /// Factor again in FP64 where the cheaper factors' refinement does not converge. Without, such
   /// a solve returns that attempt's X with converged = false (NaN where it stopped RankUndecided:
-  /// there is no solution to return).
+  /// there is no solution to return; FP32 factors stop so on A too ill conditioned for them,
+  /// beyond kappa ~ 1e6, see LeastSquaresStop::RankUndecided).
   bool fallback = true;
   /// Householder reflectors per compact-WY block; 0: 32 for host matrices; for device ones 256
   /// with cublas-fp16x3 updates, else 128 (FP64: 256 where n >= 1024). Must be >= 0
@@ -131,9 +132,11 @@ enum class LeastSquaresStop {
   /// Neither within LeastSquaresOptions::max_iterations.
   MaxIterations,
   /// Not refined: the FP32 R's diagonal spans more than 1 / (16 u_32) (about kappa(A) > 1e6), where
-  /// FP32 factors cannot tell an ill-conditioned A from a rank-deficient one; or its smallest
-  /// |r_jj| is more than 2^8 times that column's distance from the columns before it in FP64
-  /// (an A far more ill conditioned than the FP32 R shows, which it cannot precondition).
+  /// FP32 factors cannot tell an ill-conditioned A from a rank-deficient one; or, where the
+  /// diagonal spans more than 2^10 (m >= n), its smallest |r_jj| is more than 2^8 times ||A v||
+  /// in FP64 for the unit v = [-y; 1; 0] / ||[-y; 1]|| that takes that column's FP64 distance from
+  /// the columns before it: A is far more ill conditioned than the FP32 R shows, and that R
+  /// cannot precondition it.
   RankUndecided,
   /// Not refined: the Cholesky QR of A R_32^-1 broke down (its Gram matrix not numerically positive
   /// definite, or the diagonal of its Cholesky factor R_2 spanning more than 2^10): the FP32 R is
@@ -217,8 +220,8 @@ struct LeastSquaresReport {
   /// "fp32[rank undecided] -> fp64-cholqr/semi-normal(3)", "fp32[rank undecided] ->
   /// fp64-cholqr[cholesky breakdown] -> fp64/augmented(2)", "fp32[rank undecided] ->
   /// fp64-cholqr[cholesky breakdown] -> rrqr[rank 63]/cgls(3, 12 inner)" or, where the
-  /// rank-revealing attempt keeps every column but its refinement fails, "... -> rrqr[rank 30]
-  /// [diverged after 3] -> fp64/augmented(4)".
+  /// rank-revealing attempt keeps every column but its refinement fails,
+  /// "... -> rrqr[rank 30][diverged after 3] -> fp64/augmented(4)".
   std::string path() const;
 };
 
