@@ -57,8 +57,6 @@ int severity(LeastSquaresStop s) {
   return 4;
 }
 
-bool accepted(LeastSquaresStop s) { return s == LeastSquaresStop::Converged || s == LeastSquaresStop::Stagnated; }
-
 double scaled_norm(const std::vector<double>& v) {
   return solvers_detail::scaled_norm2(v.data(), std::int64_t(v.size()));
 }
@@ -66,15 +64,17 @@ double scaled_norm(const std::vector<double>& v) {
 // The host's space (qr/least_squares_space.hpp): HouseholderQr on host-fp32 / host-fp64.
 // LsSpace::column_distance through the space's own factors_r and tall columns (the host's; the
 // device keeps R and A where they are instead).
-double column_distance_through_tall_columns(solvers_detail::LsSpace& space, std::int64_t n, std::int64_t j,
-                                            int max_iterations) {
+solvers_detail::LsSpace::ColumnDistance column_distance_through_tall_columns(solvers_detail::LsSpace& space,
+                                                                             std::int64_t n, std::int64_t j,
+                                                                             int max_iterations) {
   const std::vector<double> r = space.factors_r();
-  if (r.size() != std::size_t(n * n)) return NAN;
+  if (r.size() != std::size_t(n * n)) return {};
   std::unique_ptr<solvers_detail::TallColumns> tall = space.tall_columns();
   std::vector<std::int64_t> order(static_cast<std::size_t>(j + 1));  // A_S = columns 0 .. j-1, A_N = a_j
   for (std::int64_t c = 0; c <= j; ++c) order[std::size_t(c)] = c;
   tall->choose(order, j);
   std::vector<double> y(static_cast<std::size_t>(j));
+  bool converged = true;  // j = 0: v = e_0, no refinement
   if (j > 0) {  // from R(0:j, 0:j)^-1 R(0:j, j)
     const MatrixView<const double> r11 = host_view<const double>(r.data(), j, j, n);
     double smallest = INFINITY, largest = 0;
@@ -86,11 +86,13 @@ double column_distance_through_tall_columns(solvers_detail::LsSpace& space, std:
       largest = std::max(largest, std::fabs(r11(i, i)));
     }
     tall->precondition(r11);
-    tall->refine(solvers_detail::TallColumns::Target::DroppedColumn, 0, 1, {smallest, largest, smallest / largest},
-                 max_iterations, true, y.data());
+    converged = solvers_detail::accepted(tall->refine(solvers_detail::TallColumns::Target::DroppedColumn, 0, 1,
+                                                      {smallest, largest, smallest / largest}, max_iterations, true,
+                                                      y.data())[0]
+                                             .stop);
   }
   const double distance = tall->residual_norm(solvers_detail::TallColumns::Target::DroppedColumn, 0, y.data());
-  return distance / std::hypot(1.0, solvers_detail::scaled_norm2(y.data(), std::int64_t(y.size())));
+  return {distance / std::hypot(1.0, solvers_detail::scaled_norm2(y.data(), std::int64_t(y.size()))), converged};
 }
 
 class HostLsSpace final : public solvers_detail::LsSpace {
@@ -130,7 +132,7 @@ class HostLsSpace final : public solvers_detail::LsSpace {
   std::string update_backend() const override { return update_; }
   CholeskyQrFactors factor_cholesky_qr() override;
   std::vector<double> smallest_singular_vector(std::int64_t start) override;
-  double column_distance(std::int64_t j, int max_iterations) override {
+  ColumnDistance column_distance(std::int64_t j, int max_iterations) override {
     return column_distance_through_tall_columns(*this, a_.cols, j, max_iterations);
   }
   double norm_a_times(const std::vector<double>& v) override {
@@ -505,11 +507,35 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int
   // solution is not unique, and a refinement would settle on one of them. Checked where R's
   // diagonal spans more than 2^10: FP64 factors by inverse iteration; FP32 factors on the column
   // of smallest |r_jj|, which may be an exactly dependent one whose |r_jj| is FP32 rounding above
-  // the undecided level (an intercept beside every group's indicator column).
+  // the undecided level (an intercept beside every group's indicator column), and on the last
+  // column, where an unpivoted QR of mixed columns shows a dependence (its |r_jj| FP32 rounding
+  // too, above an ill-conditioned independent column's).
   if (!(result.diagonal_ratio > 0x1p-10) && rank_check != RankCheck::Decided) {
-    double bound = fp64    ? space.norm_a_times(space.smallest_singular_vector(smallest_column))
-                   : m < n ? INFINITY
-                           : space.column_distance(smallest_column, options.max_iterations);
+    double bound = INFINITY;
+    std::int64_t tested_column = smallest_column;
+    bool weak_preconditioner = false;
+    if (fp64) {
+      bound = space.norm_a_times(space.smallest_singular_vector(smallest_column));
+    } else if (m >= n) {
+      std::vector<std::int64_t> tested{smallest_column};
+      if (smallest_column != n - 1) tested.push_back(n - 1);
+      for (std::int64_t j : tested) {
+        const solvers_detail::LsSpace::ColumnDistance d = space.column_distance(j, options.max_iterations);
+        if (std::isnan(d.norm_av)) continue;  // no estimate: the refinement decides
+        // The FP32 R is too far from A's where CGLS with its leading block cannot find the
+        // column's distance, or where its |r_jj| overstates that distance: FP32 rounding keeps
+        // every |r_jj| above about u_32 ||A||, so past kappa ~ 1e7 one can exceed the FP64
+        // distance by that factor, A R^-1 is then about as ill conditioned, and CGLS with this R
+        // contracts slowly, or stops on corrections that look converged while x is wrong in the
+        // direction of A's smallest singular vector (host models of 137 x 41 .. 1000 x 100 with
+        // one small singular value: wrong x accepted above about 3e4, an x 16 times the FP64 QR's
+        // error at 9e2, most attempts past 1e2 diverged). Where the distance test did not
+        // converge its ||A v|| still bounds sigma_min(A) from above, and decides a rank deficiency.
+        weak_preconditioner = weak_preconditioner || !d.converged ||
+                              std::ldexp(diagonal[std::size_t(j)], exponent) > kCheapPreconditionerLimit * d.norm_av;
+        if (d.norm_av < bound) bound = d.norm_av, tested_column = j;
+      }
+    }
     if (std::isnan(bound)) bound = INFINITY;  // no estimate: the refinement decides
     result.factor_seconds = solvers_detail::seconds_since(t0);
     const double tolerance = double(std::max(m, n)) * 0x1p-53 * space.norm_a_frobenius();
@@ -527,18 +553,13 @@ LeastSquaresAttempt attempt(solvers_detail::LsSpace& space, Factors factors, int
       char text[200];
       std::snprintf(text, sizeof text,
                     "least_squares: A is numerically rank deficient: ||A v|| = %.3g for a unit v (at most max(m, n) "
-                    "2^-53 ||A||_F = %.3g); smallest |r_jj| at column %lld",
-                    bound, tolerance, static_cast<long long>(smallest_column));
-      throw RankDeficientMatrix(text, smallest_column);
+                    "2^-53 ||A||_F = %.3g); %s at column %lld",
+                    bound, tolerance, fp64 || tested_column == smallest_column ? "smallest |r_jj|" : "tested",
+                    static_cast<long long>(tested_column));
+      throw RankDeficientMatrix(text, tested_column);
     }
-    // FP32 rounding keeps every |r_jj| above about u_32 ||A||, so past kappa ~ 1e7 the smallest one
-    // overstates the column's FP64 distance from the others: by that factor at least, A R^-1 is
-    // ill conditioned, and CGLS with this R contracts slowly, or stops on corrections that look
-    // converged while x is wrong in the direction of A's smallest singular vector (host models
-    // of 137 x 41 .. 1000 x 100 with one small singular value: wrong x accepted above about 3e4,
-    // an x 16 times the FP64 QR's error at 9e2, most attempts past 1e2 diverged). FP64 factors
-    // decide.
-    if (!fp64 && std::ldexp(smallest, exponent) > kCheapPreconditionerLimit * bound) {
+    // FP64 factors decide where the FP32 R cannot precondition A.
+    if (weak_preconditioner) {
       result.stop = LeastSquaresStop::RankUndecided;
       return result;
     }
@@ -673,15 +694,15 @@ std::string LeastSquaresReport::path() const {
     if (i) out += " -> ";
     if (t.rank_revealing) {
       out += "rrqr[rank " + std::to_string(t.rank) + "]";
-      out += accepted(t.stop)
+      out += solvers_detail::accepted(t.stop)
                  ? "/cgls(" + std::to_string(t.iterations) + ", " + std::to_string(t.inner_iterations) + " inner)"
                  : "[" + to_string(t.stop) + " after " + std::to_string(t.iterations) + "]";
       continue;
     }
     out += to_string(t.precision) + (t.cholesky_qr ? "-cholqr" : "");
-    if (t.unrefined && accepted(t.stop))
+    if (t.unrefined && solvers_detail::accepted(t.stop))
       out += "/unrefined";
-    else if (accepted(t.stop))
+    else if (solvers_detail::accepted(t.stop))
       out += (t.gmres         ? "/gmres("
               : t.x_only      ? "/x-only("
               : t.cgls        ? "/cgls("
@@ -864,7 +885,7 @@ LeastSquaresReport LeastSquares::solve(const MatrixView<const double>& b, const 
           attempt(space, s.path[i], s.exponent, a.rows, a.cols, b.cols, block, options, rank_check, scales));
     }
     report.fell_back = i > 0 && s.path.front() == Factors::Fp32;
-    if (accepted(report.attempts.back().stop)) {
+    if (solvers_detail::accepted(report.attempts.back().stop)) {
       s.held_rung = std::ptrdiff_t(i);
       s.held_attempt = report.attempts.back();
       s.held_scales = scales;
@@ -883,7 +904,7 @@ LeastSquaresReport LeastSquares::solve(const MatrixView<const double>& b, const 
       again.diagonal_ratio = report.attempts.back().diagonal_ratio;
       refine_columns(space, b.cols, options, scales, again);
       report.attempts.push_back(again);
-      if (!accepted(again.stop)) return false;
+      if (!solvers_detail::accepted(again.stop)) return false;
       s.held_rung = std::ptrdiff_t(i);
       s.held_attempt = again;
       s.held_scales = scales;

@@ -48,6 +48,11 @@ struct LsRefinementResult {
   std::vector<double> dr_history;  // ||dr||_2 / ||b||_2 (0 where b = 0)
 };
 
+// Whether a refinement's x is taken: it converged or stagnated at FP64's attainable accuracy.
+inline bool accepted(LeastSquaresStop stop) {
+  return stop == LeastSquaresStop::Converged || stop == LeastSquaresStop::Stagnated;
+}
+
 // e with 2^e > largest >= 2^(e - 1), clamped to [-1020, 1020], or 0 for a zero or non-finite
 // largest: scaling by 2^-e brings a right-hand side into the factors' range (exactly, and with a
 // finite scale), for the host's steps and the device's.

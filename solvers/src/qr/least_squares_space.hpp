@@ -59,8 +59,13 @@ class LsSpace {
   // With FP32 factors held (m >= n): ||A v|| for the unit v = [-y; 1; 0] / ||[-y; 1]||, y =
   // argmin ||A_0:j y - a_j|| in FP64 by CGLS preconditioned with the factors' leading block
   // R(0:j, 0:j) (an R of A_0:j: the factors are an unpivoted QR's): how far column j is from the
-  // span of columns 0 .. j-1. NaN where no estimate is had.
-  virtual double column_distance(std::int64_t j, int max_iterations) = 0;
+  // span of columns 0 .. j-1. norm_av NaN where no estimate is had; converged: whether that
+  // refinement was accepted (where not, the FP32 R does not precondition A_0:j).
+  struct ColumnDistance {
+    double norm_av = NAN;
+    bool converged = false;
+  };
+  virtual ColumnDistance column_distance(std::int64_t j, int max_iterations) = 0;
   // Refines column j of X (and its residual) against column j of B with the current factors,
   // whose R gives `scales`.
   virtual LsRefinementResult refine(std::int64_t j, int max_iterations, LsMethod method,

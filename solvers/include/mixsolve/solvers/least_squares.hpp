@@ -133,10 +133,11 @@ enum class LeastSquaresStop {
   MaxIterations,
   /// Not refined: the FP32 R's diagonal spans more than 1 / (16 u_32) (about kappa(A) > 1e6), where
   /// FP32 factors cannot tell an ill-conditioned A from a rank-deficient one; or, where the
-  /// diagonal spans more than 2^10 (m >= n), its smallest |r_jj| is more than 2^8 times ||A v||
-  /// in FP64 for the unit v = [-y; 1; 0] / ||[-y; 1]|| that takes that column's FP64 distance from
-  /// the columns before it: A is far more ill conditioned than the FP32 R shows, and that R
-  /// cannot precondition it.
+  /// diagonal spans more than 2^10 (m >= n), the FP64 test of the columns of smallest |r_jj| and
+  /// the last one (each one's distance from the columns before it, by CGLS with the FP32 R) did
+  /// not converge, or found an |r_jj| more than 2^8 times ||A v|| for the unit
+  /// v = [-y; 1; 0] / ||[-y; 1]|| of that distance: A is far more ill conditioned than the FP32 R
+  /// shows, and that R cannot precondition it.
   RankUndecided,
   /// Not refined: the Cholesky QR of A R_32^-1 broke down (its Gram matrix not numerically positive
   /// definite, or the diagonal of its Cholesky factor R_2 spanning more than 2^10): the FP32 R is

@@ -938,12 +938,12 @@ class DeviceLsSpace final : public LsSpace {
   // Without copies: A_0:j is a view of A, R(0:j+1, 0:j+1) the FP32 factors' leading block in FP64
   // at A's scale (the host's way, through factors_r and the tall columns, moved n^2 values each
   // way and gathered the columns: 0.40 s of a 0.47 s FP32 attempt at 65536 x 4096, H100).
-  double column_distance(std::int64_t j, int max_iterations) override {
-    if (!qr32_ || a_.rows < a_.cols) return NAN;
+  ColumnDistance column_distance(std::int64_t j, int max_iterations) override {
+    if (!qr32_ || a_.rows < a_.cols) return {};
     const std::int64_t m = a_.rows, k = j, ldr = j + 1;
     cudaStream_t stream = ctx_.stream();
     cublasHandle_t h = ctx_.cublas();
-    if (k == 0) return nrm2(h, m, a_.data);  // v = e_0
+    if (k == 0) return {nrm2(h, m, a_.data), true};  // v = e_0
     DeviceBuffer<double> r(ctx_, std::size_t(ldr * ldr)), y(ctx_, std::size_t(k));
     // R of A itself: the factors hold a_scale A (a_scale a power of two: the division is exact).
     upper_triangle_kernel<<<matrix_grid(ldr, ldr), 256, 0, stream>>>(factors32_.data(), ld32_, ldr, 1 / a_scale_,
@@ -970,9 +970,10 @@ class DeviceLsSpace final : public LsSpace {
     DeviceBlockSemiNormalSteps steps(ctx_, device_view<const double>(a_.data, m, k, a_.ld),
                                      device_view<const double>(a_.data + k * a_.ld, m, 1, a_.ld), normal,
                                      device_view(y.data(), k, 1, k), true);
-    refine_block(steps, max_iterations, {smallest, largest, largest > 0 ? smallest / largest : 0});
+    const LsRefinementResult refined =
+        refine_block(steps, max_iterations, {smallest, largest, largest > 0 ? smallest / largest : 0})[0];
     const double distance = steps.residual_norms()[0];
-    return distance / std::hypot(1.0, nrm2(h, k, y.data()));
+    return {distance / std::hypot(1.0, nrm2(h, k, y.data())), accepted(refined.stop)};
   }
 
   double norm_a_times(const std::vector<double>& v) override {
